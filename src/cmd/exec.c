@@ -1,0 +1,276 @@
+/* headroom exec: the launcher that build tools call for each compile job. */
+#include <errno.h>
+#include <fcntl.h>
+#include <getopt.h>
+#include <jansson.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <sys/un.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "cmd/cmd.h"
+#include "govern/proto.h"
+#include "govern/signature.h"
+#include "sys/cgroup.h"
+#include "sys/fsutil.h"
+#include "util/log.h"
+#include "util/units.h"
+
+/* The governor decides about retries; this only stops a confused one from looping. */
+#define MAX_ATTEMPTS 10
+
+static const char usage[] =
+	"usage: headroom exec [--] TOOL [ARGS...]\n"
+	"\n"
+	"Run one compile job under the governor named by HEADROOM_SOCK (set by\n"
+	"`headroom run`): wait until memory admits it, run it, report its memory, and run it\n"
+	"again if the governor had to kill it or the kernel OOM-killed it. Without a\n"
+	"governor it simply runs TOOL; output and exit status are always TOOL's own.\n"
+	"\n"
+	"  -h, --help   show this help\n"
+	"\n"
+	"Exit status: TOOL's; 126 if TOOL cannot be executed, 127 if it is not found.\n";
+
+static volatile sig_atomic_t child_pgid;
+
+static void forward(int sig)
+{
+	if (child_pgid > 0)
+		kill(-(pid_t)child_pgid, sig);
+}
+
+int cmd_status_of(int wstatus)
+{
+	if (WIFEXITED(wstatus))
+		return WEXITSTATUS(wstatus);
+	if (WIFSIGNALED(wstatus))
+		return 128 + WTERMSIG(wstatus);
+	return EXIT_INTERNAL;
+}
+
+static int exec_failed_status(int e)
+{
+	return e == ENOENT || e == ENOTDIR ? EXIT_NOTFOUND : EXIT_NOEXEC;
+}
+
+static void run_direct(char **argv)
+{
+	execvp(argv[0], argv);
+	int e = errno;
+	warnx("cannot run %s: %s", argv[0], strerror(e));
+	exit(exec_failed_status(e));
+}
+
+static int connect_governor(const char *path)
+{
+	struct sockaddr_un a = { .sun_family = AF_UNIX };
+	int fd;
+
+	if (strlen(path) >= sizeof(a.sun_path))
+		return -ENAMETOOLONG;
+	strcpy(a.sun_path, path);
+	fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+	if (fd < 0)
+		return -errno;
+	if (connect(fd, (struct sockaddr *)&a, sizeof(a))) {
+		int e = errno;
+		close(fd);
+		return -e;
+	}
+	return fd;
+}
+
+/* Die the way the tool died, so that the build tool sees exactly what it would have. */
+static void pass_on(int wstatus)
+{
+	if (WIFSIGNALED(wstatus)) {
+		int sig = WTERMSIG(wstatus);
+		sigset_t set;
+
+		signal(sig, SIG_DFL);
+		sigemptyset(&set);
+		sigaddset(&set, sig);
+		sigprocmask(SIG_UNBLOCK, &set, NULL);
+		kill(getpid(), sig);
+	}
+	exit(cmd_status_of(wstatus));
+}
+
+static pid_t spawn(char **argv, const char *cgroup_dir, int errpipe)
+{
+	pid_t pid = fork();
+
+	if (pid != 0)
+		return pid;
+	/* A process group of its own: the governor freezes and kills the job as one. */
+	setpgid(0, 0);
+	signal(SIGINT, SIG_DFL);
+	signal(SIGTERM, SIG_DFL);
+	signal(SIGHUP, SIG_DFL);
+	signal(SIGQUIT, SIG_DFL);
+	if (cgroup_dir && *cgroup_dir) {
+		struct cgroup cg = { .version = CGROUP_V2, .dir = (char *)cgroup_dir };
+		cgroup_attach(&cg, getpid());
+	}
+	/* When memory runs out, the kernel should pick a compiler, never sshd. */
+	fs_write("/proc/self/oom_score_adj", "500");
+	execvp(argv[0], argv);
+	int e = errno;
+	if (write(errpipe, &e, sizeof(e)) < 0)
+		_exit(EXIT_INTERNAL);
+	_exit(exec_failed_status(e));
+}
+
+static json_t *request_msg(const struct job_sig *sig, int attempt)
+{
+	return json_pack("{s:s, s:i, s:i, s:s, s:s, s:s, s:s}", "type", "request", "pid", (int)getpid(),
+			 "attempt", attempt, "tool", sig->tool, "src", sig->src, "class", sig->class_key,
+			 "sig", sig->sig_key);
+}
+
+static json_t *done_msg(json_int_t job, int wstatus, int64_t duration_ms)
+{
+	json_t *m = json_pack("{s:s, s:I, s:I}", "type", "done", "job", job, "duration_ms", (json_int_t)duration_ms);
+
+	json_object_set_new(m, "exit", WIFEXITED(wstatus) ? json_integer(WEXITSTATUS(wstatus)) : json_null());
+	json_object_set_new(m, "signal", WIFSIGNALED(wstatus) ? json_integer(WTERMSIG(wstatus)) : json_null());
+	return m;
+}
+
+/* Wait for the tool, forwarding interrupts to its process group. */
+static int wait_child(pid_t pid)
+{
+	int st;
+
+	while (waitpid(pid, &st, 0) < 0) {
+		if (errno != EINTR)
+			return -1;
+	}
+	return st;
+}
+
+static int governed(char **argv, int fd)
+{
+	struct proto_conn conn;
+	struct job_sig sig;
+	struct sigaction sa = { .sa_handler = forward };
+	int status = 0;
+	int argc = 0;
+
+	while (argv[argc])
+		argc++;
+	job_sig_from_argv(argc, argv, &sig);
+	proto_conn_init(&conn, fd);
+	sigemptyset(&sa.sa_mask);
+
+	for (int attempt = 1; attempt <= MAX_ATTEMPTS; attempt++) {
+		json_t *msg = request_msg(&sig, attempt), *reply = NULL;
+		int errpipe[2];
+
+		if (!msg || proto_send(fd, msg)) {
+			json_decref(msg);
+			goto ungoverned;
+		}
+		json_decref(msg);
+		if (proto_recv(&conn, &reply) <= 0 || strcmp(proto_type(reply), "admit")) {
+			json_decref(reply);
+			goto ungoverned;
+		}
+		json_int_t job = json_integer_value(json_object_get(reply, "job"));
+		const char *cgdir = json_string_value(json_object_get(reply, "cgroup"));
+		if (pipe2(errpipe, O_CLOEXEC)) {
+			json_decref(reply);
+			die(EXIT_INTERNAL, "pipe: %s", strerror(errno));
+		}
+		int64_t t0 = now_ms();
+		pid_t pid = spawn(argv, cgdir, errpipe[1]);
+		json_decref(reply);
+		close(errpipe[1]);
+		if (pid < 0)
+			die(EXIT_INTERNAL, "fork: %s", strerror(errno));
+		setpgid(pid, pid);
+		child_pgid = pid;
+		sigaction(SIGINT, &sa, NULL);
+		sigaction(SIGTERM, &sa, NULL);
+		sigaction(SIGHUP, &sa, NULL);
+		sigaction(SIGQUIT, &sa, NULL);
+		msg = json_pack("{s:s, s:I, s:i}", "type", "started", "job", job, "pid", (int)pid);
+		if (msg)
+			proto_send(fd, msg);
+		json_decref(msg);
+
+		status = wait_child(pid);
+		child_pgid = 0;
+		int exec_errno = 0;
+		if (read(errpipe[0], &exec_errno, sizeof(exec_errno)) == (ssize_t)sizeof(exec_errno))
+			warnx("cannot run %s: %s", argv[0], strerror(exec_errno));
+		close(errpipe[0]);
+
+		msg = done_msg(job, status, now_ms() - t0);
+		if (!msg || proto_send(fd, msg)) {
+			json_decref(msg);
+			break;
+		}
+		json_decref(msg);
+		if (proto_recv(&conn, &reply) <= 0) {
+			json_decref(reply);
+			break;
+		}
+		int retry = json_is_true(json_object_get(reply, "retry"));
+		json_decref(reply);
+		if (!retry)
+			break;
+		debugx("job %lld: the governor requeued %s (attempt %d)", (long long)job, sig.src, attempt);
+	}
+	proto_conn_close(&conn);
+	job_sig_free(&sig);
+	pass_on(status);
+	return EXIT_INTERNAL;
+
+ungoverned:
+	/* The governor went away before admitting us: run as if it never existed. */
+	proto_conn_close(&conn);
+	job_sig_free(&sig);
+	run_direct(argv);
+	return EXIT_INTERNAL;
+}
+
+int cmd_exec(int argc, char **argv)
+{
+	static const struct option opts[] = {
+		{ "help", no_argument, NULL, 'h' },
+		{ NULL, 0, NULL, 0 },
+	};
+	const char *sock;
+	int c, fd;
+
+	/* "+": stop at the first non-option, which is the tool; its options are its own. */
+	while ((c = getopt_long(argc, argv, "+h", opts, NULL)) != -1) {
+		switch (c) {
+		case 'h':
+			fputs(usage, stdout);
+			return 0;
+		default:
+			fputs(usage, stderr);
+			return EXIT_USAGE;
+		}
+	}
+	if (optind >= argc) {
+		warnx("exec: missing the command to run (try: headroom exec -- gcc -c x.c)");
+		return EXIT_USAGE;
+	}
+	argv += optind;
+	sock = getenv("HEADROOM_SOCK");
+	if (!sock || !*sock)
+		run_direct(argv);
+	fd = connect_governor(sock);
+	if (fd < 0) {
+		debugx("no governor at %s (%s): running %s directly", sock, strerror(-fd), argv[0]);
+		run_direct(argv);
+	}
+	return governed(argv, fd);
+}

@@ -1,0 +1,195 @@
+/* headroom run: run a build with every compile job admitted by memory. */
+#include <errno.h>
+#include <getopt.h>
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "cmd/cmd.h"
+#include "govern/governor.h"
+#include "store/store.h"
+#include "util/log.h"
+#include "util/units.h"
+#include "util/xalloc.h"
+
+static const char usage[] =
+	"usage: headroom run [OPTIONS] -- COMMAND [ARGS...]\n"
+	"\n"
+	"Run a build (pip, setup.py, cmake --build, ninja, make...) so that its compile jobs\n"
+	"start only when memory can hold them, learned from earlier jobs; freeze or requeue\n"
+	"jobs if memory runs short anyway. COMMAND's jobs reach headroom through the\n"
+	"launcher variables it sets: HEADROOM_LAUNCHER, PYTORCH_NVCC,\n"
+	"CMAKE_{C,CXX,CUDA}_COMPILER_LAUNCHER, and MAX_JOBS when it is not set.\n"
+	"\n"
+	"  -j, --jobs N        at most N jobs at once (default: the number of CPUs)\n"
+	"  -b, --budget SIZE   memory the jobs may use together, e.g. 24G (default: the\n"
+	"                      cgroup limit or RAM, less what others use and a reserve)\n"
+	"      --reserve SIZE  memory always kept free (default: 6%% of the limit, 64M..2G)\n"
+	"      --db PATH       profile store (default: $XDG_STATE_HOME/headroom/profiles.db)\n"
+	"      --no-db         learn for this build only\n"
+	"      --report FILE   write the end report as JSON to FILE\n"
+	"  -q, --quiet         no end report on stderr\n"
+	"  -v, --verbose       say what headroom decides, as it decides\n"
+	"  -h, --help          show this help\n"
+	"\n"
+	"Exit status: COMMAND's own; 128+N if headroom was stopped by signal N (130 for\n"
+	"Ctrl-C); 2 for a usage error; 125 if headroom itself failed (store, socket);\n"
+	"126/127 if COMMAND cannot be run / is not found.\n";
+
+/* Prepend our launcher to a variable, keeping a launcher the user already has. */
+static void set_launcher(const char *var, const char *ours, const char *sep)
+{
+	const char *old = getenv(var);
+	char *v;
+
+	if (old && strstr(old, "headroom"))
+		return;
+	v = old && *old ? xasprintf("%s%s%s", ours, sep, old) : xstrdup(ours);
+	setenv(var, v, 1);
+	free(v);
+}
+
+static char *find_nvcc(void)
+{
+	const char *home = getenv("CUDA_HOME");
+	char *p;
+
+	if (!home || !*home)
+		home = getenv("CUDA_PATH");
+	if (home && *home) {
+		p = xasprintf("%s/bin/nvcc", home);
+		if (!access(p, X_OK))
+			return p;
+		free(p);
+	}
+	if (!access("/usr/local/cuda/bin/nvcc", X_OK))
+		return xstrdup("/usr/local/cuda/bin/nvcc");
+	return NULL;
+}
+
+static void wire_launchers(const char *self, int jobs)
+{
+	char *launcher = xasprintf("%s exec --", self);
+	char *cmake = xasprintf("%s;exec;--", self);
+	const char *pt = getenv("PYTORCH_NVCC");
+
+	setenv("HEADROOM_LAUNCHER", launcher, 1);
+	set_launcher("CMAKE_C_COMPILER_LAUNCHER", cmake, ";");
+	set_launcher("CMAKE_CXX_COMPILER_LAUNCHER", cmake, ";");
+	set_launcher("CMAKE_CUDA_COMPILER_LAUNCHER", cmake, ";");
+	if (pt && *pt) {
+		set_launcher("PYTORCH_NVCC", launcher, " ");
+	} else {
+		char *nvcc = find_nvcc();
+		if (nvcc) {
+			char *v = xasprintf("%s %s", launcher, nvcc);
+			setenv("PYTORCH_NVCC", v, 1);
+			free(v);
+			free(nvcc);
+		}
+	}
+	if (!getenv("MAX_JOBS")) {
+		char n[16];
+		snprintf(n, sizeof(n), "%d", jobs);
+		setenv("MAX_JOBS", n, 1);
+	}
+	free(launcher);
+	free(cmake);
+}
+
+int cmd_run(int argc, char **argv)
+{
+	enum { OPT_DB = 256, OPT_NODB, OPT_REPORT, OPT_RESERVE };
+	static const struct option opts[] = {
+		{ "jobs", required_argument, NULL, 'j' },
+		{ "budget", required_argument, NULL, 'b' },
+		{ "reserve", required_argument, NULL, OPT_RESERVE },
+		{ "db", required_argument, NULL, OPT_DB },
+		{ "no-db", no_argument, NULL, OPT_NODB },
+		{ "report", required_argument, NULL, OPT_REPORT },
+		{ "quiet", no_argument, NULL, 'q' },
+		{ "verbose", no_argument, NULL, 'v' },
+		{ "help", no_argument, NULL, 'h' },
+		{ NULL, 0, NULL, 0 },
+	};
+	struct governor_opts o = { .proc_root = "", .tick_ms = 100 };
+	char *db = NULL, *err = NULL, self[PATH_MAX];
+	int c, no_db = 0, status;
+	long cpus = sysconf(_SC_NPROCESSORS_ONLN);
+
+	o.jobs = cpus > 0 ? (int)cpus : 1;
+	while ((c = getopt_long(argc, argv, "+j:b:qvh", opts, NULL)) != -1) {
+		char *end;
+		switch (c) {
+		case 'j':
+			errno = 0;
+			long n = strtol(optarg, &end, 10);
+			if (errno || *end || n < 1 || n > 100000)
+				die(EXIT_USAGE, "run: --jobs wants a whole number from 1, not '%s'", optarg);
+			o.jobs = (int)n;
+			break;
+		case 'b':
+			if (size_parse(optarg, &o.budget_bytes) || !o.budget_bytes)
+				die(EXIT_USAGE, "run: --budget wants a size such as 24G or 512M, not '%s'", optarg);
+			break;
+		case OPT_RESERVE:
+			if (size_parse(optarg, &o.reserve_bytes))
+				die(EXIT_USAGE, "run: --reserve wants a size such as 1G, not '%s'", optarg);
+			break;
+		case OPT_DB:
+			free(db);
+			db = xstrdup(optarg);
+			break;
+		case OPT_NODB:
+			no_db = 1;
+			break;
+		case OPT_REPORT:
+			o.report_path = optarg;
+			break;
+		case 'q':
+			o.quiet = 1;
+			log_level = 0;
+			break;
+		case 'v':
+			if (log_level < 2)
+				log_level = 2;
+			break;
+		case 'h':
+			fputs(usage, stdout);
+			free(db);
+			return 0;
+		default:
+			fputs(usage, stderr);
+			free(db);
+			return EXIT_USAGE;
+		}
+	}
+	if (optind >= argc) {
+		free(db);
+		die(EXIT_USAGE, "run: missing the build command (try: headroom run -- ninja -C build)");
+	}
+	o.argv = argv + optind;
+
+	if (!no_db) {
+		if (!db)
+			db = store_default_path();
+		if (store_open(db, &o.store, &err)) {
+			warnx("profile store: %s", err);
+			warnx("choose another with --db PATH, or run without one with --no-db");
+			free(err);
+			free(db);
+			return EXIT_INTERNAL;
+		}
+	}
+	ssize_t len = readlink("/proc/self/exe", self, sizeof(self) - 1);
+	if (len <= 0)
+		die(EXIT_INTERNAL, "cannot find headroom's own path in /proc/self/exe");
+	self[len] = '\0';
+	wire_launchers(self, o.jobs);
+	status = governor_run(&o);
+	store_close(o.store);
+	free(db);
+	return status;
+}

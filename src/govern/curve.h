@@ -1,0 +1,38 @@
+/* A job's memory over its life: the largest resident set in each of CURVE_POINTS equal
+ * slices of its duration. Keeping the maximum of each slice makes the curve an upper
+ * envelope, so predictions made from it err on the safe side. */
+#ifndef HEADROOM_CURVE_H
+#define HEADROOM_CURVE_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#define CURVE_POINTS 64
+
+struct curve {
+	int64_t duration_ms;
+	uint64_t peak_bytes;
+	uint64_t pts[CURVE_POINTS];
+};
+
+struct curve_sample {
+	int64_t t_ms; /* since the job started */
+	uint64_t rss_bytes;
+};
+
+/* Memory at t_ms after start (0 once the job is over). */
+uint64_t curve_at(const struct curve *c, int64_t t_ms);
+/* Largest value on [t0_ms, t1_ms]; 0 outside the job. */
+uint64_t curve_max_between(const struct curve *c, int64_t t0_ms, int64_t t1_ms);
+/* Build a curve from samples of a job that ran duration_ms. 0 or -EINVAL (no samples). */
+int curve_from_samples(const struct curve_sample *s, size_t n, int64_t duration_ms, struct curve *out);
+/* Learn: fold a new observation into a profile. Each point becomes
+ * max(seen, keep_pct% of the old + the rest of seen): never below what was just seen, so
+ * a job that grew is believed at once, while one that shrank is believed gradually.
+ * Signatures (one job) use 50; classes (many different jobs) keep 95 so that their
+ * profile stays an envelope of the jobs in them. */
+void curve_learn(struct curve *profile, const struct curve *seen, int first, int keep_pct);
+/* Recompute peak_bytes from pts. */
+void curve_update_peak(struct curve *c);
+
+#endif

@@ -1,0 +1,862 @@
+#include "govern/governor.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <jansson.h>
+#include <limits.h>
+#include <poll.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/prctl.h>
+#include <sys/resource.h>
+#include <sys/signalfd.h>
+#include <sys/socket.h>
+#include <sys/un.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "cmd/cmd.h"
+#include "govern/admit.h"
+#include "govern/proto.h"
+#include "govern/report.h"
+#include "sys/cgroup.h"
+#include "sys/fsutil.h"
+#include "sys/meminfo.h"
+#include "sys/proc.h"
+#include "sys/psi.h"
+#include "util/log.h"
+#include "util/units.h"
+#include "util/xalloc.h"
+
+/* A job killed this many times is not tried again: its failure goes to the build tool. */
+#define MAX_ATTEMPTS 4
+/* After an interrupt, the build gets this long to stop before everything is killed. */
+#define GRACE_MS 3000
+/* Freezing one job at a time, this far apart, lets the effect of the last one show. */
+#define FREEZE_GAP_MS 500
+
+enum job_state { JOB_IDLE, JOB_WAITING, JOB_RUNNING };
+
+struct job {
+	int id;
+	enum job_state state;
+	struct proto_conn conn;
+	char *tool, *src, *class_key, *sig_key;
+	int attempt;
+	pid_t pid;                  /* the tool, leader of the job's process group; 0 until started */
+	int64_t t_request_ms, t_admit_ms;
+	int frozen;
+	int64_t frozen_at_ms, frozen_total_ms;
+	const struct curve *pred;   /* points into the learned cache; NULL when unknown */
+	struct curve_sample *samples;
+	size_t nsamples, capsamples;
+	uint64_t current_bytes, peak_bytes;
+	int killed_by_us;
+	uint64_t oom_at_admit;
+	struct cgroup cg;           /* the job's own group, version NONE when there is none */
+};
+
+struct learned {
+	enum profile_kind kind;
+	char *key;
+	int known, dirty;
+	struct profile p;
+};
+
+struct gov {
+	const struct governor_opts *o;
+	int listen_fd, sig_fd;
+	char *sock_dir, *sock_path;
+	struct job **jobs;
+	size_t njobs, capjobs;
+	int next_id;
+	struct learned **cache;
+	size_t ncache, capcache;
+	struct cgroup cg;           /* the group headroom runs in; version NONE without one */
+	int cg_limited;
+	uint64_t limit_bytes, reserve_bytes, budget_bytes;
+	uint64_t oom_start;
+	int have_oom;
+	char *psi_path;
+	pid_t build_pid;
+	int build_status, build_done;
+	int interrupted;
+	int64_t t0_ms, deadline_ms, last_kill_ms, last_freeze_ms;
+	struct proc_table procs;
+	struct report rep;
+};
+
+/* ---- learned profiles ---------------------------------------------------------------- */
+
+static struct learned *cache_get(struct gov *g, enum profile_kind kind, const char *key)
+{
+	struct learned *l;
+
+	for (size_t i = 0; i < g->ncache; i++)
+		if (g->cache[i]->kind == kind && !strcmp(g->cache[i]->key, key))
+			return g->cache[i];
+	if (g->ncache == g->capcache) {
+		g->capcache = g->capcache ? g->capcache * 2 : 256;
+		g->cache = xrealloc(g->cache, g->capcache * sizeof(*g->cache));
+	}
+	/* One allocation each: jobs keep pointers to the curves. */
+	l = xcalloc(1, sizeof(*l));
+	g->cache[g->ncache++] = l;
+	l->kind = kind;
+	l->key = xstrdup(key);
+	if (g->o->store && store_get(g->o->store, kind, key, &l->p) == 0)
+		l->known = 1;
+	return l;
+}
+
+/* The prediction for a job: its own signature's profile, else its class's. */
+static void job_predict(struct gov *g, struct job *j)
+{
+	struct learned *l = cache_get(g, PROFILE_SIG, j->sig_key);
+
+	if (!l->known)
+		l = cache_get(g, PROFILE_CLASS, j->class_key);
+	j->pred = l->known ? &l->p.curve : NULL;
+}
+
+static void learn(struct gov *g, struct job *j, const struct curve *seen)
+{
+	static const struct { enum profile_kind kind; int keep_pct; } how[] = {
+		{ PROFILE_SIG, 50 }, { PROFILE_CLASS, 95 },
+	};
+
+	for (size_t i = 0; i < 2; i++) {
+		struct learned *l = cache_get(g, how[i].kind, how[i].kind == PROFILE_SIG ? j->sig_key : j->class_key);
+		curve_learn(&l->p.curve, seen, !l->known, how[i].keep_pct);
+		l->p.runs++;
+		l->p.updated_s = (int64_t)time(NULL);
+		l->known = l->dirty = 1;
+	}
+}
+
+static void save_profiles(struct gov *g)
+{
+	struct store *st = g->o->store;
+	int n = 0;
+
+	if (!st)
+		return;
+	if (store_begin(st)) {
+		warnx("could not write the profile store; what this build learned is lost");
+		return;
+	}
+	for (size_t i = 0; i < g->ncache; i++) {
+		struct learned *l = g->cache[i];
+		if (l->dirty && !store_put(st, l->kind, l->key, &l->p))
+			n++;
+	}
+	if (store_commit(st))
+		warnx("could not write the profile store; what this build learned is lost");
+	else
+		debugx("saved %d profiles", n);
+}
+
+/* ---- jobs ------------------------------------------------------------------------------ */
+
+static int64_t job_elapsed(const struct job *j, int64_t now)
+{
+	int64_t e = now - j->t_admit_ms - j->frozen_total_ms;
+
+	if (j->frozen)
+		e -= now - j->frozen_at_ms;
+	return e > 0 ? e : 0;
+}
+
+static void job_reset_run(struct job *j)
+{
+	j->pid = 0;
+	j->frozen = 0;
+	j->frozen_total_ms = 0;
+	j->nsamples = 0;
+	j->current_bytes = j->peak_bytes = 0;
+	j->killed_by_us = 0;
+	j->pred = NULL;
+}
+
+static void job_free(struct job *j)
+{
+	proto_conn_close(&j->conn);
+	if (j->cg.version != CGROUP_NONE) {
+		cgroup_kill_all(&j->cg);
+		cgroup_remove(&j->cg);
+		cgroup_free(&j->cg);
+	}
+	free(j->tool);
+	free(j->src);
+	free(j->class_key);
+	free(j->sig_key);
+	free(j->samples);
+	free(j);
+}
+
+static void job_signal(struct job *j, int sig)
+{
+	if (j->pid > 0)
+		kill(-j->pid, sig);
+}
+
+static void job_freeze(struct gov *g, struct job *j, int64_t now)
+{
+	job_signal(j, SIGSTOP);
+	j->frozen = 1;
+	j->frozen_at_ms = now;
+	g->rep.freezes++;
+	g->last_freeze_ms = now;
+	infox("froze job %d (%s): memory is short", j->id, j->src);
+}
+
+static void job_thaw(struct gov *g, struct job *j, int64_t now)
+{
+	job_signal(j, SIGCONT);
+	j->frozen = 0;
+	j->frozen_total_ms += now - j->frozen_at_ms;
+	g->rep.thaws++;
+	infox("thawed job %d (%s)", j->id, j->src);
+}
+
+static void job_kill(struct gov *g, struct job *j, int64_t now)
+{
+	job_signal(j, SIGKILL);
+	job_signal(j, SIGCONT);
+	if (j->cg.version != CGROUP_NONE)
+		cgroup_kill_all(&j->cg);
+	j->killed_by_us = 1;
+	g->rep.kills++;
+	g->last_kill_ms = now;
+	warnx("killed job %d (%s) to keep memory from running out; it will run again", j->id, j->src);
+}
+
+static void job_sample(struct gov *g, struct job *j, int64_t now)
+{
+	if (j->state != JOB_RUNNING || j->pid <= 0)
+		return;
+	j->current_bytes = proc_table_tree_rss(&g->procs, j->pid);
+	if (j->current_bytes > j->peak_bytes)
+		j->peak_bytes = j->current_bytes;
+	if (j->frozen)
+		return;
+	if (j->nsamples == j->capsamples) {
+		j->capsamples = j->capsamples ? j->capsamples * 2 : 256;
+		j->samples = xrealloc(j->samples, j->capsamples * sizeof(*j->samples));
+	}
+	j->samples[j->nsamples++] = (struct curve_sample){ job_elapsed(j, now), j->current_bytes };
+}
+
+/* ---- memory facts ------------------------------------------------------------------------ */
+
+static uint64_t oom_count(struct gov *g)
+{
+	uint64_t n = 0;
+
+	if (g->cg.version != CGROUP_NONE && !cgroup_oom_kills(&g->cg, &n))
+		return n;
+	if (!meminfo_oom_kills(g->o->proc_root, &n))
+		return n;
+	return 0;
+}
+
+/* Memory that can still be taken now, against the tighter of the cgroup and the machine. */
+static uint64_t mem_available(struct gov *g)
+{
+	struct meminfo mi;
+	uint64_t avail = UINT64_MAX, ws;
+
+	if (!meminfo_read(g->o->proc_root, &mi))
+		avail = mi.available_bytes;
+	if (g->cg_limited && !cgroup_mem_working_set(&g->cg, &ws)) {
+		uint64_t a = g->limit_bytes > ws ? g->limit_bytes - ws : 0;
+		if (a < avail)
+			avail = a;
+	}
+	return avail == UINT64_MAX ? 0 : avail;
+}
+
+static void setup_memory(struct gov *g)
+{
+	struct meminfo mi;
+	uint64_t lim, others = 0;
+	int have_mi = !meminfo_read(g->o->proc_root, &mi);
+
+	g->rep.limit_source = "RAM";
+	g->limit_bytes = have_mi ? mi.total_bytes : 0;
+	if (!cgroup_find(g->o->proc_root, 0, &g->cg) && !cgroup_mem_limit(&g->cg, &lim) &&
+	    (!g->limit_bytes || lim < g->limit_bytes)) {
+		g->limit_bytes = lim;
+		g->cg_limited = 1;
+		g->rep.limit_source = g->cg.version == CGROUP_V1 ? "cgroup v1" : "cgroup v2";
+	}
+	g->psi_path = cgroup_pressure_path(&g->cg);
+	if (!g->psi_path)
+		g->psi_path = xasprintf("%s/proc/pressure/memory", g->o->proc_root);
+	g->reserve_bytes = g->o->reserve_bytes ? g->o->reserve_bytes : net_default_reserve(g->limit_bytes);
+	uint64_t avail = mem_available(g);
+	if (g->limit_bytes > avail)
+		others = g->limit_bytes - avail;
+	if (g->o->budget_bytes) {
+		g->budget_bytes = g->o->budget_bytes;
+	} else {
+		g->budget_bytes = g->limit_bytes > others + g->reserve_bytes ? g->limit_bytes - others - g->reserve_bytes
+									      : g->limit_bytes / 4;
+	}
+	g->rep.limit_bytes = g->limit_bytes;
+	g->rep.budget_bytes = g->budget_bytes;
+	g->oom_start = oom_count(g);
+	char a[32], b[32], c[32];
+	infox("memory limit %s (%s), in use by others %s, budget for jobs %s",
+	      size_format(g->limit_bytes, a, sizeof(a)), g->rep.limit_source, size_format(others, b, sizeof(b)),
+	      size_format(g->budget_bytes, c, sizeof(c)));
+}
+
+/* ---- the safety net and admission -------------------------------------------------------- */
+
+static struct job *youngest(struct gov *g, int want_frozen, int any)
+{
+	struct job *best = NULL;
+
+	for (size_t i = 0; i < g->njobs; i++) {
+		struct job *j = g->jobs[i];
+		if (j->state != JOB_RUNNING || j->pid <= 0 || j->killed_by_us)
+			continue;
+		if (!any && j->frozen != want_frozen)
+			continue;
+		if (!best || j->t_admit_ms > best->t_admit_ms)
+			best = j;
+	}
+	return best;
+}
+
+static struct job *oldest_frozen(struct gov *g)
+{
+	struct job *best = NULL;
+
+	for (size_t i = 0; i < g->njobs; i++) {
+		struct job *j = g->jobs[i];
+		if (j->state == JOB_RUNNING && j->frozen && (!best || j->t_admit_ms < best->t_admit_ms))
+			best = j;
+	}
+	return best;
+}
+
+static size_t snapshot(struct gov *g, int64_t now, struct admit_job *out, uint64_t *jobs_bytes, int *running)
+{
+	size_t n = 0;
+
+	*jobs_bytes = 0;
+	*running = 0;
+	for (size_t i = 0; i < g->njobs; i++) {
+		struct job *j = g->jobs[i];
+		if (j->state != JOB_RUNNING)
+			continue;
+		if (!j->pred)
+			job_predict(g, j);
+		out[n++] = (struct admit_job){ job_elapsed(j, now), j->pred, j->current_bytes, j->frozen };
+		*jobs_bytes += j->current_bytes;
+		*running += !j->frozen;
+	}
+	return n;
+}
+
+/* What a job of unknown shape is assumed to need: a quarter of the budget at first, and
+ * at least half again what any running unknown job already holds. */
+static uint64_t unknown_need(struct gov *g)
+{
+	uint64_t u = g->budget_bytes / 4;
+
+	for (size_t i = 0; i < g->njobs; i++) {
+		struct job *j = g->jobs[i];
+		if (j->state == JOB_RUNNING && !j->pred && j->current_bytes + j->current_bytes / 2 > u)
+			u = j->current_bytes + j->current_bytes / 2;
+	}
+	return u;
+}
+
+static void send_admit(struct gov *g, struct job *j, int64_t now)
+{
+	json_t *m = json_pack("{s:s, s:i}", "type", "admit", "job", j->id);
+	char name[64];
+
+	j->state = JOB_RUNNING;
+	j->t_admit_ms = now;
+	j->oom_at_admit = oom_count(g);
+	if (g->cg.version != CGROUP_NONE && j->cg.version == CGROUP_NONE) {
+		snprintf(name, sizeof(name), "headroom-%d-job%d", (int)getpid(), j->id);
+		if (cgroup_child_create(&g->cg, name, &j->cg))
+			j->cg.version = CGROUP_NONE;
+	}
+	json_object_set_new(m, "cgroup", j->cg.version != CGROUP_NONE ? json_string(j->cg.dir) : json_null());
+	if (proto_send(j->conn.fd, m))
+		debugx("job %d: launcher gone before admission", j->id);
+	json_decref(m);
+}
+
+static void govern_tick(struct gov *g, int64_t now)
+{
+	struct admit_job *snap = xmalloc((g->njobs + 1) * sizeof(*snap));
+	uint64_t jobs_bytes, avail = mem_available(g);
+	int running;
+	struct psi psi;
+	size_t n;
+
+	proc_table_read(g->o->proc_root, &g->procs);
+	for (size_t i = 0; i < g->njobs; i++)
+		job_sample(g, g->jobs[i], now);
+	n = snapshot(g, now, snap, &jobs_bytes, &running);
+	if (jobs_bytes > g->rep.peak_jobs_bytes)
+		g->rep.peak_jobs_bytes = jobs_bytes;
+
+	struct net_state ns = {
+		.limit_bytes = g->limit_bytes,
+		.used_bytes = g->limit_bytes > avail ? g->limit_bytes - avail : g->limit_bytes,
+		.reserve_bytes = g->reserve_bytes,
+		.psi_full_avg10_pct = psi_read(g->psi_path, &psi) ? -1.0 : psi.full_avg10_pct,
+		.ms_since_last_kill = now - g->last_kill_ms,
+	};
+	enum net_action act = net_decide(&ns);
+	/* The jobs over their budget (a --budget below the machine's limit) count as short too. */
+	if (act == NET_OK && jobs_bytes > g->budget_bytes)
+		act = NET_FREEZE;
+
+	if (act == NET_KILL) {
+		/* Never the last job: alone, it would only be killed again; the kernel judges it. */
+		struct job *v = youngest(g, 0, 1);
+		if (v && n > 1)
+			job_kill(g, v, now);
+	} else if (act == NET_FREEZE) {
+		struct job *v = youngest(g, 0, 0);
+		if (v && running > 1 && now - g->last_freeze_ms >= FREEZE_GAP_MS)
+			job_freeze(g, v, now);
+	} else if (act == NET_OK) {
+		struct job *f = oldest_frozen(g);
+		if (f) {
+			/* Thaw when the memory it is predicted to still grow by is free. */
+			struct admit_job aj = { job_elapsed(f, now), f->pred, f->current_bytes, 0 };
+			uint64_t need = 0, un = unknown_need(g);
+			int64_t h = f->pred ? f->pred->duration_ms : 10000;
+			for (int64_t t = 0; t <= h; t += h / 32 + 1) {
+				uint64_t v = admit_job_future(&aj, un, t);
+				if (v > need)
+					need = v;
+			}
+			need = need > f->current_bytes ? need - f->current_bytes : 0;
+			if (avail > g->reserve_bytes && need <= avail - g->reserve_bytes &&
+			    jobs_bytes + need <= g->budget_bytes)
+				job_thaw(g, f, now);
+		}
+	}
+
+	/* Admission: in arrival order, letting a smaller job pass one that does not fit. */
+	if (act == NET_OK && !g->interrupted) {
+		struct admit_snapshot s = {
+			.budget_bytes = g->budget_bytes,
+			.free_bytes = avail > g->reserve_bytes ? avail - g->reserve_bytes : 0,
+			.unknown_bytes = unknown_need(g),
+			.jobs = snap,
+			.njobs = n,
+		};
+		int any_frozen = oldest_frozen(g) != NULL;
+		for (size_t i = 0; i < g->njobs && running < g->o->jobs && !any_frozen; i++) {
+			struct job *j = g->jobs[i];
+			struct admit_result r;
+
+			if (j->state != JOB_WAITING)
+				continue;
+			if (!j->pred)
+				job_predict(g, j);
+			admit_decide(&s, j->pred, &r);
+			/* With nothing running, the job runs whatever its prediction: waiting
+			 * cannot make room, and the safety net still watches it. */
+			if (!r.admit && s.njobs > 0)
+				continue;
+			send_admit(g, j, now);
+			snap[s.njobs++] = (struct admit_job){ 0, j->pred, 0, 0 };
+			running++;
+			debugx("admitted job %d (%s), predicted worst %llu MiB in %lld ms", j->id, j->src,
+			       (unsigned long long)(r.worst_bytes >> 20), (long long)r.worst_at_ms);
+		}
+	}
+	free(snap);
+}
+
+/* ---- protocol ---------------------------------------------------------------------------- */
+
+static void set_str(char **dst, json_t *msg, const char *key)
+{
+	const char *v = json_string_value(json_object_get(msg, key));
+	free(*dst);
+	*dst = xstrdup(v ? v : "");
+}
+
+static void on_done(struct gov *g, struct job *j, json_t *msg, int64_t now)
+{
+	json_t *sig = json_object_get(msg, "signal"), *ex = json_object_get(msg, "exit");
+	int64_t dur = json_integer_value(json_object_get(msg, "duration_ms"));
+	int oom = 0, retry = 0;
+	const char *reason = "finished";
+	uint64_t n;
+
+	if (json_is_integer(sig) && json_integer_value(sig) == SIGKILL) {
+		if (j->cg.version != CGROUP_NONE && !cgroup_oom_kills(&j->cg, &n) && n > 0)
+			oom = 1;
+		else if (oom_count(g) > j->oom_at_admit)
+			oom = 1;
+	}
+	if ((j->killed_by_us || oom) && j->attempt < MAX_ATTEMPTS) {
+		retry = 1;
+		reason = j->killed_by_us ? "killed by headroom to save memory" : "killed by the kernel (out of memory)";
+		g->rep.retries++;
+		if (oom)
+			warnx("job %d (%s) was OOM-killed; it will run again", j->id, j->src);
+	} else if (json_is_integer(ex) && json_integer_value(ex) == 0 && j->nsamples) {
+		struct curve seen;
+		int64_t ran = job_elapsed(j, now);
+		if (dur > 0 && dur < ran)
+			ran = dur;
+		if (!curve_from_samples(j->samples, j->nsamples, ran, &seen)) {
+			learn(g, j, &seen);
+			report_add_job(&g->rep, j->class_key, seen.peak_bytes, ran);
+		}
+	} else if (!json_is_integer(ex) || json_integer_value(ex) != 0) {
+		g->rep.failed_jobs++;
+	}
+	json_t *ack = json_pack("{s:s, s:i, s:b, s:s}", "type", "ack", "job", j->id, "retry", retry, "reason", reason);
+	proto_send(j->conn.fd, ack);
+	json_decref(ack);
+	if (j->cg.version != CGROUP_NONE) {
+		cgroup_kill_all(&j->cg);
+		cgroup_remove(&j->cg);
+		cgroup_free(&j->cg);
+	}
+	job_reset_run(j);
+	j->state = JOB_IDLE;
+}
+
+static void on_message(struct gov *g, struct job *j, json_t *msg, int64_t now)
+{
+	const char *type = proto_type(msg);
+
+	if (!strcmp(type, "request") && j->state == JOB_IDLE) {
+		set_str(&j->tool, msg, "tool");
+		set_str(&j->src, msg, "src");
+		set_str(&j->class_key, msg, "class");
+		set_str(&j->sig_key, msg, "sig");
+		j->attempt = (int)json_integer_value(json_object_get(msg, "attempt"));
+		j->t_request_ms = now;
+		job_reset_run(j);
+		j->state = JOB_WAITING;
+		job_predict(g, j);
+	} else if (!strcmp(type, "started") && j->state == JOB_RUNNING) {
+		j->pid = (pid_t)json_integer_value(json_object_get(msg, "pid"));
+	} else if (!strcmp(type, "done") && j->state == JOB_RUNNING) {
+		on_done(g, j, msg, now);
+	} else {
+		debugx("job %d: unexpected message '%s' ignored", j->id, type);
+	}
+}
+
+static void remove_job(struct gov *g, size_t i)
+{
+	struct job *j = g->jobs[i];
+
+	/* A launcher that vanished mid-job leaves its tool behind: end it. */
+	if (j->state == JOB_RUNNING) {
+		job_signal(j, SIGKILL);
+		job_signal(j, SIGCONT);
+	}
+	job_free(j);
+	g->jobs[i] = g->jobs[--g->njobs];
+}
+
+static void accept_client(struct gov *g)
+{
+	int fd = accept4(g->listen_fd, NULL, NULL, SOCK_CLOEXEC | SOCK_NONBLOCK);
+	struct job *j;
+
+	if (fd < 0)
+		return;
+	j = xcalloc(1, sizeof(*j));
+	j->id = ++g->next_id;
+	proto_conn_init(&j->conn, fd);
+	j->tool = xstrdup("");
+	j->src = xstrdup("");
+	j->class_key = xstrdup("");
+	j->sig_key = xstrdup("");
+	if (g->njobs == g->capjobs) {
+		g->capjobs = g->capjobs ? g->capjobs * 2 : 64;
+		g->jobs = xrealloc(g->jobs, g->capjobs * sizeof(*g->jobs));
+	}
+	g->jobs[g->njobs++] = j;
+}
+
+/* ---- processes --------------------------------------------------------------------------- */
+
+static void reap(struct gov *g)
+{
+	int st;
+	pid_t p;
+
+	while ((p = waitpid(-1, &st, WNOHANG)) > 0) {
+		if (p == g->build_pid) {
+			g->build_status = st;
+			g->build_done = 1;
+		}
+	}
+}
+
+/* End every process below headroom: the jobs first, then anything the build left. */
+static void kill_everything(struct gov *g)
+{
+	pid_t self = getpid();
+
+	for (size_t i = 0; i < g->njobs; i++) {
+		job_signal(g->jobs[i], SIGKILL);
+		job_signal(g->jobs[i], SIGCONT);
+		if (g->jobs[i]->cg.version != CGROUP_NONE)
+			cgroup_kill_all(&g->jobs[i]->cg);
+	}
+	for (int round = 0; round < 100; round++) {
+		int found = 0;
+
+		proc_table_read(g->o->proc_root, &g->procs);
+		for (size_t i = 0; i < g->procs.n; i++) {
+			const struct proc_entry *e = &g->procs.v[i];
+			if (e->pid == self || e->state == 'Z' || !proc_table_is_descendant(&g->procs, e->pid, self))
+				continue;
+			kill(e->pid, SIGKILL);
+			kill(e->pid, SIGCONT);
+			found = 1;
+		}
+		reap(g);
+		if (!found)
+			break;
+		usleep(20000);
+	}
+	reap(g);
+}
+
+static pid_t start_build(struct gov *g, const sigset_t *orig_mask)
+{
+	pid_t pid = fork();
+
+	if (pid != 0)
+		return pid;
+	sigprocmask(SIG_SETMASK, orig_mask, NULL);
+	execvp(g->o->argv[0], g->o->argv);
+	int e = errno;
+	warnx("cannot run %s: %s", g->o->argv[0], strerror(e));
+	_exit(e == ENOENT ? EXIT_NOTFOUND : EXIT_NOEXEC);
+}
+
+static int open_socket(struct gov *g)
+{
+	const char *rt = getenv("XDG_RUNTIME_DIR");
+	struct sockaddr_un a = { .sun_family = AF_UNIX };
+	char *tmpl = xasprintf("%s/headroom.XXXXXX", rt && *rt && !access(rt, W_OK) ? rt : "/tmp");
+
+	if (!mkdtemp(tmpl)) {
+		int e = errno;
+		free(tmpl);
+		return -e;
+	}
+	g->sock_dir = tmpl;
+	g->sock_path = xasprintf("%s/gov.sock", tmpl);
+	if (strlen(g->sock_path) >= sizeof(a.sun_path))
+		return -ENAMETOOLONG;
+	strcpy(a.sun_path, g->sock_path);
+	g->listen_fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
+	if (g->listen_fd < 0)
+		return -errno;
+	if (bind(g->listen_fd, (struct sockaddr *)&a, sizeof(a)) || listen(g->listen_fd, 256))
+		return -errno;
+	return 0;
+}
+
+static void lock_self(void)
+{
+	struct rlimit rl;
+
+	/* Paged out, the governor could not act when it matters most. Only where the
+	 * limit allows all of it: a partial lock would make later allocations fail. */
+	if (geteuid() != 0 &&
+	    (getrlimit(RLIMIT_MEMLOCK, &rl) || (rl.rlim_cur != RLIM_INFINITY && rl.rlim_cur < (256u << 20)))) {
+		debugx("not locking memory: RLIMIT_MEMLOCK too small");
+		return;
+	}
+	if (mlockall(MCL_CURRENT | MCL_FUTURE))
+		debugx("mlockall: %s", strerror(errno));
+	/* Make the kernel's OOM killer pick anything but the governor (root only). */
+	fs_write("/proc/self/oom_score_adj", "-900");
+}
+
+/* ---- the loop ---------------------------------------------------------------------------- */
+
+static void handle_clients(struct gov *g, struct pollfd *pf, size_t npf, int64_t now)
+{
+	for (size_t k = 0; k < npf; k++) {
+		if (!pf[k].revents)
+			continue;
+		for (size_t i = 0; i < g->njobs; i++) {
+			struct job *j = g->jobs[i];
+			json_t *msg;
+			int rc;
+
+			if (j->conn.fd != pf[k].fd)
+				continue;
+			rc = proto_fill(&j->conn);
+			while (proto_take(&j->conn, &msg) == 1) {
+				on_message(g, j, msg, now);
+				json_decref(msg);
+			}
+			if (rc == 0 || (rc < 0 && rc != -EAGAIN && rc != -EINTR))
+				remove_job(g, i);
+			break;
+		}
+	}
+}
+
+static void on_signal(struct gov *g, int64_t now)
+{
+	struct signalfd_siginfo si;
+
+	while (read(g->sig_fd, &si, sizeof(si)) == (ssize_t)sizeof(si)) {
+		if (si.ssi_signo == SIGCHLD) {
+			reap(g);
+			continue;
+		}
+		if (!g->interrupted) {
+			g->interrupted = (int)si.ssi_signo;
+			g->deadline_ms = now + GRACE_MS;
+			if (!g->o->quiet)
+				warnx("interrupted: stopping the build");
+		}
+		if (g->build_pid > 0 && !g->build_done)
+			kill(g->build_pid, (int)si.ssi_signo);
+		for (size_t i = 0; i < g->njobs; i++) {
+			job_signal(g->jobs[i], (int)si.ssi_signo);
+			job_signal(g->jobs[i], SIGCONT);
+		}
+	}
+}
+
+int governor_run(const struct governor_opts *o)
+{
+	struct gov g = { .o = o, .listen_fd = -1, .sig_fd = -1 };
+	sigset_t mask, orig;
+	int rc, status = EXIT_INTERNAL;
+
+	g.t0_ms = now_ms();
+	g.last_kill_ms = g.last_freeze_ms = g.t0_ms - 100000;
+	g.rep.jobs_cap = o->jobs;
+	setup_memory(&g);
+	lock_self();
+	/* Orphans of the build (a compiler whose launcher died) become ours to end. */
+	prctl(PR_SET_CHILD_SUBREAPER, 1);
+	rc = open_socket(&g);
+	if (rc) {
+		warnx("cannot create the governor's socket: %s", strerror(-rc));
+		goto out;
+	}
+	setenv("HEADROOM_SOCK", g.sock_path, 1);
+
+	sigemptyset(&mask);
+	sigaddset(&mask, SIGCHLD);
+	sigaddset(&mask, SIGINT);
+	sigaddset(&mask, SIGTERM);
+	sigaddset(&mask, SIGHUP);
+	sigaddset(&mask, SIGQUIT);
+	sigprocmask(SIG_BLOCK, &mask, &orig);
+	g.sig_fd = signalfd(-1, &mask, SFD_CLOEXEC | SFD_NONBLOCK);
+	if (g.sig_fd < 0) {
+		warnx("signalfd: %s", strerror(errno));
+		goto out_mask;
+	}
+	g.build_pid = start_build(&g, &orig);
+	if (g.build_pid < 0) {
+		warnx("cannot start the build: %s", strerror(errno));
+		goto out_mask;
+	}
+
+	int64_t next_tick = now_ms();
+	while (!g.build_done) {
+		size_t npf = g.njobs + 2;
+		struct pollfd *pf = xcalloc(npf, sizeof(*pf));
+		int64_t now = now_ms();
+		int timeout = next_tick > now ? (int)(next_tick - now) : 0;
+
+		pf[0] = (struct pollfd){ .fd = g.listen_fd, .events = POLLIN };
+		pf[1] = (struct pollfd){ .fd = g.sig_fd, .events = POLLIN };
+		for (size_t i = 0; i < g.njobs; i++)
+			pf[i + 2] = (struct pollfd){ .fd = g.jobs[i]->conn.fd, .events = POLLIN };
+		if (poll(pf, (nfds_t)npf, timeout) < 0 && errno != EINTR) {
+			free(pf);
+			warnx("poll: %s", strerror(errno));
+			break;
+		}
+		now = now_ms();
+		if (pf[1].revents)
+			on_signal(&g, now);
+		if (pf[0].revents)
+			accept_client(&g);
+		handle_clients(&g, pf + 2, npf - 2, now);
+		free(pf);
+		if (now >= next_tick) {
+			govern_tick(&g, now);
+			next_tick = now + o->tick_ms;
+		}
+		if (g.interrupted && now >= g.deadline_ms)
+			break;
+	}
+	kill_everything(&g);
+	g.rep.wall_ms = now_ms() - g.t0_ms;
+	if (g.interrupted)
+		status = 128 + g.interrupted;
+	else if (g.build_done)
+		status = cmd_status_of(g.build_status);
+	g.rep.exit_status = status;
+	g.rep.oom_kills = (int)(oom_count(&g) - g.oom_start);
+	if (g.cg_limited && !cgroup_mem_peak(&g.cg, &g.rep.peak_group_bytes))
+		g.rep.has_peak_group = 1;
+	save_profiles(&g);
+	if (!o->quiet)
+		report_print(&g.rep, stderr);
+	if (o->report_path) {
+		json_t *j = report_to_json(&g.rep);
+		if (json_dump_file(j, o->report_path, JSON_INDENT(2)))
+			warnx("cannot write the report to %s", o->report_path);
+		json_decref(j);
+	}
+out_mask:
+	sigprocmask(SIG_SETMASK, &orig, NULL);
+out:
+	while (g.njobs)
+		remove_job(&g, g.njobs - 1);
+	free(g.jobs);
+	for (size_t i = 0; i < g.ncache; i++) {
+		free(g.cache[i]->key);
+		free(g.cache[i]);
+	}
+	free(g.cache);
+	if (g.listen_fd >= 0)
+		close(g.listen_fd);
+	if (g.sig_fd >= 0)
+		close(g.sig_fd);
+	if (g.sock_path)
+		unlink(g.sock_path);
+	if (g.sock_dir)
+		rmdir(g.sock_dir);
+	free(g.sock_path);
+	free(g.sock_dir);
+	free(g.psi_path);
+	cgroup_free(&g.cg);
+	proc_table_free(&g.procs);
+	report_free(&g.rep);
+	return status;
+}

@@ -1,0 +1,26 @@
+/* The build governor: runs the build command, serves the launcher protocol, admits
+ * jobs by predicted memory, and keeps the machine out of trouble when predictions miss. */
+#ifndef HEADROOM_GOVERNOR_H
+#define HEADROOM_GOVERNOR_H
+
+#include <stdint.h>
+
+#include "store/store.h"
+
+struct governor_opts {
+	char **argv;              /* the build command */
+	int jobs;                 /* CPU cap: jobs running at once */
+	uint64_t budget_bytes;    /* 0: derive from the limit that applies */
+	uint64_t reserve_bytes;   /* 0: net_default_reserve() */
+	struct store *store;      /* learned profiles; may be NULL */
+	const char *report_path;  /* JSON report, or NULL */
+	const char *proc_root;    /* "" for the live system */
+	int quiet;
+	int tick_ms;
+};
+
+/* Run the build to its end. Returns the exit status to leave with: the build's own,
+ * 128 + signal when headroom was interrupted, or EXIT_INTERNAL. */
+int governor_run(const struct governor_opts *o);
+
+#endif

@@ -1,0 +1,163 @@
+#include <stdio.h>
+
+#include "govern/report.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+#include "util/units.h"
+#include "util/xalloc.h"
+
+void report_add_job(struct report *r, const char *class_key, uint64_t peak_bytes, int64_t duration_ms)
+{
+	if (r->njobs == r->cap) {
+		r->cap = r->cap ? r->cap * 2 : 64;
+		r->jobs = xrealloc(r->jobs, r->cap * sizeof(*r->jobs));
+	}
+	r->jobs[r->njobs++] = (struct report_job){ xstrdup(class_key), peak_bytes, duration_ms };
+}
+
+static int cmp_desc(const void *a, const void *b)
+{
+	uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
+	return (x < y) - (x > y);
+}
+
+int report_safe_max_jobs(const struct report *r)
+{
+	uint64_t *p, sum = 0;
+	int n = 0;
+
+	if (!r->njobs || !r->budget_bytes)
+		return 0;
+	p = xmalloc(r->njobs * sizeof(*p));
+	for (size_t i = 0; i < r->njobs; i++)
+		p[i] = r->jobs[i].peak_bytes;
+	qsort(p, r->njobs, sizeof(*p), cmp_desc);
+	for (size_t i = 0; i < r->njobs && sum + p[i] <= r->budget_bytes; i++) {
+		sum += p[i];
+		n++;
+	}
+	free(p);
+	return n ? n : 1;
+}
+
+uint64_t report_class_percentile(const struct report *r, const char *class_key, int pct)
+{
+	uint64_t *p = xmalloc((r->njobs ? r->njobs : 1) * sizeof(*p)), v;
+	size_t n = 0;
+
+	for (size_t i = 0; i < r->njobs; i++)
+		if (!strcmp(r->jobs[i].class_key, class_key))
+			p[n++] = r->jobs[i].peak_bytes;
+	if (!n) {
+		free(p);
+		return 0;
+	}
+	qsort(p, n, sizeof(*p), cmp_desc);
+	/* nearest rank on the descending list */
+	size_t rank = (size_t)((100 - pct) * (double)n / 100.0);
+	if (rank >= n)
+		rank = n - 1;
+	v = p[rank];
+	free(p);
+	return v;
+}
+
+/* Distinct classes in first-seen order; returns how many, *out owned (strings borrowed). */
+static size_t classes(const struct report *r, const char ***out)
+{
+	const char **v = xmalloc((r->njobs ? r->njobs : 1) * sizeof(*v));
+	size_t n = 0;
+
+	for (size_t i = 0; i < r->njobs; i++) {
+		size_t k;
+		for (k = 0; k < n && strcmp(v[k], r->jobs[i].class_key); k++)
+			;
+		if (k == n)
+			v[n++] = r->jobs[i].class_key;
+	}
+	*out = v;
+	return n;
+}
+
+json_t *report_to_json(const struct report *r)
+{
+	json_t *o = json_object(), *cl = json_array();
+	const char **cls;
+	size_t n = classes(r, &cls);
+
+	json_object_set_new(o, "format", json_string("headroom-report/1"));
+	json_object_set_new(o, "exit_status", json_integer(r->exit_status));
+	json_object_set_new(o, "jobs", json_integer((json_int_t)r->njobs));
+	json_object_set_new(o, "failed_jobs", json_integer(r->failed_jobs));
+	json_object_set_new(o, "wall_ms", json_integer(r->wall_ms));
+	json_object_set_new(o, "limit_bytes", r->limit_bytes ? json_integer((json_int_t)r->limit_bytes) : json_null());
+	json_object_set_new(o, "limit_source", json_string(r->limit_source ? r->limit_source : "unknown"));
+	json_object_set_new(o, "budget_bytes", json_integer((json_int_t)r->budget_bytes));
+	json_object_set_new(o, "jobs_cap", json_integer(r->jobs_cap));
+	json_object_set_new(o, "peak_jobs_bytes", json_integer((json_int_t)r->peak_jobs_bytes));
+	json_object_set_new(o, "peak_group_bytes",
+			    r->has_peak_group ? json_integer((json_int_t)r->peak_group_bytes) : json_null());
+	json_object_set_new(o, "freezes", json_integer(r->freezes));
+	json_object_set_new(o, "thaws", json_integer(r->thaws));
+	json_object_set_new(o, "kills", json_integer(r->kills));
+	json_object_set_new(o, "retries", json_integer(r->retries));
+	json_object_set_new(o, "oom_kills", json_integer(r->oom_kills));
+	int safe = report_safe_max_jobs(r);
+	json_object_set_new(o, "safe_fixed_max_jobs", safe ? json_integer(safe) : json_null());
+	for (size_t i = 0; i < n; i++) {
+		size_t cnt = 0;
+		for (size_t k = 0; k < r->njobs; k++)
+			cnt += !strcmp(r->jobs[k].class_key, cls[i]);
+		json_array_append_new(cl, json_pack("{s:s, s:I, s:I, s:I, s:I}", "class", cls[i],
+						    "jobs", (json_int_t)cnt,
+						    "peak_p50_bytes", (json_int_t)report_class_percentile(r, cls[i], 50),
+						    "peak_p95_bytes", (json_int_t)report_class_percentile(r, cls[i], 95),
+						    "peak_max_bytes", (json_int_t)report_class_percentile(r, cls[i], 100)));
+	}
+	json_object_set_new(o, "classes", cl);
+	free(cls);
+	return o;
+}
+
+void report_print(const struct report *r, FILE *f)
+{
+	char a[32], b[32], c[32];
+	const char **cls;
+	size_t n = classes(r, &cls);
+	int safe = report_safe_max_jobs(r);
+
+	fprintf(f, "headroom: %zu jobs%s in %.1f s, exit status %d\n", r->njobs,
+		r->failed_jobs ? " (some failed)" : "", r->wall_ms / 1000.0, r->exit_status);
+	fprintf(f, "  memory: limit %s (%s), budget %s, peak of the jobs %s",
+		r->limit_bytes ? size_format(r->limit_bytes, a, sizeof(a)) : "unknown",
+		r->limit_source ? r->limit_source : "unknown", size_format(r->budget_bytes, b, sizeof(b)),
+		size_format(r->peak_jobs_bytes, c, sizeof(c)));
+	if (r->has_peak_group)
+		fprintf(f, ", group peak %s", size_format(r->peak_group_bytes, a, sizeof(a)));
+	fprintf(f, "\n  actions: %d freezes, %d thaws, %d kills, %d retries, %d OOM kills seen\n",
+		r->freezes, r->thaws, r->kills, r->retries, r->oom_kills);
+	for (size_t i = 0; i < n; i++) {
+		size_t cnt = 0;
+		for (size_t k = 0; k < r->njobs; k++)
+			cnt += !strcmp(r->jobs[k].class_key, cls[i]);
+		fprintf(f, "  %-40.40s %4zu jobs  peak p50 %s  p95 %s  max %s\n", cls[i], cnt,
+			size_format(report_class_percentile(r, cls[i], 50), a, sizeof(a)),
+			size_format(report_class_percentile(r, cls[i], 95), b, sizeof(b)),
+			size_format(report_class_percentile(r, cls[i], 100), c, sizeof(c)));
+	}
+	if (safe)
+		fprintf(f, "  a fixed MAX_JOBS=%d would have been safe here (its largest jobs peaking together fit the budget)\n",
+			safe);
+	free(cls);
+}
+
+void report_free(struct report *r)
+{
+	for (size_t i = 0; i < r->njobs; i++)
+		free(r->jobs[i].class_key);
+	free(r->jobs);
+	r->jobs = NULL;
+	r->njobs = r->cap = 0;
+}

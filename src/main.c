@@ -1,0 +1,52 @@
+/* headroom: keep machine-learning work inside its memory. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "cmd/cmd.h"
+#include "util/log.h"
+
+#define HEADROOM_VERSION "0.1.0"
+
+static const struct {
+	const char *name;
+	int (*fn)(int argc, char **argv);
+	const char *what;
+} commands[] = {
+	{ "run", cmd_run, "run a build, admitting its compile jobs by memory" },
+	{ "exec", cmd_exec, "the launcher build tools call for each compile job" },
+};
+
+static void usage(FILE *f)
+{
+	fputs("usage: headroom COMMAND [OPTIONS] [ARGS...]\n\ncommands:\n", f);
+	for (size_t i = 0; i < sizeof(commands) / sizeof(commands[0]); i++)
+		fprintf(f, "  %-6s %s\n", commands[i].name, commands[i].what);
+	fputs("\n`headroom COMMAND --help` describes each. `headroom --version` prints the version.\n", f);
+}
+
+int main(int argc, char **argv)
+{
+	const char *dbg = getenv("HEADROOM_DEBUG");
+
+	if (dbg && *dbg && strcmp(dbg, "0"))
+		log_level = 3;
+	if (argc < 2) {
+		usage(stderr);
+		return EXIT_USAGE;
+	}
+	if (!strcmp(argv[1], "-h") || !strcmp(argv[1], "--help") || !strcmp(argv[1], "help")) {
+		usage(stdout);
+		return 0;
+	}
+	if (!strcmp(argv[1], "--version") || !strcmp(argv[1], "-V")) {
+		printf("headroom %s\n", HEADROOM_VERSION);
+		return 0;
+	}
+	for (size_t i = 0; i < sizeof(commands) / sizeof(commands[0]); i++)
+		if (!strcmp(argv[1], commands[i].name))
+			return commands[i].fn(argc - 1, argv + 1);
+	warnx("unknown command '%s'", argv[1]);
+	usage(stderr);
+	return EXIT_USAGE;
+}

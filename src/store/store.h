@@ -1,0 +1,34 @@
+/* Learned job profiles, kept in SQLite so that the next build starts from knowledge.
+ * Two kinds of key: a job signature (one file compiled one way) and a class (a tool
+ * with its memory-relevant flags, shared by every file compiled that way). */
+#ifndef HEADROOM_STORE_H
+#define HEADROOM_STORE_H
+
+#include <stdint.h>
+
+#include "govern/curve.h"
+
+enum profile_kind { PROFILE_SIG = 0, PROFILE_CLASS = 1 };
+
+struct profile {
+	int64_t runs;         /* completed jobs folded in */
+	struct curve curve;   /* learned envelope: duration, peak, points */
+	int64_t updated_s;    /* unix time of the last update */
+};
+
+struct store;
+
+/* The default path: $XDG_STATE_HOME/headroom/profiles.db, else ~/.local/state/...
+ * Caller frees. */
+char *store_default_path(void);
+/* Open (creating the file and its directory if needed). 0 or -errno; *err gets a
+ * message for the user (caller frees) when it fails. */
+int store_open(const char *path, struct store **out, char **err);
+void store_close(struct store *st);
+/* 0 found, -ENOENT not known, other -errno on failure. */
+int store_get(struct store *st, enum profile_kind kind, const char *key, struct profile *out);
+int store_put(struct store *st, enum profile_kind kind, const char *key, const struct profile *p);
+int store_begin(struct store *st);
+int store_commit(struct store *st);
+
+#endif

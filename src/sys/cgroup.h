@@ -1,0 +1,42 @@
+/* The memory cgroup that applies to a process, v1 or v2, and per-job child groups.
+ * Everything here is optional: without cgroups the callers fall back to /proc. */
+#ifndef HEADROOM_CGROUP_H
+#define HEADROOM_CGROUP_H
+
+#include <stdint.h>
+#include <sys/types.h>
+
+enum cgroup_version { CGROUP_NONE = 0, CGROUP_V1 = 1, CGROUP_V2 = 2 };
+
+struct cgroup {
+	enum cgroup_version version;
+	char *dir;        /* memory controller directory (v1) or unified directory (v2); owned */
+	char *mount;      /* the hierarchy's mount point, to walk up to; owned */
+};
+
+/* Find the memory cgroup of pid ("self" when 0) under root ("" for the live system),
+ * from root/proc/PID/cgroup and root/proc/PID/mountinfo. -ENOENT when none is usable. */
+int cgroup_find(const char *root, pid_t pid, struct cgroup *out);
+void cgroup_free(struct cgroup *cg);
+
+/* The smallest memory limit on the way from cg up to its mount. -ENODATA when unlimited. */
+int cgroup_mem_limit(const struct cgroup *cg, uint64_t *out_bytes);
+/* Charged memory minus inactive page cache (what cannot be reclaimed cheaply). */
+int cgroup_mem_working_set(const struct cgroup *cg, uint64_t *out_bytes);
+/* Highest charge seen (v2 memory.peak, v1 memory.max_usage_in_bytes). */
+int cgroup_mem_peak(const struct cgroup *cg, uint64_t *out_bytes);
+/* OOM kills inside this group (v2 memory.events, v1 memory.oom_control). */
+int cgroup_oom_kills(const struct cgroup *cg, uint64_t *out);
+/* Path of the group's pressure file (v2 only); NULL otherwise. Caller frees. */
+char *cgroup_pressure_path(const struct cgroup *cg);
+
+/* Create child group name under cg (where permitted). 0 or -errno. */
+int cgroup_child_create(const struct cgroup *cg, const char *name, struct cgroup *child);
+/* Move pid into the group. */
+int cgroup_attach(const struct cgroup *cg, pid_t pid);
+/* SIGKILL every process in the group until it is empty (bounded). Returns how many were signalled. */
+int cgroup_kill_all(const struct cgroup *cg);
+/* Remove an empty group. */
+int cgroup_remove(const struct cgroup *cg);
+
+#endif

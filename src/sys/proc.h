@@ -1,0 +1,35 @@
+/* A snapshot of the process table from /proc: parents, groups, resident memory. */
+#ifndef HEADROOM_PROC_H
+#define HEADROOM_PROC_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+struct proc_entry {
+	pid_t pid;
+	pid_t ppid;
+	pid_t pgid;
+	char state;         /* R, S, D, T (stopped), Z... */
+	uint64_t rss_bytes; /* resident set */
+	char comm[32];
+};
+
+struct proc_table {
+	struct proc_entry *v; /* owned; sorted by pid */
+	size_t n, cap;
+};
+
+/* Read every /proc/PID/stat under root ("" for the live system). Entries that vanish
+ * while reading are skipped. 0 or -errno. The table is reset first; free with proc_table_free. */
+int proc_table_read(const char *root, struct proc_table *t);
+void proc_table_free(struct proc_table *t);
+const struct proc_entry *proc_table_find(const struct proc_table *t, pid_t pid);
+/* Is pid a descendant of (or equal to) ancestor? */
+int proc_table_is_descendant(const struct proc_table *t, pid_t pid, pid_t ancestor);
+/* Resident memory of pid and all its descendants, in bytes. */
+uint64_t proc_table_tree_rss(const struct proc_table *t, pid_t pid);
+/* Parse one /proc/PID/stat line into e (pid..rss). 0 or -EINVAL. */
+int proc_parse_stat(const char *line, long page_size, struct proc_entry *e);
+
+#endif

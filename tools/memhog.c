@@ -1,0 +1,135 @@
+/* memhog: a stand-in compiler that follows a memory curve, for tests and benchmarks.
+ *
+ *   memhog -c JOBFILE -o OBJ     follow the curve in JOBFILE, then write OBJ
+ *   memhog --hold SIZE --ms N    hold SIZE (e.g. 200M) for N milliseconds
+ *
+ * JOBFILE (written by bench/replay): a line "headroom-job/1 INTERVAL_MS", then one
+ * resident-set target in bytes per interval. */
+#include <errno.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <time.h>
+#include <unistd.h>
+
+#define CHUNK (1u << 20)
+
+static void **chunks;
+static size_t nchunks, capchunks;
+
+static void set_rss(uint64_t target)
+{
+	size_t want = (size_t)(target / CHUNK);
+
+	while (nchunks < want) {
+		void *p = mmap(NULL, CHUNK, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+		if (p == MAP_FAILED) {
+			perror("memhog: mmap");
+			exit(1);
+		}
+		memset(p, 0xa5, CHUNK); /* touch every page: resident, not just reserved */
+		if (nchunks == capchunks) {
+			capchunks = capchunks ? capchunks * 2 : 1024;
+			chunks = realloc(chunks, capchunks * sizeof(*chunks));
+			if (!chunks) {
+				perror("memhog: realloc");
+				exit(1);
+			}
+		}
+		chunks[nchunks++] = p;
+	}
+	while (nchunks > want)
+		munmap(chunks[--nchunks], CHUNK);
+}
+
+static void sleep_until(const struct timespec *t0, long ms)
+{
+	struct timespec t = *t0;
+
+	t.tv_sec += ms / 1000;
+	t.tv_nsec += (ms % 1000) * 1000000L;
+	if (t.tv_nsec >= 1000000000L) {
+		t.tv_sec++;
+		t.tv_nsec -= 1000000000L;
+	}
+	while (clock_nanosleep(CLOCK_MONOTONIC, TIMER_ABSTIME, &t, NULL) == EINTR)
+		;
+}
+
+static uint64_t parse_size(const char *s)
+{
+	char *end;
+	double v = strtod(s, &end);
+
+	switch (*end) {
+	case 'K': case 'k': v *= 1024; break;
+	case 'M': case 'm': v *= 1024 * 1024; break;
+	case 'G': case 'g': v *= 1024.0 * 1024 * 1024; break;
+	default: break;
+	}
+	return (uint64_t)v;
+}
+
+static int follow(const char *jobfile, const char *obj)
+{
+	FILE *f = fopen(jobfile, "r");
+	struct timespec t0;
+	long interval_ms, k = 0;
+	unsigned long long v;
+
+	if (!f) {
+		fprintf(stderr, "memhog: %s: %s\n", jobfile, strerror(errno));
+		return 1;
+	}
+	if (fscanf(f, "headroom-job/1 %ld", &interval_ms) != 1 || interval_ms <= 0) {
+		fprintf(stderr, "memhog: %s: not a headroom-job/1 file\n", jobfile);
+		fclose(f);
+		return 1;
+	}
+	clock_gettime(CLOCK_MONOTONIC, &t0);
+	while (fscanf(f, "%llu", &v) == 1) {
+		set_rss(v);
+		sleep_until(&t0, ++k * interval_ms);
+	}
+	fclose(f);
+	set_rss(0);
+	if (obj) {
+		FILE *o = fopen(obj, "w");
+		if (!o || fprintf(o, "object of %s\n", jobfile) < 0 || fclose(o)) {
+			fprintf(stderr, "memhog: cannot write %s\n", obj);
+			return 1;
+		}
+	}
+	return 0;
+}
+
+int main(int argc, char **argv)
+{
+	const char *jobfile = NULL, *obj = NULL;
+	uint64_t hold = 0;
+	long ms = 0;
+
+	for (int i = 1; i < argc; i++) {
+		if (!strcmp(argv[i], "-c") && i + 1 < argc)
+			jobfile = argv[++i];
+		else if (!strcmp(argv[i], "-o") && i + 1 < argc)
+			obj = argv[++i];
+		else if (!strcmp(argv[i], "--hold") && i + 1 < argc)
+			hold = parse_size(argv[++i]);
+		else if (!strcmp(argv[i], "--ms") && i + 1 < argc)
+			ms = atol(argv[++i]);
+		else {
+			fprintf(stderr, "usage: memhog -c JOBFILE [-o OBJ] | memhog --hold SIZE --ms N\n");
+			return 2;
+		}
+	}
+	if (jobfile)
+		return follow(jobfile, obj);
+	struct timespec t0;
+	clock_gettime(CLOCK_MONOTONIC, &t0);
+	set_rss(hold);
+	sleep_until(&t0, ms);
+	return 0;
+}
