@@ -97,14 +97,18 @@ uint64_t net_default_reserve(uint64_t limit_bytes)
 enum net_action net_decide(const struct net_state *s)
 {
 	uint64_t avail = s->limit_bytes > s->used_bytes ? s->limit_bytes - s->used_bytes : 0;
+	uint64_t rise = s->growth_bytes_per_s / 1000 * NET_LOOKAHEAD_MS;
+	uint64_t soon = avail > rise ? avail - rise : 0;
 
-	/* Critical: a third of the reserve left, or the kernel already stalls everything
-	 * on reclaim. One kill at a time; give the memory a moment to come back. */
-	if (avail < s->reserve_bytes / 3 || (s->psi_full_avg10_pct >= 0 && s->psi_full_avg10_pct > 20.0))
+	/* Critical: a third of the reserve left, or the limit reached within the lookahead
+	 * while already inside the reserve, or the kernel stalling everything on reclaim.
+	 * One kill at a time: give the memory a moment to come back. */
+	if (avail < s->reserve_bytes / 3 || (soon == 0 && avail < s->reserve_bytes) ||
+	    (s->psi_full_avg10_pct >= 0 && s->psi_full_avg10_pct > 20.0))
 		return s->ms_since_last_kill >= 1000 ? NET_KILL : NET_FREEZE;
-	if (avail < s->reserve_bytes)
+	if (soon < s->reserve_bytes)
 		return NET_FREEZE;
-	if (avail < s->reserve_bytes * 2)
+	if (soon < s->reserve_bytes * 2)
 		return NET_HOLD;
 	return NET_OK;
 }

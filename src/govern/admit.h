@@ -51,7 +51,12 @@ struct net_state {
 	uint64_t reserve_bytes;     /* kept free for the rest of the machine */
 	double psi_full_avg10_pct;  /* < 0 when unknown */
 	int64_t ms_since_last_kill; /* since headroom last killed a job */
+	uint64_t growth_bytes_per_s; /* how fast used_bytes rose over the last tick; 0 if falling */
 };
+
+/* How far ahead the net looks along the current growth: one reaction (a tick, a freeze
+ * taking effect) must not be able to run past the limit. */
+#define NET_LOOKAHEAD_MS 500
 
 enum net_action net_decide(const struct net_state *s);
 /* The reserve headroom keeps free below a limit: 6 %, between 64 MiB and 2 GiB. */

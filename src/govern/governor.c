@@ -36,8 +36,6 @@
 #define MAX_ATTEMPTS 4
 /* After an interrupt, the build gets this long to stop before everything is killed. */
 #define GRACE_MS 3000
-/* Freezing one job at a time, this far apart, lets the effect of the last one show. */
-#define FREEZE_GAP_MS 500
 
 enum job_state { JOB_IDLE, JOB_WAITING, JOB_RUNNING };
 
@@ -85,7 +83,9 @@ struct gov {
 	pid_t build_pid;
 	int build_status, build_done;
 	int interrupted;
-	int64_t t0_ms, deadline_ms, last_kill_ms, last_freeze_ms;
+	int64_t t0_ms, deadline_ms, last_kill_ms;
+	uint64_t used_prev;         /* memory in use at the last tick, for its growth rate */
+	int64_t t_prev_ms;
 	struct proc_table procs;
 	struct report rep;
 };
@@ -210,7 +210,6 @@ static void job_freeze(struct gov *g, struct job *j, int64_t now)
 	j->frozen = 1;
 	j->frozen_at_ms = now;
 	g->rep.freezes++;
-	g->last_freeze_ms = now;
 	infox("froze job %d (%s): memory is short", j->id, j->src);
 }
 
@@ -413,13 +412,18 @@ static void govern_tick(struct gov *g, int64_t now)
 	if (jobs_bytes > g->rep.peak_jobs_bytes)
 		g->rep.peak_jobs_bytes = jobs_bytes;
 
+	uint64_t used = g->limit_bytes > avail ? g->limit_bytes - avail : g->limit_bytes;
 	struct net_state ns = {
 		.limit_bytes = g->limit_bytes,
-		.used_bytes = g->limit_bytes > avail ? g->limit_bytes - avail : g->limit_bytes,
+		.used_bytes = used,
 		.reserve_bytes = g->reserve_bytes,
 		.psi_full_avg10_pct = psi_read(g->psi_path, &psi) ? -1.0 : psi.full_avg10_pct,
 		.ms_since_last_kill = now - g->last_kill_ms,
+		.growth_bytes_per_s = used > g->used_prev && now > g->t_prev_ms
+			? (used - g->used_prev) * 1000 / (uint64_t)(now - g->t_prev_ms) : 0,
 	};
+	g->used_prev = used;
+	g->t_prev_ms = now;
 	enum net_action act = net_decide(&ns);
 	/* The jobs over their budget (a --budget below the machine's limit) count as short too. */
 	if (act == NET_OK && jobs_bytes > g->budget_bytes)
@@ -430,9 +434,12 @@ static void govern_tick(struct gov *g, int64_t now)
 		struct job *v = youngest(g, 0, 1);
 		if (v && n > 1)
 			job_kill(g, v, now);
+	} else if (running == 0 && oldest_frozen(g)) {
+		/* Frozen jobs alone can hold more than the budget: one must move on. */
+		job_thaw(g, oldest_frozen(g), now);
 	} else if (act == NET_FREEZE) {
 		struct job *v = youngest(g, 0, 0);
-		if (v && running > 1 && now - g->last_freeze_ms >= FREEZE_GAP_MS)
+		if (v && running > 1)
 			job_freeze(g, v, now);
 	} else if (act == NET_OK) {
 		struct job *f = oldest_frozen(g);
@@ -753,7 +760,8 @@ int governor_run(const struct governor_opts *o)
 	int rc, status = EXIT_INTERNAL;
 
 	g.t0_ms = now_ms();
-	g.last_kill_ms = g.last_freeze_ms = g.t0_ms - 100000;
+	g.last_kill_ms = g.t0_ms - 100000;
+	g.t_prev_ms = g.t0_ms;
 	g.rep.jobs_cap = o->jobs;
 	setup_memory(&g);
 	lock_self();

@@ -75,6 +75,7 @@ int cgroup_find(const char *root, pid_t pid, struct cgroup *out)
 		if (!c2)
 			continue;
 		line[strcspn(line, "\n")] = '\0';
+		*c1 = '\0';
 		*c2 = '\0';
 		if (!strcmp(line, "0") && c1[1] == '\0') {
 			snprintf(v2path, sizeof(v2path), "%s", c2 + 1);

@@ -1,0 +1,189 @@
+#!/usr/bin/env bats
+# headroom run: the governor end to end.
+
+load helper
+
+@test "headroom without a command prints usage and exits 2" {
+	run "$HR"
+	[ "$status" -eq 2 ]
+	[[ "$output" == *"usage: headroom"* ]]
+}
+
+@test "an unknown command is named in the error" {
+	run "$HR" frobnicate
+	[ "$status" -eq 2 ]
+	[[ "$output" == *"unknown command 'frobnicate'"* ]]
+}
+
+@test "--help and --version" {
+	run "$HR" --help
+	[ "$status" -eq 0 ]
+	[[ "$output" == *"run "* ]]
+	run "$HR" --version
+	[ "$status" -eq 0 ]
+	[[ "$output" == "headroom "* ]]
+	run "$HR" run --help
+	[ "$status" -eq 0 ]
+	[[ "$output" == *"--budget SIZE"* ]]
+}
+
+@test "run without a build command is a usage error" {
+	run "$HR" run
+	[ "$status" -eq 2 ]
+	[[ "$output" == *"missing the build command"* ]]
+	run "$HR" run --jobs 4 --
+	[ "$status" -eq 2 ]
+}
+
+@test "run with an unknown option is a usage error" {
+	run "$HR" run --frobnicate -- true
+	[ "$status" -eq 2 ]
+	[[ "$output" == *"frobnicate"* ]]
+}
+
+@test "run rejects bad --jobs and --budget values, naming them" {
+	run "$HR" run --jobs 0 -- true
+	[ "$status" -eq 2 ]
+	[[ "$output" == *"--jobs"*"'0'"* ]]
+	run "$HR" run --budget lots -- true
+	[ "$status" -eq 2 ]
+	[[ "$output" == *"--budget"*"'lots'"* ]]
+}
+
+@test "an unusable store is a clear error, and nothing runs" {
+	run "$HR" run --db /dev/null/profiles.db -- touch "$T/ran"
+	[ "$status" -eq 125 ]
+	[[ "$output" == *"profile store"*"/dev/null/profiles.db"* ]]
+	[[ "$output" == *"--no-db"* ]]
+	[ ! -e "$T/ran" ]
+	echo "not a database, just text that happens to be here" > "$T/junk.db"
+	run "$HR" run --db "$T/junk.db" -- touch "$T/ran"
+	[ "$status" -eq 125 ]
+	[[ "$output" == *"junk.db"* ]]
+	[ ! -e "$T/ran" ]
+}
+
+@test "run passes the build's exit status through" {
+	run "$HR" run -q --no-db -- sh -c 'exit 3'
+	[ "$status" -eq 3 ]
+	run -127 "$HR" run -q --no-db -- "$T/no-such-build-tool"
+	[ "$status" -eq 127 ]
+}
+
+@test "run wires the launcher variables, keeping a MAX_JOBS the user set" {
+	run "$HR" run -q --no-db -j 5 -- sh -c 'echo "L=$HEADROOM_LAUNCHER|C=$CMAKE_CXX_COMPILER_LAUNCHER|M=$MAX_JOBS|S=$HEADROOM_SOCK"'
+	[ "$status" -eq 0 ]
+	[[ "$output" == *"L=$HR exec --|"* ]]
+	[[ "$output" == *"C=$HR;exec;--|"* ]]
+	[[ "$output" == *"M=5|"* ]]
+	[[ "$output" == *"S=/"*"gov.sock"* ]]
+	MAX_JOBS=3 CMAKE_CXX_COMPILER_LAUNCHER=ccache run "$HR" run -q --no-db -- sh -c 'echo "M=$MAX_JOBS C=$CMAKE_CXX_COMPILER_LAUNCHER"'
+	[[ "$output" == *"M=3 C=$HR;exec;--;ccache"* ]]
+}
+
+@test "a ninja build runs every job through the governor and learns profiles" {
+	command -v ninja || skip "ninja not installed"
+	python3 "$ROOT/bench/replay" generate "$ROOT/tests/fixtures/tiny-trace.json" "$T/b" --time-scale 0.2 --mem-scale 1
+	cd "$T/b"
+	run "$HR" run --db "$T/p.db" --report "$T/r1.json" -j 3 -- ninja -j3
+	[ "$status" -eq 0 ]
+	[ "$(ls obj/rep0/*.o | wc -l)" -eq 6 ]
+	[[ "$output" == *"6 jobs"* ]]
+	[[ "$output" == *"would have been safe"* ]]
+	python3 - "$T/r1.json" <<-'PY'
+	import json, sys
+	r = json.load(open(sys.argv[1]))
+	assert r["jobs"] == 6, r
+	assert r["exit_status"] == 0
+	assert r["peak_jobs_bytes"] >= 60 << 20, r   # the jobs really held their memory
+	assert r["classes"][0]["peak_max_bytes"] >= 100 << 20, r
+	PY
+	# the second build is governed from what the first learned
+	rm -rf obj .ninja_log
+	run "$HR" run --db "$T/p.db" -v -j 3 -- ninja -j3
+	[ "$status" -eq 0 ]
+	[ "$(sqlite3 "$T/p.db" 'select count(*) from profiles where kind = 0 and runs = 2')" -eq 6 ]
+	[ "$(sqlite3 "$T/p.db" 'select count(*) from profiles where kind = 1')" -eq 1 ]
+}
+
+@test "a failing job fails the build with ninja's status, and leaves nothing running" {
+	command -v ninja || skip "ninja not installed"
+	mkdir -p "$T/f"
+	cat > "$T/f/build.ninja" <<-EOF
+	rule cc
+	  command = \$\${HEADROOM_LAUNCHER} \$cmd
+	build ok: cc
+	  cmd = touch ok
+	build bad: cc
+	  cmd = sh -c 'echo compile error >&2; exit 1'
+	EOF
+	cd "$T/f"
+	run "$HR" run --no-db -- ninja -k 0
+	[ "$status" -eq 1 ]
+	[[ "$output" == *"compile error"* ]]
+	[ -e ok ]
+	[ -z "$(left_over)" ]
+}
+
+@test "jobs over the budget are frozen and thawed, and all complete" {
+	command -v ninja || skip "ninja not installed"
+	hold_build "$T/z" 3 100M 1500
+	cd "$T/z"
+	run "$HR" run --no-db --budget 150M -j 3 --report "$T/z.json" -- ninja -j3
+	[ "$status" -eq 0 ]
+	[ -e out1 ] && [ -e out2 ] && [ -e out3 ]
+	python3 - "$T/z.json" <<-'PY'
+	import json, sys
+	r = json.load(open(sys.argv[1]))
+	assert r["jobs"] == 3, r
+	assert r["freezes"] >= 1 and r["thaws"] >= 1, r
+	PY
+}
+
+@test "Ctrl-C mid-build ends the whole tree: nothing left running or stopped" {
+	command -v ninja || skip "ninja not installed"
+	hold_build "$T/c" 4 20M 60000
+	cd "$T/c"
+	setsid "$HR" run --no-db -j 4 -- ninja -j4 > "$T/c.log" 2>&1 &
+	local pid=$!
+	for i in $(seq 1 100); do
+		[ "$(pgrep -c -f "$MEMHOG --hold 20M")" -ge 2 ] && break
+		sleep 0.1
+	done
+	[ "$(pgrep -c -f "$MEMHOG --hold 20M")" -ge 2 ]
+	# what a terminal does: SIGINT to the whole foreground process group
+	kill -INT -- "-$pid"
+	local st=0
+	wait "$pid" || st=$?
+	[ "$st" -eq 130 ]
+	sleep 0.2
+	[ -z "$(pgrep -f "$MEMHOG --hold 20M")" ]
+	[ -z "$(left_over)" ]
+}
+
+@test "SIGTERM to headroom alone ends the build and every job" {
+	command -v ninja || skip "ninja not installed"
+	hold_build "$T/t" 3 10M 60000
+	cd "$T/t"
+	"$HR" run --no-db -j 3 -- ninja -j3 > "$T/t.log" 2>&1 &
+	local pid=$!
+	for i in $(seq 1 100); do
+		[ "$(pgrep -c -f "$MEMHOG --hold 10M")" -ge 2 ] && break
+		sleep 0.1
+	done
+	kill -TERM "$pid"
+	local st=0
+	wait "$pid" || st=$?
+	[ "$st" -eq 143 ]
+	sleep 0.2
+	[ -z "$(pgrep -f "$MEMHOG --hold 10M")" ]
+	[ -z "$(pgrep -x ninja -P "$pid")" ]
+}
+
+@test "processes a job leaves behind are ended when the build ends" {
+	cd "$T"
+	run "$HR" run --no-db -- sh -c "\$HEADROOM_LAUNCHER sh -c 'sleep 3017 & exit 0'"
+	[ "$status" -eq 0 ]
+	sleep 0.2
+	[ -z "$(pgrep -f 'sleep 3017')" ]
+}

@@ -1,0 +1,301 @@
+/* Curves, admission and the safety net, on synthetic jobs. */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <cmocka.h>
+
+#include <string.h>
+
+#include "govern/admit.h"
+#include "govern/curve.h"
+
+#define MiB (1ULL << 20)
+#define GiB (1ULL << 30)
+
+/* A compile-like curve: ramps to peak at peak_pct of the job, then drops to a third. */
+static void shape(struct curve *c, int64_t dur_ms, uint64_t peak, int peak_pct)
+{
+	memset(c, 0, sizeof(*c));
+	c->duration_ms = dur_ms;
+	for (int i = 0; i < CURVE_POINTS; i++) {
+		int at = i * 100 / CURVE_POINTS;
+		c->pts[i] = at <= peak_pct ? peak * (uint64_t)(at + 1) / (uint64_t)(peak_pct + 1) : peak / 3;
+	}
+	c->pts[peak_pct * CURVE_POINTS / 100] = peak;
+	curve_update_peak(c);
+}
+
+static void test_curve_samples(void **state)
+{
+	struct curve_sample s[] = { { 0, 10 * MiB }, { 400, 80 * MiB }, { 500, 100 * MiB }, { 900, 20 * MiB } };
+	struct curve c;
+
+	(void)state;
+	assert_int_equal(curve_from_samples(s, 4, 1000, &c), 0);
+	assert_int_equal(c.peak_bytes, 100 * MiB);
+	assert_int_equal(curve_at(&c, 0), 10 * MiB);
+	assert_int_equal(curve_at(&c, 500), 100 * MiB);
+	assert_int_equal(curve_at(&c, 1000), 0); /* over */
+	/* slices between samples take the value before them: no holes */
+	assert_int_equal(curve_at(&c, 200), 10 * MiB);
+	assert_int_equal(curve_max_between(&c, 0, 999), 100 * MiB);
+	assert_int_equal(curve_max_between(&c, 600, 800), 100 * MiB);
+	assert_int_equal(curve_max_between(&c, 2000, 3000), 0);
+	assert_int_equal(curve_from_samples(s, 0, 1000, &c), -22);
+}
+
+static void test_curve_learn(void **state)
+{
+	struct curve p, big, small;
+
+	(void)state;
+	shape(&small, 1000, 100 * MiB, 30);
+	shape(&big, 2000, 400 * MiB, 30);
+	curve_learn(&p, &small, 1, 50);
+	assert_int_equal(p.peak_bytes, 100 * MiB);
+	/* a job that grew is believed at once */
+	curve_learn(&p, &big, 0, 50);
+	assert_int_equal(p.peak_bytes, 400 * MiB);
+	assert_int_equal(p.duration_ms, 1500);
+	/* one that shrank, gradually: halfway, never below what was seen */
+	curve_learn(&p, &small, 0, 50);
+	assert_true(p.peak_bytes < 400 * MiB && p.peak_bytes >= 100 * MiB);
+}
+
+static void test_admit_empty(void **state)
+{
+	struct curve c;
+	struct admit_snapshot s = { .budget_bytes = 4 * GiB, .free_bytes = 4 * GiB, .unknown_bytes = GiB };
+	struct admit_result r;
+
+	(void)state;
+	shape(&c, 10000, GiB, 30);
+	admit_decide(&s, &c, &r);
+	assert_true(r.admit);
+	assert_int_equal(r.worst_bytes, GiB);
+	/* larger than the budget: refused (the governor still runs it when nothing else runs) */
+	shape(&c, 10000, 5 * GiB, 30);
+	admit_decide(&s, &c, &r);
+	assert_false(r.admit);
+}
+
+static void test_admit_aligned_peaks(void **state)
+{
+	/* Three jobs that just started will peak together with a fourth started now. */
+	struct curve c;
+	struct admit_job j[3];
+	struct admit_snapshot s = { .budget_bytes = 3500 * MiB, .free_bytes = 3500 * MiB, .jobs = j, .njobs = 3 };
+	struct admit_result r;
+
+	(void)state;
+	shape(&c, 10000, GiB, 30);
+	for (int i = 0; i < 3; i++)
+		j[i] = (struct admit_job){ .elapsed_ms = 0, .pred = &c, .current_bytes = 10 * MiB };
+	admit_decide(&s, &c, &r);
+	assert_false(r.admit);
+	assert_true(r.worst_bytes >= 4 * GiB - 40 * MiB);
+	assert_true(r.worst_at_ms > 2000 && r.worst_at_ms < 4000);
+}
+
+static void test_admit_staggered(void **state)
+{
+	/* The same three jobs past their peaks hold a third each: a fourth fits, and so
+	 * would a static rule never allow (4 x 1 GiB > 3.5 GiB). */
+	struct curve c;
+	struct admit_job j[3];
+	struct admit_snapshot s = { .budget_bytes = 3500 * MiB, .free_bytes = 3500 * MiB, .jobs = j, .njobs = 3 };
+	struct admit_result r;
+
+	(void)state;
+	shape(&c, 10000, GiB, 30);
+	for (int i = 0; i < 3; i++)
+		j[i] = (struct admit_job){ .elapsed_ms = 5000, .pred = &c, .current_bytes = GiB / 3 };
+	admit_decide(&s, &c, &r);
+	assert_true(r.admit);
+	assert_true(r.worst_bytes <= 2 * GiB + 10 * MiB);
+}
+
+static void test_admit_free_memory(void **state)
+{
+	/* Budget room but little free memory now (others took it): refused. */
+	struct curve c;
+	struct admit_snapshot s = { .budget_bytes = 8 * GiB, .free_bytes = 512 * MiB };
+	struct admit_result r;
+
+	(void)state;
+	shape(&c, 10000, GiB, 30);
+	admit_decide(&s, &c, &r);
+	assert_false(r.admit);
+	s.free_bytes = 2 * GiB;
+	admit_decide(&s, &c, &r);
+	assert_true(r.admit);
+}
+
+static void test_admit_wrong_prediction_scales(void **state)
+{
+	/* A job predicted at 1 GiB already holds 2 GiB at 10 %: its future is scaled. */
+	struct curve c, cand;
+	struct admit_job j = { .elapsed_ms = 1000, .pred = &c, .current_bytes = 2 * GiB };
+	struct admit_snapshot s = { .budget_bytes = 4 * GiB, .free_bytes = 4 * GiB, .jobs = &j, .njobs = 1 };
+	struct admit_result r;
+
+	(void)state;
+	shape(&c, 10000, GiB, 30);
+	shape(&cand, 10000, GiB, 30);
+	assert_true(admit_job_future(&j, 0, 2000) > 2 * GiB);
+	admit_decide(&s, &cand, &r);
+	assert_false(r.admit);
+}
+
+static void test_admit_unknown(void **state)
+{
+	/* No prediction: a flat assumed need, and never less than what the job holds. */
+	struct admit_job j = { .elapsed_ms = 1000, .pred = NULL, .current_bytes = 300 * MiB };
+	struct admit_snapshot s = { .budget_bytes = 2 * GiB, .free_bytes = 2 * GiB, .unknown_bytes = GiB,
+				    .jobs = &j, .njobs = 1 };
+	struct admit_result r;
+
+	(void)state;
+	assert_int_equal(admit_job_future(&j, GiB, 5000), GiB);
+	j.current_bytes = 1500 * MiB;
+	assert_int_equal(admit_job_future(&j, GiB, 5000), 1500 * MiB);
+	admit_decide(&s, NULL, &r);
+	assert_false(r.admit);
+	j.current_bytes = 300 * MiB;
+	s.unknown_bytes = 512 * MiB;
+	admit_decide(&s, NULL, &r);
+	assert_true(r.admit);
+}
+
+static void test_net(void **state)
+{
+	uint64_t lim = 4 * GiB, res = net_default_reserve(lim);
+	struct net_state n = { .limit_bytes = lim, .reserve_bytes = res, .psi_full_avg10_pct = -1,
+			       .ms_since_last_kill = 100000 };
+
+	(void)state;
+	assert_int_equal(res, lim / 100 * 6);
+	assert_int_equal(net_default_reserve(256 * MiB), 64 * MiB);
+	assert_int_equal(net_default_reserve(1024 * GiB), 2 * GiB);
+	n.used_bytes = GiB;
+	assert_int_equal(net_decide(&n), NET_OK);
+	n.used_bytes = lim - res * 3 / 2;
+	assert_int_equal(net_decide(&n), NET_HOLD);
+	n.used_bytes = lim - res / 2;
+	assert_int_equal(net_decide(&n), NET_FREEZE);
+	n.used_bytes = lim - res / 4;
+	assert_int_equal(net_decide(&n), NET_KILL);
+	n.ms_since_last_kill = 200; /* one kill at a time */
+	assert_int_equal(net_decide(&n), NET_FREEZE);
+	n.used_bytes = GiB;
+	n.psi_full_avg10_pct = 40; /* the kernel already stalls: critical whatever the numbers */
+	n.ms_since_last_kill = 5000;
+	assert_int_equal(net_decide(&n), NET_KILL);
+}
+
+/* A small world: jobs follow their real curve (not their prediction) while running,
+ * stand still while frozen, and the policy decides each 100 ms tick. Predictions are
+ * four times too low; the safety net must keep real memory under the limit, and every
+ * job must finish. */
+#define SIM_JOBS 12
+static void test_safety_net_catches_wrong_predictions(void **state)
+{
+	struct curve real, pred;
+	struct { int state; int64_t progress_ms; int frozen; } job[SIM_JOBS] = { 0 }; /* 0 wait 1 run 2 done */
+	uint64_t limit = 3 * GiB, reserve = net_default_reserve(limit), max_used = 0;
+	int64_t last_kill = -100000, t;
+	uint64_t used_prev = 0;
+	int done = 0, kills = 0, freezes = 0;
+
+	(void)state;
+	shape(&real, 8000, 900 * MiB, 30);
+	shape(&pred, 8000, 225 * MiB, 30);
+	for (t = 0; t < 600000 && done < SIM_JOBS; t += 100) {
+		struct admit_job aj[SIM_JOBS];
+		size_t n = 0;
+		uint64_t used = 0;
+		int running = 0, youngest = -1;
+
+		for (int i = 0; i < SIM_JOBS; i++) {
+			if (job[i].state != 1)
+				continue;
+			if (!job[i].frozen)
+				job[i].progress_ms += 100;
+			if (job[i].progress_ms >= real.duration_ms) {
+				job[i].state = 2;
+				done++;
+				continue;
+			}
+			uint64_t cur = curve_at(&real, job[i].progress_ms);
+			used += cur;
+			aj[n++] = (struct admit_job){ job[i].progress_ms, &pred, cur, job[i].frozen };
+			running += !job[i].frozen;
+			youngest = i;
+		}
+		if (used > max_used)
+			max_used = used;
+		struct net_state ns = { limit, used, reserve, -1, t - last_kill,
+					used > used_prev ? (used - used_prev) * 10 : 0 };
+		used_prev = used;
+		enum net_action a = net_decide(&ns);
+		if (a == NET_KILL && youngest >= 0 && n > 1) {
+			memset(&job[youngest], 0, sizeof(job[youngest])); /* requeued: starts over */
+			last_kill = t;
+			kills++;
+			continue;
+		}
+		if (a == NET_FREEZE) {
+			for (int i = SIM_JOBS - 1; i >= 0; i--)
+				if (job[i].state == 1 && !job[i].frozen && running > 1) {
+					job[i].frozen = 1;
+					freezes++;
+					break;
+				}
+			continue;
+		}
+		if (a != NET_OK)
+			continue;
+		for (int i = 0; i < SIM_JOBS; i++) /* thaw the oldest first */
+			if (job[i].state == 1 && job[i].frozen) {
+				job[i].frozen = 0;
+				break;
+			}
+		struct admit_snapshot s = { limit - reserve, limit - reserve - used, 256 * MiB, aj, n };
+		for (int i = 0; i < SIM_JOBS && running < 16; i++) {
+			struct admit_result r;
+			if (job[i].state != 0)
+				continue;
+			admit_decide(&s, &pred, &r);
+			if (r.admit || n == 0) {
+				job[i].state = 1;
+				aj[s.njobs++] = (struct admit_job){ 0, &pred, 0, 0 };
+				running++;
+			}
+			break; /* one start per tick: starting jobs show no memory yet */
+		}
+	}
+	print_message("sim: %d done, max used %llu MiB of %llu, %d freezes, %d kills, %lld ms\n", done,
+		      (unsigned long long)(max_used / MiB), (unsigned long long)(limit / MiB), freezes, kills,
+		      (long long)t);
+	assert_int_equal(done, SIM_JOBS);
+	assert_true(max_used <= limit);
+	assert_true(freezes + kills > 0); /* the net had to act: predictions were wrong */
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_curve_samples),
+		cmocka_unit_test(test_curve_learn),
+		cmocka_unit_test(test_admit_empty),
+		cmocka_unit_test(test_admit_aligned_peaks),
+		cmocka_unit_test(test_admit_staggered),
+		cmocka_unit_test(test_admit_free_memory),
+		cmocka_unit_test(test_admit_wrong_prediction_scales),
+		cmocka_unit_test(test_admit_unknown),
+		cmocka_unit_test(test_net),
+		cmocka_unit_test(test_safety_net_catches_wrong_predictions),
+	};
+	return cmocka_run_group_tests_name("admit", tests, NULL, NULL);
+}

@@ -1,0 +1,202 @@
+/* The launcher protocol, and `headroom exec` against a scripted governor. */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <cmocka.h>
+
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <sys/un.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "cmd/cmd.h"
+#include "govern/proto.h"
+
+static void test_framing(void **state)
+{
+	int sv[2];
+	struct proto_conn c;
+	json_t *m;
+
+	(void)state;
+	assert_int_equal(socketpair(AF_UNIX, SOCK_STREAM, 0, sv), 0);
+	proto_conn_init(&c, sv[1]);
+	m = json_pack("{s:s, s:i}", "type", "request", "attempt", 1);
+	assert_int_equal(proto_send(sv[0], m), 0);
+	assert_int_equal(proto_send(sv[0], m), 0);
+	json_decref(m);
+	/* a line in two pieces is one message */
+	assert_int_equal(write(sv[0], "{\"type\":\"do", 11), 11);
+	assert_int_equal(proto_recv(&c, &m), 1);
+	assert_string_equal(proto_type(m), "request");
+	json_decref(m);
+	assert_int_equal(proto_recv(&c, &m), 1);
+	json_decref(m);
+	assert_int_equal(write(sv[0], "ne\"}\nnot json\n[1]\n", 18), 18);
+	assert_int_equal(proto_recv(&c, &m), 1);
+	assert_string_equal(proto_type(m), "done");
+	json_decref(m);
+	assert_int_equal(proto_recv(&c, &m), -EPROTO);
+	assert_int_equal(proto_recv(&c, &m), -EPROTO); /* an array is not a message */
+	close(sv[0]);
+	assert_int_equal(proto_recv(&c, &m), 0); /* EOF */
+	proto_conn_close(&c);
+}
+
+static char dir[] = "/tmp/headroom-test-proto.XXXXXX";
+
+static int listen_at(const char *path)
+{
+	struct sockaddr_un a = { .sun_family = AF_UNIX };
+	int fd = socket(AF_UNIX, SOCK_STREAM, 0);
+
+	snprintf(a.sun_path, sizeof(a.sun_path), "%s", path);
+	assert_int_equal(bind(fd, (struct sockaddr *)&a, sizeof(a)), 0);
+	assert_int_equal(listen(fd, 4), 0);
+	return fd;
+}
+
+static pid_t start_exec(const char *sock, char **argv)
+{
+	pid_t pid = fork();
+
+	if (pid == 0) {
+		int argc = 0;
+		setenv("HEADROOM_SOCK", sock, 1);
+		while (argv[argc])
+			argc++;
+		_exit(cmd_exec(argc, argv));
+	}
+	return pid;
+}
+
+static json_t *expect(struct proto_conn *c, const char *type)
+{
+	json_t *m = NULL;
+
+	assert_int_equal(proto_recv(c, &m), 1);
+	assert_string_equal(proto_type(m), type);
+	return m;
+}
+
+/* The governor kills the first attempt (says retry); the launcher runs the tool again,
+ * and the build tool sees only the second attempt's success. */
+static void test_exec_retry(void **state)
+{
+	char sock[256], out[256], cmd[512];
+	struct proto_conn c;
+	int lfd, st;
+
+	(void)state;
+	assert_non_null(mkdtemp(dir));
+	snprintf(sock, sizeof(sock), "%s/gov.sock", dir);
+	snprintf(out, sizeof(out), "%s/runs", dir);
+	snprintf(cmd, sizeof(cmd), "echo run >> %s", out);
+	lfd = listen_at(sock);
+	char *argv[] = { "exec", "--", "sh", "-c", cmd, NULL };
+	pid_t pid = start_exec(sock, argv);
+	proto_conn_init(&c, accept(lfd, NULL, NULL));
+
+	for (int attempt = 1; attempt <= 2; attempt++) {
+		json_t *m = expect(&c, "request");
+		assert_int_equal(json_integer_value(json_object_get(m, "attempt")), attempt);
+		assert_string_equal(json_string_value(json_object_get(m, "tool")), "sh");
+		json_decref(m);
+		m = json_pack("{s:s, s:i, s:n}", "type", "admit", "job", 7, "cgroup");
+		proto_send(c.fd, m);
+		json_decref(m);
+		m = expect(&c, "started");
+		assert_true(json_integer_value(json_object_get(m, "pid")) > 0);
+		json_decref(m);
+		m = expect(&c, "done");
+		assert_int_equal(json_integer_value(json_object_get(m, "exit")), 0);
+		assert_true(json_is_null(json_object_get(m, "signal")));
+		json_decref(m);
+		m = json_pack("{s:s, s:i, s:b}", "type", "ack", "job", 7, "retry", attempt == 1);
+		proto_send(c.fd, m);
+		json_decref(m);
+	}
+	assert_int_equal(waitpid(pid, &st, 0), pid);
+	assert_true(WIFEXITED(st));
+	assert_int_equal(WEXITSTATUS(st), 0);
+	FILE *f = fopen(out, "r");
+	char line[16];
+	int runs = 0;
+	while (f && fgets(line, sizeof(line), f))
+		runs++;
+	if (f)
+		fclose(f);
+	assert_int_equal(runs, 2);
+	proto_conn_close(&c);
+	close(lfd);
+	unlink(sock);
+	unlink(out);
+}
+
+/* A failing tool's status reaches the build tool unchanged. */
+static void test_exec_status_passthrough(void **state)
+{
+	char sock[256];
+	struct proto_conn c;
+	int lfd, st;
+	json_t *m;
+
+	(void)state;
+	snprintf(sock, sizeof(sock), "%s/gov2.sock", dir);
+	lfd = listen_at(sock);
+	char *argv[] = { "exec", "sh", "-c", "exit 3", NULL };
+	pid_t pid = start_exec(sock, argv);
+	proto_conn_init(&c, accept(lfd, NULL, NULL));
+	json_decref(expect(&c, "request"));
+	m = json_pack("{s:s, s:i}", "type", "admit", "job", 1);
+	proto_send(c.fd, m);
+	json_decref(m);
+	json_decref(expect(&c, "started"));
+	m = expect(&c, "done");
+	assert_int_equal(json_integer_value(json_object_get(m, "exit")), 3);
+	json_decref(m);
+	m = json_pack("{s:s, s:i, s:b}", "type", "ack", "job", 1, "retry", 0);
+	proto_send(c.fd, m);
+	json_decref(m);
+	assert_int_equal(waitpid(pid, &st, 0), pid);
+	assert_int_equal(WEXITSTATUS(st), 3);
+	proto_conn_close(&c);
+	close(lfd);
+	unlink(sock);
+}
+
+/* The governor hangs up before admitting: the tool still runs, as if ungoverned. */
+static void test_exec_governor_gone(void **state)
+{
+	char sock[256];
+	int lfd, st, cfd;
+
+	(void)state;
+	snprintf(sock, sizeof(sock), "%s/gov3.sock", dir);
+	lfd = listen_at(sock);
+	char *argv[] = { "exec", "sh", "-c", "exit 5", NULL };
+	pid_t pid = start_exec(sock, argv);
+	cfd = accept(lfd, NULL, NULL);
+	close(cfd);
+	assert_int_equal(waitpid(pid, &st, 0), pid);
+	assert_int_equal(WEXITSTATUS(st), 5);
+	close(lfd);
+	unlink(sock);
+	rmdir(dir);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_framing),
+		cmocka_unit_test(test_exec_retry),
+		cmocka_unit_test(test_exec_status_passthrough),
+		cmocka_unit_test(test_exec_governor_gone),
+	};
+	return cmocka_run_group_tests_name("proto", tests, NULL, NULL);
+}

@@ -1,0 +1,127 @@
+/* The SQLite profile store and the end report. */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <cmocka.h>
+
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "govern/report.h"
+#include "store/store.h"
+
+static char dir[] = "/tmp/headroom-test-store.XXXXXX";
+
+static void test_roundtrip(void **state)
+{
+	struct store *st;
+	struct profile p = { .runs = 3 }, q;
+	char *err = NULL, *path = NULL;
+
+	(void)state;
+	assert_non_null(mkdtemp(dir));
+	assert_true(asprintf(&path, "%s/a/b/profiles.db", dir) > 0);
+	assert_int_equal(store_open(path, &st, &err), 0); /* creates a/b */
+	p.curve.duration_ms = 1234;
+	for (int i = 0; i < CURVE_POINTS; i++)
+		p.curve.pts[i] = (uint64_t)i << 30; /* past 32 bits: stored whole */
+	curve_update_peak(&p.curve);
+	assert_int_equal(store_get(st, PROFILE_SIG, "nvcc :: a.cu", &q), -ENOENT);
+	assert_int_equal(store_begin(st), 0);
+	assert_int_equal(store_put(st, PROFILE_SIG, "nvcc :: a.cu", &p), 0);
+	assert_int_equal(store_commit(st), 0);
+	store_close(st);
+
+	assert_int_equal(store_open(path, &st, &err), 0);
+	assert_int_equal(store_get(st, PROFILE_SIG, "nvcc :: a.cu", &q), 0);
+	assert_int_equal(q.runs, 3);
+	assert_int_equal(q.curve.duration_ms, 1234);
+	assert_int_equal(q.curve.peak_bytes, 63ULL << 30);
+	assert_memory_equal(q.curve.pts, p.curve.pts, sizeof(p.curve.pts));
+	/* kinds are separate namespaces */
+	assert_int_equal(store_get(st, PROFILE_CLASS, "nvcc :: a.cu", &q), -ENOENT);
+	store_close(st);
+	unlink(path);
+	free(path);
+}
+
+static void test_not_a_database(void **state)
+{
+	struct store *st = NULL;
+	char *err = NULL, *path = NULL;
+	FILE *f;
+
+	(void)state;
+	assert_true(asprintf(&path, "%s/junk.db", dir) > 0);
+	f = fopen(path, "w");
+	assert_non_null(f);
+	fputs("this is not sqlite, it is a text file that someone left here\n", f);
+	fclose(f);
+	assert_int_not_equal(store_open(path, &st, &err), 0);
+	assert_non_null(err);
+	assert_non_null(strstr(err, path)); /* the message names the file */
+	free(err);
+	unlink(path);
+	free(path);
+}
+
+static void test_unwritable_dir(void **state)
+{
+	struct store *st = NULL;
+	char *err = NULL;
+
+	(void)state;
+	/* the parent is a regular file: the directory cannot be made */
+	assert_int_not_equal(store_open("/dev/null/x/profiles.db", &st, &err), 0);
+	assert_non_null(err);
+	free(err);
+}
+
+static void test_report(void **state)
+{
+	struct report r = { .budget_bytes = 10 };
+
+	(void)state;
+	assert_int_equal(report_safe_max_jobs(&r), 0); /* nothing known */
+	report_add_job(&r, "nvcc", 4, 1);
+	report_add_job(&r, "nvcc", 3, 1);
+	report_add_job(&r, "nvcc", 3, 1);
+	report_add_job(&r, "g++", 1, 1);
+	/* the largest peaks 4 + 3 + 3 = 10 fit; a fourth would not be safe if all peaked */
+	assert_int_equal(report_safe_max_jobs(&r), 3);
+	assert_int_equal(report_class_percentile(&r, "nvcc", 100), 4);
+	assert_int_equal(report_class_percentile(&r, "nvcc", 50), 3);
+	assert_int_equal(report_class_percentile(&r, "g++", 95), 1);
+	assert_int_equal(report_class_percentile(&r, "ld", 50), 0);
+	json_t *j = report_to_json(&r);
+	assert_int_equal(json_integer_value(json_object_get(j, "safe_fixed_max_jobs")), 3);
+	assert_int_equal(json_array_size(json_object_get(j, "classes")), 2);
+	assert_true(json_is_null(json_object_get(j, "peak_group_bytes"))); /* unknown, not 0 */
+	json_decref(j);
+	report_free(&r);
+}
+
+static int teardown(void **state)
+{
+	(void)state;
+	char *cmd = NULL;
+	if (asprintf(&cmd, "rm -rf %s", dir) > 0 && system(cmd))
+		return 0;
+	free(cmd);
+	return 0;
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_roundtrip),
+		cmocka_unit_test(test_not_a_database),
+		cmocka_unit_test(test_unwritable_dir),
+		cmocka_unit_test(test_report),
+	};
+	return cmocka_run_group_tests_name("store", tests, NULL, teardown);
+}

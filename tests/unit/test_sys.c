@@ -1,0 +1,143 @@
+/* Linux fact readers against fixture trees (tests/fixtures/v1, v2). */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <cmocka.h>
+
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "sys/cgroup.h"
+#include "sys/meminfo.h"
+#include "sys/proc.h"
+#include "sys/psi.h"
+
+#define FIX "tests/fixtures"
+
+static void test_meminfo(void **state)
+{
+	struct meminfo mi;
+	uint64_t oom;
+
+	(void)state;
+	assert_int_equal(meminfo_read(FIX "/v2", &mi), 0);
+	assert_int_equal(mi.total_bytes, 32768000ULL * 1024);
+	assert_int_equal(mi.available_bytes, 20480000ULL * 1024);
+	assert_int_equal(meminfo_oom_kills(FIX "/v2", &oom), 0);
+	assert_int_equal(oom, 3);
+	assert_int_equal(meminfo_read(FIX "/nonexistent", &mi), -ENOENT);
+}
+
+static void test_psi(void **state)
+{
+	struct psi p;
+
+	(void)state;
+	assert_int_equal(psi_read(FIX "/v2/proc/pressure/memory", &p), 0);
+	assert_true(p.some_avg10_pct > 1.49 && p.some_avg10_pct < 1.51);
+	assert_true(p.full_avg10_pct > 0.24 && p.full_avg10_pct < 0.26);
+	assert_int_equal(p.some_total_us, 123456);
+	assert_int_equal(psi_parse("garbage\n", &p), -EINVAL);
+}
+
+static void test_proc_parse(void **state)
+{
+	struct proc_entry e;
+
+	(void)state;
+	/* a comm with spaces and parentheses must not shift the fields after it */
+	assert_int_equal(proc_parse_stat("7 (a (b) c) S 3 7 7 0 -1 0 0 0 0 0 0 0 0 0 20 0 1 0 9 100 10", 4096, &e), 0);
+	assert_int_equal(e.pid, 7);
+	assert_int_equal(e.ppid, 3);
+	assert_int_equal(e.pgid, 7);
+	assert_int_equal(e.state, 'S');
+	assert_int_equal(e.rss_bytes, 40960);
+	assert_string_equal(e.comm, "a (b) c");
+	assert_int_equal(proc_parse_stat("7 no-parens S", 4096, &e), -EINVAL);
+}
+
+static void test_proc_tree(void **state)
+{
+	struct proc_table t = { 0 };
+	long page = sysconf(_SC_PAGESIZE);
+
+	(void)state;
+	assert_int_equal(proc_table_read(FIX "/v2", &t), 0);
+	assert_int_equal(t.n, 4);
+	assert_non_null(proc_table_find(&t, 102));
+	assert_null(proc_table_find(&t, 103));
+	assert_true(proc_table_is_descendant(&t, 102, 100));
+	assert_false(proc_table_is_descendant(&t, 200, 100));
+	/* nvcc (512 pages) + cicc (1024000 pages), not sshd */
+	assert_int_equal(proc_table_tree_rss(&t, 101), (512ULL + 1024000ULL) * (uint64_t)page);
+	assert_int_equal(proc_table_tree_rss(&t, 100), (256ULL + 512ULL + 1024000ULL) * (uint64_t)page);
+	proc_table_free(&t);
+}
+
+static void test_cgroup_v2(void **state)
+{
+	struct cgroup cg;
+	uint64_t v;
+	char *p;
+
+	(void)state;
+	assert_int_equal(cgroup_find(FIX "/v2", 0, &cg), 0);
+	assert_int_equal(cg.version, CGROUP_V2);
+	assert_non_null(strstr(cg.dir, "user.slice/build"));
+	/* the tightest limit on the way up: 4 GiB here, 8 GiB above, none at the root */
+	assert_int_equal(cgroup_mem_limit(&cg, &v), 0);
+	assert_int_equal(v, 4294967296ULL);
+	assert_int_equal(cgroup_mem_working_set(&cg, &v), 0);
+	assert_int_equal(v, 3221225472ULL - 1073741824ULL);
+	assert_int_equal(cgroup_mem_peak(&cg, &v), 0);
+	assert_int_equal(v, 3500000000ULL);
+	assert_int_equal(cgroup_oom_kills(&cg, &v), 0);
+	assert_int_equal(v, 2);
+	p = cgroup_pressure_path(&cg);
+	assert_non_null(strstr(p, "build/memory.pressure"));
+	free(p);
+	cgroup_free(&cg);
+}
+
+static void test_cgroup_v1(void **state)
+{
+	struct cgroup cg;
+	uint64_t v;
+
+	(void)state;
+	assert_int_equal(cgroup_find(FIX "/v1", 0, &cg), 0);
+	assert_int_equal(cg.version, CGROUP_V1);
+	assert_non_null(strstr(cg.dir, "memory/docker/abc"));
+	assert_int_equal(cgroup_mem_limit(&cg, &v), 0);
+	assert_int_equal(v, 2147483648ULL);
+	assert_int_equal(cgroup_mem_working_set(&cg, &v), 0);
+	assert_int_equal(v, 1073741824ULL);
+	assert_int_equal(cgroup_oom_kills(&cg, &v), 0);
+	assert_int_equal(v, 1);
+	assert_null(cgroup_pressure_path(&cg));
+	cgroup_free(&cg);
+}
+
+static void test_cgroup_none(void **state)
+{
+	struct cgroup cg;
+
+	(void)state;
+	/* no /proc/self/cgroup: no cgroup, and that is not an error for the callers */
+	assert_int_not_equal(cgroup_find(FIX "/nonexistent", 0, &cg), 0);
+	assert_int_equal(cg.version, CGROUP_NONE);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_meminfo),    cmocka_unit_test(test_psi),
+		cmocka_unit_test(test_proc_parse), cmocka_unit_test(test_proc_tree),
+		cmocka_unit_test(test_cgroup_v2),  cmocka_unit_test(test_cgroup_v1),
+		cmocka_unit_test(test_cgroup_none),
+	};
+	return cmocka_run_group_tests_name("sys", tests, NULL, NULL);
+}
