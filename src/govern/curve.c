@@ -68,7 +68,7 @@ static uint64_t mix(uint64_t old, uint64_t seen, int keep_pct)
 	return (uint64_t)(((double)old * keep_pct + (double)seen * (100 - keep_pct)) / 100.0);
 }
 
-void curve_learn(struct curve *profile, const struct curve *seen, int first, int keep_pct)
+void curve_learn(struct curve *profile, const struct curve *seen, int first, int keep_pct, int floor)
 {
 	if (first) {
 		*profile = *seen;
@@ -76,7 +76,7 @@ void curve_learn(struct curve *profile, const struct curve *seen, int first, int
 	}
 	for (int i = 0; i < CURVE_POINTS; i++) {
 		uint64_t m = mix(profile->pts[i], seen->pts[i], keep_pct);
-		profile->pts[i] = m > seen->pts[i] ? m : seen->pts[i];
+		profile->pts[i] = floor && seen->pts[i] > m ? seen->pts[i] : m;
 	}
 	profile->duration_ms = (int64_t)mix((uint64_t)profile->duration_ms, (uint64_t)seen->duration_ms, keep_pct);
 	curve_update_peak(profile);

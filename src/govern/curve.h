@@ -26,12 +26,14 @@ uint64_t curve_at(const struct curve *c, int64_t t_ms);
 uint64_t curve_max_between(const struct curve *c, int64_t t0_ms, int64_t t1_ms);
 /* Build a curve from samples of a job that ran duration_ms. 0 or -EINVAL (no samples). */
 int curve_from_samples(const struct curve_sample *s, size_t n, int64_t duration_ms, struct curve *out);
-/* Learn: fold a new observation into a profile. Each point becomes
- * max(seen, keep_pct% of the old + the rest of seen): never below what was just seen, so
- * a job that grew is believed at once, while one that shrank is believed gradually.
- * Signatures (one job) use 50; classes (many different jobs) keep 95 so that their
- * profile stays an envelope of the jobs in them. */
-void curve_learn(struct curve *profile, const struct curve *seen, int first, int keep_pct);
+/* Learn: fold a new observation into a profile, each point (and the duration) becoming
+ * keep_pct% of the old plus the rest of the new. With floor, no point falls below what
+ * was just seen: a job that grew is believed at once, one that shrank gradually; that is
+ * how a signature (one job) learns. A class (many different jobs) learns without it, so
+ * that its profile is their running mean: admission sums many jobs, and for a sum the
+ * mean is the right estimate; the jobs above it are caught as they run (seen memory
+ * scales a prediction up) and by the safety net. */
+void curve_learn(struct curve *profile, const struct curve *seen, int first, int keep_pct, int floor);
 /* Recompute peak_bytes from pts. */
 void curve_update_peak(struct curve *c);
 

@@ -53,6 +53,7 @@ struct job {
 	struct curve_sample *samples;
 	size_t nsamples, capsamples;
 	uint64_t current_bytes, peak_bytes;
+	uint64_t growth_bytes_per_s;  /* over the last tick; 0 when shrinking */
 	int killed_by_us;
 	uint64_t oom_at_admit;
 	struct cgroup cg;           /* the job's own group, version NONE when there is none */
@@ -125,13 +126,13 @@ static void job_predict(struct gov *g, struct job *j)
 
 static void learn(struct gov *g, struct job *j, const struct curve *seen)
 {
-	static const struct { enum profile_kind kind; int keep_pct; } how[] = {
-		{ PROFILE_SIG, 50 }, { PROFILE_CLASS, 95 },
+	static const struct { enum profile_kind kind; int keep_pct, floor; } how[] = {
+		{ PROFILE_SIG, 50, 1 }, { PROFILE_CLASS, 80, 0 },
 	};
 
 	for (size_t i = 0; i < 2; i++) {
 		struct learned *l = cache_get(g, how[i].kind, how[i].kind == PROFILE_SIG ? j->sig_key : j->class_key);
-		curve_learn(&l->p.curve, seen, !l->known, how[i].keep_pct);
+		curve_learn(&l->p.curve, seen, !l->known, how[i].keep_pct, how[i].floor);
 		l->p.runs++;
 		l->p.updated_s = (int64_t)time(NULL);
 		l->known = l->dirty = 1;
@@ -234,11 +235,15 @@ static void job_kill(struct gov *g, struct job *j, int64_t now)
 	warnx("killed job %d (%s) to keep memory from running out; it will run again", j->id, j->src);
 }
 
-static void job_sample(struct gov *g, struct job *j, int64_t now)
+static void job_sample(struct gov *g, struct job *j, int64_t now, int64_t dt_ms)
 {
+	uint64_t before = j->current_bytes;
+
 	if (j->state != JOB_RUNNING || j->pid <= 0)
 		return;
 	j->current_bytes = proc_table_tree_rss(&g->procs, j->pid);
+	j->growth_bytes_per_s = j->current_bytes > before && dt_ms > 0 && before
+		? (j->current_bytes - before) * 1000 / (uint64_t)dt_ms : 0;
 	if (j->current_bytes > j->peak_bytes)
 		j->peak_bytes = j->current_bytes;
 	if (j->frozen)
@@ -345,6 +350,33 @@ static struct job *oldest_frozen(struct gov *g)
 	return best;
 }
 
+/* Freeze the youngest jobs until what the rest are growing by, over the net's lookahead,
+ * fits in what is left above half the reserve. At least one; never the last runner. */
+static void freeze_growth(struct gov *g, uint64_t avail, int running, int64_t now)
+{
+	uint64_t room = avail > g->reserve_bytes / 2 ? avail - g->reserve_bytes / 2 : 0;
+	int frozen = 0;
+
+	while (running > 1) {
+		uint64_t growth = 0;
+		struct job *v;
+
+		for (size_t i = 0; i < g->njobs; i++) {
+			struct job *j = g->jobs[i];
+			if (j->state == JOB_RUNNING && !j->frozen)
+				growth += j->growth_bytes_per_s / 1000 * NET_LOOKAHEAD_MS;
+		}
+		if (frozen && growth <= room)
+			break;
+		v = youngest(g, 0, 0);
+		if (!v)
+			break;
+		job_freeze(g, v, now);
+		running--;
+		frozen++;
+	}
+}
+
 static size_t snapshot(struct gov *g, int64_t now, struct admit_job *out, uint64_t *jobs_bytes, int *running)
 {
 	size_t n = 0;
@@ -407,7 +439,7 @@ static void govern_tick(struct gov *g, int64_t now)
 
 	proc_table_read(g->o->proc_root, &g->procs);
 	for (size_t i = 0; i < g->njobs; i++)
-		job_sample(g, g->jobs[i], now);
+		job_sample(g, g->jobs[i], now, now - g->t_prev_ms);
 	n = snapshot(g, now, snap, &jobs_bytes, &running);
 	if (jobs_bytes > g->rep.peak_jobs_bytes)
 		g->rep.peak_jobs_bytes = jobs_bytes;
@@ -424,6 +456,12 @@ static void govern_tick(struct gov *g, int64_t now)
 	};
 	g->used_prev = used;
 	g->t_prev_ms = now;
+	if (now - g->t0_ms >= (int64_t)g->rep.npoints * 1000) {
+		struct report_point p = { now - g->t0_ms, running, (int)n - running, 0, jobs_bytes, used };
+		for (size_t i = 0; i < g->njobs; i++)
+			p.waiting += g->jobs[i]->state == JOB_WAITING;
+		report_add_point(&g->rep, &p);
+	}
 	enum net_action act = net_decide(&ns);
 	/* The jobs over their budget (a --budget below the machine's limit) count as short too. */
 	if (act == NET_OK && jobs_bytes > g->budget_bytes)
@@ -438,9 +476,7 @@ static void govern_tick(struct gov *g, int64_t now)
 		/* Frozen jobs alone can hold more than the budget: one must move on. */
 		job_thaw(g, oldest_frozen(g), now);
 	} else if (act == NET_FREEZE) {
-		struct job *v = youngest(g, 0, 0);
-		if (v && running > 1)
-			job_freeze(g, v, now);
+		freeze_growth(g, avail, running, now);
 	} else if (act == NET_OK) {
 		struct job *f = oldest_frozen(g);
 		if (f) {
@@ -520,8 +556,10 @@ static void on_done(struct gov *g, struct job *j, json_t *msg, int64_t now)
 		retry = 1;
 		reason = j->killed_by_us ? "killed by headroom to save memory" : "killed by the kernel (out of memory)";
 		g->rep.retries++;
-		if (oom)
+		if (oom) {
+			g->rep.oom_kills++;
 			warnx("job %d (%s) was OOM-killed; it will run again", j->id, j->src);
+		}
 	} else if (json_is_integer(ex) && json_integer_value(ex) == 0 && j->nsamples) {
 		struct curve seen;
 		int64_t ran = job_elapsed(j, now);
@@ -829,7 +867,10 @@ int governor_run(const struct governor_opts *o)
 	else if (g.build_done)
 		status = cmd_status_of(g.build_status);
 	g.rep.exit_status = status;
-	g.rep.oom_kills = (int)(oom_count(&g) - g.oom_start);
+	/* Kills in the jobs' own groups do not show in ours: count the larger. */
+	uint64_t group_ooms = oom_count(&g) - g.oom_start;
+	if (group_ooms > (uint64_t)g.rep.oom_kills)
+		g.rep.oom_kills = (int)group_ooms;
 	if (g.cg_limited && !cgroup_mem_peak(&g.cg, &g.rep.peak_group_bytes))
 		g.rep.has_peak_group = 1;
 	save_profiles(&g);

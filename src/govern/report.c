@@ -17,6 +17,15 @@ void report_add_job(struct report *r, const char *class_key, uint64_t peak_bytes
 	r->jobs[r->njobs++] = (struct report_job){ xstrdup(class_key), peak_bytes, duration_ms };
 }
 
+void report_add_point(struct report *r, const struct report_point *p)
+{
+	if (r->npoints == r->cappoints) {
+		r->cappoints = r->cappoints ? r->cappoints * 2 : 256;
+		r->timeline = xrealloc(r->timeline, r->cappoints * sizeof(*r->timeline));
+	}
+	r->timeline[r->npoints++] = *p;
+}
+
 static int cmp_desc(const void *a, const void *b)
 {
 	uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
@@ -117,6 +126,15 @@ json_t *report_to_json(const struct report *r)
 						    "peak_max_bytes", (json_int_t)report_class_percentile(r, cls[i], 100)));
 	}
 	json_object_set_new(o, "classes", cl);
+	json_t *tl = json_array();
+	for (size_t i = 0; i < r->npoints; i++) {
+		const struct report_point *p = &r->timeline[i];
+		json_array_append_new(tl, json_pack("{s:I, s:i, s:i, s:i, s:I, s:I}", "t_ms", (json_int_t)p->t_ms,
+						    "running", p->running, "frozen", p->frozen, "waiting", p->waiting,
+						    "jobs_bytes", (json_int_t)p->jobs_bytes,
+						    "used_bytes", (json_int_t)p->used_bytes));
+	}
+	json_object_set_new(o, "timeline", tl);
 	free(cls);
 	return o;
 }
@@ -158,6 +176,9 @@ void report_free(struct report *r)
 	for (size_t i = 0; i < r->njobs; i++)
 		free(r->jobs[i].class_key);
 	free(r->jobs);
+	free(r->timeline);
+	r->timeline = NULL;
+	r->npoints = r->cappoints = 0;
 	r->jobs = NULL;
 	r->njobs = r->cap = 0;
 }

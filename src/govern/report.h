@@ -12,6 +12,14 @@ struct report_job {
 	int64_t duration_ms;
 };
 
+/* One point of the build's timeline, taken once a second. */
+struct report_point {
+	int64_t t_ms;             /* since the build started */
+	int running, frozen, waiting;
+	uint64_t jobs_bytes;      /* the jobs' resident memory together */
+	uint64_t used_bytes;      /* in use against the limit */
+};
+
 struct report {
 	struct report_job *jobs;  /* completed jobs; owned */
 	size_t njobs, cap;
@@ -26,7 +34,11 @@ struct report {
 	int freezes, thaws, kills, retries, oom_kills;
 	int jobs_cap;
 	int exit_status;
+	struct report_point *timeline; /* owned */
+	size_t npoints, cappoints;
 };
+
+void report_add_point(struct report *r, const struct report_point *p);
 
 void report_add_job(struct report *r, const char *class_key, uint64_t peak_bytes, int64_t duration_ms);
 /* The largest fixed job count whose largest peaks all fit in budget together: the

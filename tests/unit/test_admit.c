@@ -52,15 +52,19 @@ static void test_curve_learn(void **state)
 	(void)state;
 	shape(&small, 1000, 100 * MiB, 30);
 	shape(&big, 2000, 400 * MiB, 30);
-	curve_learn(&p, &small, 1, 50);
+	curve_learn(&p, &small, 1, 50, 1);
 	assert_int_equal(p.peak_bytes, 100 * MiB);
 	/* a job that grew is believed at once */
-	curve_learn(&p, &big, 0, 50);
+	curve_learn(&p, &big, 0, 50, 1);
 	assert_int_equal(p.peak_bytes, 400 * MiB);
 	assert_int_equal(p.duration_ms, 1500);
 	/* one that shrank, gradually: halfway, never below what was seen */
-	curve_learn(&p, &small, 0, 50);
+	curve_learn(&p, &small, 0, 50, 1);
 	assert_true(p.peak_bytes < 400 * MiB && p.peak_bytes >= 100 * MiB);
+	/* without the floor (classes): a running mean */
+	curve_learn(&p, &small, 1, 50, 0);
+	curve_learn(&p, &big, 0, 50, 0);
+	assert_int_equal(p.peak_bytes, 250 * MiB);
 }
 
 static void test_admit_empty(void **state)
