@@ -30,3 +30,53 @@ hold_build() {
 left_over() {
 	pgrep -f "$T" | grep -v "^$$\$" || true
 }
+
+# Make a memory cgroup NAME limited to BYTES under the one this test runs in; print its
+# directory. Fails (status 1) where cgroups cannot be written (not root, read-only).
+make_cgroup() {
+	local name=$1 limit=$2 path base dir
+	[ "$(id -u)" -eq 0 ] || return 1
+	if grep -q ':memory:' /proc/self/cgroup; then
+		path=$(grep ':memory:' /proc/self/cgroup | head -1 | cut -d: -f3)
+		base=/sys/fs/cgroup/memory$path
+		[ -d "$base" ] || base=/sys/fs/cgroup/memory
+		dir=$base/$name
+		mkdir "$dir" 2>/dev/null || return 1
+		echo "$limit" > "$dir/memory.limit_in_bytes" || return 1
+		echo "$limit" > "$dir/memory.memsw.limit_in_bytes" 2>/dev/null || true
+	else
+		path=$(grep '^0::' /proc/self/cgroup | cut -d: -f3)
+		base=/sys/fs/cgroup$path
+		if ! grep -qw memory "$base/cgroup.subtree_control" 2>/dev/null; then
+			# cgroup v2 allows no processes in a group that gives its children controllers:
+			# move this group's processes into a leaf first.
+			mkdir -p "$base/hr-leaf" 2>/dev/null || return 1
+			for p in $(cat "$base/cgroup.procs"); do echo "$p" > "$base/hr-leaf/cgroup.procs" 2>/dev/null; done
+			echo +memory > "$base/cgroup.subtree_control" 2>/dev/null || return 1
+		fi
+		dir=$base/$name
+		mkdir "$dir" 2>/dev/null || return 1
+		echo "$limit" > "$dir/memory.max" || return 1
+		echo 0 > "$dir/memory.swap.max" 2>/dev/null || true
+	fi
+	echo "$dir"
+}
+
+# Run a command inside cgroup DIR.
+in_cgroup() {
+	local dir=$1
+	shift
+	sh -c 'echo $$ > "$0/cgroup.procs" && exec "$@"' "$dir" "$@"
+}
+
+remove_cgroup() {
+	local dir=$1
+	[ -d "$dir" ] || return 0
+	for p in $(cat "$dir/cgroup.procs" 2>/dev/null); do kill -9 "$p" 2>/dev/null; done
+	for d in "$dir"/*/; do [ -d "$d" ] && rmdir "$d" 2>/dev/null; done
+	for i in $(seq 1 50); do rmdir "$dir" 2>/dev/null && return 0; sleep 0.1; done
+}
+
+oom_kills() {
+	awk '$1 == "oom_kill" { print $2 }' /proc/vmstat
+}

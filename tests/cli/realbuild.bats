@@ -1,0 +1,54 @@
+#!/usr/bin/env bats
+# Real compiles of a memory-heavy source of our own (tests/heavy/heavy.cpp, ~420 MiB of
+# cc1plus each) under a cgroup memory limit where plain ninja is OOM-killed.
+
+load helper
+
+LIMIT=$((1100 * 1024 * 1024))
+
+heavy_build() {
+	mkdir -p "$T/h"
+	{
+		printf 'rule cxx\n  command = $${HEADROOM_LAUNCHER} g++ -std=c++17 -O1 -ftemplate-depth=100000'
+		printf ' -DHEAVY_DEPTH=16000 -DHEAVY_SEED=$seed -c $in -o $out\n\n'
+		for i in 1 2 3 4 5 6; do
+			printf 'build heavy%d.o: cxx %s/tests/heavy/heavy.cpp\n  seed = %d\n' "$i" "$ROOT" "$i"
+		done
+	} > "$T/h/build.ninja"
+}
+
+teardown() {
+	[ -n "${CG:-}" ] && remove_cgroup "$CG"
+	pkill -KILL -f "$T" 2>/dev/null || true
+	rm -rf "$T"
+}
+
+@test "real g++ compiles: ninja -j6 alone is OOM-killed, under headroom run they complete" {
+	command -v ninja && command -v g++ || skip "ninja and g++ needed"
+	CG=$(make_cgroup "hr-bats-$$" "$LIMIT") || skip "cannot create a memory cgroup here (needs root and writable cgroups)"
+	heavy_build
+	cd "$T/h"
+
+	local before=$(oom_kills)
+	run in_cgroup "$CG" ninja -j6
+	[ "$status" -ne 0 ]
+	[ "$(oom_kills)" -gt "$before" ]
+	remove_cgroup "$CG"
+
+	CG=$(make_cgroup "hr-bats-$$" "$LIMIT")
+	rm -f *.o .ninja_log
+	before=$(oom_kills)
+	run in_cgroup "$CG" "$HR" run --no-db -j 6 --report "$T/r.json" -- ninja -j6
+	echo "$output"
+	[ "$status" -eq 0 ]
+	[ "$(ls heavy*.o | wc -l)" -eq 6 ]
+	[ "$(oom_kills)" -eq "$before" ]   # the kernel never had to kill anything
+	python3 - "$T/r.json" <<-'PY'
+	import json, sys
+	r = json.load(open(sys.argv[1]))
+	assert r["jobs"] == 6, r
+	assert r["limit_source"].startswith("cgroup"), r
+	assert r["classes"][0]["peak_max_bytes"] > 300 << 20, r   # they really were heavy
+	assert r["oom_kills"] == 0, r
+	PY
+}
