@@ -44,7 +44,7 @@ unit: $(UNIT_BIN)
 asan:
 	$(MAKE) BUILD=build-asan WERROR=1 \
 	  CFLAGS="-O1 -g -fsanitize=address,undefined -fno-omit-frame-pointer -fno-sanitize-recover=all" \
-	  LDFLAGS="-fsanitize=address,undefined" unit
+	  LDFLAGS="-fsanitize=address,undefined" unit build-asan/headroom
 
 cli: all
 	bats tests/cli

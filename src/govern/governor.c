@@ -728,6 +728,9 @@ static void lock_self(void)
 {
 	struct rlimit rl;
 
+#ifdef __SANITIZE_ADDRESS__
+	return; /* the sanitizer's shadow memory is terabytes of address space */
+#endif
 	/* Paged out, the governor could not act when it matters most. Only where the
 	 * limit allows all of it: a partial lock would make later allocations fail. */
 	if (geteuid() != 0 &&

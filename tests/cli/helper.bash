@@ -2,6 +2,7 @@
 bats_require_minimum_version 1.5.0
 ROOT="$(cd "$BATS_TEST_DIRNAME/../.." && pwd)"
 HR="${HEADROOM_BIN:-$ROOT/headroom}"
+case "$HR" in /*) ;; *) HR="$ROOT/$HR" ;; esac
 MEMHOG="$ROOT/tools/memhog"
 
 setup() {
