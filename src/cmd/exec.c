@@ -7,6 +7,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <sys/socket.h>
 #include <sys/un.h>
 #include <sys/wait.h>
@@ -132,24 +133,29 @@ static json_t *request_msg(const struct job_sig *sig, int attempt)
 			 "sig", sig->sig_key);
 }
 
-static json_t *done_msg(json_int_t job, int wstatus, int64_t duration_ms)
+static json_t *done_msg(json_int_t job, int wstatus, int64_t duration_ms, uint64_t maxrss_bytes)
 {
-	json_t *m = json_pack("{s:s, s:I, s:I}", "type", "done", "job", job, "duration_ms", (json_int_t)duration_ms);
+	json_t *m = json_pack("{s:s, s:I, s:I, s:I}", "type", "done", "job", job, "duration_ms",
+			      (json_int_t)duration_ms, "maxrss_bytes", (json_int_t)maxrss_bytes);
 
 	json_object_set_new(m, "exit", WIFEXITED(wstatus) ? json_integer(WEXITSTATUS(wstatus)) : json_null());
 	json_object_set_new(m, "signal", WIFSIGNALED(wstatus) ? json_integer(WTERMSIG(wstatus)) : json_null());
 	return m;
 }
 
-/* Wait for the tool, forwarding interrupts to its process group. */
-static int wait_child(pid_t pid)
+/* Wait for the tool, forwarding interrupts to its process group. *maxrss_bytes gets the
+ * largest resident set of any one process of its tree: a floor under the job's peak that
+ * even a job shorter than the governor's sampling interval leaves. */
+static int wait_child(pid_t pid, uint64_t *maxrss_bytes)
 {
+	struct rusage ru;
 	int st;
 
-	while (waitpid(pid, &st, 0) < 0) {
+	while (wait4(pid, &st, 0, &ru) < 0) {
 		if (errno != EINTR)
 			return -1;
 	}
+	*maxrss_bytes = (uint64_t)ru.ru_maxrss * 1024;
 	return st;
 }
 
@@ -203,14 +209,15 @@ static int governed(char **argv, int fd)
 			proto_send(fd, msg);
 		json_decref(msg);
 
-		status = wait_child(pid);
+		uint64_t maxrss = 0;
+		status = wait_child(pid, &maxrss);
 		child_pgid = 0;
 		int exec_errno = 0;
 		if (read(errpipe[0], &exec_errno, sizeof(exec_errno)) == (ssize_t)sizeof(exec_errno))
 			warnx("cannot run %s: %s", argv[0], strerror(exec_errno));
 		close(errpipe[0]);
 
-		msg = done_msg(job, status, now_ms() - t0);
+		msg = done_msg(job, status, now_ms() - t0, maxrss);
 		if (!msg || proto_send(fd, msg)) {
 			json_decref(msg);
 			break;

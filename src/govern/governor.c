@@ -77,6 +77,7 @@ struct gov {
 	size_t ncache, capcache;
 	struct cgroup cg;           /* the group headroom runs in; version NONE without one */
 	int cg_limited;
+	int job_groups;             /* jobs get child groups of cg */
 	uint64_t limit_bytes, reserve_bytes, budget_bytes;
 	uint64_t oom_start;
 	int have_oom;
@@ -207,7 +208,10 @@ static void job_signal(struct job *j, int sig)
 
 static void job_freeze(struct gov *g, struct job *j, int64_t now)
 {
+	/* The process group, and in v2 the job's group too: it also holds any process
+	 * that left the process group. */
 	job_signal(j, SIGSTOP);
+	cgroup_freeze(&j->cg, 1);
 	j->frozen = 1;
 	j->frozen_at_ms = now;
 	g->rep.freezes++;
@@ -216,6 +220,7 @@ static void job_freeze(struct gov *g, struct job *j, int64_t now)
 
 static void job_thaw(struct gov *g, struct job *j, int64_t now)
 {
+	cgroup_freeze(&j->cg, 0);
 	job_signal(j, SIGCONT);
 	j->frozen = 0;
 	j->frozen_total_ms += now - j->frozen_at_ms;
@@ -235,6 +240,15 @@ static void job_kill(struct gov *g, struct job *j, int64_t now)
 	warnx("killed job %d (%s) to keep memory from running out; it will run again", j->id, j->src);
 }
 
+static void job_sample_value(struct job *j, int64_t t_ms, uint64_t bytes)
+{
+	if (j->nsamples == j->capsamples) {
+		j->capsamples = j->capsamples ? j->capsamples * 2 : 256;
+		j->samples = xrealloc(j->samples, j->capsamples * sizeof(*j->samples));
+	}
+	j->samples[j->nsamples++] = (struct curve_sample){ t_ms, bytes };
+}
+
 static void job_sample(struct gov *g, struct job *j, int64_t now, int64_t dt_ms)
 {
 	uint64_t before = j->current_bytes;
@@ -248,11 +262,7 @@ static void job_sample(struct gov *g, struct job *j, int64_t now, int64_t dt_ms)
 		j->peak_bytes = j->current_bytes;
 	if (j->frozen)
 		return;
-	if (j->nsamples == j->capsamples) {
-		j->capsamples = j->capsamples ? j->capsamples * 2 : 256;
-		j->samples = xrealloc(j->samples, j->capsamples * sizeof(*j->samples));
-	}
-	j->samples[j->nsamples++] = (struct curve_sample){ job_elapsed(j, now), j->current_bytes };
+	job_sample_value(j, job_elapsed(j, now), j->current_bytes);
 }
 
 /* ---- memory facts ------------------------------------------------------------------------ */
@@ -298,6 +308,7 @@ static void setup_memory(struct gov *g)
 		g->cg_limited = 1;
 		g->rep.limit_source = g->cg.version == CGROUP_V1 ? "cgroup v1" : "cgroup v2";
 	}
+	g->job_groups = cgroup_children_counted(&g->cg);
 	g->psi_path = cgroup_pressure_path(&g->cg);
 	if (!g->psi_path)
 		g->psi_path = xasprintf("%s/proc/pressure/memory", g->o->proc_root);
@@ -418,7 +429,9 @@ static void send_admit(struct gov *g, struct job *j, int64_t now)
 	j->state = JOB_RUNNING;
 	j->t_admit_ms = now;
 	j->oom_at_admit = oom_count(g);
-	if (g->cg.version != CGROUP_NONE && j->cg.version == CGROUP_NONE) {
+	/* A group of its own tells an OOM kill of this job from any other; only where the
+	 * limit we run under still covers it. */
+	if (g->job_groups && j->cg.version == CGROUP_NONE) {
 		snprintf(name, sizeof(name), "headroom-%d-job%d", (int)getpid(), j->id);
 		if (cgroup_child_create(&g->cg, name, &j->cg))
 			j->cg.version = CGROUP_NONE;
@@ -560,12 +573,22 @@ static void on_done(struct gov *g, struct job *j, json_t *msg, int64_t now)
 			g->rep.oom_kills++;
 			warnx("job %d (%s) was OOM-killed; it will run again", j->id, j->src);
 		}
-	} else if (json_is_integer(ex) && json_integer_value(ex) == 0 && j->nsamples) {
+	} else if (json_is_integer(ex) && json_integer_value(ex) == 0) {
+		if (!j->nsamples) /* over before the first sample: its start is all we know */
+			job_sample_value(j, 0, 0);
 		struct curve seen;
 		int64_t ran = job_elapsed(j, now);
 		if (dur > 0 && dur < ran)
 			ran = dur;
 		if (!curve_from_samples(j->samples, j->nsamples, ran, &seen)) {
+			/* A peak between two samples still shows in the largest process's maxrss. */
+			uint64_t maxrss = (uint64_t)json_integer_value(json_object_get(msg, "maxrss_bytes"));
+			if (maxrss > seen.peak_bytes) {
+				for (int i = 0; i < CURVE_POINTS; i++)
+					if (seen.pts[i] == seen.peak_bytes)
+						seen.pts[i] = maxrss;
+				seen.peak_bytes = maxrss;
+			}
 			learn(g, j, &seen);
 			report_add_job(&g->rep, j->class_key, seen.peak_bytes, ran);
 		}

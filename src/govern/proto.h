@@ -3,7 +3,8 @@
  *   launcher -> governor  {"type":"request","pid":P,"attempt":A,"tool":T,"src":S,"class":C,"sig":K}
  *   governor -> launcher  {"type":"admit","job":J,"cgroup":PATH|null}
  *   launcher -> governor  {"type":"started","job":J,"pid":CHILD}
- *   launcher -> governor  {"type":"done","job":J,"exit":E|null,"signal":S|null,"duration_ms":D}
+ *   launcher -> governor  {"type":"done","job":J,"exit":E|null,"signal":S|null,"duration_ms":D,
+ *                          "maxrss_bytes":M}   (M: largest single process of the tool's tree)
  *   governor -> launcher  {"type":"ack","job":J,"retry":true|false,"reason":R}
  *
  * After an ack with retry the launcher sends a new request (attempt A+1) on the same

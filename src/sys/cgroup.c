@@ -212,6 +212,17 @@ char *cgroup_pressure_path(const struct cgroup *cg)
 	return xasprintf("%s/memory.pressure", cg->dir);
 }
 
+int cgroup_children_counted(const struct cgroup *cg)
+{
+	uint64_t v;
+
+	if (cg->version == CGROUP_V2)
+		return 1;
+	if (cg->version == CGROUP_V1)
+		return !read_in(cg->dir, "memory.use_hierarchy", &v) && v == 1;
+	return 0;
+}
+
 int cgroup_child_create(const struct cgroup *cg, const char *name, struct cgroup *child)
 {
 	char *dir;
@@ -269,6 +280,19 @@ int cgroup_kill_all(const struct cgroup *cg)
 		usleep(10000);
 	}
 	return signalled;
+}
+
+int cgroup_freeze(const struct cgroup *cg, int on)
+{
+	char *path;
+	int rc;
+
+	if (cg->version != CGROUP_V2)
+		return -ENOTSUP;
+	path = xasprintf("%s/cgroup.freeze", cg->dir);
+	rc = fs_write(path, on ? "1" : "0");
+	free(path);
+	return rc;
 }
 
 int cgroup_remove(const struct cgroup *cg)

@@ -30,12 +30,18 @@ int cgroup_oom_kills(const struct cgroup *cg, uint64_t *out);
 /* Path of the group's pressure file (v2 only); NULL otherwise. Caller frees. */
 char *cgroup_pressure_path(const struct cgroup *cg);
 
+/* Does cg's memory usage and limit cover its child groups? Always in v2; in v1 only
+ * with memory.use_hierarchy set (the default on kernels since 4.x, forced since 5.17). */
+int cgroup_children_counted(const struct cgroup *cg);
 /* Create child group name under cg (where permitted). 0 or -errno. */
 int cgroup_child_create(const struct cgroup *cg, const char *name, struct cgroup *child);
 /* Move pid into the group. */
 int cgroup_attach(const struct cgroup *cg, pid_t pid);
 /* SIGKILL every process in the group until it is empty (bounded). Returns how many were signalled. */
 int cgroup_kill_all(const struct cgroup *cg);
+/* Freeze (1) or thaw (0) every process in the group: v2 cgroup.freeze. -ENOTSUP in v1,
+ * whose freezer is a hierarchy of its own. */
+int cgroup_freeze(const struct cgroup *cg, int on);
 /* Remove an empty group. */
 int cgroup_remove(const struct cgroup *cg);
 

@@ -116,6 +116,7 @@ static void test_exec_retry(void **state)
 		m = expect(&c, "done");
 		assert_int_equal(json_integer_value(json_object_get(m, "exit")), 0);
 		assert_true(json_is_null(json_object_get(m, "signal")));
+		assert_true(json_integer_value(json_object_get(m, "maxrss_bytes")) > 0);
 		json_decref(m);
 		m = json_pack("{s:s, s:i, s:b}", "type", "ack", "job", 7, "retry", attempt == 1);
 		proto_send(c.fd, m);

@@ -96,6 +96,7 @@ static void test_cgroup_v2(void **state)
 	assert_int_equal(v, 3500000000ULL);
 	assert_int_equal(cgroup_oom_kills(&cg, &v), 0);
 	assert_int_equal(v, 2);
+	assert_int_equal(cgroup_freeze(&cg, 1), -ENOENT); /* fixture has no cgroup.freeze file */
 	p = cgroup_pressure_path(&cg);
 	assert_non_null(strstr(p, "build/memory.pressure"));
 	free(p);
@@ -118,6 +119,8 @@ static void test_cgroup_v1(void **state)
 	assert_int_equal(cgroup_oom_kills(&cg, &v), 0);
 	assert_int_equal(v, 1);
 	assert_null(cgroup_pressure_path(&cg));
+	assert_true(cgroup_children_counted(&cg));
+	assert_int_equal(cgroup_freeze(&cg, 1), -ENOTSUP);
 	cgroup_free(&cg);
 }
 
