@@ -297,7 +297,13 @@ int cgroup_freeze(const struct cgroup *cg, int on)
 
 int cgroup_remove(const struct cgroup *cg)
 {
-	if (rmdir(cg->dir))
-		return -errno;
-	return 0;
+	/* Killed processes leave the group only once the kernel has torn them down. */
+	for (int i = 0; i < 100; i++) {
+		if (!rmdir(cg->dir))
+			return 0;
+		if (errno != EBUSY)
+			return -errno;
+		usleep(10000);
+	}
+	return -EBUSY;
 }
