@@ -14,6 +14,30 @@ def parse_size(s):
     return int(float(s[:-1]) * units[s[-1]]) if s[-1] in units else int(s)
 
 
+def enable_memory(parent):
+    """Give parent's children the memory controller. cgroup v2 allows that only in a group
+    without processes of its own: move them into a leaf first (same limits above)."""
+    ctl = os.path.join(parent, "cgroup.subtree_control")
+    if "memory" in open(ctl).read().split():
+        return
+    try:
+        with open(ctl, "w") as f:
+            f.write("+memory")
+        return
+    except OSError:
+        pass
+    leaf = os.path.join(parent, "hr-leaf")
+    os.makedirs(leaf, exist_ok=True)
+    for pid in open(os.path.join(parent, "cgroup.procs")).read().split():
+        try:
+            with open(os.path.join(leaf, "cgroup.procs"), "w") as f:
+                f.write(pid)
+        except OSError:
+            pass  # gone, or a kernel thread
+    with open(ctl, "w") as f:
+        f.write("+memory")
+
+
 class Cgroup:
     """A fresh memory cgroup with a limit, under the cgroup this script runs in."""
 
@@ -32,8 +56,7 @@ class Cgroup:
             parent = "/sys/fs/cgroup" + path
             self.v2 = True
             try:
-                with open(os.path.join(parent, "cgroup.subtree_control"), "w") as f:
-                    f.write("+memory")
+                enable_memory(parent)
             except OSError as e:
                 sys.exit(f"bench: cannot enable the memory controller under {parent}: {e}")
             self.dir = os.path.join(parent, name)
