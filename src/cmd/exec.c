@@ -2,6 +2,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <getopt.h>
+#include <poll.h>
 #include <jansson.h>
 #include <signal.h>
 #include <stdio.h>
@@ -88,6 +89,8 @@ static int connect_governor(const char *path)
 /* Die the way the tool died, so that the build tool sees exactly what it would have. */
 static void pass_on(int wstatus)
 {
+	if (wstatus < 0)
+		exit(EXIT_INTERNAL);
 	if (WIFSIGNALED(wstatus)) {
 		int sig = WTERMSIG(wstatus);
 		sigset_t set;
@@ -143,19 +146,48 @@ static json_t *done_msg(json_int_t job, int wstatus, int64_t duration_ms, uint64
 	return m;
 }
 
-/* Wait for the tool, forwarding interrupts to its process group. *maxrss_bytes gets the
- * largest resident set of any one process of its tree: a floor under the job's peak that
- * even a job shorter than the governor's sampling interval leaves. */
-static int wait_child(pid_t pid, uint64_t *maxrss_bytes)
+static void on_sigchld(int sig)
 {
-	struct rusage ru;
-	int st;
+	(void)sig; /* only to interrupt ppoll */
+}
 
-	while (wait4(pid, &st, 0, &ru) < 0) {
-		if (errno != EINTR)
-			return -1;
+/* Wait for the tool, forwarding interrupts to its process group, and watching the
+ * governor: if it dies while the job is frozen, nobody else would ever thaw it.
+ * *maxrss_bytes gets the largest resident set of any one process of its tree: a floor
+ * under the job's peak that even a job shorter than the governor's sampling leaves.
+ * Returns the wait status, or -1. */
+static int wait_child(pid_t pid, struct proto_conn *conn, uint64_t *maxrss_bytes, int *governor_gone)
+{
+	struct sigaction sa = { .sa_handler = on_sigchld };
+	sigset_t chld, orig;
+	struct rusage ru;
+	int st = -1;
+
+	sigemptyset(&sa.sa_mask);
+	sigaction(SIGCHLD, &sa, NULL);
+	sigemptyset(&chld);
+	sigaddset(&chld, SIGCHLD);
+	/* SIGCHLD stays blocked but inside ppoll: no exit slips in between the check and the wait. */
+	sigprocmask(SIG_BLOCK, &chld, &orig);
+	for (;;) {
+		pid_t r = wait4(pid, &st, *governor_gone ? 0 : WNOHANG, &ru);
+		if (r == pid)
+			break;
+		if (r < 0 && errno != EINTR) {
+			st = -1;
+			break;
+		}
+		if (r != 0 || *governor_gone)
+			continue;
+		struct pollfd p = { .fd = conn->fd, .events = POLLIN };
+		if (ppoll(&p, 1, NULL, &orig) > 0 && proto_fill(conn) <= 0) {
+			*governor_gone = 1;
+			kill(-pid, SIGCONT);
+		}
 	}
-	*maxrss_bytes = (uint64_t)ru.ru_maxrss * 1024;
+	sigprocmask(SIG_SETMASK, &orig, NULL);
+	if (st != -1)
+		*maxrss_bytes = (uint64_t)ru.ru_maxrss * 1024;
 	return st;
 }
 
@@ -210,13 +242,18 @@ static int governed(char **argv, int fd)
 		json_decref(msg);
 
 		uint64_t maxrss = 0;
-		status = wait_child(pid, &maxrss);
+		int gone = 0;
+		status = wait_child(pid, &conn, &maxrss, &gone);
 		child_pgid = 0;
 		int exec_errno = 0;
 		if (read(errpipe[0], &exec_errno, sizeof(exec_errno)) == (ssize_t)sizeof(exec_errno))
 			warnx("cannot run %s: %s", argv[0], strerror(exec_errno));
 		close(errpipe[0]);
 
+		if (gone) {
+			debugx("the governor went away while %s ran", argv[0]);
+			break;
+		}
 		msg = done_msg(job, status, now_ms() - t0, maxrss);
 		if (!msg || proto_send(fd, msg)) {
 			json_decref(msg);

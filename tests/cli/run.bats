@@ -187,3 +187,23 @@ load helper
 	sleep 0.2
 	[ -z "$(pgrep -f 'sleep 3017')" ]
 }
+
+@test "if the governor dies while jobs are frozen, their launchers thaw them and the build completes" {
+	command -v ninja || skip "ninja not installed"
+	hold_build "$T/g" 3 100M 3000
+	cd "$T/g"
+	"$HR" run --no-db --budget 150M -j 3 -- ninja -j3 > "$T/g.log" 2>&1 &
+	local pid=$!
+	for i in $(seq 1 100); do
+		ps -o stat= -p $(pgrep -d, -f "$MEMHOG --hold 100M" || echo 1) 2>/dev/null | grep -q T && break
+		sleep 0.1
+	done
+	ps -o stat= -p "$(pgrep -d, -f "$MEMHOG --hold 100M")" | grep -q T   # one is frozen
+	kill -KILL "$pid"
+	for i in $(seq 1 150); do
+		[ -e out1 ] && [ -e out2 ] && [ -e out3 ] && break
+		sleep 0.1
+	done
+	[ -e out1 ] && [ -e out2 ] && [ -e out3 ]
+	[ -z "$(pgrep -f "$MEMHOG --hold 100M")" ]
+}
