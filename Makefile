@@ -21,7 +21,7 @@ UNIT_BIN := $(UNIT_SRC:tests/unit/%.c=$(BUILD)/tests/%)
 all: headroom tools/memhog
 
 headroom: $(BUILD)/headroom
-	cp $< $@
+	cp $< $@.tmp && mv -f $@.tmp $@
 
 $(BUILD)/headroom: $(LIB_OBJ) $(BUILD)/src/main.o
 	$(CC) $(ALL_CFLAGS) -o $@ $^ $(LDLIBS)

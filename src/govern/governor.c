@@ -343,7 +343,8 @@ static struct job *youngest(struct gov *g, int want_frozen, int any)
 			continue;
 		if (!any && j->frozen != want_frozen)
 			continue;
-		if (!best || j->t_admit_ms > best->t_admit_ms)
+		/* admitted in the same tick: the later id is the younger */
+		if (!best || j->t_admit_ms > best->t_admit_ms || (j->t_admit_ms == best->t_admit_ms && j->id > best->id))
 			best = j;
 	}
 	return best;
@@ -355,7 +356,8 @@ static struct job *oldest_frozen(struct gov *g)
 
 	for (size_t i = 0; i < g->njobs; i++) {
 		struct job *j = g->jobs[i];
-		if (j->state == JOB_RUNNING && j->frozen && (!best || j->t_admit_ms < best->t_admit_ms))
+		if (j->state == JOB_RUNNING && j->frozen &&
+		    (!best || j->t_admit_ms < best->t_admit_ms || (j->t_admit_ms == best->t_admit_ms && j->id < best->id)))
 			best = j;
 	}
 	return best;
