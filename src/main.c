@@ -15,13 +15,14 @@ static const struct {
 } commands[] = {
 	{ "run", cmd_run, "run a build, admitting its compile jobs by memory" },
 	{ "exec", cmd_exec, "the launcher build tools call for each compile job" },
+	{ "profiles", cmd_profiles, "list, show and forget what headroom learned about jobs" },
 };
 
 static void usage(FILE *f)
 {
 	fputs("usage: headroom COMMAND [OPTIONS] [ARGS...]\n\ncommands:\n", f);
 	for (size_t i = 0; i < sizeof(commands) / sizeof(commands[0]); i++)
-		fprintf(f, "  %-6s %s\n", commands[i].name, commands[i].what);
+		fprintf(f, "  %-9s %s\n", commands[i].name, commands[i].what);
 	fputs("\n`headroom COMMAND --help` describes each. `headroom --version` prints the version.\n", f);
 }
 

@@ -105,34 +105,41 @@ void store_close(struct store *st)
 	free(st);
 }
 
+/* Parse a stored curve's points; 0 or -EINVAL. */
+static int parse_points(const char *txt, struct curve *c)
+{
+	json_t *pts = txt ? json_loads(txt, 0, NULL) : NULL;
+	int rc = -EINVAL;
+
+	if (json_is_array(pts) && json_array_size(pts) == CURVE_POINTS) {
+		for (size_t i = 0; i < CURVE_POINTS; i++)
+			c->pts[i] = (uint64_t)json_integer_value(json_array_get(pts, i));
+		rc = 0;
+	}
+	json_decref(pts);
+	return rc;
+}
+
 int store_get(struct store *st, enum profile_kind kind, const char *key, struct profile *out)
 {
 	int rc = -ENOENT;
-	json_t *pts = NULL;
 
 	sqlite3_reset(st->get);
 	sqlite3_bind_int(st->get, 1, kind);
 	sqlite3_bind_text(st->get, 2, key, -1, SQLITE_TRANSIENT);
 	int s = sqlite3_step(st->get);
 	if (s == SQLITE_ROW) {
-		const char *txt = (const char *)sqlite3_column_text(st->get, 3);
-
 		memset(out, 0, sizeof(*out));
 		out->runs = sqlite3_column_int64(st->get, 0);
 		out->curve.duration_ms = sqlite3_column_int64(st->get, 1);
 		out->curve.peak_bytes = (uint64_t)sqlite3_column_int64(st->get, 2);
 		out->updated_s = sqlite3_column_int64(st->get, 4);
-		pts = txt ? json_loads(txt, 0, NULL) : NULL;
-		rc = -EINVAL;
-		if (json_is_array(pts) && json_array_size(pts) == CURVE_POINTS && out->curve.duration_ms > 0) {
-			for (size_t i = 0; i < CURVE_POINTS; i++)
-				out->curve.pts[i] = (uint64_t)json_integer_value(json_array_get(pts, i));
-			rc = 0;
-		}
+		rc = parse_points((const char *)sqlite3_column_text(st->get, 3), &out->curve);
+		if (!rc && out->curve.duration_ms <= 0)
+			rc = -EINVAL;
 	} else if (s != SQLITE_DONE) {
 		rc = -EIO;
 	}
-	json_decref(pts);
 	sqlite3_reset(st->get);
 	return rc;
 }
@@ -162,6 +169,48 @@ int store_put(struct store *st, enum profile_kind kind, const char *key, const s
 	rc = sqlite3_step(st->put) == SQLITE_DONE ? 0 : -EIO;
 	sqlite3_reset(st->put);
 	free(txt);
+	return rc;
+}
+
+int store_each(struct store *st, const char *substr,
+	       int (*fn)(enum profile_kind kind, const char *key, const struct profile *p, void *arg), void *arg)
+{
+	sqlite3_stmt *q = NULL;
+	int rc = 0, s;
+
+	if (sqlite3_prepare_v2(st->db, "SELECT kind, key, runs, duration_ms, peak_bytes, curve, updated_s"
+				       " FROM profiles WHERE instr(key, ?1) > 0 ORDER BY kind DESC, key",
+			       -1, &q, NULL) != SQLITE_OK)
+		return -EIO;
+	sqlite3_bind_text(q, 1, substr, -1, SQLITE_TRANSIENT);
+	while ((s = sqlite3_step(q)) == SQLITE_ROW) {
+		struct profile p = { 0 };
+
+		p.runs = sqlite3_column_int64(q, 2);
+		p.curve.duration_ms = sqlite3_column_int64(q, 3);
+		p.curve.peak_bytes = (uint64_t)sqlite3_column_int64(q, 4);
+		p.updated_s = sqlite3_column_int64(q, 6);
+		if (parse_points((const char *)sqlite3_column_text(q, 5), &p.curve))
+			continue; /* a damaged row is skipped, not fatal */
+		if (fn((enum profile_kind)sqlite3_column_int(q, 0), (const char *)sqlite3_column_text(q, 1), &p, arg))
+			break;
+	}
+	if (s != SQLITE_ROW && s != SQLITE_DONE)
+		rc = -EIO;
+	sqlite3_finalize(q);
+	return rc;
+}
+
+int store_forget(struct store *st, const char *substr)
+{
+	sqlite3_stmt *q = NULL;
+	int rc;
+
+	if (sqlite3_prepare_v2(st->db, "DELETE FROM profiles WHERE instr(key, ?1) > 0", -1, &q, NULL) != SQLITE_OK)
+		return -EIO;
+	sqlite3_bind_text(q, 1, substr, -1, SQLITE_TRANSIENT);
+	rc = sqlite3_step(q) == SQLITE_DONE ? sqlite3_changes(st->db) : -EIO;
+	sqlite3_finalize(q);
 	return rc;
 }
 

@@ -28,6 +28,12 @@ void store_close(struct store *st);
 /* 0 found, -ENOENT not known, other -errno on failure. */
 int store_get(struct store *st, enum profile_kind kind, const char *key, struct profile *out);
 int store_put(struct store *st, enum profile_kind kind, const char *key, const struct profile *p);
+/* Call fn for every profile whose key contains substr ("" for all), in key order.
+ * fn returns 0 to go on. Returns 0 or -errno. */
+int store_each(struct store *st, const char *substr,
+	       int (*fn)(enum profile_kind kind, const char *key, const struct profile *p, void *arg), void *arg);
+/* Forget the profiles whose key contains substr ("" for all). Returns how many, or -errno. */
+int store_forget(struct store *st, const char *substr);
 int store_begin(struct store *st);
 int store_commit(struct store *st);
 

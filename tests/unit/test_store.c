@@ -16,6 +16,15 @@
 
 static char dir[] = "/tmp/headroom-test-store.XXXXXX";
 
+static int count_one(enum profile_kind kind, const char *key, const struct profile *p, void *arg)
+{
+	(void)kind;
+	(void)key;
+	assert_int_equal(p->curve.duration_ms, 1234);
+	++*(int *)arg;
+	return 0;
+}
+
 static void test_roundtrip(void **state)
 {
 	struct store *st;
@@ -44,6 +53,15 @@ static void test_roundtrip(void **state)
 	assert_memory_equal(q.curve.pts, p.curve.pts, sizeof(p.curve.pts));
 	/* kinds are separate namespaces */
 	assert_int_equal(store_get(st, PROFILE_CLASS, "nvcc :: a.cu", &q), -ENOENT);
+	int n = 0;
+	assert_int_equal(store_each(st, "a.cu", count_one, &n), 0);
+	assert_int_equal(n, 1);
+	n = 0;
+	assert_int_equal(store_each(st, "b.cu", count_one, &n), 0);
+	assert_int_equal(n, 0);
+	assert_int_equal(store_forget(st, "nothing-like-it"), 0);
+	assert_int_equal(store_forget(st, "a.cu"), 1);
+	assert_int_equal(store_get(st, PROFILE_SIG, "nvcc :: a.cu", &q), -ENOENT);
 	store_close(st);
 	unlink(path);
 	free(path);

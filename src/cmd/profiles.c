@@ -1,0 +1,176 @@
+/* headroom profiles: list, show and forget learned job profiles. */
+#include <errno.h>
+#include <getopt.h>
+#include <jansson.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "cmd/cmd.h"
+#include "store/store.h"
+#include "util/log.h"
+#include "util/units.h"
+#include "util/xalloc.h"
+
+static const char usage[] =
+	"usage: headroom profiles [--db PATH] [--json] [list [TEXT]]\n"
+	"       headroom profiles [--db PATH] [--json] show TEXT\n"
+	"       headroom profiles [--db PATH] forget TEXT | --all\n"
+	"\n"
+	"What headroom learned about compile jobs: one profile per job signature (tool,\n"
+	"memory flags and source file) and per class (tool and memory flags). TEXT selects\n"
+	"the profiles whose key contains it (a file name, a flag, a tool).\n"
+	"\n"
+	"  list     one line a profile: kind, runs, peak, duration, key (the default)\n"
+	"  show     the same with the learned memory curve\n"
+	"  forget   delete them, so the next build learns them again\n"
+	"\n"
+	"      --db PATH  profile store (default: $XDG_STATE_HOME/headroom/profiles.db)\n"
+	"      --json     JSON array instead of text\n"
+	"  -h, --help     show this help\n"
+	"\n"
+	"Exit status: 0; 1 if show or forget selected nothing; 2 usage; 125 store error.\n";
+
+struct listing {
+	int json, curves, count;
+	json_t *arr;
+};
+
+static const char *kind_name(enum profile_kind k)
+{
+	return k == PROFILE_CLASS ? "class" : "signature";
+}
+
+static int one(enum profile_kind kind, const char *key, const struct profile *p, void *arg)
+{
+	struct listing *l = arg;
+	char peak[32];
+
+	l->count++;
+	if (l->json) {
+		json_t *o = json_pack("{s:s, s:s, s:I, s:I, s:I, s:I}", "kind", kind_name(kind), "key", key, "runs",
+				      (json_int_t)p->runs, "peak_bytes", (json_int_t)p->curve.peak_bytes,
+				      "duration_ms", (json_int_t)p->curve.duration_ms, "updated_s",
+				      (json_int_t)p->updated_s);
+		if (l->curves) {
+			json_t *c = json_array();
+			for (int i = 0; i < CURVE_POINTS; i++)
+				json_array_append_new(c, json_integer((json_int_t)p->curve.pts[i]));
+			json_object_set_new(o, "curve_bytes", c);
+		}
+		json_array_append_new(l->arr, o);
+		return 0;
+	}
+	printf("%-9s %5lld  %10s  %8.1f s  %s\n", kind_name(kind), (long long)p->runs,
+	       size_format(p->curve.peak_bytes, peak, sizeof(peak)), p->curve.duration_ms / 1000.0, key);
+	if (l->curves) {
+		/* The curve as 64 slices of the duration, in MiB, eight to a line. */
+		for (int i = 0; i < CURVE_POINTS; i++)
+			printf("%s%7.0f%s", i % 8 ? "" : "    ", (double)p->curve.pts[i] / (1 << 20),
+			       i % 8 == 7 ? "\n" : "");
+	}
+	return 0;
+}
+
+int cmd_profiles(int argc, char **argv)
+{
+	enum { OPT_DB = 256, OPT_JSON, OPT_ALL };
+	static const struct option opts[] = {
+		{ "db", required_argument, NULL, OPT_DB },
+		{ "json", no_argument, NULL, OPT_JSON },
+		{ "all", no_argument, NULL, OPT_ALL },
+		{ "help", no_argument, NULL, 'h' },
+		{ NULL, 0, NULL, 0 },
+	};
+	struct listing l = { 0 };
+	const char *verb = "list", *text = "";
+	char *db = NULL, *err = NULL;
+	struct store *st = NULL;
+	int c, all = 0, rc, status = 0;
+
+	while ((c = getopt_long(argc, argv, "h", opts, NULL)) != -1) {
+		switch (c) {
+		case OPT_DB:
+			free(db);
+			db = xstrdup(optarg);
+			break;
+		case OPT_JSON:
+			l.json = 1;
+			break;
+		case OPT_ALL:
+			all = 1;
+			break;
+		case 'h':
+			fputs(usage, stdout);
+			free(db);
+			return 0;
+		default:
+			fputs(usage, stderr);
+			free(db);
+			return EXIT_USAGE;
+		}
+	}
+	if (optind < argc)
+		verb = argv[optind++];
+	if (optind < argc)
+		text = argv[optind++];
+	if (optind < argc || (strcmp(verb, "list") && strcmp(verb, "show") && strcmp(verb, "forget"))) {
+		free(db);
+		die(EXIT_USAGE, "profiles: expected list, show or forget with one TEXT, got '%s'", verb);
+	}
+	if ((!strcmp(verb, "show") || !strcmp(verb, "forget")) && !*text && !all) {
+		free(db);
+		die(EXIT_USAGE, "profiles: %s needs a TEXT to select profiles (or --all with forget)", verb);
+	}
+	if (!db)
+		db = store_default_path();
+	if (access(db, F_OK)) {
+		/* Nothing learned yet: not an error, and no empty store is made just to say so. */
+		if (l.json)
+			puts("[]");
+		else
+			printf("no profiles yet (%s does not exist)\n", db);
+		free(db);
+		return strcmp(verb, "list") ? 1 : 0;
+	}
+	if (store_open(db, &st, &err)) {
+		warnx("profile store: %s", err);
+		free(err);
+		free(db);
+		return EXIT_INTERNAL;
+	}
+	if (!strcmp(verb, "forget")) {
+		rc = store_forget(st, text);
+		if (rc < 0) {
+			warnx("cannot forget profiles in %s: %s", db, strerror(-rc));
+			status = EXIT_INTERNAL;
+		} else {
+			printf("forgot %d profile%s\n", rc, rc == 1 ? "" : "s");
+			status = rc ? 0 : 1;
+		}
+		goto out;
+	}
+	l.curves = !strcmp(verb, "show");
+	l.arr = json_array();
+	if (!l.json)
+		printf("%-9s %5s  %10s  %10s  %s\n", "kind", "runs", "peak", "duration", "key");
+	rc = store_each(st, text, one, &l);
+	if (rc) {
+		warnx("cannot read %s: %s", db, strerror(-rc));
+		status = EXIT_INTERNAL;
+	} else if (l.json) {
+		char *s = json_dumps(l.arr, JSON_INDENT(2));
+		if (s)
+			puts(s);
+		free(s);
+	}
+	if (!rc && l.curves && !l.count)
+		status = 1;
+	json_decref(l.arr);
+out:
+	store_close(st);
+	free(db);
+	return status;
+}
