@@ -30,6 +30,8 @@ static const char usage[] =
 	"      --db PATH       profile store (default: $XDG_STATE_HOME/headroom/profiles.db)\n"
 	"      --no-db         learn for this build only\n"
 	"      --report FILE   write the end report as JSON to FILE\n"
+	"      --trace FILE    write a Chrome/Perfetto trace: a span per job, memory counters\n"
+	"      --record FILE   write the build as a headroom-trace/1 file (bench/replay replays it)\n"
 	"  -q, --quiet         no end report on stderr\n"
 	"  -v, --verbose       say what headroom decides, as it decides\n"
 	"  -h, --help          show this help\n"
@@ -101,7 +103,7 @@ static void wire_launchers(const char *self, int jobs)
 
 int cmd_run(int argc, char **argv)
 {
-	enum { OPT_DB = 256, OPT_NODB, OPT_REPORT, OPT_RESERVE };
+	enum { OPT_DB = 256, OPT_NODB, OPT_REPORT, OPT_RESERVE, OPT_TRACE, OPT_RECORD };
 	static const struct option opts[] = {
 		{ "jobs", required_argument, NULL, 'j' },
 		{ "budget", required_argument, NULL, 'b' },
@@ -109,6 +111,8 @@ int cmd_run(int argc, char **argv)
 		{ "db", required_argument, NULL, OPT_DB },
 		{ "no-db", no_argument, NULL, OPT_NODB },
 		{ "report", required_argument, NULL, OPT_REPORT },
+		{ "trace", required_argument, NULL, OPT_TRACE },
+		{ "record", required_argument, NULL, OPT_RECORD },
 		{ "quiet", no_argument, NULL, 'q' },
 		{ "verbose", no_argument, NULL, 'v' },
 		{ "help", no_argument, NULL, 'h' },
@@ -147,6 +151,12 @@ int cmd_run(int argc, char **argv)
 			break;
 		case OPT_REPORT:
 			o.report_path = optarg;
+			break;
+		case OPT_TRACE:
+			o.trace_path = optarg;
+			break;
+		case OPT_RECORD:
+			o.record_path = optarg;
 			break;
 		case 'q':
 			o.quiet = 1;

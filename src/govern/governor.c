@@ -597,6 +597,21 @@ static void on_done(struct gov *g, struct job *j, json_t *msg, int64_t now)
 	} else if (!json_is_integer(ex) || json_integer_value(ex) != 0) {
 		g->rep.failed_jobs++;
 	}
+	if (g->o->trace_path || g->o->record_path) {
+		int64_t ran = job_elapsed(j, now);
+		struct report_span sp = {
+			.name = *j->src ? j->src : j->tool,
+			.class_key = j->class_key,
+			.start_ms = j->t_admit_ms - g->t0_ms,
+			.duration_ms = dur > 0 && dur < ran ? dur : ran,
+			.exit_code = json_is_integer(ex) ? (int)json_integer_value(ex) : -1,
+			.retried = retry,
+			.peak_bytes = j->peak_bytes,
+			.samples = j->samples,
+			.nsamples = j->nsamples,
+		};
+		report_add_span(&g->rep, &sp);
+	}
 	json_t *ack = json_pack("{s:s, s:i, s:b, s:s}", "type", "ack", "job", j->id, "retry", retry, "reason", reason);
 	proto_send(j->conn.fd, ack);
 	json_decref(ack);
@@ -769,6 +784,30 @@ static void lock_self(void)
 	fs_write("/proc/self/oom_score_adj", "-900");
 }
 
+static void write_records(struct gov *g)
+{
+	const struct governor_opts *o = g->o;
+	struct meminfo mi = { 0 };
+	int rc;
+
+	if (o->trace_path && (rc = report_write_trace(&g->rep, o->trace_path)))
+		warnx("cannot write the trace to %s: %s", o->trace_path, strerror(-rc));
+	if (o->record_path) {
+		char *desc = xasprintf("recorded by headroom run:");
+		for (char **a = o->argv; *a; a++) {
+			char *d = xasprintf("%s %s", desc, *a);
+			free(desc);
+			desc = d;
+		}
+		meminfo_read(o->proc_root, &mi);
+		long cpus = sysconf(_SC_NPROCESSORS_ONLN);
+		rc = report_write_record(&g->rep, o->record_path, desc, cpus > 0 ? (int)cpus : 1, mi.total_bytes);
+		if (rc)
+			warnx("cannot write the record to %s: %s", o->record_path, strerror(-rc));
+		free(desc);
+	}
+}
+
 /* ---- the loop ---------------------------------------------------------------------------- */
 
 static void handle_clients(struct gov *g, struct pollfd *pf, size_t npf, int64_t now)
@@ -904,6 +943,7 @@ int governor_run(const struct governor_opts *o)
 	save_profiles(&g);
 	if (!o->quiet)
 		report_print(&g.rep, stderr);
+	write_records(&g);
 	if (o->report_path) {
 		json_t *j = report_to_json(&g.rep);
 		if (json_dump_file(j, o->report_path, JSON_INDENT(2)))

@@ -14,6 +14,8 @@ struct governor_opts {
 	uint64_t reserve_bytes;   /* 0: net_default_reserve() */
 	struct store *store;      /* learned profiles; may be NULL */
 	const char *report_path;  /* JSON report, or NULL */
+	const char *trace_path;   /* Chrome/Perfetto trace, or NULL */
+	const char *record_path;  /* headroom-trace/1 record, or NULL */
 	const char *proc_root;    /* "" for the live system */
 	int quiet;
 	int tick_ms;

@@ -26,6 +26,23 @@ void report_add_point(struct report *r, const struct report_point *p)
 	r->timeline[r->npoints++] = *p;
 }
 
+void report_add_span(struct report *r, const struct report_span *s)
+{
+	struct report_span *d;
+
+	if (r->nspans == r->capspans) {
+		r->capspans = r->capspans ? r->capspans * 2 : 64;
+		r->spans = xrealloc(r->spans, r->capspans * sizeof(*r->spans));
+	}
+	d = &r->spans[r->nspans++];
+	*d = *s;
+	d->name = xstrdup(s->name);
+	d->class_key = xstrdup(s->class_key);
+	d->samples = xmalloc((s->nsamples ? s->nsamples : 1) * sizeof(*s->samples));
+	if (s->nsamples)
+		memcpy(d->samples, s->samples, s->nsamples * sizeof(*s->samples));
+}
+
 static int cmp_desc(const void *a, const void *b)
 {
 	uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
@@ -175,6 +192,14 @@ void report_free(struct report *r)
 {
 	for (size_t i = 0; i < r->njobs; i++)
 		free(r->jobs[i].class_key);
+	for (size_t i = 0; i < r->nspans; i++) {
+		free(r->spans[i].name);
+		free(r->spans[i].class_key);
+		free(r->spans[i].samples);
+	}
+	free(r->spans);
+	r->spans = NULL;
+	r->nspans = r->capspans = 0;
 	free(r->jobs);
 	free(r->timeline);
 	r->timeline = NULL;

@@ -6,10 +6,25 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "govern/curve.h"
+
 struct report_job {
 	char *class_key;          /* owned */
 	uint64_t peak_bytes;
 	int64_t duration_ms;
+};
+
+/* One run of one job, for the trace and the record. */
+struct report_span {
+	char *name;               /* source file (or tool); owned */
+	char *class_key;          /* owned */
+	int64_t start_ms;         /* since the build started */
+	int64_t duration_ms;
+	int exit_code;            /* -1 when it died by a signal */
+	int retried;              /* killed for memory and run again */
+	uint64_t peak_bytes;
+	struct curve_sample *samples; /* owned; t_ms since the job's start */
+	size_t nsamples;
 };
 
 /* One point of the build's timeline, taken once a second. */
@@ -36,7 +51,18 @@ struct report {
 	int exit_status;
 	struct report_point *timeline; /* owned */
 	size_t npoints, cappoints;
+	struct report_span *spans;     /* owned */
+	size_t nspans, capspans;
 };
+
+/* Copies name, class and samples. */
+void report_add_span(struct report *r, const struct report_span *s);
+/* Chrome/Perfetto trace (JSON): a span per job run, counters for memory. 0 or -errno. */
+int report_write_trace(const struct report *r, const char *path);
+/* headroom-trace/1 (see bench/traces): every job that finished, to replay or share.
+ * cpus and mem_total_bytes describe the machine. 0 or -errno. */
+int report_write_record(const struct report *r, const char *path, const char *description, int cpus,
+			uint64_t mem_total_bytes);
 
 void report_add_point(struct report *r, const struct report_point *p);
 

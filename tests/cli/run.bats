@@ -207,3 +207,32 @@ load helper
 	[ -e out1 ] && [ -e out2 ] && [ -e out3 ]
 	[ -z "$(pgrep -f "$MEMHOG --hold 100M")" ]
 }
+
+@test "--trace writes a Perfetto trace and --record a trace that bench/replay replays" {
+	command -v ninja || skip "ninja not installed"
+	python3 "$ROOT/bench/replay" generate "$ROOT/tests/fixtures/tiny-trace.json" "$T/b" --time-scale 0.2
+	cd "$T/b"
+	run "$HR" run -q --no-db -j 3 --trace "$T/trace.json" --record "$T/rec.json" -- ninja -j3
+	[ "$status" -eq 0 ]
+	python3 - "$T/trace.json" "$T/rec.json" <<-'PY'
+	import json, sys
+	ev = json.load(open(sys.argv[1]))["traceEvents"]
+	spans = [e for e in ev if e["ph"] == "X"]
+	assert len(spans) == 6, spans
+	assert all(e["dur"] > 0 and e["args"]["exit_code"] == 0 for e in spans), spans
+	# spans on one track never overlap
+	for tid in {e["tid"] for e in spans}:
+	    lane = sorted((e["ts"], e["ts"] + e["dur"]) for e in spans if e["tid"] == tid)
+	    assert all(a[1] <= b[0] for a, b in zip(lane, lane[1:])), lane
+	assert any(e["ph"] == "C" and e["name"] == "memory bytes" for e in ev)
+	rec = json.load(open(sys.argv[2]))
+	assert rec["format"] == "headroom-trace/1" and len(rec["jobs"]) == 6, rec
+	assert "ninja -j3" in rec["description"]
+	assert all(max(j["rss_bytes"]) >= 50 << 20 for j in rec["jobs"]), rec   # the curves were recorded
+	PY
+	python3 "$ROOT/bench/replay" generate "$T/rec.json" "$T/again"
+	cd "$T/again"
+	run "$HR" run --no-db -j 3 -- ninja -j3
+	[ "$status" -eq 0 ]
+	[[ "$output" == *"6 jobs"* ]]
+}
