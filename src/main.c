@@ -15,6 +15,7 @@ static const struct {
 } commands[] = {
 	{ "run", cmd_run, "run a build, admitting its compile jobs by memory" },
 	{ "exec", cmd_exec, "the launcher build tools call for each compile job" },
+	{ "doctor", cmd_doctor, "check the machine before a big build (memory, leftovers, CUDA, tools)" },
 	{ "profiles", cmd_profiles, "list, show and forget what headroom learned about jobs" },
 };
 

@@ -1,0 +1,300 @@
+/* headroom doctor: a preflight before a big build. Each finding says what to do. */
+#include <errno.h>
+#include <getopt.h>
+#include <jansson.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "cmd/cmd.h"
+#include "sys/cgroup.h"
+#include "sys/meminfo.h"
+#include "sys/proc.h"
+#include "sys/psi.h"
+#include "util/log.h"
+#include "util/units.h"
+#include "util/xalloc.h"
+
+static const char usage[] =
+	"usage: headroom doctor [--json] [--clean] [--root DIR]\n"
+	"\n"
+	"Check the machine before a big build: memory and the limit that applies, compiler\n"
+	"processes left over from earlier builds, memory pressure, cgroup support, build\n"
+	"tools, the CUDA toolkit against PyTorch's CUDA, Python build dependencies.\n"
+	"\n"
+	"      --json      one JSON object: {\"findings\": [{check, status, detail, fix}]}\n"
+	"      --clean     end the leftover compiler processes it lists (by pid, SIGKILL)\n"
+	"      --root DIR  read /proc and /sys under DIR (for tests)\n"
+	"  -h, --help      show this help\n"
+	"\n"
+	"Exit status: 0 when nothing failed (warnings allowed), 1 when a check failed, 2 usage.\n";
+
+/* Processes of a compile that should not outlive their build. */
+static const char *const leftover_names[] = { "cicc", "ptxas", "nvcc", "cudafe++", "fatbinary", "nvlink",
+					      "cc1plus", "cc1", "lto1", "ld", NULL };
+
+struct doctor {
+	const char *root;
+	int json, clean, failed;
+	json_t *findings;
+};
+
+static void finding(struct doctor *d, const char *check, const char *status, const char *detail, const char *fix)
+{
+	json_t *f = json_pack("{s:s, s:s, s:s}", "check", check, "status", status, "detail", detail);
+
+	json_object_set_new(f, "fix", fix ? json_string(fix) : json_null());
+	json_array_append_new(d->findings, f);
+	if (!strcmp(status, "fail"))
+		d->failed = 1;
+	if (!d->json) {
+		printf("%-5s %-12s %s\n", !strcmp(status, "ok") ? "ok" : !strcmp(status, "warn") ? "WARN" : "FAIL",
+		       check, detail);
+		if (fix)
+			printf("      %-12s -> %s\n", "", fix);
+	}
+}
+
+static void check_memory(struct doctor *d)
+{
+	struct meminfo mi;
+	struct cgroup cg;
+	uint64_t lim = 0, ws = 0;
+	char a[32], b[32], c[32];
+	char *msg;
+
+	if (meminfo_read(d->root, &mi)) {
+		finding(d, "memory", "fail", "cannot read /proc/meminfo", "run on Linux with /proc mounted");
+		return;
+	}
+	int have_cg = !cgroup_find(d->root, 0, &cg);
+	int limited = have_cg && !cgroup_mem_limit(&cg, &lim) && lim < mi.total_bytes;
+	if (limited && !cgroup_mem_working_set(&cg, &ws)) {
+		msg = xasprintf("cgroup v%d limit %s (RAM %s), %s in use inside it", cg.version,
+				size_format(lim, a, sizeof(a)), size_format(mi.total_bytes, b, sizeof(b)),
+				size_format(ws, c, sizeof(c)));
+		finding(d, "memory", "ok", msg, NULL);
+	} else {
+		msg = xasprintf("%s available of %s RAM, no cgroup limit below it",
+				size_format(mi.available_bytes, a, sizeof(a)), size_format(mi.total_bytes, b, sizeof(b)));
+		finding(d, "memory", mi.available_bytes < mi.total_bytes / 10 ? "warn" : "ok", msg,
+			mi.available_bytes < mi.total_bytes / 10 ? "less than 10 % is available: look for what holds it" : NULL);
+	}
+	free(msg);
+	msg = xasprintf("%s", have_cg ? (cg.version == CGROUP_V2 ? "cgroup v2" : "cgroup v1 (memory controller)")
+				      : "no memory cgroup found: headroom uses /proc/meminfo alone");
+	finding(d, "cgroups", have_cg ? "ok" : "warn", msg, NULL);
+	free(msg);
+	if (have_cg)
+		cgroup_free(&cg);
+}
+
+static void check_psi(struct doctor *d)
+{
+	char path[4096];
+	struct psi p;
+
+	snprintf(path, sizeof(path), "%s/proc/pressure/memory", d->root);
+	if (psi_read(path, &p)) {
+		finding(d, "pressure", "warn", "no memory PSI (/proc/pressure/memory)",
+			"boot with psi=1 (CONFIG_PSI) so headroom sees reclaim stalls, not only free memory");
+		return;
+	}
+	char *msg = xasprintf("memory pressure some %.1f %%, full %.1f %% (last 10 s)", p.some_avg10_pct,
+			      p.full_avg10_pct);
+	finding(d, "pressure", p.full_avg10_pct > 10 ? "warn" : "ok", msg,
+		p.full_avg10_pct > 10 ? "the machine is already stalling on memory: find what holds it first" : NULL);
+	free(msg);
+}
+
+static int is_leftover(const char *comm)
+{
+	for (int i = 0; leftover_names[i]; i++)
+		if (!strcmp(comm, leftover_names[i]))
+			return 1;
+	return 0;
+}
+
+static void check_leftovers(struct doctor *d)
+{
+	struct proc_table t = { 0 };
+	uint64_t total = 0;
+	size_t n = 0, cap = 256, len = 0;
+	char *list = xmalloc(cap), sz[32];
+	pid_t *pids;
+
+	list[0] = '\0';
+	if (proc_table_read(d->root, &t)) {
+		finding(d, "leftovers", "warn", "cannot read the process table", NULL);
+		free(list);
+		return;
+	}
+	pids = xmalloc((t.n ? t.n : 1) * sizeof(*pids));
+	for (size_t i = 0; i < t.n; i++) {
+		const struct proc_entry *e = &t.v[i];
+		if (!is_leftover(e->comm) || e->pid == getpid())
+			continue;
+		char *item = xasprintf("%s%s %d (%s)", n ? ", " : "", e->comm, (int)e->pid,
+				       size_format(e->rss_bytes, sz, sizeof(sz)));
+		size_t il = strlen(item);
+		if (len + il + 1 > cap) {
+			cap = (len + il + 1) * 2;
+			list = xrealloc(list, cap);
+		}
+		memcpy(list + len, item, il + 1);
+		len += il;
+		free(item);
+		total += e->rss_bytes;
+		pids[n++] = e->pid;
+	}
+	if (!n) {
+		finding(d, "leftovers", "ok", "no compiler processes left from earlier builds", NULL);
+	} else {
+		char *msg = xasprintf("%zu compiler process%s %s %s: %s%s", n, n == 1 ? "" : "es", n == 1 ? "holds" : "hold",
+				      size_format(total, sz, sizeof(sz)), list, d->clean ? " (ending them)" : "");
+		finding(d, "leftovers", d->clean ? "ok" : "warn", msg,
+			d->clean ? NULL : "if no build is running, end them: headroom doctor --clean");
+		free(msg);
+		/* Only the pids just listed: said first, then done. */
+		for (size_t i = 0; d->clean && i < n; i++)
+			if (kill(pids[i], SIGKILL) && errno != ESRCH)
+				warnx("cannot end pid %d: %s", (int)pids[i], strerror(errno));
+	}
+	free(pids);
+	free(list);
+	proc_table_free(&t);
+}
+
+/* First line of a command's output, or NULL. */
+static char *first_line(const char *cmd)
+{
+	char buf[512];
+	FILE *p = popen(cmd, "r");
+	char *out = NULL;
+
+	if (!p)
+		return NULL;
+	if (fgets(buf, sizeof(buf), p)) {
+		buf[strcspn(buf, "\n")] = '\0';
+		if (*buf)
+			out = xstrdup(buf);
+	}
+	pclose(p);
+	return out;
+}
+
+static void check_tools(struct doctor *d)
+{
+	char *ninja = first_line("ninja --version 2>/dev/null");
+	char *make = first_line("make --version 2>/dev/null");
+	char *msg;
+
+	msg = xasprintf("ninja %s, %s", ninja ? ninja : "not found", make ? make : "make not found");
+	finding(d, "build tools", ninja ? "ok" : "warn", msg,
+		ninja ? NULL : "install ninja (apt-get install ninja-build, or pip install ninja): "
+			       "torch extensions build one file at a time without it");
+	free(msg);
+	free(ninja);
+	free(make);
+}
+
+static void check_cuda(struct doctor *d)
+{
+	char *nvcc = first_line("nvcc --version 2>/dev/null | sed -n 's/.*release \\([0-9.]*\\).*/\\1/p'");
+	char *home = getenv("CUDA_HOME") ? xstrdup(getenv("CUDA_HOME")) : NULL;
+	char *torch = first_line("python3 -c 'import torch; print(torch.version.cuda or \"\")' 2>/dev/null");
+	char *msg;
+
+	if (!nvcc && home) {
+		char *cmd = xasprintf("'%s/bin/nvcc' --version 2>/dev/null | sed -n 's/.*release \\([0-9.]*\\).*/\\1/p'",
+				      home);
+		nvcc = first_line(cmd);
+		free(cmd);
+	}
+	if (!nvcc) {
+		finding(d, "cuda", "warn", "no nvcc on PATH or in CUDA_HOME",
+			"for CUDA extensions, set CUDA_HOME to the toolkit or put its bin/ on PATH");
+	} else if (torch && strncmp(nvcc, torch, strcspn(torch, "."))) {
+		msg = xasprintf("nvcc %s, but PyTorch was built with CUDA %s", nvcc, torch);
+		finding(d, "cuda", "warn", msg, "use a toolkit of PyTorch's CUDA major version (CUDA_HOME), or a PyTorch built for yours");
+		free(msg);
+	} else {
+		msg = xasprintf("nvcc %s%s%s", nvcc, torch ? ", PyTorch built with CUDA " : "", torch ? torch : "");
+		finding(d, "cuda", "ok", msg, NULL);
+		free(msg);
+	}
+	free(nvcc);
+	free(home);
+	free(torch);
+}
+
+static void check_python(struct doctor *d)
+{
+	char *missing = first_line("python3 -c 'import importlib.util as u; "
+				   "print(\" \".join(m for m in (\"ninja\", \"packaging\", \"wheel\", \"psutil\", \"setuptools\") "
+				   "if u.find_spec(m) is None) or \"-\")' 2>/dev/null");
+
+	if (!missing) {
+		finding(d, "python", "warn", "no python3", NULL);
+	} else if (!strcmp(missing, "-")) {
+		finding(d, "python", "ok", "build dependencies present (ninja, packaging, wheel, psutil, setuptools)", NULL);
+	} else {
+		char *msg = xasprintf("missing Python build dependencies: %s", missing);
+		char *fix = xasprintf("pip install %s (before pip install --no-build-isolation ...)", missing);
+		finding(d, "python", "warn", msg, fix);
+		free(msg);
+		free(fix);
+	}
+	free(missing);
+}
+
+int cmd_doctor(int argc, char **argv)
+{
+	enum { OPT_JSON = 256, OPT_CLEAN, OPT_ROOT };
+	static const struct option opts[] = {
+		{ "json", no_argument, NULL, OPT_JSON },
+		{ "clean", no_argument, NULL, OPT_CLEAN },
+		{ "root", required_argument, NULL, OPT_ROOT },
+		{ "help", no_argument, NULL, 'h' },
+		{ NULL, 0, NULL, 0 },
+	};
+	struct doctor d = { .root = "" };
+	int c;
+
+	while ((c = getopt_long(argc, argv, "h", opts, NULL)) != -1) {
+		switch (c) {
+		case OPT_JSON: d.json = 1; break;
+		case OPT_CLEAN: d.clean = 1; break;
+		case OPT_ROOT: d.root = optarg; break;
+		case 'h': fputs(usage, stdout); return 0;
+		default: fputs(usage, stderr); return EXIT_USAGE;
+		}
+	}
+	if (optind < argc)
+		die(EXIT_USAGE, "doctor: unexpected argument '%s'", argv[optind]);
+	if (d.clean && *d.root)
+		die(EXIT_USAGE, "doctor: --clean ends real processes; it cannot go with --root");
+	d.findings = json_array();
+	check_memory(&d);
+	check_psi(&d);
+	check_leftovers(&d);
+	/* Tools and Python are facts of this machine, not of a fixture root. */
+	if (!*d.root) {
+		check_tools(&d);
+		check_cuda(&d);
+		check_python(&d);
+	}
+	if (d.json) {
+		json_t *o = json_pack("{s:o, s:b}", "findings", d.findings, "failed", d.failed);
+		char *s = json_dumps(o, JSON_INDENT(2));
+		if (s)
+			puts(s);
+		free(s);
+		json_decref(o);
+	} else {
+		json_decref(d.findings);
+	}
+	return d.failed ? 1 : 0;
+}
