@@ -38,6 +38,7 @@ static const char *const leftover_names[] = { "cicc", "ptxas", "nvcc", "cudafe++
 struct doctor {
 	const char *root;
 	int json, clean, failed;
+	int preflight;        /* inside headroom run: say only what is wrong, on stderr */
 	json_t *findings;
 };
 
@@ -49,7 +50,10 @@ static void finding(struct doctor *d, const char *check, const char *status, con
 	json_array_append_new(d->findings, f);
 	if (!strcmp(status, "fail"))
 		d->failed = 1;
-	if (!d->json) {
+	if (d->preflight) {
+		if (strcmp(status, "ok"))
+			warnx("doctor: %s%s%s", detail, fix ? "; " : "", fix ? fix : "");
+	} else if (!d->json) {
 		printf("%-5s %-12s %s\n", !strcmp(status, "ok") ? "ok" : !strcmp(status, "warn") ? "WARN" : "FAIL",
 		       check, detail);
 		if (fix)
@@ -248,6 +252,16 @@ static void check_python(struct doctor *d)
 		free(fix);
 	}
 	free(missing);
+}
+
+void doctor_preflight(void)
+{
+	struct doctor d = { .root = "", .preflight = 1, .findings = json_array() };
+
+	/* The quick checks only: what could sink the build that is about to start. */
+	check_memory(&d);
+	check_leftovers(&d);
+	json_decref(d.findings);
 }
 
 int cmd_doctor(int argc, char **argv)

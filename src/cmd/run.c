@@ -197,6 +197,8 @@ int cmd_run(int argc, char **argv)
 	if (len <= 0)
 		die(EXIT_INTERNAL, "cannot find headroom's own path in /proc/self/exe");
 	self[len] = '\0';
+	if (!o.quiet)
+		doctor_preflight();
 	wire_launchers(self, o.jobs);
 	status = governor_run(&o);
 	store_close(o.store);

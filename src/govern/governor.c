@@ -943,6 +943,10 @@ int governor_run(const struct governor_opts *o)
 	save_profiles(&g);
 	if (!o->quiet)
 		report_print(&g.rep, stderr);
+	if (!o->quiet && !g.next_id && g.rep.wall_ms > 2000)
+		warnx("no compile job came through headroom exec, so none was governed: does the build use "
+		      "$HEADROOM_LAUNCHER, CMAKE_<LANG>_COMPILER_LAUNCHER or PYTORCH_NVCC (a build script may "
+		      "overwrite them)?");
 	write_records(&g);
 	if (o->report_path) {
 		json_t *j = report_to_json(&g.rep);

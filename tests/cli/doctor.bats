@@ -45,3 +45,19 @@ assert d["failed"] is False
 	run "$HR" doctor --help
 	[ "$status" -eq 0 ]
 }
+
+@test "headroom run warns about leftover compilers before the build starts" {
+	cp "$(command -v sleep)" "$T/ptxas"
+	"$T/ptxas" 300 &
+	local pid=$!
+	run "$HR" run --no-db -- true
+	[ "$status" -eq 0 ]
+	[[ "$output" == *"doctor: 1 compiler process holds"*"ptxas $pid"* ]]
+	kill "$pid"
+}
+
+@test "headroom run says when no job came through the launcher" {
+	run "$HR" run --no-db -- sleep 2.5
+	[ "$status" -eq 0 ]
+	[[ "$output" == *"no compile job came through headroom exec"* ]]
+}
