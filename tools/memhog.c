@@ -44,9 +44,16 @@ static void set_rss(uint64_t target)
 		munmap(chunks[--nchunks], CHUNK);
 }
 
-static void sleep_until(const struct timespec *t0, long ms)
+static long long ms_of(const struct timespec *t)
 {
-	struct timespec t = *t0;
+	return (long long)t->tv_sec * 1000 + t->tv_nsec / 1000000;
+}
+
+/* Sleep until ms after *t0. A compiler makes progress only while it runs, so time spent
+ * stopped (SIGSTOP, a frozen cgroup) moves *t0 on: the curve resumes where it paused. */
+static void sleep_until(struct timespec *t0, long ms, long interval_ms)
+{
+	struct timespec t = *t0, now;
 
 	t.tv_sec += ms / 1000;
 	t.tv_nsec += (ms % 1000) * 1000000L;
@@ -56,6 +63,16 @@ static void sleep_until(const struct timespec *t0, long ms)
 	}
 	while (clock_nanosleep(CLOCK_MONOTONIC, TIMER_ABSTIME, &t, NULL) == EINTR)
 		;
+	clock_gettime(CLOCK_MONOTONIC, &now);
+	long long late = ms_of(&now) - ms_of(&t);
+	if (late > interval_ms) {
+		t0->tv_sec += late / 1000;
+		t0->tv_nsec += (late % 1000) * 1000000L;
+		if (t0->tv_nsec >= 1000000000L) {
+			t0->tv_sec++;
+			t0->tv_nsec -= 1000000000L;
+		}
+	}
 }
 
 static uint64_t parse_size(const char *s)
@@ -91,7 +108,7 @@ static int follow(const char *jobfile, const char *obj)
 	clock_gettime(CLOCK_MONOTONIC, &t0);
 	while (fscanf(f, "%llu", &v) == 1) {
 		set_rss(v);
-		sleep_until(&t0, ++k * interval_ms);
+		sleep_until(&t0, ++k * interval_ms, interval_ms);
 	}
 	fclose(f);
 	set_rss(0);
@@ -130,6 +147,7 @@ int main(int argc, char **argv)
 	struct timespec t0;
 	clock_gettime(CLOCK_MONOTONIC, &t0);
 	set_rss(hold);
-	sleep_until(&t0, ms);
+	for (long k = 1; k * 50 <= ms; k++)
+		sleep_until(&t0, k * 50, 50);
 	return 0;
 }

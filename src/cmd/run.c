@@ -27,6 +27,8 @@ static const char usage[] =
 	"  -b, --budget SIZE   memory the jobs may use together, e.g. 24G (default: the\n"
 	"                      cgroup limit or RAM, less what others use and a reserve)\n"
 	"      --reserve SIZE  memory always kept free (default: 6%% of the limit, 64M..2G)\n"
+	"      --tree          no launcher: govern each child of ninja/make found in the process\n"
+	"                      tree (held until admitted, frozen when short; never killed)\n"
 	"      --db PATH       profile store (default: $XDG_STATE_HOME/headroom/profiles.db)\n"
 	"      --no-db         learn for this build only\n"
 	"      --report FILE   write the end report as JSON to FILE\n"
@@ -103,7 +105,7 @@ static void wire_launchers(const char *self, int jobs)
 
 int cmd_run(int argc, char **argv)
 {
-	enum { OPT_DB = 256, OPT_NODB, OPT_REPORT, OPT_RESERVE, OPT_TRACE, OPT_RECORD };
+	enum { OPT_DB = 256, OPT_NODB, OPT_REPORT, OPT_RESERVE, OPT_TRACE, OPT_RECORD, OPT_TREE };
 	static const struct option opts[] = {
 		{ "jobs", required_argument, NULL, 'j' },
 		{ "budget", required_argument, NULL, 'b' },
@@ -112,6 +114,7 @@ int cmd_run(int argc, char **argv)
 		{ "no-db", no_argument, NULL, OPT_NODB },
 		{ "report", required_argument, NULL, OPT_REPORT },
 		{ "trace", required_argument, NULL, OPT_TRACE },
+		{ "tree", no_argument, NULL, OPT_TREE },
 		{ "record", required_argument, NULL, OPT_RECORD },
 		{ "quiet", no_argument, NULL, 'q' },
 		{ "verbose", no_argument, NULL, 'v' },
@@ -154,6 +157,9 @@ int cmd_run(int argc, char **argv)
 			break;
 		case OPT_TRACE:
 			o.trace_path = optarg;
+			break;
+		case OPT_TREE:
+			o.tree = 1;
 			break;
 		case OPT_RECORD:
 			o.record_path = optarg;
@@ -199,7 +205,9 @@ int cmd_run(int argc, char **argv)
 	self[len] = '\0';
 	if (!o.quiet)
 		doctor_preflight();
-	wire_launchers(self, o.jobs);
+	/* With --tree the jobs are found below ninja/make; a launcher would make them twice. */
+	if (!o.tree)
+		wire_launchers(self, o.jobs);
 	status = governor_run(&o);
 	store_close(o.store);
 	free(db);

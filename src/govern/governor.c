@@ -23,6 +23,7 @@
 #include "govern/admit.h"
 #include "govern/proto.h"
 #include "govern/report.h"
+#include "govern/signature.h"
 #include "sys/cgroup.h"
 #include "sys/fsutil.h"
 #include "sys/meminfo.h"
@@ -46,6 +47,7 @@ struct job {
 	char *tool, *src, *class_key, *sig_key;
 	int attempt;
 	pid_t pid;                  /* the tool, leader of the job's process group; 0 until started */
+	int tree;                   /* found in the process tree (--tree), not through a launcher */
 	int64_t t_request_ms, t_admit_ms;
 	int frozen;
 	int64_t frozen_at_ms, frozen_total_ms;
@@ -200,10 +202,21 @@ static void job_free(struct job *j)
 	free(j);
 }
 
+static struct proc_table *signal_procs; /* the last process table, for tree jobs */
+
 static void job_signal(struct job *j, int sig)
 {
-	if (j->pid > 0)
+	if (j->pid <= 0)
+		return;
+	if (!j->tree) {
 		kill(-j->pid, sig);
+		return;
+	}
+	/* A job found in the tree: the process and everything below it, as last seen. */
+	kill(j->pid, sig);
+	for (size_t i = 0; signal_procs && i < signal_procs->n; i++)
+		if (signal_procs->v[i].pid != j->pid && proc_table_is_descendant(signal_procs, signal_procs->v[i].pid, j->pid))
+			kill(signal_procs->v[i].pid, sig);
 }
 
 static void job_freeze(struct gov *g, struct job *j, int64_t now)
@@ -331,6 +344,116 @@ static void setup_memory(struct gov *g)
 	      size_format(g->budget_bytes, c, sizeof(c)));
 }
 
+/* ---- process-tree governance (--tree) ---------------------------------------------- */
+
+static int is_build_tool(const char *comm)
+{
+	static const char *const tools[] = { "ninja", "make", "gmake", "samu", NULL };
+	for (int i = 0; tools[i]; i++)
+		if (!strcmp(comm, tools[i]))
+			return 1;
+	return 0;
+}
+
+/* The job's command line: argv from /proc/PID/cmdline; a `sh -c "..."` is split on blanks,
+ * which is enough to find the tool, the source and the flags. */
+static void tree_signature(struct gov *g, pid_t pid, struct job_sig *sig)
+{
+	char path[64], buf[16384];
+	char *argv[512];
+	int argc = 0;
+
+	snprintf(path, sizeof(path), "%s/proc/%d/cmdline", g->o->proc_root, (int)pid);
+	long n = fs_read(path, buf, sizeof(buf));
+	for (long i = 0; n > 0 && i < n && argc < 511; i += (long)strlen(buf + i) + 1)
+		argv[argc++] = buf + i;
+	if (argc >= 3 && !strcmp(argv[1], "-c")) {
+		char *cmd = argv[2];
+		argc = 0;
+		for (char *t = strtok(cmd, " \t\n"); t && argc < 511; t = strtok(NULL, " \t\n")) {
+			/* before the tool: variables left unexpanded, VAR=value assignments */
+			if (!argc && (t[0] == '$' || strchr(t, '=')))
+				continue;
+			argv[argc++] = t;
+		}
+	}
+	argv[argc] = NULL;
+	job_sig_from_argv(argc, argv, sig);
+}
+
+static struct job *tree_job_of(struct gov *g, pid_t pid)
+{
+	for (size_t i = 0; i < g->njobs; i++)
+		if (g->jobs[i]->tree && g->jobs[i]->pid == pid)
+			return g->jobs[i];
+	return NULL;
+}
+
+/* Each child of a build tool (ninja, make) below us is a job: held (stopped) the moment it
+ * is seen until admission lets it go; a job whose process is gone has ended. */
+static void tree_scan(struct gov *g, int64_t now)
+{
+	pid_t self = getpid();
+
+	for (size_t i = 0; i < g->procs.n; i++) {
+		const struct proc_entry *e = &g->procs.v[i], *parent;
+		struct job_sig sig;
+		struct job *j;
+
+		if (e->state == 'Z' || is_build_tool(e->comm) || tree_job_of(g, e->pid))
+			continue;
+		parent = proc_table_find(&g->procs, e->ppid);
+		if (!parent || !is_build_tool(parent->comm) || !proc_table_is_descendant(&g->procs, e->pid, self))
+			continue;
+		j = xcalloc(1, sizeof(*j));
+		j->id = ++g->next_id;
+		j->tree = 1;
+		j->pid = e->pid;
+		proto_conn_init(&j->conn, -1);
+		tree_signature(g, e->pid, &sig);
+		j->tool = sig.tool;
+		j->src = sig.src;
+		j->class_key = sig.class_key;
+		j->sig_key = sig.sig_key;
+		free(sig.flags);
+		j->attempt = 1;
+		j->t_request_ms = now;
+		j->state = JOB_WAITING;
+		job_signal(j, SIGSTOP);
+		job_predict(g, j);
+		if (g->njobs == g->capjobs) {
+			g->capjobs = g->capjobs ? g->capjobs * 2 : 64;
+			g->jobs = xrealloc(g->jobs, g->capjobs * sizeof(*g->jobs));
+		}
+		g->jobs[g->njobs++] = j;
+		debugx("tree job %d: %s %s", j->id, j->tool, j->src);
+	}
+	for (size_t i = 0; i < g->njobs;) {
+		struct job *j = g->jobs[i];
+		const struct proc_entry *e = j->tree ? proc_table_find(&g->procs, j->pid) : NULL;
+
+		if (!j->tree || (e && e->state != 'Z')) {
+			i++;
+			continue;
+		}
+		if (j->state == JOB_RUNNING) {
+			struct curve seen;
+			if (!j->nsamples) /* over before its first sample */
+				job_sample_value(j, 0, j->peak_bytes);
+			int64_t ran = job_elapsed(j, now);
+			/* Its exit status went to the build tool; its curve is all we learn. */
+			if (!curve_from_samples(j->samples, j->nsamples, ran, &seen)) {
+				learn(g, j, &seen);
+				report_add_job(&g->rep, j->class_key, seen.peak_bytes, ran);
+			}
+		}
+		debugx("tree job %d ended (%s)", j->id, j->state == JOB_RUNNING ? "ran" : "never admitted");
+		j->state = JOB_IDLE; /* gone: nothing to kill */
+		job_free(j);
+		g->jobs[i] = g->jobs[--g->njobs];
+	}
+}
+
 /* ---- the safety net and admission -------------------------------------------------------- */
 
 static struct job *youngest(struct gov *g, int want_frozen, int any)
@@ -433,10 +556,16 @@ static void send_admit(struct gov *g, struct job *j, int64_t now)
 	j->oom_at_admit = oom_count(g);
 	/* A group of its own tells an OOM kill of this job from any other; only where the
 	 * limit we run under still covers it. */
-	if (g->job_groups && j->cg.version == CGROUP_NONE) {
+	if (g->job_groups && !j->tree && j->cg.version == CGROUP_NONE) {
 		snprintf(name, sizeof(name), "headroom-%d-job%d", (int)getpid(), j->id);
 		if (cgroup_child_create(&g->cg, name, &j->cg))
 			j->cg.version = CGROUP_NONE;
+	}
+	if (j->tree) {
+		/* Held since it was seen: let it go. */
+		job_signal(j, SIGCONT);
+		json_decref(m);
+		return;
 	}
 	json_object_set_new(m, "cgroup", j->cg.version != CGROUP_NONE ? json_string(j->cg.dir) : json_null());
 	if (proto_send(j->conn.fd, m))
@@ -446,13 +575,17 @@ static void send_admit(struct gov *g, struct job *j, int64_t now)
 
 static void govern_tick(struct gov *g, int64_t now)
 {
-	struct admit_job *snap = xmalloc((g->njobs + 1) * sizeof(*snap));
+	struct admit_job *snap;
 	uint64_t jobs_bytes, avail = mem_available(g);
 	int running;
 	struct psi psi;
 	size_t n;
 
 	proc_table_read(g->o->proc_root, &g->procs);
+	signal_procs = &g->procs;
+	if (g->o->tree)
+		tree_scan(g, now);
+	snap = xmalloc((g->njobs + 1) * sizeof(*snap));
 	for (size_t i = 0; i < g->njobs; i++)
 		job_sample(g, g->jobs[i], now, now - g->t_prev_ms);
 	n = snapshot(g, now, snap, &jobs_bytes, &running);
@@ -485,7 +618,9 @@ static void govern_tick(struct gov *g, int64_t now)
 	if (act == NET_KILL) {
 		/* Never the last job: alone, it would only be killed again; the kernel judges it. */
 		struct job *v = youngest(g, 0, 1);
-		if (v && n > 1)
+		if (v && n > 1 && v->tree && !v->frozen)
+			job_freeze(g, v, now); /* no launcher to run it again: freeze, never kill */
+		else if (v && n > 1 && !v->tree)
 			job_kill(g, v, now);
 	} else if (running == 0 && oldest_frozen(g)) {
 		/* Frozen jobs alone can hold more than the budget: one must move on. */
@@ -926,6 +1061,11 @@ int governor_run(const struct governor_opts *o)
 		}
 		if (g.interrupted && now >= g.deadline_ms)
 			break;
+	}
+	if (o->tree && g.build_done) {
+		/* The last jobs ended with the build, after the last tick: learn them too. */
+		proc_table_read(o->proc_root, &g.procs);
+		tree_scan(&g, now_ms());
 	}
 	kill_everything(&g);
 	g.rep.wall_ms = now_ms() - g.t0_ms;

@@ -18,6 +18,7 @@ struct governor_opts {
 	const char *record_path;  /* headroom-trace/1 record, or NULL */
 	const char *proc_root;    /* "" for the live system */
 	int quiet;
+	int tree;                 /* govern the children of ninja/make found in the process tree */
 	int tick_ms;
 };
 

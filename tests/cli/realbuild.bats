@@ -54,3 +54,27 @@ teardown() {
 	assert r["oom_kills"] == 0, r
 	PY
 }
+
+@test "process-tree governance alone (no launcher): ninja -j16 is OOM-killed, under headroom run --tree it completes" {
+	command -v ninja || skip "ninja needed"
+	local limit=$((1200 * 1024 * 1024))
+	CG=$(make_cgroup "hr-bats-$$" "$limit") || skip "cannot create a memory cgroup here (needs root and writable cgroups)"
+	# 18 jobs of 180-330 MiB peaks, no launcher in the commands
+	python3 "$ROOT/bench/replay" generate "$ROOT/tests/fixtures/tiny-trace.json" "$T/tr" --time-scale 0.5 --mem-scale 3 --repeat 3
+	cd "$T/tr"
+	local before=$(oom_kills)
+	run in_cgroup "$CG" timeout -s KILL 60 ninja -j16
+	[ "$status" -ne 0 ]
+	[ "$(oom_kills)" -gt "$before" ] || [ "$status" -eq 137 ]
+	remove_cgroup "$CG"
+
+	CG=$(make_cgroup "hr-bats-$$" "$limit")
+	rm -rf obj .ninja_log
+	before=$(oom_kills)
+	run in_cgroup "$CG" "$HR" run --tree --no-db -j 16 --report "$T/r.json" -- ninja -j16
+	echo "$output"
+	[ "$status" -eq 0 ]
+	[ "$(find obj -name '*.o' | wc -l)" -eq 18 ]
+	[ "$(oom_kills)" -eq "$before" ]
+	python3 -c 'import json,sys; r=json.load(open(sys.argv[1])); assert r["jobs"] == 18 and r["kills"] == 0, r' "$T/r.json"
+}
