@@ -81,7 +81,8 @@ int proc_table_read(const char *root, struct proc_table *t)
 		t->v[t->n++] = e;
 	}
 	closedir(dir);
-	qsort(t->v, t->n, sizeof(*t->v), cmp_pid);
+	if (t->n > 1)
+		qsort(t->v, t->n, sizeof(*t->v), cmp_pid);
 	return 0;
 }
 

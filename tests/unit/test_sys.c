@@ -74,6 +74,9 @@ static void test_proc_tree(void **state)
 	/* nvcc (512 pages) + cicc (1024000 pages), not sshd */
 	assert_int_equal(proc_table_tree_rss(&t, 101), (512ULL + 1024000ULL) * (uint64_t)page);
 	assert_int_equal(proc_table_tree_rss(&t, 100), (256ULL + 512ULL + 1024000ULL) * (uint64_t)page);
+	/* a /proc with no processes at all is an empty table, not an error */
+	assert_int_equal(proc_table_read(FIX "/v1", &t), 0);
+	assert_int_equal(t.n, 0);
 	proc_table_free(&t);
 }
 
