@@ -14,6 +14,7 @@
 #include "sys/proc.h"
 #include "sys/psi.h"
 #include "util/log.h"
+#include "util/strv.h"
 #include "util/units.h"
 #include "util/xalloc.h"
 
@@ -113,14 +114,6 @@ static void check_psi(struct doctor *d)
 	free(msg);
 }
 
-static int is_leftover(const char *comm)
-{
-	for (int i = 0; leftover_names[i]; i++)
-		if (!strcmp(comm, leftover_names[i]))
-			return 1;
-	return 0;
-}
-
 static void check_leftovers(struct doctor *d)
 {
 	struct proc_table t = { 0 };
@@ -138,7 +131,7 @@ static void check_leftovers(struct doctor *d)
 	pids = xmalloc((t.n ? t.n : 1) * sizeof(*pids));
 	for (size_t i = 0; i < t.n; i++) {
 		const struct proc_entry *e = &t.v[i];
-		if (!is_leftover(e->comm) || e->pid == getpid())
+		if (!strv_contains(leftover_names, e->comm) || e->pid == getpid())
 			continue;
 		char *item = xasprintf("%s%s %d (%s)", n ? ", " : "", e->comm, (int)e->pid,
 				       size_format(e->rss_bytes, sz, sizeof(sz)));

@@ -30,6 +30,7 @@
 #include "sys/proc.h"
 #include "sys/psi.h"
 #include "util/log.h"
+#include "util/strv.h"
 #include "util/units.h"
 #include "util/xalloc.h"
 
@@ -349,10 +350,7 @@ static void setup_memory(struct gov *g)
 static int is_build_tool(const char *comm)
 {
 	static const char *const tools[] = { "ninja", "make", "gmake", "samu", NULL };
-	for (int i = 0; tools[i]; i++)
-		if (!strcmp(comm, tools[i]))
-			return 1;
-	return 0;
+	return strv_contains(tools, comm);
 }
 
 /* The job's command line: argv from /proc/PID/cmdline; a `sh -c "..."` is split on blanks,

@@ -3,6 +3,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "util/strv.h"
 #include "util/xalloc.h"
 
 static const char *base(const char *p)
@@ -14,10 +15,7 @@ static const char *base(const char *p)
 static int is_wrapper(const char *tool)
 {
 	static const char *const w[] = { "ccache", "sccache", "distcc", "icecc", NULL };
-	for (int i = 0; w[i]; i++)
-		if (!strcmp(tool, w[i]))
-			return 1;
-	return 0;
+	return strv_contains(w, tool);
 }
 
 static int is_source(const char *a)
