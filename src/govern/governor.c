@@ -136,7 +136,9 @@ static void learn(struct gov *g, struct job *j, const struct curve *seen)
 
 	for (size_t i = 0; i < 2; i++) {
 		struct learned *l = cache_get(g, how[i].kind, how[i].kind == PROFILE_SIG ? j->sig_key : j->class_key);
-		curve_learn(&l->p.curve, seen, !l->known, how[i].keep_pct, how[i].floor);
+		/* Without launchers a job killed for memory fails the build: classes then keep
+		 * an envelope of their jobs rather than their mean. */
+		curve_learn(&l->p.curve, seen, !l->known, how[i].keep_pct, how[i].floor || g->o->tree);
 		l->p.runs++;
 		l->p.updated_s = (int64_t)time(NULL);
 		l->known = l->dirty = 1;
@@ -530,11 +532,12 @@ static size_t snapshot(struct gov *g, int64_t now, struct admit_job *out, uint64
 	return n;
 }
 
-/* What a job of unknown shape is assumed to need: a quarter of the budget at first, and
- * at least half again what any running unknown job already holds. */
+/* What a job of unknown shape is assumed to need: a quarter of the budget at first (half
+ * with --tree, where a job killed for memory cannot run again), and at least half again
+ * what any running unknown job already holds. */
 static uint64_t unknown_need(struct gov *g)
 {
-	uint64_t u = g->budget_bytes / 4;
+	uint64_t u = g->budget_bytes / (g->o->tree ? 2 : 4);
 
 	for (size_t i = 0; i < g->njobs; i++) {
 		struct job *j = g->jobs[i];
