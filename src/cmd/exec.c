@@ -21,6 +21,7 @@
 #include "sys/fsutil.h"
 #include "util/log.h"
 #include "util/units.h"
+#include "util/xalloc.h"
 
 /* The governor decides about retries; this only stops a confused one from looping. */
 #define MAX_ATTEMPTS 10
@@ -226,6 +227,7 @@ static int governed(char **argv, int fd)
 		}
 		int64_t t0 = now_ms();
 		pid_t pid = spawn(argv, cgdir, errpipe[1]);
+		char *cg_copy = cgdir && *cgdir ? xstrdup(cgdir) : NULL;
 		json_decref(reply);
 		close(errpipe[1]);
 		if (pid < 0)
@@ -251,9 +253,16 @@ static int governed(char **argv, int fd)
 		close(errpipe[0]);
 
 		if (gone) {
+			/* Nobody else will remove the job's group now. */
+			if (cg_copy) {
+				struct cgroup cg = { .version = CGROUP_V2, .dir = cg_copy };
+				cgroup_remove(&cg);
+			}
+			free(cg_copy);
 			debugx("the governor went away while %s ran", argv[0]);
 			break;
 		}
+		free(cg_copy);
 		msg = done_msg(job, status, now_ms() - t0, maxrss);
 		if (!msg || proto_send(fd, msg)) {
 			json_decref(msg);

@@ -81,3 +81,11 @@ remove_cgroup() {
 oom_kills() {
 	awk '$1 == "oom_kill" { print $2 }' /proc/vmstat
 }
+
+# OOM kills counted in cgroup DIR (v2: itself and below; v1: itself only). Unlike the
+# machine's counter, nothing running beside the test changes it.
+cgroup_oom_kills() {
+	local f=$1/memory.events
+	[ -e "$f" ] || f=$1/memory.oom_control
+	awk '$1 == "oom_kill" { print $2 }' "$f"
+}

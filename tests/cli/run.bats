@@ -206,6 +206,9 @@ load helper
 	done
 	[ -e out1 ] && [ -e out2 ] && [ -e out3 ]
 	[ -z "$(pgrep -f "$MEMHOG --hold 100M")" ]
+	# the launchers removed the job groups the dead governor had made
+	sleep 0.5
+	[ -z "$(find /sys/fs/cgroup -maxdepth 6 -type d -name "headroom-$pid-job*" 2>/dev/null)" ]
 }
 
 @test "--trace writes a Perfetto trace and --record a trace that bench/replay replays" {
