@@ -189,14 +189,35 @@ static void job_reset_run(struct job *j)
 	j->pred = NULL;
 }
 
+/* A new job in the table, with its connection (fd, or -1 for a job found in the tree). */
+static struct job *job_new(struct gov *g, int fd)
+{
+	struct job *j = xcalloc(1, sizeof(*j));
+
+	j->id = ++g->next_id;
+	proto_conn_init(&j->conn, fd);
+	if (g->njobs == g->capjobs) {
+		g->capjobs = g->capjobs ? g->capjobs * 2 : 64;
+		g->jobs = xrealloc(g->jobs, g->capjobs * sizeof(*g->jobs));
+	}
+	g->jobs[g->njobs++] = j;
+	return j;
+}
+
+/* End what is left in the job's own group and remove it. */
+static void job_drop_group(struct job *j)
+{
+	if (j->cg.version == CGROUP_NONE)
+		return;
+	cgroup_kill_all(&j->cg);
+	cgroup_remove(&j->cg);
+	cgroup_free(&j->cg);
+}
+
 static void job_free(struct job *j)
 {
 	proto_conn_close(&j->conn);
-	if (j->cg.version != CGROUP_NONE) {
-		cgroup_kill_all(&j->cg);
-		cgroup_remove(&j->cg);
-		cgroup_free(&j->cg);
-	}
+	job_drop_group(j);
 	free(j->tool);
 	free(j->src);
 	free(j->class_key);
@@ -279,6 +300,26 @@ static void job_sample(struct gov *g, struct job *j, int64_t now, int64_t dt_ms)
 	if (j->frozen)
 		return;
 	job_sample_value(j, job_elapsed(j, now), j->current_bytes);
+}
+
+/* A job that ran ran_ms to its end: learn its curve and count it in the report. A peak
+ * between two samples still shows in maxrss_bytes, the largest process's (0: unknown). */
+static void job_learn(struct gov *g, struct job *j, int64_t ran_ms, uint64_t maxrss_bytes)
+{
+	struct curve seen;
+
+	if (!j->nsamples) /* over before its first sample */
+		job_sample_value(j, 0, j->peak_bytes);
+	if (curve_from_samples(j->samples, j->nsamples, ran_ms, &seen))
+		return;
+	if (maxrss_bytes > seen.peak_bytes) {
+		for (int i = 0; i < CURVE_POINTS; i++)
+			if (seen.pts[i] == seen.peak_bytes)
+				seen.pts[i] = maxrss_bytes;
+		seen.peak_bytes = maxrss_bytes;
+	}
+	learn(g, j, &seen);
+	report_add_job(&g->rep, j->class_key, seen.peak_bytes, ran_ms);
 }
 
 /* ---- memory facts ------------------------------------------------------------------------ */
@@ -405,11 +446,9 @@ static void tree_scan(struct gov *g, int64_t now)
 		parent = proc_table_find(&g->procs, e->ppid);
 		if (!parent || !is_build_tool(parent->comm) || !proc_table_is_descendant(&g->procs, e->pid, self))
 			continue;
-		j = xcalloc(1, sizeof(*j));
-		j->id = ++g->next_id;
+		j = job_new(g, -1);
 		j->tree = 1;
 		j->pid = e->pid;
-		proto_conn_init(&j->conn, -1);
 		tree_signature(g, e->pid, &sig);
 		j->tool = sig.tool;
 		j->src = sig.src;
@@ -421,11 +460,6 @@ static void tree_scan(struct gov *g, int64_t now)
 		j->state = JOB_WAITING;
 		job_signal(j, SIGSTOP);
 		job_predict(g, j);
-		if (g->njobs == g->capjobs) {
-			g->capjobs = g->capjobs ? g->capjobs * 2 : 64;
-			g->jobs = xrealloc(g->jobs, g->capjobs * sizeof(*g->jobs));
-		}
-		g->jobs[g->njobs++] = j;
 		debugx("tree job %d: %s %s", j->id, j->tool, j->src);
 	}
 	for (size_t i = 0; i < g->njobs;) {
@@ -436,17 +470,9 @@ static void tree_scan(struct gov *g, int64_t now)
 			i++;
 			continue;
 		}
-		if (j->state == JOB_RUNNING) {
-			struct curve seen;
-			if (!j->nsamples) /* over before its first sample */
-				job_sample_value(j, 0, j->peak_bytes);
-			int64_t ran = job_elapsed(j, now);
-			/* Its exit status went to the build tool; its curve is all we learn. */
-			if (!curve_from_samples(j->samples, j->nsamples, ran, &seen)) {
-				learn(g, j, &seen);
-				report_add_job(&g->rep, j->class_key, seen.peak_bytes, ran);
-			}
-		}
+		/* Its exit status went to the build tool; its curve is all we learn. */
+		if (j->state == JOB_RUNNING)
+			job_learn(g, j, job_elapsed(j, now), 0);
 		debugx("tree job %d ended (%s)", j->id, j->state == JOB_RUNNING ? "ran" : "never admitted");
 		j->state = JOB_IDLE; /* gone: nothing to kill */
 		job_free(j);
@@ -712,25 +738,10 @@ static void on_done(struct gov *g, struct job *j, json_t *msg, int64_t now)
 			warnx("job %d (%s) was OOM-killed; it will run again", j->id, j->src);
 		}
 	} else if (json_is_integer(ex) && json_integer_value(ex) == 0) {
-		if (!j->nsamples) /* over before the first sample: its start is all we know */
-			job_sample_value(j, 0, 0);
-		struct curve seen;
 		int64_t ran = job_elapsed(j, now);
-		if (dur > 0 && dur < ran)
-			ran = dur;
-		if (!curve_from_samples(j->samples, j->nsamples, ran, &seen)) {
-			/* A peak between two samples still shows in the largest process's maxrss. */
-			uint64_t maxrss = (uint64_t)json_integer_value(json_object_get(msg, "maxrss_bytes"));
-			if (maxrss > seen.peak_bytes) {
-				for (int i = 0; i < CURVE_POINTS; i++)
-					if (seen.pts[i] == seen.peak_bytes)
-						seen.pts[i] = maxrss;
-				seen.peak_bytes = maxrss;
-			}
-			learn(g, j, &seen);
-			report_add_job(&g->rep, j->class_key, seen.peak_bytes, ran);
-		}
-	} else if (!json_is_integer(ex) || json_integer_value(ex) != 0) {
+		job_learn(g, j, dur > 0 && dur < ran ? dur : ran,
+			  (uint64_t)json_integer_value(json_object_get(msg, "maxrss_bytes")));
+	} else {
 		g->rep.failed_jobs++;
 	}
 	if (g->o->trace_path || g->o->record_path) {
@@ -751,11 +762,7 @@ static void on_done(struct gov *g, struct job *j, json_t *msg, int64_t now)
 	json_t *ack = json_pack("{s:s, s:i, s:b, s:s}", "type", "ack", "job", j->id, "retry", retry, "reason", reason);
 	proto_send(j->conn.fd, ack);
 	json_decref(ack);
-	if (j->cg.version != CGROUP_NONE) {
-		cgroup_kill_all(&j->cg);
-		cgroup_remove(&j->cg);
-		cgroup_free(&j->cg);
-	}
+	job_drop_group(j);
 	job_reset_run(j);
 	j->state = JOB_IDLE;
 }
@@ -803,18 +810,11 @@ static void accept_client(struct gov *g)
 
 	if (fd < 0)
 		return;
-	j = xcalloc(1, sizeof(*j));
-	j->id = ++g->next_id;
-	proto_conn_init(&j->conn, fd);
+	j = job_new(g, fd);
 	j->tool = xstrdup("");
 	j->src = xstrdup("");
 	j->class_key = xstrdup("");
 	j->sig_key = xstrdup("");
-	if (g->njobs == g->capjobs) {
-		g->capjobs = g->capjobs ? g->capjobs * 2 : 64;
-		g->jobs = xrealloc(g->jobs, g->capjobs * sizeof(*g->jobs));
-	}
-	g->jobs[g->njobs++] = j;
 }
 
 /* ---- processes --------------------------------------------------------------------------- */
