@@ -9,6 +9,8 @@
 #include <unistd.h>
 
 #include "cmd/cmd.h"
+#include "govern/jobserver.h"
+#include "sys/fsutil.h"
 #include "sys/cgroup.h"
 #include "sys/meminfo.h"
 #include "sys/proc.h"
@@ -165,27 +167,10 @@ static void check_leftovers(struct doctor *d)
 }
 
 /* First line of a command's output, or NULL. */
-static char *first_line(const char *cmd)
-{
-	char buf[512];
-	FILE *p = popen(cmd, "r");
-	char *out = NULL;
-
-	if (!p)
-		return NULL;
-	if (fgets(buf, sizeof(buf), p)) {
-		buf[strcspn(buf, "\n")] = '\0';
-		if (*buf)
-			out = xstrdup(buf);
-	}
-	pclose(p);
-	return out;
-}
-
 static void check_tools(struct doctor *d)
 {
-	char *ninja = first_line("ninja --version 2>/dev/null");
-	char *make = first_line("make --version 2>/dev/null");
+	char *ninja = fs_command_line("ninja --version 2>/dev/null");
+	char *make = fs_command_line("make --version 2>/dev/null");
 	char *msg;
 
 	msg = xasprintf("ninja %s, %s", ninja ? ninja : "not found", make ? make : "make not found");
@@ -193,21 +178,33 @@ static void check_tools(struct doctor *d)
 		ninja ? NULL : "install ninja (apt-get install ninja-build, or pip install ninja): "
 			       "torch extensions build one file at a time without it");
 	free(msg);
+	/* Which jobserver `headroom run --jobserver` can serve to these tools. */
+	msg = xasprintf("make: %s; ninja: %s",
+			!make ? "not found"
+			: jobserver_make_has_fifo(make) ? "fifo and pipe styles" : "pipe style (make < 4.4)",
+			!ninja ? "not found"
+			: jobserver_ninja_is_client(ninja) ? "fifo style (ninja >= 1.13, run without -j)"
+							    : "no jobserver client (ninja < 1.13)");
+	finding(d, "jobserver", "ok", msg,
+		ninja && !jobserver_ninja_is_client(ninja)
+			? "ninja builds are governed through the launcher or --tree; ninja >= 1.13 also takes jobserver tokens"
+			: NULL);
+	free(msg);
 	free(ninja);
 	free(make);
 }
 
 static void check_cuda(struct doctor *d)
 {
-	char *nvcc = first_line("nvcc --version 2>/dev/null | sed -n 's/.*release \\([0-9.]*\\).*/\\1/p'");
+	char *nvcc = fs_command_line("nvcc --version 2>/dev/null | sed -n 's/.*release \\([0-9.]*\\).*/\\1/p'");
 	char *home = getenv("CUDA_HOME") ? xstrdup(getenv("CUDA_HOME")) : NULL;
-	char *torch = first_line("python3 -c 'import torch; print(torch.version.cuda or \"\")' 2>/dev/null");
+	char *torch = fs_command_line("python3 -c 'import torch; print(torch.version.cuda or \"\")' 2>/dev/null");
 	char *msg;
 
 	if (!nvcc && home) {
 		char *cmd = xasprintf("'%s/bin/nvcc' --version 2>/dev/null | sed -n 's/.*release \\([0-9.]*\\).*/\\1/p'",
 				      home);
-		nvcc = first_line(cmd);
+		nvcc = fs_command_line(cmd);
 		free(cmd);
 	}
 	if (!nvcc) {
@@ -229,7 +226,7 @@ static void check_cuda(struct doctor *d)
 
 static void check_python(struct doctor *d)
 {
-	char *missing = first_line("python3 -c 'import importlib.util as u; "
+	char *missing = fs_command_line("python3 -c 'import importlib.util as u; "
 				   "print(\" \".join(m for m in (\"ninja\", \"packaging\", \"wheel\", \"psutil\", \"setuptools\") "
 				   "if u.find_spec(m) is None) or \"-\")' 2>/dev/null");
 

@@ -123,6 +123,9 @@ static pid_t spawn(char **argv, const char *cgroup_dir, int errpipe)
 	}
 	/* When memory runs out, the kernel should pick a compiler, never sshd. */
 	fs_write("/proc/self/oom_score_adj", "500");
+	/* A launcher inside this job (CXX and a CMake launcher both set) runs its tool
+	 * directly: the job is admitted already. */
+	setenv("HEADROOM_JOB", "1", 1);
 	execvp(argv[0], argv);
 	int e = errno;
 	if (write(errpipe, &e, sizeof(e)) < 0)
@@ -318,7 +321,7 @@ int cmd_exec(int argc, char **argv)
 	}
 	argv += optind;
 	sock = getenv("HEADROOM_SOCK");
-	if (!sock || !*sock)
+	if (!sock || !*sock || getenv("HEADROOM_JOB"))
 		run_direct(argv);
 	fd = connect_governor(sock);
 	if (fd < 0) {

@@ -9,6 +9,7 @@
 
 #include "cmd/cmd.h"
 #include "govern/governor.h"
+#include "sys/fsutil.h"
 #include "store/store.h"
 #include "util/log.h"
 #include "util/units.h"
@@ -21,14 +22,19 @@ static const char usage[] =
 	"start only when memory can hold them, learned from earlier jobs; freeze or requeue\n"
 	"jobs if memory runs short anyway. COMMAND's jobs reach headroom through the\n"
 	"launcher variables it sets: HEADROOM_LAUNCHER, PYTORCH_NVCC,\n"
-	"CMAKE_{C,CXX,CUDA}_COMPILER_LAUNCHER, and MAX_JOBS when it is not set.\n"
+	"CMAKE_{C,CXX,CUDA}_COMPILER_LAUNCHER, CC and CXX for python/pip builds, and\n"
+	"MAX_JOBS when it is not set. Compilers seen running outside the launcher (a script\n"
+	"that overwrites PYTORCH_NVCC) make headroom govern the process tree as well.\n"
 	"\n"
 	"  -j, --jobs N        at most N jobs at once (default: the number of CPUs)\n"
 	"  -b, --budget SIZE   memory the jobs may use together, e.g. 24G (default: the\n"
 	"                      cgroup limit or RAM, less what others use and a reserve)\n"
-	"      --reserve SIZE  memory always kept free (default: 6%% of the limit, 64M..2G)\n"
+	"      --reserve SIZE  memory always kept free (default: 6% of the limit, 64M..2G)\n"
 	"      --tree          no launcher: govern each child of ninja/make found in the process\n"
 	"                      tree (held until admitted, frozen when short; never killed)\n"
+	"      --jobserver[=STYLE]  serve a GNU make jobserver handing out tokens by memory, with\n"
+	"                      --tree: for make, and ninja >= 1.13, run WITHOUT -j. STYLE: pipe\n"
+	"                      (make <= 4.3), fifo (make >= 4.4, ninja >= 1.13), auto (default)\n"
 	"      --db PATH       profile store (default: $XDG_STATE_HOME/headroom/profiles.db)\n"
 	"      --no-db         learn for this build only\n"
 	"      --report FILE   write the end report as JSON to FILE\n"
@@ -73,7 +79,30 @@ static char *find_nvcc(void)
 	return NULL;
 }
 
-static void wire_launchers(const char *self, int jobs)
+/* torch.utils.cpp_extension compiles C++ with $CXX (default c++), setuptools with $CC:
+ * for python and pip builds they go through the launcher too. Not for others: CMake
+ * would take the launcher for the compiler itself. */
+static int is_python_build(const char *cmd)
+{
+	const char *b = strrchr(cmd, '/');
+
+	b = b ? b + 1 : cmd;
+	return !strncmp(b, "python", 6) || !strncmp(b, "pip", 3) || !strcmp(b, "uv");
+}
+
+static void wrap_compiler(const char *var, const char *launcher, const char *dflt)
+{
+	const char *old = getenv(var);
+	char *v;
+
+	if (old && strstr(old, "headroom"))
+		return;
+	v = xasprintf("%s %s", launcher, old && *old ? old : dflt);
+	setenv(var, v, 1);
+	free(v);
+}
+
+static void wire_launchers(const char *self, int jobs, const char *cmd)
 {
 	char *launcher = xasprintf("%s exec --", self);
 	char *cmake = xasprintf("%s;exec;--", self);
@@ -94,6 +123,10 @@ static void wire_launchers(const char *self, int jobs)
 			free(nvcc);
 		}
 	}
+	if (is_python_build(cmd)) {
+		wrap_compiler("CC", launcher, "cc");
+		wrap_compiler("CXX", launcher, "c++");
+	}
 	if (!getenv("MAX_JOBS")) {
 		char n[16];
 		snprintf(n, sizeof(n), "%d", jobs);
@@ -103,9 +136,29 @@ static void wire_launchers(const char *self, int jobs)
 	free(cmake);
 }
 
+static enum jobserver_style choose_jobserver(const char *style, const char *cmd)
+{
+	char *make, *ninja;
+	enum jobserver_style js;
+
+	if (!strcmp(style, "pipe"))
+		return JOBSERVER_PIPE;
+	if (!strcmp(style, "fifo"))
+		return JOBSERVER_FIFO;
+	make = fs_command_line("make --version 2>/dev/null");
+	ninja = fs_command_line("ninja --version 2>/dev/null");
+	js = jobserver_style_for(make, ninja, cmd);
+	if (js == JOBSERVER_NONE)
+		die(EXIT_USAGE, "run: ninja %s takes no jobserver tokens (1.13 does); run it with --tree, "
+				"or through the launcher (no option)", ninja ? ninja : "(not found)");
+	free(make);
+	free(ninja);
+	return js;
+}
+
 int cmd_run(int argc, char **argv)
 {
-	enum { OPT_DB = 256, OPT_NODB, OPT_REPORT, OPT_RESERVE, OPT_TRACE, OPT_RECORD, OPT_TREE };
+	enum { OPT_DB = 256, OPT_NODB, OPT_REPORT, OPT_RESERVE, OPT_TRACE, OPT_RECORD, OPT_TREE, OPT_JOBSERVER };
 	static const struct option opts[] = {
 		{ "jobs", required_argument, NULL, 'j' },
 		{ "budget", required_argument, NULL, 'b' },
@@ -115,6 +168,7 @@ int cmd_run(int argc, char **argv)
 		{ "report", required_argument, NULL, OPT_REPORT },
 		{ "trace", required_argument, NULL, OPT_TRACE },
 		{ "tree", no_argument, NULL, OPT_TREE },
+		{ "jobserver", optional_argument, NULL, OPT_JOBSERVER },
 		{ "record", required_argument, NULL, OPT_RECORD },
 		{ "quiet", no_argument, NULL, 'q' },
 		{ "verbose", no_argument, NULL, 'v' },
@@ -123,7 +177,8 @@ int cmd_run(int argc, char **argv)
 	};
 	struct governor_opts o = { .proc_root = "", .tick_ms = 100 };
 	char *db = NULL, *err = NULL, self[PATH_MAX];
-	int c, no_db = 0, status;
+	int c, no_db = 0, status, jobserver = 0;
+	const char *js_style = "auto";
 	long cpus = sysconf(_SC_NPROCESSORS_ONLN);
 
 	o.jobs = cpus > 0 ? (int)cpus : 1;
@@ -161,6 +216,12 @@ int cmd_run(int argc, char **argv)
 		case OPT_TREE:
 			o.tree = 1;
 			break;
+		case OPT_JOBSERVER:
+			jobserver = 1;
+			js_style = optarg ? optarg : "auto";
+			if (strcmp(js_style, "auto") && strcmp(js_style, "pipe") && strcmp(js_style, "fifo"))
+				die(EXIT_USAGE, "run: --jobserver takes auto, pipe or fifo, not '%s'", js_style);
+			break;
 		case OPT_RECORD:
 			o.record_path = optarg;
 			break;
@@ -187,6 +248,10 @@ int cmd_run(int argc, char **argv)
 		die(EXIT_USAGE, "run: missing the build command (try: headroom run -- ninja -C build)");
 	}
 	o.argv = argv + optind;
+	if (jobserver) {
+		o.jobserver = choose_jobserver(js_style, o.argv[0]);
+		o.tree = 1;
+	}
 
 	if (!no_db) {
 		if (!db)
@@ -207,7 +272,7 @@ int cmd_run(int argc, char **argv)
 		doctor_preflight();
 	/* With --tree the jobs are found below ninja/make; a launcher would make them twice. */
 	if (!o.tree)
-		wire_launchers(self, o.jobs);
+		wire_launchers(self, o.jobs, o.argv[0]);
 	status = governor_run(&o);
 	store_close(o.store);
 	free(db);

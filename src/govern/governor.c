@@ -24,6 +24,7 @@
 #include "govern/proto.h"
 #include "govern/report.h"
 #include "govern/signature.h"
+#include "govern/tree.h"
 #include "sys/cgroup.h"
 #include "sys/fsutil.h"
 #include "sys/meminfo.h"
@@ -93,6 +94,12 @@ struct gov {
 	int64_t t_prev_ms;
 	struct proc_table procs;
 	struct report rep;
+	int tree;                   /* governing the process tree (--tree, or fallen back to it) */
+	pid_t *skip;                /* below a build tool, but not jobs: see tree_skipped() */
+	size_t nskip, capskip;
+	char self_name[16];         /* our comm, as the launcher processes show it */
+	struct jobserver js;        /* style NONE without --jobserver */
+	char *next_class;           /* class of the last job found: what the next token is for */
 };
 
 /* ---- learned profiles ---------------------------------------------------------------- */
@@ -138,7 +145,7 @@ static void learn(struct gov *g, struct job *j, const struct curve *seen)
 		struct learned *l = cache_get(g, how[i].kind, how[i].kind == PROFILE_SIG ? j->sig_key : j->class_key);
 		/* Without launchers a job killed for memory fails the build: classes then keep
 		 * an envelope of their jobs rather than their mean. */
-		curve_learn(&l->p.curve, seen, !l->known, how[i].keep_pct, how[i].floor || g->o->tree);
+		curve_learn(&l->p.curve, seen, !l->known, how[i].keep_pct, how[i].floor || j->tree);
 		l->p.runs++;
 		l->p.updated_s = (int64_t)time(NULL);
 		l->known = l->dirty = 1;
@@ -388,30 +395,24 @@ static void setup_memory(struct gov *g)
 	      size_format(g->budget_bytes, c, sizeof(c)));
 }
 
-/* ---- process-tree governance (--tree) ---------------------------------------------- */
-
-static int is_build_tool(const char *comm)
-{
-	static const char *const tools[] = { "ninja", "make", "gmake", "samu", NULL };
-	return strv_contains(tools, comm);
-}
+/* ---- process-tree governance (--tree, or when compilers escape the launcher) ---------- */
 
 /* The job's command line: argv from /proc/PID/cmdline; a `sh -c "..."` is split on blanks,
- * which is enough to find the tool, the source and the flags. */
-static void tree_signature(struct gov *g, pid_t pid, struct job_sig *sig)
+ * which is enough to find the tool, the source and the flags. Returns argc; argv points
+ * into buf. */
+static int tree_argv(struct gov *g, pid_t pid, char *buf, size_t size, char **argv, int max)
 {
-	char path[64], buf[16384];
-	char *argv[512];
+	char path[64];
 	int argc = 0;
 
 	snprintf(path, sizeof(path), "%s/proc/%d/cmdline", g->o->proc_root, (int)pid);
-	long n = fs_read(path, buf, sizeof(buf));
-	for (long i = 0; n > 0 && i < n && argc < 511; i += (long)strlen(buf + i) + 1)
+	long n = fs_read(path, buf, size);
+	for (long i = 0; n > 0 && i < n && argc < max - 1; i += (long)strlen(buf + i) + 1)
 		argv[argc++] = buf + i;
 	if (argc >= 3 && !strcmp(argv[1], "-c")) {
 		char *cmd = argv[2];
 		argc = 0;
-		for (char *t = strtok(cmd, " \t\n"); t && argc < 511; t = strtok(NULL, " \t\n")) {
+		for (char *t = strtok(cmd, " \t\n"); t && argc < max - 1; t = strtok(NULL, " \t\n")) {
 			/* before the tool: variables left unexpanded, VAR=value assignments */
 			if (!argc && (t[0] == '$' || strchr(t, '=')))
 				continue;
@@ -419,7 +420,7 @@ static void tree_signature(struct gov *g, pid_t pid, struct job_sig *sig)
 		}
 	}
 	argv[argc] = NULL;
-	job_sig_from_argv(argc, argv, sig);
+	return argc;
 }
 
 static struct job *tree_job_of(struct gov *g, pid_t pid)
@@ -430,54 +431,139 @@ static struct job *tree_job_of(struct gov *g, pid_t pid)
 	return NULL;
 }
 
+/* Processes below a build tool that are not jobs: wrappers of a nested build and
+ * launcher-governed commands. Pruned when they are gone. */
+static int tree_skipped(struct gov *g, pid_t pid)
+{
+	for (size_t i = 0; i < g->nskip; i++)
+		if (g->skip[i] == pid)
+			return 1;
+	return 0;
+}
+
+static void tree_skip(struct gov *g, pid_t pid)
+{
+	if (g->nskip == g->capskip) {
+		g->capskip = g->capskip ? g->capskip * 2 : 32;
+		g->skip = xrealloc(g->skip, g->capskip * sizeof(*g->skip));
+	}
+	g->skip[g->nskip++] = pid;
+}
+
+static void tree_prune_skipped(struct gov *g)
+{
+	for (size_t i = 0; i < g->nskip;) {
+		const struct proc_entry *e = proc_table_find(&g->procs, g->skip[i]);
+		if (e && e->state != 'Z')
+			i++;
+		else
+			g->skip[i] = g->skip[--g->nskip];
+	}
+}
+
+static void tree_add_job(struct gov *g, pid_t pid, int argc, char **argv, int64_t now)
+{
+	struct job *j = job_new(g, -1);
+	struct job_sig sig;
+
+	job_sig_from_argv(argc, argv, &sig);
+	j->tree = 1;
+	j->pid = pid;
+	j->tool = sig.tool;
+	j->src = sig.src;
+	j->class_key = sig.class_key;
+	j->sig_key = sig.sig_key;
+	free(sig.flags);
+	j->attempt = 1;
+	j->t_request_ms = now;
+	j->state = JOB_WAITING;
+	job_signal(j, SIGSTOP);
+	job_predict(g, j);
+	free(g->next_class);
+	g->next_class = xstrdup(j->class_key);
+	debugx("tree job %d: %s %s", j->id, j->tool, j->src);
+}
+
+/* A job that turned out to run a build tool of its own wraps a nested build: let it go
+ * and govern what that build runs instead. */
+static int tree_became_wrapper(struct gov *g, struct job *j, int64_t now)
+{
+	for (size_t i = 0; i < g->procs.n; i++) {
+		const struct proc_entry *e = &g->procs.v[i];
+		if (e->pid == j->pid || !tree_is_build_tool(e->comm) || !proc_table_is_descendant(&g->procs, e->pid, j->pid))
+			continue;
+		if (j->state == JOB_RUNNING && j->frozen)
+			job_thaw(g, j, now);
+		else if (j->state == JOB_WAITING)
+			job_signal(j, SIGCONT);
+		debugx("tree job %d runs %s: a nested build, its jobs are governed instead", j->id, e->comm);
+		tree_skip(g, j->pid);
+		return 1;
+	}
+	return 0;
+}
+
 /* Each child of a build tool (ninja, make) below us is a job: held (stopped) the moment it
  * is seen until admission lets it go; a job whose process is gone has ended. */
 static void tree_scan(struct gov *g, int64_t now)
 {
 	pid_t self = getpid();
+	char buf[16384], *argv[512];
 
+	tree_prune_skipped(g);
 	for (size_t i = 0; i < g->procs.n; i++) {
 		const struct proc_entry *e = &g->procs.v[i], *parent;
-		struct job_sig sig;
-		struct job *j;
 
-		if (e->state == 'Z' || is_build_tool(e->comm) || tree_job_of(g, e->pid))
+		if (e->state == 'Z' || tree_is_build_tool(e->comm) || !strcmp(e->comm, g->self_name) ||
+		    tree_job_of(g, e->pid) || tree_skipped(g, e->pid))
 			continue;
 		parent = proc_table_find(&g->procs, e->ppid);
-		if (!parent || !is_build_tool(parent->comm) || !proc_table_is_descendant(&g->procs, e->pid, self))
+		if (!parent || !tree_is_build_tool(parent->comm) || !proc_table_is_descendant(&g->procs, e->pid, self))
 			continue;
-		j = job_new(g, -1);
-		j->tree = 1;
-		j->pid = e->pid;
-		tree_signature(g, e->pid, &sig);
-		j->tool = sig.tool;
-		j->src = sig.src;
-		j->class_key = sig.class_key;
-		j->sig_key = sig.sig_key;
-		free(sig.flags);
-		j->attempt = 1;
-		j->t_request_ms = now;
-		j->state = JOB_WAITING;
-		job_signal(j, SIGSTOP);
-		job_predict(g, j);
-		debugx("tree job %d: %s %s", j->id, j->tool, j->src);
+		int argc = tree_argv(g, e->pid, buf, sizeof(buf), argv, 512);
+		if (tree_classify(argc, argv, g->self_name) != TREE_JOB) {
+			tree_skip(g, e->pid);
+			continue;
+		}
+		tree_add_job(g, e->pid, argc, argv, now);
 	}
 	for (size_t i = 0; i < g->njobs;) {
 		struct job *j = g->jobs[i];
 		const struct proc_entry *e = j->tree ? proc_table_find(&g->procs, j->pid) : NULL;
 
-		if (!j->tree || (e && e->state != 'Z')) {
+		if (!j->tree || (e && e->state != 'Z' && !tree_became_wrapper(g, j, now))) {
 			i++;
 			continue;
 		}
 		/* Its exit status went to the build tool; its curve is all we learn. */
-		if (j->state == JOB_RUNNING)
+		if (e && e->state != 'Z')
+			debugx("tree job %d is a wrapper, not a job", j->id);
+		else if (j->state == JOB_RUNNING)
 			job_learn(g, j, job_elapsed(j, now), 0);
 		debugx("tree job %d ended (%s)", j->id, j->state == JOB_RUNNING ? "ran" : "never admitted");
-		j->state = JOB_IDLE; /* gone: nothing to kill */
+		j->state = JOB_IDLE; /* gone, or let go: nothing to kill */
 		job_free(j);
 		g->jobs[i] = g->jobs[--g->njobs];
 	}
+}
+
+/* Compilers running outside the launcher (a build script overwrote PYTORCH_NVCC, or a
+ * Makefile ignores CC): govern the process tree as well, from now on. */
+static void tree_check_fallback(struct gov *g)
+{
+	pid_t pid;
+
+	if (g->tree)
+		return;
+	pid = tree_ungoverned_compiler(&g->procs, getpid(), g->self_name);
+	if (!pid)
+		return;
+	const struct proc_entry *e = proc_table_find(&g->procs, pid);
+	warnx("%s (pid %d) runs outside headroom exec (a build script may overwrite PYTORCH_NVCC, "
+	      "CXX or the CMake launcher): governing the process tree as well, as with --tree",
+	      e ? e->comm : "a compiler", (int)pid);
+	g->tree = 1;
+	g->rep.tree_fallback = 1;
 }
 
 /* ---- the safety net and admission -------------------------------------------------------- */
@@ -563,7 +649,7 @@ static size_t snapshot(struct gov *g, int64_t now, struct admit_job *out, uint64
  * what any running unknown job already holds. */
 static uint64_t unknown_need(struct gov *g)
 {
-	uint64_t u = g->budget_bytes / (g->o->tree ? 2 : 4);
+	uint64_t u = g->budget_bytes / (g->tree ? 2 : 4);
 
 	for (size_t i = 0; i < g->njobs; i++) {
 		struct job *j = g->jobs[i];
@@ -600,6 +686,33 @@ static void send_admit(struct gov *g, struct job *j, int64_t now)
 	json_decref(m);
 }
 
+/* How many tokens the jobserver should hold: the jobs like the last one found that fit
+ * on top of what runs (none while a job found already waits for memory). s and snap
+ * are the admission snapshot; the jobs the tokens stand for are added to it. */
+static int jobserver_tokens(struct gov *g, struct admit_snapshot *s, struct admit_job *snap, int running)
+{
+	const struct curve *next = NULL;
+	struct admit_result r;
+	int want = 0;
+
+	for (size_t i = 0; i < g->njobs; i++)
+		if (g->jobs[i]->state == JOB_WAITING)
+			return 0;
+	if (g->next_class) {
+		struct learned *l = cache_get(g, PROFILE_CLASS, g->next_class);
+		next = l->known ? &l->p.curve : NULL;
+	}
+	while (running + want < g->o->jobs) {
+		admit_decide(s, next, &r);
+		if (!r.admit && s->njobs > 0)
+			break;
+		snap[s->njobs++] = (struct admit_job){ 0, next, 0, 0 };
+		want++;
+	}
+	/* With nothing running, the build tool's own job slot starts the first job. */
+	return running == 0 && want > 0 ? want - 1 : want;
+}
+
 static void govern_tick(struct gov *g, int64_t now)
 {
 	struct admit_job *snap;
@@ -607,12 +720,15 @@ static void govern_tick(struct gov *g, int64_t now)
 	int running;
 	struct psi psi;
 	size_t n;
+	int tokens = 0;
 
 	proc_table_read(g->o->proc_root, &g->procs);
 	signal_procs = &g->procs;
-	if (g->o->tree)
+	tree_check_fallback(g);
+	if (g->tree)
 		tree_scan(g, now);
-	snap = xmalloc((g->njobs + 1) * sizeof(*snap));
+	/* room for the jobs, and for the jobs that tokens may start */
+	snap = xmalloc((g->njobs + (size_t)g->o->jobs + 1) * sizeof(*snap));
 	for (size_t i = 0; i < g->njobs; i++)
 		job_sample(g, g->jobs[i], now, now - g->t_prev_ms);
 	n = snapshot(g, now, snap, &jobs_bytes, &running);
@@ -702,7 +818,11 @@ static void govern_tick(struct gov *g, int64_t now)
 			debugx("admitted job %d (%s), predicted worst %llu MiB in %lld ms", j->id, j->src,
 			       (unsigned long long)(r.worst_bytes >> 20), (long long)r.worst_at_ms);
 		}
+		if (g->js.style != JOBSERVER_NONE && !any_frozen)
+			tokens = jobserver_tokens(g, &s, snap, running);
 	}
+	if (g->js.style != JOBSERVER_NONE && jobserver_set(&g->js, tokens) < 0)
+		debugx("jobserver: %s", strerror(errno));
 	free(snap);
 }
 
@@ -996,7 +1116,7 @@ static void on_signal(struct gov *g, int64_t now)
 
 int governor_run(const struct governor_opts *o)
 {
-	struct gov g = { .o = o, .listen_fd = -1, .sig_fd = -1 };
+	struct gov g = { .o = o, .listen_fd = -1, .sig_fd = -1, .js = { .rfd = -1, .wfd = -1, .own_fd = -1 } };
 	sigset_t mask, orig;
 	int rc, status = EXIT_INTERNAL;
 
@@ -1004,6 +1124,10 @@ int governor_run(const struct governor_opts *o)
 	g.last_kill_ms = g.t0_ms - 100000;
 	g.t_prev_ms = g.t0_ms;
 	g.rep.jobs_cap = o->jobs;
+	g.tree = o->tree;
+	g.rep.mode = o->tree ? "process tree" : "launcher";
+	if (prctl(PR_GET_NAME, g.self_name) || !g.self_name[0])
+		snprintf(g.self_name, sizeof(g.self_name), "headroom");
 	setup_memory(&g);
 	lock_self();
 	/* Orphans of the build (a compiler whose launcher died) become ours to end. */
@@ -1014,6 +1138,19 @@ int governor_run(const struct governor_opts *o)
 		goto out;
 	}
 	setenv("HEADROOM_SOCK", g.sock_path, 1);
+	if (o->jobserver != JOBSERVER_NONE) {
+		rc = jobserver_open(&g.js, o->jobserver, g.sock_dir, o->jobs, getenv("MAKEFLAGS"));
+		if (rc) {
+			warnx("cannot open a %s jobserver: %s", jobserver_style_name(o->jobserver), strerror(-rc));
+			goto out;
+		}
+		setenv("MAKEFLAGS", g.js.makeflags, 1);
+		g.tree = 1;
+		g.rep.mode = o->jobserver == JOBSERVER_PIPE ? "jobserver (pipe) and process tree"
+							     : "jobserver (fifo) and process tree";
+		debugx("jobserver: MAKEFLAGS=%s", g.js.makeflags);
+	}
+	unsetenv("HEADROOM_JOB"); /* a build inside a job has a governor of its own: us */
 
 	sigemptyset(&mask);
 	sigaddset(&mask, SIGCHLD);
@@ -1063,7 +1200,7 @@ int governor_run(const struct governor_opts *o)
 		if (g.interrupted && now >= g.deadline_ms)
 			break;
 	}
-	if (o->tree && g.build_done) {
+	if (g.tree && g.build_done) {
 		/* The last jobs ended with the build, after the last tick: learn them too. */
 		proc_table_read(o->proc_root, &g.procs);
 		tree_scan(&g, now_ms());
@@ -1084,7 +1221,7 @@ int governor_run(const struct governor_opts *o)
 	save_profiles(&g);
 	if (!o->quiet)
 		report_print(&g.rep, stderr);
-	if (!o->quiet && !g.next_id && g.rep.wall_ms > 2000)
+	if (!o->quiet && !g.next_id && !g.tree && g.rep.wall_ms > 2000)
 		warnx("no compile job came through headroom exec, so none was governed: does the build use "
 		      "$HEADROOM_LAUNCHER, CMAKE_<LANG>_COMPILER_LAUNCHER or PYTORCH_NVCC (a build script may "
 		      "overwrite them)?");
@@ -1101,6 +1238,10 @@ out:
 	while (g.njobs)
 		remove_job(&g, g.njobs - 1);
 	free(g.jobs);
+	free(g.skip);
+	free(g.next_class);
+	if (g.js.style != JOBSERVER_NONE)
+		jobserver_close(&g.js);
 	for (size_t i = 0; i < g.ncache; i++) {
 		free(g.cache[i]->key);
 		free(g.cache[i]);

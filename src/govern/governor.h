@@ -5,6 +5,7 @@
 
 #include <stdint.h>
 
+#include "govern/jobserver.h"
 #include "store/store.h"
 
 struct governor_opts {
@@ -19,6 +20,7 @@ struct governor_opts {
 	const char *proc_root;    /* "" for the live system */
 	int quiet;
 	int tree;                 /* govern the children of ninja/make found in the process tree */
+	enum jobserver_style jobserver; /* serve a make jobserver (implies tree); NONE: not */
 	int tick_ms;
 };
 

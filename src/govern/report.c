@@ -122,6 +122,8 @@ json_t *report_to_json(const struct report *r)
 	json_object_set_new(o, "limit_source", json_string(r->limit_source ? r->limit_source : "unknown"));
 	json_object_set_new(o, "budget_bytes", json_integer((json_int_t)r->budget_bytes));
 	json_object_set_new(o, "jobs_cap", json_integer(r->jobs_cap));
+	json_object_set_new(o, "mode", r->mode ? json_string(r->mode) : json_null());
+	json_object_set_new(o, "tree_fallback", json_boolean(r->tree_fallback));
 	json_object_set_new(o, "peak_jobs_bytes", json_integer((json_int_t)r->peak_jobs_bytes));
 	json_object_set_new(o, "peak_group_bytes",
 			    r->has_peak_group ? json_integer((json_int_t)r->peak_group_bytes) : json_null());
@@ -171,6 +173,9 @@ void report_print(const struct report *r, FILE *f)
 		size_format(r->peak_jobs_bytes, c, sizeof(c)));
 	if (r->has_peak_group)
 		fprintf(f, ", group peak %s", size_format(r->peak_group_bytes, a, sizeof(a)));
+	if (r->mode)
+		fprintf(f, "\n  jobs found: %s%s", r->mode,
+			r->tree_fallback ? " (compilers ran outside the launcher: the process tree was governed too)" : "");
 	fprintf(f, "\n  actions: %d freezes, %d thaws, %d kills, %d retries, %d OOM kills seen\n",
 		r->freezes, r->thaws, r->kills, r->retries, r->oom_kills);
 	for (size_t i = 0; i < n; i++) {

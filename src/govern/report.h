@@ -49,6 +49,8 @@ struct report {
 	int freezes, thaws, kills, retries, oom_kills;
 	int jobs_cap;
 	int exit_status;
+	const char *mode;         /* how jobs were found: "launcher", "tree", "jobserver"... (static) */
+	int tree_fallback;        /* compilers ran outside the launcher: the tree was governed too */
 	struct report_point *timeline; /* owned */
 	size_t npoints, cappoints;
 	struct report_span *spans;     /* owned */

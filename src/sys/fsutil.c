@@ -7,6 +7,8 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "util/xalloc.h"
+
 long fs_read(const char *path, char *buf, size_t len)
 {
 	size_t got = 0;
@@ -82,4 +84,21 @@ int fs_write(const char *path, const char *s)
 	if (n < 0)
 		return -e;
 	return (size_t)n == len ? 0 : -EIO;
+}
+
+char *fs_command_line(const char *cmd)
+{
+	char buf[512];
+	FILE *p = popen(cmd, "r");
+	char *out = NULL;
+
+	if (!p)
+		return NULL;
+	if (fgets(buf, sizeof(buf), p)) {
+		buf[strcspn(buf, "\n")] = '\0';
+		if (*buf)
+			out = xstrdup(buf);
+	}
+	pclose(p);
+	return out;
 }

@@ -1,0 +1,57 @@
+#include "govern/tree.h"
+
+#include <string.h>
+
+#include "util/strv.h"
+
+int tree_is_build_tool(const char *comm)
+{
+	static const char *const tools[] = { "ninja", "make", "gmake", "samu", NULL };
+	return strv_contains(tools, comm);
+}
+
+int tree_is_compiler(const char *comm)
+{
+	/* The processes that hold the memory of a compile job (comm is cut at 15 bytes). */
+	static const char *const compilers[] = {
+		"cc1", "cc1plus", "cc1obj", "lto1", "cicc", "ptxas", "nvcc", "cudafe++",
+		"clang", "clang++", "rustc", NULL,
+	};
+	return strv_contains(compilers, comm);
+}
+
+static const char *base(const char *p)
+{
+	const char *s = strrchr(p, '/');
+	return s ? s + 1 : p;
+}
+
+enum tree_kind tree_classify(int argc, char *const argv[], const char *self_name)
+{
+	for (int i = 0; i < argc; i++) {
+		const char *b = base(argv[i]);
+		if (!strcmp(b, self_name) && i + 1 < argc && !strcmp(argv[i + 1], "exec"))
+			return TREE_LAUNCHED;
+		if (tree_is_build_tool(b))
+			return TREE_WRAPPER;
+	}
+	return TREE_JOB;
+}
+
+pid_t tree_ungoverned_compiler(const struct proc_table *t, pid_t self, const char *self_name)
+{
+	for (size_t i = 0; i < t->n; i++) {
+		const struct proc_entry *e = &t->v[i], *a;
+		int launched = 0;
+
+		if (e->state == 'Z' || !tree_is_compiler(e->comm))
+			continue;
+		for (a = proc_table_find(t, e->ppid); a && a->pid != self; a = proc_table_find(t, a->ppid))
+			if (!strcmp(a->comm, self_name))
+				launched = 1;
+		/* Below us (the walk reached self) and no launcher on the way. */
+		if (a && !launched)
+			return e->pid;
+	}
+	return 0;
+}

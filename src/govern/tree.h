@@ -1,0 +1,30 @@
+/* Process-tree governance without a launcher: which processes below a build are
+ * build tools, which are compile jobs, which wrap a nested build (recursive make),
+ * and which compilers escaped the launcher. Pure: takes command lines and a table. */
+#ifndef HEADROOM_TREE_H
+#define HEADROOM_TREE_H
+
+#include <sys/types.h>
+
+#include "sys/proc.h"
+
+/* Is comm a build tool whose children are jobs (ninja, make, gmake, samu)? */
+int tree_is_build_tool(const char *comm);
+/* Is comm a compiler process that does the heavy work (cc1plus, cicc, ptxas, nvcc...)? */
+int tree_is_compiler(const char *comm);
+
+enum tree_kind {
+	TREE_JOB,      /* a compile job: govern it */
+	TREE_WRAPPER,  /* runs a build tool (`cd sub && $(MAKE)`): its children's children are jobs */
+	TREE_LAUNCHED, /* goes through `headroom exec`: the launcher governs it */
+};
+
+/* Classify a child of a build tool from its argv (`sh -c "..."` split on blanks).
+ * self_name: headroom's own executable basename. */
+enum tree_kind tree_classify(int argc, char *const argv[], const char *self_name);
+
+/* A compiler below `self` that no `headroom exec` launched (a build script overwrote
+ * PYTORCH_NVCC or CXX, say): its pid, or 0 when every compiler is governed. */
+pid_t tree_ungoverned_compiler(const struct proc_table *t, pid_t self, const char *self_name);
+
+#endif

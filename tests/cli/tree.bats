@@ -1,0 +1,134 @@
+#!/usr/bin/env bats
+# Builds without a launcher: the make jobserver headroom serves, recursive make under
+# --tree, the fall-back to the process tree when compilers escape the launcher, and a
+# setuptools build governed through CC.
+
+load helper
+
+# A Makefile of N jobs that log their start and end and hold SIZE for MS milliseconds.
+hold_makefile() {
+	local dir=$1 n=$2 size=$3 ms=$4
+	mkdir -p "$dir"
+	{
+		printf 'all:'
+		for i in $(seq 1 "$n"); do printf ' t%d' "$i"; done
+		printf '\nt%%:\n\t@echo "start $@ $$(date +%%s.%%N)" >> log; %s --hold %s --ms %s; echo "end $@ $$(date +%%s.%%N)" >> log\n' \
+			"$MEMHOG" "$size" "$ms"
+	} > "$dir/Makefile"
+}
+
+# The most jobs between their start and end lines at once.
+max_overlap() {
+	python3 - "$1" <<'PY'
+import sys
+ev = []
+for line in open(sys.argv[1]):
+    kind, _, t = line.split()
+    ev.append((float(t), 1 if kind == "start" else -1))
+n = best = 0
+for _, d in sorted(ev, key=lambda e: (e[0], e[1])):
+    n += d
+    best = max(best, n)
+print(best)
+PY
+}
+
+@test "run --jobserver: make without -j takes memory-paced tokens from a pipe jobserver" {
+	command -v make || skip "make needed"
+	hold_makefile "$T/js" 6 300M 1500
+	cd "$T/js"
+	run "$HR" run --no-db --jobserver=pipe -j 8 --budget 700M --report "$T/r.json" -- make
+	echo "$output"
+	[ "$status" -eq 0 ]
+	[ "$(grep -c '^end' log)" -eq 6 ]
+	# Without tokens make runs one job at a time; with all 8 it would start 6 at once.
+	local most=$(max_overlap log)
+	echo "most at once: $most"
+	[ "$most" -ge 2 ]
+	[ "$most" -le 3 ]
+	python3 -c 'import json,sys; r=json.load(open(sys.argv[1])); assert r["jobs"] == 6 and r["mode"].startswith("jobserver (pipe)"), r' "$T/r.json"
+}
+
+@test "run --jobserver passes MAKEFLAGS on, keeping the user's flags" {
+	command -v make || skip "make needed"
+	mkdir -p "$T/mf" && cd "$T/mf"
+	printf 'all:\n\t@echo "flags: $$MAKEFLAGS"\n' > Makefile
+	MAKEFLAGS=k run "$HR" run -q --no-db --jobserver=pipe -j 5 -- make
+	[ "$status" -eq 0 ]
+	[[ "$output" == *"--jobserver-auth="[0-9]*,[0-9]* ]]
+	[[ "$output" == *"-j5"* ]]
+	[[ "$output" == *" k"* ]] || [[ "$output" == *"k "* ]]
+}
+
+@test "run --jobserver: bad style and a ninja that is no jobserver client are usage errors" {
+	run "$HR" run --no-db --jobserver=socket -- make
+	[ "$status" -eq 2 ]
+	[[ "$output" == *"auto, pipe or fifo, not 'socket'"* ]]
+	command -v ninja || skip "ninja needed"
+	case "$(ninja --version)" in 1.1[3-9]*|1.[2-9][0-9]*|[2-9]*) skip "this ninja is a jobserver client" ;; esac
+	run "$HR" run --no-db --jobserver -- ninja
+	[ "$status" -eq 2 ]
+	[[ "$output" == *"takes no jobserver tokens"* ]]
+}
+
+@test "run --tree: recursive make governs the leaf jobs, not the sub-makes" {
+	command -v make || skip "make needed"
+	hold_makefile "$T/rec/a" 3 100M 600
+	hold_makefile "$T/rec/b" 3 100M 600
+	printf 'all: a b\na b:\n\t$(MAKE) -s -C $@\n.PHONY: a b\n' > "$T/rec/Makefile"
+	cd "$T/rec"
+	run "$HR" run --tree --no-db -j 4 --report "$T/r.json" -- make -s -j4
+	echo "$output"
+	[ "$status" -eq 0 ]
+	[ "$(cat a/log b/log | grep -c '^end')" -eq 6 ]
+	# the 6 leaves are the jobs: neither the two sub-makes nor their shells count
+	python3 -c 'import json,sys; r=json.load(open(sys.argv[1])); assert r["jobs"] == 6, r' "$T/r.json"
+}
+
+@test "compilers that bypass the launcher make headroom govern the process tree as well" {
+	command -v ninja && command -v g++ || skip "ninja and g++ needed"
+	mkdir -p "$T/by" && cd "$T/by"
+	# a build script that ignores HEADROOM_LAUNCHER, as one that overwrites PYTORCH_NVCC does
+	{
+		printf 'rule cxx\n  command = g++ -std=c++17 -O1 -ftemplate-depth=100000 -DHEAVY_DEPTH=6000 -DHEAVY_SEED=$seed -c $in -o $out\n'
+		for i in 1 2 3; do printf 'build h%d.o: cxx %s/tests/heavy/heavy.cpp\n  seed = %d\n' "$i" "$ROOT" "$i"; done
+	} > build.ninja
+	run "$HR" run --no-db -j 3 --report "$T/r.json" -- ninja -j3
+	echo "$output"
+	[ "$status" -eq 0 ]
+	[ "$(ls h*.o | wc -l)" -eq 3 ]
+	[[ "$output" == *"runs outside headroom exec"* ]]
+	python3 -c 'import json,sys; r=json.load(open(sys.argv[1])); assert r["tree_fallback"] is True and r["jobs"] >= 1, r' "$T/r.json"
+}
+
+@test "python3 setup.py build_ext: a setuptools C extension compiles through CC and the launcher" {
+	python3 -c 'import setuptools, sysconfig, os, sys; sys.exit(not os.path.exists(os.path.join(sysconfig.get_paths()["include"], "Python.h")))' ||
+		skip "setuptools and Python headers (python3-dev) needed"
+	mkdir -p "$T/py" && cd "$T/py"
+	for i in 1 2 3; do printf 'int f%d(int x) { return x + %d; }\n' "$i" "$i" > "f$i.c"; done
+	cat > m.c <<'C'
+#include <Python.h>
+static struct PyModuleDef def = { PyModuleDef_HEAD_INIT, "hrdemo", NULL, -1, NULL };
+PyMODINIT_FUNC PyInit_hrdemo(void) { return PyModule_Create(&def); }
+C
+	printf 'from setuptools import setup, Extension\nsetup(name="hrdemo", ext_modules=[Extension("hrdemo", ["m.c", "f1.c", "f2.c", "f3.c"])])\n' > setup.py
+	run "$HR" run --db "$T/p.db" --report "$T/r.json" -- python3 setup.py -q build_ext --inplace -j 4
+	echo "$output"
+	[ "$status" -eq 0 ]
+	python3 -c 'import hrdemo'
+	for f in m f1 f2 f3; do
+		[ "$(sqlite3 "$T/p.db" "select count(*) from profiles where kind = 0 and key like '%$f.c'")" -eq 1 ]
+	done
+}
+
+@test "a torch.utils.cpp_extension build compiles through PYTORCH_NVCC and CXX" {
+	python3 -c 'import torch.utils.cpp_extension' 2>/dev/null || skip "PyTorch not installed here"
+	command -v ninja || skip "ninja needed"
+	mkdir -p "$T/te" && cd "$T/te"
+	printf '#include <torch/extension.h>\ntorch::Tensor twice(torch::Tensor x) { return x * 2; }\nPYBIND11_MODULE(TORCH_EXTENSION_NAME, m) { m.def("twice", &twice); }\n' > t.cpp
+	printf 'from setuptools import setup\nfrom torch.utils.cpp_extension import BuildExtension, CppExtension\nsetup(name="hrt", ext_modules=[CppExtension("hrt", ["t.cpp"])], cmdclass={"build_ext": BuildExtension})\n' > setup.py
+	run "$HR" run --db "$T/p.db" --report "$T/r.json" -- python3 setup.py -q build_ext --inplace
+	echo "$output"
+	[ "$status" -eq 0 ]
+	[ "$(sqlite3 "$T/p.db" "select count(*) from profiles where kind = 0 and key like '%t.cpp'")" -eq 1 ]
+}

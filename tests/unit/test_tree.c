@@ -1,0 +1,112 @@
+/* Process-tree classification and the jobserver. */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <unistd.h>
+
+#include <cmocka.h>
+
+#include "govern/jobserver.h"
+#include "govern/tree.h"
+
+static void test_classify(void **state)
+{
+	(void)state;
+	char *job[] = { "g++", "-O2", "-c", "a.cpp", "-o", "a.o" };
+	char *rec[] = { "cd", "sub", "&&", "/usr/bin/make", "-j4" };
+	char *nin[] = { "ninja", "-C", "build" };
+	char *launched[] = { "/opt/bin/headroom", "exec", "--", "nvcc", "-c", "k.cu" };
+	char *notlaunch[] = { "headroom-data-gen", "exec" };
+	char *mk_obj[] = { "cc", "-c", "make.c", "-o", "make.o" };
+
+	assert_int_equal(tree_classify(6, job, "headroom"), TREE_JOB);
+	assert_int_equal(tree_classify(5, rec, "headroom"), TREE_WRAPPER);
+	assert_int_equal(tree_classify(3, nin, "headroom"), TREE_WRAPPER);
+	assert_int_equal(tree_classify(6, launched, "headroom"), TREE_LAUNCHED);
+	assert_int_equal(tree_classify(2, notlaunch, "headroom"), TREE_JOB);
+	assert_int_equal(tree_classify(5, mk_obj, "headroom"), TREE_JOB);
+	assert_true(tree_is_compiler("cc1plus"));
+	assert_true(tree_is_compiler("cicc"));
+	assert_false(tree_is_compiler("sh"));
+}
+
+static void test_ungoverned(void **state)
+{
+	(void)state;
+	/* 10 headroom run -> 11 ninja -> 12 sh -> 13 headroom exec -> 14 g++ -> 15 cc1plus (governed)
+	 *                             -> 16 sh -> 17 nvcc -> 18 cicc (not)
+	 * 30 cc1plus elsewhere on the machine (not ours) */
+	struct proc_entry v[] = {
+		{ 10, 1, 10, 'S', 0, "headroom" }, { 11, 10, 11, 'S', 0, "ninja" },
+		{ 12, 11, 11, 'S', 0, "sh" },      { 13, 12, 13, 'S', 0, "headroom" },
+		{ 14, 13, 13, 'S', 0, "g++" },     { 15, 14, 13, 'R', 0, "cc1plus" },
+		{ 16, 11, 11, 'S', 0, "sh" },      { 17, 16, 11, 'S', 0, "nvcc" },
+		{ 18, 17, 11, 'R', 0, "cicc" },    { 30, 1, 30, 'R', 0, "cc1plus" },
+	};
+	struct proc_table t = { v, 10, 10 };
+
+	assert_int_equal(tree_ungoverned_compiler(&t, 10, "headroom"), 17);
+	t.n = 6; /* only the governed branch */
+	assert_int_equal(tree_ungoverned_compiler(&t, 10, "headroom"), 0);
+	v[5].pid = 30; /* a compiler that is not below us */
+	assert_int_equal(tree_ungoverned_compiler(&t, 10, "headroom"), 0);
+}
+
+static void test_style(void **state)
+{
+	(void)state;
+	assert_int_equal(jobserver_style_for("GNU Make 4.3", "1.11.1", "make"), JOBSERVER_PIPE);
+	assert_int_equal(jobserver_style_for("GNU Make 4.4.1", "1.11.1", "/usr/bin/make"), JOBSERVER_FIFO);
+	assert_int_equal(jobserver_style_for("GNU Make 4.3", "1.13.0", "ninja"), JOBSERVER_FIFO);
+	assert_int_equal(jobserver_style_for("GNU Make 4.3", "1.11.1", "ninja"), JOBSERVER_NONE);
+	assert_int_equal(jobserver_style_for("GNU Make 4.3", "1.12.1", "sh"), JOBSERVER_PIPE);
+	assert_int_equal(jobserver_style_for(NULL, NULL, "sh"), JOBSERVER_FIFO);
+	assert_true(jobserver_ninja_is_client("2.0.0"));
+	assert_false(jobserver_make_has_fifo("make (not GNU) 5.0"));
+}
+
+static void check_tokens(enum jobserver_style style)
+{
+	struct jobserver js;
+	char dir[] = "/tmp/hr-js.XXXXXX";
+	char c;
+
+	assert_non_null(mkdtemp(dir));
+	assert_int_equal(jobserver_open(&js, style, dir, 8, NULL), 0);
+	assert_non_null(js.makeflags);
+	assert_int_equal(jobserver_waiting(&js), 0);
+	assert_int_equal(jobserver_set(&js, 5), 5);
+	if (style == JOBSERVER_PIPE) {
+		/* a client takes one from the inherited end */
+		assert_int_equal(read(js.rfd, &c, 1), 1);
+		assert_int_equal(c, '+');
+		assert_int_equal(jobserver_waiting(&js), 4);
+	}
+	assert_int_equal(jobserver_set(&js, 1), 1);
+	assert_int_equal(jobserver_set(&js, 0), 0);
+	jobserver_close(&js);
+	assert_int_equal(rmdir(dir), 0); /* the fifo is gone too */
+}
+
+static void test_pipe(void **state)
+{
+	(void)state;
+	check_tokens(JOBSERVER_PIPE);
+}
+
+static void test_fifo(void **state)
+{
+	(void)state;
+	check_tokens(JOBSERVER_FIFO);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_classify), cmocka_unit_test(test_ungoverned), cmocka_unit_test(test_style),
+		cmocka_unit_test(test_pipe),     cmocka_unit_test(test_fifo),
+	};
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
