@@ -21,6 +21,7 @@
 
 #include "cmd/cmd.h"
 #include "govern/admit.h"
+#include "govern/progress.h"
 #include "govern/proto.h"
 #include "govern/report.h"
 #include "govern/signature.h"
@@ -99,6 +100,10 @@ struct gov {
 	size_t nskip, capskip;
 	char self_name[16];         /* our comm, as the launcher processes show it */
 	struct jobserver js;        /* style NONE without --jobserver */
+	struct progress progress;   /* the live line; fd -1 when off */
+	int64_t next_progress_ms;
+	char *build_key;            /* directory and command: the store's key for this build */
+	struct build_profile last_build; /* jobs 0 when this build was not seen before */
 	char *next_class;           /* class of the last job found: what the next token is for */
 };
 
@@ -713,6 +718,42 @@ static int jobserver_tokens(struct gov *g, struct admit_snapshot *s, struct admi
 	return running == 0 && want > 0 ? want - 1 : want;
 }
 
+static void show_progress(struct gov *g, int64_t now, uint64_t used)
+{
+	struct progress_state ps = { .done = (int)g->rep.njobs, .used_bytes = used, .limit_bytes = g->limit_bytes,
+				   .jobs_cap = g->o->jobs };
+	struct progress_eta_in in = {
+		.elapsed_ms = now - g->t0_ms,
+		.done = (int)g->rep.njobs,
+		.last_wall_ms = g->last_build.wall_ms,
+		.jobs_cap = g->o->jobs,
+	};
+
+	for (size_t i = 0; i < g->rep.njobs; i++)
+		in.done_work_ms += g->rep.jobs[i].duration_ms;
+	for (size_t i = 0; i < g->njobs; i++) {
+		struct job *j = g->jobs[i];
+		if (j->state == JOB_WAITING) {
+			ps.waiting++;
+		} else if (j->state == JOB_RUNNING) {
+			int64_t left = j->pred ? j->pred->duration_ms - job_elapsed(j, now)
+					       : (in.done ? in.done_work_ms / in.done : 0);
+			in.running_left_ms += left > 0 ? left : 0;
+			ps.frozen += j->frozen;
+			ps.running += !j->frozen;
+		}
+	}
+	in.running = ps.running + ps.frozen;
+	/* the last build's count, or more when this one already saw more */
+	if (g->last_build.jobs) {
+		int seen = ps.done + in.running + ps.waiting;
+		ps.total = g->last_build.jobs > seen ? (int)g->last_build.jobs : seen;
+	}
+	in.total = ps.total;
+	ps.eta_ms = progress_eta(&in);
+	progress_show(&g->progress, &ps);
+}
+
 static void govern_tick(struct gov *g, int64_t now)
 {
 	struct admit_job *snap;
@@ -752,6 +793,10 @@ static void govern_tick(struct gov *g, int64_t now)
 		for (size_t i = 0; i < g->njobs; i++)
 			p.waiting += g->jobs[i]->state == JOB_WAITING;
 		report_add_point(&g->rep, &p);
+	}
+	if (g->progress.fd >= 0 && now >= g->next_progress_ms) {
+		show_progress(g, now, used);
+		g->next_progress_ms = now + 500;
 	}
 	enum net_action act = net_decide(&ns);
 	/* The jobs over their budget (a --budget below the machine's limit) count as short too. */
@@ -983,6 +1028,29 @@ static void kill_everything(struct gov *g)
 	reap(g);
 }
 
+/* What the store knows of this build (its directory and command): the progress line's
+ * total and first ETA. */
+static void build_history(struct gov *g)
+{
+	char cwd[4096];
+	size_t len;
+
+	if (!g->o->store || !getcwd(cwd, sizeof(cwd)))
+		return;
+	len = strlen(cwd) + 4;
+	for (char **a = g->o->argv; *a; a++)
+		len += strlen(*a) + 1;
+	g->build_key = xmalloc(len + 1);
+	strcpy(g->build_key, cwd);
+	strcat(g->build_key, " ::");
+	for (char **a = g->o->argv; *a; a++) {
+		strcat(g->build_key, " ");
+		strcat(g->build_key, *a);
+	}
+	if (store_build_get(g->o->store, g->build_key, &g->last_build))
+		memset(&g->last_build, 0, sizeof(g->last_build));
+}
+
 static pid_t start_build(struct gov *g, const sigset_t *orig_mask)
 {
 	pid_t pid = fork();
@@ -1116,7 +1184,8 @@ static void on_signal(struct gov *g, int64_t now)
 
 int governor_run(const struct governor_opts *o)
 {
-	struct gov g = { .o = o, .listen_fd = -1, .sig_fd = -1, .js = { .rfd = -1, .wfd = -1, .own_fd = -1 } };
+	struct gov g = { .o = o, .listen_fd = -1, .sig_fd = -1, .js = { .rfd = -1, .wfd = -1, .own_fd = -1 },
+			 .progress = { .fd = -1 } };
 	sigset_t mask, orig;
 	int rc, status = EXIT_INTERNAL;
 
@@ -1164,6 +1233,9 @@ int governor_run(const struct governor_opts *o)
 		warnx("signalfd: %s", strerror(errno));
 		goto out_mask;
 	}
+	build_history(&g);
+	if (!o->quiet)
+		progress_open(&g.progress, STDERR_FILENO);
 	g.build_pid = start_build(&g, &orig);
 	if (g.build_pid < 0) {
 		warnx("cannot start the build: %s", strerror(errno));
@@ -1205,6 +1277,7 @@ int governor_run(const struct governor_opts *o)
 		proc_table_read(o->proc_root, &g.procs);
 		tree_scan(&g, now_ms());
 	}
+	progress_close(&g.progress);
 	kill_everything(&g);
 	g.rep.wall_ms = now_ms() - g.t0_ms;
 	if (g.interrupted)
@@ -1219,6 +1292,11 @@ int governor_run(const struct governor_opts *o)
 	if (g.cg_limited && !cgroup_mem_peak(&g.cg, &g.rep.peak_group_bytes))
 		g.rep.has_peak_group = 1;
 	save_profiles(&g);
+	if (status == 0 && g.build_key && g.rep.njobs) {
+		struct build_profile b = { g.last_build.runs + 1, (int64_t)g.rep.njobs, g.rep.wall_ms };
+		if (store_build_put(o->store, g.build_key, &b))
+			debugx("could not save the build's job count");
+	}
 	if (!o->quiet)
 		report_print(&g.rep, stderr);
 	if (!o->quiet && !g.next_id && !g.tree && g.rep.wall_ms > 2000)
@@ -1240,6 +1318,8 @@ out:
 	free(g.jobs);
 	free(g.skip);
 	free(g.next_class);
+	free(g.build_key);
+	progress_close(&g.progress);
 	if (g.js.style != JOBSERVER_NONE)
 		jobserver_close(&g.js);
 	for (size_t i = 0; i < g.ncache; i++) {

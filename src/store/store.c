@@ -22,7 +22,10 @@ static const char schema[] =
 	" duration_ms INTEGER NOT NULL, peak_bytes INTEGER NOT NULL,"
 	" curve TEXT NOT NULL, updated_s INTEGER NOT NULL,"
 	" PRIMARY KEY (kind, key));"
-	"PRAGMA user_version = 1;";
+	"CREATE TABLE IF NOT EXISTS builds ("
+	" key TEXT PRIMARY KEY, runs INTEGER NOT NULL, jobs INTEGER NOT NULL,"
+	" wall_ms INTEGER NOT NULL, updated_s INTEGER NOT NULL);"
+	"PRAGMA user_version = 2;";
 
 char *store_default_path(void)
 {
@@ -222,4 +225,43 @@ int store_begin(struct store *st)
 int store_commit(struct store *st)
 {
 	return sqlite3_exec(st->db, "COMMIT", NULL, NULL, NULL) == SQLITE_OK ? 0 : -EIO;
+}
+
+int store_build_get(struct store *st, const char *key, struct build_profile *out)
+{
+	sqlite3_stmt *q = NULL;
+	int rc = -ENOENT, s;
+
+	if (sqlite3_prepare_v2(st->db, "SELECT runs, jobs, wall_ms FROM builds WHERE key = ?1", -1, &q, NULL) != SQLITE_OK)
+		return -EIO;
+	sqlite3_bind_text(q, 1, key, -1, SQLITE_TRANSIENT);
+	s = sqlite3_step(q);
+	if (s == SQLITE_ROW) {
+		out->runs = sqlite3_column_int64(q, 0);
+		out->jobs = sqlite3_column_int64(q, 1);
+		out->wall_ms = sqlite3_column_int64(q, 2);
+		rc = out->jobs > 0 && out->wall_ms > 0 ? 0 : -EINVAL;
+	} else if (s != SQLITE_DONE) {
+		rc = -EIO;
+	}
+	sqlite3_finalize(q);
+	return rc;
+}
+
+int store_build_put(struct store *st, const char *key, const struct build_profile *b)
+{
+	sqlite3_stmt *q = NULL;
+	int rc;
+
+	if (sqlite3_prepare_v2(st->db, "INSERT OR REPLACE INTO builds (key, runs, jobs, wall_ms, updated_s)"
+				       " VALUES (?1, ?2, ?3, ?4, ?5)", -1, &q, NULL) != SQLITE_OK)
+		return -EIO;
+	sqlite3_bind_text(q, 1, key, -1, SQLITE_TRANSIENT);
+	sqlite3_bind_int64(q, 2, b->runs);
+	sqlite3_bind_int64(q, 3, b->jobs);
+	sqlite3_bind_int64(q, 4, b->wall_ms);
+	sqlite3_bind_int64(q, 5, (int64_t)time(NULL));
+	rc = sqlite3_step(q) == SQLITE_DONE ? 0 : -EIO;
+	sqlite3_finalize(q);
+	return rc;
 }

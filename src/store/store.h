@@ -34,6 +34,18 @@ int store_each(struct store *st, const char *substr,
 	       int (*fn)(enum profile_kind kind, const char *key, const struct profile *p, void *arg), void *arg);
 /* Forget the profiles whose key contains substr ("" for all). Returns how many, or -errno. */
 int store_forget(struct store *st, const char *substr);
+
+/* A whole build (one command in one directory), for the progress line's total and ETA. */
+struct build_profile {
+	int64_t runs;         /* builds folded in */
+	int64_t jobs;         /* jobs of the last complete build */
+	int64_t wall_ms;      /* its wall time */
+};
+
+/* 0 found, -ENOENT not known, other -errno on failure. */
+int store_build_get(struct store *st, const char *key, struct build_profile *out);
+int store_build_put(struct store *st, const char *key, const struct build_profile *b);
+
 int store_begin(struct store *st);
 int store_commit(struct store *st);
 
