@@ -30,9 +30,12 @@ static void usage(FILE *f)
 int main(int argc, char **argv)
 {
 	const char *dbg = getenv("HEADROOM_DEBUG");
+	const char *name = strrchr(argv[0], '/') ? strrchr(argv[0], '/') + 1 : argv[0];
 
 	if (dbg && *dbg && strcmp(dbg, "0"))
 		log_level = 3;
+	if (!strcmp(name, "cc") || !strcmp(name, "c++"))
+		return cmd_shim(argc, argv);
 	if (argc < 2) {
 		usage(stderr);
 		return EXIT_USAGE;

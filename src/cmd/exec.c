@@ -330,3 +330,34 @@ int cmd_exec(int argc, char **argv)
 	}
 	return governed(argv, fd);
 }
+
+int cmd_shim(int argc, char **argv)
+{
+	const char *name = strrchr(argv[0], '/') ? strrchr(argv[0], '/') + 1 : argv[0];
+	const char *real = getenv(!strcmp(name, "c++") ? "HEADROOM_REAL_CXX" : "HEADROOM_REAL_CC");
+	char self[4096];
+	char **args;
+	ssize_t len;
+
+	if (!real || !*real) {
+		warnx("%s: this is headroom's compiler shim, but HEADROOM_REAL_%s is not set: "
+		      "run the build under `headroom run`, or call the compiler itself", name,
+		      !strcmp(name, "c++") ? "CXX" : "CC");
+		return EXIT_NOTFOUND;
+	}
+	len = readlink("/proc/self/exe", self, sizeof(self) - 1);
+	if (len <= 0)
+		die(EXIT_INTERNAL, "cannot find headroom's own path in /proc/self/exe");
+	self[len] = '\0';
+	/* headroom exec -- REAL ARGS...: started by its own name, so that it shows as
+	 * headroom in the process table (a launcher, not an escaped compiler). */
+	args = xcalloc((size_t)argc + 4, sizeof(*args));
+	args[0] = "headroom";
+	args[1] = "exec";
+	args[2] = "--";
+	args[3] = (char *)real;
+	for (int i = 1; i < argc; i++)
+		args[i + 3] = argv[i];
+	execv(self, args);
+	die(EXIT_NOEXEC, "cannot run %s: %s", self, strerror(errno));
+}

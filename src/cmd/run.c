@@ -22,7 +22,8 @@ static const char usage[] =
 	"start only when memory can hold them, learned from earlier jobs; freeze or requeue\n"
 	"jobs if memory runs short anyway. COMMAND's jobs reach headroom through the\n"
 	"launcher variables it sets: HEADROOM_LAUNCHER, PYTORCH_NVCC,\n"
-	"CMAKE_{C,CXX,CUDA}_COMPILER_LAUNCHER, CC and CXX for python/pip builds, and\n"
+	"CMAKE_{C,CXX,CUDA}_COMPILER_LAUNCHER, CC and CXX for python/pip builds (shims\n"
+	"named cc and c++ that launch the real compilers), and\n"
 	"MAX_JOBS when it is not set. Compilers seen running outside the launcher (a script\n"
 	"that overwrites PYTORCH_NVCC) make headroom govern the process tree as well.\n"
 	"\n"
@@ -90,19 +91,58 @@ static int is_python_build(const char *cmd)
 	return !strncmp(b, "python", 6) || !strncmp(b, "pip", 3) || !strcmp(b, "uv");
 }
 
-static void wrap_compiler(const char *var, const char *launcher, const char *dflt)
+/* An executable `name` on PATH (or name itself when it has a slash); caller frees. */
+static char *which(const char *name)
+{
+	const char *path = getenv("PATH");
+	char *dirs, *save = NULL, *found = NULL;
+
+	if (strchr(name, '/'))
+		return access(name, X_OK) ? NULL : xstrdup(name);
+	dirs = xstrdup(path && *path ? path : "/usr/local/bin:/usr/bin:/bin");
+	for (char *d = strtok_r(dirs, ":", &save); d && !found; d = strtok_r(NULL, ":", &save)) {
+		char *c = xasprintf("%s/%s", *d ? d : ".", name);
+		if (!access(c, X_OK))
+			found = c;
+		else
+			free(c);
+	}
+	free(dirs);
+	return found;
+}
+
+/* Point var (CC, CXX) at a shim named shim_name in shim_dir: a link to headroom that
+ * runs the real compiler through the launcher. A shim rather than "headroom exec -- c++"
+ * in the variable, because build scripts look at the compiler's name and version
+ * (torch.utils.cpp_extension runs `$CXX -dumpversion` and rejects other names). */
+static void shim_compiler(const char *self, const char *shim_dir, const char *var, const char *shim_name,
+			  const char *real_var, const char *dflt)
 {
 	const char *old = getenv(var);
-	char *v;
+	char *first, *rest, *real, *link, *v;
 
 	if (old && strstr(old, "headroom"))
 		return;
-	v = xasprintf("%s %s", launcher, old && *old ? old : dflt);
-	setenv(var, v, 1);
-	free(v);
+	first = xstrdup(old && *old ? old : dflt);
+	rest = strpbrk(first, " \t");
+	if (rest)
+		*rest++ = '\0';
+	real = which(first);
+	link = xasprintf("%s/%s", shim_dir, shim_name);
+	if (real && !symlink(self, link)) {
+		setenv(real_var, real, 1);
+		v = rest && *rest ? xasprintf("%s %s", link, rest) : xstrdup(link);
+		setenv(var, v, 1);
+		free(v);
+	} else {
+		debugx("no shim for %s (%s not found)", var, first);
+	}
+	free(link);
+	free(real);
+	free(first);
 }
 
-static void wire_launchers(const char *self, int jobs, const char *cmd)
+static void wire_launchers(const char *self, int jobs, const char *cmd, const char *shim_dir)
 {
 	char *launcher = xasprintf("%s exec --", self);
 	char *cmake = xasprintf("%s;exec;--", self);
@@ -123,9 +163,9 @@ static void wire_launchers(const char *self, int jobs, const char *cmd)
 			free(nvcc);
 		}
 	}
-	if (is_python_build(cmd)) {
-		wrap_compiler("CC", launcher, "cc");
-		wrap_compiler("CXX", launcher, "c++");
+	if (shim_dir && is_python_build(cmd)) {
+		shim_compiler(self, shim_dir, "CC", "cc", "HEADROOM_REAL_CC", "cc");
+		shim_compiler(self, shim_dir, "CXX", "c++", "HEADROOM_REAL_CXX", "c++");
 	}
 	if (!getenv("MAX_JOBS")) {
 		char n[16];
@@ -134,6 +174,18 @@ static void wire_launchers(const char *self, int jobs, const char *cmd)
 	}
 	free(launcher);
 	free(cmake);
+}
+
+static void remove_shims(const char *dir)
+{
+	static const char *const names[] = { "cc", "c++" };
+
+	for (size_t i = 0; i < 2; i++) {
+		char *p = xasprintf("%s/%s", dir, names[i]);
+		unlink(p);
+		free(p);
+	}
+	rmdir(dir);
 }
 
 static enum jobserver_style choose_jobserver(const char *style, const char *cmd)
@@ -176,7 +228,7 @@ int cmd_run(int argc, char **argv)
 		{ NULL, 0, NULL, 0 },
 	};
 	struct governor_opts o = { .proc_root = "", .tick_ms = 100 };
-	char *db = NULL, *err = NULL, self[PATH_MAX];
+	char *db = NULL, *err = NULL, *shim_dir = NULL, self[PATH_MAX];
 	int c, no_db = 0, status, jobserver = 0;
 	const char *js_style = "auto";
 	long cpus = sysconf(_SC_NPROCESSORS_ONLN);
@@ -271,9 +323,20 @@ int cmd_run(int argc, char **argv)
 	if (!o.quiet)
 		doctor_preflight();
 	/* With --tree the jobs are found below ninja/make; a launcher would make them twice. */
-	if (!o.tree)
-		wire_launchers(self, o.jobs, o.argv[0]);
+	if (!o.tree) {
+		const char *rt = getenv("XDG_RUNTIME_DIR");
+		shim_dir = xasprintf("%s/headroom-shims.XXXXXX", rt && *rt && !access(rt, W_OK) ? rt : "/tmp");
+		if (!mkdtemp(shim_dir)) {
+			free(shim_dir);
+			shim_dir = NULL;
+		}
+		wire_launchers(self, o.jobs, o.argv[0], shim_dir);
+	}
 	status = governor_run(&o);
+	if (shim_dir) {
+		remove_shims(shim_dir);
+		free(shim_dir);
+	}
 	store_close(o.store);
 	free(db);
 	return status;

@@ -32,6 +32,9 @@ enum tree_kind tree_classify(int argc, char *const argv[], const char *self_name
 		const char *b = base(argv[i]);
 		if (!strcmp(b, self_name) && i + 1 < argc && !strcmp(argv[i + 1], "exec"))
 			return TREE_LAUNCHED;
+		/* the cc and c++ shims `headroom run` makes for python builds launch too */
+		if (strstr(argv[i], "/headroom-shims."))
+			return TREE_LAUNCHED;
 		if (tree_is_build_tool(b))
 			return TREE_WRAPPER;
 	}

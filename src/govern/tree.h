@@ -16,7 +16,7 @@ int tree_is_compiler(const char *comm);
 enum tree_kind {
 	TREE_JOB,      /* a compile job: govern it */
 	TREE_WRAPPER,  /* runs a build tool (`cd sub && $(MAKE)`): its children's children are jobs */
-	TREE_LAUNCHED, /* goes through `headroom exec`: the launcher governs it */
+	TREE_LAUNCHED, /* goes through `headroom exec` or a compiler shim: the launcher governs it */
 };
 
 /* Classify a child of a build tool from its argv (`sh -c "..."` split on blanks).

@@ -153,3 +153,25 @@ C
 	# no sqlite3 command needed: where PyTorch is, python3 reads the store
 	python3 -c 'import sqlite3, sys; n = sqlite3.connect(sys.argv[1]).execute("select count(*) from profiles where kind = 0 and key like ?", ("%t.cpp",)).fetchone()[0]; sys.exit(n != 1)' "$T/p.db"
 }
+
+@test "python builds get cc and c++ shims: the compiler's own name, version and -v, through the launcher" {
+	command -v c++ || skip "c++ needed"
+	run "$HR" run -q --no-db -- python3 -c '
+import os, subprocess
+c = os.environ["CXX"]
+assert os.path.basename(c) == "c++" and "/headroom-shims." in c, c
+print("version", subprocess.check_output([c, "-dumpfullversion", "-dumpversion"]).decode().strip())
+print("real", os.environ["HEADROOM_REAL_CXX"])
+print("dir", os.path.dirname(c))
+'
+	echo "$output"
+	[ "$status" -eq 0 ]
+	[[ "$output" == *"version $(c++ -dumpfullversion -dumpversion)"* ]]
+	local dir=$(sed -n 's/^dir //p' <<< "$output")
+	[ ! -e "$dir" ]   # gone with the build
+	# a shim called outside headroom run says what it is
+	ln -s "$HR" "$T/c++"
+	run "$T/c++" --version
+	[ "$status" -eq 127 ]
+	[[ "$output" == *"compiler shim"* ]]
+}

@@ -20,6 +20,7 @@ static void test_classify(void **state)
 	char *launched[] = { "/opt/bin/headroom", "exec", "--", "nvcc", "-c", "k.cu" };
 	char *notlaunch[] = { "headroom-data-gen", "exec" };
 	char *mk_obj[] = { "cc", "-c", "make.c", "-o", "make.o" };
+	char *shim[] = { "/tmp/headroom-shims.Ab12Cd/c++", "-c", "t.cpp" };
 
 	assert_int_equal(tree_classify(6, job, "headroom"), TREE_JOB);
 	assert_int_equal(tree_classify(5, rec, "headroom"), TREE_WRAPPER);
@@ -27,6 +28,7 @@ static void test_classify(void **state)
 	assert_int_equal(tree_classify(6, launched, "headroom"), TREE_LAUNCHED);
 	assert_int_equal(tree_classify(2, notlaunch, "headroom"), TREE_JOB);
 	assert_int_equal(tree_classify(5, mk_obj, "headroom"), TREE_JOB);
+	assert_int_equal(tree_classify(3, shim, "headroom"), TREE_LAUNCHED);
 	assert_true(tree_is_compiler("cc1plus"));
 	assert_true(tree_is_compiler("cicc"));
 	assert_false(tree_is_compiler("sh"));
