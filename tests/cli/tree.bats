@@ -171,7 +171,7 @@ print("dir", os.path.dirname(c))
 	[ ! -e "$dir" ]   # gone with the build
 	# a shim called outside headroom run says what it is
 	ln -s "$HR" "$T/c++"
-	run "$T/c++" --version
+	run -127 "$T/c++" --version
 	[ "$status" -eq 127 ]
 	[[ "$output" == *"compiler shim"* ]]
 }
