@@ -149,7 +149,7 @@ C
 	run "$HR" run --db "$T/p.db" --report "$T/r.json" -- python3 setup.py -q build_ext --inplace
 	echo "$output"
 	[ "$status" -eq 0 ]
-	python3 -c 'import hrt, torch; assert hrt.twice(torch.ones(2)).tolist() == [2.0, 2.0]'
+	python3 -c 'import torch, hrt; assert hrt.twice(torch.ones(2)).tolist() == [2.0, 2.0]'
 	# no sqlite3 command needed: where PyTorch is, python3 reads the store
 	python3 -c 'import sqlite3, sys; n = sqlite3.connect(sys.argv[1]).execute("select count(*) from profiles where kind = 0 and key like ?", ("%t.cpp",)).fetchone()[0]; sys.exit(n != 1)' "$T/p.db"
 }
