@@ -136,7 +136,7 @@ C
 	[ "$status" -eq 0 ]
 	python3 -c 'import hrdemo'
 	for f in m f1 f2 f3; do
-		[ "$(sqlite3 "$T/p.db" "select count(*) from profiles where kind = 0 and key like '%$f.c'")" -eq 1 ]
+		python3 -c 'import sqlite3, sys; n = sqlite3.connect(sys.argv[1]).execute("select count(*) from profiles where kind = 0 and key like ?", ("%:: " + sys.argv[2] + ".c",)).fetchone()[0]; sys.exit(n != 1)' "$T/p.db" "$f"
 	done
 }
 
