@@ -10,10 +10,10 @@ endif
 PKG_CFLAGS := $(shell pkg-config --cflags $(PKGS))
 PKG_LIBS   := $(shell pkg-config --libs $(PKGS))
 ALL_CFLAGS  = $(WARN) $(CFLAGS) $(PKG_CFLAGS) -Isrc -MMD -MP
-LDLIBS      = $(PKG_LIBS) -lm
+LDLIBS      = $(PKG_LIBS) -lm -ldl
 
 BUILD   ?= build
-LIB_SRC := $(wildcard src/util/*.c src/sys/*.c src/govern/*.c src/store/*.c src/cmd/*.c)
+LIB_SRC := $(wildcard src/util/*.c src/sys/*.c src/govern/*.c src/store/*.c src/plan/*.c src/cmd/*.c)
 LIB_OBJ := $(LIB_SRC:%.c=$(BUILD)/%.o)
 UNIT_SRC := $(wildcard tests/unit/test_*.c)
 UNIT_BIN := $(UNIT_SRC:tests/unit/%.c=$(BUILD)/tests/%)

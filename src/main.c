@@ -16,6 +16,7 @@ static const struct {
 	{ "run", cmd_run, "run a build, admitting its compile jobs by memory" },
 	{ "exec", cmd_exec, "the launcher build tools call for each compile job" },
 	{ "doctor", cmd_doctor, "check the machine before a big build (memory, leftovers, CUDA, tools)" },
+	{ "plan", cmd_plan, "predict a training run's peak GPU memory; solve for the knob that fits" },
 	{ "profiles", cmd_profiles, "list, show and forget what headroom learned about jobs" },
 };
 

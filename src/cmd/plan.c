@@ -1,0 +1,440 @@
+/* headroom plan: predict a training step's peak GPU memory and solve for a knob that fits. */
+#include <errno.h>
+#include <getopt.h>
+#include <jansson.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "cmd/cmd.h"
+#include "plan/config.h"
+#include "plan/model.h"
+#include "sys/nvml.h"
+#include "util/log.h"
+#include "util/units.h"
+#include "util/xalloc.h"
+
+static const char usage[] =
+	"usage: headroom plan [OPTIONS] CONFIG.json\n"
+	"       headroom plan --compare A.json B.json [--json]\n"
+	"\n"
+	"Predict the peak GPU memory of a training step (or inference) of a Hugging Face model\n"
+	"from its config.json (llama, mistral, qwen2, qwen3, phi3, gemma, gemma2, gpt2), per\n"
+	"component, and say whether it fits the GPU. CONFIG.json may also be a case file\n"
+	"{\"model\": {...config...}, \"train\": {...settings...}}.\n"
+	"\n"
+	"Settings (or --train FILE with the same keys: param_dtype, autocast, optimizer,\n"
+	"fused, momentum, grad_ckpt, batch, seq, loss_chunk, zero_stage, dp, lora_rank,\n"
+	"lora_targets, inference, context, buffers):\n"
+	"      --dtype fp32|bf16|fp16   weights' dtype (default bf16)\n"
+	"      --autocast               bf16 autocast around the forward pass (with --dtype fp32)\n"
+	"      --optimizer adamw|adamw-fused|sgd|none   (default adamw, foreach)\n"
+	"      --momentum F             SGD momentum (keeps a buffer per parameter)\n"
+	"      --grad-ckpt              gradient checkpointing\n"
+	"      --batch N, --seq N       micro-batch and sequence length (default 1, 2048)\n"
+	"      --loss-chunk N           tokens per lm_head + loss chunk (default: all at once)\n"
+	"      --buffer NAME=COUNTxSIZE extra device buffers, e.g. queue=50x100MB (repeatable)\n"
+	"      --zero STAGE --dp N      ZeRO-1/2/3 (3 = FSDP full shard) over N data-parallel ranks\n"
+	"      --lora-rank R [--lora-targets q,k,v,o,gate,up,down|all]   LoRA (default q,k,v,o)\n"
+	"      --inference --context N  inference with a KV cache of batch x N tokens\n"
+	"      --context-bytes SIZE     CUDA context and workspaces (default 740M, H200/torch 2.11)\n"
+	"GPU:\n"
+	"      --gpu NAME               h200, h100-80gb, h100-94gb, a100-80gb, a100-40gb, l40s,\n"
+	"                               rtx-pro-6000, 4090, 3090, a10g, t4 (default: GPU 0 by NVML)\n"
+	"      --gpu-memory SIZE        the GPU's memory, e.g. 80G\n"
+	"      --margin SIZE|PCT        kept free (default 4%: the model's error bound, 3%, and 1 more)\n"
+	"Output and solving:\n"
+	"      --json                   JSON: device_peak_bytes, components, fits...\n"
+	"      --solve KNOB             the largest value of batch, seq, loss_chunk, lora_rank,\n"
+	"                               context or buffer:NAME (its count) that fits\n"
+	"      --lock KNOB              must stay as given (repeatable); --solve refuses it\n"
+	"      --compare A B            which components moved between two case files\n"
+	"  -h, --help                   show this help\n"
+	"\n"
+	"Exit status: 0 fits (or solved), 1 does not fit (or no value fits), 2 bad input.\n";
+
+static const struct gpu { const char *name; uint64_t mib; } gpus[] = {
+	/* total memory as the driver reports it */
+	{ "h200", 143771 },       { "h100-80gb", 81559 }, { "h100-94gb", 95830 }, { "a100-80gb", 81920 },
+	{ "a100-40gb", 40960 },   { "l40s", 46068 },      { "rtx-pro-6000", 97887 }, { "4090", 24564 },
+	{ "3090", 24576 },        { "a10g", 23028 },      { "t4", 15360 },
+};
+
+struct plan_args {
+	struct model_shape m;
+	struct train_settings t;
+	uint64_t gpu_bytes;
+	const char *gpu_name;
+	uint64_t margin_bytes;
+	double margin_pct;
+	int json;
+};
+
+static json_t *load_json(const char *path)
+{
+	json_error_t e;
+	json_t *j = json_load_file(path, 0, &e);
+
+	if (!j)
+		die(EXIT_USAGE, "plan: cannot read %s: %s (line %d)", path, e.text, e.line);
+	return j;
+}
+
+/* A config.json, or a case file with "model" and "train". */
+static void load_case(const char *path, struct model_shape *m, struct train_settings *t)
+{
+	json_t *j = load_json(path), *model = json_object_get(j, "model"), *train = json_object_get(j, "train");
+	char *err = NULL;
+
+	if (model_shape_from_json(model ? model : j, m, &err) ||
+	    (train && train_settings_from_json(train, t, &err))) {
+		json_decref(j);
+		die(EXIT_USAGE, "plan: %s: %s", path, err);
+	}
+	json_decref(j);
+}
+
+static uint64_t margin_of(const struct plan_args *a)
+{
+	return a->margin_bytes ? a->margin_bytes : (uint64_t)((double)a->gpu_bytes * a->margin_pct / 100.0);
+}
+
+static void compute(const struct plan_args *a, const struct train_settings *t, struct plan_result *r)
+{
+	const char *why;
+
+	if (plan_compute(&a->m, t, r, &why))
+		die(EXIT_USAGE, "plan: %s", why);
+}
+
+static json_t *result_json(const struct plan_result *r)
+{
+	json_t *o = json_object(), *c = json_object();
+
+	for (int i = 0; i < C_NCOMPONENTS; i++)
+		json_object_set_new(c, plan_component_name(i), json_integer((json_int_t)r->bytes[i]));
+	json_object_set_new(o, "device_peak_bytes", json_integer((json_int_t)r->device_peak_bytes));
+	json_object_set_new(o, "allocated_peak_bytes", json_integer((json_int_t)r->allocated_peak_bytes));
+	json_object_set_new(o, "peak_phase", json_string(r->peak_phase));
+	json_object_set_new(o, "params", json_integer(r->params));
+	json_object_set_new(o, "trainable_params", json_integer(r->trainable_params));
+	json_object_set_new(o, "components", c);
+	return o;
+}
+
+static void print_table(const struct plan_args *a, const struct plan_result *r)
+{
+	char b[32], c[32], d[32];
+
+	printf("%s, %.1fM parameters (%.1fM trainable), peak in the %s\n", a->m.type, r->params / 1e6,
+	       r->trainable_params / 1e6, r->peak_phase);
+	printf("  %-28s %12s %7s\n", "component", "memory", "share");
+	for (int i = 0; i < C_NCOMPONENTS; i++) {
+		if (!r->bytes[i])
+			continue;
+		printf("  %-28s %12s %6.1f%%\n", plan_component_name(i), size_format(r->bytes[i], b, sizeof(b)),
+		       100.0 * (double)r->bytes[i] / (double)r->device_peak_bytes);
+	}
+	printf("  %-28s %12s\n", "device peak", size_format(r->device_peak_bytes, b, sizeof(b)));
+	uint64_t m = margin_of(a), need = r->device_peak_bytes + m;
+	printf("GPU %s: %s, margin %s: %s", a->gpu_name ? a->gpu_name : "", size_format(a->gpu_bytes, b, sizeof(b)),
+	       size_format(m, c, sizeof(c)), need <= a->gpu_bytes ? "fits" : "does NOT fit");
+	if (need <= a->gpu_bytes)
+		printf(", %s to spare\n", size_format(a->gpu_bytes - need, d, sizeof(d)));
+	else
+		printf(", %s short\n", size_format(need - a->gpu_bytes, d, sizeof(d)));
+}
+
+/* The knob's value in t, or NULL for an unknown knob. */
+static int64_t *knob(struct train_settings *t, const char *name)
+{
+	if (!strcmp(name, "batch"))
+		return &t->batch;
+	if (!strcmp(name, "seq"))
+		return &t->seq;
+	if (!strcmp(name, "loss_chunk"))
+		return &t->loss_chunk;
+	if (!strcmp(name, "lora_rank"))
+		return &t->lora_rank;
+	if (!strcmp(name, "context"))
+		return &t->context;
+	if (!strncmp(name, "buffer:", 7))
+		for (size_t i = 0; i < t->nbuffers; i++)
+			if (!strcmp(t->buffers[i].name, name + 7))
+				return &t->buffers[i].count;
+	return NULL;
+}
+
+static int fits_with(const struct plan_args *a, struct train_settings *t, int64_t *k, int64_t v, struct plan_result *r)
+{
+	*k = v;
+	compute(a, t, r);
+	return r->device_peak_bytes + margin_of(a) <= a->gpu_bytes;
+}
+
+static int solve(struct plan_args *a, const char *name)
+{
+	struct train_settings t = a->t;
+	struct plan_result r, best_r, next_r;
+	int64_t *k = knob(&t, name), lo = 0, hi = 1;
+	const int64_t cap = (int64_t)1 << 30;
+
+	if (!k)
+		die(EXIT_USAGE, "plan: --solve wants batch, seq, loss_chunk, lora_rank, context or buffer:NAME "
+				"(a --buffer given), not '%s'", name);
+	/* grow until it does not fit, then halve the gap: the peak grows with each knob */
+	while (hi < cap && fits_with(a, &t, k, hi, &r)) {
+		lo = hi;
+		best_r = r;
+		hi *= 2;
+	}
+	while (hi - lo > 1) {
+		int64_t mid = lo + (hi - lo) / 2;
+		if (fits_with(a, &t, k, mid, &r)) {
+			lo = mid;
+			best_r = r;
+		} else {
+			hi = mid;
+		}
+	}
+	fits_with(a, &t, k, lo + 1, &next_r);
+	if (a->json) {
+		json_t *o = json_object();
+		json_object_set_new(o, "knob", json_string(name));
+		json_object_set_new(o, "value", lo ? json_integer(lo) : json_null());
+		json_object_set_new(o, "plan", lo ? result_json(&best_r) : json_null());
+		json_object_set_new(o, "next_value", json_integer(lo + 1));
+		json_object_set_new(o, "next_device_peak_bytes", json_integer((json_int_t)next_r.device_peak_bytes));
+		json_object_set_new(o, "gpu_memory_bytes", json_integer((json_int_t)a->gpu_bytes));
+		json_object_set_new(o, "margin_bytes", json_integer((json_int_t)margin_of(a)));
+		json_dumpf(o, stdout, JSON_INDENT(2));
+		putchar('\n');
+		json_decref(o);
+	} else {
+		char b[32], c[32], d[32];
+		if (!lo) {
+			printf("no %s fits: %s = 1 needs %s, the GPU has %s with a margin of %s\n", name, name,
+			       size_format(next_r.device_peak_bytes, b, sizeof(b)), size_format(a->gpu_bytes, c, sizeof(c)),
+			       size_format(margin_of(a), d, sizeof(d)));
+		} else {
+			printf("%s = %lld fits: peak %s of %s (margin %s); %lld would need %s\n", name, (long long)lo,
+			       size_format(best_r.device_peak_bytes, b, sizeof(b)), size_format(a->gpu_bytes, c, sizeof(c)),
+			       size_format(margin_of(a), d, sizeof(d)), (long long)(lo + 1),
+			       size_format(next_r.device_peak_bytes, b, sizeof(b)));
+		}
+	}
+	return lo ? 0 : 1;
+}
+
+static int compare(struct plan_args *a, const char *pa, const char *pb)
+{
+	struct plan_args x = *a, y = *a;
+	struct plan_result ra, rb;
+	char s1[32], s2[32], s3[32];
+
+	train_settings_init(&x.t);
+	train_settings_init(&y.t);
+	load_case(pa, &x.m, &x.t);
+	load_case(pb, &y.m, &y.t);
+	compute(&x, &x.t, &ra);
+	compute(&y, &y.t, &rb);
+	if (a->json) {
+		json_t *o = json_object();
+		json_object_set_new(o, "a", result_json(&ra));
+		json_object_set_new(o, "b", result_json(&rb));
+		json_dumpf(o, stdout, JSON_INDENT(2));
+		putchar('\n');
+		json_decref(o);
+		return 0;
+	}
+	printf("  %-28s %12s %12s %12s\n", "component", "A", "B", "B - A");
+	for (int i = 0; i < C_NCOMPONENTS; i++) {
+		if (!ra.bytes[i] && !rb.bytes[i])
+			continue;
+		uint64_t d = ra.bytes[i] > rb.bytes[i] ? ra.bytes[i] - rb.bytes[i] : rb.bytes[i] - ra.bytes[i];
+		printf("  %-28s %12s %12s %c%11s\n", plan_component_name(i), size_format(ra.bytes[i], s1, sizeof(s1)),
+		       size_format(rb.bytes[i], s2, sizeof(s2)), rb.bytes[i] >= ra.bytes[i] ? '+' : '-',
+		       size_format(d, s3, sizeof(s3)));
+	}
+	printf("  %-28s %12s %12s (peak in the %s / %s)\n", "device peak", size_format(ra.device_peak_bytes, s1, sizeof(s1)),
+	       size_format(rb.device_peak_bytes, s2, sizeof(s2)), ra.peak_phase, rb.peak_phase);
+	return 0;
+}
+
+static int64_t whole(const char *opt, const char *v, int64_t min)
+{
+	char *end;
+	errno = 0;
+	long long n = strtoll(v, &end, 10);
+	if (errno || *end || !*v || n < min)
+		die(EXIT_USAGE, "plan: %s wants a whole number from %lld, not '%s'", opt, (long long)min, v);
+	return n;
+}
+
+int cmd_plan(int argc, char **argv)
+{
+	enum { O_TRAIN = 256, O_DTYPE, O_AUTOCAST, O_OPT, O_MOM, O_CKPT, O_BATCH, O_SEQ, O_CHUNK, O_BUF, O_ZERO,
+	       O_DP, O_LRANK, O_LTGT, O_INF, O_CTX, O_CTXB, O_GPU, O_GPUMEM, O_MARGIN, O_JSON, O_SOLVE, O_LOCK, O_CMP };
+	static const struct option opts[] = {
+		{ "train", required_argument, NULL, O_TRAIN },     { "dtype", required_argument, NULL, O_DTYPE },
+		{ "autocast", no_argument, NULL, O_AUTOCAST },     { "optimizer", required_argument, NULL, O_OPT },
+		{ "momentum", required_argument, NULL, O_MOM },    { "grad-ckpt", no_argument, NULL, O_CKPT },
+		{ "batch", required_argument, NULL, O_BATCH },     { "seq", required_argument, NULL, O_SEQ },
+		{ "loss-chunk", required_argument, NULL, O_CHUNK }, { "buffer", required_argument, NULL, O_BUF },
+		{ "zero", required_argument, NULL, O_ZERO },       { "dp", required_argument, NULL, O_DP },
+		{ "lora-rank", required_argument, NULL, O_LRANK }, { "lora-targets", required_argument, NULL, O_LTGT },
+		{ "inference", no_argument, NULL, O_INF },         { "context", required_argument, NULL, O_CTX },
+		{ "context-bytes", required_argument, NULL, O_CTXB }, { "gpu", required_argument, NULL, O_GPU },
+		{ "gpu-memory", required_argument, NULL, O_GPUMEM }, { "margin", required_argument, NULL, O_MARGIN },
+		{ "json", no_argument, NULL, O_JSON },             { "solve", required_argument, NULL, O_SOLVE },
+		{ "lock", required_argument, NULL, O_LOCK },       { "compare", no_argument, NULL, O_CMP },
+		{ "help", no_argument, NULL, 'h' },                { NULL, 0, NULL, 0 },
+	};
+	/* command-line settings are applied after the file's: keep them apart until then */
+	struct train_settings cli;
+	struct plan_args a = { .margin_pct = 4.0 };
+	const char *train_file = NULL, *solve_knob = NULL, *locks[16];
+	size_t nlocks = 0;
+	int c, cmp = 0;
+
+	train_settings_init(&a.t);
+	train_settings_init(&cli);
+	while ((c = getopt_long(argc, argv, "h", opts, NULL)) != -1) {
+		switch (c) {
+		case O_TRAIN: train_file = optarg; break;
+		case O_DTYPE:
+			if (strcmp(optarg, "fp32") && strcmp(optarg, "bf16") && strcmp(optarg, "fp16"))
+				die(EXIT_USAGE, "plan: --dtype wants fp32, bf16 or fp16, not '%s'", optarg);
+			cli.param_bytes = strcmp(optarg, "fp32") ? 2 : 4;
+			break;
+		case O_AUTOCAST: cli.autocast = 1; break;
+		case O_OPT:
+			if (!strcmp(optarg, "adamw")) cli.opt = OPT_ADAMW;
+			else if (!strcmp(optarg, "adamw-fused")) cli.opt = OPT_ADAMW, cli.fused = 1;
+			else if (!strcmp(optarg, "sgd")) cli.opt = OPT_SGD;
+			else if (!strcmp(optarg, "none")) cli.opt = OPT_NONE;
+			else die(EXIT_USAGE, "plan: --optimizer wants adamw, adamw-fused, sgd or none, not '%s'", optarg);
+			break;
+		case O_MOM: cli.momentum = atof(optarg); break;
+		case O_CKPT: cli.grad_ckpt = 1; break;
+		case O_BATCH: cli.batch = whole("--batch", optarg, 1); break;
+		case O_SEQ: cli.seq = whole("--seq", optarg, 1); break;
+		case O_CHUNK: cli.loss_chunk = whole("--loss-chunk", optarg, 1); break;
+		case O_BUF:
+			if (cli.nbuffers == PLAN_MAX_BUFFERS || buffer_spec_parse(optarg, &cli.buffers[cli.nbuffers]))
+				die(EXIT_USAGE, "plan: --buffer wants NAME=COUNTxSIZE such as queue=50x100MB (at most 8), not '%s'", optarg);
+			cli.nbuffers++;
+			break;
+		case O_ZERO: cli.zero_stage = (int)whole("--zero", optarg, 0); break;
+		case O_DP: cli.dp = whole("--dp", optarg, 1); break;
+		case O_LRANK: cli.lora_rank = whole("--lora-rank", optarg, 1); break;
+		case O_LTGT:
+			if (lora_targets_parse(optarg, &cli.lora_targets))
+				die(EXIT_USAGE, "plan: --lora-targets wants a list of q k v o gate up down (or all), not '%s'", optarg);
+			break;
+		case O_INF: cli.inference = 1; cli.opt = OPT_NONE; break;
+		case O_CTX: cli.context = whole("--context", optarg, 1); break;
+		case O_CTXB:
+			if (size_parse(optarg, &cli.context_bytes))
+				die(EXIT_USAGE, "plan: --context-bytes wants a size such as 740M, not '%s'", optarg);
+			break;
+		case O_GPU: {
+			size_t i;
+			for (i = 0; i < sizeof(gpus) / sizeof(gpus[0]) && strcmp(gpus[i].name, optarg); i++)
+				;
+			if (i == sizeof(gpus) / sizeof(gpus[0]))
+				die(EXIT_USAGE, "plan: unknown --gpu '%s' (h200, h100-80gb, h100-94gb, a100-80gb, a100-40gb, "
+						"l40s, rtx-pro-6000, 4090, 3090, a10g, t4; or --gpu-memory SIZE)", optarg);
+			a.gpu_bytes = gpus[i].mib << 20;
+			a.gpu_name = gpus[i].name;
+			break;
+		}
+		case O_GPUMEM:
+			if (size_parse(optarg, &a.gpu_bytes) || !a.gpu_bytes)
+				die(EXIT_USAGE, "plan: --gpu-memory wants a size such as 80G, not '%s'", optarg);
+			break;
+		case O_MARGIN: {
+			size_t n = strlen(optarg);
+			if (n > 1 && optarg[n - 1] == '%') {
+				a.margin_pct = atof(optarg);
+				a.margin_bytes = 0;
+				if (a.margin_pct < 0 || a.margin_pct >= 100)
+					die(EXIT_USAGE, "plan: --margin wants a size or a percentage below 100%%, not '%s'", optarg);
+			} else if (size_parse(optarg, &a.margin_bytes)) {
+				die(EXIT_USAGE, "plan: --margin wants a size such as 2G or a percentage such as 5%%, not '%s'", optarg);
+			}
+			break;
+		}
+		case O_JSON: a.json = 1; break;
+		case O_SOLVE: solve_knob = optarg; break;
+		case O_LOCK:
+			if (nlocks == 16)
+				die(EXIT_USAGE, "plan: at most 16 --lock");
+			locks[nlocks++] = optarg;
+			break;
+		case O_CMP: cmp = 1; break;
+		case 'h': fputs(usage, stdout); return 0;
+		default: fputs(usage, stderr); return EXIT_USAGE;
+		}
+	}
+	if (cmp) {
+		if (argc - optind != 2)
+			die(EXIT_USAGE, "plan: --compare wants two case files (try: headroom plan --compare a.json b.json)");
+		return compare(&a, argv[optind], argv[optind + 1]);
+	}
+	if (argc - optind != 1)
+		die(EXIT_USAGE, "plan: give one config.json (try: headroom plan --gpu h200 --batch 4 config.json)");
+	load_case(argv[optind], &a.m, &a.t);
+	if (train_file) {
+		json_t *j = load_json(train_file);
+		char *err = NULL;
+		if (train_settings_from_json(j, &a.t, &err))
+			die(EXIT_USAGE, "plan: %s: %s", train_file, err);
+		json_decref(j);
+	}
+	/* what the command line says wins over the files */
+	struct train_settings dflt;
+	train_settings_init(&dflt);
+#define OVERRIDE(f) if (cli.f != dflt.f) a.t.f = cli.f
+	OVERRIDE(param_bytes); OVERRIDE(autocast); OVERRIDE(opt); OVERRIDE(fused); OVERRIDE(momentum);
+	OVERRIDE(grad_ckpt); OVERRIDE(batch); OVERRIDE(seq); OVERRIDE(loss_chunk); OVERRIDE(zero_stage);
+	OVERRIDE(dp); OVERRIDE(lora_rank); OVERRIDE(lora_targets); OVERRIDE(inference); OVERRIDE(context);
+	OVERRIDE(context_bytes);
+#undef OVERRIDE
+	for (size_t i = 0; i < cli.nbuffers && a.t.nbuffers < PLAN_MAX_BUFFERS; i++)
+		a.t.buffers[a.t.nbuffers++] = cli.buffers[i];
+
+	if (!a.gpu_bytes) {
+		int rc = nvml_gpu_total_bytes(0, &a.gpu_bytes);
+		if (rc)
+			die(EXIT_USAGE, "plan: no GPU found through NVML (%s): give --gpu NAME or --gpu-memory SIZE",
+			    rc == -ENOENT ? "no driver or no GPU" : "NVML failed");
+		a.gpu_name = "0 (NVML)";
+	}
+	for (size_t i = 0; i < nlocks; i++) {
+		struct train_settings probe = a.t;
+		if (!knob(&probe, locks[i]))
+			die(EXIT_USAGE, "plan: --lock wants batch, seq, loss_chunk, lora_rank, context or buffer:NAME, not '%s'",
+			    locks[i]);
+		if (solve_knob && !strcmp(locks[i], solve_knob))
+			die(EXIT_USAGE, "plan: %s is locked: it cannot be solved for", solve_knob);
+	}
+	if (solve_knob)
+		return solve(&a, solve_knob);
+
+	struct plan_result r;
+	compute(&a, &a.t, &r);
+	int fits = r.device_peak_bytes + margin_of(&a) <= a.gpu_bytes;
+	if (a.json) {
+		json_t *o = result_json(&r);
+		json_object_set_new(o, "gpu_memory_bytes", json_integer((json_int_t)a.gpu_bytes));
+		json_object_set_new(o, "margin_bytes", json_integer((json_int_t)margin_of(&a)));
+		json_object_set_new(o, "fits", json_boolean(fits));
+		json_dumpf(o, stdout, JSON_INDENT(2));
+		putchar('\n');
+		json_decref(o);
+	} else {
+		print_table(&a, &r);
+	}
+	return fits ? 0 : 1;
+}

@@ -1,0 +1,270 @@
+#include "plan/config.h"
+
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "util/units.h"
+#include "util/xalloc.h"
+
+static const struct {
+	const char *type;
+	enum arch_family family;
+	int tied_default, qkv_bias, qk_norm, norms;
+} families[] = {
+	/* defaults of each model_type's Hugging Face config class */
+	{ "llama", ARCH_LLAMA, 0, 0, 0, 2 },  { "mistral", ARCH_LLAMA, 0, 0, 0, 2 },
+	{ "qwen2", ARCH_LLAMA, 0, 1, 0, 2 },  { "qwen3", ARCH_LLAMA, 0, 0, 1, 2 },
+	{ "phi3", ARCH_LLAMA, 0, 0, 0, 2 },   { "gemma", ARCH_GEMMA, 1, 0, 0, 2 },
+	{ "gemma2", ARCH_GEMMA, 1, 0, 0, 4 }, { "gpt2", ARCH_GPT2, 1, 1, 0, 2 },
+};
+
+/* An integer field, under any of its names; -1 when absent. */
+static int64_t get_int(json_t *cfg, const char *const *names)
+{
+	for (; *names; names++) {
+		json_t *v = json_object_get(cfg, *names);
+		if (json_is_integer(v))
+			return json_integer_value(v);
+	}
+	return -1;
+}
+
+#define NAMES(...) ((const char *const[]){ __VA_ARGS__, NULL })
+
+static int need(json_t *cfg, const char *const *names, const char *type, int64_t *out, char **err)
+{
+	*out = get_int(cfg, names);
+	if (*out > 0)
+		return 0;
+	*err = *out == -1 ? xasprintf("config.json: missing %s (needed for model_type %s)", names[0], type)
+			  : xasprintf("config.json: %s must be a positive integer", names[0]);
+	return -EINVAL;
+}
+
+int model_shape_from_json(json_t *cfg, struct model_shape *m, char **err)
+{
+	const char *type = json_string_value(json_object_get(cfg, "model_type"));
+	size_t f;
+	json_t *v;
+
+	memset(m, 0, sizeof(*m));
+	*err = NULL;
+	if (!json_is_object(cfg)) {
+		*err = xstrdup("config.json: not a JSON object");
+		return -EINVAL;
+	}
+	if (!type) {
+		*err = xstrdup("config.json: missing model_type (one of llama, mistral, qwen2, qwen3, phi3, gemma, gemma2, gpt2)");
+		return -EINVAL;
+	}
+	for (f = 0; f < sizeof(families) / sizeof(families[0]); f++)
+		if (!strcmp(type, families[f].type))
+			break;
+	if (f == sizeof(families) / sizeof(families[0])) {
+		*err = xasprintf("config.json: model_type '%s' is not supported (llama, mistral, qwen2, qwen3, phi3, "
+				 "gemma, gemma2, gpt2)", type);
+		return -EINVAL;
+	}
+	snprintf(m->type, sizeof(m->type), "%s", type);
+	m->family = families[f].family;
+	m->qkv_bias = families[f].qkv_bias;
+	m->qk_norm = families[f].qk_norm;
+	m->norms_per_layer = families[f].norms;
+	m->tied = families[f].tied_default;
+	v = json_object_get(cfg, "tie_word_embeddings");
+	if (json_is_boolean(v))
+		m->tied = json_is_true(v);
+	v = json_object_get(cfg, "attention_bias");
+	if (json_is_boolean(v))
+		m->qkv_bias = json_is_true(v);
+	if (m->family == ARCH_GPT2) {
+		if (need(cfg, NAMES("n_embd", "hidden_size"), type, &m->hidden, err) ||
+		    need(cfg, NAMES("n_layer", "num_hidden_layers"), type, &m->layers, err) ||
+		    need(cfg, NAMES("n_head", "num_attention_heads"), type, &m->heads, err) ||
+		    need(cfg, NAMES("vocab_size"), type, &m->vocab, err))
+			return -EINVAL;
+		m->intermediate = get_int(cfg, NAMES("n_inner"));
+		if (m->intermediate <= 0)
+			m->intermediate = 4 * m->hidden;
+		m->positions = get_int(cfg, NAMES("n_positions", "max_position_embeddings"));
+		if (m->positions <= 0)
+			m->positions = 1024;
+		m->kv_heads = m->heads;
+	} else {
+		if (need(cfg, NAMES("hidden_size"), type, &m->hidden, err) ||
+		    need(cfg, NAMES("num_hidden_layers"), type, &m->layers, err) ||
+		    need(cfg, NAMES("num_attention_heads"), type, &m->heads, err) ||
+		    need(cfg, NAMES("intermediate_size"), type, &m->intermediate, err) ||
+		    need(cfg, NAMES("vocab_size"), type, &m->vocab, err))
+			return -EINVAL;
+		m->kv_heads = get_int(cfg, NAMES("num_key_value_heads"));
+		if (m->kv_heads <= 0)
+			m->kv_heads = m->heads;
+	}
+	m->head_dim = get_int(cfg, NAMES("head_dim"));
+	if (m->head_dim <= 0) {
+		if (m->hidden % m->heads) {
+			*err = xasprintf("config.json: hidden size %lld is not a multiple of %lld heads; give head_dim",
+					 (long long)m->hidden, (long long)m->heads);
+			return -EINVAL;
+		}
+		m->head_dim = m->hidden / m->heads;
+	}
+	if (m->heads % m->kv_heads) {
+		*err = xasprintf("config.json: %lld attention heads are not a multiple of %lld key/value heads",
+				 (long long)m->heads, (long long)m->kv_heads);
+		return -EINVAL;
+	}
+	return 0;
+}
+
+int buffer_spec_parse(const char *s, struct buffer_spec *b)
+{
+	const char *eq = strchr(s, '='), *x;
+	char *end;
+	long long n;
+
+	memset(b, 0, sizeof(*b));
+	if (!eq || eq == s || (size_t)(eq - s) >= sizeof(b->name))
+		return -EINVAL;
+	memcpy(b->name, s, (size_t)(eq - s));
+	x = strchr(eq + 1, 'x');
+	if (!x) { /* NAME=SIZE: one item */
+		b->count = 1;
+		return size_parse(eq + 1, &b->item_bytes) ? -EINVAL : 0;
+	}
+	n = strtoll(eq + 1, &end, 10);
+	if (end != x || n < 0)
+		return -EINVAL;
+	b->count = n;
+	return size_parse(x + 1, &b->item_bytes) ? -EINVAL : 0;
+}
+
+int lora_targets_parse(const char *s, unsigned *bits)
+{
+	static const struct { const char *name; unsigned bit; } t[] = {
+		{ "q", LORA_Q }, { "k", LORA_K }, { "v", LORA_V }, { "o", LORA_O },
+		{ "gate", LORA_GATE }, { "up", LORA_UP }, { "down", LORA_DOWN },
+	};
+	char *copy = xstrdup(s), *save = NULL;
+	int rc = 0;
+
+	*bits = 0;
+	for (char *w = strtok_r(copy, ",", &save); w; w = strtok_r(NULL, ",", &save)) {
+		size_t i;
+		if (!strcmp(w, "all")) {
+			*bits = LORA_Q | LORA_K | LORA_V | LORA_O | LORA_GATE | LORA_UP | LORA_DOWN;
+			continue;
+		}
+		/* "q_proj" is "q" */
+		char *p = strstr(w, "_proj");
+		if (p && !p[5])
+			*p = '\0';
+		for (i = 0; i < sizeof(t) / sizeof(t[0]) && strcmp(w, t[i].name); i++)
+			;
+		if (i == sizeof(t) / sizeof(t[0]))
+			rc = -EINVAL;
+		else
+			*bits |= t[i].bit;
+	}
+	free(copy);
+	return rc || !*bits ? -EINVAL : 0;
+}
+
+static int bad(char **err, const char *key, const char *want)
+{
+	*err = xasprintf("settings: '%s' wants %s", key, want);
+	return -EINVAL;
+}
+
+int train_settings_from_json(json_t *obj, struct train_settings *t, char **err)
+{
+	const char *key;
+	json_t *v;
+
+	*err = NULL;
+	if (!json_is_object(obj)) {
+		*err = xstrdup("settings: not a JSON object");
+		return -EINVAL;
+	}
+	json_object_foreach(obj, key, v) {
+		if (!strcmp(key, "param_dtype")) {
+			const char *s = json_string_value(v);
+			if (!s || (strcmp(s, "fp32") && strcmp(s, "bf16") && strcmp(s, "fp16")))
+				return bad(err, key, "fp32, bf16 or fp16");
+			t->param_bytes = strcmp(s, "fp32") ? 2 : 4;
+		} else if (!strcmp(key, "autocast") || !strcmp(key, "fused") || !strcmp(key, "grad_ckpt") ||
+			   !strcmp(key, "inference")) {
+			if (!json_is_boolean(v))
+				return bad(err, key, "true or false");
+			int b = json_is_true(v);
+			if (!strcmp(key, "autocast"))
+				t->autocast = b;
+			else if (!strcmp(key, "fused"))
+				t->fused = b;
+			else if (!strcmp(key, "grad_ckpt"))
+				t->grad_ckpt = b;
+			else
+				t->inference = b;
+		} else if (!strcmp(key, "optimizer")) {
+			const char *s = json_string_value(v);
+			if (s && !strcmp(s, "adamw"))
+				t->opt = OPT_ADAMW;
+			else if (s && !strcmp(s, "sgd"))
+				t->opt = OPT_SGD;
+			else if (s && !strcmp(s, "none"))
+				t->opt = OPT_NONE;
+			else
+				return bad(err, key, "adamw, sgd or none");
+		} else if (!strcmp(key, "momentum")) {
+			if (!json_is_number(v) || json_number_value(v) < 0)
+				return bad(err, key, "a number from 0");
+			t->momentum = json_number_value(v);
+		} else if (!strcmp(key, "batch") || !strcmp(key, "seq") || !strcmp(key, "loss_chunk") ||
+			   !strcmp(key, "zero_stage") || !strcmp(key, "dp") || !strcmp(key, "lora_rank") ||
+			   !strcmp(key, "context") || !strcmp(key, "steps")) {
+			if (!json_is_integer(v) || json_integer_value(v) < 0)
+				return bad(err, key, "a whole number from 0");
+			int64_t n = json_integer_value(v);
+			if (!strcmp(key, "batch"))
+				t->batch = n;
+			else if (!strcmp(key, "seq"))
+				t->seq = n;
+			else if (!strcmp(key, "loss_chunk"))
+				t->loss_chunk = n;
+			else if (!strcmp(key, "zero_stage"))
+				t->zero_stage = (int)n;
+			else if (!strcmp(key, "dp"))
+				t->dp = n;
+			else if (!strcmp(key, "lora_rank"))
+				t->lora_rank = n;
+			else if (!strcmp(key, "context"))
+				t->context = n;
+		} else if (!strcmp(key, "lora_targets")) {
+			if (!json_is_string(v) || lora_targets_parse(json_string_value(v), &t->lora_targets))
+				return bad(err, key, "a list such as \"q,k,v,o\" (q k v o gate up down, or all)");
+		} else if (!strcmp(key, "buffers")) {
+			const char *name;
+			json_t *b;
+			if (!json_is_object(v))
+				return bad(err, key, "an object such as {\"queue\": \"50x100MB\"}");
+			json_object_foreach(v, name, b) {
+				char *spec;
+				if (!json_is_string(b) || t->nbuffers == PLAN_MAX_BUFFERS)
+					return bad(err, key, "up to 8 entries NAME: \"COUNTxSIZE\"");
+				spec = xasprintf("%s=%s", name, json_string_value(b));
+				int rc = buffer_spec_parse(spec, &t->buffers[t->nbuffers]);
+				free(spec);
+				if (rc)
+					return bad(err, key, "entries NAME: \"COUNTxSIZE\" such as \"50x100MB\"");
+				t->nbuffers++;
+			}
+		} else if (strcmp(key, "attn")) {
+			*err = xasprintf("settings: unknown key '%s'", key);
+			return -EINVAL;
+		}
+	}
+	return 0;
+}

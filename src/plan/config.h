@@ -1,0 +1,19 @@
+/* Reading a model's shape from a Hugging Face config.json, and training settings from
+ * the JSON keys of the fixtures' "train" objects. */
+#ifndef HEADROOM_PLAN_CONFIG_H
+#define HEADROOM_PLAN_CONFIG_H
+
+#include <jansson.h>
+
+#include "plan/model.h"
+
+/* 0, or -EINVAL with *err (caller frees) naming the missing or bad field. */
+int model_shape_from_json(json_t *cfg, struct model_shape *m, char **err);
+/* Apply the keys present in obj over t. 0 or -EINVAL with *err. */
+int train_settings_from_json(json_t *obj, struct train_settings *t, char **err);
+/* "queue=50x100MB" into a buffer. 0 or -EINVAL. */
+int buffer_spec_parse(const char *s, struct buffer_spec *b);
+/* "q,k,v,o,gate,up,down" (or "all") into LORA_* bits; 0 or -EINVAL. */
+int lora_targets_parse(const char *s, unsigned *bits);
+
+#endif

@@ -1,0 +1,268 @@
+#include "plan/model.h"
+
+#include <errno.h>
+#include <string.h>
+
+/* The CUDA context with cuBLAS/cuBLASLt workspaces and the caching allocator's own
+ * bookkeeping, as nvidia-smi sees it beyond torch's reserved memory: 0.740 GiB in 15 of
+ * the 17 H200 / torch 2.11 / CUDA 13.0 fixture cases (0.725 GiB in the two fused-AdamW
+ * cases). `headroom probe` measures it per machine. */
+#define CONTEXT_BYTES (740ULL << 20)
+
+/* Allocator fragmentation: torch's reserved minus allocated at the peak. Between steps
+ * the optimizer states and the logits' blocks interleave with the activations' cached
+ * blocks, so the second step reserves new segments. Fitted on the 17 fixture cases
+ * (reserved - allocated): 1.2 x the fp32 logits of one step plus 0.2 x the optimizer
+ * states; it is the least certain component (an allocator simulation would do better). */
+#define FRAG_LOGITS_NUM 6
+#define FRAG_LOGITS_DEN 5
+#define FRAG_STATES_NUM 1
+#define FRAG_STATES_DEN 5
+
+void train_settings_init(struct train_settings *t)
+{
+	memset(t, 0, sizeof(*t));
+	t->param_bytes = 2;
+	t->opt = OPT_ADAMW;
+	t->batch = 1;
+	t->seq = 2048;
+	t->dp = 1;
+	t->lora_targets = LORA_Q | LORA_K | LORA_V | LORA_O;
+}
+
+uint64_t plan_default_context_bytes(void)
+{
+	return CONTEXT_BYTES;
+}
+
+static int64_t q_dim(const struct model_shape *m)
+{
+	return m->heads * m->head_dim;
+}
+
+static int64_t kv_dim(const struct model_shape *m)
+{
+	return m->kv_heads * m->head_dim;
+}
+
+/* Parameters of one decoder layer. */
+static int64_t layer_params(const struct model_shape *m)
+{
+	int64_t h = m->hidden, q = q_dim(m), k = kv_dim(m), I = m->intermediate;
+
+	if (m->family == ARCH_GPT2) /* c_attn, c_proj, c_fc, mlp c_proj with biases; 2 LayerNorms */
+		return 3 * h * h + 3 * h + h * h + h + 2 * h * I + I + h + 4 * h;
+	int64_t p = h * q + 2 * h * k + q * h + 3 * h * I + m->norms_per_layer * h;
+	if (m->qkv_bias)
+		p += q + 2 * k;
+	if (m->qk_norm)
+		p += 2 * m->head_dim;
+	return p;
+}
+
+int64_t model_params(const struct model_shape *m)
+{
+	int64_t emb = m->vocab * m->hidden * (m->tied ? 1 : 2);
+
+	if (m->family == ARCH_GPT2)
+		return emb + m->positions * m->hidden + m->layers * layer_params(m) + 2 * m->hidden;
+	return emb + m->layers * layer_params(m) + m->hidden;
+}
+
+static int64_t lora_params(const struct model_shape *m, const struct train_settings *t)
+{
+	int64_t h = m->hidden, q = q_dim(m), k = kv_dim(m), I = m->intermediate, r = t->lora_rank, n = 0;
+
+	/* each adapted matrix in x out gets A (in x r) and B (r x out) */
+	if (t->lora_targets & LORA_Q)
+		n += r * (h + q);
+	if (t->lora_targets & LORA_K)
+		n += r * (h + k);
+	if (t->lora_targets & LORA_V)
+		n += r * (h + k);
+	if (t->lora_targets & LORA_O)
+		n += r * (q + h);
+	if (t->lora_targets & LORA_GATE)
+		n += r * (h + I);
+	if (t->lora_targets & LORA_UP)
+		n += r * (h + I);
+	if (t->lora_targets & LORA_DOWN)
+		n += r * (I + h);
+	return n * m->layers;
+}
+
+/* Bytes one decoder layer saves for its backward pass over T tokens, from the tensors
+ * each op of the Hugging Face implementation (sdpa attention) keeps:
+ *  - bf16 weights: each RMSNorm keeps its fp32 input copy (4), the normalized bf16 (2)
+ *    and its output for the next linears (2): 8 per hidden unit, twice; rotary q and
+ *    the attention output (kept by sdpa and o_proj) 2 + 2 per query unit; k and v
+ *    2 + 2 per kv unit; the gated MLP keeps gate, act(gate), up and their product:
+ *    8 per intermediate unit; sdpa's log-sum-exp 4 per head.
+ *  - autocast over fp32 weights: the residual stream stays fp32, every linear keeps its
+ *    own bf16 cast of its input and of its weight (the autocast weight cache): 35 per
+ *    hidden unit and 11 per kv unit (fitted on the fixtures; 31 and 4 are counted) and
+ *    2 bytes per layer parameter.
+ *  - fp32 without autocast: everything twice as wide, and sdpa runs the math kernel for
+ *    fp32, which keeps the attention probabilities (4 x heads x S x S per sequence).
+ *  GPT-2 (LayerNorm, GELU-tanh with its Python temporaries, dropout masks): fitted per
+ *  precision on the fixtures, 20/28/40 per hidden unit and 11/16/21 per MLP unit. */
+static uint64_t layer_activations(const struct model_shape *m, const struct train_settings *t, int64_t T)
+{
+	int64_t h = m->hidden, q = q_dim(m), k = kv_dim(m), I = m->intermediate;
+	int64_t lse = 4 * t->batch * m->heads * t->seq;
+	int fp32 = t->param_bytes == 4 && !t->autocast;
+	int64_t probs = fp32 ? 4 * t->batch * m->heads * t->seq * t->seq : 0;
+	int64_t b;
+
+	if (m->family == ARCH_GPT2) {
+		if (t->autocast)
+			return (uint64_t)((28 * h + 16 * I) * T + lse + 2 * layer_params(m));
+		if (fp32)
+			return (uint64_t)((40 * h + 21 * I) * T + lse);
+		return (uint64_t)((20 * h + 11 * I) * T + lse);
+	}
+	if (t->autocast)
+		b = (31 * h + 4 * q + 11 * k + 8 * I) * T + lse + 2 * layer_params(m);
+	else if (fp32)
+		b = (24 * h + 8 * q + 8 * k + 16 * I) * T + lse + probs;
+	else
+		b = (16 * h + 4 * q + 4 * k + 8 * I) * T + lse;
+	/* gemma2's extra pre/post feed-forward norms, qwen3's q/k norms: a norm's 6 bytes
+	 * (bf16) per unit normalized */
+	if (m->norms_per_layer > 2)
+		b += (m->norms_per_layer - 2) * 6 * h * T * (fp32 ? 2 : 1);
+	if (m->qk_norm)
+		b += 6 * (q + k) * T * (fp32 ? 2 : 1);
+	return (uint64_t)b;
+}
+
+/* What a layer's input costs when gradient checkpointing keeps only that. */
+static uint64_t layer_input(const struct model_shape *m, const struct train_settings *t, int64_t T)
+{
+	return (uint64_t)((t->param_bytes == 4 || t->autocast ? 4 : 2) * m->hidden * T);
+}
+
+static void sum_result(struct plan_result *r)
+{
+	r->device_peak_bytes = 0;
+	for (int c = 0; c < C_NCOMPONENTS; c++)
+		r->device_peak_bytes += r->bytes[c];
+	r->allocated_peak_bytes = r->device_peak_bytes - r->bytes[C_CONTEXT] - r->bytes[C_FRAGMENTATION];
+}
+
+static uint64_t div_up(uint64_t a, int64_t n)
+{
+	return n > 1 ? (a + (uint64_t)n - 1) / (uint64_t)n : a;
+}
+
+static int plan_inference(const struct model_shape *m, const struct train_settings *t, struct plan_result *r)
+{
+	int64_t T = t->batch * t->seq, ctx = t->context > t->seq ? t->context : t->seq;
+	int ab = t->param_bytes == 4 && !t->autocast ? 4 : 2;
+
+	/* prefill: one layer's temporaries at a time (no autograd), the KV cache of every
+	 * layer for the whole context, logits of the last position only (HF generate) */
+	r->bytes[C_KV_CACHE] = (uint64_t)(2 * m->layers * t->batch * ctx * kv_dim(m) * ab);
+	r->bytes[C_ACTIVATIONS] = (uint64_t)((4 * m->hidden + 3 * m->intermediate) * T * ab);
+	r->bytes[C_LOGITS] = (uint64_t)(4 * t->batch * m->vocab * 2);
+	r->peak_phase = "prefill";
+	return 0;
+}
+
+int plan_compute(const struct model_shape *m, const struct train_settings *t, struct plan_result *r,
+		 const char **why)
+{
+	int64_t T, P, trainable;
+	uint64_t w, act_layer, act, lb, lf, grads, states, temp, frag_base;
+	int64_t chunk;
+
+	memset(r, 0, sizeof(*r));
+	*why = NULL;
+	if (t->batch < 1 || t->seq < 1) {
+		*why = "batch and seq must be at least 1";
+		return -EINVAL;
+	}
+	if (t->param_bytes != 2 && t->param_bytes != 4) {
+		*why = "param dtype must be fp32, bf16 or fp16";
+		return -EINVAL;
+	}
+	if (t->dp < 1 || t->zero_stage < 0 || t->zero_stage > 3) {
+		*why = "zero stage must be 0..3 and dp at least 1";
+		return -EINVAL;
+	}
+	T = t->batch * t->seq;
+	P = model_params(m);
+	r->params = P;
+	w = (uint64_t)t->param_bytes;
+	r->bytes[C_CONTEXT] = t->context_bytes ? t->context_bytes : CONTEXT_BYTES;
+	r->bytes[C_WEIGHTS] = (uint64_t)P * w;
+	if (t->zero_stage >= 3)
+		/* full shard, plus the one layer gathered at a time */
+		r->bytes[C_WEIGHTS] = div_up((uint64_t)P * w, t->dp) + (uint64_t)layer_params(m) * w;
+	for (size_t i = 0; i < t->nbuffers; i++)
+		r->bytes[C_BUFFERS] += (uint64_t)t->buffers[i].count * t->buffers[i].item_bytes;
+	if (t->inference) {
+		r->trainable_params = 0;
+		plan_inference(m, t, r);
+		sum_result(r);
+		return 0;
+	}
+
+	trainable = t->lora_rank ? lora_params(m, t) : P;
+	r->trainable_params = trainable;
+	/* LoRA adapters train in fp32 next to bf16 weights (PEFT's default) */
+	uint64_t tw = t->lora_rank ? 4 : w;
+	grads = (uint64_t)trainable * tw;
+	states = t->opt == OPT_ADAMW ? 2 * (uint64_t)trainable * tw
+		 : t->opt == OPT_SGD && t->momentum > 0 ? (uint64_t)trainable * tw : 0;
+	/* foreach AdamW: _foreach_sqrt(exp_avg_sq) is a full copy of the states' size */
+	temp = t->opt == OPT_ADAMW && !t->fused ? (uint64_t)trainable * tw : 0;
+	if (t->zero_stage >= 1)
+		states = div_up(states, t->dp), temp = div_up(temp, t->dp);
+	if (t->zero_stage >= 2)
+		grads = div_up(grads, t->dp);
+	r->bytes[C_WEIGHTS] += t->lora_rank ? (uint64_t)trainable * tw : 0;
+
+	act_layer = layer_activations(m, t, T);
+	act = t->grad_ckpt ? (uint64_t)m->layers * layer_input(m, t, T) : (uint64_t)m->layers * act_layer;
+	/* The loss: logits as the model returns them (bf16 unless fp32 without autocast),
+	 * an fp32 copy for the loss, and in the loss's backward the log-softmax output, its
+	 * gradient and the logits' gradient in fp32 together: lb + 3 lf at the start of the
+	 * backward pass, over the tokens of one chunk when the loss is chunked. */
+	chunk = t->loss_chunk > 0 && t->loss_chunk < T ? t->loss_chunk : T;
+	lb = (uint64_t)((t->param_bytes == 4 && !t->autocast ? 4 : 2) * chunk * m->vocab);
+	lf = (uint64_t)(4 * chunk * m->vocab);
+
+	/* The phases' peaks (weights, buffers and context are in all of them). */
+	uint64_t backward = states + act + lb + 3 * lf;
+	uint64_t recompute = t->grad_ckpt ? states + grads + act + act_layer : 0;
+	uint64_t optimizer = states + grads + temp;
+	frag_base = lf * FRAG_LOGITS_NUM / FRAG_LOGITS_DEN + states * FRAG_STATES_NUM / FRAG_STATES_DEN;
+	r->bytes[C_OPT_STATES] = states;
+	r->bytes[C_FRAGMENTATION] = frag_base;
+	if (backward >= recompute && backward >= optimizer) {
+		r->peak_phase = "backward";
+		r->bytes[C_ACTIVATIONS] = act;
+		r->bytes[C_LOGITS] = lb + 3 * lf;
+	} else if (recompute >= optimizer) {
+		r->peak_phase = "recompute";
+		r->bytes[C_ACTIVATIONS] = act + act_layer;
+		r->bytes[C_GRADS] = grads;
+	} else {
+		r->peak_phase = "optimizer step";
+		r->bytes[C_GRADS] = grads;
+		r->bytes[C_OPT_TEMP] = temp;
+	}
+	sum_result(r);
+	return 0;
+}
+
+const char *plan_component_name(enum plan_component c)
+{
+	static const char *const names[C_NCOMPONENTS] = {
+		"CUDA context + workspaces", "weights", "gradients", "optimizer states",
+		"optimizer step temporaries", "saved activations", "logits + loss", "KV cache",
+		"buffers", "allocator fragmentation",
+	};
+	return c < C_NCOMPONENTS ? names[c] : "?";
+}
