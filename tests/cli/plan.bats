@@ -1,0 +1,104 @@
+#!/usr/bin/env bats
+# headroom plan: the table, JSON, fits / does not fit, solving, locks, comparing, bad input.
+
+load helper
+
+llama1b() {
+	cat > "$T/llama1b.json" <<'J'
+{"model_type": "llama", "hidden_size": 2048, "intermediate_size": 8192, "num_hidden_layers": 16,
+ "num_attention_heads": 32, "num_key_value_heads": 8, "vocab_size": 128256, "tie_word_embeddings": true}
+J
+}
+
+@test "plan prints the components and says it fits; --json has device_peak_bytes and components" {
+	llama1b
+	run "$HR" plan --gpu h200 --batch 2 --seq 2048 "$T/llama1b.json"
+	echo "$output"
+	[ "$status" -eq 0 ]
+	[[ "$output" == *"saved activations"* ]]
+	[[ "$output" == *"device peak"* ]]
+	[[ "$output" == *"fits"* ]]
+	run "$HR" plan --gpu h200 --batch 2 --json "$T/llama1b.json"
+	[ "$status" -eq 0 ]
+	python3 -c 'import json,sys; o=json.loads(sys.argv[1]); assert o["device_peak_bytes"] == sum(o["components"].values()) and o["fits"] is True and o["params"] == 1235814400, o' "$output"
+}
+
+@test "plan exits 1 when the run does not fit the GPU" {
+	llama1b
+	run "$HR" plan --gpu 4090 --batch 16 "$T/llama1b.json"
+	[ "$status" -eq 1 ]
+	[[ "$output" == *"does NOT fit"* ]]
+}
+
+@test "a fixture case file plans as measured: within 10% of nvidia-smi's figure" {
+	python3 - "$ROOT/tests/fixtures/gpu-train/h200-torch2.11.json" "$T/case.json" <<'PY'
+import json, sys
+c = json.load(open(sys.argv[1]))["cases"][5]
+json.dump({"model": c["model"], "train": c["train"], "expect": c["measured"]["device_used_by_process_bytes"]}, open(sys.argv[2], "w"))
+PY
+	run "$HR" plan --gpu h200 --json "$T/case.json"
+	[ "$status" -eq 0 ]
+	python3 -c 'import json,sys; o=json.loads(sys.argv[1]); e=json.load(open(sys.argv[2]))["expect"]; assert abs(o["device_peak_bytes"]-e)/e < 0.10, (o["device_peak_bytes"], e)' "$output" "$T/case.json"
+}
+
+@test "--solve finds the largest batch that fits, and the next one does not; --lock refuses" {
+	llama1b
+	run "$HR" plan --gpu h100-80gb --seq 4096 --solve batch --json "$T/llama1b.json"
+	echo "$output"
+	[ "$status" -eq 0 ]
+	local b=$(python3 -c 'import json,sys; o=json.loads(sys.argv[1]); print(o["value"])' "$output")
+	[ "$b" -ge 1 ]
+	run "$HR" plan --gpu h100-80gb --seq 4096 --batch "$b" "$T/llama1b.json"
+	[ "$status" -eq 0 ]
+	run "$HR" plan --gpu h100-80gb --seq 4096 --batch "$((b + 1))" "$T/llama1b.json"
+	[ "$status" -eq 1 ]
+	run "$HR" plan --gpu h100-80gb --solve seq --lock seq "$T/llama1b.json"
+	[ "$status" -eq 2 ]
+	[[ "$output" == *"seq is locked"* ]]
+	# a buffer's count, with the batch locked
+	run "$HR" plan --gpu h100-80gb --batch 2 --lock batch --buffer queue=1x100M --solve buffer:queue "$T/llama1b.json"
+	echo "$output"
+	[ "$status" -eq 0 ]
+	[[ "$output" == "buffer:queue = "*" fits"* ]]
+}
+
+@test "--compare shows which component moved" {
+	llama1b
+	python3 -c 'import json,sys; m=json.load(open(sys.argv[1])); json.dump({"model": m, "train": {"batch": 2, "seq": 2048}}, open(sys.argv[2], "w")); json.dump({"model": m, "train": {"batch": 2, "seq": 2048, "loss_chunk": 1024}}, open(sys.argv[3], "w"))' "$T/llama1b.json" "$T/a.json" "$T/b.json"
+	run "$HR" plan --compare "$T/a.json" "$T/b.json"
+	echo "$output"
+	[ "$status" -eq 0 ]
+	[[ "$output" == *"logits + loss"*"-"* ]]
+}
+
+@test "bad input: missing field, unknown model, unknown GPU, bad values, no GPU and no --gpu" {
+	printf '{"model_type": "llama", "hidden_size": 64}\n' > "$T/bad.json"
+	run "$HR" plan --gpu h200 "$T/bad.json"
+	[ "$status" -eq 2 ]
+	[[ "$output" == *"missing num_hidden_layers"* ]]
+	printf '{"model_type": "t5"}\n' > "$T/t5.json"
+	run "$HR" plan --gpu h200 "$T/t5.json"
+	[ "$status" -eq 2 ]
+	[[ "$output" == *"'t5' is not supported"* ]]
+	printf 'not json' > "$T/nj.json"
+	run "$HR" plan --gpu h200 "$T/nj.json"
+	[ "$status" -eq 2 ]
+	[[ "$output" == *"cannot read"* ]]
+	llama1b
+	run "$HR" plan --gpu v100 "$T/llama1b.json"
+	[ "$status" -eq 2 ]
+	[[ "$output" == *"unknown --gpu 'v100'"* ]]
+	run "$HR" plan --gpu h200 --batch 0 "$T/llama1b.json"
+	[ "$status" -eq 2 ]
+	run "$HR" plan --gpu h200 --buffer queue=lots "$T/llama1b.json"
+	[ "$status" -eq 2 ]
+	[[ "$output" == *"NAME=COUNTxSIZE"* ]]
+	if ! ldconfig -p 2>/dev/null | grep -q libnvidia-ml.so.1; then
+		run "$HR" plan "$T/llama1b.json"
+		[ "$status" -eq 2 ]
+		[[ "$output" == *"give --gpu NAME or --gpu-memory SIZE"* ]]
+	fi
+	run "$HR" plan --help
+	[ "$status" -eq 0 ]
+	[[ "$output" == *"--solve KNOB"* ]]
+}
