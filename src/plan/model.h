@@ -64,11 +64,14 @@ struct plan_result {
 	uint64_t allocated_peak_bytes;  /* what torch.cuda.max_memory_allocated would say */
 	const char *peak_phase;         /* "backward", "optimizer step", "recompute", "prefill" */
 	int64_t params, trainable_params;
+	int simulated;                  /* the total comes from the caching allocator simulation */
 };
 
 /* Fill defaults for what settings leave unset. */
 void train_settings_init(struct train_settings *t);
 int64_t model_params(const struct model_shape *m);
+/* LoRA adapter parameters for t's rank and targets. */
+int64_t model_lora_params(const struct model_shape *m, const struct train_settings *t);
 /* 0, or -EINVAL with *why naming the setting that makes no sense (static string). */
 int plan_compute(const struct model_shape *m, const struct train_settings *t, struct plan_result *r,
 		 const char **why);

@@ -1,0 +1,38 @@
+/* A simulation of PyTorch's CUDA caching allocator (native, no expandable segments):
+ * sizes rounded to 512 B; a small pool (requests up to 1 MiB, 2 MiB segments) and a
+ * large pool (20 MiB segments for requests under 10 MiB, else the request rounded to
+ * 2 MiB); best fit; a block is split when what is left is worth keeping (>= 512 B small,
+ * > 1 MiB large); freed blocks merge with free neighbours of their segment; segments
+ * are never given back (no cudaFree without memory pressure). What it gives is the
+ * peak of reserved memory a sequence of tensor allocations and frees leads to. */
+#ifndef HEADROOM_PLAN_ALLOC_H
+#define HEADROOM_PLAN_ALLOC_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+struct sim_block {
+	uint64_t size;
+	int seg, pool, free;
+	int prev, next;            /* neighbours in the segment, -1 none */
+	int fpos;                  /* its place in the free list while free */
+};
+
+struct alloc_sim {
+	struct sim_block *b;       /* owned; blocks by index, merged ones recycled */
+	size_t nb, capb;
+	int *spare;                /* indices of recycled block slots */
+	size_t nspare, capspare;
+	int *freel;                /* the free blocks, for the best-fit search */
+	size_t nfree, capfree;
+	int nsegs;
+	uint64_t reserved_bytes, allocated_bytes, max_reserved_bytes, max_allocated_bytes;
+};
+
+void alloc_sim_init(struct alloc_sim *a);
+void alloc_sim_free(struct alloc_sim *a);
+/* Allocate size bytes; returns a block index (>= 0). */
+int alloc_sim_malloc(struct alloc_sim *a, uint64_t size);
+void alloc_sim_release(struct alloc_sim *a, int block);
+
+#endif

@@ -1,0 +1,19 @@
+/* A training step as the sequence of tensor allocations and frees it makes, run through
+ * the caching allocator simulation: the peak reserved memory, fragmentation included. */
+#ifndef HEADROOM_PLAN_SIM_H
+#define HEADROOM_PLAN_SIM_H
+
+#include <stdint.h>
+
+#include "plan/model.h"
+
+struct sim_result {
+	uint64_t max_allocated_bytes;  /* as torch.cuda.max_memory_allocated */
+	uint64_t max_reserved_bytes;   /* as torch.cuda.max_memory_reserved */
+};
+
+/* Simulate `steps` training steps (3, as the fixtures were measured). Not for inference.
+ * 0, or -EINVAL for settings the simulation does not cover. */
+int sim_train(const struct model_shape *m, const struct train_settings *t, int steps, struct sim_result *r);
+
+#endif
