@@ -17,6 +17,7 @@ static const struct {
 	{ "exec", cmd_exec, "the launcher build tools call for each compile job" },
 	{ "doctor", cmd_doctor, "check the machine before a big build (memory, leftovers, CUDA, tools)" },
 	{ "plan", cmd_plan, "predict a training run's peak GPU memory; solve for the knob that fits" },
+	{ "probe", cmd_probe, "measure this GPU's CUDA context and PyTorch overhead for plan" },
 	{ "profiles", cmd_profiles, "list, show and forget what headroom learned about jobs" },
 };
 

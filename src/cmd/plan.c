@@ -9,6 +9,7 @@
 #include "cmd/cmd.h"
 #include "plan/config.h"
 #include "plan/model.h"
+#include "store/store.h"
 #include "sys/nvml.h"
 #include "util/log.h"
 #include "util/units.h"
@@ -38,6 +39,7 @@ static const char usage[] =
 	"      --lora-rank R [--lora-targets q,k,v,o,gate,up,down|all]   LoRA (default q,k,v,o)\n"
 	"      --inference --context N  inference with a KV cache of batch x N tokens\n"
 	"      --context-bytes SIZE     CUDA context and workspaces (default 740M, H200/torch 2.11)\n"
+	"      --calibrated [--db PATH] use what `headroom probe --torch` measured on GPU 0\n"
 	"GPU:\n"
 	"      --gpu NAME               h200, h100-80gb, h100-94gb, a100-80gb, a100-40gb, l40s,\n"
 	"                               rtx-pro-6000, 4090, 3090, a10g, t4 (default: GPU 0 by NVML)\n"
@@ -261,6 +263,33 @@ static int compare(struct plan_args *a, const char *pa, const char *pb)
 	return 0;
 }
 
+/* What `headroom probe --torch` measured on this machine's GPU 0: PyTorch's device
+ * memory beyond its reserved memory (the context and the libraries' workspaces). */
+static uint64_t calibrated_context(const char *db)
+{
+	struct nvml_gpu g;
+	struct store *st = NULL;
+	char *path = db ? xstrdup(db) : store_default_path(), *err = NULL, *key, *txt = NULL;
+	json_t *j;
+	json_int_t v;
+
+	if (nvml_gpu_read(0, &g))
+		die(EXIT_USAGE, "plan: --calibrated needs this machine's GPU 0 (NVML found none)");
+	key = nvml_gpu_key(&g);
+	if (store_open(path, &st, &err) || store_probe_get(st, key, &txt))
+		die(EXIT_USAGE, "plan: nothing measured for \"%s\" in %s: run `headroom probe --torch` first", key, path);
+	store_close(st);
+	j = json_loads(txt, 0, NULL);
+	v = json_integer_value(json_object_get(j, "torch_overhead_bytes"));
+	json_decref(j);
+	if (v <= 0)
+		die(EXIT_USAGE, "plan: the probe of \"%s\" has no PyTorch figure: run `headroom probe --torch`", key);
+	free(txt);
+	free(key);
+	free(path);
+	return (uint64_t)v;
+}
+
 static int64_t whole(const char *opt, const char *v, int64_t min)
 {
 	char *end;
@@ -274,7 +303,8 @@ static int64_t whole(const char *opt, const char *v, int64_t min)
 int cmd_plan(int argc, char **argv)
 {
 	enum { O_TRAIN = 256, O_DTYPE, O_AUTOCAST, O_OPT, O_MOM, O_CKPT, O_BATCH, O_SEQ, O_CHUNK, O_BUF, O_ZERO,
-	       O_DP, O_LRANK, O_LTGT, O_INF, O_CTX, O_CTXB, O_GPU, O_GPUMEM, O_MARGIN, O_JSON, O_SOLVE, O_LOCK, O_CMP };
+	       O_DP, O_LRANK, O_LTGT, O_INF, O_CTX, O_CTXB, O_GPU, O_GPUMEM, O_MARGIN, O_JSON, O_SOLVE, O_LOCK, O_CMP,
+	       O_CALIB, O_DB };
 	static const struct option opts[] = {
 		{ "train", required_argument, NULL, O_TRAIN },     { "dtype", required_argument, NULL, O_DTYPE },
 		{ "autocast", no_argument, NULL, O_AUTOCAST },     { "optimizer", required_argument, NULL, O_OPT },
@@ -288,14 +318,15 @@ int cmd_plan(int argc, char **argv)
 		{ "gpu-memory", required_argument, NULL, O_GPUMEM }, { "margin", required_argument, NULL, O_MARGIN },
 		{ "json", no_argument, NULL, O_JSON },             { "solve", required_argument, NULL, O_SOLVE },
 		{ "lock", required_argument, NULL, O_LOCK },       { "compare", no_argument, NULL, O_CMP },
+		{ "calibrated", no_argument, NULL, O_CALIB },      { "db", required_argument, NULL, O_DB },
 		{ "help", no_argument, NULL, 'h' },                { NULL, 0, NULL, 0 },
 	};
 	/* command-line settings are applied after the file's: keep them apart until then */
 	struct train_settings cli;
 	struct plan_args a = { .margin_pct = 4.0 };
-	const char *train_file = NULL, *solve_knob = NULL, *locks[16];
+	const char *train_file = NULL, *solve_knob = NULL, *locks[16], *db = NULL;
 	size_t nlocks = 0;
-	int c, cmp = 0;
+	int c, cmp = 0, calibrated = 0;
 
 	train_settings_init(&a.t);
 	train_settings_init(&cli);
@@ -373,6 +404,8 @@ int cmd_plan(int argc, char **argv)
 			locks[nlocks++] = optarg;
 			break;
 		case O_CMP: cmp = 1; break;
+		case O_CALIB: calibrated = 1; break;
+		case O_DB: db = optarg; break;
 		case 'h': fputs(usage, stdout); return 0;
 		default: fputs(usage, stderr); return EXIT_USAGE;
 		}
@@ -404,6 +437,8 @@ int cmd_plan(int argc, char **argv)
 	for (size_t i = 0; i < cli.nbuffers && a.t.nbuffers < PLAN_MAX_BUFFERS; i++)
 		a.t.buffers[a.t.nbuffers++] = cli.buffers[i];
 
+	if (calibrated)
+		a.t.context_bytes = calibrated_context(db);
 	if (!a.gpu_bytes) {
 		int rc = nvml_gpu_total_bytes(0, &a.gpu_bytes);
 		if (rc)

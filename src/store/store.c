@@ -25,7 +25,9 @@ static const char schema[] =
 	"CREATE TABLE IF NOT EXISTS builds ("
 	" key TEXT PRIMARY KEY, runs INTEGER NOT NULL, jobs INTEGER NOT NULL,"
 	" wall_ms INTEGER NOT NULL, updated_s INTEGER NOT NULL);"
-	"PRAGMA user_version = 2;";
+	"CREATE TABLE IF NOT EXISTS probes ("
+	" key TEXT PRIMARY KEY, value TEXT NOT NULL, updated_s INTEGER NOT NULL);"
+	"PRAGMA user_version = 3;";
 
 char *store_default_path(void)
 {
@@ -261,6 +263,42 @@ int store_build_put(struct store *st, const char *key, const struct build_profil
 	sqlite3_bind_int64(q, 3, b->jobs);
 	sqlite3_bind_int64(q, 4, b->wall_ms);
 	sqlite3_bind_int64(q, 5, (int64_t)time(NULL));
+	rc = sqlite3_step(q) == SQLITE_DONE ? 0 : -EIO;
+	sqlite3_finalize(q);
+	return rc;
+}
+
+int store_probe_get(struct store *st, const char *key, char **value)
+{
+	sqlite3_stmt *q = NULL;
+	int rc = -ENOENT, s;
+
+	*value = NULL;
+	if (sqlite3_prepare_v2(st->db, "SELECT value FROM probes WHERE key = ?1", -1, &q, NULL) != SQLITE_OK)
+		return -EIO;
+	sqlite3_bind_text(q, 1, key, -1, SQLITE_TRANSIENT);
+	s = sqlite3_step(q);
+	if (s == SQLITE_ROW) {
+		*value = xstrdup((const char *)sqlite3_column_text(q, 0));
+		rc = 0;
+	} else if (s != SQLITE_DONE) {
+		rc = -EIO;
+	}
+	sqlite3_finalize(q);
+	return rc;
+}
+
+int store_probe_put(struct store *st, const char *key, const char *value)
+{
+	sqlite3_stmt *q = NULL;
+	int rc;
+
+	if (sqlite3_prepare_v2(st->db, "INSERT OR REPLACE INTO probes (key, value, updated_s) VALUES (?1, ?2, ?3)",
+			       -1, &q, NULL) != SQLITE_OK)
+		return -EIO;
+	sqlite3_bind_text(q, 1, key, -1, SQLITE_TRANSIENT);
+	sqlite3_bind_text(q, 2, value, -1, SQLITE_TRANSIENT);
+	sqlite3_bind_int64(q, 3, (int64_t)time(NULL));
 	rc = sqlite3_step(q) == SQLITE_DONE ? 0 : -EIO;
 	sqlite3_finalize(q);
 	return rc;

@@ -46,6 +46,11 @@ struct build_profile {
 int store_build_get(struct store *st, const char *key, struct build_profile *out);
 int store_build_put(struct store *st, const char *key, const struct build_profile *b);
 
+/* What `headroom probe` measured on one GPU and driver (JSON text). value: caller frees.
+ * 0, -ENOENT when not probed, other -errno. */
+int store_probe_get(struct store *st, const char *key, char **value);
+int store_probe_put(struct store *st, const char *key, const char *value);
+
 int store_begin(struct store *st);
 int store_commit(struct store *st);
 

@@ -4,7 +4,18 @@
 
 #include <stdint.h>
 
-/* Total memory of GPU `index`. 0, -ENOENT (no driver library or no such GPU) or -EIO. */
+struct nvml_gpu {
+	char name[96];
+	char driver[32];
+	uint64_t total_bytes, used_bytes;
+};
+
+/* GPU `index`'s name, driver version and memory. 0, -ENOENT (no driver library or no
+ * such GPU) or -EIO. */
+int nvml_gpu_read(unsigned index, struct nvml_gpu *g);
+/* "NAME / driver VERSION": the key under which probe results are kept. Caller frees. */
+char *nvml_gpu_key(const struct nvml_gpu *g);
+/* Total memory of GPU `index`; as nvml_gpu_read. */
 int nvml_gpu_total_bytes(unsigned index, uint64_t *total);
 
 #endif

@@ -102,3 +102,16 @@ PY
 	[ "$status" -eq 0 ]
 	[[ "$output" == *"--solve KNOB"* ]]
 }
+
+@test "probe and plan --calibrated without a GPU: a clear message, no crash" {
+	if ldconfig -p 2>/dev/null | grep -q libnvidia-ml.so.1; then skip "this machine has an NVIDIA driver"; fi
+	run "$HR" probe --db "$T/p.db"
+	[ "$status" -eq 1 ]
+	[[ "$output" == *"no GPU found through NVML"* ]]
+	llama1b
+	run "$HR" plan --calibrated --gpu h200 "$T/llama1b.json"
+	[ "$status" -eq 2 ]
+	[[ "$output" == *"--calibrated needs this machine's GPU 0"* ]]
+	run "$HR" probe extra
+	[ "$status" -eq 2 ]
+}
