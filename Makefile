@@ -1,6 +1,6 @@
 # headroom — build with `make`; `make check` runs every test (unit, ASan/UBSan, CLI).
 CC      ?= cc
-PKGS    := jansson sqlite3
+PKGS    := jansson sqlite3 libmicrohttpd
 CFLAGS  ?= -O2 -g
 WARN    := -std=c11 -D_GNU_SOURCE -Wall -Wextra -Wshadow -Wstrict-prototypes \
            -Wmissing-prototypes -Wformat=2 -Wno-format-nonliteral
@@ -10,15 +10,20 @@ endif
 PKG_CFLAGS := $(shell pkg-config --cflags $(PKGS))
 PKG_LIBS   := $(shell pkg-config --libs $(PKGS))
 ALL_CFLAGS  = $(WARN) $(CFLAGS) $(PKG_CFLAGS) -Isrc -MMD -MP
-LDLIBS      = $(PKG_LIBS) -lm -ldl
+LDLIBS      = $(PKG_LIBS) -lm -ldl -lpthread
 
 BUILD   ?= build
-LIB_SRC := $(wildcard src/util/*.c src/sys/*.c src/govern/*.c src/store/*.c src/plan/*.c src/cmd/*.c)
+LIB_SRC := $(wildcard src/util/*.c src/sys/*.c src/govern/*.c src/store/*.c src/plan/*.c src/watch/*.c src/cmd/*.c)
 LIB_OBJ := $(LIB_SRC:%.c=$(BUILD)/%.o)
 UNIT_SRC := $(wildcard tests/unit/test_*.c)
 UNIT_BIN := $(UNIT_SRC:tests/unit/%.c=$(BUILD)/tests/%)
 
-all: headroom tools/memhog
+all: headroom tools/memhog $(BUILD)/nvml-double/libnvidia-ml.so.1
+
+# The NVML test double (tests/nvml-double): found through LD_LIBRARY_PATH by the tests.
+$(BUILD)/nvml-double/libnvidia-ml.so.1: tests/nvml-double/nvml_double.c
+	@mkdir -p $(dir $@)
+	$(CC) $(WARN) $(CFLAGS) -fPIC -shared -Wl,-soname,libnvidia-ml.so.1 -o $@ $<
 
 headroom: $(BUILD)/headroom
 	cp $< $@.tmp && mv -f $@.tmp $@

@@ -18,6 +18,7 @@ static const struct {
 	{ "doctor", cmd_doctor, "check the machine before a big build (memory, leftovers, CUDA, tools)" },
 	{ "plan", cmd_plan, "predict a training run's peak GPU memory; solve for the knob that fits" },
 	{ "probe", cmd_probe, "measure this GPU's CUDA context and PyTorch overhead for plan" },
+	{ "watch", cmd_watch, "watch GPU and host memory: margins, time-to-OOM, jobs that lost ranks" },
 	{ "profiles", cmd_profiles, "list, show and forget what headroom learned about jobs" },
 };
 

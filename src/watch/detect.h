@@ -1,0 +1,44 @@
+/* The watchdog's detectors: pure policy over samples. The command feeds them what it
+ * read (GPUs, processes, host memory) and acts on the events they return. */
+#ifndef HEADROOM_DETECT_H
+#define HEADROOM_DETECT_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+/* A time series of bytes for the trend (time-to-OOM), a fixed ring. */
+#define SERIES_POINTS 64
+struct series {
+	int64_t t_ms[SERIES_POINTS];
+	double v[SERIES_POINTS];
+	size_t n, head;
+};
+
+void series_add(struct series *s, int64_t t_ms, double v);
+/* Least-squares slope (per second) over the points of the last window_ms; 0 when fewer
+ * than 4 points. */
+double series_slope_per_s(const struct series *s, int64_t now_ms, int64_t window_ms);
+/* Seconds until the fitted line reaches capacity, or -1 when it does not rise (or no
+ * trend is known). */
+double series_time_to(const struct series *s, int64_t now_ms, int64_t window_ms, double capacity);
+
+/* Low free memory: is free under the absolute or the relative threshold? */
+int detect_low_free(uint64_t free_bytes, uint64_t total_bytes, uint64_t min_free_bytes, double min_free_pct);
+
+/* A process stuck: GPU memory held, unchanged and its GPU idle since since_ms. */
+int detect_stuck(int64_t used_bytes, int64_t unchanged_since_ms, int util_pct, int64_t now_ms, int64_t timeout_ms);
+
+/* Job grouping from a process's environment (NUL-separated, as /proc/PID/environ):
+ * torchrun's TORCHELASTIC_RUN_ID and RANK. Writes "torchelastic:ID" into key and the
+ * rank (or -1); returns 1 when found, 0 otherwise. */
+int detect_job_from_environ(const char *env, size_t len, char *key, size_t keylen, int *rank);
+
+/* Partial death: of a job's ranks ever seen, some ended while others still run. */
+struct job_ranks {
+	int seen;                 /* ranks (GPU processes) seen over the job's life */
+	int alive;                /* still running */
+	int ended;                /* ended (this sample or before) */
+};
+int detect_partial_death(const struct job_ranks *j);
+
+#endif

@@ -1,0 +1,247 @@
+#include "watch/prom.h"
+
+#include <arpa/inet.h>
+#include <errno.h>
+#include <microhttpd.h>
+#include <netinet/in.h>
+#include <pthread.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "util/xalloc.h"
+
+const char *watch_event_name(enum watch_event e)
+{
+	static const char *const names[EV_COUNT] = {
+		"low_free", "time_to_oom", "partial_death", "stuck", "process_exit", "read_failed", "job_stopped",
+	};
+	return e < EV_COUNT ? names[e] : "?";
+}
+
+struct buf {
+	char *s;
+	size_t n, cap;
+};
+
+static void add(struct buf *b, const char *fmt, ...)
+{
+	va_list ap;
+	int need;
+
+	va_start(ap, fmt);
+	need = vsnprintf(NULL, 0, fmt, ap);
+	va_end(ap);
+	if (b->n + (size_t)need + 1 > b->cap) {
+		b->cap = (b->n + (size_t)need + 1) * 2;
+		b->s = xrealloc(b->s, b->cap);
+	}
+	va_start(ap, fmt);
+	vsnprintf(b->s + b->n, b->cap - b->n, fmt, ap);
+	va_end(ap);
+	b->n += (size_t)need;
+}
+
+static void head(struct buf *b, const char *name, const char *type, const char *help)
+{
+	add(b, "# HELP %s %s\n# TYPE %s %s\n", name, help, name, type);
+}
+
+/* Label values: backslash, quote and newline escaped. */
+static const char *esc(const char *s, char *out, size_t size)
+{
+	size_t o = 0;
+
+	for (; *s && o + 3 < size; s++) {
+		if (*s == '\\' || *s == '"') {
+			out[o++] = '\\';
+			out[o++] = *s;
+		} else if (*s == '\n') {
+			out[o++] = '\\';
+			out[o++] = 'n';
+		} else {
+			out[o++] = *s;
+		}
+	}
+	out[o] = '\0';
+	return out;
+}
+
+static void gpu_labels(char *out, size_t size, const struct watch_state *w, size_t i)
+{
+	char u[200], p[80], h[140];
+	const struct nvml_dev *d = &w->gpus[i].d;
+
+	snprintf(out, size, "gpu=\"%zu\",UUID=\"%s\",pci_bus_id=\"%s\",hostname=\"%s\"", i, esc(d->uuid, u, sizeof(u)),
+		 esc(d->bus_id, p, sizeof(p)), esc(w->hostname, h, sizeof(h)));
+}
+
+char *prom_render(const struct watch_state *w)
+{
+	struct buf b = { 0 };
+	char l[600], j[140];
+
+	head(&b, "headroom_up", "gauge", "1 when the last NVML read worked; 0 means the GPU figures are missing, not zero");
+	add(&b, "headroom_up{source=\"nvml\"} %d\n", w->nvml_ok);
+	head(&b, "headroom_gpu_read_ok", "gauge", "1 when this GPU's last read worked");
+	for (size_t i = 0; i < w->ngpus; i++) {
+		gpu_labels(l, sizeof(l), w, i);
+		add(&b, "headroom_gpu_read_ok{%s} %d\n", l, w->gpus[i].ok);
+	}
+	head(&b, "DCGM_FI_DEV_FB_USED", "gauge", "Framebuffer memory used (in MiB).");
+	for (size_t i = 0; i < w->ngpus; i++)
+		if (w->gpus[i].ok) {
+			gpu_labels(l, sizeof(l), w, i);
+			add(&b, "DCGM_FI_DEV_FB_USED{%s} %llu\n", l, (unsigned long long)(w->gpus[i].d.used_bytes >> 20));
+		}
+	head(&b, "DCGM_FI_DEV_FB_FREE", "gauge", "Framebuffer memory free (in MiB).");
+	for (size_t i = 0; i < w->ngpus; i++)
+		if (w->gpus[i].ok) {
+			gpu_labels(l, sizeof(l), w, i);
+			add(&b, "DCGM_FI_DEV_FB_FREE{%s} %llu\n", l, (unsigned long long)(w->gpus[i].d.free_bytes >> 20));
+		}
+	head(&b, "DCGM_FI_DEV_GPU_UTIL", "gauge", "GPU utilization (in %).");
+	for (size_t i = 0; i < w->ngpus; i++)
+		if (w->gpus[i].ok && w->gpus[i].d.util_gpu_pct >= 0) {
+			gpu_labels(l, sizeof(l), w, i);
+			add(&b, "DCGM_FI_DEV_GPU_UTIL{%s} %d\n", l, w->gpus[i].d.util_gpu_pct);
+		}
+	head(&b, "headroom_gpu_memory_total_bytes", "gauge", "GPU memory in all");
+	for (size_t i = 0; i < w->ngpus; i++)
+		if (w->gpus[i].ok) {
+			gpu_labels(l, sizeof(l), w, i);
+			add(&b, "headroom_gpu_memory_total_bytes{%s} %llu\n", l, (unsigned long long)w->gpus[i].d.total_bytes);
+		}
+	head(&b, "headroom_time_to_oom_seconds", "gauge",
+	     "Seconds until the GPU's memory trend reaches its capacity; absent when it is not rising");
+	for (size_t i = 0; i < w->ngpus; i++)
+		if (w->gpus[i].ok && w->gpus[i].ttoom_s >= 0) {
+			gpu_labels(l, sizeof(l), w, i);
+			add(&b, "headroom_time_to_oom_seconds{%s} %.1f\n", l, w->gpus[i].ttoom_s);
+		}
+	head(&b, "headroom_gpu_process_memory_bytes", "gauge", "GPU memory of a process, by host pid");
+	for (size_t i = 0; i < w->nprocs; i++) {
+		const struct wproc *p = &w->procs[i];
+		if (!p->alive || p->used_bytes < 0 || p->gpu >= w->ngpus)
+			continue;
+		gpu_labels(l, sizeof(l), w, p->gpu);
+		add(&b, "headroom_gpu_process_memory_bytes{%s,pid=\"%d\",job=\"%s\"} %lld\n", l, (int)p->pid,
+		    esc(p->job, j, sizeof(j)), (long long)p->used_bytes);
+	}
+	head(&b, "headroom_job_ranks_alive", "gauge", "GPU processes of a job still running");
+	for (size_t i = 0; i < w->njobs; i++)
+		add(&b, "headroom_job_ranks_alive{job=\"%s\",hostname=\"%s\"} %d\n", esc(w->jobs[i].key, j, sizeof(j)),
+		    w->hostname, w->jobs[i].alive);
+	head(&b, "headroom_job_ranks_seen", "gauge", "GPU processes of a job seen over its life");
+	for (size_t i = 0; i < w->njobs; i++)
+		add(&b, "headroom_job_ranks_seen{job=\"%s\",hostname=\"%s\"} %d\n", esc(w->jobs[i].key, j, sizeof(j)),
+		    w->hostname, w->jobs[i].seen);
+	head(&b, "headroom_events_total", "counter", "Events the watchdog raised, by type");
+	for (int e = 0; e < EV_COUNT; e++)
+		add(&b, "headroom_events_total{type=\"%s\"} %llu\n", watch_event_name(e), (unsigned long long)w->events[e]);
+	if (w->has_host) {
+		head(&b, "headroom_host_memory_available_bytes", "gauge", "MemAvailable of the host");
+		add(&b, "headroom_host_memory_available_bytes %llu\n", (unsigned long long)w->host_available_bytes);
+	}
+	if (w->has_oom) {
+		head(&b, "headroom_host_oom_kills_total", "counter", "The kernel's OOM kills since boot");
+		add(&b, "headroom_host_oom_kills_total %llu\n", (unsigned long long)w->host_oom_kills);
+	}
+	if (w->psi_full_avg10 >= 0) {
+		head(&b, "headroom_host_memory_pressure_full_avg10", "gauge", "PSI memory full avg10 (%)");
+		add(&b, "headroom_host_memory_pressure_full_avg10 %.2f\n", w->psi_full_avg10);
+	}
+	return b.s;
+}
+
+struct prom_server {
+	struct MHD_Daemon *d;
+	pthread_mutex_t lock;
+	char *page;
+};
+
+static enum MHD_Result answer(void *cls, struct MHD_Connection *c, const char *url, const char *method,
+			      const char *version, const char *upload, size_t *upload_size, void **con_cls)
+{
+	struct prom_server *s = cls;
+	struct MHD_Response *r;
+	enum MHD_Result ret;
+	char *copy;
+	unsigned code = MHD_HTTP_OK;
+
+	(void)version, (void)upload, (void)upload_size, (void)con_cls;
+	if (strcmp(method, "GET") && strcmp(method, "HEAD"))
+		return MHD_NO;
+	if (strcmp(url, "/metrics")) {
+		copy = xstrdup("headroom watch: metrics are at /metrics\n");
+		code = MHD_HTTP_NOT_FOUND;
+	} else {
+		pthread_mutex_lock(&s->lock);
+		copy = xstrdup(s->page ? s->page : "");
+		pthread_mutex_unlock(&s->lock);
+	}
+	r = MHD_create_response_from_buffer(strlen(copy), copy, MHD_RESPMEM_MUST_FREE);
+	MHD_add_response_header(r, "Content-Type", "text/plain; version=0.0.4; charset=utf-8");
+	ret = MHD_queue_response(c, code, r);
+	MHD_destroy_response(r);
+	return ret;
+}
+
+int prom_start(const char *addr, struct prom_server **out, const char **why)
+{
+	struct sockaddr_in sa = { .sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_ANY) };
+	const char *colon = strrchr(addr, ':'), *port_s = colon ? colon + 1 : addr;
+	char host[64];
+	char *end;
+	long port = strtol(port_s, &end, 10);
+	struct prom_server *s;
+
+	*out = NULL;
+	if (*end || port < 1 || port > 65535) {
+		*why = "the port must be a number from 1 to 65535";
+		return -EINVAL;
+	}
+	if (colon && colon > addr) {
+		snprintf(host, sizeof(host), "%.*s", (int)(colon - addr), addr);
+		if (inet_pton(AF_INET, host, &sa.sin_addr) != 1) {
+			*why = "the address must be an IPv4 address such as 127.0.0.1";
+			return -EINVAL;
+		}
+	}
+	sa.sin_port = htons((uint16_t)port);
+	s = xcalloc(1, sizeof(*s));
+	pthread_mutex_init(&s->lock, NULL);
+	s->d = MHD_start_daemon(MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_ERROR_LOG, (uint16_t)port, NULL, NULL, answer, s,
+				MHD_OPTION_SOCK_ADDR, (struct sockaddr *)&sa, MHD_OPTION_END);
+	if (!s->d) {
+		pthread_mutex_destroy(&s->lock);
+		free(s);
+		*why = "cannot listen there (in use, or not allowed)";
+		return -EADDRINUSE;
+	}
+	*out = s;
+	return 0;
+}
+
+void prom_publish(struct prom_server *s, char *page)
+{
+	if (!s) {
+		free(page);
+		return;
+	}
+	pthread_mutex_lock(&s->lock);
+	free(s->page);
+	s->page = page;
+	pthread_mutex_unlock(&s->lock);
+}
+
+void prom_stop(struct prom_server *s)
+{
+	if (!s)
+		return;
+	MHD_stop_daemon(s->d);
+	pthread_mutex_destroy(&s->lock);
+	free(s->page);
+	free(s);
+}

@@ -1,0 +1,159 @@
+#!/usr/bin/env bats
+# headroom watch against the NVML test double (tests/nvml-double, built as
+# build/nvml-double/libnvidia-ml.so.1 and loaded through the same dlopen path), and with
+# no GPU at all.
+
+load helper
+
+DOUBLE="$ROOT/build/nvml-double"
+
+use_double() {
+	[ -e "$DOUBLE/libnvidia-ml.so.1" ] || skip "the NVML double is not built (make)"
+	export LD_LIBRARY_PATH="$DOUBLE" NVML_DOUBLE_SCRIPT="$T/gpus"
+}
+
+events() { # $1 jsonl, $2 event name: how many
+	python3 -c 'import json,sys; print(sum(1 for l in open(sys.argv[1]) if json.loads(l).get("event") == sys.argv[2]))' "$1" "$2"
+}
+
+@test "no GPU, no driver: it says so and watches host memory" {
+	[ ! -e /usr/lib/x86_64-linux-gnu/libnvidia-ml.so.1 ] || skip "this machine has an NVIDIA driver"
+	run "$HR" watch -q --interval 200 --duration 1 --jsonl "$T/o.jsonl"
+	echo "$output"
+	[ "$status" -eq 0 ]
+	[[ "$output" == *"watching host memory only"* ]]
+	python3 -c 'import json,sys; s=[json.loads(l) for l in open(sys.argv[1])]; assert len(s) >= 3 and all(x["host_available_bytes"] > 0 and x["gpus"] == [] for x in s), s' "$T/o.jsonl"
+}
+
+@test "partial death: a job loses a rank, the event comes within 2 s, and the survivor is stopped" {
+	use_double
+	env TORCHELASTIC_RUN_ID=j1 RANK=0 sleep 60 & local p0=$!
+	env TORCHELASTIC_RUN_ID=j1 RANK=1 sleep 60 & local p1=$!
+	printf 'gpu uuid=GPU-a bus=00000000:04:00.0 name=H200 total=80G used=30G util=90\ngpu uuid=GPU-b bus=00000000:05:00.0 name=H200 total=80G used=30G util=90\nproc gpu=0 pid=%d used=29G\nproc gpu=1 pid=%d used=29G\n' "$p0" "$p1" > "$T/gpus"
+	( sleep 1.5; kill -9 "$p1"; date +%s%3N > "$T/killed" ) &
+	run timeout 20 "$HR" watch -q --interval 1000 --duration 5 --jsonl "$T/o.jsonl" --stop-job-on-partial-death --grace 1
+	echo "$output"
+	[ "$status" -eq 0 ]
+	[ "$(events "$T/o.jsonl" partial_death)" -eq 1 ]
+	python3 - "$T/o.jsonl" "$(cat "$T/killed")" <<'PY'
+import json, sys
+ev = [json.loads(l) for l in open(sys.argv[1]) if json.loads(l).get("event") == "partial_death"][0]
+latency = ev["time_ms"] - int(sys.argv[2])
+print("latency ms", latency)
+assert ev["job"] == "torchelastic:j1" and ev["rank"] == 1 and ev["ranks_alive"] == 1 and ev["ranks_seen"] == 2, ev
+assert -100 <= latency <= 2000, latency
+PY
+	[[ "$output" == *"job torchelastic:j1 lost rank 1"* ]]
+	sleep 0.5
+	! kill -0 "$p0" 2>/dev/null   # the survivor was ended
+}
+
+@test "time_to_oom: a steadily growing GPU gets a warning before it is full" {
+	use_double
+	( for u in $(seq 10 2 78); do printf 'gpu uuid=GPU-a bus=00000000:04:00.0 name=H200 total=80G used=%dG util=90\n' "$u" > "$T/gpus.tmp"; mv "$T/gpus.tmp" "$T/gpus"; sleep 0.2; done ) &
+	printf 'gpu uuid=GPU-a bus=00000000:04:00.0 name=H200 total=80G used=10G util=90\n' > "$T/gpus"
+	run timeout 20 "$HR" watch -q --interval 200 --window 3 --horizon 30 --min-free 1G --min-free-pct 1 --duration 4 --jsonl "$T/o.jsonl"
+	echo "$output"
+	[ "$(events "$T/o.jsonl" time_to_oom)" -ge 1 ]
+	python3 -c 'import json,sys; e=[json.loads(l) for l in open(sys.argv[1]) if json.loads(l).get("event") == "time_to_oom"][0]; assert 0 < e["seconds"] < 30 and e["used_bytes"] < e["total_bytes"], e' "$T/o.jsonl"
+}
+
+@test "stuck: GPU memory held, unchanged, GPU idle past the timeout" {
+	use_double
+	sleep 30 & local p=$!
+	printf 'gpu uuid=GPU-a bus=00000000:04:00.0 name=H200 total=80G used=20G util=0\nproc gpu=0 pid=%d used=19G\n' "$p" > "$T/gpus"
+	run timeout 20 "$HR" watch -q --interval 200 --stuck-timeout 1 --duration 2 --jsonl "$T/o.jsonl"
+	kill "$p"
+	[ "$(events "$T/o.jsonl" stuck)" -eq 1 ]
+	[[ "$output" == *"unchanged and idle"* ]]
+}
+
+@test "prometheus: DCGM names and labels, headroom's own, a failed read is not an idle GPU; the page parses strictly" {
+	use_double
+	command -v curl || skip "curl needed"
+	sleep 30 & local p=$!
+	printf 'gpu uuid=GPU-a bus=00000000:04:00.0 name=H200 total=80G used=20G util=50\ngpu uuid=GPU-b bus=00000000:05:00.0 name=H200 total=80G used=20G\nproc gpu=0 pid=%d used=19G\nfail gpu=1\n' "$p" > "$T/gpus"
+	local port=$((20000 + RANDOM % 20000))
+	"$HR" watch -q --interval 200 --duration 4 --prometheus "127.0.0.1:$port" --jsonl "$T/o.jsonl" 2> "$T/err" &
+	local w=$!
+	sleep 1.5
+	curl -sf "http://127.0.0.1:$port/metrics" > "$T/metrics"
+	wait "$w"
+	kill "$p"
+	python3 "$ROOT/tests/cli/promcheck.py" "$T/metrics" > "$T/samples.json"
+	python3 - "$T/samples.json" <<'PY'
+import json, sys
+s = json.load(open(sys.argv[1]))
+def get(name, **lab):
+    return [x for x in s if x["name"] == name and all(x["labels"].get(k) == v for k, v in lab.items())]
+used = get("DCGM_FI_DEV_FB_USED", gpu="0", UUID="GPU-a", pci_bus_id="00000000:04:00.0")
+assert used and used[0]["value"] == 20 * 1024 and "hostname" in used[0]["labels"], used
+assert get("DCGM_FI_DEV_FB_FREE", gpu="0")[0]["value"] == 60 * 1024
+assert not get("DCGM_FI_DEV_FB_USED", gpu="1"), "a failed read must not look like an idle GPU"
+assert get("headroom_gpu_read_ok", gpu="1")[0]["value"] == 0
+assert get("headroom_gpu_read_ok", gpu="0")[0]["value"] == 1
+assert get("headroom_up")[0]["value"] == 1
+assert get("headroom_gpu_process_memory_bytes", gpu="0")[0]["value"] == 19 * 2**30
+assert get("headroom_events_total", type="read_failed")[0]["value"] == 1
+assert get("headroom_job_ranks_alive")
+PY
+	[ "$(events "$T/o.jsonl" read_failed)" -eq 1 ]
+}
+
+@test "watch -- CMD: watches the command's processes, exits with its status, prints a summary" {
+	use_double
+	printf 'gpu uuid=GPU-a bus=00000000:04:00.0 name=H200 total=80G used=5G util=10\n' > "$T/gpus"
+	run timeout 20 "$HR" watch -q --interval 200 --jsonl "$T/o.jsonl" -- sh -c 'printf "proc gpu=0 pid=%d used=4G\n" $$ >> "$NVML_DOUBLE_SCRIPT"; sleep 1; exit 3'
+	echo "$output"
+	[ "$status" -eq 3 ]
+	[[ "$output" == *"the command ended"* ]]
+	[[ "$output" == *"peak 4.00 GiB"* ]]
+	[[ "$output" == *"exited with status 3"* ]]   # its own child: how it ended is known
+}
+
+@test "old drivers: without the _v2/_v3 functions the v1 ones answer; R535's 32-byte process entries are read right" {
+	use_double
+	sleep 30 & local p=$!
+	printf 'driver 535.104.05\ngpu uuid=GPU-a bus=00000000:04:00.0 name=H200 total=80G used=20G reserved=1G util=5\nproc gpu=0 pid=%d used=7G\n' "$p" > "$T/gpus"
+	run timeout 10 "$HR" watch -q --interval 200 --duration 0.5 --jsonl "$T/r535.jsonl"
+	NVML_DOUBLE_V1=1 run timeout 10 "$HR" watch -q --interval 200 --duration 0.5 --jsonl "$T/v1.jsonl"
+	kill "$p"
+	python3 - "$T/r535.jsonl" "$T/v1.jsonl" "$p" <<'PY'
+import json, sys
+r = [json.loads(l) for l in open(sys.argv[1])][-1]
+v = [json.loads(l) for l in open(sys.argv[2])][-1]
+pid = int(sys.argv[3])
+assert r["processes"] == [p for p in r["processes"] if p["pid"] == pid] and r["processes"][0]["used_bytes"] == 7 * 2**30, r
+assert r["gpus"][0]["reserved_bytes"] == 2**30, r
+assert v["gpus"][0]["reserved_bytes"] is None and v["gpus"][0]["used_bytes"] == 20 * 2**30, v
+assert v["processes"][0]["used_bytes"] == 7 * 2**30, v
+PY
+}
+
+@test "on-event runs a hook with the event in its environment; bad options are usage errors" {
+	use_double
+	printf 'gpu uuid=GPU-a bus=00000000:04:00.0 name=H200 total=80G used=79.5G util=10\n' > "$T/gpus"
+	export HOOK_OUT="$T/hook"
+	run timeout 10 "$HR" watch -q --interval 200 --duration 1 --on-event 'echo "$HEADROOM_EVENT|$HEADROOM_EVENT_MESSAGE" >> "$HOOK_OUT"; echo "$HEADROOM_EVENT_JSON" >> "$HOOK_OUT"'
+	sleep 0.3
+	cat "$T/hook"
+	grep -q '^low_free|GPU 0 (GPU-a) has 512.00 MiB free' "$T/hook"
+	grep '^{' "$T/hook" | python3 -c 'import json,sys; e=json.loads(sys.stdin.readline()); assert e["event"] == "low_free" and e["free_bytes"] == 512 * 2**20, e'
+	run "$HR" watch --interval soon
+	[ "$status" -eq 2 ]
+	[[ "$output" == *"--interval wants milliseconds"* ]]
+	run "$HR" watch --prometheus 127.0.0.1:notaport --duration 1
+	[ "$status" -eq 2 ]
+	[[ "$output" == *"port must be a number"* ]]
+}
+
+@test "the strict Prometheus parser the tests use rejects what Prometheus would" {
+	printf '# TYPE a gauge\na 1\n' > "$T/ok"
+	run python3 "$ROOT/tests/cli/promcheck.py" "$T/ok"
+	[ "$status" -eq 0 ]
+	for bad in 'a 1\n' '# TYPE a gauge\na{x="1} 1\n' '# TYPE a gauge\na 1\na 2\n' '# TYPE a gauge\n# TYPE b gauge\na 1\nb 1\na{x="y"} 1\n' '# TYPE a gauge\na one\n' '# TYPE 1a gauge\n1a 1\n' '# TYPE a gauge\na{x="\\q"} 1\n'; do
+		printf "$bad" > "$T/bad"
+		run python3 "$ROOT/tests/cli/promcheck.py" "$T/bad"
+		[ "$status" -ne 0 ]
+	done
+}

@@ -1,0 +1,80 @@
+/* The watchdog's detectors. */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <string.h>
+
+#include <cmocka.h>
+
+#include "watch/detect.h"
+
+static void test_trend(void **state)
+{
+	(void)state;
+	struct series s;
+
+	memset(&s, 0, sizeof(s));
+	/* 1 GiB a second from 10 GiB, sampled every 100 ms: 80 GiB is 69 s away */
+	for (int i = 0; i <= 10; i++)
+		series_add(&s, i * 100, 10.0 * (1 << 30) + i * 0.1 * (1 << 30));
+	assert_true(series_slope_per_s(&s, 1000, 30000) > 0.99 * (1 << 30));
+	double t = series_time_to(&s, 1000, 30000, 80.0 * (1 << 30));
+	assert_true(t > 68.9 && t < 69.1);
+	/* flat or falling: no time to OOM */
+	memset(&s, 0, sizeof(s));
+	for (int i = 0; i < 10; i++)
+		series_add(&s, i * 100, 5e9 - i * 1e6);
+	assert_true(series_time_to(&s, 900, 30000, 8e10) < 0);
+	/* too few points in the window: no trend */
+	memset(&s, 0, sizeof(s));
+	for (int i = 0; i < 10; i++)
+		series_add(&s, i * 1000, i * 1e9);
+	assert_true(series_slope_per_s(&s, 9000, 2500) == 0);
+	/* the ring keeps the last SERIES_POINTS */
+	memset(&s, 0, sizeof(s));
+	for (int i = 0; i < 200; i++)
+		series_add(&s, i, i);
+	assert_int_equal(s.n, SERIES_POINTS);
+}
+
+static void test_thresholds(void **state)
+{
+	(void)state;
+	assert_true(detect_low_free(500, 100000, 1000, 0));
+	assert_false(detect_low_free(5000, 100000, 1000, 0));
+	assert_true(detect_low_free(4000, 100000, 0, 5.0));
+	assert_false(detect_low_free(6000, 100000, 0, 5.0));
+	assert_true(detect_stuck(1 << 20, 0, 0, 61000, 60000));
+	assert_false(detect_stuck(1 << 20, 0, 0, 59000, 60000));
+	assert_false(detect_stuck(1 << 20, 0, -1, 61000, 60000)); /* utilization unknown */
+	assert_false(detect_stuck(1 << 20, 0, 3, 61000, 60000));
+	assert_false(detect_stuck(1 << 20, 0, 0, 61000, 0));      /* off */
+}
+
+static void test_jobs(void **state)
+{
+	(void)state;
+	const char env[] = "PATH=/bin\0TORCHELASTIC_RUN_ID=abc\0LOCAL_RANK=1\0RANK=5\0";
+	const char none[] = "PATH=/bin\0HOME=/root\0";
+	char key[64];
+	int rank;
+
+	assert_true(detect_job_from_environ(env, sizeof(env), key, sizeof(key), &rank));
+	assert_string_equal(key, "torchelastic:abc");
+	assert_int_equal(rank, 5);
+	assert_false(detect_job_from_environ(none, sizeof(none), key, sizeof(key), &rank));
+	assert_int_equal(rank, -1);
+	assert_true(detect_partial_death(&(struct job_ranks){ 4, 2, 2 }));
+	assert_false(detect_partial_death(&(struct job_ranks){ 4, 0, 4 })); /* all gone: not partial */
+	assert_false(detect_partial_death(&(struct job_ranks){ 1, 0, 1 })); /* a single process */
+	assert_false(detect_partial_death(&(struct job_ranks){ 2, 2, 0 }));
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_trend), cmocka_unit_test(test_thresholds), cmocka_unit_test(test_jobs),
+	};
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
