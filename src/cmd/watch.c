@@ -38,8 +38,9 @@ static const char usage[] =
 	"GPU's free memory under a threshold), time_to_oom (its trend reaches the capacity\n"
 	"within the horizon), partial_death (a job lost some of its GPU processes while\n"
 	"others run on), stuck (GPU memory held, unchanged, GPU idle past a timeout),\n"
-	"process_exit, read_failed. With COMMAND: run it, watch only its processes, exit with\n"
-	"its status and print a summary. Without a GPU or driver it watches host memory.\n"
+	"process_exit, read_failed, xid (critical XID errors the driver reports). With\n"
+	"COMMAND: run it, watch only its processes, exit with its status and print a\n"
+	"summary. Without a GPU or driver it watches host memory.\n"
 	"\n"
 	"  -i, --interval MS          sampling interval when margins are wide (default 1000)\n"
 	"      --min-interval MS      ... when a margin is narrow (default 100)\n"
@@ -178,6 +179,27 @@ static struct wproc *proc_get(struct watcher *x, pid_t pid, unsigned gpu)
 	return NULL;
 }
 
+/* NVML gives host pids; a process in a container has another pid there: the last of
+ * NSpid in /proc/PID/status (when headroom sees the host's pid namespace). 0: the same. */
+static pid_t container_pid(pid_t pid)
+{
+	char path[64], buf[4096], *l;
+	long n;
+
+	snprintf(path, sizeof(path), "/proc/%d/status", (int)pid);
+	n = fs_read(path, buf, sizeof(buf));
+	l = n > 0 ? strstr(buf, "\nNSpid:") : NULL;
+	if (!l)
+		return 0;
+	l += 7;
+	char *end = strchr(l, '\n');
+	if (end)
+		*end = '\0';
+	char *last = strrchr(l, '\t') ? strrchr(l, '\t') + 1 : l;
+	pid_t inner = (pid_t)atoi(last);
+	return inner > 0 && inner != pid ? inner : 0;
+}
+
 static struct wproc *proc_add(struct watcher *x, pid_t pid, unsigned gpu, int64_t now)
 {
 	struct wproc *p;
@@ -195,6 +217,7 @@ static struct wproc *proc_add(struct watcher *x, pid_t pid, unsigned gpu, int64_
 	p->used_bytes = p->peak_bytes = -1;
 	p->unchanged_since_ms = now;
 	snprintf(p->comm, sizeof(p->comm), "%s", e ? e->comm : "?");
+	p->ns_pid = container_pid(pid);
 	job_of(x, pid, p->job, sizeof(p->job), &p->rank);
 	/* a pidfd tells the moment it ends */
 	p->pidfd = (int)syscall(SYS_pidfd_open, pid, 0);
@@ -369,8 +392,19 @@ static void sample(struct watcher *x, int64_t now)
 		x->w.psi_some_avg10 = psi.some_avg10_pct;
 		x->w.psi_full_avg10 = psi.full_avg10_pct;
 	}
-	if (x->nvml)
+	if (x->nvml) {
+		struct nvml_xid xid[16];
+		int n;
+
 		sample_gpus(x, now);
+		n = nvml_xid_poll(x->nvml, xid, 16);
+		for (int i = 0; i < n; i++)
+			emit(x, EV_XID,
+			     json_pack("{s:i, s:s, s:I}", "gpu", (int)xid[i].gpu,
+				       "uuid", xid[i].gpu < x->w.ngpus ? x->w.gpus[xid[i].gpu].d.uuid : "", "xid",
+				       (json_int_t)xid[i].code),
+			     "GPU %u reported XID %llu", xid[i].gpu, xid[i].code);
+	}
 	/* processes gone without a pidfd to say so */
 	for (size_t i = 0; i < x->w.nprocs; i++) {
 		struct wproc *p = &x->w.procs[i];
@@ -426,6 +460,7 @@ static void write_sample(struct watcher *x)
 				      p->comm);
 		json_object_set_new(o, "used_bytes", p->used_bytes >= 0 ? json_integer(p->used_bytes) : json_null());
 		json_object_set_new(o, "rank", p->rank >= 0 ? json_integer(p->rank) : json_null());
+		json_object_set_new(o, "container_pid", p->ns_pid ? json_integer(p->ns_pid) : json_null());
 		json_array_append_new(procs, o);
 	}
 	json_object_set_new(s, "gpus", gpus);

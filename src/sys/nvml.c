@@ -12,6 +12,8 @@
 /* NVML's return codes that matter here */
 #define NVML_SUCCESS 0
 #define NVML_ERROR_INSUFFICIENT_SIZE 7
+#define NVML_ERROR_TIMEOUT 10
+#define NVML_EVENT_XID_CRITICAL 0x8ULL
 #define NVML_VALUE_NOT_AVAILABLE 0xFFFFFFFFFFFFFFFFULL
 
 typedef struct nvml_device *nvml_device_t;
@@ -43,8 +45,19 @@ struct proc_v1 {
 	unsigned long long used;
 };
 
+/* nvmlEventData_t */
+struct event_data {
+	nvml_device_t device;
+	unsigned long long type, data;
+	unsigned gpu_instance, compute_instance;
+};
+typedef struct nvml_event_set *nvml_event_set_t;
+
 struct nvml {
 	void *lib;
+	nvml_event_set_t events;  /* NULL: no XID events */
+	int (*ev_free)(nvml_event_set_t);
+	int (*ev_wait)(nvml_event_set_t, struct event_data *, unsigned);
 	char driver[32];
 	int (*init)(void), (*shutdown)(void), (*count)(unsigned *), (*handle)(unsigned, nvml_device_t *);
 	int (*mem2)(nvml_device_t, struct memory_v2 *), (*mem1)(nvml_device_t, struct memory_v1 *);
@@ -58,6 +71,55 @@ struct nvml {
 static void *sym(struct nvml *n, const char *name)
 {
 	return dlsym(n->lib, name);
+}
+
+/* XID events where the driver has them; a device that cannot register is skipped. */
+static void register_xid(struct nvml *n)
+{
+	int (*create)(nvml_event_set_t *), (*reg)(nvml_device_t, unsigned long long, nvml_event_set_t);
+	unsigned count = 0;
+	int any = 0;
+
+	*(void **)&create = sym(n, "nvmlEventSetCreate");
+	*(void **)&reg = sym(n, "nvmlDeviceRegisterEvents");
+	*(void **)&n->ev_free = sym(n, "nvmlEventSetFree");
+	*(void **)&n->ev_wait = sym(n, "nvmlEventSetWait_v2");
+	if (!create || !reg || !n->ev_free || !n->ev_wait || create(&n->events) != NVML_SUCCESS) {
+		n->events = NULL;
+		return;
+	}
+	n->count(&count);
+	for (unsigned i = 0; i < count; i++) {
+		nvml_device_t dev;
+		if (n->handle(i, &dev) == NVML_SUCCESS && reg(dev, NVML_EVENT_XID_CRITICAL, n->events) == NVML_SUCCESS)
+			any = 1;
+	}
+	if (!any) {
+		n->ev_free(n->events);
+		n->events = NULL;
+	}
+}
+
+int nvml_xid_poll(struct nvml *n, struct nvml_xid *out, int cap)
+{
+	struct event_data e;
+	int got = 0;
+
+	if (!n->events)
+		return -ENOTSUP;
+	while (got < cap && n->ev_wait(n->events, &e, 0) == NVML_SUCCESS) {
+		unsigned count = 0, gpu = 0;
+		n->count(&count);
+		for (unsigned i = 0; i < count; i++) {
+			nvml_device_t dev;
+			if (n->handle(i, &dev) == NVML_SUCCESS && dev == e.device)
+				gpu = i;
+		}
+		out[got].gpu = gpu;
+		out[got].code = e.data;
+		got++;
+	}
+	return got;
 }
 
 int nvml_open(struct nvml **out, const char **why)
@@ -102,6 +164,7 @@ int nvml_open(struct nvml **out, const char **why)
 	}
 	if (!n->driver_version || n->driver_version(n->driver, sizeof(n->driver)) != NVML_SUCCESS)
 		snprintf(n->driver, sizeof(n->driver), "unknown");
+	register_xid(n);
 	*out = n;
 	return 0;
 fail:
@@ -114,6 +177,8 @@ void nvml_close(struct nvml *n)
 {
 	if (!n)
 		return;
+	if (n->events)
+		n->ev_free(n->events);
 	n->shutdown();
 	dlclose(n->lib);
 	free(n);

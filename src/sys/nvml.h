@@ -36,6 +36,15 @@ int nvml_device_read(struct nvml *n, unsigned index, struct nvml_dev *d);
  * driver cannot list them, -EIO. */
 int nvml_device_processes(struct nvml *n, unsigned index, struct nvml_proc *out, unsigned cap, unsigned *count);
 
+/* XID errors the driver reports (critical ones), through an NVML event set registered
+ * on every device at nvml_open. Fills at most cap (gpu index, xid code) pairs without
+ * waiting; returns how many, or -ENOTSUP when the driver has no events. */
+struct nvml_xid {
+	unsigned gpu;
+	unsigned long long code;
+};
+int nvml_xid_poll(struct nvml *n, struct nvml_xid *out, int cap);
+
 /* One-shot helpers for plan and probe. */
 struct nvml_gpu {
 	char name[96];

@@ -15,7 +15,7 @@
 const char *watch_event_name(enum watch_event e)
 {
 	static const char *const names[EV_COUNT] = {
-		"low_free", "time_to_oom", "partial_death", "stuck", "process_exit", "read_failed", "job_stopped",
+		"low_free", "time_to_oom", "partial_death", "stuck", "process_exit", "read_failed", "job_stopped", "xid",
 	};
 	return e < EV_COUNT ? names[e] : "?";
 }

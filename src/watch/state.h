@@ -12,7 +12,7 @@
 
 enum watch_event {
 	EV_LOW_FREE, EV_TIME_TO_OOM, EV_PARTIAL_DEATH, EV_STUCK, EV_PROCESS_EXIT, EV_READ_FAILED,
-	EV_JOB_STOPPED, EV_COUNT
+	EV_JOB_STOPPED, EV_XID, EV_COUNT
 };
 
 struct wgpu {
@@ -38,6 +38,7 @@ struct wproc {
 	struct series trend;
 	int stuck_warned, ttoom_warned;
 	char comm[32];
+	pid_t ns_pid;             /* the pid inside its container, 0 when the same */
 };
 
 struct wjob {

@@ -157,3 +157,13 @@ PY
 		[ "$status" -ne 0 ]
 	done
 }
+
+@test "XID errors the driver reports become events" {
+	use_double
+	printf 'gpu uuid=GPU-a bus=00000000:04:00.0 name=H200 total=80G used=5G util=10\ngpu uuid=GPU-b bus=00000000:05:00.0 name=H200 total=80G used=5G util=10\nxid gpu=1 code=79\n' > "$T/gpus"
+	run timeout 10 "$HR" watch -q --interval 200 --duration 1 --jsonl "$T/o.jsonl"
+	echo "$output"
+	[[ "$output" == *"GPU 1 reported XID 79"* ]]
+	[ "$(events "$T/o.jsonl" xid)" -eq 1 ]   # once, not at every sample
+	python3 -c 'import json,sys; e=[json.loads(l) for l in open(sys.argv[1]) if json.loads(l).get("event") == "xid"][0]; assert e["gpu"] == 1 and e["uuid"] == "GPU-b" and e["xid"] == 79, e' "$T/o.jsonl"
+}

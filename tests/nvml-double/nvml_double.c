@@ -7,6 +7,7 @@
  *   proc gpu=0 pid=1234 used=300M            (used=na: the driver does not say)
  *   fail gpu=0                               (memory reads of GPU 0 fail)
  *   nosupport util                           (utilization: NOT_SUPPORTED)
+ *   xid gpu=0 code=79                        (an XID error, delivered once)
  * NVML_DOUBLE_V1=1 makes the _v2/_v3 functions answer FUNCTION_NOT_FOUND, as old drivers. */
 #include <stdio.h>
 #include <stdlib.h>
@@ -28,7 +29,12 @@ struct proc {
 };
 static struct gpu gpus[MAXG];
 static struct proc procs[MAXP];
-static int ngpus, nprocs, util_unsupported;
+struct xid {
+	int gpu;
+	unsigned long long code;
+};
+static struct xid xids[64];
+static int ngpus, nprocs, util_unsupported, nxids, xids_delivered;
 static char driver[32];
 
 static unsigned long long size_of(const char *v)
@@ -49,7 +55,7 @@ static void load(void)
 	char line[512];
 	FILE *f = path ? fopen(path, "r") : NULL;
 
-	ngpus = nprocs = util_unsupported = 0;
+	ngpus = nprocs = util_unsupported = nxids = 0;
 	strcpy(driver, "550.54.15");
 	if (!f)
 		return;
@@ -95,6 +101,15 @@ static void load(void)
 			int i = w && !strncmp(w, "gpu=", 4) ? atoi(w + 4) : -1;
 			if (i >= 0 && i < MAXG)
 				gpus[i].fail = 1;
+		} else if (!strcmp(w, "xid") && nxids < 64) {
+			struct xid *x = &xids[nxids++];
+			memset(x, 0, sizeof(*x));
+			while ((w = strtok_r(NULL, " \t\n", &save))) {
+				if (!strncmp(w, "gpu=", 4))
+					x->gpu = atoi(w + 4);
+				else if (!strncmp(w, "code=", 5))
+					x->code = strtoull(w + 5, NULL, 10);
+			}
 		} else if (!strcmp(w, "nosupport")) {
 			w = strtok_r(NULL, " \t\n", &save);
 			if (w && !strcmp(w, "util"))
@@ -221,3 +236,27 @@ ret nvmlDeviceGetComputeRunningProcesses_v2(void *dev, unsigned *n, void *out)
 	return v1_only() ? NOT_FOUND_FN : list(dev, n, out, 24);
 }
 ret nvmlDeviceGetComputeRunningProcesses(void *dev, unsigned *n, void *out) { return list(dev, n, out, 16); }
+
+/* events: one set; XIDs from the script, each delivered once */
+struct event_data { void *device; unsigned long long type, data; unsigned gi, ci; };
+ret nvmlEventSetCreate(void **set);
+ret nvmlDeviceRegisterEvents(void *dev, unsigned long long types, void *set);
+ret nvmlEventSetWait_v2(void *set, struct event_data *e, unsigned timeout_ms);
+ret nvmlEventSetFree(void *set);
+
+ret nvmlEventSetCreate(void **set) { *set = (void *)1; return OK; }
+ret nvmlDeviceRegisterEvents(void *dev, unsigned long long types, void *set) { (void)dev, (void)types, (void)set; return OK; }
+ret nvmlEventSetWait_v2(void *set, struct event_data *e, unsigned timeout_ms)
+{
+	(void)set, (void)timeout_ms;
+	load();
+	if (xids_delivered >= nxids)
+		return 10; /* NVML_ERROR_TIMEOUT */
+	memset(e, 0, sizeof(*e));
+	e->device = (void *)(long)(xids[xids_delivered].gpu + 1);
+	e->type = 0x8;
+	e->data = xids[xids_delivered].code;
+	xids_delivered++;
+	return OK;
+}
+ret nvmlEventSetFree(void *set) { (void)set; return OK; }
