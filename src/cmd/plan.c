@@ -213,7 +213,7 @@ static int solve(struct plan_args *a, const char *name)
 		putchar('\n');
 		json_decref(o);
 	} else {
-		char b[32], c[32], d[32];
+		char b[32], c[32], d[32], e[32];
 		if (!lo) {
 			printf("no %s fits: %s = 1 needs %s, the GPU has %s with a margin of %s\n", name, name,
 			       size_format(next_r.device_peak_bytes, b, sizeof(b)), size_format(a->gpu_bytes, c, sizeof(c)),
@@ -222,7 +222,7 @@ static int solve(struct plan_args *a, const char *name)
 			printf("%s = %lld fits: peak %s of %s (margin %s); %lld would need %s\n", name, (long long)lo,
 			       size_format(best_r.device_peak_bytes, b, sizeof(b)), size_format(a->gpu_bytes, c, sizeof(c)),
 			       size_format(margin_of(a), d, sizeof(d)), (long long)(lo + 1),
-			       size_format(next_r.device_peak_bytes, b, sizeof(b)));
+			       size_format(next_r.device_peak_bytes, e, sizeof(e)));
 		}
 	}
 	return lo ? 0 : 1;

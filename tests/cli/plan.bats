@@ -60,6 +60,8 @@ PY
 	echo "$output"
 	[ "$status" -eq 0 ]
 	[[ "$output" == "buffer:queue = "*" fits"* ]]
+	local peaks=$(grep -o "[0-9.]* GiB" <<< "$output" | sed -n "1p;4p" | sort -u | wc -l)
+	[ "$peaks" -eq 2 ]   # the fitting and the next value need different memory
 }
 
 @test "--compare shows which component moved" {
