@@ -82,6 +82,7 @@ struct watcher {
 	int child_status, child_done;
 	int tty;
 	int64_t t0_ms;
+	int procs_fresh;          /* the process table was read in this sample */
 	uint64_t oom_prev;
 	/* exit statuses of processes we reaped (our children and orphans), by pid */
 	pid_t reaped_pid[64];
@@ -137,6 +138,29 @@ static void emit(struct watcher *x, enum watch_event e, json_t *rec, const char 
 
 /* ---- processes and jobs ------------------------------------------------------------ */
 
+/* The whole process table is read only in a sample that meets a new GPU process (its
+ * parent, its command, whether it is the command's): most samples need none of it. */
+static const struct proc_table *procs(struct watcher *x)
+{
+	if (!x->procs_fresh) {
+		proc_table_read("", &x->procs);
+		x->procs_fresh = 1;
+	}
+	return &x->procs;
+}
+
+/* Is pid still running (not gone, not a zombie)? */
+static int running(pid_t pid)
+{
+	char path[64], buf[512], *rp;
+
+	snprintf(path, sizeof(path), "/proc/%d/stat", (int)pid);
+	if (fs_read(path, buf, sizeof(buf)) <= 0)
+		return 0;
+	rp = strrchr(buf, ')');
+	return rp && rp[1] == ' ' && rp[2] != 'Z' && rp[2] != 'X';
+}
+
 static struct wjob *job_get(struct watcher *x, const char *key)
 {
 	for (size_t i = 0; i < x->w.njobs; i++)
@@ -158,7 +182,7 @@ static void job_of(struct watcher *x, pid_t pid, char *key, size_t len, int *ran
 {
 	char path[64], env[32768];
 	long n;
-	const struct proc_entry *e = proc_table_find(&x->procs, pid);
+	const struct proc_entry *e = proc_table_find(procs(x), pid);
 
 	snprintf(path, sizeof(path), "/proc/%d/environ", (int)pid);
 	n = fs_read(path, env, sizeof(env));
@@ -203,7 +227,7 @@ static pid_t container_pid(pid_t pid)
 static struct wproc *proc_add(struct watcher *x, pid_t pid, unsigned gpu, int64_t now)
 {
 	struct wproc *p;
-	const struct proc_entry *e = proc_table_find(&x->procs, pid);
+	const struct proc_entry *e = proc_table_find(procs(x), pid);
 
 	if (x->w.nprocs == x->w.capprocs) {
 		x->w.capprocs = x->w.capprocs ? x->w.capprocs * 2 : 32;
@@ -292,7 +316,7 @@ static void proc_ended(struct watcher *x, struct wproc *p, int64_t now)
 
 static int in_scope(struct watcher *x, pid_t pid)
 {
-	return !x->child || proc_table_is_descendant(&x->procs, pid, x->child);
+	return !x->child || proc_table_is_descendant(procs(x), pid, x->child);
 }
 
 static void sample_gpus(struct watcher *x, int64_t now)
@@ -345,14 +369,14 @@ static void sample_gpus(struct watcher *x, int64_t now)
 		if (nvml_device_processes(x->nvml, (unsigned)g, list, 256, &n))
 			continue;
 		for (unsigned i = 0; i < n; i++) {
-			struct wproc *p;
-			if (!in_scope(x, (pid_t)list[i].pid))
-				continue;
-			p = proc_get(x, (pid_t)list[i].pid, (unsigned)g);
+			struct wproc *p = proc_get(x, (pid_t)list[i].pid, (unsigned)g);
 			if (p && !p->alive)
 				continue; /* a pid the driver still lists after its end */
-			if (!p)
+			if (!p) {
+				if (!in_scope(x, (pid_t)list[i].pid))
+					continue;
 				p = proc_add(x, (pid_t)list[i].pid, (unsigned)g, now);
+			}
 			if (list[i].used_bytes != p->used_bytes)
 				p->unchanged_since_ms = now;
 			p->used_bytes = list[i].used_bytes;
@@ -379,7 +403,7 @@ static void sample(struct watcher *x, int64_t now)
 	struct psi psi;
 	char path[64];
 
-	proc_table_read("", &x->procs);
+	x->procs_fresh = 0;
 	x->w.has_host = !meminfo_read("", &mi);
 	if (x->w.has_host) {
 		x->w.host_total_bytes = mi.total_bytes;
@@ -408,8 +432,7 @@ static void sample(struct watcher *x, int64_t now)
 	/* processes gone without a pidfd to say so */
 	for (size_t i = 0; i < x->w.nprocs; i++) {
 		struct wproc *p = &x->w.procs[i];
-		const struct proc_entry *e = proc_table_find(&x->procs, p->pid);
-		if (p->alive && (!e || e->state == 'Z'))
+		if (p->alive && !running(p->pid))
 			proc_ended(x, p, now);
 	}
 	if (x->w.has_oom)
