@@ -397,6 +397,28 @@ static void sample_gpus(struct watcher *x, int64_t now)
 	}
 }
 
+/* Fixed memory over a long watch: past a bound, ended processes of finished jobs and
+ * the finished jobs themselves are forgotten (their events went out already). */
+#define KEEP_ENDED 256
+static void forget_ended(struct watcher *x)
+{
+	size_t k = 0;
+
+	if (x->w.nprocs <= KEEP_ENDED && x->w.njobs <= KEEP_ENDED)
+		return;
+	for (size_t i = 0; i < x->w.nprocs; i++) {
+		struct wproc *p = &x->w.procs[i];
+		if (p->alive || job_get(x, p->job)->alive)
+			x->w.procs[k++] = *p;
+	}
+	x->w.nprocs = k;
+	k = 0;
+	for (size_t i = 0; i < x->w.njobs; i++)
+		if (x->w.jobs[i].alive)
+			x->w.jobs[k++] = x->w.jobs[i];
+	x->w.njobs = k;
+}
+
 static void sample(struct watcher *x, int64_t now)
 {
 	struct meminfo mi;
@@ -437,6 +459,7 @@ static void sample(struct watcher *x, int64_t now)
 	}
 	if (x->w.has_oom)
 		x->oom_prev = x->w.host_oom_kills;
+	forget_ended(x);
 	/* survivors that ignored SIGTERM */
 	for (size_t i = 0; i < x->w.njobs; i++) {
 		struct wjob *j = &x->w.jobs[i];
