@@ -1,6 +1,14 @@
 # headroom — build with `make`; `make check` runs every test (unit, ASan/UBSan, CLI).
 CC      ?= cc
-PKGS    := jansson sqlite3 libmicrohttpd
+# MHD=0 builds without libmicrohttpd (watch --prometheus then says so): for machines
+# without its headers, such as the GPU machine.
+MHD     ?= 1
+PKGS    := jansson sqlite3
+ifeq ($(MHD),1)
+PKGS    += libmicrohttpd
+else
+NO_MHD  := -DHEADROOM_NO_MHD
+endif
 CFLAGS  ?= -O2 -g
 WARN    := -std=c11 -D_GNU_SOURCE -Wall -Wextra -Wshadow -Wstrict-prototypes \
            -Wmissing-prototypes -Wformat=2 -Wno-format-nonliteral
@@ -9,7 +17,7 @@ WARN    += -Werror
 endif
 PKG_CFLAGS := $(shell pkg-config --cflags $(PKGS))
 PKG_LIBS   := $(shell pkg-config --libs $(PKGS))
-ALL_CFLAGS  = $(WARN) $(CFLAGS) $(PKG_CFLAGS) -Isrc -MMD -MP
+ALL_CFLAGS  = $(WARN) $(NO_MHD) $(CFLAGS) $(PKG_CFLAGS) -Isrc -MMD -MP
 LDLIBS      = $(PKG_LIBS) -lm -ldl -lpthread
 
 BUILD   ?= build

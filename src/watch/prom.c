@@ -2,7 +2,6 @@
 
 #include <arpa/inet.h>
 #include <errno.h>
-#include <microhttpd.h>
 #include <netinet/in.h>
 #include <pthread.h>
 #include <stdarg.h>
@@ -155,6 +154,28 @@ char *prom_render(const struct watch_state *w)
 	return b.s;
 }
 
+#ifdef HEADROOM_NO_MHD
+int prom_start(const char *addr, struct prom_server **out, const char **why)
+{
+	(void)addr;
+	*out = NULL;
+	*why = "this headroom was built without libmicrohttpd (make MHD=0)";
+	return -ENOTSUP;
+}
+
+void prom_publish(struct prom_server *s, char *page)
+{
+	(void)s;
+	free(page);
+}
+
+void prom_stop(struct prom_server *s)
+{
+	(void)s;
+}
+#else
+#include <microhttpd.h>
+
 struct prom_server {
 	struct MHD_Daemon *d;
 	pthread_mutex_t lock;
@@ -245,3 +266,4 @@ void prom_stop(struct prom_server *s)
 	free(s->page);
 	free(s);
 }
+#endif
