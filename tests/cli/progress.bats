@@ -20,7 +20,7 @@ slow_build() {
 	grep -qF $'\e[r' "$T/out2"
 	# the first build had no total; the second knows there are 8 jobs and gives an ETA
 	grep -q 'done\] running' "$T/out1"
-	grep -a -o '\[[0-9]/8\] running [^\x1b]*ETA [0-9]*s' "$T/out2" | head -1 | grep -q ETA
+	grep -a -o '\[[0-9]/8\] running [^[:cntrl:]]*ETA [0-9]*[sm]' "$T/out2" | head -1 | grep -q ETA
 	grep -q 'headroom: 8 jobs' "$T/out2"
 }
 
