@@ -99,6 +99,34 @@ static int64_t wall_ms(void)
 
 /* ---- events ----------------------------------------------------------------------- */
 
+extern char **environ;
+
+/* sh -c CMD with the event in its environment, not waited for (reaped with the rest).
+ * The environment is built before fork: the Prometheus thread may hold malloc's lock,
+ * and a forked child of a threaded process may only call async-signal-safe functions. */
+static void run_hook(const char *cmd, const char *event, const char *msg, const char *json)
+{
+	size_t n = 0;
+	char **envp, *argv[] = { "sh", "-c", (char *)cmd, NULL };
+
+	while (environ[n])
+		n++;
+	envp = xcalloc(n + 4, sizeof(*envp));
+	envp[0] = xasprintf("HEADROOM_EVENT=%s", event);
+	envp[1] = xasprintf("HEADROOM_EVENT_MESSAGE=%s", msg);
+	envp[2] = xasprintf("HEADROOM_EVENT_JSON=%s", json);
+	for (size_t i = 0, k = 3; i < n; i++)
+		if (strncmp(environ[i], "HEADROOM_EVENT", 14))
+			envp[k++] = environ[i];
+	if (fork() == 0) {
+		execve("/bin/sh", argv, envp);
+		_exit(127);
+	}
+	for (int i = 0; i < 3; i++)
+		free(envp[i]);
+	free(envp);
+}
+
 static void emit(struct watcher *x, enum watch_event e, json_t *rec, const char *fmt, ...)
 	__attribute__((format(printf, 4, 5)));
 
@@ -122,16 +150,8 @@ static void emit(struct watcher *x, enum watch_event e, json_t *rec, const char 
 		fprintf(x->jsonl, "%s\n", txt);
 		fflush(x->jsonl);
 	}
-	if (x->o.on_event && txt) {
-		pid_t pid = fork();
-		if (pid == 0) {
-			setenv("HEADROOM_EVENT", watch_event_name(e), 1);
-			setenv("HEADROOM_EVENT_MESSAGE", msg, 1);
-			setenv("HEADROOM_EVENT_JSON", txt, 1);
-			execl("/bin/sh", "sh", "-c", x->o.on_event, (char *)NULL);
-			_exit(127);
-		}
-	}
+	if (x->o.on_event && txt)
+		run_hook(x->o.on_event, watch_event_name(e), msg, txt);
 	free(txt);
 	json_decref(rec);
 }
