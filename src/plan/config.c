@@ -76,6 +76,13 @@ int model_shape_from_json(json_t *cfg, struct model_shape *m, char **err)
 	v = json_object_get(cfg, "tie_word_embeddings");
 	if (json_is_boolean(v))
 		m->tied = json_is_true(v);
+	if (!strcmp(type, "gemma2"))
+		m->final_softcap = 30.0; /* Gemma2Config's default */
+	v = json_object_get(cfg, "final_logit_softcapping");
+	if (json_is_number(v))
+		m->final_softcap = json_number_value(v);
+	else if (json_is_null(v))
+		m->final_softcap = 0;
 	v = json_object_get(cfg, "attention_bias");
 	if (json_is_boolean(v))
 		m->qkv_bias = json_is_true(v);

@@ -19,6 +19,7 @@ struct model_shape {
 	int64_t hidden, layers, heads, kv_heads, head_dim, intermediate, vocab, positions;
 	int tied;                 /* lm_head shares the embedding */
 	int qkv_bias, qk_norm, norms_per_layer;
+	double final_softcap;     /* gemma2's final_logit_softcapping; 0 none */
 };
 
 enum optimizer { OPT_ADAMW, OPT_SGD, OPT_NONE };

@@ -23,6 +23,9 @@ struct step {
 	int ab;                   /* linear outputs' bytes: 2, or 4 for fp32 without autocast */
 	int rs;                   /* the residual stream's bytes: 4 with fp32 weights */
 	int ac, fp32;
+	int gemma, qk_norm, norms;  /* gemma's norm, qwen3's q/k norms, norms a layer */
+	int64_t kv_heads;
+	double softcap;           /* gemma2's final logit softcapping; 0 none */
 	int64_t lp[12];           /* one layer's parameter tensors, elements */
 	int nlp;
 };
@@ -61,25 +64,42 @@ static void free_all(struct step *s, struct tlist *l)
 	l->n = 0;
 }
 
-/* RMSNorm as Hugging Face writes it: an fp32 copy of a bf16 input (saved), x^2 (a
- * temporary), the rsqrt (saved), the normalized fp32 tensor (saved as it is with fp32
- * weights, else cast to bf16 and saved), then weight x normalized: the output. */
-static int norm(struct step *s, struct tlist *sv)
+/* RMSNorm over rows x dim units whose input has in_bytes a unit, as Hugging Face writes
+ * it: an fp32 copy of a bf16 input (saved), x^2 (a temporary), the rsqrt (saved), the
+ * normalized fp32 tensor, then the weight times it: llama casts the normalized tensor
+ * back to the input's dtype (saved) and multiplies; gemma multiplies by (1 + weight) in
+ * fp32 (the normalized fp32 tensor saved) and casts the product. Returns the output. */
+static int norm_of(struct step *s, struct tlist *sv, int64_t rows, int64_t dim, int in_bytes)
 {
-	if (s->rs == 2)
-		push(sv, ta(s, 4 * s->T * s->h));
-	int tmp = ta(s, 4 * s->T * s->h);
-	int r = ta(s, 4 * s->T);
+	int64_t u = rows * dim;
+
+	if (in_bytes == 2)
+		push(sv, ta(s, 4 * u));
+	int tmp = ta(s, 4 * u);
+	int r = ta(s, 4 * rows);
 	tf(s, tmp);
 	push(sv, r);
-	int n32 = ta(s, 4 * s->T * s->h);
-	if (s->rs == 2) {
-		push(sv, ta(s, 2 * s->T * s->h));
+	int n32 = ta(s, 4 * u);
+	if (s->gemma) {
+		push(sv, n32);
+		if (in_bytes == 4)
+			return ta(s, 4 * u);
+		int p32 = ta(s, 4 * u), out = ta(s, 2 * u);
+		tf(s, p32);
+		return out;
+	}
+	if (in_bytes == 2) {
+		push(sv, ta(s, 2 * u));
 		tf(s, n32);
 	} else {
 		push(sv, n32);
 	}
-	return ta(s, s->rs * s->T * s->h);
+	return ta(s, in_bytes * u);
+}
+
+static int norm(struct step *s, struct tlist *sv)
+{
+	return norm_of(s, sv, s->T, s->h, s->rs);
 }
 
 /* One decoder layer's forward. Saves into sv when keep, else frees what it would save
@@ -106,6 +126,14 @@ static int layer_forward(struct step *s, int in, struct tlist *sv, int keep)
 	}
 	int q = ta(s, ab * T * qd), kk = ta(s, ab * T * k), v = ta(s, ab * T * k);
 	push(sv, v);
+	if (s->qk_norm) { /* qwen3 normalizes q and k per head before the rotation */
+		int qn = norm_of(s, sv, T * s->heads, qd / s->heads, (int)ab);
+		tf(s, q);
+		q = qn;
+		int kn = norm_of(s, sv, T * s->kv_heads, k / s->kv_heads, (int)ab);
+		tf(s, kk);
+		kk = kn;
+	}
 	/* rotary embedding: two temporaries each; with fp32 cos/sin (autocast) the rotated
 	 * q and k are fp32 and sdpa casts them back */
 	int rq = s->ac ? 4 : (int)ab;
@@ -126,7 +154,13 @@ static int layer_forward(struct step *s, int in, struct tlist *sv, int keep)
 	push(sv, ta(s, 4 * s->B * s->heads * s->S)); /* log-sum-exp */
 	if (s->fp32) /* fp32 sdpa runs the math kernel, which keeps the probabilities */
 		push(sv, ta(s, 4 * s->B * s->heads * s->S * s->S));
-	int ao = ta(s, ab * T * h), h1 = ta(s, s->rs * T * h);
+	int ao = ta(s, ab * T * h);
+	if (s->norms == 4) { /* gemma2 normalizes the attention output before the residual add */
+		int pn = norm_of(s, sv, T, h, (int)ab);
+		tf(s, ao);
+		ao = pn;
+	}
+	int h1 = ta(s, s->rs * T * h);
 	tf(s, ao);
 	if (s->rs == 4)
 		push(sv, in); /* fp32 residual: the norm keeps its input itself */
@@ -143,6 +177,11 @@ static int layer_forward(struct step *s, int in, struct tlist *sv, int keep)
 	for (int i = 0; i < 4; i++) /* gate, up, act(gate), act x up */
 		push(sv, ta(s, ab * T * I));
 	int dn = ta(s, ab * T * h);
+	if (s->norms == 4) { /* ... and the MLP's output */
+		int pn = norm_of(s, sv, T, h, (int)ab);
+		tf(s, dn);
+		dn = pn;
+	}
 	out = ta(s, s->rs * T * h);
 	tf(s, dn);
 	if (s->rs == 4)
@@ -208,6 +247,11 @@ static void setup(struct step *s, const struct model_shape *m, const struct trai
 	s->fp32 = t->param_bytes == 4 && !t->autocast;
 	s->ab = s->fp32 ? 4 : 2;
 	s->rs = t->param_bytes == 4 ? 4 : 2;
+	s->gemma = m->family == ARCH_GEMMA;
+	s->qk_norm = m->qk_norm;
+	s->norms = m->norms_per_layer;
+	s->kv_heads = m->kv_heads;
+	s->softcap = m->final_softcap;
 	int64_t lp[] = { h * qd, h * k, h * k, qd * h, h * I, h * I, I * h, h, h };
 	memcpy(s->lp, lp, sizeof(lp));
 	s->nlp = 9;
@@ -229,11 +273,11 @@ int sim_train(const struct model_shape *m, const struct train_settings *t, int s
 	int lora = t->lora_rank > 0;
 	int64_t gw = lora ? 0 : t->param_bytes;
 
-	/* Simulated: the llama family (llama, mistral, qwen2, phi3), whose op sequence is
-	 * written out here. Not yet: GPT-2 (its GELU-tanh and dropout as Python ops leave
-	 * many temporaries that a first attempt got 5-13 % low), gemma, qwen3's q/k norms,
-	 * inference: the analytic model with its fitted fragmentation answers. */
-	if (t->inference || m->family != ARCH_LLAMA || m->qk_norm || m->norms_per_layer != 2)
+	/* Simulated: the llama family (llama, mistral, qwen2, phi3; measured), qwen3's
+	 * q/k norms and gemma, gemma2 (written out the same way, not yet measured). Not
+	 * yet: GPT-2 (its GELU-tanh and dropout as Python ops leave many temporaries that a
+	 * first attempt got 5-13 % low) and inference: the analytic model answers. */
+	if (t->inference || m->family == ARCH_GPT2)
 		return -EINVAL;
 	memset(r, 0, sizeof(*r));
 	setup(&s, m, t);
@@ -264,6 +308,12 @@ int sim_train(const struct model_shape *m, const struct train_settings *t, int s
 	for (int step = 0; step < steps; step++) {
 		int x = ta(&s, s.rs * s.T * s.h), hs = x, gres, gh;
 
+		if (s.gemma) { /* the embeddings scaled by sqrt(hidden): a new tensor */
+			int scaled = ta(&s, s.rs * s.T * s.h);
+			tf(&s, x);
+			x = hs = scaled;
+		}
+
 		for (int64_t l = 0; l < s.L; l++) {
 			int keep = !t->grad_ckpt, out;
 			if (t->grad_ckpt)
@@ -287,6 +337,13 @@ int sim_train(const struct model_shape *m, const struct train_settings *t, int s
 		for (int64_t done = 0; done < s.T; done += chunk) {
 			int64_t n = s.T - done < chunk ? s.T - done : chunk;
 			int l1 = ta(&s, s.ab * n * s.V);
+			if (s.softcap > 0) { /* logits / cap, tanh (kept), x cap */
+				int d = ta(&s, s.ab * n * s.V);
+				tf(&s, l1);
+				push(&tmp, ta(&s, s.ab * n * s.V));
+				tf(&s, d);
+				l1 = ta(&s, s.ab * n * s.V);
+			}
 			if (!lb)
 				lb = l1;
 			else
