@@ -300,11 +300,65 @@ static int64_t whole(const char *opt, const char *v, int64_t min)
 	return n;
 }
 
+enum plan_opt { O_TRAIN = 256, O_DTYPE, O_AUTOCAST, O_OPT, O_MOM, O_CKPT, O_BATCH, O_SEQ, O_CHUNK, O_BUF, O_ZERO,
+       O_DP, O_LRANK, O_LTGT, O_INF, O_CTX, O_CTXB, O_GPU, O_GPUMEM, O_MARGIN, O_JSON, O_SOLVE, O_LOCK, O_CMP,
+       O_CALIB, O_DB };
+
+/* A setting from the command line, applied over what the files said. */
+static void apply_setting(struct train_settings *t, int c, const char *arg)
+{
+	switch (c) {
+	case O_DTYPE:
+		if (strcmp(arg, "fp32") && strcmp(arg, "bf16") && strcmp(arg, "fp16"))
+			die(EXIT_USAGE, "plan: --dtype wants fp32, bf16 or fp16, not '%s'", arg);
+		t->param_bytes = strcmp(arg, "fp32") ? 2 : 4;
+		break;
+	case O_AUTOCAST: t->autocast = 1; break;
+	case O_OPT:
+		t->fused = !strcmp(arg, "adamw-fused");
+		if (!strcmp(arg, "adamw") || t->fused)
+			t->opt = OPT_ADAMW;
+		else if (!strcmp(arg, "sgd"))
+			t->opt = OPT_SGD;
+		else if (!strcmp(arg, "none"))
+			t->opt = OPT_NONE;
+		else
+			die(EXIT_USAGE, "plan: --optimizer wants adamw, adamw-fused, sgd or none, not '%s'", arg);
+		break;
+	case O_MOM: {
+		char *end;
+		t->momentum = strtod(arg, &end);
+		if (*end || !*arg || t->momentum < 0 || t->momentum >= 1)
+			die(EXIT_USAGE, "plan: --momentum wants a number from 0 to below 1, not '%s'", arg);
+		break;
+	}
+	case O_CKPT: t->grad_ckpt = 1; break;
+	case O_BATCH: t->batch = whole("--batch", arg, 1); break;
+	case O_SEQ: t->seq = whole("--seq", arg, 1); break;
+	case O_CHUNK: t->loss_chunk = whole("--loss-chunk", arg, 1); break;
+	case O_BUF:
+		if (t->nbuffers == PLAN_MAX_BUFFERS || buffer_spec_parse(arg, &t->buffers[t->nbuffers]))
+			die(EXIT_USAGE, "plan: --buffer wants NAME=COUNTxSIZE such as queue=50x100MB (at most 8), not '%s'", arg);
+		t->nbuffers++;
+		break;
+	case O_ZERO: t->zero_stage = (int)whole("--zero", arg, 0); break;
+	case O_DP: t->dp = whole("--dp", arg, 1); break;
+	case O_LRANK: t->lora_rank = whole("--lora-rank", arg, 1); break;
+	case O_LTGT:
+		if (lora_targets_parse(arg, &t->lora_targets))
+			die(EXIT_USAGE, "plan: --lora-targets wants a list of q k v o gate up down (or all), not '%s'", arg);
+		break;
+	case O_INF: t->inference = 1; t->opt = OPT_NONE; break;
+	case O_CTX: t->context = whole("--context", arg, 1); break;
+	case O_CTXB:
+		if (size_parse(arg, &t->context_bytes))
+			die(EXIT_USAGE, "plan: --context-bytes wants a size such as 740M, not '%s'", arg);
+		break;
+	}
+}
+
 int cmd_plan(int argc, char **argv)
 {
-	enum { O_TRAIN = 256, O_DTYPE, O_AUTOCAST, O_OPT, O_MOM, O_CKPT, O_BATCH, O_SEQ, O_CHUNK, O_BUF, O_ZERO,
-	       O_DP, O_LRANK, O_LTGT, O_INF, O_CTX, O_CTXB, O_GPU, O_GPUMEM, O_MARGIN, O_JSON, O_SOLVE, O_LOCK, O_CMP,
-	       O_CALIB, O_DB };
 	static const struct option opts[] = {
 		{ "train", required_argument, NULL, O_TRAIN },     { "dtype", required_argument, NULL, O_DTYPE },
 		{ "autocast", no_argument, NULL, O_AUTOCAST },     { "optimizer", required_argument, NULL, O_OPT },
@@ -321,53 +375,25 @@ int cmd_plan(int argc, char **argv)
 		{ "calibrated", no_argument, NULL, O_CALIB },      { "db", required_argument, NULL, O_DB },
 		{ "help", no_argument, NULL, 'h' },                { NULL, 0, NULL, 0 },
 	};
-	/* command-line settings are applied after the file's: keep them apart until then */
-	struct train_settings cli;
+	struct { int c; const char *arg; } pending[64];
+	size_t npending = 0;
 	struct plan_args a = { .margin_pct = 4.0 };
 	const char *train_file = NULL, *solve_knob = NULL, *locks[16], *db = NULL;
 	size_t nlocks = 0;
 	int c, cmp = 0, calibrated = 0;
 
 	train_settings_init(&a.t);
-	train_settings_init(&cli);
 	while ((c = getopt_long(argc, argv, "h", opts, NULL)) != -1) {
 		switch (c) {
 		case O_TRAIN: train_file = optarg; break;
-		case O_DTYPE:
-			if (strcmp(optarg, "fp32") && strcmp(optarg, "bf16") && strcmp(optarg, "fp16"))
-				die(EXIT_USAGE, "plan: --dtype wants fp32, bf16 or fp16, not '%s'", optarg);
-			cli.param_bytes = strcmp(optarg, "fp32") ? 2 : 4;
-			break;
-		case O_AUTOCAST: cli.autocast = 1; break;
-		case O_OPT:
-			if (!strcmp(optarg, "adamw")) cli.opt = OPT_ADAMW;
-			else if (!strcmp(optarg, "adamw-fused")) cli.opt = OPT_ADAMW, cli.fused = 1;
-			else if (!strcmp(optarg, "sgd")) cli.opt = OPT_SGD;
-			else if (!strcmp(optarg, "none")) cli.opt = OPT_NONE;
-			else die(EXIT_USAGE, "plan: --optimizer wants adamw, adamw-fused, sgd or none, not '%s'", optarg);
-			break;
-		case O_MOM: cli.momentum = atof(optarg); break;
-		case O_CKPT: cli.grad_ckpt = 1; break;
-		case O_BATCH: cli.batch = whole("--batch", optarg, 1); break;
-		case O_SEQ: cli.seq = whole("--seq", optarg, 1); break;
-		case O_CHUNK: cli.loss_chunk = whole("--loss-chunk", optarg, 1); break;
-		case O_BUF:
-			if (cli.nbuffers == PLAN_MAX_BUFFERS || buffer_spec_parse(optarg, &cli.buffers[cli.nbuffers]))
-				die(EXIT_USAGE, "plan: --buffer wants NAME=COUNTxSIZE such as queue=50x100MB (at most 8), not '%s'", optarg);
-			cli.nbuffers++;
-			break;
-		case O_ZERO: cli.zero_stage = (int)whole("--zero", optarg, 0); break;
-		case O_DP: cli.dp = whole("--dp", optarg, 1); break;
-		case O_LRANK: cli.lora_rank = whole("--lora-rank", optarg, 1); break;
-		case O_LTGT:
-			if (lora_targets_parse(optarg, &cli.lora_targets))
-				die(EXIT_USAGE, "plan: --lora-targets wants a list of q k v o gate up down (or all), not '%s'", optarg);
-			break;
-		case O_INF: cli.inference = 1; cli.opt = OPT_NONE; break;
-		case O_CTX: cli.context = whole("--context", optarg, 1); break;
+		case O_DTYPE: case O_AUTOCAST: case O_OPT: case O_MOM: case O_CKPT: case O_BATCH: case O_SEQ:
+		case O_CHUNK: case O_BUF: case O_ZERO: case O_DP: case O_LRANK: case O_LTGT: case O_INF: case O_CTX:
 		case O_CTXB:
-			if (size_parse(optarg, &cli.context_bytes))
-				die(EXIT_USAGE, "plan: --context-bytes wants a size such as 740M, not '%s'", optarg);
+			/* applied after the files, in order: the command line wins */
+			if (npending == sizeof(pending) / sizeof(pending[0]))
+				die(EXIT_USAGE, "plan: too many settings on the command line");
+			pending[npending].c = c;
+			pending[npending++].arg = optarg;
 			break;
 		case O_GPU: {
 			size_t i;
@@ -425,18 +451,8 @@ int cmd_plan(int argc, char **argv)
 			die(EXIT_USAGE, "plan: %s: %s", train_file, err);
 		json_decref(j);
 	}
-	/* what the command line says wins over the files */
-	struct train_settings dflt;
-	train_settings_init(&dflt);
-#define OVERRIDE(f) if (cli.f != dflt.f) a.t.f = cli.f
-	OVERRIDE(param_bytes); OVERRIDE(autocast); OVERRIDE(opt); OVERRIDE(fused); OVERRIDE(momentum);
-	OVERRIDE(grad_ckpt); OVERRIDE(batch); OVERRIDE(seq); OVERRIDE(loss_chunk); OVERRIDE(zero_stage);
-	OVERRIDE(dp); OVERRIDE(lora_rank); OVERRIDE(lora_targets); OVERRIDE(inference); OVERRIDE(context);
-	OVERRIDE(context_bytes);
-#undef OVERRIDE
-	for (size_t i = 0; i < cli.nbuffers && a.t.nbuffers < PLAN_MAX_BUFFERS; i++)
-		a.t.buffers[a.t.nbuffers++] = cli.buffers[i];
-
+	for (size_t i = 0; i < npending; i++)
+		apply_setting(&a.t, pending[i].c, pending[i].arg);
 	if (calibrated)
 		a.t.context_bytes = calibrated_context(db);
 	if (!a.gpu_bytes) {

@@ -117,3 +117,15 @@ PY
 	run "$HR" probe extra
 	[ "$status" -eq 2 ]
 }
+
+@test "settings on the command line win over the case file's, even when they name the default" {
+	llama1b
+	python3 -c 'import json,sys; m=json.load(open(sys.argv[1])); json.dump({"model": m, "train": {"param_dtype": "fp32", "batch": 4, "optimizer": "adamw", "fused": True}}, open(sys.argv[2], "w"))' "$T/llama1b.json" "$T/c.json"
+	run "$HR" plan --gpu h200 --json "$T/c.json"
+	local w32=$(python3 -c 'import json,sys; print(json.loads(sys.argv[1])["components"]["weights"])' "$output")
+	run "$HR" plan --gpu h200 --json --dtype bf16 --optimizer adamw "$T/c.json"
+	python3 -c 'import json,sys; o=json.loads(sys.argv[1]); assert o["components"]["weights"] * 2 == int(sys.argv[2]) and o["components"]["optimizer step temporaries"] >= 0, o' "$output" "$w32"
+	run "$HR" plan --gpu h200 --momentum 1.5 --optimizer sgd "$T/c.json"
+	[ "$status" -eq 2 ]
+	[[ "$output" == *"--momentum wants"* ]]
+}
