@@ -26,7 +26,7 @@ static const char usage[] =
 	"\n"
 	"Settings (or --train FILE with the same keys: param_dtype, autocast, optimizer,\n"
 	"fused, momentum, grad_ckpt, batch, seq, loss_chunk, zero_stage, dp, lora_rank,\n"
-	"lora_targets, inference, context, buffers):\n"
+	"lora_targets, inference, context, buffers, context_bytes):\n"
 	"      --dtype fp32|bf16|fp16   weights' dtype (default bf16)\n"
 	"      --autocast               bf16 autocast around the forward pass (with --dtype fp32)\n"
 	"      --optimizer adamw|adamw-fused|sgd|none   (default adamw, foreach)\n"

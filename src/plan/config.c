@@ -268,6 +268,11 @@ int train_settings_from_json(json_t *obj, struct train_settings *t, char **err)
 					return bad(err, key, "entries NAME: \"COUNTxSIZE\" such as \"50x100MB\"");
 				t->nbuffers++;
 			}
+		} else if (!strcmp(key, "context_bytes")) {
+			/* an environment's CUDA context and workspaces, as `headroom probe` measured */
+			if (!json_is_integer(v) || json_integer_value(v) <= 0)
+				return bad(err, key, "a number of bytes");
+			t->context_bytes = (uint64_t)json_integer_value(v);
 		} else if (strcmp(key, "attn")) {
 			*err = xasprintf("settings: unknown key '%s'", key);
 			return -EINVAL;

@@ -129,3 +129,11 @@ PY
 	[ "$status" -eq 2 ]
 	[[ "$output" == *"--momentum wants"* ]]
 }
+
+@test "--compare between two environments: the context moves, nothing else" {
+	llama1b
+	python3 -c 'import json,sys; m=json.load(open(sys.argv[1])); json.dump({"model": m, "train": {"batch": 2, "context_bytes": 740 << 20}}, open(sys.argv[2], "w")); json.dump({"model": m, "train": {"batch": 2, "context_bytes": 940 << 20}}, open(sys.argv[3], "w"))' "$T/llama1b.json" "$T/a.json" "$T/b.json"
+	run "$HR" plan --compare --json "$T/a.json" "$T/b.json"
+	[ "$status" -eq 0 ]
+	python3 -c 'import json,sys; o=json.loads(sys.argv[1]); a, b = o["a"]["components"], o["b"]["components"]; moved = {k: b[k] - a[k] for k in a if a[k] != b[k]}; assert moved == {"CUDA context + workspaces": 200 << 20}, moved' "$output"
+}
