@@ -105,6 +105,7 @@ struct gov {
 	char *build_key;            /* directory and command: the store's key for this build */
 	struct build_profile last_build; /* jobs 0 when this build was not seen before */
 	char *next_class;           /* class of the last job found: what the next token is for */
+	int guard_fd;               /* the guardian's pipe; -1 without one */
 };
 
 /* ---- learned profiles ---------------------------------------------------------------- */
@@ -997,6 +998,53 @@ static void reap(struct gov *g)
 	}
 }
 
+/* A guardian: a child that sleeps on a pipe only headroom writes to. If headroom dies,
+ * even by SIGKILL, the pipe reads EOF and the guardian resumes every stopped process
+ * below the build, so that no held or frozen job stays stopped forever. Returns the
+ * pipe's write end to keep open, or -1. */
+static int start_guardian(pid_t build, const char *proc_root)
+{
+	int fds[2];
+	pid_t pid;
+	char c;
+
+	if (pipe2(fds, O_CLOEXEC))
+		return -1;
+	pid = fork();
+	if (pid < 0) {
+		close(fds[0]);
+		close(fds[1]);
+		return -1;
+	}
+	if (pid == 0) {
+		struct proc_table t = { 0 };
+
+		/* nothing of headroom's: not its socket (launchers would wait on it), not
+		 * the jobserver, not the terminal's Ctrl-C */
+		if (fds[0] > 3)
+			close_range(3, (unsigned)fds[0] - 1, 0);
+		close_range((unsigned)fds[0] + 1, ~0U, 0);
+		setpgid(0, 0);
+		prctl(PR_SET_NAME, "headroom-guard");
+		for (;;) { /* headroom never writes: this returns when it is gone */
+			ssize_t r = read(fds[0], &c, 1);
+			if (r < 0 && errno == EINTR)
+				continue;
+			break;
+		}
+		for (int round = 0; round < 3; round++) {
+			proc_table_read(proc_root, &t);
+			for (size_t i = 0; i < t.n; i++)
+				if ((t.v[i].state == 'T' || t.v[i].state == 't') && proc_table_is_descendant(&t, t.v[i].pid, build))
+					kill(t.v[i].pid, SIGCONT);
+			usleep(50000);
+		}
+		_exit(0);
+	}
+	close(fds[0]);
+	return fds[1];
+}
+
 /* End every process below headroom: the jobs first, then anything the build left. */
 static void kill_everything(struct gov *g)
 {
@@ -1185,7 +1233,7 @@ static void on_signal(struct gov *g, int64_t now)
 int governor_run(const struct governor_opts *o)
 {
 	struct gov g = { .o = o, .listen_fd = -1, .sig_fd = -1, .js = { .rfd = -1, .wfd = -1, .own_fd = -1 },
-			 .progress = { .fd = -1 } };
+			 .progress = { .fd = -1 }, .guard_fd = -1 };
 	sigset_t mask, orig;
 	int rc, status = EXIT_INTERNAL;
 
@@ -1241,6 +1289,7 @@ int governor_run(const struct governor_opts *o)
 		warnx("cannot start the build: %s", strerror(errno));
 		goto out_mask;
 	}
+	g.guard_fd = start_guardian(g.build_pid, o->proc_root);
 
 	int64_t next_tick = now_ms();
 	while (!g.build_done) {
@@ -1278,6 +1327,7 @@ int governor_run(const struct governor_opts *o)
 		tree_scan(&g, now_ms());
 	}
 	progress_close(&g.progress);
+	/* the guardian is below us too: kill_everything ends it with the rest */
 	kill_everything(&g);
 	g.rep.wall_ms = now_ms() - g.t0_ms;
 	if (g.interrupted)
@@ -1327,6 +1377,8 @@ out:
 		free(g.cache[i]);
 	}
 	free(g.cache);
+	if (g.guard_fd >= 0)
+		close(g.guard_fd);
 	if (g.listen_fd >= 0)
 		close(g.listen_fd);
 	if (g.sig_fd >= 0)

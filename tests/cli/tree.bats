@@ -5,6 +5,17 @@
 
 load helper
 
+# Builds here run in directories under $T with command lines that may not name it:
+# end whatever runs there, stopped or not, then the usual teardown.
+teardown() {
+	cd /   # not this shell too
+	for p in $(ls /proc | grep -E '^[0-9]+$'); do
+		case "$(readlink "/proc/$p/cwd" 2>/dev/null)" in "$T"/*) kill -KILL "$p" 2>/dev/null ;; esac
+	done
+	pkill -KILL -f "$T" 2>/dev/null || true
+	rm -rf "$T"
+}
+
 # A Makefile of N jobs that log their start and end and hold SIZE for MS milliseconds.
 hold_makefile() {
 	local dir=$1 n=$2 size=$3 ms=$4
@@ -15,6 +26,16 @@ hold_makefile() {
 		printf '\nt%%:\n\t@echo "start $@ $$(date +%%s.%%N)" >> log; %s --hold %s --ms %s; echo "end $@ $$(date +%%s.%%N)" >> log\n' \
 			"$MEMHOG" "$size" "$ms"
 	} > "$dir/Makefile"
+}
+
+# Stopped processes working in directory $1.
+stopped_in() {
+	local n=0 p
+	for p in $(ls /proc | grep -E '^[0-9]+$'); do
+		[ "$(readlink "/proc/$p/cwd" 2>/dev/null)" = "$1" ] || continue
+		case "$(awk '{print $3}' "/proc/$p/stat" 2>/dev/null)" in T|t) n=$((n + 1)) ;; esac
+	done
+	echo "$n"
 }
 
 # The most jobs between their start and end lines at once.
@@ -174,4 +195,26 @@ print("dir", os.path.dirname(c))
 	run -127 "$T/c++" --version
 	[ "$status" -eq 127 ]
 	[[ "$output" == *"compiler shim"* ]]
+}
+
+@test "headroom killed with SIGKILL while it holds tree jobs: none stays stopped, the build finishes" {
+	command -v make || skip "make needed"
+	hold_makefile "$T/g" 4 200M 800
+	cd "$T/g"
+	# fd 3 closed: bats waits for whoever holds it
+	"$HR" run --tree --no-db -q -j 4 --budget 300M -- make -j4 > /dev/null 2>&1 3>&- &
+	local hr=$!
+	sleep 1.5
+	# jobs are held (stopped) now
+	local stopped_before=$(stopped_in "$T/g")
+	echo "stopped before: $stopped_before"
+	[ "$stopped_before" -ge 1 ]
+	kill -KILL "$hr"
+	sleep 1
+	local stopped_after=$(stopped_in "$T/g")
+	echo "stopped after: $stopped_after"
+	[ "$stopped_after" -eq 0 ]
+	# the build runs on to its end, ungoverned
+	for i in $(seq 1 50); do [ "$(grep -c '^end' log 2>/dev/null)" -ge 4 ] && break; sleep 0.2; done
+	[ "$(grep -c '^end' log)" -eq 4 ]
 }
