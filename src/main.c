@@ -5,6 +5,7 @@
 
 #include "cmd/cmd.h"
 #include "util/log.h"
+#include "util/path.h"
 
 #define HEADROOM_VERSION "0.1.0"
 
@@ -33,7 +34,7 @@ static void usage(FILE *f)
 int main(int argc, char **argv)
 {
 	const char *dbg = getenv("HEADROOM_DEBUG");
-	const char *name = strrchr(argv[0], '/') ? strrchr(argv[0], '/') + 1 : argv[0];
+	const char *name = path_base(argv[0]);
 
 	if (dbg && *dbg && strcmp(dbg, "0"))
 		log_level = 3;

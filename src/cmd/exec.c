@@ -20,6 +20,7 @@
 #include "sys/cgroup.h"
 #include "sys/fsutil.h"
 #include "util/log.h"
+#include "util/path.h"
 #include "util/units.h"
 #include "util/xalloc.h"
 
@@ -333,7 +334,7 @@ int cmd_exec(int argc, char **argv)
 
 int cmd_shim(int argc, char **argv)
 {
-	const char *name = strrchr(argv[0], '/') ? strrchr(argv[0], '/') + 1 : argv[0];
+	const char *name = path_base(argv[0]);
 	const char *real = getenv(!strcmp(name, "c++") ? "HEADROOM_REAL_CXX" : "HEADROOM_REAL_CC");
 	char self[4096];
 	char **args;

@@ -12,6 +12,7 @@
 #include "sys/fsutil.h"
 #include "store/store.h"
 #include "util/log.h"
+#include "util/path.h"
 #include "util/units.h"
 #include "util/xalloc.h"
 
@@ -85,9 +86,8 @@ static char *find_nvcc(void)
  * would take the launcher for the compiler itself. */
 static int is_python_build(const char *cmd)
 {
-	const char *b = strrchr(cmd, '/');
+	const char *b = path_base(cmd);
 
-	b = b ? b + 1 : cmd;
 	return !strncmp(b, "python", 6) || !strncmp(b, "pip", 3) || !strcmp(b, "uv");
 }
 

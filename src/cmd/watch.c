@@ -172,13 +172,13 @@ static const struct proc_table *procs(struct watcher *x)
 /* Is pid still running (not gone, not a zombie)? */
 static int running(pid_t pid)
 {
-	char path[64], buf[512], *rp;
+	char path[64], buf[1024];
+	struct proc_entry e;
 
 	snprintf(path, sizeof(path), "/proc/%d/stat", (int)pid);
-	if (fs_read(path, buf, sizeof(buf)) <= 0)
+	if (fs_read(path, buf, sizeof(buf)) <= 0 || proc_parse_stat(buf, sysconf(_SC_PAGESIZE), &e))
 		return 0;
-	rp = strrchr(buf, ')');
-	return rp && rp[1] == ' ' && rp[2] != 'Z' && rp[2] != 'X';
+	return e.state != 'Z' && e.state != 'X';
 }
 
 static struct wjob *job_get(struct watcher *x, const char *key)

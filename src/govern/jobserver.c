@@ -9,6 +9,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "util/path.h"
 #include "util/xalloc.h"
 
 /* "GNU Make 4.3" -> 4, 3; 0 when it is not GNU make. */
@@ -36,9 +37,8 @@ int jobserver_ninja_is_client(const char *ninja_version)
 
 enum jobserver_style jobserver_style_for(const char *make_version, const char *ninja_version, const char *cmd)
 {
-	const char *b = strrchr(cmd, '/');
+	const char *b = path_base(cmd);
 
-	b = b ? b + 1 : cmd;
 	/* ninja reads only the fifo style; make 4.4 reads both, make 4.3 only the pipe. */
 	if (!strcmp(b, "ninja"))
 		return jobserver_ninja_is_client(ninja_version) ? JOBSERVER_FIFO : JOBSERVER_NONE;

@@ -3,14 +3,9 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "util/path.h"
 #include "util/strv.h"
 #include "util/xalloc.h"
-
-static const char *base(const char *p)
-{
-	const char *s = strrchr(p, '/');
-	return s ? s + 1 : p;
-}
 
 static int is_wrapper(const char *tool)
 {
@@ -74,9 +69,9 @@ void job_sig_from_argv(int argc, char *const argv[], struct job_sig *out)
 	const char *src = "";
 	int i = 0;
 
-	while (i < argc - 1 && is_wrapper(base(argv[i])))
+	while (i < argc - 1 && is_wrapper(path_base(argv[i])))
 		i++;
-	out->tool = xstrdup(argc > 0 ? base(argv[i]) : "");
+	out->tool = xstrdup(argc > 0 ? path_base(argv[i]) : "");
 	for (i++; i < argc; i++) {
 		const char *a = argv[i];
 

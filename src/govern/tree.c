@@ -2,6 +2,7 @@
 
 #include <string.h>
 
+#include "util/path.h"
 #include "util/strv.h"
 
 int tree_is_build_tool(const char *comm)
@@ -20,16 +21,10 @@ int tree_is_compiler(const char *comm)
 	return strv_contains(compilers, comm);
 }
 
-static const char *base(const char *p)
-{
-	const char *s = strrchr(p, '/');
-	return s ? s + 1 : p;
-}
-
 enum tree_kind tree_classify(int argc, char *const argv[], const char *self_name)
 {
 	for (int i = 0; i < argc; i++) {
-		const char *b = base(argv[i]);
+		const char *b = path_base(argv[i]);
 		if (!strcmp(b, self_name) && i + 1 < argc && !strcmp(argv[i + 1], "exec"))
 			return TREE_LAUNCHED;
 		/* the cc and c++ shims `headroom run` makes for python builds launch too */

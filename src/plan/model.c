@@ -175,7 +175,7 @@ int plan_compute(const struct model_shape *m, const struct train_settings *t, st
 		 const char **why)
 {
 	int64_t T, P, trainable;
-	uint64_t w, act_layer, act, lb, lf, grads, states, temp, frag_base;
+	uint64_t w, act_layer, act, lb, lf, grads, states, temp;
 	int64_t chunk;
 
 	memset(r, 0, sizeof(*r));
@@ -239,7 +239,6 @@ int plan_compute(const struct model_shape *m, const struct train_settings *t, st
 	uint64_t backward = states + act + lb + 3 * lf;
 	uint64_t recompute = t->grad_ckpt ? states + grads + act + act_layer : 0;
 	uint64_t optimizer = states + grads + temp;
-	frag_base = lf * FRAG_LOGITS_NUM / FRAG_LOGITS_DEN + states * FRAG_STATES_NUM / FRAG_STATES_DEN;
 	r->bytes[C_OPT_STATES] = states;
 	if (backward >= recompute && backward >= optimizer) {
 		r->peak_phase = "backward";
@@ -262,7 +261,6 @@ int plan_compute(const struct model_shape *m, const struct train_settings *t, st
 	struct sim_result sr;
 	if (!sim_train(m, t, 3, &sr)) {
 		uint64_t counted = 0;
-		r->simulated = 1;
 		for (int c = C_WEIGHTS; c < C_FRAGMENTATION; c++)
 			counted += r->bytes[c];
 		if (sr.max_reserved_bytes >= counted) {
@@ -275,12 +273,12 @@ int plan_compute(const struct model_shape *m, const struct train_settings *t, st
 		r->allocated_peak_bytes = sr.max_allocated_bytes;
 		return 0;
 	}
+	r->bytes[C_FRAGMENTATION] = lf * FRAG_LOGITS_NUM / FRAG_LOGITS_DEN + states * FRAG_STATES_NUM / FRAG_STATES_DEN;
 	/* GPT-2 fragments more: its GELU-tanh and dropout as Python ops leave many
 	 * MLP-sized temporaries between the cached blocks (8/5 of the logits, fitted on
 	 * the four GPT-2 fixture cases) */
 	if (m->family == ARCH_GPT2)
-		frag_base += lf * 2 / 5;
-	r->bytes[C_FRAGMENTATION] = frag_base;
+		r->bytes[C_FRAGMENTATION] += lf * 2 / 5;
 	sum_result(r);
 	return 0;
 }

@@ -65,7 +65,6 @@ struct plan_result {
 	uint64_t allocated_peak_bytes;  /* what torch.cuda.max_memory_allocated would say */
 	const char *peak_phase;         /* "backward", "optimizer step", "recompute", "prefill" */
 	int64_t params, trainable_params;
-	int simulated;                  /* the total comes from the caching allocator simulation */
 };
 
 /* Fill defaults for what settings leave unset. */
