@@ -292,6 +292,22 @@ static const char *how_it_ended(struct watcher *x, pid_t pid, char *buf, size_t 
 	return buf;
 }
 
+static void reap(struct watcher *x)
+{
+	int st;
+	pid_t pid;
+
+	while ((pid = waitpid(-1, &st, WNOHANG)) > 0) {
+		size_t i = x->nreaped < 64 ? x->nreaped++ : (size_t)(pid % 64);
+		x->reaped_pid[i] = pid;
+		x->reaped_status[i] = st;
+		if (pid == x->child) {
+			x->child_status = st;
+			x->child_done = 1;
+		}
+	}
+}
+
 /* A GPU process ended: its job may have lost a rank while others run on. */
 static void proc_ended(struct watcher *x, struct wproc *p, int64_t now)
 {
@@ -301,6 +317,8 @@ static void proc_ended(struct watcher *x, struct wproc *p, int64_t now)
 
 	if (!p->alive)
 		return;
+	/* a child of ours may be a zombie not reaped yet: its status says how it ended */
+	reap(x);
 	p->alive = 0;
 	if (p->pidfd >= 0)
 		close(p->pidfd);
@@ -629,21 +647,6 @@ static int next_interval(struct watcher *x)
 
 /* ---- the loop ------------------------------------------------------------------------ */
 
-static void reap(struct watcher *x)
-{
-	int st;
-	pid_t pid;
-
-	while ((pid = waitpid(-1, &st, WNOHANG)) > 0) {
-		size_t i = x->nreaped < 64 ? x->nreaped++ : (size_t)(pid % 64);
-		x->reaped_pid[i] = pid;
-		x->reaped_status[i] = st;
-		if (pid == x->child) {
-			x->child_status = st;
-			x->child_done = 1;
-		}
-	}
-}
 
 static int64_t seconds_ms(const char *opt, const char *v)
 {
@@ -820,10 +823,8 @@ int cmd_watch(int argc, char **argv)
 			for (size_t k = 1; k < npf; k++)
 				if (pf[k].revents) {
 					for (size_t i = 0; i < x.w.nprocs; i++)
-						if (x.w.procs[i].pidfd == pf[k].fd) {
-							reap(&x);
+						if (x.w.procs[i].pidfd == pf[k].fd)
 							proc_ended(&x, &x.w.procs[i], now_ms());
-						}
 					ended = 1;
 				}
 			if (ended || (x.child && x.child_done))

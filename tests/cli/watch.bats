@@ -12,6 +12,13 @@ use_double() {
 	export LD_LIBRARY_PATH="$DOUBLE" NVML_DOUBLE_SCRIPT="$T/gpus"
 }
 
+# Wait until pid $1 runs $2: before its exec its environ is still its parent's, and a
+# real GPU process shows in NVML only long after (once it has a CUDA context).
+wait_exec() {
+	for i in $(seq 1 100); do [ "$(cat "/proc/$1/comm" 2>/dev/null)" = "$2" ] && return 0; sleep 0.02; done
+	return 1
+}
+
 events() { # $1 jsonl, $2 event name: how many
 	python3 -c 'import json,sys; print(sum(1 for l in open(sys.argv[1]) if json.loads(l).get("event") == sys.argv[2]))' "$1" "$2"
 }
@@ -29,6 +36,8 @@ events() { # $1 jsonl, $2 event name: how many
 	use_double
 	env TORCHELASTIC_RUN_ID=j1 RANK=0 sleep 60 & local p0=$!
 	env TORCHELASTIC_RUN_ID=j1 RANK=1 sleep 60 & local p1=$!
+	wait_exec "$p0" sleep
+	wait_exec "$p1" sleep
 	printf 'gpu uuid=GPU-a bus=00000000:04:00.0 name=H200 total=80G used=30G util=90\ngpu uuid=GPU-b bus=00000000:05:00.0 name=H200 total=80G used=30G util=90\nproc gpu=0 pid=%d used=29G\nproc gpu=1 pid=%d used=29G\n' "$p0" "$p1" > "$T/gpus"
 	( sleep 1.5; kill -9 "$p1"; date +%s%3N > "$T/killed" ) &
 	run timeout 20 "$HR" watch -q --interval 1000 --duration 5 --jsonl "$T/o.jsonl" --stop-job-on-partial-death --grace 1
