@@ -103,9 +103,17 @@ static uint64_t margin_of(const struct plan_args *a)
 
 static void compute(const struct plan_args *a, const struct train_settings *t, struct plan_result *r)
 {
+	struct train_settings on_gpu = *t;
 	const char *why;
 
-	if (plan_compute(&a->m, t, r, &why))
+	/* near the GPU's size PyTorch gives cached segments back before it fails; the
+	 * simulation does the same at what the allocator has under the margin */
+	if (a->gpu_bytes) {
+		uint64_t ctx = t->context_bytes ? t->context_bytes : plan_default_context_bytes();
+		uint64_t keep = margin_of(a) + ctx;
+		on_gpu.limit_bytes = a->gpu_bytes > keep ? a->gpu_bytes - keep : 1;
+	}
+	if (plan_compute(&a->m, &on_gpu, r, &why))
 		die(EXIT_USAGE, "plan: %s", why);
 }
 

@@ -68,6 +68,20 @@ static void free_del(struct alloc_sim *a, int i)
 	a->b[i].free = 0;
 }
 
+/* Give back every segment with nothing allocated in it (a free block with no
+ * neighbours is a whole segment). */
+static void release_cached(struct alloc_sim *a)
+{
+	for (size_t f = a->nfree; f-- > 0;) {
+		int i = a->freel[f];
+		if (a->b[i].prev < 0 && a->b[i].next < 0) {
+			a->reserved_bytes -= a->b[i].size;
+			free_del(a, i);
+			recycle(a, i);
+		}
+	}
+}
+
 int alloc_sim_malloc(struct alloc_sim *a, uint64_t size)
 {
 	int pool, best = -1;
@@ -85,6 +99,11 @@ int alloc_sim_malloc(struct alloc_sim *a, uint64_t size)
 		uint64_t seg = pool == 0 ? SMALL_BUFFER
 			       : size < MIN_LARGE_ALLOC ? LARGE_BUFFER
 							: (size + ROUND_LARGE - 1) / ROUND_LARGE * ROUND_LARGE;
+		if (a->limit_bytes && a->reserved_bytes + seg > a->limit_bytes) {
+			release_cached(a);
+			if (a->reserved_bytes + seg > a->limit_bytes)
+				a->oom = 1; /* carried on: the peak then says by how much it misses */
+		}
 		best = new_block(a);
 		a->b[best] = (struct sim_block){ seg, a->nsegs++, pool, 0, -1, -1, 0 };
 		free_add(a, best);

@@ -3,7 +3,9 @@
  * large pool (20 MiB segments for requests under 10 MiB, else the request rounded to
  * 2 MiB); best fit; a block is split when what is left is worth keeping (>= 512 B small,
  * > 1 MiB large); freed blocks merge with free neighbours of their segment; segments
- * are never given back (no cudaFree without memory pressure). What it gives is the
+ * are given back only under memory pressure: when a new segment would pass limit_bytes
+ * (what the device has for it), every wholly free segment is released and the segment
+ * tried again, as PyTorch does before it raises OutOfMemoryError. What it gives is the
  * peak of reserved memory a sequence of tensor allocations and frees leads to. */
 #ifndef HEADROOM_PLAN_ALLOC_H
 #define HEADROOM_PLAN_ALLOC_H
@@ -26,6 +28,8 @@ struct alloc_sim {
 	int *freel;                /* the free blocks, for the best-fit search */
 	size_t nfree, capfree;
 	int nsegs;
+	uint64_t limit_bytes;      /* 0: no limit */
+	int oom;                   /* a segment passed limit_bytes even after the release */
 	uint64_t reserved_bytes, allocated_bytes, max_reserved_bytes, max_allocated_bytes;
 };
 

@@ -11,13 +11,13 @@
 static const struct {
 	const char *type;
 	enum arch_family family;
-	int tied_default, qkv_bias, qk_norm, norms;
+	int tied_default, qkv_bias, qk_norm, norms, fused;
 } families[] = {
-	/* defaults of each model_type's Hugging Face config class */
-	{ "llama", ARCH_LLAMA, 0, 0, 0, 2 },  { "mistral", ARCH_LLAMA, 0, 0, 0, 2 },
-	{ "qwen2", ARCH_LLAMA, 0, 1, 0, 2 },  { "qwen3", ARCH_LLAMA, 0, 0, 1, 2 },
-	{ "phi3", ARCH_LLAMA, 0, 0, 0, 2 },   { "gemma", ARCH_GEMMA, 1, 0, 0, 2 },
-	{ "gemma2", ARCH_GEMMA, 1, 0, 0, 4 }, { "gpt2", ARCH_GPT2, 1, 1, 0, 2 },
+	/* defaults of each model_type's Hugging Face config class and modeling code */
+	{ "llama", ARCH_LLAMA, 0, 0, 0, 2, 0 },  { "mistral", ARCH_LLAMA, 0, 0, 0, 2, 0 },
+	{ "qwen2", ARCH_LLAMA, 0, 1, 0, 2, 0 },  { "qwen3", ARCH_LLAMA, 0, 0, 1, 2, 0 },
+	{ "phi3", ARCH_LLAMA, 0, 0, 0, 2, 1 },   { "gemma", ARCH_GEMMA, 1, 0, 0, 2, 0 },
+	{ "gemma2", ARCH_GEMMA, 1, 0, 0, 4, 0 }, { "gpt2", ARCH_GPT2, 1, 1, 0, 2, 0 },
 };
 
 /* An integer field, under any of its names; -1 when absent. */
@@ -72,6 +72,7 @@ int model_shape_from_json(json_t *cfg, struct model_shape *m, char **err)
 	m->qkv_bias = families[f].qkv_bias;
 	m->qk_norm = families[f].qk_norm;
 	m->norms_per_layer = families[f].norms;
+	m->fused_proj = families[f].fused;
 	m->tied = families[f].tied_default;
 	v = json_object_get(cfg, "tie_word_embeddings");
 	if (json_is_boolean(v))

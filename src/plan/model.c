@@ -161,13 +161,25 @@ static int plan_inference(const struct model_shape *m, const struct train_settin
 {
 	int64_t T = t->batch * t->seq, ctx = t->context > t->seq ? t->context : t->seq;
 	int ab = t->param_bytes == 4 && !t->autocast ? 4 : 2;
+	struct sim_result sr;
 
 	/* prefill: one layer's temporaries at a time (no autograd), the KV cache of every
 	 * layer for the whole context, logits of the last position only (HF generate) */
 	r->bytes[C_KV_CACHE] = (uint64_t)(2 * m->layers * t->batch * ctx * kv_dim(m) * ab);
 	r->bytes[C_ACTIVATIONS] = (uint64_t)((4 * m->hidden + 3 * m->intermediate) * T * ab);
-	r->bytes[C_LOGITS] = (uint64_t)(4 * t->batch * m->vocab * 2);
-	r->peak_phase = "prefill";
+	r->bytes[C_LOGITS] = (uint64_t)(t->batch * m->vocab * ab);
+	r->peak_phase = ctx > t->seq ? "generate" : "prefill";
+	/* the simulation decides the total: what it allocates beyond the weights, cache,
+	 * logits and buffers is the layer's temporaries; reserved beyond that, fragmentation */
+	if (!sim_infer(m, t, 3, &sr)) {
+		uint64_t fixed = r->bytes[C_WEIGHTS] + r->bytes[C_KV_CACHE] + r->bytes[C_LOGITS] + r->bytes[C_BUFFERS];
+		r->bytes[C_ACTIVATIONS] = sr.max_allocated_bytes > fixed ? sr.max_allocated_bytes - fixed : 0;
+		r->bytes[C_FRAGMENTATION] = sr.max_reserved_bytes - sr.max_allocated_bytes;
+		sum_result(r);
+		r->allocated_peak_bytes = sr.max_allocated_bytes;
+		return 0;
+	}
+	sum_result(r);
 	return 0;
 }
 
@@ -205,9 +217,7 @@ int plan_compute(const struct model_shape *m, const struct train_settings *t, st
 		r->bytes[C_BUFFERS] += (uint64_t)t->buffers[i].count * t->buffers[i].item_bytes;
 	if (t->inference) {
 		r->trainable_params = 0;
-		plan_inference(m, t, r);
-		sum_result(r);
-		return 0;
+		return plan_inference(m, t, r);
 	}
 
 	trainable = t->lora_rank ? model_lora_params(m, t) : P;

@@ -19,6 +19,7 @@ struct model_shape {
 	int64_t hidden, layers, heads, kv_heads, head_dim, intermediate, vocab, positions;
 	int tied;                 /* lm_head shares the embedding */
 	int qkv_bias, qk_norm, norms_per_layer;
+	int fused_proj;           /* phi3: one qkv_proj and one gate_up_proj matrix */
 	double final_softcap;     /* gemma2's final_logit_softcapping; 0 none */
 };
 
@@ -50,6 +51,8 @@ struct train_settings {
 	struct buffer_spec buffers[PLAN_MAX_BUFFERS];
 	size_t nbuffers;
 	uint64_t context_bytes;   /* CUDA context and library workspaces; 0: the default */
+	uint64_t limit_bytes;     /* what the caching allocator may reserve on the GPU (its
+				   * memory less the context and the margin); 0: unlimited */
 };
 
 enum { LORA_Q = 1, LORA_K = 2, LORA_V = 4, LORA_O = 8, LORA_GATE = 16, LORA_UP = 32, LORA_DOWN = 64 };

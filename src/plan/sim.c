@@ -26,8 +26,12 @@ struct step {
 	int gemma, qk_norm, norms;  /* gemma's norm, qwen3's q/k norms, norms a layer */
 	int64_t kv_heads;
 	double softcap;           /* gemma2's final logit softcapping; 0 none */
-	int64_t lp[12];           /* one layer's parameter tensors, elements */
-	int nlp;
+	int fq;                   /* phi3: fused qkv_proj and gate_up_proj */
+	int full;                 /* the base weights train (not LoRA): linears keep their inputs */
+	unsigned lt;              /* LoRA: the LORA_* targets */
+	int64_t r;                /* LoRA: rank */
+	int64_t lp[12];           /* one layer's parameter tensors, elements: the attention's */
+	int nlp, na, nm;          /* (na), the MLP's (nm), then norms and biases */
 };
 
 static int ta(struct step *s, int64_t bytes)
@@ -67,11 +71,13 @@ static void free_all(struct step *s, struct tlist *l)
 /* RMSNorm over rows x dim units whose input has in_bytes a unit, as Hugging Face writes
  * it: an fp32 copy of a bf16 input (saved), x^2 (a temporary), the rsqrt (saved), the
  * normalized fp32 tensor, then the weight times it: llama casts the normalized tensor
- * back to the input's dtype (saved) and multiplies; gemma multiplies by (1 + weight) in
- * fp32 (the normalized fp32 tensor saved) and casts the product. Returns the output. */
+ * back to the input's dtype and multiplies; gemma multiplies by (1 + weight) in fp32 and
+ * casts the product. The product keeps the normalized tensor only for the weight's
+ * gradient: not when the weight is frozen (LoRA). Returns the output. */
 static int norm_of(struct step *s, struct tlist *sv, int64_t rows, int64_t dim, int in_bytes)
 {
 	int64_t u = rows * dim;
+	int kept;
 
 	if (in_bytes == 2)
 		push(sv, ta(s, 4 * u));
@@ -81,20 +87,69 @@ static int norm_of(struct step *s, struct tlist *sv, int64_t rows, int64_t dim, 
 	push(sv, r);
 	int n32 = ta(s, 4 * u);
 	if (s->gemma) {
-		push(sv, n32);
-		if (in_bytes == 4)
-			return ta(s, 4 * u);
-		int p32 = ta(s, 4 * u), out = ta(s, 2 * u);
-		tf(s, p32);
+		int out;
+		if (in_bytes == 4) {
+			out = ta(s, 4 * u);
+		} else {
+			int p32 = ta(s, 4 * u);
+			out = ta(s, 2 * u);
+			tf(s, p32);
+		}
+		if (s->full)
+			push(sv, n32);
+		else
+			tf(s, n32);
 		return out;
 	}
 	if (in_bytes == 2) {
-		push(sv, ta(s, 2 * u));
+		kept = ta(s, 2 * u);
 		tf(s, n32);
 	} else {
-		push(sv, n32);
+		kept = n32;
 	}
-	return ta(s, in_bytes * u);
+	int out = ta(s, in_bytes * u);
+	if (s->full)
+		push(sv, kept);
+	else
+		tf(s, kept);
+	return out;
+}
+
+/* The rotary embedding of one of q, k (bytes): x cos and rotate_half(x) sin, then their
+ * sum; phi3 concatenates the rotated part with the (empty) pass-through part, one copy
+ * more. */
+static int rope(struct step *s, int64_t bytes)
+{
+	int t1 = ta(s, bytes), t2 = ta(s, bytes), e = ta(s, bytes);
+
+	tf(s, t1), tf(s, t2);
+	if (!s->fq)
+		return e;
+	int out = ta(s, bytes);
+	tf(s, e);
+	return out;
+}
+
+/* A linear layer's output over the step's tokens, in_u units in, out_u out. With full
+ * fine-tuning the caller keeps its input (for the weight's gradient); a frozen base
+ * keeps nothing, and a LoRA adapter on it (PEFT's: base(x) + B(A(x.to(fp32))) x scale,
+ * cast back) keeps its fp32 copy of the input and A's output. */
+static int linear(struct step *s, struct tlist *sv, int64_t in_u, int64_t out_u, unsigned target)
+{
+	int64_t T = s->T;
+	int out = ta(s, s->ab * T * out_u);
+
+	if (s->full || !(s->lt & target))
+		return out;
+	push(sv, ta(s, 4 * T * in_u));
+	push(sv, ta(s, 4 * T * s->r));
+	int b = ta(s, 4 * T * out_u), sc = ta(s, 4 * T * out_u);
+	tf(s, b);
+	int c = ta(s, s->ab * T * out_u);
+	tf(s, sc);
+	int sum = ta(s, s->ab * T * out_u);
+	tf(s, out), tf(s, c);
+	return sum;
 }
 
 static int norm(struct step *s, struct tlist *sv)
@@ -103,29 +158,49 @@ static int norm(struct step *s, struct tlist *sv)
 }
 
 /* One decoder layer's forward. Saves into sv when keep, else frees what it would save
- * (a checkpointed forward). Returns the layer's output. */
-static int layer_forward(struct step *s, int in, struct tlist *sv, int keep)
+ * (a checkpointed forward). A frozen input (LoRA's first layer: the embedding does not
+ * train) makes the first norm keep nothing. Returns the layer's output. */
+static int layer_forward(struct step *s, int in, struct tlist *sv, int keep, int frozen_in)
 {
 	int64_t T = s->T, h = s->h, I = s->I, qd = s->qd, k = s->k, ab = s->ab;
 	size_t first = sv->n;
+	struct tlist none = { 0 };
 	int out;
 
-	int y = norm(s, sv);
+	int y = norm(s, frozen_in ? &none : sv);
+	free_all(s, &none);
+	free(none.v);
 	if (s->ac) {
 		/* under autocast each of q, k, v casts its input to bf16 and keeps it; the
-		 * weights' bf16 casts (autocast's cache) are kept for the backward pass */
-		for (int i = 0; i < 3; i++)
-			push(sv, ta(s, 2 * T * h));
+		 * weights' bf16 casts (autocast's cache, trained weights only) are kept for
+		 * the backward pass */
+		for (int i = 0; i < (s->fq ? 1 : 3); i++) {
+			int c = ta(s, 2 * T * h);
+			if (s->full)
+				push(sv, c);
+			else
+				tf(s, c);
+		}
 		tf(s, y);
-		for (int i = 0; i < 4; i++)
+		y = 0;
+		for (int i = 0; s->full && i < s->na; i++)
 			push(sv, ta(s, 2 * s->lp[i]));
 		/* more than is counted above, fitted on the fixtures' autocast cases */
 		push(sv, ta(s, (4 * h + 7 * k) * T));
-	} else {
+	} else if (s->full) {
 		push(sv, y);
+		y = 0;
 	}
-	int q = ta(s, ab * T * qd), kk = ta(s, ab * T * k), v = ta(s, ab * T * k);
+	int q = 0, kk = 0, v;
+	if (s->fq) { /* q, k and v are views of one output, which sdpa keeps through v */
+		v = linear(s, sv, h, qd + 2 * k, LORA_Q | LORA_K | LORA_V);
+	} else {
+		q = linear(s, sv, h, qd, LORA_Q);
+		kk = linear(s, sv, h, k, LORA_K);
+		v = linear(s, sv, h, k, LORA_V);
+	}
 	push(sv, v);
+	tf(s, y);
 	if (s->qk_norm) { /* qwen3 normalizes q and k per head before the rotation */
 		int qn = norm_of(s, sv, T * s->heads, qd / s->heads, (int)ab);
 		tf(s, q);
@@ -137,11 +212,10 @@ static int layer_forward(struct step *s, int in, struct tlist *sv, int keep)
 	/* rotary embedding: two temporaries each; with fp32 cos/sin (autocast) the rotated
 	 * q and k are fp32 and sdpa casts them back */
 	int rq = s->ac ? 4 : (int)ab;
-	int t1 = ta(s, rq * T * qd), t2 = ta(s, rq * T * qd), qe = ta(s, rq * T * qd);
-	tf(s, t1), tf(s, t2), tf(s, q);
-	t1 = ta(s, rq * T * k), t2 = ta(s, rq * T * k);
-	int ke = ta(s, rq * T * k);
-	tf(s, t1), tf(s, t2), tf(s, kk);
+	int qe = rope(s, rq * T * qd), ke;
+	tf(s, q);
+	ke = rope(s, rq * T * k);
+	tf(s, kk);
 	if (s->ac) {
 		push(sv, ta(s, 2 * T * qd));
 		push(sv, ta(s, 2 * T * k));
@@ -154,7 +228,7 @@ static int layer_forward(struct step *s, int in, struct tlist *sv, int keep)
 	push(sv, ta(s, 4 * s->B * s->heads * s->S)); /* log-sum-exp */
 	if (s->fp32) /* fp32 sdpa runs the math kernel, which keeps the probabilities */
 		push(sv, ta(s, 4 * s->B * s->heads * s->S * s->S));
-	int ao = ta(s, ab * T * h);
+	int ao = linear(s, sv, qd, h, LORA_O);
 	if (s->norms == 4) { /* gemma2 normalizes the attention output before the residual add */
 		int pn = norm_of(s, sv, T, h, (int)ab);
 		tf(s, ao);
@@ -166,17 +240,38 @@ static int layer_forward(struct step *s, int in, struct tlist *sv, int keep)
 		push(sv, in); /* fp32 residual: the norm keeps its input itself */
 	int y2 = norm(s, sv);
 	if (s->ac) {
-		for (int i = 0; i < 2; i++)
-			push(sv, ta(s, 2 * T * h));
+		for (int i = 0; i < (s->fq ? 1 : 2); i++) {
+			int c = ta(s, 2 * T * h);
+			if (s->full)
+				push(sv, c);
+			else
+				tf(s, c);
+		}
 		tf(s, y2);
-		for (int i = 4; i < 7; i++)
+		y2 = 0;
+		for (int i = s->na; s->full && i < s->na + s->nm; i++)
 			push(sv, ta(s, 2 * s->lp[i]));
-	} else {
+	} else if (s->full) {
 		push(sv, y2);
+		y2 = 0;
 	}
-	for (int i = 0; i < 4; i++) /* gate, up, act(gate), act x up */
-		push(sv, ta(s, ab * T * I));
-	int dn = ta(s, ab * T * h);
+	/* gate and up (phi3: one tensor of both), act(gate) and act x up: silu keeps gate,
+	 * the product keeps act and up, down_proj keeps the product if its weight trains */
+	int prod;
+	if (s->fq) {
+		push(sv, linear(s, sv, h, 2 * I, LORA_GATE | LORA_UP));
+	} else {
+		push(sv, linear(s, sv, h, I, LORA_GATE));
+		push(sv, linear(s, sv, h, I, LORA_UP));
+	}
+	tf(s, y2);
+	push(sv, ta(s, ab * T * I));
+	prod = ta(s, ab * T * I);
+	int dn = linear(s, sv, I, h, LORA_DOWN);
+	if (s->full)
+		push(sv, prod);
+	else
+		tf(s, prod);
 	if (s->norms == 4) { /* ... and the MLP's output */
 		int pn = norm_of(s, sv, T, h, (int)ab);
 		tf(s, dn);
@@ -198,37 +293,43 @@ static int layer_forward(struct step *s, int in, struct tlist *sv, int keep)
 }
 
 /* One layer's backward: gradient temporaries of the MLP and attention, the weight
- * gradients (into grads, which live to the optimizer step), the input's gradient. */
+ * gradients (into grads, which live to the optimizer step), the input's gradient. A
+ * fused projection's input gradient goes through the concatenation of its parts'. */
 static int layer_backward(struct step *s, int gres, struct tlist *grads, int64_t gw_bytes)
 {
 	int64_t T = s->T, h = s->h, I = s->I, qd = s->qd, k = s->k, ab = s->ab;
-	int t1, t2, t3, t4, gy, n1, n2, gx;
+	int t1, t2, t3, t4, gy, n1, n2, gx, cat = 0;
 
 	t1 = ta(s, ab * T * I);
-	for (int i = s->nlp - 1; i >= 0; i--)
-		if (gw_bytes && i >= 4 && i < 7)
-			push(grads, ta(s, s->lp[i] * gw_bytes));
+	for (int i = s->na + s->nm - 1; gw_bytes && i >= s->na; i--)
+		push(grads, ta(s, s->lp[i] * gw_bytes));
 	t2 = ta(s, ab * T * I), t3 = ta(s, ab * T * I);
 	tf(s, t1);
 	t4 = ta(s, ab * T * I);
+	if (s->fq)
+		cat = ta(s, 2 * ab * T * I);
 	tf(s, t2), tf(s, t3);
 	gy = ta(s, ab * T * h);
-	tf(s, t4);
+	tf(s, t4), tf(s, cat);
 	n1 = ta(s, 4 * T * h), n2 = ta(s, 4 * T * h);
 	tf(s, gy);
 	gx = ta(s, s->rs * T * h);
 	tf(s, n1), tf(s, n2), tf(s, gres);
 	gres = gx;
 	t1 = ta(s, ab * T * qd);
-	for (int i = s->nlp - 1; i >= 0; i--)
-		if (gw_bytes && (i < 4 || i >= 7))
+	for (int i = s->nlp - 1; gw_bytes && i >= 0; i--)
+		if (i < s->na || i >= s->na + s->nm)
 			push(grads, ta(s, s->lp[i] * gw_bytes));
 	/* flash attention's backward accumulates dq in fp32 */
 	t2 = ta(s, 4 * T * qd);
 	int gq = ta(s, ab * T * qd), gk = ta(s, ab * T * k), gv = ta(s, ab * T * k);
 	tf(s, t2), tf(s, t1);
+	if (s->fq) {
+		cat = ta(s, ab * T * (qd + 2 * k));
+		tf(s, gq), tf(s, gk), tf(s, gv);
+	}
 	gy = ta(s, ab * T * h);
-	tf(s, gq), tf(s, gk), tf(s, gv);
+	tf(s, gq), tf(s, gk), tf(s, gv), tf(s, cat);
 	n1 = ta(s, 4 * T * h), n2 = ta(s, 4 * T * h);
 	tf(s, gy);
 	gx = ta(s, s->rs * T * h);
@@ -252,14 +353,42 @@ static void setup(struct step *s, const struct model_shape *m, const struct trai
 	s->norms = m->norms_per_layer;
 	s->kv_heads = m->kv_heads;
 	s->softcap = m->final_softcap;
-	int64_t lp[] = { h * qd, h * k, h * k, qd * h, h * I, h * I, I * h, h, h };
-	memcpy(s->lp, lp, sizeof(lp));
-	s->nlp = 9;
+	s->fq = m->fused_proj;
+	s->full = t->lora_rank <= 0 || t->inference;
+	s->lt = t->lora_targets;
+	s->r = t->lora_rank;
+	/* the layer's weights in construction order: attention, MLP, the two norms */
+	if (s->fq) {
+		int64_t lp[] = { h * (qd + 2 * k), qd * h, h * 2 * I, I * h, h, h };
+		memcpy(s->lp, lp, sizeof(lp));
+		s->nlp = 6, s->na = 2, s->nm = 2;
+	} else {
+		int64_t lp[] = { h * qd, h * k, h * k, qd * h, h * I, h * I, I * h, h, h };
+		memcpy(s->lp, lp, sizeof(lp));
+		s->nlp = 9, s->na = 4, s->nm = 3;
+	}
 	if (m->qkv_bias) {
 		s->lp[s->nlp++] = qd;
 		s->lp[s->nlp++] = k;
 		s->lp[s->nlp++] = k;
 	}
+}
+
+/* The weights, in construction order: embedding, layers, final norm, lm_head when
+ * untied (a ZeRO-3 shard keeps a 1/dp share); then the named buffers. */
+static void load(struct step *s, const struct model_shape *m, const struct train_settings *t,
+		 struct tlist *params, int64_t shard)
+{
+	push(params, ta(s, s->V * s->h * s->w / shard));
+	for (int64_t l = 0; l < s->L; l++)
+		for (int i = 0; i < s->nlp; i++)
+			push(params, ta(s, s->lp[i] * s->w / shard));
+	push(params, ta(s, s->h * s->w));
+	if (!m->tied)
+		push(params, ta(s, s->V * s->h * s->w / shard));
+	for (size_t i = 0; i < t->nbuffers; i++)
+		for (int64_t c = 0; c < t->buffers[i].count; c++)
+			ta(s, (int64_t)t->buffers[i].item_bytes);
 }
 
 int sim_train(const struct model_shape *m, const struct train_settings *t, int steps, struct sim_result *r)
@@ -273,33 +402,22 @@ int sim_train(const struct model_shape *m, const struct train_settings *t, int s
 	int lora = t->lora_rank > 0;
 	int64_t gw = lora ? 0 : t->param_bytes;
 
-	/* Simulated: the llama family (llama, mistral, qwen2, phi3; measured), qwen3's
-	 * q/k norms and gemma, gemma2 (written out the same way, not yet measured). Not
-	 * yet: GPT-2 (its GELU-tanh and dropout as Python ops leave many temporaries that a
-	 * first attempt got 5-13 % low) and inference: the analytic model answers. */
+	/* Simulated: the llama family (llama, mistral, qwen2, qwen3, phi3), gemma and
+	 * gemma2. Not yet: GPT-2 (its GELU-tanh and dropout as Python ops leave many
+	 * temporaries that a first attempt got 5-13 % low): the analytic model answers. */
 	if (t->inference || m->family == ARCH_GPT2)
 		return -EINVAL;
 	memset(r, 0, sizeof(*r));
 	setup(&s, m, t);
 	alloc_sim_init(&s.a);
+	s.a.limit_bytes = t->limit_bytes;
 	s.blk = NULL;
 	ta(&s, 0); /* id 0 means none */
 	saved = xcalloc((size_t)s.L, sizeof(*saved));
 	chunk = t->loss_chunk > 0 && t->loss_chunk < s.T ? t->loss_chunk : s.T;
 
-	/* the weights, in construction order: embedding (and positions), layers, final
-	 * norm, lm_head when untied; a ZeRO-3 shard keeps a 1/dp share */
 	int64_t shard = t->zero_stage >= 3 ? t->dp : 1;
-	push(&params, ta(&s, s.V * s.h * s.w / shard));
-	for (int64_t l = 0; l < s.L; l++)
-		for (int i = 0; i < s.nlp; i++)
-			push(&params, ta(&s, s.lp[i] * s.w / shard));
-	push(&params, ta(&s, s.h * s.w));
-	if (!m->tied)
-		push(&params, ta(&s, s.V * s.h * s.w / shard));
-	for (size_t i = 0; i < t->nbuffers; i++)
-		for (int64_t c = 0; c < t->buffers[i].count; c++)
-			ta(&s, (int64_t)t->buffers[i].item_bytes);
+	load(&s, m, t, &params, shard);
 	int64_t lora_p = 0;
 	if (lora) { /* the adapters, fp32 */
 		lora_p = model_lora_params(m, t);
@@ -318,14 +436,14 @@ int sim_train(const struct model_shape *m, const struct train_settings *t, int s
 			int keep = !t->grad_ckpt, out;
 			if (t->grad_ckpt)
 				push(&ckpts, hs);
-			out = layer_forward(&s, hs, &saved[l], keep);
+			out = layer_forward(&s, hs, &saved[l], keep, lora && l == 0);
 			/* a bf16 layer keeps no input of its own (its norm keeps an fp32 copy) */
 			if (keep && s.rs == 2 && hs != x)
 				tf(&s, hs);
 			hs = out;
 		}
 		int yf = norm(&s, &nf);
-		if (s.ac) { /* lm_head's input and weight cast to bf16, kept */
+		if (s.ac && !lora) { /* lm_head's input and weight cast to bf16, kept */
 			int c = ta(&s, 2 * s.T * s.h);
 			tf(&s, yf);
 			yf = c;
@@ -349,6 +467,8 @@ int sim_train(const struct model_shape *m, const struct train_settings *t, int s
 			else
 				push(&tmp, l1);
 		}
+		if (lora) /* a frozen lm_head keeps no input */
+			tf(&s, yf);
 		tf(&s, prev_logits);
 		for (int64_t done = 0; done < s.T; done += chunk) {
 			int64_t n = s.T - done < chunk ? s.T - done : chunk;
@@ -381,7 +501,7 @@ int sim_train(const struct model_shape *m, const struct train_settings *t, int s
 		tf(&s, gh);
 		for (int64_t l = s.L - 1; l >= 0; l--) {
 			if (t->grad_ckpt) {
-				int out = layer_forward(&s, ckpts.v[l], &saved[l], 1);
+				int out = layer_forward(&s, ckpts.v[l], &saved[l], 1, lora && l == 0);
 				tf(&s, out);
 			}
 			gres = layer_backward(&s, gres, &grads, gw);
@@ -424,6 +544,144 @@ int sim_train(const struct model_shape *m, const struct train_settings *t, int s
 		free(saved[l].v);
 	free(saved);
 	free(params.v), free(states.v), free(grads.v), free(ckpts.v), free(tmp.v), free(nf.v);
+	free(s.blk);
+	alloc_sim_free(&s.a);
+	return 0;
+}
+
+/* One decoder layer's forward without autograd: every temporary is freed as soon as
+ * Python drops it; the layer's keys and values go into the cache (copies: the cache
+ * concatenates onto its empty start). Returns the output; the caller frees the input. */
+static int infer_layer(struct step *s, struct tlist *cache)
+{
+	int64_t T = s->T, h = s->h, I = s->I, qd = s->qd, k = s->k, ab = s->ab;
+	struct tlist tmp = { 0 };
+	int q = 0, kk = 0, v = 0, qkv = 0;
+
+	int y = norm(s, &tmp);
+	free_all(s, &tmp);
+	if (s->fq) {
+		qkv = ta(s, ab * T * (qd + 2 * k));
+	} else {
+		q = ta(s, ab * T * qd), kk = ta(s, ab * T * k), v = ta(s, ab * T * k);
+	}
+	if (s->qk_norm) {
+		int qn = norm_of(s, &tmp, T * s->heads, qd / s->heads, (int)ab);
+		free_all(s, &tmp);
+		tf(s, q);
+		q = qn;
+		int kn = norm_of(s, &tmp, T * s->kv_heads, k / s->kv_heads, (int)ab);
+		free_all(s, &tmp);
+		tf(s, kk);
+		kk = kn;
+	}
+	int qe = rope(s, ab * T * qd);
+	tf(s, q);
+	int ke = rope(s, ab * T * k);
+	tf(s, kk);
+	push(cache, ta(s, ab * T * k));
+	push(cache, ta(s, ab * T * k));
+	tf(s, ke), tf(s, v);
+	if (s->fp32) { /* the math kernel's probabilities */
+		int pr = ta(s, 4 * s->B * s->heads * s->S * s->S);
+		int o = ta(s, ab * T * qd);
+		tf(s, pr);
+		push(&tmp, o);
+	} else {
+		push(&tmp, ta(s, ab * T * qd));
+	}
+	tf(s, qe);
+	int ao = ta(s, ab * T * h);
+	free_all(s, &tmp);
+	tf(s, qkv);
+	if (s->norms == 4) {
+		int pn = norm_of(s, &tmp, T, h, (int)ab);
+		free_all(s, &tmp);
+		tf(s, ao);
+		ao = pn;
+	}
+	tf(s, y);
+	int h1 = ta(s, s->rs * T * h);
+	tf(s, ao);
+	int y2 = norm(s, &tmp);
+	free_all(s, &tmp);
+	/* down(act(gate(x)) * up(x)): phi3's gate_up output lives until its product */
+	int gu = 0, a, u = 0;
+	if (s->fq) {
+		gu = ta(s, ab * T * 2 * I);
+		a = ta(s, ab * T * I);
+	} else {
+		int g = ta(s, ab * T * I);
+		a = ta(s, ab * T * I);
+		tf(s, g);
+		u = ta(s, ab * T * I);
+	}
+	int p = ta(s, ab * T * I);
+	tf(s, a), tf(s, u), tf(s, gu);
+	int dn = ta(s, ab * T * h);
+	tf(s, p);
+	if (s->norms == 4) {
+		int pn = norm_of(s, &tmp, T, h, (int)ab);
+		free_all(s, &tmp);
+		tf(s, dn);
+		dn = pn;
+	}
+	tf(s, y2);
+	int out = ta(s, s->rs * T * h);
+	tf(s, dn), tf(s, h1);
+	free(tmp.v);
+	return out;
+}
+
+int sim_infer(const struct model_shape *m, const struct train_settings *t, int steps, struct sim_result *r)
+{
+	struct step s = { 0 };
+	struct tlist params = { 0 }, cache = { 0 }, tmp = { 0 };
+	int64_t ctx = t->context > t->seq ? t->context : t->seq;
+
+	if (!t->inference || m->family == ARCH_GPT2)
+		return -EINVAL;
+	memset(r, 0, sizeof(*r));
+	setup(&s, m, t);
+	alloc_sim_init(&s.a);
+	s.a.limit_bytes = t->limit_bytes;
+	ta(&s, 0);
+	load(&s, m, t, &params, 1);
+	for (int step = 0; step < steps; step++) {
+		/* the prefill of batch x seq tokens: the embeddings (held by the model's
+		 * forward to its end; gemma scales them: a new tensor), rotary cos and sin,
+		 * the layers */
+		int emb = ta(&s, s.w * s.T * s.h), x = emb;
+		if (s.gemma)
+			x = ta(&s, s.w * s.T * s.h);
+		int cs = ta(&s, 2 * s.ab * s.T * (s.qd / s.heads));
+		for (int64_t l = 0; l < s.L; l++) {
+			int out = infer_layer(&s, &cache);
+			if (x != emb)
+				tf(&s, x);
+			x = out;
+		}
+		/* the final norm, lm_head over the last position only (generate()) */
+		int yf = norm(&s, &tmp);
+		free_all(&s, &tmp);
+		tf(&s, x), tf(&s, cs), tf(&s, emb);
+		int logits = ta(&s, s.ab * s.B * s.V);
+		tf(&s, yf);
+		/* generating up to the context: each layer's cache grows by concatenation;
+		 * its last growth holds the old and the new tensor at once */
+		if (ctx > s.S)
+			for (size_t i = 0; i < cache.n; i++) {
+				int grown = ta(&s, s.ab * s.B * ctx * s.k);
+				tf(&s, cache.v[i]);
+				cache.v[i] = grown;
+			}
+		/* the caller drops the output (cache and logits) before the next batch */
+		free_all(&s, &cache);
+		tf(&s, logits);
+	}
+	r->max_allocated_bytes = s.a.max_allocated_bytes;
+	r->max_reserved_bytes = s.a.max_reserved_bytes;
+	free(params.v), free(cache.v), free(tmp.v);
 	free(s.blk);
 	alloc_sim_free(&s.a);
 	return 0;

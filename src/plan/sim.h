@@ -15,5 +15,8 @@ struct sim_result {
 /* Simulate `steps` training steps (3, as the fixtures were measured). Not for inference.
  * 0, or -EINVAL for settings the simulation does not cover. */
 int sim_train(const struct model_shape *m, const struct train_settings *t, int steps, struct sim_result *r);
+/* Simulate `steps` batches of inference (t->inference): a prefill of batch x seq tokens
+ * with the KV cache, grown to t->context when that is longer. 0, or -EINVAL. */
+int sim_infer(const struct model_shape *m, const struct train_settings *t, int steps, struct sim_result *r);
 
 #endif
