@@ -39,6 +39,10 @@ headroom: $(BUILD)/headroom
 $(BUILD)/headroom: $(LIB_OBJ) $(BUILD)/src/main.o
 	$(CC) $(ALL_CFLAGS) -o $@ $^ $(LDLIBS)
 
+# Replays a recorded allocator history through the simulation (bench/gpu-measure.py TRACE).
+bench/alloc-replay: bench/alloc-replay.c $(LIB_OBJ)
+	$(CC) $(ALL_CFLAGS) -o $@ $^ $(LDLIBS)
+
 tools/memhog: tools/memhog.c
 	$(CC) $(WARN) $(CFLAGS) -o $@ $< -lm
 
@@ -66,7 +70,7 @@ check: all
 	tests/run-all
 
 clean:
-	rm -rf build build-asan headroom tools/memhog
+	rm -rf build build-asan headroom tools/memhog bench/alloc-replay
 
 .PHONY: all unit asan cli check clean
 -include $(LIB_OBJ:.o=.d) $(BUILD)/src/main.d

@@ -157,13 +157,12 @@ static int norm(struct step *s, struct tlist *sv)
 	return norm_of(s, sv, s->T, s->h, s->rs);
 }
 
-/* One decoder layer's forward. Saves into sv when keep, else frees what it would save
- * (a checkpointed forward). A frozen input (LoRA's first layer: the embedding does not
- * train) makes the first norm keep nothing. Returns the layer's output. */
-static int layer_forward(struct step *s, int in, struct tlist *sv, int keep, int frozen_in)
+/* One decoder layer's forward for training: what the backward pass needs goes into sv.
+ * A frozen input (LoRA's first layer: the embedding does not train) makes the first
+ * norm keep nothing. Returns the layer's output. */
+static int layer_forward(struct step *s, int in, struct tlist *sv, int frozen_in)
 {
 	int64_t T = s->T, h = s->h, I = s->I, qd = s->qd, k = s->k, ab = s->ab;
-	size_t first = sv->n;
 	struct tlist none = { 0 };
 	int out;
 
@@ -283,12 +282,6 @@ static int layer_forward(struct step *s, int in, struct tlist *sv, int keep, int
 		push(sv, h1);
 	else
 		tf(s, h1);
-	if (!keep) {
-		for (size_t i = first; i < sv->n; i++)
-			if (sv->v[i] != in)
-				tf(s, sv->v[i]);
-		sv->n = first;
-	}
 	return out;
 }
 
@@ -374,6 +367,93 @@ static void setup(struct step *s, const struct model_shape *m, const struct trai
 	}
 }
 
+/* One decoder layer's forward keeping nothing for a backward pass (inference, or the
+ * first forward of a checkpointed layer): every temporary is freed as soon as Python
+ * drops it; with a cache, the layer's keys and values go into it (copies: the cache
+ * concatenates onto its empty start). Returns the output; the caller frees the input. */
+static int plain_layer(struct step *s, struct tlist *cache)
+{
+	int64_t T = s->T, h = s->h, I = s->I, qd = s->qd, k = s->k, ab = s->ab;
+	struct tlist tmp = { 0 };
+	int q = 0, kk = 0, v = 0, qkv = 0;
+
+	int y = norm(s, &tmp);
+	free_all(s, &tmp);
+	if (s->fq) {
+		qkv = ta(s, ab * T * (qd + 2 * k));
+	} else {
+		q = ta(s, ab * T * qd), kk = ta(s, ab * T * k), v = ta(s, ab * T * k);
+	}
+	if (s->qk_norm) {
+		int qn = norm_of(s, &tmp, T * s->heads, qd / s->heads, (int)ab);
+		free_all(s, &tmp);
+		tf(s, q);
+		q = qn;
+		int kn = norm_of(s, &tmp, T * s->kv_heads, k / s->kv_heads, (int)ab);
+		free_all(s, &tmp);
+		tf(s, kk);
+		kk = kn;
+	}
+	int qe = rope(s, ab * T * qd);
+	tf(s, q);
+	int ke = rope(s, ab * T * k);
+	tf(s, kk);
+	if (cache) {
+		push(cache, ta(s, ab * T * k));
+		push(cache, ta(s, ab * T * k));
+	}
+	tf(s, ke), tf(s, v);
+	if (s->fp32) { /* the math kernel's probabilities */
+		int pr = ta(s, 4 * s->B * s->heads * s->S * s->S);
+		int o = ta(s, ab * T * qd);
+		tf(s, pr);
+		push(&tmp, o);
+	} else {
+		push(&tmp, ta(s, ab * T * qd));
+	}
+	tf(s, qe);
+	int ao = ta(s, ab * T * h);
+	free_all(s, &tmp);
+	tf(s, qkv);
+	if (s->norms == 4) {
+		int pn = norm_of(s, &tmp, T, h, (int)ab);
+		free_all(s, &tmp);
+		tf(s, ao);
+		ao = pn;
+	}
+	tf(s, y);
+	int h1 = ta(s, s->rs * T * h);
+	tf(s, ao);
+	int y2 = norm(s, &tmp);
+	free_all(s, &tmp);
+	/* down(act(gate(x)) * up(x)): phi3's gate_up output lives until its product */
+	int gu = 0, a, u = 0;
+	if (s->fq) {
+		gu = ta(s, ab * T * 2 * I);
+		a = ta(s, ab * T * I);
+	} else {
+		int g = ta(s, ab * T * I);
+		a = ta(s, ab * T * I);
+		tf(s, g);
+		u = ta(s, ab * T * I);
+	}
+	int p = ta(s, ab * T * I);
+	tf(s, a), tf(s, u), tf(s, gu);
+	int dn = ta(s, ab * T * h);
+	tf(s, p);
+	if (s->norms == 4) {
+		int pn = norm_of(s, &tmp, T, h, (int)ab);
+		free_all(s, &tmp);
+		tf(s, dn);
+		dn = pn;
+	}
+	tf(s, y2);
+	int out = ta(s, s->rs * T * h);
+	tf(s, dn), tf(s, h1);
+	free(tmp.v);
+	return out;
+}
+
 /* The weights, in construction order: embedding, layers, final norm, lm_head when
  * untied (a ZeRO-3 shard keeps a 1/dp share); then the named buffers. */
 static void load(struct step *s, const struct model_shape *m, const struct train_settings *t,
@@ -433,13 +513,18 @@ int sim_train(const struct model_shape *m, const struct train_settings *t, int s
 		}
 
 		for (int64_t l = 0; l < s.L; l++) {
-			int keep = !t->grad_ckpt, out;
-			if (t->grad_ckpt)
+			int out;
+			if (t->grad_ckpt) {
+				/* a checkpointed layer runs without keeping anything: its
+				 * temporaries go as they would without autograd */
 				push(&ckpts, hs);
-			out = layer_forward(&s, hs, &saved[l], keep, lora && l == 0);
-			/* a bf16 layer keeps no input of its own (its norm keeps an fp32 copy) */
-			if (keep && s.rs == 2 && hs != x)
-				tf(&s, hs);
+				out = plain_layer(&s, NULL);
+			} else {
+				out = layer_forward(&s, hs, &saved[l], lora && l == 0);
+				/* a bf16 layer keeps no input of its own (its norm keeps an fp32 copy) */
+				if (s.rs == 2 && hs != x)
+					tf(&s, hs);
+			}
 			hs = out;
 		}
 		int yf = norm(&s, &nf);
@@ -449,9 +534,12 @@ int sim_train(const struct model_shape *m, const struct train_settings *t, int s
 			yf = c;
 			push(&nf, ta(&s, 2 * s.V * s.h));
 		}
-		/* the loss over chunks: logits as returned, their fp32 copy, log-softmax kept;
-		 * then its gradient, the logits' gradient, and the bf16 cast of it */
+		/* the loss over chunks, in the forward: logits as returned, their fp32 copy,
+		 * the log-softmax (kept); only then does the caller drop the last step's
+		 * output (its logits). In the backward: the log-softmax's gradient, the
+		 * logits' gradient, and the bf16 cast of it. */
 		int lb = 0;
+		struct tlist lsm = { 0 };
 		for (int64_t done = 0; done < s.T; done += chunk) {
 			int64_t n = s.T - done < chunk ? s.T - done : chunk;
 			int l1 = ta(&s, s.ab * n * s.V);
@@ -466,17 +554,17 @@ int sim_train(const struct model_shape *m, const struct train_settings *t, int s
 				lb = l1;
 			else
 				push(&tmp, l1);
+			int lf = s.ab != 4 ? ta(&s, 4 * n * s.V) : 0;
+			push(&lsm, ta(&s, 4 * n * s.V));
+			tf(&s, lf);
 		}
 		if (lora) /* a frozen lm_head keeps no input */
 			tf(&s, yf);
 		tf(&s, prev_logits);
-		for (int64_t done = 0; done < s.T; done += chunk) {
-			int64_t n = s.T - done < chunk ? s.T - done : chunk;
-			int lf = s.ab != 4 ? ta(&s, 4 * n * s.V) : 0;
-			int lsm = ta(&s, 4 * n * s.V);
-			tf(&s, lf);
+		for (size_t c = 0; c < lsm.n; c++) {
+			int64_t n = s.T - (int64_t)c * chunk < chunk ? s.T - (int64_t)c * chunk : chunk;
 			int g1 = ta(&s, 4 * n * s.V), g2 = ta(&s, 4 * n * s.V);
-			tf(&s, g1), tf(&s, lsm);
+			tf(&s, g1), tf(&s, lsm.v[c]);
 			if (s.ab != 4) {
 				int gb = ta(&s, s.ab * n * s.V);
 				tf(&s, g2);
@@ -484,6 +572,7 @@ int sim_train(const struct model_shape *m, const struct train_settings *t, int s
 			}
 			push(&tmp, g2);
 		}
+		free(lsm.v);
 		if (gw) {
 			if (s.ac) { /* a bf16 gradient, then its fp32 cast */
 				int gb = ta(&s, 2 * s.V * s.h);
@@ -501,7 +590,7 @@ int sim_train(const struct model_shape *m, const struct train_settings *t, int s
 		tf(&s, gh);
 		for (int64_t l = s.L - 1; l >= 0; l--) {
 			if (t->grad_ckpt) {
-				int out = layer_forward(&s, ckpts.v[l], &saved[l], 1, lora && l == 0);
+				int out = layer_forward(&s, ckpts.v[l], &saved[l], lora && l == 0);
 				tf(&s, out);
 			}
 			gres = layer_backward(&s, gres, &grads, gw);
@@ -549,90 +638,6 @@ int sim_train(const struct model_shape *m, const struct train_settings *t, int s
 	return 0;
 }
 
-/* One decoder layer's forward without autograd: every temporary is freed as soon as
- * Python drops it; the layer's keys and values go into the cache (copies: the cache
- * concatenates onto its empty start). Returns the output; the caller frees the input. */
-static int infer_layer(struct step *s, struct tlist *cache)
-{
-	int64_t T = s->T, h = s->h, I = s->I, qd = s->qd, k = s->k, ab = s->ab;
-	struct tlist tmp = { 0 };
-	int q = 0, kk = 0, v = 0, qkv = 0;
-
-	int y = norm(s, &tmp);
-	free_all(s, &tmp);
-	if (s->fq) {
-		qkv = ta(s, ab * T * (qd + 2 * k));
-	} else {
-		q = ta(s, ab * T * qd), kk = ta(s, ab * T * k), v = ta(s, ab * T * k);
-	}
-	if (s->qk_norm) {
-		int qn = norm_of(s, &tmp, T * s->heads, qd / s->heads, (int)ab);
-		free_all(s, &tmp);
-		tf(s, q);
-		q = qn;
-		int kn = norm_of(s, &tmp, T * s->kv_heads, k / s->kv_heads, (int)ab);
-		free_all(s, &tmp);
-		tf(s, kk);
-		kk = kn;
-	}
-	int qe = rope(s, ab * T * qd);
-	tf(s, q);
-	int ke = rope(s, ab * T * k);
-	tf(s, kk);
-	push(cache, ta(s, ab * T * k));
-	push(cache, ta(s, ab * T * k));
-	tf(s, ke), tf(s, v);
-	if (s->fp32) { /* the math kernel's probabilities */
-		int pr = ta(s, 4 * s->B * s->heads * s->S * s->S);
-		int o = ta(s, ab * T * qd);
-		tf(s, pr);
-		push(&tmp, o);
-	} else {
-		push(&tmp, ta(s, ab * T * qd));
-	}
-	tf(s, qe);
-	int ao = ta(s, ab * T * h);
-	free_all(s, &tmp);
-	tf(s, qkv);
-	if (s->norms == 4) {
-		int pn = norm_of(s, &tmp, T, h, (int)ab);
-		free_all(s, &tmp);
-		tf(s, ao);
-		ao = pn;
-	}
-	tf(s, y);
-	int h1 = ta(s, s->rs * T * h);
-	tf(s, ao);
-	int y2 = norm(s, &tmp);
-	free_all(s, &tmp);
-	/* down(act(gate(x)) * up(x)): phi3's gate_up output lives until its product */
-	int gu = 0, a, u = 0;
-	if (s->fq) {
-		gu = ta(s, ab * T * 2 * I);
-		a = ta(s, ab * T * I);
-	} else {
-		int g = ta(s, ab * T * I);
-		a = ta(s, ab * T * I);
-		tf(s, g);
-		u = ta(s, ab * T * I);
-	}
-	int p = ta(s, ab * T * I);
-	tf(s, a), tf(s, u), tf(s, gu);
-	int dn = ta(s, ab * T * h);
-	tf(s, p);
-	if (s->norms == 4) {
-		int pn = norm_of(s, &tmp, T, h, (int)ab);
-		free_all(s, &tmp);
-		tf(s, dn);
-		dn = pn;
-	}
-	tf(s, y2);
-	int out = ta(s, s->rs * T * h);
-	tf(s, dn), tf(s, h1);
-	free(tmp.v);
-	return out;
-}
-
 int sim_infer(const struct model_shape *m, const struct train_settings *t, int steps, struct sim_result *r)
 {
 	struct step s = { 0 };
@@ -656,7 +661,7 @@ int sim_infer(const struct model_shape *m, const struct train_settings *t, int s
 			x = ta(&s, s.w * s.T * s.h);
 		int cs = ta(&s, 2 * s.ab * s.T * (s.qd / s.heads));
 		for (int64_t l = 0; l < s.L; l++) {
-			int out = infer_layer(&s, &cache);
+			int out = plain_layer(&s, &cache);
 			if (x != emb)
 				tf(&s, x);
 			x = out;
