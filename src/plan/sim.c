@@ -285,6 +285,37 @@ static int layer_forward(struct step *s, int in, struct tlist *sv, int frozen_in
 	return out;
 }
 
+/* A layer's LoRA adapter tensors (A: in x r, B: r x out, fp32), in module order, with
+ * which half of the layer each belongs to (1: the MLP). Returns how many. */
+static int adapters(const struct step *s, int64_t *elems, int *mlp)
+{
+	const struct { unsigned bits; int64_t in, out; int mlp; } proj[] = {
+		{ LORA_Q, s->h, s->qd, 0 }, { LORA_K, s->h, s->k, 0 },   { LORA_V, s->h, s->k, 0 },
+		{ LORA_O, s->qd, s->h, 0 }, { LORA_GATE, s->h, s->I, 1 }, { LORA_UP, s->h, s->I, 1 },
+		{ LORA_DOWN, s->I, s->h, 1 },
+	};
+	int n = 0;
+
+	for (size_t i = 0; i < sizeof(proj) / sizeof(proj[0]); i++) {
+		if (!(s->lt & proj[i].bits))
+			continue;
+		elems[n] = proj[i].in * s->r, mlp[n++] = proj[i].mlp;
+		elems[n] = s->r * proj[i].out, mlp[n++] = proj[i].mlp;
+	}
+	return n;
+}
+
+/* The gradients of a layer's LoRA adapters of one half (1: the MLP), last first. */
+static void adapter_grads(struct step *s, struct tlist *grads, int mlp_half)
+{
+	int64_t el[14];
+	int mlp[14], n = s->full ? 0 : adapters(s, el, mlp);
+
+	for (int i = n - 1; i >= 0; i--)
+		if (mlp[i] == mlp_half)
+			push(grads, ta(s, el[i] * 4));
+}
+
 /* One layer's backward: gradient temporaries of the MLP and attention, the weight
  * gradients (into grads, which live to the optimizer step), the input's gradient. A
  * fused projection's input gradient goes through the concatenation of its parts'. */
@@ -296,6 +327,7 @@ static int layer_backward(struct step *s, int gres, struct tlist *grads, int64_t
 	t1 = ta(s, ab * T * I);
 	for (int i = s->na + s->nm - 1; gw_bytes && i >= s->na; i--)
 		push(grads, ta(s, s->lp[i] * gw_bytes));
+	adapter_grads(s, grads, 1);
 	t2 = ta(s, ab * T * I), t3 = ta(s, ab * T * I);
 	tf(s, t1);
 	t4 = ta(s, ab * T * I);
@@ -313,6 +345,7 @@ static int layer_backward(struct step *s, int gres, struct tlist *grads, int64_t
 	for (int i = s->nlp - 1; gw_bytes && i >= 0; i--)
 		if (i < s->na || i >= s->na + s->nm)
 			push(grads, ta(s, s->lp[i] * gw_bytes));
+	adapter_grads(s, grads, 0);
 	/* flash attention's backward accumulates dq in fp32 */
 	t2 = ta(s, 4 * T * qd);
 	int gq = ta(s, ab * T * qd), gk = ta(s, ab * T * k), gv = ta(s, ab * T * k);
@@ -498,10 +531,16 @@ int sim_train(const struct model_shape *m, const struct train_settings *t, int s
 
 	int64_t shard = t->zero_stage >= 3 ? t->dp : 1;
 	load(&s, m, t, &params, shard);
-	int64_t lora_p = 0;
-	if (lora) { /* the adapters, fp32 */
-		lora_p = model_lora_params(m, t);
-		push(&params, ta(&s, lora_p * 4));
+	/* LoRA's adapters, fp32, tensor by tensor after the model (their gradients and
+	 * states are small-pool blocks, apart from the activations' segments) */
+	size_t first = 0;
+	if (lora) {
+		int64_t el[14];
+		int mlp[14], na = adapters(&s, el, mlp);
+		first = params.n;
+		for (int64_t l = 0; l < s.L; l++)
+			for (int i = 0; i < na; i++)
+				push(&params, ta(&s, el[i] * 4));
 	}
 	for (int step = 0; step < steps; step++) {
 		int x = ta(&s, s.rs * s.T * s.h), hs = x, gres, gh;
@@ -604,13 +643,10 @@ int sim_train(const struct model_shape *m, const struct train_settings *t, int s
 		ckpts.n = 0;
 		tf(&s, gres), tf(&s, x), tf(&s, hs);
 		prev_logits = lb;
-		if (lora) /* the adapters' gradients */
-			push(&grads, ta(&s, lora_p * 4));
 
-		/* the optimizer step: states created at the first, per parameter tensor (one
-		 * lump for the adapters); foreach AdamW's sqrt copy of exp_avg_sq */
+		/* the optimizer step: states created at the first, per trained tensor;
+		 * foreach AdamW's sqrt copy of exp_avg_sq */
 		int64_t zd = t->zero_stage >= 1 ? t->dp : 1;
-		size_t first = lora ? params.n - 1 : 0;
 		if (t->opt == OPT_ADAMW || (t->opt == OPT_SGD && t->momentum > 0)) {
 			if (!states.n)
 				for (size_t i = first; i < params.n; i++) {
