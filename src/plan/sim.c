@@ -7,10 +7,27 @@
 #include "plan/alloc.h"
 #include "util/xalloc.h"
 
-/* A list of live tensors (ids into the step's table). */
+/* A list of live tensors (ids into the step's table); a layer's saved tensors carry the
+ * stage of its backward pass that lets them go (enum stage). */
 struct tlist {
 	int *v;
+	unsigned char *tag;
 	size_t n, cap;
+};
+
+/* Where in a layer's backward pass autograd frees what the forward saved: each node
+ * drops its saved tensors once it has run. In backward order. */
+enum stage {
+	S_DOWN,    /* down_proj: its input (the product) */
+	S_MUL,     /* act x up: act and up */
+	S_GATE,    /* silu: gate (phi3: gate_up) */
+	S_MLP_IN,  /* gate/up projections: their input or autocast's casts */
+	S_NORM2,   /* the post-attention norm */
+	S_O_IN,    /* o_proj's adapter; gemma2's post-attention norm */
+	S_SDPA,    /* attention: q, k, v, output, log-sum-exp */
+	S_ROPE,    /* qwen3's q/k norms */
+	S_QKV_IN,  /* q/k/v projections: their input or autocast's casts */
+	S_NORM1,   /* the input norm */
 };
 
 struct step {
@@ -30,6 +47,7 @@ struct step {
 	int full;                 /* the base weights train (not LoRA): linears keep their inputs */
 	unsigned lt;              /* LoRA: the LORA_* targets */
 	int64_t r;                /* LoRA: rank */
+	int stage;                /* what layer_forward saves now is freed at this stage */
 	int64_t lp[12];           /* one layer's parameter tensors, elements: the attention's */
 	int nlp, na, nm;          /* (na), the MLP's (nm), then norms and biases */
 };
@@ -61,6 +79,23 @@ static void push(struct tlist *l, int id)
 	l->v[l->n++] = id;
 }
 
+/* Keep a tensor for the backward pass, freed at the current stage. */
+static void save(struct step *s, struct tlist *l, int id)
+{
+	if (l->n == l->cap)
+		l->tag = xrealloc(l->tag, (l->cap ? l->cap * 2 : 64) * sizeof(*l->tag));
+	l->tag[l->n] = (unsigned char)s->stage;
+	push(l, id);
+}
+
+/* Free what a layer saved for one stage of its backward. */
+static void release(struct step *s, struct tlist *l, enum stage st)
+{
+	for (size_t i = 0; i < l->n; i++)
+		if (l->tag[i] == st)
+			tf(s, l->v[i]);
+}
+
 static void free_all(struct step *s, struct tlist *l)
 {
 	for (size_t i = 0; i < l->n; i++)
@@ -80,11 +115,11 @@ static int norm_of(struct step *s, struct tlist *sv, int64_t rows, int64_t dim, 
 	int kept;
 
 	if (in_bytes == 2)
-		push(sv, ta(s, 4 * u));
+		save(s, sv, ta(s, 4 * u));
 	int tmp = ta(s, 4 * u);
 	int r = ta(s, 4 * rows);
 	tf(s, tmp);
-	push(sv, r);
+	save(s, sv, r);
 	int n32 = ta(s, 4 * u);
 	if (s->gemma) {
 		int out;
@@ -96,7 +131,7 @@ static int norm_of(struct step *s, struct tlist *sv, int64_t rows, int64_t dim, 
 			tf(s, p32);
 		}
 		if (s->full)
-			push(sv, n32);
+			save(s, sv, n32);
 		else
 			tf(s, n32);
 		return out;
@@ -109,7 +144,7 @@ static int norm_of(struct step *s, struct tlist *sv, int64_t rows, int64_t dim, 
 	}
 	int out = ta(s, in_bytes * u);
 	if (s->full)
-		push(sv, kept);
+		save(s, sv, kept);
 	else
 		tf(s, kept);
 	return out;
@@ -141,8 +176,8 @@ static int linear(struct step *s, struct tlist *sv, int64_t in_u, int64_t out_u,
 
 	if (s->full || !(s->lt & target))
 		return out;
-	push(sv, ta(s, 4 * T * in_u));
-	push(sv, ta(s, 4 * T * s->r));
+	save(s, sv, ta(s, 4 * T * in_u));
+	save(s, sv, ta(s, 4 * T * s->r));
 	int b = ta(s, 4 * T * out_u), sc = ta(s, 4 * T * out_u);
 	tf(s, b);
 	int c = ta(s, s->ab * T * out_u);
@@ -166,9 +201,11 @@ static int layer_forward(struct step *s, int in, struct tlist *sv, int frozen_in
 	struct tlist none = { 0 };
 	int out;
 
+	s->stage = S_NORM1;
 	int y = norm(s, frozen_in ? &none : sv);
 	free_all(s, &none);
-	free(none.v);
+	s->stage = S_QKV_IN;
+	free(none.v), free(none.tag);
 	if (s->ac) {
 		/* under autocast each of q, k, v casts its input to bf16 and keeps it; the
 		 * weights' bf16 casts (autocast's cache, trained weights only) are kept for
@@ -176,18 +213,18 @@ static int layer_forward(struct step *s, int in, struct tlist *sv, int frozen_in
 		for (int i = 0; i < (s->fq ? 1 : 3); i++) {
 			int c = ta(s, 2 * T * h);
 			if (s->full)
-				push(sv, c);
+				save(s, sv, c);
 			else
 				tf(s, c);
 		}
 		tf(s, y);
 		y = 0;
 		for (int i = 0; s->full && i < s->na; i++)
-			push(sv, ta(s, 2 * s->lp[i]));
+			save(s, sv, ta(s, 2 * s->lp[i]));
 		/* more than is counted above, fitted on the fixtures' autocast cases */
-		push(sv, ta(s, (4 * h + 7 * k) * T));
+		save(s, sv, ta(s, (4 * h + 7 * k) * T));
 	} else if (s->full) {
-		push(sv, y);
+		save(s, sv, y);
 		y = 0;
 	}
 	int q = 0, kk = 0, v;
@@ -198,8 +235,10 @@ static int layer_forward(struct step *s, int in, struct tlist *sv, int frozen_in
 		kk = linear(s, sv, h, k, LORA_K);
 		v = linear(s, sv, h, k, LORA_V);
 	}
-	push(sv, v);
+	s->stage = S_SDPA;
+	save(s, sv, v);
 	tf(s, y);
+	s->stage = S_ROPE;
 	if (s->qk_norm) { /* qwen3 normalizes q and k per head before the rotation */
 		int qn = norm_of(s, sv, T * s->heads, qd / s->heads, (int)ab);
 		tf(s, q);
@@ -211,22 +250,24 @@ static int layer_forward(struct step *s, int in, struct tlist *sv, int frozen_in
 	/* rotary embedding: two temporaries each; with fp32 cos/sin (autocast) the rotated
 	 * q and k are fp32 and sdpa casts them back */
 	int rq = s->ac ? 4 : (int)ab;
+	s->stage = S_SDPA;
 	int qe = rope(s, rq * T * qd), ke;
 	tf(s, q);
 	ke = rope(s, rq * T * k);
 	tf(s, kk);
 	if (s->ac) {
-		push(sv, ta(s, 2 * T * qd));
-		push(sv, ta(s, 2 * T * k));
+		save(s, sv, ta(s, 2 * T * qd));
+		save(s, sv, ta(s, 2 * T * k));
 		tf(s, qe), tf(s, ke);
 	} else {
-		push(sv, qe);
-		push(sv, ke);
+		save(s, sv, qe);
+		save(s, sv, ke);
 	}
-	push(sv, ta(s, ab * T * qd));                 /* attention output, kept by sdpa and o_proj */
-	push(sv, ta(s, 4 * s->B * s->heads * s->S)); /* log-sum-exp */
+	save(s, sv, ta(s, ab * T * qd));                 /* attention output, kept by sdpa and o_proj */
+	save(s, sv, ta(s, 4 * s->B * s->heads * s->S)); /* log-sum-exp */
 	if (s->fp32) /* fp32 sdpa runs the math kernel, which keeps the probabilities */
-		push(sv, ta(s, 4 * s->B * s->heads * s->S * s->S));
+		save(s, sv, ta(s, 4 * s->B * s->heads * s->S * s->S));
+	s->stage = S_O_IN;
 	int ao = linear(s, sv, qd, h, LORA_O);
 	if (s->norms == 4) { /* gemma2 normalizes the attention output before the residual add */
 		int pn = norm_of(s, sv, T, h, (int)ab);
@@ -235,40 +276,52 @@ static int layer_forward(struct step *s, int in, struct tlist *sv, int frozen_in
 	}
 	int h1 = ta(s, s->rs * T * h);
 	tf(s, ao);
-	if (s->rs == 4)
-		push(sv, in); /* fp32 residual: the norm keeps its input itself */
+	if (s->rs == 4) { /* fp32 residual: the norm keeps its input itself */
+		s->stage = S_NORM1;
+		save(s, sv, in);
+	}
+	s->stage = S_NORM2;
 	int y2 = norm(s, sv);
+	s->stage = S_MLP_IN;
 	if (s->ac) {
 		for (int i = 0; i < (s->fq ? 1 : 2); i++) {
 			int c = ta(s, 2 * T * h);
 			if (s->full)
-				push(sv, c);
+				save(s, sv, c);
 			else
 				tf(s, c);
 		}
 		tf(s, y2);
 		y2 = 0;
 		for (int i = s->na; s->full && i < s->na + s->nm; i++)
-			push(sv, ta(s, 2 * s->lp[i]));
+			save(s, sv, ta(s, 2 * s->lp[i]));
 	} else if (s->full) {
-		push(sv, y2);
+		save(s, sv, y2);
 		y2 = 0;
 	}
 	/* gate and up (phi3: one tensor of both), act(gate) and act x up: silu keeps gate,
 	 * the product keeps act and up, down_proj keeps the product if its weight trains */
-	int prod;
+	int prod, g;
 	if (s->fq) {
-		push(sv, linear(s, sv, h, 2 * I, LORA_GATE | LORA_UP));
+		g = linear(s, sv, h, 2 * I, LORA_GATE | LORA_UP);
+		s->stage = S_GATE;
+		save(s, sv, g);
 	} else {
-		push(sv, linear(s, sv, h, I, LORA_GATE));
-		push(sv, linear(s, sv, h, I, LORA_UP));
+		g = linear(s, sv, h, I, LORA_GATE);
+		int u = linear(s, sv, h, I, LORA_UP);
+		s->stage = S_GATE;
+		save(s, sv, g);
+		s->stage = S_MUL;
+		save(s, sv, u);
 	}
 	tf(s, y2);
-	push(sv, ta(s, ab * T * I));
+	s->stage = S_MUL;
+	save(s, sv, ta(s, ab * T * I));
 	prod = ta(s, ab * T * I);
+	s->stage = S_DOWN;
 	int dn = linear(s, sv, I, h, LORA_DOWN);
 	if (s->full)
-		push(sv, prod);
+		save(s, sv, prod);
 	else
 		tf(s, prod);
 	if (s->norms == 4) { /* ... and the MLP's output */
@@ -278,8 +331,9 @@ static int layer_forward(struct step *s, int in, struct tlist *sv, int frozen_in
 	}
 	out = ta(s, s->rs * T * h);
 	tf(s, dn);
+	s->stage = S_NORM2;
 	if (s->rs == 4)
-		push(sv, h1);
+		save(s, sv, h1);
 	else
 		tf(s, h1);
 	return out;
@@ -316,50 +370,76 @@ static void adapter_grads(struct step *s, struct tlist *grads, int mlp_half)
 			push(grads, ta(s, el[i] * 4));
 }
 
-/* One layer's backward: gradient temporaries of the MLP and attention, the weight
- * gradients (into grads, which live to the optimizer step), the input's gradient. A
- * fused projection's input gradient goes through the concatenation of its parts'. */
-static int layer_backward(struct step *s, int gres, struct tlist *grads, int64_t gw_bytes)
+/* One layer's backward, node by node as autograd runs it: gradient temporaries, the
+ * weight gradients (into grads, which live to the optimizer step) when each projection's
+ * node runs, the input's gradient; what the layer saved (sv) goes stage by stage. A
+ * fused projection's input gradient is assembled from its parts' (a concatenation for
+ * gate_up's chunks, a sum of zero-padded slices for qkv's). */
+static int layer_backward(struct step *s, int gres, struct tlist *sv, struct tlist *grads, int64_t gw_bytes)
 {
 	int64_t T = s->T, h = s->h, I = s->I, qd = s->qd, k = s->k, ab = s->ab;
-	int t1, t2, t3, t4, gy, n1, n2, gx, cat = 0;
+	int a = s->na, m = s->nm, t1, t2, t3, t4, gy, n1, n2, gx, cat = 0;
 
-	t1 = ta(s, ab * T * I);
-	for (int i = s->na + s->nm - 1; gw_bytes && i >= s->na; i--)
-		push(grads, ta(s, s->lp[i] * gw_bytes));
+	/* the MLP: down_proj, act x up, silu, then gate and up (phi3: gate_up) */
+	if (gw_bytes)
+		push(grads, ta(s, s->lp[a + m - 1] * gw_bytes));
 	adapter_grads(s, grads, 1);
+	t1 = ta(s, ab * T * I);
+	release(s, sv, S_DOWN);
 	t2 = ta(s, ab * T * I), t3 = ta(s, ab * T * I);
 	tf(s, t1);
+	release(s, sv, S_MUL);
 	t4 = ta(s, ab * T * I);
+	tf(s, t3);
+	release(s, sv, S_GATE);
 	if (s->fq)
 		cat = ta(s, 2 * ab * T * I);
-	tf(s, t2), tf(s, t3);
+	for (int i = a + m - 2; gw_bytes && i >= a; i--)
+		push(grads, ta(s, s->lp[i] * gw_bytes));
 	gy = ta(s, ab * T * h);
-	tf(s, t4), tf(s, cat);
+	tf(s, t2), tf(s, t4), tf(s, cat);
+	release(s, sv, S_MLP_IN);
 	n1 = ta(s, 4 * T * h), n2 = ta(s, 4 * T * h);
 	tf(s, gy);
 	gx = ta(s, s->rs * T * h);
 	tf(s, n1), tf(s, n2), tf(s, gres);
+	release(s, sv, S_NORM2);
 	gres = gx;
-	t1 = ta(s, ab * T * qd);
-	for (int i = s->nlp - 1; gw_bytes && i >= 0; i--)
-		if (i < s->na || i >= s->na + s->nm)
-			push(grads, ta(s, s->lp[i] * gw_bytes));
+	/* attention: o_proj, sdpa (flash attention's backward accumulates dq in fp32), the
+	 * rotations, then the q, k, v projections; norms and biases last */
+	if (gw_bytes)
+		push(grads, ta(s, s->lp[a - 1] * gw_bytes));
 	adapter_grads(s, grads, 0);
-	/* flash attention's backward accumulates dq in fp32 */
+	t1 = ta(s, ab * T * qd);
+	release(s, sv, S_O_IN);
 	t2 = ta(s, 4 * T * qd);
 	int gq = ta(s, ab * T * qd), gk = ta(s, ab * T * k), gv = ta(s, ab * T * k);
 	tf(s, t2), tf(s, t1);
+	release(s, sv, S_SDPA);
+	release(s, sv, S_ROPE);
 	if (s->fq) {
-		cat = ta(s, ab * T * (qd + 2 * k));
-		tf(s, gq), tf(s, gk), tf(s, gv);
+		/* q, k, v were slices of one output: each slice's gradient is a zero-filled
+		 * tensor of its size, added into the first */
+		int64_t full = ab * T * (qd + 2 * k);
+		cat = ta(s, full);
+		tf(s, gv);
+		int z = ta(s, full);
+		tf(s, gk), tf(s, z);
+		z = ta(s, full);
+		tf(s, gq), tf(s, z);
 	}
+	for (int i = a - 2; gw_bytes && i >= 0; i--)
+		push(grads, ta(s, s->lp[i] * gw_bytes));
 	gy = ta(s, ab * T * h);
 	tf(s, gq), tf(s, gk), tf(s, gv), tf(s, cat);
+	release(s, sv, S_QKV_IN);
 	n1 = ta(s, 4 * T * h), n2 = ta(s, 4 * T * h);
 	tf(s, gy);
 	gx = ta(s, s->rs * T * h);
 	tf(s, n1), tf(s, n2), tf(s, gres);
+	release(s, sv, S_NORM1);
+	for (int i = s->nlp - 1; gw_bytes && i >= a + m; i--)
+		push(grads, ta(s, s->lp[i] * gw_bytes));
 	return gx;
 }
 
@@ -483,7 +563,7 @@ static int plain_layer(struct step *s, struct tlist *cache)
 	tf(s, y2);
 	int out = ta(s, s->rs * T * h);
 	tf(s, dn), tf(s, h1);
-	free(tmp.v);
+	free(tmp.v), free(tmp.tag);
 	return out;
 }
 
@@ -632,7 +712,7 @@ int sim_train(const struct model_shape *m, const struct train_settings *t, int s
 				int out = layer_forward(&s, ckpts.v[l], &saved[l], lora && l == 0);
 				tf(&s, out);
 			}
-			gres = layer_backward(&s, gres, &grads, gw);
+			gres = layer_backward(&s, gres, &saved[l], &grads, gw);
 			for (size_t i = 0; i < saved[l].n; i++)
 				if (saved[l].v[i] != x)
 					tf(&s, saved[l].v[i]);
@@ -666,9 +746,9 @@ int sim_train(const struct model_shape *m, const struct train_settings *t, int s
 	r->max_allocated_bytes = s.a.max_allocated_bytes;
 	r->max_reserved_bytes = s.a.max_reserved_bytes;
 	for (int64_t l = 0; l < s.L; l++)
-		free(saved[l].v);
+		free(saved[l].v), free(saved[l].tag);
 	free(saved);
-	free(params.v), free(states.v), free(grads.v), free(ckpts.v), free(tmp.v), free(nf.v);
+	free(params.v), free(states.v), free(grads.v), free(ckpts.v), free(tmp.v), free(nf.v), free(nf.tag);
 	free(s.blk);
 	alloc_sim_free(&s.a);
 	return 0;
@@ -722,7 +802,7 @@ int sim_infer(const struct model_shape *m, const struct train_settings *t, int s
 	}
 	r->max_allocated_bytes = s.a.max_allocated_bytes;
 	r->max_reserved_bytes = s.a.max_reserved_bytes;
-	free(params.v), free(cache.v), free(tmp.v);
+	free(params.v), free(cache.v), free(tmp.v), free(tmp.tag);
 	free(s.blk);
 	alloc_sim_free(&s.a);
 	return 0;
