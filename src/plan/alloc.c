@@ -82,6 +82,12 @@ static void release_cached(struct alloc_sim *a)
 	}
 }
 
+/* Address order: segments handed out later lie lower; then the offset within. */
+static int lower(const struct sim_block *x, const struct sim_block *y)
+{
+	return x->seg != y->seg ? x->seg > y->seg : x->off < y->off;
+}
+
 int alloc_sim_malloc(struct alloc_sim *a, uint64_t size)
 {
 	int pool, best = -1;
@@ -92,7 +98,8 @@ int alloc_sim_malloc(struct alloc_sim *a, uint64_t size)
 	for (size_t f = 0; f < a->nfree; f++) {
 		int i = a->freel[f];
 		struct sim_block *b = &a->b[i];
-		if (b->pool == pool && b->size >= size && (best < 0 || b->size < a->b[best].size))
+		if (b->pool == pool && b->size >= size &&
+		    (best < 0 || b->size < a->b[best].size || (b->size == a->b[best].size && lower(b, &a->b[best]))))
 			best = i;
 	}
 	if (best < 0) {
@@ -105,7 +112,7 @@ int alloc_sim_malloc(struct alloc_sim *a, uint64_t size)
 				a->oom = 1; /* carried on: the peak then says by how much it misses */
 		}
 		best = new_block(a);
-		a->b[best] = (struct sim_block){ seg, a->nsegs++, pool, 0, -1, -1, 0 };
+		a->b[best] = (struct sim_block){ seg, 0, a->nsegs++, pool, 0, -1, -1, 0 };
 		free_add(a, best);
 		a->reserved_bytes += seg;
 		if (a->reserved_bytes > a->max_reserved_bytes)
@@ -114,7 +121,8 @@ int alloc_sim_malloc(struct alloc_sim *a, uint64_t size)
 	uint64_t rest = a->b[best].size - size;
 	if ((pool == 0 && rest >= MIN_BLOCK) || (pool == 1 && rest > SMALL_SIZE)) {
 		int n = new_block(a);
-		a->b[n] = (struct sim_block){ rest, a->b[best].seg, pool, 0, best, a->b[best].next, 0 };
+		a->b[n] = (struct sim_block){ rest, a->b[best].off + size, a->b[best].seg, pool, 0, best,
+					      a->b[best].next, 0 };
 		free_add(a, n);
 		if (a->b[best].next >= 0)
 			a->b[a->b[best].next].prev = n;

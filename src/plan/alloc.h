@@ -1,7 +1,8 @@
 /* A simulation of PyTorch's CUDA caching allocator (native, no expandable segments):
  * sizes rounded to 512 B; a small pool (requests up to 1 MiB, 2 MiB segments) and a
  * large pool (20 MiB segments for requests under 10 MiB, else the request rounded to
- * 2 MiB); best fit; a block is split when what is left is worth keeping (>= 512 B small,
+ * 2 MiB); best fit, the lowest address among equals (a newer segment lies lower, as
+ * cudaMalloc gave them on the H200); a block is split when what is left is worth keeping (>= 512 B small,
  * > 1 MiB large); freed blocks merge with free neighbours of their segment; segments
  * are given back only under memory pressure: when a new segment would pass limit_bytes
  * (what the device has for it), every wholly free segment is released and the segment
@@ -15,6 +16,7 @@
 
 struct sim_block {
 	uint64_t size;
+	uint64_t off;              /* offset in its segment */
 	int seg, pool, free;
 	int prev, next;            /* neighbours in the segment, -1 none */
 	int fpos;                  /* its place in the free list while free */
