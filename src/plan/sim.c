@@ -50,6 +50,7 @@ struct step {
 	int stage;                /* what layer_forward saves now is freed at this stage */
 	int64_t lp[12];           /* one layer's parameter tensors, elements: the attention's */
 	int nlp, na, nm;          /* (na), the MLP's (nm), then norms and biases */
+	int io;                   /* o_proj's place among them */
 };
 
 static int ta(struct step *s, int64_t bytes)
@@ -408,7 +409,7 @@ static int layer_backward(struct step *s, int gres, struct tlist *sv, struct tli
 	/* attention: o_proj, sdpa (flash attention's backward accumulates dq in fp32), the
 	 * rotations, then the q, k, v projections; norms and biases last */
 	if (gw_bytes)
-		push(grads, ta(s, s->lp[a - 1] * gw_bytes));
+		push(grads, ta(s, s->lp[s->io] * gw_bytes));
 	adapter_grads(s, grads, 0);
 	t1 = ta(s, ab * T * qd);
 	release(s, sv, S_O_IN);
@@ -428,8 +429,9 @@ static int layer_backward(struct step *s, int gres, struct tlist *sv, struct tli
 		z = ta(s, full);
 		tf(s, gq), tf(s, z);
 	}
-	for (int i = a - 2; gw_bytes && i >= 0; i--)
-		push(grads, ta(s, s->lp[i] * gw_bytes));
+	for (int i = a - 1; gw_bytes && i >= 0; i--)
+		if (i != s->io)
+			push(grads, ta(s, s->lp[i] * gw_bytes));
 	gy = ta(s, ab * T * h);
 	tf(s, gq), tf(s, gk), tf(s, gv), tf(s, cat);
 	release(s, sv, S_QKV_IN);
@@ -463,15 +465,16 @@ static void setup(struct step *s, const struct model_shape *m, const struct trai
 	s->full = t->lora_rank <= 0 || t->inference;
 	s->lt = t->lora_targets;
 	s->r = t->lora_rank;
-	/* the layer's weights in construction order: attention, MLP, the two norms */
+	/* the layer's weights in construction order: attention (phi3 makes o_proj before
+	 * qkv_proj), MLP, the two norms */
 	if (s->fq) {
-		int64_t lp[] = { h * (qd + 2 * k), qd * h, h * 2 * I, I * h, h, h };
+		int64_t lp[] = { qd * h, h * (qd + 2 * k), h * 2 * I, I * h, h, h };
 		memcpy(s->lp, lp, sizeof(lp));
-		s->nlp = 6, s->na = 2, s->nm = 2;
+		s->nlp = 6, s->na = 2, s->nm = 2, s->io = 0;
 	} else {
 		int64_t lp[] = { h * qd, h * k, h * k, qd * h, h * I, h * I, I * h, h, h };
 		memcpy(s->lp, lp, sizeof(lp));
-		s->nlp = 9, s->na = 4, s->nm = 3;
+		s->nlp = 9, s->na = 4, s->nm = 3, s->io = 3;
 	}
 	if (m->qkv_bias) {
 		s->lp[s->nlp++] = qd;
