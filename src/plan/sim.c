@@ -137,13 +137,10 @@ static int norm_of(struct step *s, struct tlist *sv, int64_t rows, int64_t dim, 
 			tf(s, n32);
 		return out;
 	}
-	if (in_bytes == 2) {
-		kept = ta(s, 2 * u);
-		tf(s, n32);
-	} else {
-		kept = n32;
-	}
+	kept = in_bytes == 2 ? ta(s, 2 * u) : n32;
 	int out = ta(s, in_bytes * u);
+	if (kept != n32) /* the fp32 tensor lives to the norm's return */
+		tf(s, n32);
 	if (s->full)
 		save(s, sv, kept);
 	else
@@ -151,12 +148,34 @@ static int norm_of(struct step *s, struct tlist *sv, int64_t rows, int64_t dim, 
 	return out;
 }
 
-/* The rotary embedding of one of q, k (bytes): x cos and rotate_half(x) sin, then their
- * sum; phi3 concatenates the rotated part with the (empty) pass-through part, one copy
+/* The same norm without autograd: the fp32 copy goes once the normalized tensor exists,
+ * the normalized tensor at the norm's return, the cast once multiplied. */
+static int plain_norm(struct step *s, int64_t rows, int64_t dim, int in_bytes)
+{
+	int64_t u = rows * dim;
+	int x32 = in_bytes == 2 ? ta(s, 4 * u) : 0;
+	int tmp = ta(s, 4 * u);
+	tf(s, tmp);
+	int n32 = ta(s, 4 * u);
+	tf(s, x32);
+	int cast = s->gemma ? ta(s, 4 * u) : in_bytes == 2 ? ta(s, 2 * u) : 0;
+	if (s->gemma)
+		tf(s, n32);
+	int out = ta(s, in_bytes * u);
+	tf(s, cast), tf(s, n32);
+	return out;
+}
+
+/* The rotary embedding of one of q, k (bytes): x cos, rotate_half(x) (the negated half,
+ * then both halves concatenated) times sin, then their sum; phi3 concatenates the rotated part with the (empty) pass-through part, one copy
  * more. */
 static int rope(struct step *s, int64_t bytes)
 {
-	int t1 = ta(s, bytes), t2 = ta(s, bytes), e = ta(s, bytes);
+	int t1 = ta(s, bytes), neg = ta(s, bytes / 2), rh = ta(s, bytes);
+	tf(s, neg);
+	int t2 = ta(s, bytes);
+	tf(s, rh);
+	int e = ta(s, bytes);
 
 	tf(s, t1), tf(s, t2);
 	if (!s->fq)
@@ -253,9 +272,8 @@ static int layer_forward(struct step *s, int in, struct tlist *sv, int frozen_in
 	int rq = s->ac ? 4 : (int)ab;
 	s->stage = S_SDPA;
 	int qe = rope(s, rq * T * qd), ke;
-	tf(s, q);
 	ke = rope(s, rq * T * k);
-	tf(s, kk);
+	tf(s, q), tf(s, kk); /* apply_rotary_pos_emb returns both */
 	if (s->ac) {
 		save(s, sv, ta(s, 2 * T * qd));
 		save(s, sv, ta(s, 2 * T * k));
@@ -493,27 +511,23 @@ static int plain_layer(struct step *s, struct tlist *cache)
 	struct tlist tmp = { 0 };
 	int q = 0, kk = 0, v = 0, qkv = 0;
 
-	int y = norm(s, &tmp);
-	free_all(s, &tmp);
+	int y = plain_norm(s, T, h, s->rs);
 	if (s->fq) {
 		qkv = ta(s, ab * T * (qd + 2 * k));
 	} else {
 		q = ta(s, ab * T * qd), kk = ta(s, ab * T * k), v = ta(s, ab * T * k);
 	}
 	if (s->qk_norm) {
-		int qn = norm_of(s, &tmp, T * s->heads, qd / s->heads, (int)ab);
-		free_all(s, &tmp);
+		int qn = plain_norm(s, T * s->heads, qd / s->heads, (int)ab);
 		tf(s, q);
 		q = qn;
-		int kn = norm_of(s, &tmp, T * s->kv_heads, k / s->kv_heads, (int)ab);
-		free_all(s, &tmp);
+		int kn = plain_norm(s, T * s->kv_heads, k / s->kv_heads, (int)ab);
 		tf(s, kk);
 		kk = kn;
 	}
 	int qe = rope(s, ab * T * qd);
-	tf(s, q);
 	int ke = rope(s, ab * T * k);
-	tf(s, kk);
+	tf(s, q), tf(s, kk);
 	if (cache) {
 		push(cache, ta(s, ab * T * k));
 		push(cache, ta(s, ab * T * k));
@@ -527,21 +541,19 @@ static int plain_layer(struct step *s, struct tlist *cache)
 	} else {
 		push(&tmp, ta(s, ab * T * qd));
 	}
-	tf(s, qe);
 	int ao = ta(s, ab * T * h);
+	tf(s, qe); /* the rotated q lives to the attention's return */
 	free_all(s, &tmp);
 	tf(s, qkv);
 	if (s->norms == 4) {
-		int pn = norm_of(s, &tmp, T, h, (int)ab);
-		free_all(s, &tmp);
+		int pn = plain_norm(s, T, h, (int)ab);
 		tf(s, ao);
 		ao = pn;
 	}
 	tf(s, y);
 	int h1 = ta(s, s->rs * T * h);
 	tf(s, ao);
-	int y2 = norm(s, &tmp);
-	free_all(s, &tmp);
+	int y2 = plain_norm(s, T, h, s->rs);
 	/* down(act(gate(x)) * up(x)): phi3's gate_up output lives until its product */
 	int gu = 0, a, u = 0;
 	if (s->fq) {
@@ -558,8 +570,7 @@ static int plain_layer(struct step *s, struct tlist *cache)
 	int dn = ta(s, ab * T * h);
 	tf(s, p);
 	if (s->norms == 4) {
-		int pn = norm_of(s, &tmp, T, h, (int)ab);
-		free_all(s, &tmp);
+		int pn = plain_norm(s, T, h, (int)ab);
 		tf(s, dn);
 		dn = pn;
 	}
@@ -570,8 +581,16 @@ static int plain_layer(struct step *s, struct tlist *cache)
 	return out;
 }
 
-/* The weights, in construction order: embedding, layers, final norm, lm_head when
- * untied (a ZeRO-3 shard keeps a 1/dp share); then the named buffers. */
+/* cuBLAS's workspace: PyTorch allocates it through the caching allocator at the first
+ * matrix product (the rotary embedding's) and keeps it; 32 MiB on Hopper (seen in the
+ * H200's allocator histories; CUBLAS_WORKSPACE_CONFIG changes it). */
+static void cublas_workspace(struct step *s)
+{
+	ta(s, 32LL << 20);
+}
+
+/* The weights, in construction order: embedding, layers, final norm, lm_head (when
+ * tied, freed again) (a ZeRO-3 shard keeps a 1/dp share); then the named buffers. */
 static void load(struct step *s, const struct model_shape *m, const struct train_settings *t,
 		 struct tlist *params, int64_t shard)
 {
@@ -582,6 +601,8 @@ static void load(struct step *s, const struct model_shape *m, const struct train
 	push(params, ta(s, s->h * s->w));
 	if (!m->tied)
 		push(params, ta(s, s->V * s->h * s->w / shard));
+	else /* lm_head is made with its own weight, then tied to the embedding's */
+		tf(s, ta(s, s->V * s->h * s->w / shard));
 	for (size_t i = 0; i < t->nbuffers; i++)
 		for (int64_t c = 0; c < t->buffers[i].count; c++)
 			ta(s, (int64_t)t->buffers[i].item_bytes);
@@ -627,6 +648,8 @@ int sim_train(const struct model_shape *m, const struct train_settings *t, int s
 	}
 	for (int step = 0; step < steps; step++) {
 		int x = ta(&s, s.rs * s.T * s.h), hs = x, gres, gh;
+		if (!step)
+			cublas_workspace(&s);
 
 		if (s.gemma) { /* the embeddings scaled by sqrt(hidden): a new tensor */
 			int scaled = ta(&s, s.rs * s.T * s.h);
@@ -776,6 +799,8 @@ int sim_infer(const struct model_shape *m, const struct train_settings *t, int s
 		 * forward to its end; gemma scales them: a new tensor), rotary cos and sin,
 		 * the layers */
 		int emb = ta(&s, s.w * s.T * s.h), x = emb;
+		if (!step)
+			cublas_workspace(&s);
 		if (s.gemma)
 			x = ta(&s, s.w * s.T * s.h);
 		int cs = ta(&s, 2 * s.ab * s.T * (s.qd / s.heads));
@@ -786,8 +811,7 @@ int sim_infer(const struct model_shape *m, const struct train_settings *t, int s
 			x = out;
 		}
 		/* the final norm, lm_head over the last position only (generate()) */
-		int yf = norm(&s, &tmp);
-		free_all(&s, &tmp);
+		int yf = plain_norm(&s, s.T, s.h, s.rs);
 		tf(&s, x), tf(&s, cs), tf(&s, emb);
 		int logits = ta(&s, s.ab * s.B * s.V);
 		tf(&s, yf);

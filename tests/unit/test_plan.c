@@ -75,7 +75,7 @@ static void check_fixture_file(const char *path, size_t expect_n, const char *co
 	assert_true(worst <= 0.03);
 }
 
-/* ../shared's 17 cases (today: 0.6 %, 5.0 %, 2.97 %) */
+/* ../shared's 17 cases (today: 0.4 %, 5.0 %, 2.5 %) */
 static void test_fixtures(void **state)
 {
 	static const char *const none[] = { NULL };
@@ -86,7 +86,7 @@ static void test_fixtures(void **state)
 
 /* headroom's own 22 cases (bench/gpu-cases.json, measured on the H200 with
  * bench/gpu-measure.py): other architectures, 16k sequences, SGD with momentum, fused
- * AdamW, LoRA, inference. Today: 0.3 %, 6.8 %, 1.6 %; the known gap: phi3 without
+ * AdamW, LoRA, inference. Today: 0.2 %, 6.4 %, 1.3 %; the known gap: phi3 without
  * checkpointing fragments more than the simulation says. */
 static void test_fixtures_headroom(void **state)
 {
