@@ -389,6 +389,22 @@ static void adapter_grads(struct step *s, struct tlist *grads, int mlp_half)
 			push(grads, ta(s, el[i] * 4));
 }
 
+/* Flash attention's backward workspace, one block: dq accumulated in fp32, with grouped
+ * query attention dk and dv for every query head (bf16) before they are summed per kv
+ * head, and the softmax's row sums; sizes as the H200's allocator histories show them
+ * (32.5 MiB for 8 x 1024 tokens of 16 heads of 64; 64.5 MiB with 4 kv heads). The math
+ * kernel (fp32) works otherwise: its dq-sized fp32 temporary stands for it. */
+static int64_t flash_workspace(const struct step *s)
+{
+	int64_t b = 4 * s->T * s->qd;
+
+	if (s->fp32)
+		return b;
+	if (s->kv_heads < s->heads)
+		b += 2 * 2 * s->T * s->qd;
+	return b + 4 * s->B * s->heads * s->S + 512;
+}
+
 /* One layer's backward, node by node as autograd runs it: gradient temporaries, the
  * weight gradients (into grads, which live to the optimizer step) when each projection's
  * node runs, the input's gradient; what the layer saved (sv) goes stage by stage. A
@@ -424,14 +440,14 @@ static int layer_backward(struct step *s, int gres, struct tlist *sv, struct tli
 	tf(s, n1), tf(s, n2), tf(s, gres);
 	release(s, sv, S_NORM2);
 	gres = gx;
-	/* attention: o_proj, sdpa (flash attention's backward accumulates dq in fp32), the
-	 * rotations, then the q, k, v projections; norms and biases last */
+	/* attention: o_proj, sdpa, the rotations, then the q, k, v projections; norms and
+	 * biases last */
 	if (gw_bytes)
 		push(grads, ta(s, s->lp[s->io] * gw_bytes));
 	adapter_grads(s, grads, 0);
 	t1 = ta(s, ab * T * qd);
 	release(s, sv, S_O_IN);
-	t2 = ta(s, 4 * T * qd);
+	t2 = ta(s, flash_workspace(s));
 	int gq = ta(s, ab * T * qd), gk = ta(s, ab * T * k), gv = ta(s, ab * T * k);
 	tf(s, t2), tf(s, t1);
 	release(s, sv, S_SDPA);
