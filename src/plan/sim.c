@@ -256,7 +256,8 @@ static int layer_forward(struct step *s, int in, struct tlist *sv, int frozen_in
 		v = linear(s, sv, h, k, LORA_V);
 	}
 	s->stage = S_SDPA;
-	save(s, sv, v);
+	if (!s->fq || s->ac)
+		save(s, sv, v);
 	tf(s, y);
 	s->stage = S_ROPE;
 	if (s->qk_norm) { /* qwen3 normalizes q and k per head before the rotation */
@@ -278,6 +279,15 @@ static int layer_forward(struct step *s, int in, struct tlist *sv, int frozen_in
 		save(s, sv, ta(s, 2 * T * qd));
 		save(s, sv, ta(s, 2 * T * k));
 		tf(s, qe), tf(s, ke);
+	} else if (s->fq) {
+		/* phi3's rotated q and k come out of a concatenation in the layout flash
+		 * attention does not take, and v is a strided slice: sdpa keeps contiguous
+		 * copies; the rotated k goes, qkv itself at the attention's return */
+		save(s, sv, qe);
+		save(s, sv, ta(s, ab * T * qd));
+		save(s, sv, ta(s, ab * T * k));
+		tf(s, ke);
+		save(s, sv, ta(s, ab * T * k));
 	} else {
 		save(s, sv, qe);
 		save(s, sv, ke);
@@ -288,6 +298,8 @@ static int layer_forward(struct step *s, int in, struct tlist *sv, int frozen_in
 		save(s, sv, ta(s, 4 * s->B * s->heads * s->S * s->S));
 	s->stage = S_O_IN;
 	int ao = linear(s, sv, qd, h, LORA_O);
+	if (s->fq && !s->ac)
+		tf(s, v);
 	if (s->norms == 4) { /* gemma2 normalizes the attention output before the residual add */
 		int pn = norm_of(s, sv, T, h, (int)ab);
 		tf(s, ao);
