@@ -86,7 +86,7 @@ static void test_fixtures(void **state)
 
 /* headroom's own 22 cases (bench/gpu-cases.json, measured on the H200 with
  * bench/gpu-measure.py): other architectures, 16k sequences, SGD with momentum, fused
- * AdamW, LoRA, inference. Today: 0.2 %, 6.4 %, 1.3 %; the known gap: phi3 without
+ * AdamW, LoRA, inference. Today: 0.2 %, 6.6 %, 1.3 %; the known gap: phi3 without
  * checkpointing fragments more than the simulation says. */
 static void test_fixtures_headroom(void **state)
 {
