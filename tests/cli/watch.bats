@@ -59,9 +59,13 @@ PY
 
 @test "time_to_oom: a steadily growing GPU gets a warning before it is full" {
 	use_double
-	( for u in $(seq 10 2 78); do printf 'gpu uuid=GPU-a bus=00000000:04:00.0 name=H200 total=80G used=%dG util=90\n' "$u" > "$T/gpus.tmp"; mv "$T/gpus.tmp" "$T/gpus"; sleep 0.2; done ) &
+	( for u in $(seq 10 2 78); do printf 'gpu uuid=GPU-a bus=00000000:04:00.0 name=H200 total=80G used=%dG util=90\n' "$u" > "$T/gpus.tmp"; mv "$T/gpus.tmp" "$T/gpus"; sleep 0.2; done ) 3>&- &
+	local writer=$!
 	printf 'gpu uuid=GPU-a bus=00000000:04:00.0 name=H200 total=80G used=10G util=90\n' > "$T/gpus"
 	run timeout 20 "$HR" watch -q --interval 200 --window 3 --horizon 30 --min-free 1G --min-free-pct 1 --duration 4 --jsonl "$T/o.jsonl"
+	# the writer runs past the watch: end it before teardown removes its directory
+	kill "$writer" 2>/dev/null || true
+	wait "$writer" 2>/dev/null || true
 	echo "$output"
 	[ "$(events "$T/o.jsonl" time_to_oom)" -ge 1 ]
 	python3 -c 'import json,sys; e=[json.loads(l) for l in open(sys.argv[1]) if json.loads(l).get("event") == "time_to_oom"][0]; assert 0 < e["seconds"] < 30 and e["used_bytes"] < e["total_bytes"], e' "$T/o.jsonl"
