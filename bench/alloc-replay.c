@@ -1,5 +1,5 @@
 /* bench/alloc-replay: run a real allocation history (bench/gpu-measure.py's TRACE file,
- * lines "ACTION SIZE ADDR") through headroom's caching allocator simulation and print
+ * lines "ACTION SIZE ADDR [WHERE]") through headroom's caching allocator simulation and print
  * the real and the simulated peaks. If they agree, the simulation of the allocator is
  * right and any error of a plan lies in the tensor sequence the planner writes out.
  *   make bench/alloc-replay && bench/alloc-replay FILE.trace */
@@ -30,7 +30,7 @@ int main(int argc, char **argv)
 	size_t cap = 1 << 22;
 	struct slot *t;
 	struct alloc_sim a;
-	char action[64];
+	char action[64], line[1024];
 	uint64_t size, addr, real = 0, real_max = 0, alloc = 0, alloc_max = 0;
 	FILE *f;
 
@@ -47,7 +47,10 @@ int main(int argc, char **argv)
 	for (size_t i = 0; i < cap; i++)
 		t[i].block = -1;
 	alloc_sim_init(&a);
-	while (fscanf(f, "%63s %" SCNu64 " %" SCNu64, action, &size, &addr) == 3) {
+	while (fgets(line, sizeof(line), f)) {
+		/* "ACTION SIZE ADDR", perhaps followed by where it was allocated */
+		if (sscanf(line, "%63s %" SCNu64 " %" SCNu64, action, &size, &addr) != 3)
+			continue;
 		size_t i = find(t, cap, addr);
 		if (!strcmp(action, "alloc")) {
 			t[i].addr = addr;
