@@ -44,8 +44,7 @@ static const char usage[] =
 	"      --gpu NAME               h200, h100-80gb, h100-94gb, a100-80gb, a100-40gb, l40s,\n"
 	"                               rtx-pro-6000, 4090, 3090, a10g, t4 (default: GPU 0 by NVML)\n"
 	"      --gpu-memory SIZE        the GPU's memory, e.g. 80G\n"
-	"      --margin SIZE|PCT        kept free (default 4%: the model's error bound, 3%, and 1 more;\n"
-	"                               8% where docs/plan.md names a known gap)\n"
+	"      --margin SIZE|PCT        kept free (default 4%: the model's error bound, 3%, and 1 more)\n"
 	"Output and solving:\n"
 	"      --json                   JSON: device_peak_bytes, components, fits...\n"
 	"      --solve KNOB             the largest value of batch, seq, loss_chunk, lora_rank,\n"
@@ -70,8 +69,6 @@ struct plan_args {
 	const char *gpu_name;
 	uint64_t margin_bytes;
 	double margin_pct;
-	int margin_given;
-	const char *gap;          /* a known gap of the model for these settings, or NULL */
 	int json;
 };
 
@@ -156,8 +153,6 @@ static void print_table(const struct plan_args *a, const struct plan_result *r)
 		printf(", %s to spare\n", size_format(a->gpu_bytes - need, d, sizeof(d)));
 	else
 		printf(", %s short\n", size_format(need - a->gpu_bytes, d, sizeof(d)));
-	if (a->gap)
-		printf("note: %s; %s\n", a->gap, a->margin_given ? "mind the margin" : "the default margin is 8% here");
 }
 
 /* The knob's value in t, or NULL for an unknown knob. */
@@ -222,7 +217,6 @@ static int solve(struct plan_args *a, const char *name)
 		json_object_set_new(o, "next_device_peak_bytes", json_integer((json_int_t)next_r.device_peak_bytes));
 		json_object_set_new(o, "gpu_memory_bytes", json_integer((json_int_t)a->gpu_bytes));
 		json_object_set_new(o, "margin_bytes", json_integer((json_int_t)margin_of(a)));
-		json_object_set_new(o, "known_gap", a->gap ? json_string(a->gap) : json_null());
 		json_dumpf(o, stdout, JSON_INDENT(2));
 		putchar('\n');
 		json_decref(o);
@@ -426,7 +420,6 @@ int cmd_plan(int argc, char **argv)
 			break;
 		case O_MARGIN: {
 			size_t n = strlen(optarg);
-			a.margin_given = 1;
 			if (n > 1 && optarg[n - 1] == '%') {
 				a.margin_pct = atof(optarg);
 				a.margin_bytes = 0;
@@ -470,9 +463,6 @@ int cmd_plan(int argc, char **argv)
 		apply_setting(&a.t, pending[i].c, pending[i].arg);
 	if (calibrated)
 		a.t.context_bytes = calibrated_context(db);
-	a.gap = plan_known_gap(&a.m, &a.t);
-	if (a.gap && !a.margin_given)
-		a.margin_pct = 8.0;
 	if (!a.gpu_bytes) {
 		int rc = nvml_gpu_total_bytes(0, &a.gpu_bytes);
 		if (rc)
@@ -498,7 +488,6 @@ int cmd_plan(int argc, char **argv)
 		json_t *o = result_json(&r);
 		json_object_set_new(o, "gpu_memory_bytes", json_integer((json_int_t)a.gpu_bytes));
 		json_object_set_new(o, "margin_bytes", json_integer((json_int_t)margin_of(&a)));
-		json_object_set_new(o, "known_gap", a.gap ? json_string(a.gap) : json_null());
 		json_object_set_new(o, "fits", json_boolean(fits));
 		json_dumpf(o, stdout, JSON_INDENT(2));
 		putchar('\n');

@@ -293,14 +293,6 @@ int plan_compute(const struct model_shape *m, const struct train_settings *t, st
 	return 0;
 }
 
-const char *plan_known_gap(const struct model_shape *m, const struct train_settings *t)
-{
-	/* measured on the H200: -6.4 % and -6.6 % (tests/fixtures/gpu-train/h200-headroom.json) */
-	if (m->fused_proj && !t->grad_ckpt && !t->inference)
-		return "phi3 without gradient checkpointing was measured up to 6.6 % above its plan";
-	return NULL;
-}
-
 const char *plan_component_name(enum plan_component c)
 {
 	static const char *const names[C_NCOMPONENTS] = {

@@ -79,9 +79,6 @@ int64_t model_lora_params(const struct model_shape *m, const struct train_settin
 int plan_compute(const struct model_shape *m, const struct train_settings *t, struct plan_result *r,
 		 const char **why);
 const char *plan_component_name(enum plan_component c);
-/* Why a plan for these settings is known to be less accurate than the model's bound
- * (a static string naming the measured error), or NULL. */
-const char *plan_known_gap(const struct model_shape *m, const struct train_settings *t);
 /* The CUDA context and library workspaces when nothing was measured on this machine. */
 uint64_t plan_default_context_bytes(void);
 

@@ -51,6 +51,7 @@ struct step {
 	int64_t lp[12];           /* one layer's parameter tensors, elements: the attention's */
 	int nlp, na, nm;          /* (na), the MLP's (nm), then norms and biases */
 	int io;                   /* o_proj's place among them */
+	struct tlist *kv;         /* training with use_cache: the cache's tensors, else NULL */
 };
 
 static int ta(struct step *s, int64_t bytes)
@@ -166,12 +167,13 @@ static int plain_norm(struct step *s, int64_t rows, int64_t dim, int in_bytes)
 	return out;
 }
 
-/* The rotary embedding of one of q, k (bytes): x cos, rotate_half(x) (the negated half,
+/* The rotary embedding of one of q, k (bytes; in_bytes before: under autocast the
+ * products with fp32 cos and sin are fp32): x cos, rotate_half(x) (the negated half,
  * then both halves concatenated) times sin, then their sum; phi3 concatenates the rotated part with the (empty) pass-through part, one copy
  * more. */
-static int rope(struct step *s, int64_t bytes)
+static int rope(struct step *s, int64_t bytes, int64_t in_bytes)
 {
-	int t1 = ta(s, bytes), neg = ta(s, bytes / 2), rh = ta(s, bytes);
+	int t1 = ta(s, bytes), neg = ta(s, in_bytes / 2), rh = ta(s, in_bytes);
 	tf(s, neg);
 	int t2 = ta(s, bytes);
 	tf(s, rh);
@@ -185,15 +187,29 @@ static int rope(struct step *s, int64_t bytes)
 	return out;
 }
 
-/* A linear layer's output over the step's tokens, in_u units in, out_u out. With full
- * fine-tuning the caller keeps its input (for the weight's gradient); a frozen base
- * keeps nothing, and a LoRA adapter on it (PEFT's: base(x) + B(A(x.to(fp32))) x scale,
+/* A linear layer's output over the step's tokens, in_u units in, out_u out, w_elems
+ * weights; cast_in: its input is fp32 under autocast. With full fine-tuning the caller
+ * keeps its input (for the weight's gradient); a frozen base keeps nothing, and a LoRA
+ * adapter on it (PEFT's: base(x) + B(A(x.to(fp32))) x scale,
  * cast back) keeps its fp32 copy of the input and A's output. */
-static int linear(struct step *s, struct tlist *sv, int64_t in_u, int64_t out_u, unsigned target)
+static int linear(struct step *s, struct tlist *sv, int64_t in_u, int64_t out_u, unsigned target, int64_t w_elems,
+		  int cast_in)
 {
 	int64_t T = s->T;
-	int out = ta(s, s->ab * T * out_u);
+	int cast = 0;
 
+	/* under autocast: the weight's bf16 cast (autocast's cache; a trained weight's is
+	 * kept for the backward pass), and a bf16 cast of an fp32 input, kept by the
+	 * product when the weight trains */
+	if (s->ac && s->full)
+		save(s, sv, ta(s, 2 * w_elems));
+	if (cast_in) {
+		cast = ta(s, 2 * T * in_u);
+		if (s->full)
+			save(s, sv, cast), cast = 0;
+	}
+	int out = ta(s, s->ab * T * out_u);
+	tf(s, cast);
 	if (s->full || !(s->lt & target))
 		return out;
 	save(s, sv, ta(s, 4 * T * in_u));
@@ -226,39 +242,28 @@ static int layer_forward(struct step *s, int in, struct tlist *sv, int frozen_in
 	free_all(s, &none);
 	s->stage = S_QKV_IN;
 	free(none.v), free(none.tag);
-	if (s->ac) {
-		/* under autocast each of q, k, v casts its input to bf16 and keeps it; the
-		 * weights' bf16 casts (autocast's cache, trained weights only) are kept for
-		 * the backward pass */
-		for (int i = 0; i < (s->fq ? 1 : 3); i++) {
-			int c = ta(s, 2 * T * h);
-			if (s->full)
-				save(s, sv, c);
-			else
-				tf(s, c);
-		}
-		tf(s, y);
-		y = 0;
-		for (int i = 0; s->full && i < s->na; i++)
-			save(s, sv, ta(s, 2 * s->lp[i]));
-		/* more than is counted above, fitted on the fixtures' autocast cases */
-		save(s, sv, ta(s, (4 * h + 7 * k) * T));
-	} else if (s->full) {
+	if (s->full && !s->ac) { /* q, k, v keep their input (under autocast, their casts) */
 		save(s, sv, y);
 		y = 0;
 	}
 	int q = 0, kk = 0, v;
-	if (s->fq) { /* q, k and v are views of one output, which sdpa keeps through v */
-		v = linear(s, sv, h, qd + 2 * k, LORA_Q | LORA_K | LORA_V);
+	if (s->fq) { /* q, k and v are views of one output */
+		v = linear(s, sv, h, qd + 2 * k, LORA_Q | LORA_K | LORA_V, s->lp[1], s->ac);
 	} else {
-		q = linear(s, sv, h, qd, LORA_Q);
-		kk = linear(s, sv, h, k, LORA_K);
-		v = linear(s, sv, h, k, LORA_V);
+		q = linear(s, sv, h, qd, LORA_Q, s->lp[0], s->ac);
+		kk = linear(s, sv, h, k, LORA_K, s->lp[1], s->ac);
+		v = linear(s, sv, h, k, LORA_V, s->lp[2], s->ac);
 	}
+	/* under autocast, one bf16 hidden-sized tensor a layer more than is written out
+	 * above: fitted on the fixtures' autocast cases (it was 4h + 7k bytes a token
+	 * before the cache and the casts' order were) */
+	if (s->ac && s->full)
+		save(s, sv, ta(s, 2 * h * T));
 	s->stage = S_SDPA;
-	if (!s->fq || s->ac)
+	if (!s->kv) /* sdpa keeps v (with phi3 a slice: all of qkv) */
 		save(s, sv, v);
-	tf(s, y);
+	if (!s->ac) /* (under autocast the fp32 norm output lives to the attention's end) */
+		tf(s, y);
 	s->stage = S_ROPE;
 	if (s->qk_norm) { /* qwen3 normalizes q and k per head before the rotation */
 		int qn = norm_of(s, sv, T * s->heads, qd / s->heads, (int)ab);
@@ -272,34 +277,43 @@ static int layer_forward(struct step *s, int in, struct tlist *sv, int frozen_in
 	 * q and k are fp32 and sdpa casts them back */
 	int rq = s->ac ? 4 : (int)ab;
 	s->stage = S_SDPA;
-	int qe = rope(s, rq * T * qd), ke;
-	ke = rope(s, rq * T * k);
+	int qe = rope(s, rq * T * qd, ab * T * qd), ke;
+	ke = rope(s, rq * T * k, ab * T * k);
 	tf(s, q), tf(s, kk); /* apply_rotary_pos_emb returns both */
-	if (s->ac) {
-		save(s, sv, ta(s, 2 * T * qd));
-		save(s, sv, ta(s, 2 * T * k));
-		tf(s, qe), tf(s, ke);
-	} else if (s->fq) {
-		/* phi3's rotated q and k come out of a concatenation in the layout flash
-		 * attention does not take, and v is a strided slice: sdpa keeps contiguous
-		 * copies; the rotated k goes, qkv itself at the attention's return */
-		save(s, sv, qe);
-		save(s, sv, ta(s, ab * T * qd));
-		save(s, sv, ta(s, ab * T * k));
+	if (s->kv) {
+		/* use_cache (the model's default; off with checkpointing): the keys and
+		 * values are copied into the DynamicCache, and sdpa works on (and keeps)
+		 * the copies; the model's output holds the cache until the caller drops it */
+		push(s->kv, ta(s, rq * T * k));
+		push(s->kv, ta(s, rq * T * k)); /* concatenated onto an empty tensor of k's dtype */
 		tf(s, ke);
-		save(s, sv, ta(s, ab * T * k));
+		ke = 0;
+		if (!s->fq)
+			tf(s, v);
+	}
+	if (s->ac) { /* sdpa's bf16 casts (of the cache's fp32 v too) */
+		if (s->kv)
+			save(s, sv, ta(s, 2 * T * k));
+		save(s, sv, ta(s, 2 * T * k));
+		save(s, sv, ta(s, 2 * T * qd));
+		tf(s, ke);
 	} else {
 		save(s, sv, qe);
-		save(s, sv, ke);
+		if (ke)
+			save(s, sv, ke);
 	}
-	save(s, sv, ta(s, ab * T * qd));                 /* attention output, kept by sdpa and o_proj */
+	save(s, sv, ta(s, ab * T * qd));                 /* attention output, kept by sdpa */
 	save(s, sv, ta(s, 4 * s->B * s->heads * s->S)); /* log-sum-exp */
 	if (s->fp32) /* fp32 sdpa runs the math kernel, which keeps the probabilities */
 		save(s, sv, ta(s, 4 * s->B * s->heads * s->S * s->S));
+	if (s->fq) /* phi3's output comes in q's layout: transpose().contiguous() copies it */
+		save(s, sv, ta(s, ab * T * qd));
 	s->stage = S_O_IN;
-	int ao = linear(s, sv, qd, h, LORA_O);
-	if (s->fq && !s->ac)
+	int ao = linear(s, sv, qd, h, LORA_O, s->lp[s->io], 0);
+	if (s->fq && s->kv) /* qkv goes at the attention's return */
 		tf(s, v);
+	if (s->ac) /* the fp32 rotated q and norm output, there too */
+		tf(s, qe), tf(s, y);
 	if (s->norms == 4) { /* gemma2 normalizes the attention output before the residual add */
 		int pn = norm_of(s, sv, T, h, (int)ab);
 		tf(s, ao);
@@ -314,19 +328,7 @@ static int layer_forward(struct step *s, int in, struct tlist *sv, int frozen_in
 	s->stage = S_NORM2;
 	int y2 = norm(s, sv);
 	s->stage = S_MLP_IN;
-	if (s->ac) {
-		for (int i = 0; i < (s->fq ? 1 : 2); i++) {
-			int c = ta(s, 2 * T * h);
-			if (s->full)
-				save(s, sv, c);
-			else
-				tf(s, c);
-		}
-		tf(s, y2);
-		y2 = 0;
-		for (int i = s->na; s->full && i < s->na + s->nm; i++)
-			save(s, sv, ta(s, 2 * s->lp[i]));
-	} else if (s->full) {
+	if (s->full && !s->ac) {
 		save(s, sv, y2);
 		y2 = 0;
 	}
@@ -334,23 +336,30 @@ static int layer_forward(struct step *s, int in, struct tlist *sv, int frozen_in
 	 * the product keeps act and up, down_proj keeps the product if its weight trains */
 	int prod, g;
 	if (s->fq) {
-		g = linear(s, sv, h, 2 * I, LORA_GATE | LORA_UP);
+		g = linear(s, sv, h, 2 * I, LORA_GATE | LORA_UP, s->lp[s->na], s->ac);
 		s->stage = S_GATE;
 		save(s, sv, g);
 	} else {
-		g = linear(s, sv, h, I, LORA_GATE);
-		int u = linear(s, sv, h, I, LORA_UP);
+		g = linear(s, sv, h, I, LORA_GATE, s->lp[s->na], s->ac);
 		s->stage = S_GATE;
 		save(s, sv, g);
 		s->stage = S_MUL;
+		save(s, sv, ta(s, ab * T * I)); /* act(gate) */
+		s->stage = S_MLP_IN;
+		int u = linear(s, sv, h, I, LORA_UP, s->lp[s->na + 1], s->ac);
+		s->stage = S_MUL;
 		save(s, sv, u);
 	}
-	tf(s, y2);
-	s->stage = S_MUL;
-	save(s, sv, ta(s, ab * T * I));
+	if (s->fq) {
+		s->stage = S_MUL;
+		save(s, sv, ta(s, ab * T * I)); /* act(gate) */
+	}
+	if (!s->ac)
+		tf(s, y2);
 	prod = ta(s, ab * T * I);
 	s->stage = S_DOWN;
-	int dn = linear(s, sv, I, h, LORA_DOWN);
+	int dn = linear(s, sv, I, h, LORA_DOWN, s->lp[s->na + s->nm - 1], 0);
+	tf(s, y2);
 	if (s->full)
 		save(s, sv, prod);
 	else
@@ -553,8 +562,8 @@ static int plain_layer(struct step *s, struct tlist *cache)
 		tf(s, kk);
 		kk = kn;
 	}
-	int qe = rope(s, ab * T * qd);
-	int ke = rope(s, ab * T * k);
+	int qe = rope(s, ab * T * qd, ab * T * qd);
+	int ke = rope(s, ab * T * k, ab * T * k);
 	tf(s, q), tf(s, kk);
 	if (cache) {
 		push(cache, ta(s, ab * T * k));
@@ -643,6 +652,7 @@ int sim_train(const struct model_shape *m, const struct train_settings *t, int s
 	struct tlist *saved;
 	int64_t chunk;
 	int prev_logits = 0;
+	struct tlist kv = { 0 }, prev_kv = { 0 };
 	/* what trains: every weight, or only LoRA's adapters (fp32) */
 	int lora = t->lora_rank > 0;
 	int64_t gw = lora ? 0 : t->param_bytes;
@@ -659,6 +669,8 @@ int sim_train(const struct model_shape *m, const struct train_settings *t, int s
 	s.blk = NULL;
 	ta(&s, 0); /* id 0 means none */
 	saved = xcalloc((size_t)s.L, sizeof(*saved));
+	/* a model called for training keeps use_cache unless checkpointing turns it off */
+	s.kv = t->grad_ckpt ? NULL : &kv;
 	chunk = t->loss_chunk > 0 && t->loss_chunk < s.T ? t->loss_chunk : s.T;
 
 	int64_t shard = t->zero_stage >= 3 ? t->dp : 1;
@@ -734,6 +746,7 @@ int sim_train(const struct model_shape *m, const struct train_settings *t, int s
 		if (lora) /* a frozen lm_head keeps no input */
 			tf(&s, yf);
 		tf(&s, prev_logits);
+		free_all(&s, &prev_kv);
 		for (size_t c = 0; c < lsm.n; c++) {
 			int64_t n = s.T - (int64_t)c * chunk < chunk ? s.T - (int64_t)c * chunk : chunk;
 			int g1 = ta(&s, 4 * n * s.V), g2 = ta(&s, 4 * n * s.V);
@@ -746,17 +759,19 @@ int sim_train(const struct model_shape *m, const struct train_settings *t, int s
 			push(&tmp, g2);
 		}
 		free(lsm.v);
-		if (gw) {
-			if (s.ac) { /* a bf16 gradient, then its fp32 cast */
-				int gb = ta(&s, 2 * s.V * s.h);
-				push(&grads, ta(&s, s.V * s.h * gw));
-				tf(&s, gb);
-			} else {
-				push(&grads, ta(&s, s.V * s.h * gw));
-			}
-		}
+		/* lm_head's backward: its weight's gradient (under autocast a bf16 one, cast
+		 * to fp32 once the logits' gradient has gone) and its input's */
+		int gwb = 0;
+		if (gw && s.ac)
+			gwb = ta(&s, 2 * s.V * s.h);
+		else if (gw)
+			push(&grads, ta(&s, s.V * s.h * gw));
 		gh = ta(&s, s.ab * s.T * s.h);
 		free_all(&s, &tmp);
+		if (gwb) {
+			push(&grads, ta(&s, s.V * s.h * gw));
+			tf(&s, gwb);
+		}
 		free_all(&s, &nf);
 		tf(&s, yf);
 		gres = ta(&s, s.rs * s.T * s.h);
@@ -775,8 +790,20 @@ int sim_train(const struct model_shape *m, const struct train_settings *t, int s
 				tf(&s, ckpts.v[l]);
 		}
 		ckpts.n = 0;
+		/* the embedding's backward: its own gradient, or (tied) a dense one added
+		 * into lm_head's */
+		if (gw) {
+			int ge = ta(&s, s.V * s.h * gw);
+			if (m->tied)
+				tf(&s, ge);
+			else
+				push(&grads, ge);
+		}
 		tf(&s, gres), tf(&s, x), tf(&s, hs);
 		prev_logits = lb;
+		struct tlist held = prev_kv;
+		prev_kv = kv;
+		kv = held;
 
 		/* the optimizer step: states created at the first, per trained tensor;
 		 * foreach AdamW's sqrt copy of exp_avg_sq */
@@ -803,6 +830,7 @@ int sim_train(const struct model_shape *m, const struct train_settings *t, int s
 		free(saved[l].v), free(saved[l].tag);
 	free(saved);
 	free(params.v), free(states.v), free(grads.v), free(ckpts.v), free(tmp.v), free(nf.v), free(nf.tag);
+	free(kv.v), free(prev_kv.v);
 	free(s.blk);
 	alloc_sim_free(&s.a);
 	return 0;

@@ -26,9 +26,8 @@ static int cmp_double(const void *a, const void *b)
 
 /* Every case of a fixture file: the parameter count exactly, and the device peak within
  * issue 4's bounds: median absolute error at most 3 %, none off by more than 8 %, no
- * under-estimate larger than 3 %, except for the named known gaps, which are held to
- * the 8 % only (docs/plan.md says what they are). */
-static void check_fixture_file(const char *path, size_t expect_n, const char *const *gaps)
+ * under-estimate larger than 3 %. */
+static void check_fixture_file(const char *path, size_t expect_n)
 {
 	json_error_t e;
 	json_t *root = json_load_file(path, 0, &e), *c;
@@ -45,11 +44,8 @@ static void check_fixture_file(const char *path, size_t expect_n, const char *co
 		const char *why, *name = json_string_value(json_object_get(c, "name"));
 		char *msg = NULL;
 		json_t *meas = json_object_get(c, "measured");
-		int gap = 0;
 
 		assert_true(n < sizeof(err) / sizeof(err[0]));
-		for (const char *const *g = gaps; *g; g++)
-			gap |= !strcmp(*g, name);
 		train_settings_init(&t);
 		assert_int_equal(model_shape_from_json(json_object_get(c, "model"), &m, &msg), 0);
 		assert_int_equal(train_settings_from_json(json_object_get(c, "train"), &t, &msg), 0);
@@ -59,8 +55,8 @@ static void check_fixture_file(const char *path, size_t expect_n, const char *co
 				 json_integer_value(json_object_get(meas, "n_params")));
 		double used = (double)json_integer_value(json_object_get(meas, "device_used_by_process_bytes"));
 		err[n] = ((double)r.device_peak_bytes - used) / used;
-		printf("   %-42s %+6.2f%%%s\n", name, err[n] * 100, gap ? "  (known gap)" : "");
-		if (!gap && err[n] < 0 && -err[n] > worst)
+		printf("   %-42s %+6.2f%%\n", name, err[n] * 100);
+		if (err[n] < 0 && -err[n] > worst)
 			worst = -err[n];
 		err[n] = err[n] < 0 ? -err[n] : err[n];
 		n++;
@@ -68,32 +64,27 @@ static void check_fixture_file(const char *path, size_t expect_n, const char *co
 	json_decref(root);
 	assert_int_equal(n, expect_n);
 	qsort(err, n, sizeof(err[0]), cmp_double);
-	printf("   median |error| %.1f%%, max %.1f%%, worst under-estimate %.1f%% (known gaps aside)\n",
+	printf("   median |error| %.1f%%, max %.1f%%, worst under-estimate %.1f%%\n",
 	       err[n / 2] * 100, err[n - 1] * 100, worst * 100);
 	assert_true(err[n / 2] <= 0.03);
 	assert_true(err[n - 1] <= 0.08);
 	assert_true(worst <= 0.03);
 }
 
-/* ../shared's 17 cases (today: 0.4 %, 5.0 %, 2.5 %) */
+/* ../shared's 17 cases (today: 0.2 %, 5.0 %, 0.5 %) */
 static void test_fixtures(void **state)
 {
-	static const char *const none[] = { NULL };
-
 	(void)state;
-	check_fixture_file(FIXTURES "/gpu-train/h200-torch2.11.json", 17, none);
+	check_fixture_file(FIXTURES "/gpu-train/h200-torch2.11.json", 17);
 }
 
 /* headroom's own 22 cases (bench/gpu-cases.json, measured on the H200 with
  * bench/gpu-measure.py): other architectures, 16k sequences, SGD with momentum, fused
- * AdamW, LoRA, inference. Today: 0.2 %, 6.6 %, 1.3 %; the known gap: phi3 without
- * checkpointing fragments more than the simulation says. */
+ * AdamW, LoRA, inference. Today: 0.2 %, 1.4 %, 0.7 %. */
 static void test_fixtures_headroom(void **state)
 {
-	static const char *const gaps[] = { "phi3-0.3b/mp-adamw/b4s1024", "phi3-0.3b/bf16-adamw-fused/b8s1024", NULL };
-
 	(void)state;
-	check_fixture_file(FIXTURES "/gpu-train/h200-headroom.json", 22, gaps);
+	check_fixture_file(FIXTURES "/gpu-train/h200-headroom.json", 22);
 }
 
 static void expect_error(const char *cfg, const char *needle)
