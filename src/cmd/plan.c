@@ -25,13 +25,15 @@ static const char usage[] =
 	"{\"model\": {...config...}, \"train\": {...settings...}}.\n"
 	"\n"
 	"Settings (or --train FILE with the same keys: param_dtype, autocast, optimizer,\n"
-	"fused, momentum, grad_ckpt, batch, seq, loss_chunk, zero_stage, dp, lora_rank,\n"
-	"lora_targets, inference, context, buffers, context_bytes):\n"
+	"fused, momentum, grad_ckpt, use_cache, batch, seq, loss_chunk, zero_stage, dp,\n"
+	"lora_rank, lora_targets, inference, context, buffers, context_bytes):\n"
 	"      --dtype fp32|bf16|fp16   weights' dtype (default bf16)\n"
 	"      --autocast               bf16 autocast around the forward pass (with --dtype fp32)\n"
 	"      --optimizer adamw|adamw-fused|sgd|none   (default adamw, foreach)\n"
 	"      --momentum F             SGD momentum (keeps a buffer per parameter)\n"
 	"      --grad-ckpt              gradient checkpointing\n"
+	"      --no-cache               the model runs with use_cache=False (default: its keys\n"
+	"                               and values are cached and held to the next step)\n"
 	"      --batch N, --seq N       micro-batch and sequence length (default 1, 2048)\n"
 	"      --loss-chunk N           tokens per lm_head + loss chunk (default: all at once)\n"
 	"      --buffer NAME=COUNTxSIZE extra device buffers, e.g. queue=50x100MB (repeatable)\n"
@@ -308,7 +310,7 @@ static int64_t whole(const char *opt, const char *v, int64_t min)
 	return n;
 }
 
-enum plan_opt { O_TRAIN = 256, O_DTYPE, O_AUTOCAST, O_OPT, O_MOM, O_CKPT, O_BATCH, O_SEQ, O_CHUNK, O_BUF, O_ZERO,
+enum plan_opt { O_TRAIN = 256, O_DTYPE, O_AUTOCAST, O_OPT, O_MOM, O_CKPT, O_NOCACHE, O_BATCH, O_SEQ, O_CHUNK, O_BUF, O_ZERO,
        O_DP, O_LRANK, O_LTGT, O_INF, O_CTX, O_CTXB, O_GPU, O_GPUMEM, O_MARGIN, O_JSON, O_SOLVE, O_LOCK, O_CMP,
        O_CALIB, O_DB };
 
@@ -341,6 +343,7 @@ static void apply_setting(struct train_settings *t, int c, const char *arg)
 		break;
 	}
 	case O_CKPT: t->grad_ckpt = 1; break;
+	case O_NOCACHE: t->use_cache = 0; break;
 	case O_BATCH: t->batch = whole("--batch", arg, 1); break;
 	case O_SEQ: t->seq = whole("--seq", arg, 1); break;
 	case O_CHUNK: t->loss_chunk = whole("--loss-chunk", arg, 1); break;
@@ -371,6 +374,7 @@ int cmd_plan(int argc, char **argv)
 		{ "train", required_argument, NULL, O_TRAIN },     { "dtype", required_argument, NULL, O_DTYPE },
 		{ "autocast", no_argument, NULL, O_AUTOCAST },     { "optimizer", required_argument, NULL, O_OPT },
 		{ "momentum", required_argument, NULL, O_MOM },    { "grad-ckpt", no_argument, NULL, O_CKPT },
+		{ "no-cache", no_argument, NULL, O_NOCACHE },
 		{ "batch", required_argument, NULL, O_BATCH },     { "seq", required_argument, NULL, O_SEQ },
 		{ "loss-chunk", required_argument, NULL, O_CHUNK }, { "buffer", required_argument, NULL, O_BUF },
 		{ "zero", required_argument, NULL, O_ZERO },       { "dp", required_argument, NULL, O_DP },
@@ -394,7 +398,7 @@ int cmd_plan(int argc, char **argv)
 	while ((c = getopt_long(argc, argv, "h", opts, NULL)) != -1) {
 		switch (c) {
 		case O_TRAIN: train_file = optarg; break;
-		case O_DTYPE: case O_AUTOCAST: case O_OPT: case O_MOM: case O_CKPT: case O_BATCH: case O_SEQ:
+		case O_DTYPE: case O_AUTOCAST: case O_OPT: case O_MOM: case O_CKPT: case O_NOCACHE: case O_BATCH: case O_SEQ:
 		case O_CHUNK: case O_BUF: case O_ZERO: case O_DP: case O_LRANK: case O_LTGT: case O_INF: case O_CTX:
 		case O_CTXB:
 			/* applied after the files, in order: the command line wins */

@@ -204,7 +204,7 @@ int train_settings_from_json(json_t *obj, struct train_settings *t, char **err)
 				return bad(err, key, "fp32, bf16 or fp16");
 			t->param_bytes = strcmp(s, "fp32") ? 2 : 4;
 		} else if (!strcmp(key, "autocast") || !strcmp(key, "fused") || !strcmp(key, "grad_ckpt") ||
-			   !strcmp(key, "inference")) {
+			   !strcmp(key, "inference") || !strcmp(key, "use_cache")) {
 			if (!json_is_boolean(v))
 				return bad(err, key, "true or false");
 			int b = json_is_true(v);
@@ -214,6 +214,8 @@ int train_settings_from_json(json_t *obj, struct train_settings *t, char **err)
 				t->fused = b;
 			else if (!strcmp(key, "grad_ckpt"))
 				t->grad_ckpt = b;
+			else if (!strcmp(key, "use_cache"))
+				t->use_cache = b;
 			else
 				t->inference = b;
 		} else if (!strcmp(key, "optimizer")) {

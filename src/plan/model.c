@@ -29,6 +29,7 @@ void train_settings_init(struct train_settings *t)
 	t->batch = 1;
 	t->seq = 2048;
 	t->dp = 1;
+	t->use_cache = 1;
 	t->lora_targets = LORA_Q | LORA_K | LORA_V | LORA_O;
 }
 

@@ -670,7 +670,7 @@ int sim_train(const struct model_shape *m, const struct train_settings *t, int s
 	ta(&s, 0); /* id 0 means none */
 	saved = xcalloc((size_t)s.L, sizeof(*saved));
 	/* a model called for training keeps use_cache unless checkpointing turns it off */
-	s.kv = t->grad_ckpt ? NULL : &kv;
+	s.kv = t->grad_ckpt || !t->use_cache ? NULL : &kv;
 	chunk = t->loss_chunk > 0 && t->loss_chunk < s.T ? t->loss_chunk : s.T;
 
 	int64_t shard = t->zero_stage >= 3 ? t->dp : 1;

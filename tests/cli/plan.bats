@@ -137,3 +137,20 @@ PY
 	[ "$status" -eq 0 ]
 	python3 -c 'import json,sys; o=json.loads(sys.argv[1]); a, b = o["a"]["components"], o["b"]["components"]; moved = {k: b[k] - a[k] for k in a if a[k] != b[k]}; assert moved == {"CUDA context + workspaces": 200 << 20}, moved' "$output"
 }
+
+@test "--no-cache (use_cache=False) plans the keys and values the model would otherwise hold to the next step away" {
+	# phi3 without grouped-query attention: its keys and values are as large as its queries
+	cat > "$T/phi3.json" <<'J'
+{"model_type": "phi3", "hidden_size": 1024, "num_hidden_layers": 16, "num_attention_heads": 16,
+ "num_key_value_heads": 16, "intermediate_size": 4096, "vocab_size": 32064}
+J
+	peak() { "$HR" plan --gpu h200 --batch 8 --seq 1024 --json "$@" "$T/phi3.json" | python3 -c 'import json,sys; print(json.load(sys.stdin)["device_peak_bytes"])'; }
+	local with without ckpt ckpt_nc
+	with=$(peak) without=$(peak --no-cache) ckpt=$(peak --grad-ckpt) ckpt_nc=$(peak --grad-ckpt --no-cache)
+	echo "$with $without $ckpt $ckpt_nc"
+	[ "$without" -lt "$with" ]
+	[ "$ckpt" -eq "$ckpt_nc" ]   # checkpointing turns the cache off anyway
+	printf '{"model": %s, "train": {"batch": 8, "seq": 1024, "use_cache": false}}\n' "$(cat "$T/phi3.json")" > "$T/case.json"
+	run "$HR" plan --gpu h200 --json "$T/case.json"
+	python3 -c 'import json,sys; assert json.loads(sys.argv[1])["device_peak_bytes"] == int(sys.argv[2])' "$output" "$without"
+}
