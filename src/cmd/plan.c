@@ -319,9 +319,9 @@ static void apply_setting(struct train_settings *t, int c, const char *arg)
 {
 	switch (c) {
 	case O_DTYPE:
-		if (strcmp(arg, "fp32") && strcmp(arg, "bf16") && strcmp(arg, "fp16"))
+		t->param_bytes = param_dtype_bytes(arg);
+		if (!t->param_bytes)
 			die(EXIT_USAGE, "plan: --dtype wants fp32, bf16 or fp16, not '%s'", arg);
-		t->param_bytes = strcmp(arg, "fp32") ? 2 : 4;
 		break;
 	case O_AUTOCAST: t->autocast = 1; break;
 	case O_OPT:

@@ -181,6 +181,47 @@ int lora_targets_parse(const char *s, unsigned *bits)
 	return rc || !*bits ? -EINVAL : 0;
 }
 
+int param_dtype_bytes(const char *s)
+{
+	if (!strcmp(s, "fp32"))
+		return 4;
+	return !strcmp(s, "bf16") || !strcmp(s, "fp16") ? 2 : 0;
+}
+
+/* The boolean setting named key, or NULL. */
+static int *flag_of(struct train_settings *t, const char *key)
+{
+	if (!strcmp(key, "autocast"))
+		return &t->autocast;
+	if (!strcmp(key, "fused"))
+		return &t->fused;
+	if (!strcmp(key, "grad_ckpt"))
+		return &t->grad_ckpt;
+	if (!strcmp(key, "use_cache"))
+		return &t->use_cache;
+	if (!strcmp(key, "inference"))
+		return &t->inference;
+	return NULL;
+}
+
+/* The whole-number setting named key, or NULL (zero_stage is an int, steps ignored). */
+static int64_t *count_of(struct train_settings *t, const char *key)
+{
+	if (!strcmp(key, "batch"))
+		return &t->batch;
+	if (!strcmp(key, "seq"))
+		return &t->seq;
+	if (!strcmp(key, "loss_chunk"))
+		return &t->loss_chunk;
+	if (!strcmp(key, "dp"))
+		return &t->dp;
+	if (!strcmp(key, "lora_rank"))
+		return &t->lora_rank;
+	if (!strcmp(key, "context"))
+		return &t->context;
+	return NULL;
+}
+
 static int bad(char **err, const char *key, const char *want)
 {
 	*err = xasprintf("settings: '%s' wants %s", key, want);
@@ -198,26 +239,18 @@ int train_settings_from_json(json_t *obj, struct train_settings *t, char **err)
 		return -EINVAL;
 	}
 	json_object_foreach(obj, key, v) {
+		int *flag;
+		int64_t *count;
+
 		if (!strcmp(key, "param_dtype")) {
 			const char *s = json_string_value(v);
-			if (!s || (strcmp(s, "fp32") && strcmp(s, "bf16") && strcmp(s, "fp16")))
+			if (!s || !param_dtype_bytes(s))
 				return bad(err, key, "fp32, bf16 or fp16");
-			t->param_bytes = strcmp(s, "fp32") ? 2 : 4;
-		} else if (!strcmp(key, "autocast") || !strcmp(key, "fused") || !strcmp(key, "grad_ckpt") ||
-			   !strcmp(key, "inference") || !strcmp(key, "use_cache")) {
+			t->param_bytes = param_dtype_bytes(s);
+		} else if ((flag = flag_of(t, key))) {
 			if (!json_is_boolean(v))
 				return bad(err, key, "true or false");
-			int b = json_is_true(v);
-			if (!strcmp(key, "autocast"))
-				t->autocast = b;
-			else if (!strcmp(key, "fused"))
-				t->fused = b;
-			else if (!strcmp(key, "grad_ckpt"))
-				t->grad_ckpt = b;
-			else if (!strcmp(key, "use_cache"))
-				t->use_cache = b;
-			else
-				t->inference = b;
+			*flag = json_is_true(v);
 		} else if (!strcmp(key, "optimizer")) {
 			const char *s = json_string_value(v);
 			if (s && !strcmp(s, "adamw"))
@@ -232,26 +265,13 @@ int train_settings_from_json(json_t *obj, struct train_settings *t, char **err)
 			if (!json_is_number(v) || json_number_value(v) < 0)
 				return bad(err, key, "a number from 0");
 			t->momentum = json_number_value(v);
-		} else if (!strcmp(key, "batch") || !strcmp(key, "seq") || !strcmp(key, "loss_chunk") ||
-			   !strcmp(key, "zero_stage") || !strcmp(key, "dp") || !strcmp(key, "lora_rank") ||
-			   !strcmp(key, "context") || !strcmp(key, "steps")) {
+		} else if ((count = count_of(t, key)) || !strcmp(key, "zero_stage") || !strcmp(key, "steps")) {
 			if (!json_is_integer(v) || json_integer_value(v) < 0)
 				return bad(err, key, "a whole number from 0");
-			int64_t n = json_integer_value(v);
-			if (!strcmp(key, "batch"))
-				t->batch = n;
-			else if (!strcmp(key, "seq"))
-				t->seq = n;
-			else if (!strcmp(key, "loss_chunk"))
-				t->loss_chunk = n;
+			if (count)
+				*count = json_integer_value(v);
 			else if (!strcmp(key, "zero_stage"))
-				t->zero_stage = (int)n;
-			else if (!strcmp(key, "dp"))
-				t->dp = n;
-			else if (!strcmp(key, "lora_rank"))
-				t->lora_rank = n;
-			else if (!strcmp(key, "context"))
-				t->context = n;
+				t->zero_stage = (int)json_integer_value(v);
 		} else if (!strcmp(key, "lora_targets")) {
 			if (!json_is_string(v) || lora_targets_parse(json_string_value(v), &t->lora_targets))
 				return bad(err, key, "a list such as \"q,k,v,o\" (q k v o gate up down, or all)");

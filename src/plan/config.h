@@ -11,6 +11,8 @@
 int model_shape_from_json(json_t *cfg, struct model_shape *m, char **err);
 /* Apply the keys present in obj over t. 0 or -EINVAL with *err. */
 int train_settings_from_json(json_t *obj, struct train_settings *t, char **err);
+/* Bytes per weight of "fp32" (4), "bf16" or "fp16" (2); 0 for anything else. */
+int param_dtype_bytes(const char *s);
 /* "queue=50x100MB" into a buffer. 0 or -EINVAL. */
 int buffer_spec_parse(const char *s, struct buffer_spec *b);
 /* "q,k,v,o,gate,up,down" (or "all") into LORA_* bits; 0 or -EINVAL. */

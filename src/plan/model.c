@@ -72,25 +72,29 @@ int64_t model_params(const struct model_shape *m)
 	return emb + m->layers * layer_params(m) + m->hidden;
 }
 
+int model_lora_projs(const struct model_shape *m, unsigned targets, struct lora_proj *p)
+{
+	int64_t h = m->hidden, q = q_dim(m), k = kv_dim(m), I = m->intermediate;
+	const struct lora_proj all[] = {
+		{ LORA_Q, h, q, 0 }, { LORA_K, h, k, 0 },    { LORA_V, h, k, 0 },   { LORA_O, q, h, 0 },
+		{ LORA_GATE, h, I, 1 }, { LORA_UP, h, I, 1 }, { LORA_DOWN, I, h, 1 },
+	};
+	int n = 0;
+
+	for (size_t i = 0; i < sizeof(all) / sizeof(all[0]); i++)
+		if (targets & all[i].bit)
+			p[n++] = all[i];
+	return n;
+}
+
 int64_t model_lora_params(const struct model_shape *m, const struct train_settings *t)
 {
-	int64_t h = m->hidden, q = q_dim(m), k = kv_dim(m), I = m->intermediate, r = t->lora_rank, n = 0;
+	struct lora_proj p[7];
+	int64_t n = 0;
 
 	/* each adapted matrix in x out gets A (in x r) and B (r x out) */
-	if (t->lora_targets & LORA_Q)
-		n += r * (h + q);
-	if (t->lora_targets & LORA_K)
-		n += r * (h + k);
-	if (t->lora_targets & LORA_V)
-		n += r * (h + k);
-	if (t->lora_targets & LORA_O)
-		n += r * (q + h);
-	if (t->lora_targets & LORA_GATE)
-		n += r * (h + I);
-	if (t->lora_targets & LORA_UP)
-		n += r * (h + I);
-	if (t->lora_targets & LORA_DOWN)
-		n += r * (I + h);
+	for (int i = model_lora_projs(m, t->lora_targets, p) - 1; i >= 0; i--)
+		n += t->lora_rank * (p[i].in + p[i].out);
 	return n * m->layers;
 }
 

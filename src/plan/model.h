@@ -75,6 +75,15 @@ struct plan_result {
 /* Fill defaults for what settings leave unset. */
 void train_settings_init(struct train_settings *t);
 int64_t model_params(const struct model_shape *m);
+/* A projection LoRA may adapt: its LORA_* bit, in and out units, in the MLP or not. */
+struct lora_proj {
+	unsigned bit;
+	int64_t in, out;
+	int mlp;
+};
+/* The projections of one layer of m that targets (LORA_* bits) names, in module order,
+ * into p (room for 7); returns how many. */
+int model_lora_projs(const struct model_shape *m, unsigned targets, struct lora_proj *p);
 /* LoRA adapter parameters for t's rank and targets. */
 int64_t model_lora_params(const struct model_shape *m, const struct train_settings *t);
 /* 0, or -EINVAL with *why naming the setting that makes no sense (static string). */

@@ -46,6 +46,8 @@ struct step {
 	int fq;                   /* phi3: fused qkv_proj and gate_up_proj */
 	int full;                 /* the base weights train (not LoRA): linears keep their inputs */
 	unsigned lt;              /* LoRA: the LORA_* targets */
+	int64_t ad[14];           /* LoRA: a layer's adapter tensors (A, B per target), elements */
+	int ad_mlp[14], nad;      /* ... which are the MLP's, and how many */
 	int64_t r;                /* LoRA: rank */
 	int stage;                /* what layer_forward saves now is freed at this stage */
 	int64_t lp[12];           /* one layer's parameter tensors, elements: the attention's */
@@ -165,6 +167,18 @@ static int plain_norm(struct step *s, int64_t rows, int64_t dim, int in_bytes)
 	int out = ta(s, in_bytes * u);
 	tf(s, cast), tf(s, n32);
 	return out;
+}
+
+/* gemma2 normalizes a sublayer's output (attention's, the MLP's) before the residual
+ * add: x goes, the norm's output comes back; with sv NULL, without autograd. Other
+ * models return x as it is. */
+static int post_norm(struct step *s, struct tlist *sv, int x)
+{
+	if (s->norms != 4)
+		return x;
+	int n = sv ? norm_of(s, sv, s->T, s->h, (int)s->ab) : plain_norm(s, s->T, s->h, (int)s->ab);
+	tf(s, x);
+	return n;
 }
 
 /* The rotary embedding of one of q, k (bytes; in_bytes before: under autocast the
@@ -314,11 +328,7 @@ static int layer_forward(struct step *s, int in, struct tlist *sv, int frozen_in
 		tf(s, v);
 	if (s->ac) /* the fp32 rotated q and norm output, there too */
 		tf(s, qe), tf(s, y);
-	if (s->norms == 4) { /* gemma2 normalizes the attention output before the residual add */
-		int pn = norm_of(s, sv, T, h, (int)ab);
-		tf(s, ao);
-		ao = pn;
-	}
+	ao = post_norm(s, sv, ao);
 	int h1 = ta(s, s->rs * T * h);
 	tf(s, ao);
 	if (s->rs == 4) { /* fp32 residual: the norm keeps its input itself */
@@ -364,11 +374,7 @@ static int layer_forward(struct step *s, int in, struct tlist *sv, int frozen_in
 		save(s, sv, prod);
 	else
 		tf(s, prod);
-	if (s->norms == 4) { /* ... and the MLP's output */
-		int pn = norm_of(s, sv, T, h, (int)ab);
-		tf(s, dn);
-		dn = pn;
-	}
+	dn = post_norm(s, sv, dn);
 	out = ta(s, s->rs * T * h);
 	tf(s, dn);
 	s->stage = S_NORM2;
@@ -379,35 +385,12 @@ static int layer_forward(struct step *s, int in, struct tlist *sv, int frozen_in
 	return out;
 }
 
-/* A layer's LoRA adapter tensors (A: in x r, B: r x out, fp32), in module order, with
- * which half of the layer each belongs to (1: the MLP). Returns how many. */
-static int adapters(const struct step *s, int64_t *elems, int *mlp)
-{
-	const struct { unsigned bits; int64_t in, out; int mlp; } proj[] = {
-		{ LORA_Q, s->h, s->qd, 0 }, { LORA_K, s->h, s->k, 0 },   { LORA_V, s->h, s->k, 0 },
-		{ LORA_O, s->qd, s->h, 0 }, { LORA_GATE, s->h, s->I, 1 }, { LORA_UP, s->h, s->I, 1 },
-		{ LORA_DOWN, s->I, s->h, 1 },
-	};
-	int n = 0;
-
-	for (size_t i = 0; i < sizeof(proj) / sizeof(proj[0]); i++) {
-		if (!(s->lt & proj[i].bits))
-			continue;
-		elems[n] = proj[i].in * s->r, mlp[n++] = proj[i].mlp;
-		elems[n] = s->r * proj[i].out, mlp[n++] = proj[i].mlp;
-	}
-	return n;
-}
-
 /* The gradients of a layer's LoRA adapters of one half (1: the MLP), last first. */
 static void adapter_grads(struct step *s, struct tlist *grads, int mlp_half)
 {
-	int64_t el[14];
-	int mlp[14], n = s->full ? 0 : adapters(s, el, mlp);
-
-	for (int i = n - 1; i >= 0; i--)
-		if (mlp[i] == mlp_half)
-			push(grads, ta(s, el[i] * 4));
+	for (int i = s->nad - 1; i >= 0; i--)
+		if (s->ad_mlp[i] == mlp_half)
+			push(grads, ta(s, s->ad[i] * 4));
 }
 
 /* Flash attention's backward workspace, one block: dq accumulated in fp32, with grouped
@@ -520,6 +503,14 @@ static void setup(struct step *s, const struct model_shape *m, const struct trai
 	s->full = t->lora_rank <= 0 || t->inference;
 	s->lt = t->lora_targets;
 	s->r = t->lora_rank;
+	if (!s->full) { /* A (in x r) and B (r x out), fp32, per adapted projection */
+		struct lora_proj p[7];
+		int n = model_lora_projs(m, t->lora_targets, p);
+		for (int i = 0; i < n; i++) {
+			s->ad[s->nad] = p[i].in * s->r, s->ad_mlp[s->nad++] = p[i].mlp;
+			s->ad[s->nad] = s->r * p[i].out, s->ad_mlp[s->nad++] = p[i].mlp;
+		}
+	}
 	/* the layer's weights in construction order: attention (phi3 makes o_proj before
 	 * qkv_proj), MLP, the two norms */
 	if (s->fq) {
@@ -582,11 +573,7 @@ static int plain_layer(struct step *s, struct tlist *cache)
 	tf(s, qe); /* the rotated q lives to the attention's return */
 	free_all(s, &tmp);
 	tf(s, qkv);
-	if (s->norms == 4) {
-		int pn = plain_norm(s, T, h, (int)ab);
-		tf(s, ao);
-		ao = pn;
-	}
+	ao = post_norm(s, NULL, ao);
 	tf(s, y);
 	int h1 = ta(s, s->rs * T * h);
 	tf(s, ao);
@@ -606,11 +593,7 @@ static int plain_layer(struct step *s, struct tlist *cache)
 	tf(s, a), tf(s, u), tf(s, gu);
 	int dn = ta(s, ab * T * h);
 	tf(s, p);
-	if (s->norms == 4) {
-		int pn = plain_norm(s, T, h, (int)ab);
-		tf(s, dn);
-		dn = pn;
-	}
+	dn = post_norm(s, NULL, dn);
 	tf(s, y2);
 	int out = ta(s, s->rs * T * h);
 	tf(s, dn), tf(s, h1);
@@ -679,12 +662,10 @@ int sim_train(const struct model_shape *m, const struct train_settings *t, int s
 	 * states are small-pool blocks, apart from the activations' segments) */
 	size_t first = 0;
 	if (lora) {
-		int64_t el[14];
-		int mlp[14], na = adapters(&s, el, mlp);
 		first = params.n;
 		for (int64_t l = 0; l < s.L; l++)
-			for (int i = 0; i < na; i++)
-				push(&params, ta(&s, el[i] * 4));
+			for (int i = 0; i < s.nad; i++)
+				push(&params, ta(&s, s.ad[i] * 4));
 	}
 	for (int step = 0; step < steps; step++) {
 		int x = ta(&s, s.rs * s.T * s.h), hs = x, gres, gh;
