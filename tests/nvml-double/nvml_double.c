@@ -49,6 +49,23 @@ static unsigned long long size_of(const char *v)
 	}
 }
 
+/* The next KEY=VALUE word of the line strtok_r is walking (words without '=' are
+ * skipped); 0 at its end. */
+static int next_kv(char **save, char **key, char **val)
+{
+	char *w;
+
+	while ((w = strtok_r(NULL, " \t\n", save))) {
+		char *v = strchr(w, '=');
+		if (!v)
+			continue;
+		*v++ = '\0';
+		*key = w, *val = v;
+		return 1;
+	}
+	return 0;
+}
+
 static void load(void)
 {
 	const char *path = getenv("NVML_DOUBLE_SCRIPT");
@@ -70,11 +87,8 @@ static void load(void)
 		} else if (!strcmp(w, "gpu") && ngpus < MAXG) {
 			struct gpu *g = &gpus[ngpus++];
 			memset(g, 0, sizeof(*g));
-			while ((w = strtok_r(NULL, " \t\n", &save))) {
-				char *v = strchr(w, '=');
-				if (!v)
-					continue;
-				*v++ = '\0';
+			char *v;
+			while (next_kv(&save, &w, &v)) {
 				if (!strcmp(w, "uuid")) snprintf(g->uuid, sizeof(g->uuid), "%s", v);
 				else if (!strcmp(w, "bus")) snprintf(g->bus, sizeof(g->bus), "%s", v);
 				else if (!strcmp(w, "name")) snprintf(g->name, sizeof(g->name), "%s", v);
@@ -87,11 +101,8 @@ static void load(void)
 		} else if (!strcmp(w, "proc") && nprocs < MAXP) {
 			struct proc *p = &procs[nprocs++];
 			memset(p, 0, sizeof(*p));
-			while ((w = strtok_r(NULL, " \t\n", &save))) {
-				char *v = strchr(w, '=');
-				if (!v)
-					continue;
-				*v++ = '\0';
+			char *v;
+			while (next_kv(&save, &w, &v)) {
 				if (!strcmp(w, "gpu")) p->gpu = atoi(v);
 				else if (!strcmp(w, "pid")) p->pid = (unsigned)atoi(v);
 				else if (!strcmp(w, "used")) p->used = strcmp(v, "na") ? size_of(v) : 0xFFFFFFFFFFFFFFFFULL;
@@ -104,11 +115,12 @@ static void load(void)
 		} else if (!strcmp(w, "xid") && nxids < 64) {
 			struct xid *x = &xids[nxids++];
 			memset(x, 0, sizeof(*x));
-			while ((w = strtok_r(NULL, " \t\n", &save))) {
-				if (!strncmp(w, "gpu=", 4))
-					x->gpu = atoi(w + 4);
-				else if (!strncmp(w, "code=", 5))
-					x->code = strtoull(w + 5, NULL, 10);
+			char *v;
+			while (next_kv(&save, &w, &v)) {
+				if (!strcmp(w, "gpu"))
+					x->gpu = atoi(v);
+				else if (!strcmp(w, "code"))
+					x->code = strtoull(v, NULL, 10);
 			}
 		} else if (!strcmp(w, "nosupport")) {
 			w = strtok_r(NULL, " \t\n", &save);
