@@ -55,7 +55,7 @@ int main(int argc, char **argv)
 	for (size_t i = 0; i < sizeof(commands) / sizeof(commands[0]); i++)
 		if (!strcmp(argv[1], commands[i].name))
 			return commands[i].fn(argc - 1, argv + 1);
-	warnx("unknown command '%s'", argv[1]);
+	log_warn("unknown command '%s'", argv[1]);
 	usage(stderr);
 	return EXIT_USAGE;
 }

@@ -15,7 +15,4 @@ int cmd_shim(int argc, char **argv);
 /* The quick doctor checks before a build; prints only problems, on stderr. */
 void doctor_preflight(void);
 
-/* Exit status for a child's wait status: its exit code, or 128 + signal. */
-int cmd_status_of(int wstatus);
-
 #endif

@@ -16,6 +16,7 @@
 #include "sys/proc.h"
 #include "sys/psi.h"
 #include "util/log.h"
+#include "util/strbuf.h"
 #include "util/strv.h"
 #include "util/units.h"
 #include "util/xalloc.h"
@@ -55,7 +56,7 @@ static void finding(struct doctor *d, const char *check, const char *status, con
 		d->failed = 1;
 	if (d->preflight) {
 		if (strcmp(status, "ok"))
-			warnx("doctor: %s%s%s", detail, fix ? "; " : "", fix ? fix : "");
+			log_warn("doctor: %s%s%s", detail, fix ? "; " : "", fix ? fix : "");
 	} else if (!d->json) {
 		printf("%-5s %-12s %s\n", !strcmp(status, "ok") ? "ok" : !strcmp(status, "warn") ? "WARN" : "FAIL",
 		       check, detail);
@@ -120,14 +121,13 @@ static void check_leftovers(struct doctor *d)
 {
 	struct proc_table t = { 0 };
 	uint64_t total = 0;
-	size_t n = 0, cap = 256, len = 0;
-	char *list = xmalloc(cap), sz[32];
+	struct strbuf list = STRBUF_INIT;
+	size_t n = 0;
+	char sz[32];
 	pid_t *pids;
 
-	list[0] = '\0';
 	if (proc_table_read(d->root, &t)) {
 		finding(d, "leftovers", "warn", "cannot read the process table", NULL);
-		free(list);
 		return;
 	}
 	pids = xmalloc((t.n ? t.n : 1) * sizeof(*pids));
@@ -135,16 +135,8 @@ static void check_leftovers(struct doctor *d)
 		const struct proc_entry *e = &t.v[i];
 		if (!strv_contains(leftover_names, e->comm) || e->pid == getpid())
 			continue;
-		char *item = xasprintf("%s%s %d (%s)", n ? ", " : "", e->comm, (int)e->pid,
-				       size_format(e->rss_bytes, sz, sizeof(sz)));
-		size_t il = strlen(item);
-		if (len + il + 1 > cap) {
-			cap = (len + il + 1) * 2;
-			list = xrealloc(list, cap);
-		}
-		memcpy(list + len, item, il + 1);
-		len += il;
-		free(item);
+		strbuf_addf(&list, "%s%s %d (%s)", n ? ", " : "", e->comm, (int)e->pid,
+			    size_format(e->rss_bytes, sz, sizeof(sz)));
 		total += e->rss_bytes;
 		pids[n++] = e->pid;
 	}
@@ -152,17 +144,17 @@ static void check_leftovers(struct doctor *d)
 		finding(d, "leftovers", "ok", "no compiler processes left from earlier builds", NULL);
 	} else {
 		char *msg = xasprintf("%zu compiler process%s %s %s: %s%s", n, n == 1 ? "" : "es", n == 1 ? "holds" : "hold",
-				      size_format(total, sz, sizeof(sz)), list, d->clean ? " (ending them)" : "");
+				      size_format(total, sz, sizeof(sz)), strbuf_str(&list), d->clean ? " (ending them)" : "");
 		finding(d, "leftovers", d->clean ? "ok" : "warn", msg,
 			d->clean ? NULL : "if no build is running, end them: headroom doctor --clean");
 		free(msg);
 		/* Only the pids just listed: said first, then done. */
 		for (size_t i = 0; d->clean && i < n; i++)
 			if (kill(pids[i], SIGKILL) && errno != ESRCH)
-				warnx("cannot end pid %d: %s", (int)pids[i], strerror(errno));
+				log_warn("cannot end pid %d: %s", (int)pids[i], strerror(errno));
 	}
 	free(pids);
-	free(list);
+	strbuf_release(&list);
 	proc_table_free(&t);
 }
 

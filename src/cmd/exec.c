@@ -9,8 +9,6 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/resource.h>
-#include <sys/socket.h>
-#include <sys/un.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -19,13 +17,15 @@
 #include "govern/signature.h"
 #include "sys/cgroup.h"
 #include "sys/fsutil.h"
+#include "sys/proc.h"
+#include "sys/usock.h"
 #include "util/log.h"
 #include "util/path.h"
 #include "util/units.h"
 #include "util/xalloc.h"
 
 /* The governor decides about retries; this only stops a confused one from looping. */
-#define MAX_ATTEMPTS 10
+#define LAUNCHER_MAX_ATTEMPTS 10
 
 static const char usage[] =
 	"usage: headroom exec [--] TOOL [ARGS...]\n"
@@ -47,15 +47,6 @@ static void forward(int sig)
 		kill(-(pid_t)child_pgid, sig);
 }
 
-int cmd_status_of(int wstatus)
-{
-	if (WIFEXITED(wstatus))
-		return WEXITSTATUS(wstatus);
-	if (WIFSIGNALED(wstatus))
-		return 128 + WTERMSIG(wstatus);
-	return EXIT_INTERNAL;
-}
-
 static int exec_failed_status(int e)
 {
 	return e == ENOENT || e == ENOTDIR ? EXIT_NOTFOUND : EXIT_NOEXEC;
@@ -65,27 +56,8 @@ static void run_direct(char **argv)
 {
 	execvp(argv[0], argv);
 	int e = errno;
-	warnx("cannot run %s: %s", argv[0], strerror(e));
+	log_warn("cannot run %s: %s", argv[0], strerror(e));
 	exit(exec_failed_status(e));
-}
-
-static int connect_governor(const char *path)
-{
-	struct sockaddr_un a = { .sun_family = AF_UNIX };
-	int fd;
-
-	if (strlen(path) >= sizeof(a.sun_path))
-		return -ENAMETOOLONG;
-	strcpy(a.sun_path, path);
-	fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
-	if (fd < 0)
-		return -errno;
-	if (connect(fd, (struct sockaddr *)&a, sizeof(a))) {
-		int e = errno;
-		close(fd);
-		return -e;
-	}
-	return fd;
 }
 
 /* Die the way the tool died, so that the build tool sees exactly what it would have. */
@@ -103,7 +75,7 @@ static void pass_on(int wstatus)
 		sigprocmask(SIG_UNBLOCK, &set, NULL);
 		kill(getpid(), sig);
 	}
-	exit(cmd_status_of(wstatus));
+	exit(exit_status_of(wstatus));
 }
 
 static pid_t spawn(char **argv, const char *cgroup_dir, int errpipe)
@@ -210,7 +182,7 @@ static int governed(char **argv, int fd)
 	proto_conn_init(&conn, fd);
 	sigemptyset(&sa.sa_mask);
 
-	for (int attempt = 1; attempt <= MAX_ATTEMPTS; attempt++) {
+	for (int attempt = 1; attempt <= LAUNCHER_MAX_ATTEMPTS; attempt++) {
 		json_t *msg = request_msg(&sig, attempt), *reply = NULL;
 		int errpipe[2];
 
@@ -253,7 +225,7 @@ static int governed(char **argv, int fd)
 		child_pgid = 0;
 		int exec_errno = 0;
 		if (read(errpipe[0], &exec_errno, sizeof(exec_errno)) == (ssize_t)sizeof(exec_errno))
-			warnx("cannot run %s: %s", argv[0], strerror(exec_errno));
+			log_warn("cannot run %s: %s", argv[0], strerror(exec_errno));
 		close(errpipe[0]);
 
 		if (gone) {
@@ -263,7 +235,7 @@ static int governed(char **argv, int fd)
 				cgroup_remove(&cg);
 			}
 			free(cg_copy);
-			debugx("the governor went away while %s ran", argv[0]);
+			log_debug("the governor went away while %s ran", argv[0]);
 			break;
 		}
 		free(cg_copy);
@@ -281,7 +253,7 @@ static int governed(char **argv, int fd)
 		json_decref(reply);
 		if (!retry)
 			break;
-		debugx("job %lld: the governor requeued %s (attempt %d)", (long long)job, sig.src, attempt);
+		log_debug("job %lld: the governor requeued %s (attempt %d)", (long long)job, sig.src, attempt);
 	}
 	proto_conn_close(&conn);
 	job_sig_free(&sig);
@@ -317,16 +289,16 @@ int cmd_exec(int argc, char **argv)
 		}
 	}
 	if (optind >= argc) {
-		warnx("exec: missing the command to run (try: headroom exec -- gcc -c x.c)");
+		log_warn("exec: missing the command to run (try: headroom exec -- gcc -c x.c)");
 		return EXIT_USAGE;
 	}
 	argv += optind;
 	sock = getenv("HEADROOM_SOCK");
 	if (!sock || !*sock || getenv("HEADROOM_JOB"))
 		run_direct(argv);
-	fd = connect_governor(sock);
+	fd = usock_connect(sock);
 	if (fd < 0) {
-		debugx("no governor at %s (%s): running %s directly", sock, strerror(-fd), argv[0]);
+		log_debug("no governor at %s (%s): running %s directly", sock, strerror(-fd), argv[0]);
 		run_direct(argv);
 	}
 	return governed(argv, fd);
@@ -338,18 +310,15 @@ int cmd_shim(int argc, char **argv)
 	const char *real = getenv(!strcmp(name, "c++") ? "HEADROOM_REAL_CXX" : "HEADROOM_REAL_CC");
 	char self[4096];
 	char **args;
-	ssize_t len;
 
 	if (!real || !*real) {
-		warnx("%s: this is headroom's compiler shim, but HEADROOM_REAL_%s is not set: "
+		log_warn("%s: this is headroom's compiler shim, but HEADROOM_REAL_%s is not set: "
 		      "run the build under `headroom run`, or call the compiler itself", name,
 		      !strcmp(name, "c++") ? "CXX" : "CC");
 		return EXIT_NOTFOUND;
 	}
-	len = readlink("/proc/self/exe", self, sizeof(self) - 1);
-	if (len <= 0)
+	if (proc_self_exe(self, sizeof(self)))
 		die(EXIT_INTERNAL, "cannot find headroom's own path in /proc/self/exe");
-	self[len] = '\0';
 	/* headroom exec -- REAL ARGS...: started by its own name, so that it shows as
 	 * headroom in the process table (a launcher, not an escaped compiler). */
 	args = xcalloc((size_t)argc + 4, sizeof(*args));

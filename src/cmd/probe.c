@@ -162,7 +162,7 @@ int cmd_probe(int argc, char **argv)
 		die(EXIT_USAGE, "probe: no arguments expected, got '%s'", argv[optind]);
 	rc = nvml_gpu_read(0, &g);
 	if (rc) {
-		warnx("probe: no GPU found through NVML (%s); nothing to measure",
+		log_warn("probe: no GPU found through NVML (%s); nothing to measure",
 		      rc == -ENOENT ? "no libnvidia-ml.so.1 or no GPU 0" : "NVML failed");
 		free(db);
 		return 1;
@@ -172,7 +172,7 @@ int cmd_probe(int argc, char **argv)
 	json_object_set_new(out, "driver", json_string(g.driver));
 	json_object_set_new(out, "total_bytes", json_integer((json_int_t)g.total_bytes));
 	if (measure_context("LAZY", &lazy) || measure_context("EAGER", &eager)) {
-		warnx("probe: could not create a CUDA context on GPU 0 through libcuda.so.1");
+		log_warn("probe: could not create a CUDA context on GPU 0 through libcuda.so.1");
 		json_decref(out);
 		free(db);
 		return 1;
@@ -180,7 +180,7 @@ int cmd_probe(int argc, char **argv)
 	json_object_set_new(out, "context_lazy_bytes", json_integer((json_int_t)lazy));
 	json_object_set_new(out, "context_eager_bytes", json_integer((json_int_t)eager));
 	if (torch && measure_torch(out)) {
-		warnx("probe: the PyTorch measurement failed (is torch installed for python3?)");
+		log_warn("probe: the PyTorch measurement failed (is torch installed for python3?)");
 		json_decref(out);
 		free(db);
 		return 1;
@@ -190,7 +190,7 @@ int cmd_probe(int argc, char **argv)
 	key = nvml_gpu_key(&g);
 	txt = json_dumps(out, JSON_COMPACT);
 	if (store_open(db, &st, &err) || store_probe_put(st, key, txt))
-		warnx("probe: could not save the results in %s%s%s", db, err ? ": " : "", err ? err : "");
+		log_warn("probe: could not save the results in %s%s%s", db, err ? ": " : "", err ? err : "");
 	store_close(st);
 	if (as_json) {
 		json_dumpf(out, stdout, JSON_INDENT(2));

@@ -136,7 +136,7 @@ int cmd_profiles(int argc, char **argv)
 		return strcmp(verb, "list") ? 1 : 0;
 	}
 	if (store_open(db, &st, &err)) {
-		warnx("profile store: %s", err);
+		log_warn("profile store: %s", err);
 		free(err);
 		free(db);
 		return EXIT_INTERNAL;
@@ -144,7 +144,7 @@ int cmd_profiles(int argc, char **argv)
 	if (!strcmp(verb, "forget")) {
 		rc = store_forget(st, text);
 		if (rc < 0) {
-			warnx("cannot forget profiles in %s: %s", db, strerror(-rc));
+			log_warn("cannot forget profiles in %s: %s", db, strerror(-rc));
 			status = EXIT_INTERNAL;
 		} else {
 			printf("forgot %d profile%s\n", rc, rc == 1 ? "" : "s");
@@ -158,7 +158,7 @@ int cmd_profiles(int argc, char **argv)
 		printf("%-9s %5s  %10s  %10s  %s\n", "kind", "runs", "peak", "duration", "key");
 	rc = store_each(st, text, one, &l);
 	if (rc) {
-		warnx("cannot read %s: %s", db, strerror(-rc));
+		log_warn("cannot read %s: %s", db, strerror(-rc));
 		status = EXIT_INTERNAL;
 	} else if (l.json) {
 		char *s = json_dumps(l.arr, JSON_INDENT(2));

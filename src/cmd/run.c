@@ -10,6 +10,7 @@
 #include "cmd/cmd.h"
 #include "govern/governor.h"
 #include "sys/fsutil.h"
+#include "sys/proc.h"
 #include "store/store.h"
 #include "util/log.h"
 #include "util/path.h"
@@ -135,7 +136,7 @@ static void shim_compiler(const char *self, const char *shim_dir, const char *va
 		setenv(var, v, 1);
 		free(v);
 	} else {
-		debugx("no shim for %s (%s not found)", var, first);
+		log_debug("no shim for %s (%s not found)", var, first);
 	}
 	free(link);
 	free(real);
@@ -309,23 +310,20 @@ int cmd_run(int argc, char **argv)
 		if (!db)
 			db = store_default_path();
 		if (store_open(db, &o.store, &err)) {
-			warnx("profile store: %s", err);
-			warnx("choose another with --db PATH, or run without one with --no-db");
+			log_warn("profile store: %s", err);
+			log_warn("choose another with --db PATH, or run without one with --no-db");
 			free(err);
 			free(db);
 			return EXIT_INTERNAL;
 		}
 	}
-	ssize_t len = readlink("/proc/self/exe", self, sizeof(self) - 1);
-	if (len <= 0)
+	if (proc_self_exe(self, sizeof(self)))
 		die(EXIT_INTERNAL, "cannot find headroom's own path in /proc/self/exe");
-	self[len] = '\0';
 	if (!o.quiet)
 		doctor_preflight();
 	/* With --tree the jobs are found below ninja/make; a launcher would make them twice. */
 	if (!o.tree) {
-		const char *rt = getenv("XDG_RUNTIME_DIR");
-		shim_dir = xasprintf("%s/headroom-shims.XXXXXX", rt && *rt && !access(rt, W_OK) ? rt : "/tmp");
+		shim_dir = xasprintf("%s/headroom-shims.XXXXXX", runtime_dir());
 		if (!mkdtemp(shim_dir)) {
 			free(shim_dir);
 			shim_dir = NULL;

@@ -725,11 +725,11 @@ static void setup_gpus(struct watcher *x)
 	int rc = nvml_open(&x->nvml, &why);
 
 	if (rc) {
-		warnx("watch: %s: watching host memory only", why);
+		log_warn("watch: %s: watching host memory only", why);
 		return;
 	}
 	if (nvml_device_count(x->nvml, &n)) {
-		warnx("watch: NVML cannot count the GPUs: watching host memory only");
+		log_warn("watch: NVML cannot count the GPUs: watching host memory only");
 		nvml_close(x->nvml);
 		x->nvml = NULL;
 		return;
@@ -738,7 +738,7 @@ static void setup_gpus(struct watcher *x)
 	x->w.ngpus = n;
 	x->w.gpus = xcalloc(n ? n : 1, sizeof(*x->w.gpus));
 	if (!n)
-		warnx("watch: the NVIDIA driver sees no GPU: watching host memory only");
+		log_warn("watch: the NVIDIA driver sees no GPU: watching host memory only");
 }
 
 int cmd_watch(int argc, char **argv)
@@ -778,7 +778,7 @@ int cmd_watch(int argc, char **argv)
 		if (x.child == 0) {
 			sigprocmask(SIG_SETMASK, &orig, NULL);
 			execvp(x.o.cmd[0], x.o.cmd);
-			warnx("watch: cannot run %s: %s", x.o.cmd[0], strerror(errno));
+			log_warn("watch: cannot run %s: %s", x.o.cmd[0], strerror(errno));
 			_exit(errno == ENOENT ? EXIT_NOTFOUND : EXIT_NOEXEC);
 		}
 		if (x.child < 0)
@@ -840,7 +840,7 @@ int cmd_watch(int argc, char **argv)
 				x.child_done = 1;
 			}
 		}
-		status = cmd_status_of(x.child_status);
+		status = exit_status_of(x.child_status);
 	} else if (interrupted) {
 		status = 0;
 	}

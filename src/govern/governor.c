@@ -14,12 +14,10 @@
 #include <sys/resource.h>
 #include <sys/signalfd.h>
 #include <sys/socket.h>
-#include <sys/un.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
 
-#include "cmd/cmd.h"
 #include "govern/admit.h"
 #include "govern/progress.h"
 #include "govern/proto.h"
@@ -31,13 +29,16 @@
 #include "sys/meminfo.h"
 #include "sys/proc.h"
 #include "sys/psi.h"
+#include "sys/usock.h"
 #include "util/log.h"
+#include "util/path.h"
+#include "util/strbuf.h"
 #include "util/strv.h"
 #include "util/units.h"
 #include "util/xalloc.h"
 
 /* A job killed this many times is not tried again: its failure goes to the build tool. */
-#define MAX_ATTEMPTS 4
+#define GOV_MAX_RETRIES 4
 /* After an interrupt, the build gets this long to stop before everything is killed. */
 #define GRACE_MS 3000
 
@@ -166,7 +167,7 @@ static void save_profiles(struct gov *g)
 	if (!st)
 		return;
 	if (store_begin(st)) {
-		warnx("could not write the profile store; what this build learned is lost");
+		log_warn("could not write the profile store; what this build learned is lost");
 		return;
 	}
 	for (size_t i = 0; i < g->ncache; i++) {
@@ -175,9 +176,9 @@ static void save_profiles(struct gov *g)
 			n++;
 	}
 	if (store_commit(st))
-		warnx("could not write the profile store; what this build learned is lost");
+		log_warn("could not write the profile store; what this build learned is lost");
 	else
-		debugx("saved %d profiles", n);
+		log_debug("saved %d profiles", n);
 }
 
 /* ---- jobs ------------------------------------------------------------------------------ */
@@ -265,7 +266,7 @@ static void job_freeze(struct gov *g, struct job *j, int64_t now)
 	j->frozen = 1;
 	j->frozen_at_ms = now;
 	g->rep.freezes++;
-	infox("froze job %d (%s): memory is short", j->id, j->src);
+	log_info("froze job %d (%s): memory is short", j->id, j->src);
 }
 
 static void job_thaw(struct gov *g, struct job *j, int64_t now)
@@ -275,7 +276,7 @@ static void job_thaw(struct gov *g, struct job *j, int64_t now)
 	j->frozen = 0;
 	j->frozen_total_ms += now - j->frozen_at_ms;
 	g->rep.thaws++;
-	infox("thawed job %d (%s)", j->id, j->src);
+	log_info("thawed job %d (%s)", j->id, j->src);
 }
 
 static void job_kill(struct gov *g, struct job *j, int64_t now)
@@ -287,7 +288,7 @@ static void job_kill(struct gov *g, struct job *j, int64_t now)
 	j->killed_by_us = 1;
 	g->rep.kills++;
 	g->last_kill_ms = now;
-	warnx("killed job %d (%s) to keep memory from running out; it will run again", j->id, j->src);
+	log_warn("killed job %d (%s) to keep memory from running out; it will run again", j->id, j->src);
 }
 
 static void job_sample_value(struct job *j, int64_t t_ms, uint64_t bytes)
@@ -396,7 +397,7 @@ static void setup_memory(struct gov *g)
 	g->rep.budget_bytes = g->budget_bytes;
 	g->oom_start = oom_count(g);
 	char a[32], b[32], c[32];
-	infox("memory limit %s (%s), in use by others %s, budget for jobs %s",
+	log_info("memory limit %s (%s), in use by others %s, budget for jobs %s",
 	      size_format(g->limit_bytes, a, sizeof(a)), g->rep.limit_source, size_format(others, b, sizeof(b)),
 	      size_format(g->budget_bytes, c, sizeof(c)));
 }
@@ -487,7 +488,7 @@ static void tree_add_job(struct gov *g, pid_t pid, int argc, char **argv, int64_
 	job_predict(g, j);
 	free(g->next_class);
 	g->next_class = xstrdup(j->class_key);
-	debugx("tree job %d: %s %s", j->id, j->tool, j->src);
+	log_debug("tree job %d: %s %s", j->id, j->tool, j->src);
 }
 
 /* A job that turned out to run a build tool of its own wraps a nested build: let it go
@@ -502,7 +503,7 @@ static int tree_became_wrapper(struct gov *g, struct job *j, int64_t now)
 			job_thaw(g, j, now);
 		else if (j->state == JOB_WAITING)
 			job_signal(j, SIGCONT);
-		debugx("tree job %d runs %s: a nested build, its jobs are governed instead", j->id, e->comm);
+		log_debug("tree job %d runs %s: a nested build, its jobs are governed instead", j->id, e->comm);
 		tree_skip(g, j->pid);
 		return 1;
 	}
@@ -543,10 +544,10 @@ static void tree_scan(struct gov *g, int64_t now)
 		}
 		/* Its exit status went to the build tool; its curve is all we learn. */
 		if (e && e->state != 'Z')
-			debugx("tree job %d is a wrapper, not a job", j->id);
+			log_debug("tree job %d is a wrapper, not a job", j->id);
 		else if (j->state == JOB_RUNNING)
 			job_learn(g, j, job_elapsed(j, now), 0);
-		debugx("tree job %d ended (%s)", j->id, j->state == JOB_RUNNING ? "ran" : "never admitted");
+		log_debug("tree job %d ended (%s)", j->id, j->state == JOB_RUNNING ? "ran" : "never admitted");
 		j->state = JOB_IDLE; /* gone, or let go: nothing to kill */
 		job_free(j);
 		g->jobs[i] = g->jobs[--g->njobs];
@@ -565,7 +566,7 @@ static void tree_check_fallback(struct gov *g)
 	if (!pid)
 		return;
 	const struct proc_entry *e = proc_table_find(&g->procs, pid);
-	warnx("%s (pid %d) runs outside headroom exec (a build script may overwrite PYTORCH_NVCC, "
+	log_warn("%s (pid %d) runs outside headroom exec (a build script may overwrite PYTORCH_NVCC, "
 	      "CXX or the CMake launcher): governing the process tree as well, as with --tree",
 	      e ? e->comm : "a compiler", (int)pid);
 	g->tree = 1;
@@ -688,7 +689,7 @@ static void send_admit(struct gov *g, struct job *j, int64_t now)
 	}
 	json_object_set_new(m, "cgroup", j->cg.version != CGROUP_NONE ? json_string(j->cg.dir) : json_null());
 	if (proto_send(j->conn.fd, m))
-		debugx("job %d: launcher gone before admission", j->id);
+		log_debug("job %d: launcher gone before admission", j->id);
 	json_decref(m);
 }
 
@@ -861,14 +862,14 @@ static void govern_tick(struct gov *g, int64_t now)
 			send_admit(g, j, now);
 			snap[s.njobs++] = (struct admit_job){ 0, j->pred, 0, 0 };
 			running++;
-			debugx("admitted job %d (%s), predicted worst %llu MiB in %lld ms", j->id, j->src,
+			log_debug("admitted job %d (%s), predicted worst %llu MiB in %lld ms", j->id, j->src,
 			       (unsigned long long)(r.worst_bytes >> 20), (long long)r.worst_at_ms);
 		}
 		if (g->js.style != JOBSERVER_NONE && !any_frozen)
 			tokens = jobserver_tokens(g, &s, snap, running);
 	}
 	if (g->js.style != JOBSERVER_NONE && jobserver_set(&g->js, tokens) < 0)
-		debugx("jobserver: %s", strerror(errno));
+		log_debug("jobserver: %s", strerror(errno));
 	free(snap);
 }
 
@@ -895,13 +896,13 @@ static void on_done(struct gov *g, struct job *j, json_t *msg, int64_t now)
 		else if (oom_count(g) > j->oom_at_admit)
 			oom = 1;
 	}
-	if ((j->killed_by_us || oom) && j->attempt < MAX_ATTEMPTS) {
+	if ((j->killed_by_us || oom) && j->attempt < GOV_MAX_RETRIES) {
 		retry = 1;
 		reason = j->killed_by_us ? "killed by headroom to save memory" : "killed by the kernel (out of memory)";
 		g->rep.retries++;
 		if (oom) {
 			g->rep.oom_kills++;
-			warnx("job %d (%s) was OOM-killed; it will run again", j->id, j->src);
+			log_warn("job %d (%s) was OOM-killed; it will run again", j->id, j->src);
 		}
 	} else if (json_is_integer(ex) && json_integer_value(ex) == 0) {
 		int64_t ran = job_elapsed(j, now);
@@ -952,7 +953,7 @@ static void on_message(struct gov *g, struct job *j, json_t *msg, int64_t now)
 	} else if (!strcmp(type, "done") && j->state == JOB_RUNNING) {
 		on_done(g, j, msg, now);
 	} else {
-		debugx("job %d: unexpected message '%s' ignored", j->id, type);
+		log_debug("job %d: unexpected message '%s' ignored", j->id, type);
 	}
 }
 
@@ -1080,21 +1081,15 @@ static void kill_everything(struct gov *g)
  * total and first ETA. */
 static void build_history(struct gov *g)
 {
+	struct strbuf key = STRBUF_INIT;
 	char cwd[4096];
-	size_t len;
 
 	if (!g->o->store || !getcwd(cwd, sizeof(cwd)))
 		return;
-	len = strlen(cwd) + 4;
+	strbuf_addf(&key, "%s ::", cwd);
 	for (char **a = g->o->argv; *a; a++)
-		len += strlen(*a) + 1;
-	g->build_key = xmalloc(len + 1);
-	strcpy(g->build_key, cwd);
-	strcat(g->build_key, " ::");
-	for (char **a = g->o->argv; *a; a++) {
-		strcat(g->build_key, " ");
-		strcat(g->build_key, *a);
-	}
+		strbuf_addf(&key, " %s", *a);
+	g->build_key = strbuf_detach(&key);
 	if (store_build_get(g->o->store, g->build_key, &g->last_build))
 		memset(&g->last_build, 0, sizeof(g->last_build));
 }
@@ -1108,15 +1103,14 @@ static pid_t start_build(struct gov *g, const sigset_t *orig_mask)
 	sigprocmask(SIG_SETMASK, orig_mask, NULL);
 	execvp(g->o->argv[0], g->o->argv);
 	int e = errno;
-	warnx("cannot run %s: %s", g->o->argv[0], strerror(e));
+	log_warn("cannot run %s: %s", g->o->argv[0], strerror(e));
 	_exit(e == ENOENT ? EXIT_NOTFOUND : EXIT_NOEXEC);
 }
 
 static int open_socket(struct gov *g)
 {
-	const char *rt = getenv("XDG_RUNTIME_DIR");
-	struct sockaddr_un a = { .sun_family = AF_UNIX };
-	char *tmpl = xasprintf("%s/headroom.XXXXXX", rt && *rt && !access(rt, W_OK) ? rt : "/tmp");
+	char *tmpl = xasprintf("%s/headroom.XXXXXX", runtime_dir());
+	int fd;
 
 	if (!mkdtemp(tmpl)) {
 		int e = errno;
@@ -1125,14 +1119,10 @@ static int open_socket(struct gov *g)
 	}
 	g->sock_dir = tmpl;
 	g->sock_path = xasprintf("%s/gov.sock", tmpl);
-	if (strlen(g->sock_path) >= sizeof(a.sun_path))
-		return -ENAMETOOLONG;
-	strcpy(a.sun_path, g->sock_path);
-	g->listen_fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
-	if (g->listen_fd < 0)
-		return -errno;
-	if (bind(g->listen_fd, (struct sockaddr *)&a, sizeof(a)) || listen(g->listen_fd, 256))
-		return -errno;
+	fd = usock_listen(g->sock_path, 256);
+	if (fd < 0)
+		return fd;
+	g->listen_fd = fd;
 	return 0;
 }
 
@@ -1147,11 +1137,11 @@ static void lock_self(void)
 	 * limit allows all of it: a partial lock would make later allocations fail. */
 	if (geteuid() != 0 &&
 	    (getrlimit(RLIMIT_MEMLOCK, &rl) || (rl.rlim_cur != RLIM_INFINITY && rl.rlim_cur < (256u << 20)))) {
-		debugx("not locking memory: RLIMIT_MEMLOCK too small");
+		log_debug("not locking memory: RLIMIT_MEMLOCK too small");
 		return;
 	}
 	if (mlockall(MCL_CURRENT | MCL_FUTURE))
-		debugx("mlockall: %s", strerror(errno));
+		log_debug("mlockall: %s", strerror(errno));
 	/* Make the kernel's OOM killer pick anything but the governor (root only). */
 	fs_write("/proc/self/oom_score_adj", "-900");
 }
@@ -1163,7 +1153,7 @@ static void write_records(struct gov *g)
 	int rc;
 
 	if (o->trace_path && (rc = report_write_trace(&g->rep, o->trace_path)))
-		warnx("cannot write the trace to %s: %s", o->trace_path, strerror(-rc));
+		log_warn("cannot write the trace to %s: %s", o->trace_path, strerror(-rc));
 	if (o->record_path) {
 		char *desc = xasprintf("recorded by headroom run:");
 		for (char **a = o->argv; *a; a++) {
@@ -1175,7 +1165,7 @@ static void write_records(struct gov *g)
 		long cpus = sysconf(_SC_NPROCESSORS_ONLN);
 		rc = report_write_record(&g->rep, o->record_path, desc, cpus > 0 ? (int)cpus : 1, mi.total_bytes);
 		if (rc)
-			warnx("cannot write the record to %s: %s", o->record_path, strerror(-rc));
+			log_warn("cannot write the record to %s: %s", o->record_path, strerror(-rc));
 		free(desc);
 	}
 }
@@ -1219,7 +1209,7 @@ static void on_signal(struct gov *g, int64_t now)
 			g->interrupted = (int)si.ssi_signo;
 			g->deadline_ms = now + GRACE_MS;
 			if (!g->o->quiet)
-				warnx("interrupted: stopping the build");
+				log_warn("interrupted: stopping the build");
 		}
 		if (g->build_pid > 0 && !g->build_done)
 			kill(g->build_pid, (int)si.ssi_signo);
@@ -1251,21 +1241,21 @@ int governor_run(const struct governor_opts *o)
 	prctl(PR_SET_CHILD_SUBREAPER, 1);
 	rc = open_socket(&g);
 	if (rc) {
-		warnx("cannot create the governor's socket: %s", strerror(-rc));
+		log_warn("cannot create the governor's socket: %s", strerror(-rc));
 		goto out;
 	}
 	setenv("HEADROOM_SOCK", g.sock_path, 1);
 	if (o->jobserver != JOBSERVER_NONE) {
 		rc = jobserver_open(&g.js, o->jobserver, g.sock_dir, o->jobs, getenv("MAKEFLAGS"));
 		if (rc) {
-			warnx("cannot open a %s jobserver: %s", jobserver_style_name(o->jobserver), strerror(-rc));
+			log_warn("cannot open a %s jobserver: %s", jobserver_style_name(o->jobserver), strerror(-rc));
 			goto out;
 		}
 		setenv("MAKEFLAGS", g.js.makeflags, 1);
 		g.tree = 1;
 		g.rep.mode = o->jobserver == JOBSERVER_PIPE ? "jobserver (pipe) and process tree"
 							     : "jobserver (fifo) and process tree";
-		debugx("jobserver: MAKEFLAGS=%s", g.js.makeflags);
+		log_debug("jobserver: MAKEFLAGS=%s", g.js.makeflags);
 	}
 	unsetenv("HEADROOM_JOB"); /* a build inside a job has a governor of its own: us */
 
@@ -1278,7 +1268,7 @@ int governor_run(const struct governor_opts *o)
 	sigprocmask(SIG_BLOCK, &mask, &orig);
 	g.sig_fd = signalfd(-1, &mask, SFD_CLOEXEC | SFD_NONBLOCK);
 	if (g.sig_fd < 0) {
-		warnx("signalfd: %s", strerror(errno));
+		log_warn("signalfd: %s", strerror(errno));
 		goto out_mask;
 	}
 	build_history(&g);
@@ -1286,7 +1276,7 @@ int governor_run(const struct governor_opts *o)
 		progress_open(&g.progress, STDERR_FILENO);
 	g.build_pid = start_build(&g, &orig);
 	if (g.build_pid < 0) {
-		warnx("cannot start the build: %s", strerror(errno));
+		log_warn("cannot start the build: %s", strerror(errno));
 		goto out_mask;
 	}
 	g.guard_fd = start_guardian(g.build_pid, o->proc_root);
@@ -1304,7 +1294,7 @@ int governor_run(const struct governor_opts *o)
 			pf[i + 2] = (struct pollfd){ .fd = g.jobs[i]->conn.fd, .events = POLLIN };
 		if (poll(pf, (nfds_t)npf, timeout) < 0 && errno != EINTR) {
 			free(pf);
-			warnx("poll: %s", strerror(errno));
+			log_warn("poll: %s", strerror(errno));
 			break;
 		}
 		now = now_ms();
@@ -1333,7 +1323,7 @@ int governor_run(const struct governor_opts *o)
 	if (g.interrupted)
 		status = 128 + g.interrupted;
 	else if (g.build_done)
-		status = cmd_status_of(g.build_status);
+		status = exit_status_of(g.build_status);
 	g.rep.exit_status = status;
 	/* Kills in the jobs' own groups do not show in ours: count the larger. */
 	uint64_t group_ooms = oom_count(&g) - g.oom_start;
@@ -1345,19 +1335,19 @@ int governor_run(const struct governor_opts *o)
 	if (status == 0 && g.build_key && g.rep.njobs) {
 		struct build_profile b = { g.last_build.runs + 1, (int64_t)g.rep.njobs, g.rep.wall_ms };
 		if (store_build_put(o->store, g.build_key, &b))
-			debugx("could not save the build's job count");
+			log_debug("could not save the build's job count");
 	}
 	if (!o->quiet)
 		report_print(&g.rep, stderr);
 	if (!o->quiet && !g.next_id && !g.tree && g.rep.wall_ms > 2000)
-		warnx("no compile job came through headroom exec, so none was governed: does the build use "
+		log_warn("no compile job came through headroom exec, so none was governed: does the build use "
 		      "$HEADROOM_LAUNCHER, CMAKE_<LANG>_COMPILER_LAUNCHER or PYTORCH_NVCC (a build script may "
 		      "overwrite them)?");
 	write_records(&g);
 	if (o->report_path) {
 		json_t *j = report_to_json(&g.rep);
 		if (json_dump_file(j, o->report_path, JSON_INDENT(2)))
-			warnx("cannot write the report to %s", o->report_path);
+			log_warn("cannot write the report to %s", o->report_path);
 		json_decref(j);
 	}
 out_mask:

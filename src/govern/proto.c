@@ -6,6 +6,7 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include "util/grow.h"
 #include "util/xalloc.h"
 
 void proto_conn_init(struct proto_conn *c, int fd)
@@ -54,10 +55,7 @@ int proto_fill(struct proto_conn *c)
 {
 	ssize_t n;
 
-	if (c->cap - c->len < 4096) {
-		c->cap = c->cap ? c->cap * 2 : 8192;
-		c->buf = xrealloc(c->buf, c->cap);
-	}
+	ARRAY_GROW(c->buf, c->len + 4096, c->cap);
 	do
 		n = read(c->fd, c->buf + c->len, c->cap - c->len);
 	while (n < 0 && errno == EINTR);

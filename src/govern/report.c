@@ -5,24 +5,19 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "util/grow.h"
 #include "util/units.h"
 #include "util/xalloc.h"
 
 void report_add_job(struct report *r, const char *class_key, uint64_t peak_bytes, int64_t duration_ms)
 {
-	if (r->njobs == r->cap) {
-		r->cap = r->cap ? r->cap * 2 : 64;
-		r->jobs = xrealloc(r->jobs, r->cap * sizeof(*r->jobs));
-	}
+	ARRAY_GROW(r->jobs, r->njobs + 1, r->cap);
 	r->jobs[r->njobs++] = (struct report_job){ xstrdup(class_key), peak_bytes, duration_ms };
 }
 
 void report_add_point(struct report *r, const struct report_point *p)
 {
-	if (r->npoints == r->cappoints) {
-		r->cappoints = r->cappoints ? r->cappoints * 2 : 256;
-		r->timeline = xrealloc(r->timeline, r->cappoints * sizeof(*r->timeline));
-	}
+	ARRAY_GROW(r->timeline, r->npoints + 1, r->cappoints);
 	r->timeline[r->npoints++] = *p;
 }
 
@@ -30,10 +25,7 @@ void report_add_span(struct report *r, const struct report_span *s)
 {
 	struct report_span *d;
 
-	if (r->nspans == r->capspans) {
-		r->capspans = r->capspans ? r->capspans * 2 : 64;
-		r->spans = xrealloc(r->spans, r->capspans * sizeof(*r->spans));
-	}
+	ARRAY_GROW(r->spans, r->nspans + 1, r->capspans);
 	d = &r->spans[r->nspans++];
 	*d = *s;
 	d->name = xstrdup(s->name);

@@ -4,6 +4,7 @@
 #include <string.h>
 
 #include "util/path.h"
+#include "util/strbuf.h"
 #include "util/strv.h"
 #include "util/xalloc.h"
 
@@ -51,21 +52,16 @@ static int mem_flag(const char *a)
 	return 0;
 }
 
-static void append(char **buf, size_t *len, const char *s)
+static void append(struct strbuf *sb, const char *s)
 {
-	size_t sl = strlen(s);
-
-	*buf = xrealloc(*buf, *len + sl + 2);
-	if (*len)
-		(*buf)[(*len)++] = ' ';
-	memcpy(*buf + *len, s, sl + 1);
-	*len += sl;
+	if (sb->len)
+		strbuf_add(sb, " ");
+	strbuf_add(sb, s);
 }
 
 void job_sig_from_argv(int argc, char *const argv[], struct job_sig *out)
 {
-	char *flags = NULL;
-	size_t flen = 0;
+	struct strbuf flags = STRBUF_INIT;
 	const char *src = "";
 	int i = 0;
 
@@ -79,15 +75,15 @@ void job_sig_from_argv(int argc, char *const argv[], struct job_sig *out)
 		    !strcmp(a, "-I") || !strcmp(a, "-D") || !strcmp(a, "-include") || !strcmp(a, "-x")) {
 			i++; /* skip the value: not a source, not a memory flag */
 		} else if (mem_flag_with_value(a) && i + 1 < argc) {
-			append(&flags, &flen, a);
-			append(&flags, &flen, argv[++i]);
+			append(&flags, a);
+			append(&flags, argv[++i]);
 		} else if (mem_flag(a)) {
-			append(&flags, &flen, a);
+			append(&flags, a);
 		} else if (is_source(a)) {
 			src = a;
 		}
 	}
-	out->flags = flags ? flags : xstrdup("");
+	out->flags = strbuf_detach(&flags);
 	out->src = xstrdup(src);
 	out->class_key = *out->flags ? xasprintf("%s %s", out->tool, out->flags) : xstrdup(out->tool);
 	out->sig_key = xasprintf("%s :: %s", out->class_key, out->src);

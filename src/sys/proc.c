@@ -10,6 +10,7 @@
 #include <unistd.h>
 
 #include "sys/fsutil.h"
+#include "util/grow.h"
 #include "util/xalloc.h"
 
 int proc_parse_stat(const char *line, long page_size, struct proc_entry *e)
@@ -74,10 +75,7 @@ int proc_table_read(const char *root, struct proc_table *t)
 			continue;
 		if (proc_parse_stat(buf, page, &e))
 			continue;
-		if (t->n == t->cap) {
-			t->cap = t->cap ? t->cap * 2 : 256;
-			t->v = xrealloc(t->v, t->cap * sizeof(*t->v));
-		}
+		ARRAY_GROW(t->v, t->n + 1, t->cap);
 		t->v[t->n++] = e;
 	}
 	closedir(dir);
@@ -126,4 +124,16 @@ uint64_t proc_table_tree_rss(const struct proc_table *t, pid_t pid)
 		if (proc_table_is_descendant(t, t->v[i].pid, pid))
 			sum += t->v[i].rss_bytes;
 	return sum;
+}
+
+int proc_self_exe(char *buf, size_t size)
+{
+	ssize_t len = readlink("/proc/self/exe", buf, size);
+
+	if (len < 0)
+		return -errno;
+	if (len == 0 || (size_t)len >= size)
+		return -ENAMETOOLONG;
+	buf[len] = '\0';
+	return 0;
 }

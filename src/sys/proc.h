@@ -31,5 +31,8 @@ int proc_table_is_descendant(const struct proc_table *t, pid_t pid, pid_t ancest
 uint64_t proc_table_tree_rss(const struct proc_table *t, pid_t pid);
 /* Parse one /proc/PID/stat line into e (pid..rss). 0 or -EINVAL. */
 int proc_parse_stat(const char *line, long page_size, struct proc_entry *e);
+/* The path of the running executable (/proc/self/exe) into buf. 0 or -errno
+ * (-ENAMETOOLONG when it does not fit). */
+int proc_self_exe(char *buf, size_t size);
 
 #endif

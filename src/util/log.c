@@ -23,7 +23,7 @@ void die(int status, const char *fmt, ...)
 	exit(status);
 }
 
-void warnx(const char *fmt, ...)
+void log_warn(const char *fmt, ...)
 {
 	va_list ap;
 
@@ -32,7 +32,7 @@ void warnx(const char *fmt, ...)
 	va_end(ap);
 }
 
-void infox(const char *fmt, ...)
+void log_info(const char *fmt, ...)
 {
 	va_list ap;
 
@@ -43,7 +43,7 @@ void infox(const char *fmt, ...)
 	va_end(ap);
 }
 
-void debugx(const char *fmt, ...)
+void log_debug(const char *fmt, ...)
 {
 	va_list ap;
 

@@ -29,6 +29,11 @@ void *xrealloc(void *p, size_t n)
 	return check(realloc(p, n ? n : 1));
 }
 
+void *xreallocarray(void *p, size_t nmemb, size_t size)
+{
+	return check(reallocarray(p, nmemb ? nmemb : 1, size ? size : 1));
+}
+
 char *xstrdup(const char *s)
 {
 	return check(strdup(s));

@@ -9,6 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "util/strbuf.h"
 #include "util/xalloc.h"
 
 const char *watch_event_name(enum watch_event e)
@@ -19,32 +20,9 @@ const char *watch_event_name(enum watch_event e)
 	return e < EV_COUNT ? names[e] : "?";
 }
 
-struct buf {
-	char *s;
-	size_t n, cap;
-};
-
-static void add(struct buf *b, const char *fmt, ...)
+static void head(struct strbuf *b, const char *name, const char *type, const char *help)
 {
-	va_list ap;
-	int need;
-
-	va_start(ap, fmt);
-	need = vsnprintf(NULL, 0, fmt, ap);
-	va_end(ap);
-	if (b->n + (size_t)need + 1 > b->cap) {
-		b->cap = (b->n + (size_t)need + 1) * 2;
-		b->s = xrealloc(b->s, b->cap);
-	}
-	va_start(ap, fmt);
-	vsnprintf(b->s + b->n, b->cap - b->n, fmt, ap);
-	va_end(ap);
-	b->n += (size_t)need;
-}
-
-static void head(struct buf *b, const char *name, const char *type, const char *help)
-{
-	add(b, "# HELP %s %s\n# TYPE %s %s\n", name, help, name, type);
+	strbuf_addf(b, "# HELP %s %s\n# TYPE %s %s\n", name, help, name, type);
 }
 
 /* Label values: backslash, quote and newline escaped. */
@@ -78,46 +56,46 @@ static void gpu_labels(char *out, size_t size, const struct watch_state *w, size
 
 char *prom_render(const struct watch_state *w)
 {
-	struct buf b = { 0 };
+	struct strbuf b = STRBUF_INIT;
 	char l[600], j[140];
 
 	head(&b, "headroom_up", "gauge", "1 when the last NVML read worked; 0 means the GPU figures are missing, not zero");
-	add(&b, "headroom_up{source=\"nvml\"} %d\n", w->nvml_ok);
+	strbuf_addf(&b, "headroom_up{source=\"nvml\"} %d\n", w->nvml_ok);
 	head(&b, "headroom_gpu_read_ok", "gauge", "1 when this GPU's last read worked");
 	for (size_t i = 0; i < w->ngpus; i++) {
 		gpu_labels(l, sizeof(l), w, i);
-		add(&b, "headroom_gpu_read_ok{%s} %d\n", l, w->gpus[i].ok);
+		strbuf_addf(&b, "headroom_gpu_read_ok{%s} %d\n", l, w->gpus[i].ok);
 	}
 	head(&b, "DCGM_FI_DEV_FB_USED", "gauge", "Framebuffer memory used (in MiB).");
 	for (size_t i = 0; i < w->ngpus; i++)
 		if (w->gpus[i].ok) {
 			gpu_labels(l, sizeof(l), w, i);
-			add(&b, "DCGM_FI_DEV_FB_USED{%s} %llu\n", l, (unsigned long long)(w->gpus[i].d.used_bytes >> 20));
+			strbuf_addf(&b, "DCGM_FI_DEV_FB_USED{%s} %llu\n", l, (unsigned long long)(w->gpus[i].d.used_bytes >> 20));
 		}
 	head(&b, "DCGM_FI_DEV_FB_FREE", "gauge", "Framebuffer memory free (in MiB).");
 	for (size_t i = 0; i < w->ngpus; i++)
 		if (w->gpus[i].ok) {
 			gpu_labels(l, sizeof(l), w, i);
-			add(&b, "DCGM_FI_DEV_FB_FREE{%s} %llu\n", l, (unsigned long long)(w->gpus[i].d.free_bytes >> 20));
+			strbuf_addf(&b, "DCGM_FI_DEV_FB_FREE{%s} %llu\n", l, (unsigned long long)(w->gpus[i].d.free_bytes >> 20));
 		}
 	head(&b, "DCGM_FI_DEV_GPU_UTIL", "gauge", "GPU utilization (in %).");
 	for (size_t i = 0; i < w->ngpus; i++)
 		if (w->gpus[i].ok && w->gpus[i].d.util_gpu_pct >= 0) {
 			gpu_labels(l, sizeof(l), w, i);
-			add(&b, "DCGM_FI_DEV_GPU_UTIL{%s} %d\n", l, w->gpus[i].d.util_gpu_pct);
+			strbuf_addf(&b, "DCGM_FI_DEV_GPU_UTIL{%s} %d\n", l, w->gpus[i].d.util_gpu_pct);
 		}
 	head(&b, "headroom_gpu_memory_total_bytes", "gauge", "GPU memory in all");
 	for (size_t i = 0; i < w->ngpus; i++)
 		if (w->gpus[i].ok) {
 			gpu_labels(l, sizeof(l), w, i);
-			add(&b, "headroom_gpu_memory_total_bytes{%s} %llu\n", l, (unsigned long long)w->gpus[i].d.total_bytes);
+			strbuf_addf(&b, "headroom_gpu_memory_total_bytes{%s} %llu\n", l, (unsigned long long)w->gpus[i].d.total_bytes);
 		}
 	head(&b, "headroom_time_to_oom_seconds", "gauge",
 	     "Seconds until the GPU's memory trend reaches its capacity; absent when it is not rising");
 	for (size_t i = 0; i < w->ngpus; i++)
 		if (w->gpus[i].ok && w->gpus[i].ttoom_s >= 0) {
 			gpu_labels(l, sizeof(l), w, i);
-			add(&b, "headroom_time_to_oom_seconds{%s} %.1f\n", l, w->gpus[i].ttoom_s);
+			strbuf_addf(&b, "headroom_time_to_oom_seconds{%s} %.1f\n", l, w->gpus[i].ttoom_s);
 		}
 	head(&b, "headroom_gpu_process_memory_bytes", "gauge", "GPU memory of a process, by host pid");
 	for (size_t i = 0; i < w->nprocs; i++) {
@@ -125,33 +103,33 @@ char *prom_render(const struct watch_state *w)
 		if (!p->alive || p->used_bytes < 0 || p->gpu >= w->ngpus)
 			continue;
 		gpu_labels(l, sizeof(l), w, p->gpu);
-		add(&b, "headroom_gpu_process_memory_bytes{%s,pid=\"%d\",job=\"%s\"} %lld\n", l, (int)p->pid,
+		strbuf_addf(&b, "headroom_gpu_process_memory_bytes{%s,pid=\"%d\",job=\"%s\"} %lld\n", l, (int)p->pid,
 		    esc(p->job, j, sizeof(j)), (long long)p->used_bytes);
 	}
 	head(&b, "headroom_job_ranks_alive", "gauge", "GPU processes of a job still running");
 	for (size_t i = 0; i < w->njobs; i++)
-		add(&b, "headroom_job_ranks_alive{job=\"%s\",hostname=\"%s\"} %d\n", esc(w->jobs[i].key, j, sizeof(j)),
+		strbuf_addf(&b, "headroom_job_ranks_alive{job=\"%s\",hostname=\"%s\"} %d\n", esc(w->jobs[i].key, j, sizeof(j)),
 		    w->hostname, w->jobs[i].alive);
 	head(&b, "headroom_job_ranks_seen", "gauge", "GPU processes of a job seen over its life");
 	for (size_t i = 0; i < w->njobs; i++)
-		add(&b, "headroom_job_ranks_seen{job=\"%s\",hostname=\"%s\"} %d\n", esc(w->jobs[i].key, j, sizeof(j)),
+		strbuf_addf(&b, "headroom_job_ranks_seen{job=\"%s\",hostname=\"%s\"} %d\n", esc(w->jobs[i].key, j, sizeof(j)),
 		    w->hostname, w->jobs[i].seen);
 	head(&b, "headroom_events_total", "counter", "Events the watchdog raised, by type");
 	for (int e = 0; e < EV_COUNT; e++)
-		add(&b, "headroom_events_total{type=\"%s\"} %llu\n", watch_event_name(e), (unsigned long long)w->events[e]);
+		strbuf_addf(&b, "headroom_events_total{type=\"%s\"} %llu\n", watch_event_name(e), (unsigned long long)w->events[e]);
 	if (w->has_host) {
 		head(&b, "headroom_host_memory_available_bytes", "gauge", "MemAvailable of the host");
-		add(&b, "headroom_host_memory_available_bytes %llu\n", (unsigned long long)w->host_available_bytes);
+		strbuf_addf(&b, "headroom_host_memory_available_bytes %llu\n", (unsigned long long)w->host_available_bytes);
 	}
 	if (w->has_oom) {
 		head(&b, "headroom_host_oom_kills_total", "counter", "The kernel's OOM kills since boot");
-		add(&b, "headroom_host_oom_kills_total %llu\n", (unsigned long long)w->host_oom_kills);
+		strbuf_addf(&b, "headroom_host_oom_kills_total %llu\n", (unsigned long long)w->host_oom_kills);
 	}
 	if (w->psi_full_avg10 >= 0) {
 		head(&b, "headroom_host_memory_pressure_full_avg10", "gauge", "PSI memory full avg10 (%)");
-		add(&b, "headroom_host_memory_pressure_full_avg10 %.2f\n", w->psi_full_avg10);
+		strbuf_addf(&b, "headroom_host_memory_pressure_full_avg10 %.2f\n", w->psi_full_avg10);
 	}
-	return b.s;
+	return strbuf_detach(&b);
 }
 
 #ifdef HEADROOM_NO_MHD
