@@ -17,12 +17,18 @@ WARN    += -Werror
 endif
 PKG_CFLAGS := $(shell pkg-config --cflags $(PKGS))
 PKG_LIBS   := $(shell pkg-config --libs $(PKGS))
-ALL_CFLAGS  = $(WARN) $(NO_MHD) $(CFLAGS) $(PKG_CFLAGS) -Isrc -MMD -MP
+ALL_CFLAGS  = -Isrc $(CPPFLAGS) $(WARN) $(NO_MHD) $(CFLAGS) $(PKG_CFLAGS) -MMD -MP
 LDLIBS      = $(PKG_LIBS) -lm -ldl -lpthread
+AR      ?= ar
 
 BUILD   ?= build
-LIB_SRC := $(wildcard src/util/*.c src/sys/*.c src/govern/*.c src/store/*.c src/plan/*.c src/watch/*.c src/cmd/*.c)
+# libheadroom.a is every room but the commands; the unit tests link against it alone, so
+# that no library code can lean on a command (tools/check-layers checks the includes).
+LIB_SRC := $(filter-out src/cmd/%,$(wildcard src/*/*.c))
 LIB_OBJ := $(LIB_SRC:%.c=$(BUILD)/%.o)
+LIB     := $(BUILD)/libheadroom.a
+CMD_SRC := $(wildcard src/cmd/*.c) src/main.c
+CMD_OBJ := $(CMD_SRC:%.c=$(BUILD)/%.o)
 UNIT_SRC := $(wildcard tests/unit/test_*.c)
 UNIT_BIN := $(UNIT_SRC:tests/unit/%.c=$(BUILD)/tests/%)
 
@@ -31,37 +37,41 @@ all: headroom tools/memhog $(BUILD)/nvml-double/libnvidia-ml.so.1
 # The NVML test double (tests/nvml-double): found through LD_LIBRARY_PATH by the tests.
 $(BUILD)/nvml-double/libnvidia-ml.so.1: tests/nvml-double/nvml_double.c
 	@mkdir -p $(dir $@)
-	$(CC) $(WARN) $(CFLAGS) -fPIC -shared -Wl,-soname,libnvidia-ml.so.1 -o $@ $<
+	$(CC) $(CPPFLAGS) $(WARN) $(CFLAGS) $(LDFLAGS) -fPIC -shared -Wl,-soname,libnvidia-ml.so.1 -o $@ $<
 
 headroom: $(BUILD)/headroom
 	cp $< $@.tmp && mv -f $@.tmp $@
 
-$(BUILD)/headroom: $(LIB_OBJ) $(BUILD)/src/main.o
-	$(CC) $(ALL_CFLAGS) -o $@ $^ $(LDLIBS)
+$(LIB): $(LIB_OBJ)
+	rm -f $@ && $(AR) rcs $@ $^
+
+$(BUILD)/headroom: $(CMD_OBJ) $(LIB)
+	$(CC) $(ALL_CFLAGS) $(LDFLAGS) -o $@ $^ $(LDLIBS)
 
 # Replays a recorded allocator history through the simulation (bench/gpu-measure.py TRACE).
-bench/alloc-replay: bench/alloc-replay.c $(LIB_OBJ)
-	$(CC) $(ALL_CFLAGS) -o $@ $^ $(LDLIBS)
+bench/alloc-replay: bench/alloc-replay.c $(LIB)
+	$(CC) $(ALL_CFLAGS) $(LDFLAGS) -o $@ $^ $(LDLIBS)
 
 tools/memhog: tools/memhog.c
-	$(CC) $(WARN) $(CFLAGS) -o $@ $< -lm
+	$(CC) $(CPPFLAGS) $(WARN) $(CFLAGS) $(LDFLAGS) -o $@ $< -lm
 
 $(BUILD)/%.o: %.c
 	@mkdir -p $(dir $@)
 	$(CC) $(ALL_CFLAGS) -c -o $@ $<
 
-$(BUILD)/tests/%: tests/unit/%.c $(LIB_OBJ)
+$(BUILD)/tests/%: tests/unit/%.c $(LIB)
 	@mkdir -p $(dir $@)
-	$(CC) $(ALL_CFLAGS) -o $@ $^ $(LDLIBS) -lcmocka
+	$(CC) $(ALL_CFLAGS) $(LDFLAGS) -o $@ $^ $(LDLIBS) -lcmocka
 
-unit: $(UNIT_BIN)
-	@set -e; for t in $(UNIT_BIN); do echo "== $$t"; $$t; done
+# test_proto runs the launcher as build tools do: this build's headroom exec.
+unit: $(UNIT_BIN) $(BUILD)/headroom
+	@set -e; for t in $(UNIT_BIN); do echo "== $$t"; HEADROOM_BIN=$(BUILD)/headroom $$t; done
 
 # The same unit tests under AddressSanitizer and UndefinedBehaviorSanitizer.
 asan:
 	$(MAKE) BUILD=build-asan WERROR=1 \
 	  CFLAGS="-O1 -g -fsanitize=address,undefined -fno-omit-frame-pointer -fno-sanitize-recover=all" \
-	  LDFLAGS="-fsanitize=address,undefined" unit build-asan/headroom
+	  LDFLAGS="-fsanitize=address,undefined" unit
 
 cli: all
 	bats tests/cli
@@ -73,4 +83,4 @@ clean:
 	rm -rf build build-asan headroom tools/memhog bench/alloc-replay
 
 .PHONY: all unit asan cli check clean
--include $(LIB_OBJ:.o=.d) $(BUILD)/src/main.d
+-include $(LIB_OBJ:.o=.d) $(CMD_OBJ:.o=.d)

@@ -14,7 +14,6 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#include "cmd/cmd.h"
 #include "govern/proto.h"
 
 static void test_framing(void **state)
@@ -66,11 +65,11 @@ static pid_t start_exec(const char *sock, char **argv)
 	pid_t pid = fork();
 
 	if (pid == 0) {
-		int argc = 0;
+		/* The launcher as the build tool runs it: the built headroom, `headroom exec`. */
+		const char *bin = getenv("HEADROOM_BIN");
 		setenv("HEADROOM_SOCK", sock, 1);
-		while (argv[argc])
-			argc++;
-		_exit(cmd_exec(argc, argv));
+		execv(bin && *bin ? bin : "./headroom", argv);
+		_exit(127);
 	}
 	return pid;
 }
@@ -98,7 +97,7 @@ static void test_exec_retry(void **state)
 	snprintf(out, sizeof(out), "%s/runs", dir);
 	snprintf(cmd, sizeof(cmd), "echo run >> %s", out);
 	lfd = listen_at(sock);
-	char *argv[] = { "exec", "--", "sh", "-c", cmd, NULL };
+	char *argv[] = { "headroom", "exec", "--", "sh", "-c", cmd, NULL };
 	pid_t pid = start_exec(sock, argv);
 	proto_conn_init(&c, accept(lfd, NULL, NULL));
 
@@ -150,7 +149,7 @@ static void test_exec_status_passthrough(void **state)
 	(void)state;
 	snprintf(sock, sizeof(sock), "%s/gov2.sock", dir);
 	lfd = listen_at(sock);
-	char *argv[] = { "exec", "sh", "-c", "exit 3", NULL };
+	char *argv[] = { "headroom", "exec", "sh", "-c", "exit 3", NULL };
 	pid_t pid = start_exec(sock, argv);
 	proto_conn_init(&c, accept(lfd, NULL, NULL));
 	json_decref(expect(&c, "request"));
@@ -180,7 +179,7 @@ static void test_exec_governor_gone(void **state)
 	(void)state;
 	snprintf(sock, sizeof(sock), "%s/gov3.sock", dir);
 	lfd = listen_at(sock);
-	char *argv[] = { "exec", "sh", "-c", "exit 5", NULL };
+	char *argv[] = { "headroom", "exec", "sh", "-c", "exit 5", NULL };
 	pid_t pid = start_exec(sock, argv);
 	cfd = accept(lfd, NULL, NULL);
 	close(cfd);
