@@ -9,11 +9,7 @@
 
 #include "sys/nvml.h"
 #include "watch/detect.h"
-
-enum watch_event {
-	EV_LOW_FREE, EV_TIME_TO_OOM, EV_PARTIAL_DEATH, EV_STUCK, EV_PROCESS_EXIT, EV_READ_FAILED,
-	EV_JOB_STOPPED, EV_XID, EV_COUNT
-};
+#include "watch/event.h"
 
 struct wgpu {
 	int ok;                   /* the last read worked */
@@ -65,7 +61,5 @@ struct watch_state {
 	double psi_some_avg10, psi_full_avg10; /* < 0 unknown */
 	uint64_t events[EV_COUNT];
 };
-
-const char *watch_event_name(enum watch_event e);
 
 #endif
