@@ -20,8 +20,6 @@ void summary_render(const struct watch_state *w, int watched_command, int64_t el
 	for (int e = 0; e < EV_COUNT; e++)
 		if (w->events[e])
 			strbuf_addf(out, " %s %llu", watch_event_name((enum watch_event)e), (unsigned long long)w->events[e]);
-	strbuf_addf(out, "%s\n",
-		    w->events[EV_LOW_FREE] + w->events[EV_TIME_TO_OOM] + w->events[EV_PARTIAL_DEATH] + w->events[EV_STUCK]
-			    ? ""
-			    : " no warnings");
+	/* info events alone (processes that ended) are no reason for concern */
+	strbuf_addf(out, "%s\n", watch_events_problems(w->events) ? "" : " no warnings");
 }

@@ -1,4 +1,4 @@
-/* The watchdog's pure parts: the event table, job grouping, the process
+/* The watchdog's pure parts: the event table, the summary, job grouping, the process
  * and job tables, the sampling pace, the JSON sample and the live view. */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -15,6 +15,7 @@
 #include "watch/event.h"
 #include "watch/jsonl.h"
 #include "watch/state.h"
+#include "watch/summary.h"
 #include "watch/view.h"
 #include "watch/watcher.h"
 
@@ -61,6 +62,63 @@ static void two_gpus(struct watch_state *w, struct wgpu gpus[2])
 	watch_state_add_proc(w, 41, 0, 0, "cmd:40", -1)->peak_bytes = 4 * GIB;
 	snprintf(w->procs[0].comm, sizeof(w->procs[0].comm), "python");
 	snprintf(watch_state_add_proc(w, 42, 1, 0, "cmd:40", -1)->comm, sizeof(w->procs[0].comm), "python");
+}
+
+static char *summary_of(const struct watch_state *w, int watched_command, int64_t elapsed_ms)
+{
+	struct strbuf b = STRBUF_INIT;
+
+	summary_render(w, watched_command, elapsed_ms, &b);
+	return strbuf_detach(&b);
+}
+
+/* An XID alone is an error: the summary must not say there were no warnings (it did,
+ * when it counted the first four kinds by their position). */
+static void test_summary_xid_only(void **state)
+{
+	struct watch_state w;
+	struct wgpu gpus[2];
+	char *s;
+
+	(void)state;
+	two_gpus(&w, gpus);
+	w.events[EV_XID] = 1;
+	s = summary_of(&w, 0, 1500);
+	assert_string_equal(s, "headroom watch: stopped after 1.5 s\n"
+			       "  GPU 0 (GPU-a): peak used 5.00 GiB\n"
+			       "  GPU 1 (GPU-b): peak used 6.00 GiB\n"
+			       "  pid 41 (python, job cmd:40) on GPU 0: peak 4.00 GiB\n"
+			       "  pid 42 (python, job cmd:40) on GPU 1: peak unknown\n"
+			       "  events: xid 1\n");
+	free(s);
+	w.gpus = NULL;
+	watch_state_free(&w);
+}
+
+static void test_summary_events(void **state)
+{
+	struct watch_state w;
+	char *s;
+
+	(void)state;
+	memset(&w, 0, sizeof(w));
+	s = summary_of(&w, 1, 12345);
+	assert_string_equal(s, "headroom watch: the command ended after 12.3 s\n  events: no warnings\n");
+	free(s);
+	w.events[EV_PROCESS_EXIT] = 2;
+	s = summary_of(&w, 1, 100);
+	assert_string_equal(s, "headroom watch: the command ended after 0.1 s\n  events: process_exit 2 no warnings\n");
+	free(s);
+	w.events[EV_READ_FAILED] = 1;
+	s = summary_of(&w, 0, 0);
+	assert_string_equal(s, "headroom watch: stopped after 0.0 s\n  events: process_exit 2 read_failed 1\n");
+	free(s);
+	memset(w.events, 0, sizeof(w.events));
+	w.events[EV_LOW_FREE] = 1;
+	w.events[EV_JOB_STOPPED] = 1;
+	s = summary_of(&w, 0, 0);
+	assert_string_equal(s, "headroom watch: stopped after 0.0 s\n  events: low_free 1 job_stopped 1\n");
+	free(s);
 }
 
 static void test_job_key(void **state)
@@ -249,7 +307,8 @@ static void test_view(void **state)
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-		cmocka_unit_test(test_event_table),  cmocka_unit_test(test_job_key),
+		cmocka_unit_test(test_event_table),  cmocka_unit_test(test_summary_xid_only),
+		cmocka_unit_test(test_summary_events), cmocka_unit_test(test_job_key),
 		cmocka_unit_test(test_state_tables), cmocka_unit_test(test_next_interval),
 		cmocka_unit_test(test_jsonl_sample), cmocka_unit_test(test_view),
 	};
