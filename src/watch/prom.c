@@ -12,14 +12,6 @@
 #include "util/strbuf.h"
 #include "util/xalloc.h"
 
-const char *watch_event_name(enum watch_event e)
-{
-	static const char *const names[EV_COUNT] = {
-		"low_free", "time_to_oom", "partial_death", "stuck", "process_exit", "read_failed", "job_stopped", "xid",
-	};
-	return e < EV_COUNT ? names[e] : "?";
-}
-
 static void head(struct strbuf *b, const char *name, const char *type, const char *help)
 {
 	strbuf_addf(b, "# HELP %s %s\n# TYPE %s %s\n", name, help, name, type);
@@ -116,7 +108,8 @@ char *prom_render(const struct watch_state *w)
 		    w->hostname, w->jobs[i].seen);
 	head(&b, "headroom_events_total", "counter", "Events the watchdog raised, by type");
 	for (int e = 0; e < EV_COUNT; e++)
-		strbuf_addf(&b, "headroom_events_total{type=\"%s\"} %llu\n", watch_event_name(e), (unsigned long long)w->events[e]);
+		strbuf_addf(&b, "headroom_events_total{type=\"%s\"} %llu\n", watch_event_name((enum watch_event)e),
+		    (unsigned long long)w->events[e]);
 	if (w->has_host) {
 		head(&b, "headroom_host_memory_available_bytes", "gauge", "MemAvailable of the host");
 		strbuf_addf(&b, "headroom_host_memory_available_bytes %llu\n", (unsigned long long)w->host_available_bytes);

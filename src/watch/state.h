@@ -1,5 +1,6 @@
 /* What the watchdog knows: GPUs, GPU processes, jobs, host memory, event counts. Filled
- * by `headroom watch` each sample, rendered by the outputs. */
+ * by the watcher each sample, rendered by the outputs; the bookkeeping of its process
+ * and job tables. */
 #ifndef HEADROOM_WATCH_STATE_H
 #define HEADROOM_WATCH_STATE_H
 
@@ -9,11 +10,7 @@
 
 #include "sys/nvml.h"
 #include "watch/detect.h"
-
-enum watch_event {
-	EV_LOW_FREE, EV_TIME_TO_OOM, EV_PARTIAL_DEATH, EV_STUCK, EV_PROCESS_EXIT, EV_READ_FAILED,
-	EV_JOB_STOPPED, EV_XID, EV_COUNT
-};
+#include "watch/event.h"
 
 struct wgpu {
 	int ok;                   /* the last read worked */
@@ -52,11 +49,11 @@ struct wjob {
 struct watch_state {
 	char hostname[64];
 	int nvml_ok;              /* NVML loaded and the device count read */
-	struct wgpu *gpus;
+	struct wgpu *gpus;        /* owned, ngpus of them */
 	size_t ngpus;
-	struct wproc *procs;
+	struct wproc *procs;      /* owned; ended ones stay until watch_state_forget_ended */
 	size_t nprocs, capprocs;
-	struct wjob *jobs;
+	struct wjob *jobs;        /* owned */
 	size_t njobs, capjobs;
 	int has_host;
 	uint64_t host_total_bytes, host_available_bytes;
@@ -66,6 +63,27 @@ struct watch_state {
 	uint64_t events[EV_COUNT];
 };
 
-const char *watch_event_name(enum watch_event e);
+/* The job of key, added (no ranks yet) when there is none. The pointer lives until the
+ * next call that adds a job or forgets ended ones. */
+struct wjob *watch_state_job(struct watch_state *w, const char *key);
+/* The process pid on GPU gpu, or NULL. */
+struct wproc *watch_state_proc(struct watch_state *w, pid_t pid, unsigned gpu);
+/* A new running process on gpu since now_ms, in job (with rank, -1 unknown), which
+ * counts it as seen and alive. Its memory is unknown until sampled; the caller sets
+ * comm, ns_pid and pidfd. The pointer lives until the next process is added. */
+struct wproc *watch_state_add_proc(struct watch_state *w, pid_t pid, unsigned gpu, int64_t now_ms,
+				   const char *job, int rank);
+/* Fixed memory over a long watch: past a bound, ended processes of finished jobs and
+ * the finished jobs themselves are forgotten (their events went out already). */
+void watch_state_forget_ended(struct watch_state *w);
+/* Frees the tables (not the pidfds: the watcher closes those). */
+void watch_state_free(struct watch_state *w);
+
+/* Job grouping: torchrun's run id and rank where the environment (NUL-separated, as
+ * /proc/PID/environ; NULL when unreadable) says them, else, under `watch -- CMD`,
+ * the command (command > 0), else the parent (the launcher of the ranks; 0 unknown).
+ * Writes the key ("torchelastic:ID", "cmd:PID", "parent:PID") and the rank (-1 unknown). */
+void watch_job_key(const char *env, size_t env_len, pid_t command, pid_t ppid, char *key, size_t keylen,
+		   int *rank);
 
 #endif

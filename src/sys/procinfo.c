@@ -1,0 +1,59 @@
+#include "sys/procinfo.h"
+
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "sys/fsutil.h"
+#include "sys/proc.h"
+
+long procinfo_environ(const char *root, pid_t pid, char *buf, size_t size)
+{
+	char path[PATH_MAX];
+
+	snprintf(path, sizeof(path), "%s/proc/%d/environ", root, (int)pid);
+	return fs_read(path, buf, size);
+}
+
+pid_t procinfo_parse_nspid(char *status, pid_t pid)
+{
+	char *l = strstr(status, "\nNSpid:"), *end, *last;
+	pid_t inner;
+
+	if (!l)
+		return 0;
+	l += 7;
+	end = strchr(l, '\n');
+	if (end)
+		*end = '\0';
+	last = strrchr(l, '\t') ? strrchr(l, '\t') + 1 : l;
+	inner = (pid_t)atoi(last);
+	return inner > 0 && inner != pid ? inner : 0;
+}
+
+int procinfo_container_pid(const char *root, pid_t pid, pid_t *inner)
+{
+	char path[PATH_MAX], buf[4096];
+	long n;
+
+	*inner = 0;
+	snprintf(path, sizeof(path), "%s/proc/%d/status", root, (int)pid);
+	n = fs_read(path, buf, sizeof(buf));
+	if (n < 0)
+		return (int)n;
+	*inner = procinfo_parse_nspid(buf, pid);
+	return 0;
+}
+
+int procinfo_running(const char *root, pid_t pid)
+{
+	char path[PATH_MAX], buf[1024];
+	struct proc_entry e;
+
+	snprintf(path, sizeof(path), "%s/proc/%d/stat", root, (int)pid);
+	if (fs_read(path, buf, sizeof(buf)) <= 0 || proc_parse_stat(buf, sysconf(_SC_PAGESIZE), &e))
+		return 0;
+	return e.state != 'Z' && e.state != 'X';
+}

@@ -1,0 +1,24 @@
+/* What the watchdog reads of one process: its environment, its pid inside its
+ * container, whether it still runs. root is "" for the live system or a fixture tree. */
+#ifndef HEADROOM_PROCINFO_H
+#define HEADROOM_PROCINFO_H
+
+#include <stddef.h>
+#include <sys/types.h>
+
+/* /proc/PID/environ (NUL-separated KEY=VALUE strings) into buf, at most size-1 bytes,
+ * NUL-terminated. Returns the bytes read or -errno. */
+long procinfo_environ(const char *root, pid_t pid, char *buf, size_t size);
+
+/* NVML gives host pids; a process in a container has another pid there: the last of
+ * NSpid in /proc/PID/status (when headroom sees the host's pid namespace). *inner is
+ * that pid, or 0 when it is the same or not known. 0 or -errno. */
+int procinfo_container_pid(const char *root, pid_t pid, pid_t *inner);
+/* The same from the text of a status file (modified: its NSpid line is cut at its end).
+ * 0 when it is the same or not there. */
+pid_t procinfo_parse_nspid(char *status, pid_t pid);
+
+/* Is pid still running (its stat readable, not a zombie, not dead)? */
+int procinfo_running(const char *root, pid_t pid);
+
+#endif

@@ -1,0 +1,95 @@
+#include "watch/state.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "util/grow.h"
+
+struct wjob *watch_state_job(struct watch_state *w, const char *key)
+{
+	struct wjob *j;
+
+	for (size_t i = 0; i < w->njobs; i++)
+		if (!strcmp(w->jobs[i].key, key))
+			return &w->jobs[i];
+	ARRAY_GROW(w->jobs, w->njobs + 1, w->capjobs);
+	j = &w->jobs[w->njobs++];
+	memset(j, 0, sizeof(*j));
+	snprintf(j->key, sizeof(j->key), "%s", key);
+	return j;
+}
+
+struct wproc *watch_state_proc(struct watch_state *w, pid_t pid, unsigned gpu)
+{
+	for (size_t i = 0; i < w->nprocs; i++)
+		if (w->procs[i].pid == pid && w->procs[i].gpu == gpu)
+			return &w->procs[i];
+	return NULL;
+}
+
+struct wproc *watch_state_add_proc(struct watch_state *w, pid_t pid, unsigned gpu, int64_t now_ms,
+				   const char *job, int rank)
+{
+	struct wproc *p;
+	struct wjob *j;
+
+	ARRAY_GROW(w->procs, w->nprocs + 1, w->capprocs);
+	p = &w->procs[w->nprocs++];
+	memset(p, 0, sizeof(*p));
+	p->pid = pid;
+	p->gpu = gpu;
+	p->alive = 1;
+	p->used_bytes = p->peak_bytes = -1;
+	p->unchanged_since_ms = now_ms;
+	p->pidfd = -1;
+	snprintf(p->job, sizeof(p->job), "%s", job);
+	p->rank = rank;
+	j = watch_state_job(w, p->job);
+	j->seen++;
+	j->alive++;
+	return p;
+}
+
+#define KEEP_ENDED 256
+void watch_state_forget_ended(struct watch_state *w)
+{
+	size_t k = 0;
+
+	if (w->nprocs <= KEEP_ENDED && w->njobs <= KEEP_ENDED)
+		return;
+	for (size_t i = 0; i < w->nprocs; i++) {
+		struct wproc *p = &w->procs[i];
+		if (p->alive || watch_state_job(w, p->job)->alive)
+			w->procs[k++] = *p;
+	}
+	w->nprocs = k;
+	k = 0;
+	for (size_t i = 0; i < w->njobs; i++)
+		if (w->jobs[i].alive)
+			w->jobs[k++] = w->jobs[i];
+	w->njobs = k;
+}
+
+void watch_state_free(struct watch_state *w)
+{
+	free(w->gpus);
+	free(w->procs);
+	free(w->jobs);
+	w->gpus = NULL;
+	w->procs = NULL;
+	w->jobs = NULL;
+	w->ngpus = w->nprocs = w->njobs = w->capprocs = w->capjobs = 0;
+}
+
+void watch_job_key(const char *env, size_t env_len, pid_t command, pid_t ppid, char *key, size_t keylen,
+		   int *rank)
+{
+	if (env && detect_job_from_environ(env, env_len, key, keylen, rank))
+		return;
+	*rank = -1;
+	if (command > 0)
+		snprintf(key, keylen, "cmd:%d", (int)command);
+	else
+		snprintf(key, keylen, "parent:%d", (int)ppid);
+}

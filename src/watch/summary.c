@@ -1,0 +1,25 @@
+#include "watch/summary.h"
+
+#include "util/units.h"
+
+void summary_render(const struct watch_state *w, int watched_command, int64_t elapsed_ms, struct strbuf *out)
+{
+	char a[32];
+
+	strbuf_addf(out, "headroom watch: %s after %.1f s\n", watched_command ? "the command ended" : "stopped",
+		    (double)elapsed_ms / 1000.0);
+	for (size_t g = 0; g < w->ngpus; g++)
+		strbuf_addf(out, "  GPU %zu (%s): peak used %s\n", g, w->gpus[g].d.uuid,
+			    size_format(w->gpus[g].peak_used_bytes, a, sizeof(a)));
+	for (size_t i = 0; i < w->nprocs; i++) {
+		const struct wproc *p = &w->procs[i];
+		strbuf_addf(out, "  pid %d (%s, job %s) on GPU %u: peak %s\n", (int)p->pid, p->comm, p->job, p->gpu,
+			    p->peak_bytes >= 0 ? size_format((uint64_t)p->peak_bytes, a, sizeof(a)) : "unknown");
+	}
+	strbuf_add(out, "  events:");
+	for (int e = 0; e < EV_COUNT; e++)
+		if (w->events[e])
+			strbuf_addf(out, " %s %llu", watch_event_name((enum watch_event)e), (unsigned long long)w->events[e]);
+	/* info events alone (processes that ended) are no reason for concern */
+	strbuf_addf(out, "%s\n", watch_events_problems(w->events) ? "" : " no warnings");
+}

@@ -1,0 +1,12 @@
+/* The live view on a terminal: host memory, each GPU, jobs and their processes. */
+#ifndef HEADROOM_WATCH_VIEW_H
+#define HEADROOM_WATCH_VIEW_H
+
+#include <stdio.h>
+
+#include "watch/state.h"
+
+/* Clears the screen and draws w on out (a terminal). have_driver: NVML was loaded. */
+void view_show(FILE *out, const struct watch_state *w, int have_driver);
+
+#endif

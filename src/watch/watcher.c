@@ -1,0 +1,350 @@
+#include "watch/watcher.h"
+
+#include <limits.h>
+#include <signal.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/syscall.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "sys/meminfo.h"
+#include "sys/procinfo.h"
+#include "sys/psi.h"
+#include "util/log.h"
+#include "util/units.h"
+#include "util/xalloc.h"
+#include "watch/detect.h"
+
+void watcher_init(struct watcher *x, const char *root, const struct watch_limits *lim)
+{
+	memset(x, 0, sizeof(*x));
+	x->root = root;
+	x->lim = *lim;
+	x->notify.counts = x->w.events;
+	gethostname(x->w.hostname, sizeof(x->w.hostname) - 1);
+}
+
+void watcher_open(struct watcher *x)
+{
+	const char *why;
+	unsigned n = 0;
+
+	if (nvml_open(&x->nvml, &why)) {
+		log_warn("watch: %s: watching host memory only", why);
+		goto out;
+	}
+	if (nvml_device_count(x->nvml, &n)) {
+		log_warn("watch: NVML cannot count the GPUs: watching host memory only");
+		nvml_close(x->nvml);
+		x->nvml = NULL;
+		goto out;
+	}
+	x->w.nvml_ok = 1;
+	x->w.ngpus = n;
+	x->w.gpus = xcalloc(n ? n : 1, sizeof(*x->w.gpus));
+	if (!n)
+		log_warn("watch: the NVIDIA driver sees no GPU: watching host memory only");
+out:
+	meminfo_oom_kills(x->root, &x->oom_prev);
+}
+
+/* The whole process table is read only in a sample that meets a new GPU process (its
+ * parent, its command, whether it is the command's): most samples need none of it. */
+static const struct proc_table *procs(struct watcher *x)
+{
+	if (!x->procs_fresh) {
+		proc_table_read(x->root, &x->procs);
+		x->procs_fresh = 1;
+	}
+	return &x->procs;
+}
+
+static int in_scope(struct watcher *x, pid_t pid)
+{
+	return !x->child || proc_table_is_descendant(procs(x), pid, x->child);
+}
+
+static struct wproc *proc_add(struct watcher *x, pid_t pid, unsigned gpu, int64_t now)
+{
+	const struct proc_entry *e = proc_table_find(procs(x), pid);
+	char env[32768], job[sizeof(((struct wproc *)0)->job)];
+	long n = procinfo_environ(x->root, pid, env, sizeof(env));
+	struct wproc *p;
+	pid_t ns_pid;
+	int rank;
+
+	procinfo_container_pid(x->root, pid, &ns_pid);
+	watch_job_key(n > 0 ? env : NULL, n > 0 ? (size_t)n : 0, x->child, e ? e->ppid : 0, job, sizeof(job), &rank);
+	p = watch_state_add_proc(&x->w, pid, gpu, now, job, rank);
+	snprintf(p->comm, sizeof(p->comm), "%s", e ? e->comm : "?");
+	p->ns_pid = ns_pid;
+	/* a pidfd tells the moment it ends */
+	p->pidfd = (int)syscall(SYS_pidfd_open, pid, 0);
+	return p;
+}
+
+static const char *how_it_ended(struct watcher *x, pid_t pid, char *buf, size_t len)
+{
+	uint64_t oom;
+
+	for (size_t i = 0; i < x->nreaped; i++)
+		if (x->reaped_pid[i] == pid) {
+			int st = x->reaped_status[i];
+			if (WIFSIGNALED(st))
+				snprintf(buf, len, "killed by signal %d", WTERMSIG(st));
+			else
+				snprintf(buf, len, "exited with status %d", WEXITSTATUS(st));
+			return buf;
+		}
+	if (!meminfo_oom_kills(x->root, &oom) && oom > x->oom_prev)
+		snprintf(buf, len, "ended as the host's OOM killer struck (oom_kill count rose by %llu)",
+			 (unsigned long long)(oom - x->oom_prev));
+	else
+		snprintf(buf, len, "ended (not our child: its exit status is unknown)");
+	return buf;
+}
+
+void watcher_reap(struct watcher *x)
+{
+	int st;
+	pid_t pid;
+
+	while ((pid = waitpid(-1, &st, WNOHANG)) > 0) {
+		size_t i = x->nreaped < WATCH_REAPED ? x->nreaped++ : (size_t)(pid % WATCH_REAPED);
+		x->reaped_pid[i] = pid;
+		x->reaped_status[i] = st;
+		if (pid == x->child) {
+			x->child_status = st;
+			x->child_done = 1;
+		}
+	}
+}
+
+static void signal_job(struct watcher *x, const char *job, int sig)
+{
+	for (size_t i = 0; i < x->w.nprocs; i++)
+		if (x->w.procs[i].alive && !strcmp(x->w.procs[i].job, job))
+			kill(x->w.procs[i].pid, sig);
+}
+
+void watcher_proc_ended(struct watcher *x, struct wproc *p, int64_t now)
+{
+	struct wjob *j = watch_state_job(&x->w, p->job);
+	char how[160];
+	const char *uuid = p->gpu < x->w.ngpus ? x->w.gpus[p->gpu].d.uuid : "";
+
+	if (!p->alive)
+		return;
+	/* a child of ours may be a zombie not reaped yet: its status says how it ended */
+	watcher_reap(x);
+	p->alive = 0;
+	if (p->pidfd >= 0)
+		close(p->pidfd);
+	p->pidfd = -1;
+	j->alive--;
+	j->ended++;
+	how_it_ended(x, p->pid, how, sizeof(how));
+	notify_event(&x->notify, EV_PROCESS_EXIT,
+		     json_pack("{s:i, s:s, s:i, s:i, s:s, s:s}", "pid", (int)p->pid, "job", p->job, "rank", p->rank,
+			       "gpu", (int)p->gpu, "uuid", uuid, "how", how),
+		     "pid %d (%s, job %s, GPU %u) %s", (int)p->pid, p->comm, p->job, p->gpu, how);
+	if (!detect_partial_death(&(struct job_ranks){ j->seen, j->alive, j->ended }) || j->partial_reported)
+		return;
+	j->partial_reported = 1;
+	notify_event(&x->notify, EV_PARTIAL_DEATH,
+		     json_pack("{s:s, s:i, s:i, s:i, s:s, s:i, s:i, s:s}", "job", j->key, "pid", (int)p->pid, "rank",
+			       p->rank, "gpu", (int)p->gpu, "uuid", uuid, "ranks_alive", j->alive, "ranks_seen", j->seen,
+			       "how", how),
+		     "job %s lost rank %d (pid %d, GPU %u): %s; %d of %d ranks still running", j->key, p->rank,
+		     (int)p->pid, p->gpu, how, j->alive, j->seen);
+	if (!x->lim.stop_on_partial)
+		return;
+	signal_job(x, j->key, SIGTERM);
+	j->stopping = 1;
+	j->kill_at_ms = now + x->lim.grace_ms;
+	notify_event(&x->notify, EV_JOB_STOPPED, json_pack("{s:s, s:i}", "job", j->key, "ranks_signalled", j->alive),
+		     "sent SIGTERM to the %d surviving ranks of job %s (SIGKILL in %lld s) so that its launcher can "
+		     "restart it",
+		     j->alive, j->key, (long long)(x->lim.grace_ms / 1000));
+}
+
+/* The GPU's figures and trend: read_failed, time_to_oom and low_free, each once an episode. */
+static int sample_gpu(struct watcher *x, size_t g, int64_t now)
+{
+	struct wgpu *G = &x->w.gpus[g];
+
+	G->ok = !nvml_device_read(x->nvml, (unsigned)g, &G->d);
+	if (!G->ok) {
+		G->ttoom_s = -1;
+		if (!G->fail_reported)
+			notify_event(&x->notify, EV_READ_FAILED, json_pack("{s:i}", "gpu", (int)g),
+				     "GPU %zu could not be read: its figures are missing until it can", g);
+		G->fail_reported = 1;
+		return -1;
+	}
+	G->fail_reported = 0;
+	series_add(&G->used, now, (double)G->d.used_bytes);
+	if (G->d.used_bytes > G->peak_used_bytes)
+		G->peak_used_bytes = G->d.used_bytes;
+	G->ttoom_s = series_time_to(&G->used, now, x->lim.window_ms, (double)G->d.total_bytes);
+	if (G->ttoom_s >= 0 && G->ttoom_s * 1000 <= (double)x->lim.horizon_ms) {
+		if (!G->ttoom_warned)
+			notify_event(&x->notify, EV_TIME_TO_OOM,
+				     json_pack("{s:i, s:s, s:f, s:I, s:I}", "gpu", (int)g, "uuid", G->d.uuid, "seconds",
+					       G->ttoom_s, "used_bytes", (json_int_t)G->d.used_bytes, "total_bytes",
+					       (json_int_t)G->d.total_bytes),
+				     "GPU %zu (%s) reaches its %.1f GiB in about %.0f s at its current growth", g,
+				     G->d.uuid, (double)G->d.total_bytes / (1 << 30), G->ttoom_s);
+		G->ttoom_warned = 1;
+	} else {
+		G->ttoom_warned = 0;
+	}
+	if (detect_low_free(G->d.free_bytes, G->d.total_bytes, x->lim.min_free_bytes, x->lim.min_free_pct)) {
+		if (!G->low_free) {
+			char a[32];
+			notify_event(&x->notify, EV_LOW_FREE,
+				     json_pack("{s:i, s:s, s:I, s:I}", "gpu", (int)g, "uuid", G->d.uuid, "free_bytes",
+					       (json_int_t)G->d.free_bytes, "total_bytes", (json_int_t)G->d.total_bytes),
+				     "GPU %zu (%s) has %s free (%.1f%%)", g, G->d.uuid,
+				     size_format(G->d.free_bytes, a, sizeof(a)),
+				     100.0 * (double)G->d.free_bytes / (double)(G->d.total_bytes ? G->d.total_bytes : 1));
+		}
+		G->low_free = 1;
+	} else {
+		G->low_free = 0;
+	}
+	return 0;
+}
+
+/* The GPU's processes: new ones in scope tracked, their memory, stuck. */
+static void sample_gpu_procs(struct watcher *x, size_t g, int64_t now)
+{
+	struct nvml_proc list[256];
+	const struct wgpu *G = &x->w.gpus[g];
+	unsigned n = 0;
+
+	if (nvml_device_processes(x->nvml, (unsigned)g, list, 256, &n))
+		return;
+	for (unsigned i = 0; i < n; i++) {
+		struct wproc *p = watch_state_proc(&x->w, (pid_t)list[i].pid, (unsigned)g);
+		if (p && !p->alive)
+			continue; /* a pid the driver still lists after its end */
+		if (!p) {
+			if (!in_scope(x, (pid_t)list[i].pid))
+				continue;
+			p = proc_add(x, (pid_t)list[i].pid, (unsigned)g, now);
+		}
+		if (list[i].used_bytes != p->used_bytes)
+			p->unchanged_since_ms = now;
+		p->used_bytes = list[i].used_bytes;
+		if (p->used_bytes > p->peak_bytes)
+			p->peak_bytes = p->used_bytes;
+		if (p->used_bytes >= 0)
+			series_add(&p->trend, now, (double)p->used_bytes);
+		if (detect_stuck(p->used_bytes, p->unchanged_since_ms, G->d.util_gpu_pct, now, x->lim.stuck_ms)) {
+			if (!p->stuck_warned)
+				notify_event(&x->notify, EV_STUCK,
+					     json_pack("{s:i, s:s, s:i, s:I}", "pid", (int)p->pid, "job", p->job, "gpu",
+						       (int)g, "used_bytes", (json_int_t)p->used_bytes),
+					     "pid %d (%s, job %s) holds GPU %zu memory, unchanged and idle for %lld s",
+					     (int)p->pid, p->comm, p->job, g, (long long)((now - p->unchanged_since_ms) / 1000));
+			p->stuck_warned = 1;
+		}
+	}
+}
+
+static void sample_host(struct watcher *x)
+{
+	struct meminfo mi;
+	struct psi psi;
+	char path[PATH_MAX];
+
+	x->w.has_host = !meminfo_read(x->root, &mi);
+	if (x->w.has_host) {
+		x->w.host_total_bytes = mi.total_bytes;
+		x->w.host_available_bytes = mi.available_bytes;
+	}
+	x->w.has_oom = !meminfo_oom_kills(x->root, &x->w.host_oom_kills);
+	x->w.psi_some_avg10 = x->w.psi_full_avg10 = -1;
+	snprintf(path, sizeof(path), "%s/proc/pressure/memory", x->root);
+	if (!psi_read(path, &psi)) {
+		x->w.psi_some_avg10 = psi.some_avg10_pct;
+		x->w.psi_full_avg10 = psi.full_avg10_pct;
+	}
+}
+
+static void sample_xids(struct watcher *x)
+{
+	struct nvml_xid xid[16];
+	int n = nvml_xid_poll(x->nvml, xid, 16);
+
+	for (int i = 0; i < n; i++)
+		notify_event(&x->notify, EV_XID,
+			     json_pack("{s:i, s:s, s:I}", "gpu", (int)xid[i].gpu, "uuid",
+				       xid[i].gpu < x->w.ngpus ? x->w.gpus[xid[i].gpu].d.uuid : "", "xid",
+				       (json_int_t)xid[i].code),
+			     "GPU %u reported XID %llu", xid[i].gpu, xid[i].code);
+}
+
+void watcher_sample(struct watcher *x, int64_t now)
+{
+	x->procs_fresh = 0;
+	sample_host(x);
+	if (x->nvml) {
+		for (size_t g = 0; g < x->w.ngpus; g++)
+			if (!sample_gpu(x, g, now))
+				sample_gpu_procs(x, g, now);
+		sample_xids(x);
+	}
+	/* processes gone without a pidfd to say so */
+	for (size_t i = 0; i < x->w.nprocs; i++) {
+		struct wproc *p = &x->w.procs[i];
+		if (p->alive && !procinfo_running(x->root, p->pid))
+			watcher_proc_ended(x, p, now);
+	}
+	if (x->w.has_oom)
+		x->oom_prev = x->w.host_oom_kills;
+	watch_state_forget_ended(&x->w);
+	/* survivors that ignored SIGTERM */
+	for (size_t i = 0; i < x->w.njobs; i++) {
+		struct wjob *j = &x->w.jobs[i];
+		if (!j->stopping || now < j->kill_at_ms)
+			continue;
+		signal_job(x, j->key, SIGKILL);
+		j->stopping = 0;
+	}
+}
+
+int watcher_next_interval_ms(const struct watcher *x)
+{
+	double worst = 1.0; /* 1: wide; 0: at a threshold */
+
+	for (size_t g = 0; g < x->w.ngpus; g++) {
+		const struct wgpu *G = &x->w.gpus[g];
+		if (!G->ok || !G->d.total_bytes)
+			continue;
+		double pct = 100.0 * (double)G->d.free_bytes / (double)G->d.total_bytes;
+		double m = (pct - x->lim.min_free_pct) / (4 * (x->lim.min_free_pct > 0 ? x->lim.min_free_pct : 5));
+		if (G->ttoom_s >= 0) {
+			double t = G->ttoom_s * 1000 / (double)(4 * x->lim.horizon_ms);
+			m = m < t ? m : t;
+		}
+		if (m < worst)
+			worst = m;
+	}
+	if (worst < 0)
+		worst = 0;
+	return x->lim.min_interval_ms + (int)((x->lim.interval_ms - x->lim.min_interval_ms) * worst);
+}
+
+void watcher_free(struct watcher *x)
+{
+	for (size_t i = 0; i < x->w.nprocs; i++)
+		if (x->w.procs[i].pidfd >= 0)
+			close(x->w.procs[i].pidfd);
+	nvml_close(x->nvml);
+	x->nvml = NULL;
+	watch_state_free(&x->w);
+	proc_table_free(&x->procs);
+}

@@ -1,0 +1,67 @@
+/* The watchdog's sampling: each sample reads host memory, the GPUs (sys/nvml) and their
+ * processes, groups the processes into jobs, follows their ends, and raises events. */
+#ifndef HEADROOM_WATCH_WATCHER_H
+#define HEADROOM_WATCH_WATCHER_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+#include "sys/nvml.h"
+#include "sys/proc.h"
+#include "watch/notify.h"
+#include "watch/state.h"
+
+/* The thresholds and timings of the options. */
+struct watch_limits {
+	int interval_ms;          /* sampling interval when margins are wide */
+	int min_interval_ms;      /* ... when a margin is at a threshold */
+	uint64_t min_free_bytes;  /* low_free under this free memory (0 off) */
+	double min_free_pct;      /* ... or under this share of the GPU (0 off) */
+	int64_t horizon_ms;       /* time_to_oom when the trend reaches capacity within this */
+	int64_t window_ms;        /* the trend's window */
+	int64_t stuck_ms;         /* stuck after this long unchanged and idle (0 off) */
+	int stop_on_partial;      /* SIGTERM a job's survivors after a partial death... */
+	int64_t grace_ms;         /* ... and SIGKILL them this much later */
+};
+
+#define WATCH_REAPED 64
+
+struct watcher {
+	const char *root;         /* "" for the live system */
+	struct watch_limits lim;
+	struct watch_state w;
+	struct nvml *nvml;        /* owned; NULL: host memory only */
+	struct notifier notify;   /* its counts are w.events: a watcher is not copied */
+	struct proc_table procs;  /* read only in a sample that meets a new GPU process */
+	int procs_fresh;          /* the process table was read in this sample */
+	pid_t child;              /* the command watched (`watch -- CMD`), or 0 */
+	int child_status, child_done;
+	uint64_t oom_prev;        /* the host's OOM kills at the last sample */
+	/* exit statuses of processes we reaped (our children and orphans), by pid */
+	pid_t reaped_pid[WATCH_REAPED];
+	int reaped_status[WATCH_REAPED];
+	size_t nreaped;
+};
+
+/* No GPUs yet, no outputs: set x->notify's jsonl and hook_cmd, then watcher_open. */
+void watcher_init(struct watcher *x, const char *root, const struct watch_limits *lim);
+/* Load NVML (a warning and host memory only without it or without GPUs) and note the
+ * host's OOM kills so far. */
+void watcher_open(struct watcher *x);
+/* One sample at now_ms (monotonic): refreshes x->w and raises what it shows. */
+void watcher_sample(struct watcher *x, int64_t now_ms);
+/* Collect ended children without waiting (SIGCHLD): their statuses say how watched
+ * processes ended; the command's ends the watch. */
+void watcher_reap(struct watcher *x);
+/* The process p ended (its pidfd said so, or it no longer runs): process_exit, and
+ * partial_death when its job runs on without it (then job_stopped with
+ * stop_on_partial). Nothing when it was known to have ended. */
+void watcher_proc_ended(struct watcher *x, struct wproc *p, int64_t now_ms);
+/* Like earlyoom: the next sample comes sooner as the narrowest margin shrinks, from
+ * interval_ms (wide) down to min_interval_ms (at a threshold). */
+int watcher_next_interval_ms(const struct watcher *x);
+/* Close the pidfds and NVML, free the tables. */
+void watcher_free(struct watcher *x);
+
+#endif

@@ -1,0 +1,64 @@
+/* The watchdog's readers of one process against a fixture tree (tests/fixtures/procinfo):
+ * 4242 a torchrun rank in a container, 4243 a zombie, 4244 a kernel without NSpid. */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <cmocka.h>
+
+#include <errno.h>
+#include <string.h>
+
+#include "sys/procinfo.h"
+
+#define FIX "tests/fixtures/procinfo"
+
+static void test_environ(void **state)
+{
+	const char want[] = "PATH=/usr/bin\0TORCHELASTIC_RUN_ID=run7\0RANK=2";
+	char buf[256];
+
+	(void)state;
+	assert_int_equal(procinfo_environ(FIX, 4242, buf, sizeof(buf)), sizeof(want));
+	assert_memory_equal(buf, want, sizeof(want));
+	/* cut to the buffer, still NUL-terminated */
+	assert_int_equal(procinfo_environ(FIX, 4242, buf, 5), 4);
+	assert_string_equal(buf, "PATH");
+	assert_int_equal(procinfo_environ(FIX, 4299, buf, sizeof(buf)), -ENOENT);
+}
+
+static void test_container_pid(void **state)
+{
+	char status[] = "Name:\tx\nPid:\t9\nNSpid:\t9\t4\t1\nVmRSS:\t1 kB\n";
+	pid_t inner = -1;
+
+	(void)state;
+	assert_int_equal(procinfo_container_pid(FIX, 4242, &inner), 0);
+	assert_int_equal(inner, 17);
+	assert_int_equal(procinfo_container_pid(FIX, 4243, &inner), 0);
+	assert_int_equal(inner, 0); /* the host's namespace: the same pid */
+	assert_int_equal(procinfo_container_pid(FIX, 4244, &inner), 0);
+	assert_int_equal(inner, 0); /* no NSpid line */
+	assert_int_equal(procinfo_container_pid(FIX, 4299, &inner), -ENOENT);
+	assert_int_equal(inner, 0);
+	assert_int_equal(procinfo_parse_nspid(status, 9), 1); /* nested: the innermost */
+}
+
+static void test_running(void **state)
+{
+	(void)state;
+	assert_true(procinfo_running(FIX, 4242));
+	assert_false(procinfo_running(FIX, 4243)); /* a zombie */
+	assert_false(procinfo_running(FIX, 4244)); /* no stat */
+	assert_false(procinfo_running(FIX, 4299)); /* gone */
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_environ),
+		cmocka_unit_test(test_container_pid),
+		cmocka_unit_test(test_running),
+	};
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
