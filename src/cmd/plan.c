@@ -8,14 +8,17 @@
 
 #include "cmd/cmd.h"
 #include "plan/config.h"
+#include "plan/gpus.h"
 #include "plan/model.h"
 #include "store/store.h"
 #include "sys/nvml.h"
 #include "util/log.h"
+#include "util/strbuf.h"
 #include "util/units.h"
 #include "util/xalloc.h"
 
-static const char usage[] =
+/* The usage in parts: usage_print writes the lines that name the GPUs from the table. */
+static const char usage_head[] =
 	"usage: headroom plan [OPTIONS] CONFIG.json\n"
 	"       headroom plan --compare A.json B.json [--json]\n"
 	"\n"
@@ -42,9 +45,8 @@ static const char usage[] =
 	"      --inference --context N  inference with a KV cache of batch x N tokens\n"
 	"      --context-bytes SIZE     CUDA context and workspaces (default 740M, H200/torch 2.11)\n"
 	"      --calibrated [--db PATH] use what `headroom probe --torch` measured on GPU 0\n"
-	"GPU:\n"
-	"      --gpu NAME               h200, h100-80gb, h100-94gb, a100-80gb, a100-40gb, l40s,\n"
-	"                               rtx-pro-6000, 4090, 3090, a10g, t4 (default: GPU 0 by NVML)\n"
+	"GPU:\n";
+static const char usage_mid[] =
 	"      --gpu-memory SIZE        the GPU's memory, e.g. 80G\n"
 	"      --margin SIZE|PCT        kept free (default 4%: the model's error bound, 3%, and 1 more)\n"
 	"Output and solving:\n"
@@ -57,12 +59,56 @@ static const char usage[] =
 	"\n"
 	"Exit status: 0 fits (or solved), 1 does not fit (or no value fits), 2 bad input.\n";
 
-static const struct gpu { const char *name; uint64_t mib; } gpus[] = {
-	/* total memory as the driver reports it */
-	{ "h200", 143771 },       { "h100-80gb", 81559 }, { "h100-94gb", 95830 }, { "a100-80gb", 81920 },
-	{ "a100-40gb", 40960 },   { "l40s", 46068 },      { "rtx-pro-6000", 97887 }, { "4090", 24564 },
-	{ "3090", 24576 },        { "a10g", 23028 },      { "t4", 15360 },
-};
+/* The GPU table's names, ", " between them; the caller frees. */
+static char *gpu_names(void)
+{
+	struct strbuf sb = STRBUF_INIT;
+	const struct gpu_spec *g;
+
+	for (size_t i = 0; (g = gpus_at(i)); i++)
+		strbuf_addf(&sb, "%s%s", i ? ", " : "", g->name);
+	return strbuf_detach(&sb);
+}
+
+/* An option's line of the usage: its description from column 31, its words wrapped
+ * to lines of at most 90 columns as the rest of the usage is written. */
+static void usage_option(struct strbuf *sb, const char *opt, const char *text)
+{
+	enum { DESC_COL = 31, WIDTH = 90 };
+	size_t col = DESC_COL;
+	const char *w = text;
+
+	strbuf_addf(sb, "      %-*s", DESC_COL - 6, opt);
+	while (*w) {
+		size_t n = strcspn(w, " ");
+		if (w != text && col + 1 + n > WIDTH) {
+			strbuf_addf(sb, "\n%*s", DESC_COL, "");
+			col = DESC_COL;
+		} else if (w != text) {
+			strbuf_add(sb, " ");
+			col++;
+		}
+		strbuf_addf(sb, "%.*s", (int)n, w);
+		col += n;
+		w += n + strspn(w + n, " ");
+	}
+	strbuf_add(sb, "\n");
+}
+
+static void usage_print(FILE *f)
+{
+	struct strbuf text = STRBUF_INIT, sb = STRBUF_INIT;
+	char *gpus = gpu_names();
+
+	strbuf_addf(&text, "%s (default: GPU 0 by NVML)", gpus);
+	strbuf_add(&sb, usage_head);
+	usage_option(&sb, "--gpu NAME", strbuf_str(&text));
+	strbuf_add(&sb, usage_mid);
+	fputs(strbuf_str(&sb), f);
+	strbuf_release(&sb);
+	strbuf_release(&text);
+	free(gpus);
+}
 
 struct plan_args {
 	struct model_shape m;
@@ -408,14 +454,13 @@ int cmd_plan(int argc, char **argv)
 			pending[npending++].arg = optarg;
 			break;
 		case O_GPU: {
-			size_t i;
-			for (i = 0; i < sizeof(gpus) / sizeof(gpus[0]) && strcmp(gpus[i].name, optarg); i++)
-				;
-			if (i == sizeof(gpus) / sizeof(gpus[0]))
-				die(EXIT_USAGE, "plan: unknown --gpu '%s' (h200, h100-80gb, h100-94gb, a100-80gb, a100-40gb, "
-						"l40s, rtx-pro-6000, 4090, 3090, a10g, t4; or --gpu-memory SIZE)", optarg);
-			a.gpu_bytes = gpus[i].mib << 20;
-			a.gpu_name = gpus[i].name;
+			const struct gpu_spec *g = gpus_find(optarg);
+			if (!g) {
+				char *names = gpu_names();
+				die(EXIT_USAGE, "plan: unknown --gpu '%s' (%s; or --gpu-memory SIZE)", optarg, names);
+			}
+			a.gpu_bytes = g->memory_bytes;
+			a.gpu_name = g->name;
 			break;
 		}
 		case O_GPUMEM:
@@ -444,8 +489,8 @@ int cmd_plan(int argc, char **argv)
 		case O_CMP: cmp = 1; break;
 		case O_CALIB: calibrated = 1; break;
 		case O_DB: db = optarg; break;
-		case 'h': fputs(usage, stdout); return 0;
-		default: fputs(usage, stderr); return EXIT_USAGE;
+		case 'h': usage_print(stdout); return 0;
+		default: usage_print(stderr); return EXIT_USAGE;
 		}
 	}
 	if (cmp) {
