@@ -5,6 +5,7 @@
 #include <string.h>
 
 #include "plan/alloc.h"
+#include "plan/lora.h"
 #include "util/xalloc.h"
 
 /* A list of live tensors (ids into the step's table); a layer's saved tensors carry the
@@ -504,8 +505,8 @@ static void setup(struct step *s, const struct model_shape *m, const struct trai
 	s->lt = t->lora_targets;
 	s->r = t->lora_rank;
 	if (!s->full) { /* A (in x r) and B (r x out), fp32, per adapted projection */
-		struct lora_proj p[7];
-		int n = model_lora_projs(m, t->lora_targets, p);
+		struct lora_proj p[LORA_MAX_PROJS];
+		int n = lora_projs(m, t->lora_targets, p);
 		for (int i = 0; i < n; i++) {
 			s->ad[s->nad] = p[i].in * s->r, s->ad_mlp[s->nad++] = p[i].mlp;
 			s->ad[s->nad] = s->r * p[i].out, s->ad_mlp[s->nad++] = p[i].mlp;
