@@ -1,3 +1,9 @@
+/* The plan of a step: its components (weights, gradients, optimizer states, saved
+ * activations, logits, KV cache, buffers, context) counted analytically, and the phase
+ * whose peak is the largest. Where the caching allocator simulation (sim.c) covers the
+ * model, every architecture but GPT-2, its peak reserved memory is the total and the
+ * components say where it goes, fragmentation being what it finds beyond them; for
+ * GPT-2 the fragmentation is the fitted estimate below. */
 #include "plan/model.h"
 
 #include "plan/lora.h"
@@ -12,11 +18,12 @@
  * cases). `headroom probe` measures it per machine. */
 #define CONTEXT_BYTES (740ULL << 20)
 
-/* Allocator fragmentation: torch's reserved minus allocated at the peak. Between steps
- * the optimizer states and the logits' blocks interleave with the activations' cached
- * blocks, so the second step reserves new segments. Fitted on the 17 fixture cases
+/* Allocator fragmentation where the simulation does not cover the model (GPT-2):
+ * torch's reserved minus allocated at the peak. Between steps the optimizer states and
+ * the logits' blocks interleave with the activations' cached blocks, so the second step
+ * reserves new segments. Fitted on the 17 fixture cases of h200-torch2.11.json
  * (reserved - allocated): 1.2 x the fp32 logits of one step plus 0.2 x the optimizer
- * states; it is the least certain component (an allocator simulation would do better). */
+ * states. */
 #define FRAG_LOGITS_NUM 6
 #define FRAG_LOGITS_DEN 5
 #define FRAG_STATES_NUM 1

@@ -1,6 +1,7 @@
 /* The GPU memory planner's model: what a training (or inference) step of a decoder-only
- * transformer holds on the device, per component, and its peak over the step's phases.
- * Pure: a model shape and settings in, bytes out. Constants are explained in model.c. */
+ * transformer holds on the device, per component, at its peak: the allocator simulation
+ * (plan/sim.h) gives the total where it covers the model. Pure: a model shape and
+ * settings in, bytes out. Constants are explained in model.c. */
 #ifndef HEADROOM_PLAN_MODEL_H
 #define HEADROOM_PLAN_MODEL_H
 
