@@ -49,11 +49,14 @@ struct adapter {
 	int mlp;                  /* adapts a projection of the MLP (else of the attention) */
 };
 
+/* A run's allocator and tensors, and what of the model and the settings the sequence of
+ * allocations depends on. */
 struct step {
 	struct alloc_sim a;
 	int *block_of;            /* tensor id -> block, -1 when freed; id 0 unused */
 	size_t ntensors, cap_tensors;
-	/* the shape (elements) */
+	/* the shape (elements); the layers' formulas write tokens, hidden, inter, q_dim,
+	 * kv_dim and act_bytes as T, h, I, qd, k and ab */
 	int64_t tokens;           /* batch x seq */
 	int64_t batch, seq, hidden, layers, heads, kv_heads, vocab;
 	int64_t q_dim;            /* heads x head_dim */
