@@ -8,14 +8,19 @@
 
 #include "cmd/cmd.h"
 #include "plan/config.h"
+#include "plan/gpus.h"
+#include "plan/solve.h"
 #include "plan/model.h"
 #include "store/store.h"
 #include "sys/nvml.h"
 #include "util/log.h"
+#include "util/strbuf.h"
 #include "util/units.h"
 #include "util/xalloc.h"
 
-static const char usage[] =
+/* The usage in parts: usage_print writes the lines that name the GPUs and the knobs
+ * from their tables. */
+static const char usage_head[] =
 	"usage: headroom plan [OPTIONS] CONFIG.json\n"
 	"       headroom plan --compare A.json B.json [--json]\n"
 	"\n"
@@ -42,27 +47,85 @@ static const char usage[] =
 	"      --inference --context N  inference with a KV cache of batch x N tokens\n"
 	"      --context-bytes SIZE     CUDA context and workspaces (default 740M, H200/torch 2.11)\n"
 	"      --calibrated [--db PATH] use what `headroom probe --torch` measured on GPU 0\n"
-	"GPU:\n"
-	"      --gpu NAME               h200, h100-80gb, h100-94gb, a100-80gb, a100-40gb, l40s,\n"
-	"                               rtx-pro-6000, 4090, 3090, a10g, t4 (default: GPU 0 by NVML)\n"
+	"GPU:\n";
+static const char usage_gpu[] =
 	"      --gpu-memory SIZE        the GPU's memory, e.g. 80G\n"
 	"      --margin SIZE|PCT        kept free (default 4%: the model's error bound, 3%, and 1 more)\n"
 	"Output and solving:\n"
-	"      --json                   JSON: device_peak_bytes, components, fits...\n"
-	"      --solve KNOB             the largest value of batch, seq, loss_chunk, lora_rank,\n"
-	"                               context or buffer:NAME (its count) that fits\n"
+	"      --json                   JSON: device_peak_bytes, components, fits...\n";
+static const char usage_tail[] =
 	"      --lock KNOB              must stay as given (repeatable); --solve refuses it\n"
 	"      --compare A B            which components moved between two case files\n"
 	"  -h, --help                   show this help\n"
 	"\n"
 	"Exit status: 0 fits (or solved), 1 does not fit (or no value fits), 2 bad input.\n";
 
-static const struct gpu { const char *name; uint64_t mib; } gpus[] = {
-	/* total memory as the driver reports it */
-	{ "h200", 143771 },       { "h100-80gb", 81559 }, { "h100-94gb", 95830 }, { "a100-80gb", 81920 },
-	{ "a100-40gb", 40960 },   { "l40s", 46068 },      { "rtx-pro-6000", 97887 }, { "4090", 24564 },
-	{ "3090", 24576 },        { "a10g", 23028 },      { "t4", 15360 },
-};
+/* The GPU table's names, ", " between them; the caller frees. */
+static char *gpu_names(void)
+{
+	struct strbuf sb = STRBUF_INIT;
+	const struct gpu_spec *g;
+
+	for (size_t i = 0; (g = gpus_at(i)); i++)
+		strbuf_addf(&sb, "%s%s", i ? ", " : "", g->name);
+	return strbuf_detach(&sb);
+}
+
+/* The knobs' names, "a, b or c"; the caller frees. */
+static char *knob_names(void)
+{
+	struct strbuf sb = STRBUF_INIT;
+	const char *k;
+
+	for (size_t i = 0; (k = knob_name(i)); i++)
+		strbuf_addf(&sb, "%s%s", !i ? "" : knob_name(i + 1) ? ", " : " or ", k);
+	return strbuf_detach(&sb);
+}
+
+/* An option's line of the usage: its description from column 31, its words wrapped
+ * to lines of at most 90 columns as the rest of the usage is written. */
+static void usage_option(struct strbuf *sb, const char *opt, const char *text)
+{
+	enum { DESC_COL = 31, WIDTH = 90 };
+	size_t col = DESC_COL;
+	const char *w = text;
+
+	strbuf_addf(sb, "      %-*s", DESC_COL - 6, opt);
+	while (*w) {
+		size_t n = strcspn(w, " ");
+		if (w != text && col + 1 + n > WIDTH) {
+			strbuf_addf(sb, "\n%*s", DESC_COL, "");
+			col = DESC_COL;
+		} else if (w != text) {
+			strbuf_add(sb, " ");
+			col++;
+		}
+		strbuf_addf(sb, "%.*s", (int)n, w);
+		col += n;
+		w += n + strspn(w + n, " ");
+	}
+	strbuf_add(sb, "\n");
+}
+
+static void usage_print(FILE *f)
+{
+	struct strbuf sb = STRBUF_INIT, text = STRBUF_INIT;
+	char *gpus = gpu_names(), *knobs = knob_names();
+
+	strbuf_add(&sb, usage_head);
+	strbuf_addf(&text, "%s (default: GPU 0 by NVML)", gpus);
+	usage_option(&sb, "--gpu NAME", strbuf_str(&text));
+	strbuf_release(&text);
+	strbuf_add(&sb, usage_gpu);
+	strbuf_addf(&text, "the largest value of %s (its count) that fits", knobs);
+	usage_option(&sb, "--solve KNOB", strbuf_str(&text));
+	strbuf_release(&text);
+	strbuf_add(&sb, usage_tail);
+	fputs(strbuf_str(&sb), f);
+	strbuf_release(&sb);
+	free(gpus);
+	free(knobs);
+}
 
 struct plan_args {
 	struct model_shape m;
@@ -103,19 +166,17 @@ static uint64_t margin_of(const struct plan_args *a)
 	return a->margin_bytes ? a->margin_bytes : (uint64_t)((double)a->gpu_bytes * a->margin_pct / 100.0);
 }
 
+static struct fit fit_of(const struct plan_args *a)
+{
+	return (struct fit){ .gpu_bytes = a->gpu_bytes, .margin_bytes = margin_of(a) };
+}
+
 static void compute(const struct plan_args *a, const struct train_settings *t, struct plan_result *r)
 {
-	struct train_settings on_gpu = *t;
+	struct fit f = fit_of(a);
 	const char *why;
 
-	/* near the GPU's size PyTorch gives cached segments back before it fails; the
-	 * simulation does the same at what the allocator has under the margin */
-	if (a->gpu_bytes) {
-		uint64_t ctx = t->context_bytes ? t->context_bytes : plan_default_context_bytes();
-		uint64_t keep = margin_of(a) + ctx;
-		on_gpu.limit_bytes = a->gpu_bytes > keep ? a->gpu_bytes - keep : 1;
-	}
-	if (plan_compute(&a->m, &on_gpu, r, &why))
+	if (fit_plan(&f, &a->m, t, r, &why))
 		die(EXIT_USAGE, "plan: %s", why);
 }
 
@@ -157,85 +218,45 @@ static void print_table(const struct plan_args *a, const struct plan_result *r)
 		printf(", %s short\n", size_format(need - a->gpu_bytes, d, sizeof(d)));
 }
 
-/* The knob's value in t, or NULL for an unknown knob. */
-static int64_t *knob(struct train_settings *t, const char *name)
+static int solve(const struct plan_args *a, const char *name)
 {
-	if (!strcmp(name, "batch"))
-		return &t->batch;
-	if (!strcmp(name, "seq"))
-		return &t->seq;
-	if (!strcmp(name, "loss_chunk"))
-		return &t->loss_chunk;
-	if (!strcmp(name, "lora_rank"))
-		return &t->lora_rank;
-	if (!strcmp(name, "context"))
-		return &t->context;
-	if (!strncmp(name, "buffer:", 7))
-		for (size_t i = 0; i < t->nbuffers; i++)
-			if (!strcmp(t->buffers[i].name, name + 7))
-				return &t->buffers[i].count;
-	return NULL;
-}
+	struct fit f = fit_of(a);
+	struct solve_result r;
+	const char *why;
+	int rc = solve_knob(&f, &a->m, &a->t, name, &r, &why);
 
-static int fits_with(const struct plan_args *a, struct train_settings *t, int64_t *k, int64_t v, struct plan_result *r)
-{
-	*k = v;
-	compute(a, t, r);
-	return r->device_peak_bytes + margin_of(a) <= a->gpu_bytes;
-}
-
-static int solve(struct plan_args *a, const char *name)
-{
-	struct train_settings t = a->t;
-	struct plan_result r, best_r, next_r;
-	int64_t *k = knob(&t, name), lo = 0, hi = 1;
-	const int64_t cap = (int64_t)1 << 30;
-
-	if (!k)
-		die(EXIT_USAGE, "plan: --solve wants batch, seq, loss_chunk, lora_rank, context or buffer:NAME "
-				"(a --buffer given), not '%s'", name);
-	/* grow until it does not fit, then halve the gap: the peak grows with each knob */
-	while (hi < cap && fits_with(a, &t, k, hi, &r)) {
-		lo = hi;
-		best_r = r;
-		hi *= 2;
+	if (rc == -ENOENT) {
+		char *knobs = knob_names();
+		die(EXIT_USAGE, "plan: --solve wants %s (a --buffer given), not '%s'", knobs, name);
 	}
-	while (hi - lo > 1) {
-		int64_t mid = lo + (hi - lo) / 2;
-		if (fits_with(a, &t, k, mid, &r)) {
-			lo = mid;
-			best_r = r;
-		} else {
-			hi = mid;
-		}
-	}
-	fits_with(a, &t, k, lo + 1, &next_r);
+	if (rc)
+		die(EXIT_USAGE, "plan: %s", why);
 	if (a->json) {
 		json_t *o = json_object();
 		json_object_set_new(o, "knob", json_string(name));
-		json_object_set_new(o, "value", lo ? json_integer(lo) : json_null());
-		json_object_set_new(o, "plan", lo ? result_json(&best_r) : json_null());
-		json_object_set_new(o, "next_value", json_integer(lo + 1));
-		json_object_set_new(o, "next_device_peak_bytes", json_integer((json_int_t)next_r.device_peak_bytes));
+		json_object_set_new(o, "value", r.value ? json_integer(r.value) : json_null());
+		json_object_set_new(o, "plan", r.value ? result_json(&r.plan) : json_null());
+		json_object_set_new(o, "next_value", json_integer(r.value + 1));
+		json_object_set_new(o, "next_device_peak_bytes", json_integer((json_int_t)r.next.device_peak_bytes));
 		json_object_set_new(o, "gpu_memory_bytes", json_integer((json_int_t)a->gpu_bytes));
-		json_object_set_new(o, "margin_bytes", json_integer((json_int_t)margin_of(a)));
+		json_object_set_new(o, "margin_bytes", json_integer((json_int_t)f.margin_bytes));
 		json_dumpf(o, stdout, JSON_INDENT(2));
 		putchar('\n');
 		json_decref(o);
 	} else {
 		char b[32], c[32], d[32], e[32];
-		if (!lo) {
+		if (!r.value) {
 			printf("no %s fits: %s = 1 needs %s, the GPU has %s with a margin of %s\n", name, name,
-			       size_format(next_r.device_peak_bytes, b, sizeof(b)), size_format(a->gpu_bytes, c, sizeof(c)),
-			       size_format(margin_of(a), d, sizeof(d)));
+			       size_format(r.next.device_peak_bytes, b, sizeof(b)), size_format(a->gpu_bytes, c, sizeof(c)),
+			       size_format(f.margin_bytes, d, sizeof(d)));
 		} else {
-			printf("%s = %lld fits: peak %s of %s (margin %s); %lld would need %s\n", name, (long long)lo,
-			       size_format(best_r.device_peak_bytes, b, sizeof(b)), size_format(a->gpu_bytes, c, sizeof(c)),
-			       size_format(margin_of(a), d, sizeof(d)), (long long)(lo + 1),
-			       size_format(next_r.device_peak_bytes, e, sizeof(e)));
+			printf("%s = %lld fits: peak %s of %s (margin %s); %lld would need %s\n", name, (long long)r.value,
+			       size_format(r.plan.device_peak_bytes, b, sizeof(b)), size_format(a->gpu_bytes, c, sizeof(c)),
+			       size_format(f.margin_bytes, d, sizeof(d)), (long long)(r.value + 1),
+			       size_format(r.next.device_peak_bytes, e, sizeof(e)));
 		}
 	}
-	return lo ? 0 : 1;
+	return r.value ? 0 : 1;
 }
 
 static int compare(struct plan_args *a, const char *pa, const char *pb)
@@ -390,7 +411,7 @@ int cmd_plan(int argc, char **argv)
 	struct { int c; const char *arg; } pending[64];
 	size_t npending = 0;
 	struct plan_args a = { .margin_pct = 4.0 };
-	const char *train_file = NULL, *solve_knob = NULL, *locks[16], *db = NULL;
+	const char *train_file = NULL, *solve_name = NULL, *locks[16], *db = NULL;
 	size_t nlocks = 0;
 	int c, cmp = 0, calibrated = 0;
 
@@ -408,14 +429,13 @@ int cmd_plan(int argc, char **argv)
 			pending[npending++].arg = optarg;
 			break;
 		case O_GPU: {
-			size_t i;
-			for (i = 0; i < sizeof(gpus) / sizeof(gpus[0]) && strcmp(gpus[i].name, optarg); i++)
-				;
-			if (i == sizeof(gpus) / sizeof(gpus[0]))
-				die(EXIT_USAGE, "plan: unknown --gpu '%s' (h200, h100-80gb, h100-94gb, a100-80gb, a100-40gb, "
-						"l40s, rtx-pro-6000, 4090, 3090, a10g, t4; or --gpu-memory SIZE)", optarg);
-			a.gpu_bytes = gpus[i].mib << 20;
-			a.gpu_name = gpus[i].name;
+			const struct gpu_spec *g = gpus_find(optarg);
+			if (!g) {
+				char *names = gpu_names();
+				die(EXIT_USAGE, "plan: unknown --gpu '%s' (%s; or --gpu-memory SIZE)", optarg, names);
+			}
+			a.gpu_bytes = g->memory_bytes;
+			a.gpu_name = g->name;
 			break;
 		}
 		case O_GPUMEM:
@@ -435,7 +455,7 @@ int cmd_plan(int argc, char **argv)
 			break;
 		}
 		case O_JSON: a.json = 1; break;
-		case O_SOLVE: solve_knob = optarg; break;
+		case O_SOLVE: solve_name = optarg; break;
 		case O_LOCK:
 			if (nlocks == 16)
 				die(EXIT_USAGE, "plan: at most 16 --lock");
@@ -444,8 +464,8 @@ int cmd_plan(int argc, char **argv)
 		case O_CMP: cmp = 1; break;
 		case O_CALIB: calibrated = 1; break;
 		case O_DB: db = optarg; break;
-		case 'h': fputs(usage, stdout); return 0;
-		default: fputs(usage, stderr); return EXIT_USAGE;
+		case 'h': usage_print(stdout); return 0;
+		default: usage_print(stderr); return EXIT_USAGE;
 		}
 	}
 	if (cmp) {
@@ -474,20 +494,21 @@ int cmd_plan(int argc, char **argv)
 			    rc == -ENOENT ? "no driver or no GPU" : "NVML failed");
 		a.gpu_name = "0 (NVML)";
 	}
-	for (size_t i = 0; i < nlocks; i++) {
-		struct train_settings probe = a.t;
-		if (!knob(&probe, locks[i]))
-			die(EXIT_USAGE, "plan: --lock wants batch, seq, loss_chunk, lora_rank, context or buffer:NAME, not '%s'",
-			    locks[i]);
-		if (solve_knob && !strcmp(locks[i], solve_knob))
-			die(EXIT_USAGE, "plan: %s is locked: it cannot be solved for", solve_knob);
+	const char *bad;
+	int rc = knob_locks_check(&a.t, locks, nlocks, solve_name, &bad);
+	if (rc == -ENOENT) {
+		char *knobs = knob_names();
+		die(EXIT_USAGE, "plan: --lock wants %s, not '%s'", knobs, bad);
 	}
-	if (solve_knob)
-		return solve(&a, solve_knob);
+	if (rc)
+		die(EXIT_USAGE, "plan: %s is locked: it cannot be solved for", bad);
+	if (solve_name)
+		return solve(&a, solve_name);
 
 	struct plan_result r;
 	compute(&a, &a.t, &r);
-	int fits = r.device_peak_bytes + margin_of(&a) <= a.gpu_bytes;
+	struct fit f = fit_of(&a);
+	int fits = fit_ok(&f, &r);
 	if (a.json) {
 		json_t *o = result_json(&r);
 		json_object_set_new(o, "gpu_memory_bytes", json_integer((json_int_t)a.gpu_bytes));

@@ -3,7 +3,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "util/xalloc.h"
+#include "util/grow.h"
 
 #define MIB (1024ULL * 1024)
 #define MIN_BLOCK 512ULL
@@ -30,19 +30,13 @@ static int new_block(struct alloc_sim *a)
 {
 	if (a->nspare)
 		return a->spare[--a->nspare];
-	if (a->nb == a->capb) {
-		a->capb = a->capb ? a->capb * 2 : 1024;
-		a->b = xrealloc(a->b, a->capb * sizeof(*a->b));
-	}
+	ARRAY_GROW(a->b, a->nb + 1, a->capb);
 	return (int)a->nb++;
 }
 
 static void recycle(struct alloc_sim *a, int i)
 {
-	if (a->nspare == a->capspare) {
-		a->capspare = a->capspare ? a->capspare * 2 : 256;
-		a->spare = xrealloc(a->spare, a->capspare * sizeof(*a->spare));
-	}
+	ARRAY_GROW(a->spare, a->nspare + 1, a->capspare);
 	a->b[i].size = 0;
 	a->b[i].free = 0;
 	a->spare[a->nspare++] = i;
@@ -50,10 +44,7 @@ static void recycle(struct alloc_sim *a, int i)
 
 static void free_add(struct alloc_sim *a, int i)
 {
-	if (a->nfree == a->capfree) {
-		a->capfree = a->capfree ? a->capfree * 2 : 256;
-		a->freel = xrealloc(a->freel, a->capfree * sizeof(*a->freel));
-	}
+	ARRAY_GROW(a->freel, a->nfree + 1, a->capfree);
 	a->b[i].free = 1;
 	a->b[i].fpos = (int)a->nfree;
 	a->freel[a->nfree++] = i;

@@ -1,5 +1,12 @@
+/* The plan of a step: its components (weights, gradients, optimizer states, saved
+ * activations, logits, KV cache, buffers, context) counted analytically, and the phase
+ * whose peak is the largest. Where the caching allocator simulation (sim.c) covers the
+ * model, every architecture but GPT-2, its peak reserved memory is the total and the
+ * components say where it goes, fragmentation being what it finds beyond them; for
+ * GPT-2 the fragmentation is the fitted estimate below. */
 #include "plan/model.h"
 
+#include "plan/lora.h"
 #include "plan/sim.h"
 
 #include <errno.h>
@@ -11,11 +18,12 @@
  * cases). `headroom probe` measures it per machine. */
 #define CONTEXT_BYTES (740ULL << 20)
 
-/* Allocator fragmentation: torch's reserved minus allocated at the peak. Between steps
- * the optimizer states and the logits' blocks interleave with the activations' cached
- * blocks, so the second step reserves new segments. Fitted on the 17 fixture cases
+/* Allocator fragmentation where the simulation does not cover the model (GPT-2):
+ * torch's reserved minus allocated at the peak. Between steps the optimizer states and
+ * the logits' blocks interleave with the activations' cached blocks, so the second step
+ * reserves new segments. Fitted on the 17 fixture cases of h200-torch2.11.json
  * (reserved - allocated): 1.2 x the fp32 logits of one step plus 0.2 x the optimizer
- * states; it is the least certain component (an allocator simulation would do better). */
+ * states. */
 #define FRAG_LOGITS_NUM 6
 #define FRAG_LOGITS_DEN 5
 #define FRAG_STATES_NUM 1
@@ -70,32 +78,6 @@ int64_t model_params(const struct model_shape *m)
 	if (m->family == ARCH_GPT2)
 		return emb + m->positions * m->hidden + m->layers * layer_params(m) + 2 * m->hidden;
 	return emb + m->layers * layer_params(m) + m->hidden;
-}
-
-int model_lora_projs(const struct model_shape *m, unsigned targets, struct lora_proj *p)
-{
-	int64_t h = m->hidden, q = q_dim(m), k = kv_dim(m), I = m->intermediate;
-	const struct lora_proj all[] = {
-		{ LORA_Q, h, q, 0 }, { LORA_K, h, k, 0 },    { LORA_V, h, k, 0 },   { LORA_O, q, h, 0 },
-		{ LORA_GATE, h, I, 1 }, { LORA_UP, h, I, 1 }, { LORA_DOWN, I, h, 1 },
-	};
-	int n = 0;
-
-	for (size_t i = 0; i < sizeof(all) / sizeof(all[0]); i++)
-		if (targets & all[i].bit)
-			p[n++] = all[i];
-	return n;
-}
-
-int64_t model_lora_params(const struct model_shape *m, const struct train_settings *t)
-{
-	struct lora_proj p[7];
-	int64_t n = 0;
-
-	/* each adapted matrix in x out gets A (in x r) and B (r x out) */
-	for (int i = model_lora_projs(m, t->lora_targets, p) - 1; i >= 0; i--)
-		n += t->lora_rank * (p[i].in + p[i].out);
-	return n * m->layers;
 }
 
 /* Bytes one decoder layer saves for its backward pass over T tokens, from the tensors
@@ -225,7 +207,7 @@ int plan_compute(const struct model_shape *m, const struct train_settings *t, st
 		return plan_inference(m, t, r);
 	}
 
-	trainable = t->lora_rank ? model_lora_params(m, t) : P;
+	trainable = t->lora_rank ? lora_params(m, t) : P;
 	r->trainable_params = trainable;
 	/* LoRA adapters train in fp32 next to bf16 weights (PEFT's default) */
 	uint64_t tw = t->lora_rank ? 4 : w;

@@ -2,13 +2,13 @@
  * frees PyTorch and transformers make, run through the caching allocator simulation:
  * the peak reserved memory, fragmentation included. The sequence was written from the
  * Hugging Face code and checked against allocator histories recorded on an H200
- * (docs/plan.md). */
+ * (docs/plan.md). The model (model.c) calls it; it calls nothing of the model's. */
 #ifndef HEADROOM_PLAN_SIM_H
 #define HEADROOM_PLAN_SIM_H
 
 #include <stdint.h>
 
-#include "plan/model.h"
+#include "plan/shape.h"
 
 struct sim_result {
 	uint64_t max_allocated_bytes;  /* as torch.cuda.max_memory_allocated */

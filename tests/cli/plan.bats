@@ -154,3 +154,24 @@ J
 	run "$HR" plan --gpu h200 --json "$T/case.json"
 	python3 -c 'import json,sys; assert json.loads(sys.argv[1])["device_peak_bytes"] == int(sys.argv[2])' "$output" "$without"
 }
+
+@test "the usage and the errors list the GPUs and the knobs from their tables" {
+	llama1b
+	run "$HR" plan --help
+	[ "$status" -eq 0 ]
+	[[ "$output" == *"      --gpu NAME               h200, h100-80gb, h100-94gb, a100-80gb, a100-40gb, l40s,
+                               rtx-pro-6000, 4090, 3090, a10g, t4 (default: GPU 0 by NVML)
+"* ]]
+	[[ "$output" == *"      --solve KNOB             the largest value of batch, seq, loss_chunk, lora_rank,
+                               context or buffer:NAME (its count) that fits
+"* ]]
+	run "$HR" plan --gpu nosuch "$T/llama1b.json"
+	[ "$status" -eq 2 ]
+	[ "$output" = "headroom: plan: unknown --gpu 'nosuch' (h200, h100-80gb, h100-94gb, a100-80gb, a100-40gb, l40s, rtx-pro-6000, 4090, 3090, a10g, t4; or --gpu-memory SIZE)" ]
+	run "$HR" plan --gpu h200 --solve nosuch "$T/llama1b.json"
+	[ "$status" -eq 2 ]
+	[ "$output" = "headroom: plan: --solve wants batch, seq, loss_chunk, lora_rank, context or buffer:NAME (a --buffer given), not 'nosuch'" ]
+	run "$HR" plan --gpu h200 --lock nosuch "$T/llama1b.json"
+	[ "$status" -eq 2 ]
+	[ "$output" = "headroom: plan: --lock wants batch, seq, loss_chunk, lora_rank, context or buffer:NAME, not 'nosuch'" ]
+}

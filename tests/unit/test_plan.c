@@ -71,7 +71,7 @@ static void check_fixture_file(const char *path, size_t expect_n)
 	assert_true(worst <= 0.03);
 }
 
-/* ../shared's 17 cases (today: 0.2 %, 5.0 %, 0.5 %) */
+/* the 17 cases of tests/fixtures/gpu-train/h200-torch2.11.json (today: 0.2 %, 5.0 %, 0.5 %) */
 static void test_fixtures(void **state)
 {
 	(void)state;

@@ -1,0 +1,19 @@
+/* The GPUs `headroom plan --gpu NAME` knows by name, for planning on a machine without
+ * the GPU: each one's total memory as its driver reports it. */
+#ifndef HEADROOM_PLAN_GPUS_H
+#define HEADROOM_PLAN_GPUS_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+struct gpu_spec {
+	const char *name;       /* lower case, as --gpu takes it: "h200", "a100-80gb" */
+	uint64_t memory_bytes;  /* total, as the driver reports it */
+};
+
+/* The GPU called name (case matters), or NULL. The table is static: never freed. */
+const struct gpu_spec *gpus_find(const char *name);
+/* The i-th GPU of the table in the order the usage lists them, or NULL past its end. */
+const struct gpu_spec *gpus_at(size_t i);
+
+#endif

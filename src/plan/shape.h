@@ -1,0 +1,62 @@
+/* What a plan is made of: a decoder model's shape (from its config.json) and the
+ * settings of the training step (or inference) planned for it. Plain data, shared by
+ * the model, the simulation and the solver. */
+#ifndef HEADROOM_PLAN_SHAPE_H
+#define HEADROOM_PLAN_SHAPE_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+enum arch_family {
+	ARCH_LLAMA,   /* llama, mistral, qwen2, qwen3, phi3: RMSNorm, rotary, gated MLP */
+	ARCH_GEMMA,   /* gemma, gemma2: as llama with a scaled embedding; gemma2 has 4 norms a layer */
+	ARCH_GPT2,    /* LayerNorm, learned positions, 4h GELU MLP, fused qkv */
+};
+
+struct model_shape {
+	char type[32];            /* model_type from config.json */
+	enum arch_family family;
+	int64_t hidden, layers, heads, kv_heads, head_dim, intermediate, vocab, positions;
+	int tied;                 /* lm_head shares the embedding */
+	int qkv_bias, qk_norm, norms_per_layer;
+	int fused_proj;           /* phi3: one qkv_proj and one gate_up_proj matrix */
+	double final_softcap;     /* gemma2's final_logit_softcapping; 0 none */
+};
+
+enum optimizer { OPT_ADAMW, OPT_SGD, OPT_NONE };
+
+struct buffer_spec {
+	char name[32];
+	int64_t count;
+	uint64_t item_bytes;
+};
+
+#define PLAN_MAX_BUFFERS 8
+
+struct train_settings {
+	int param_bytes;          /* 4 fp32, 2 bf16/fp16 */
+	int autocast;             /* bf16 autocast over fp32 weights */
+	enum optimizer opt;
+	int fused;                /* AdamW fused=True (no foreach temporaries) */
+	double momentum;          /* SGD */
+	int grad_ckpt;
+	int use_cache;            /* the model's use_cache in training (its default, 1; off with
+				   * grad_ckpt): each layer's keys and values held to the next step */
+	int64_t batch, seq;
+	int64_t loss_chunk;       /* tokens per lm_head + loss chunk; 0: all at once */
+	int zero_stage;           /* 0 none; 1 optimizer, 2 + gradients, 3 + weights (FSDP full shard) */
+	int64_t dp;               /* data-parallel degree the states are sharded over */
+	int64_t lora_rank;        /* 0: full fine-tuning */
+	unsigned lora_targets;    /* LORA_* bits */
+	int inference;            /* no gradients, no optimizer; a KV cache of batch x context */
+	int64_t context;          /* inference: tokens kept in the KV cache */
+	struct buffer_spec buffers[PLAN_MAX_BUFFERS];
+	size_t nbuffers;
+	uint64_t context_bytes;   /* CUDA context and library workspaces; 0: the default */
+	uint64_t limit_bytes;     /* what the caching allocator may reserve on the GPU (its
+				   * memory less the context and the margin); 0: unlimited */
+};
+
+enum { LORA_Q = 1, LORA_K = 2, LORA_V = 4, LORA_O = 8, LORA_GATE = 16, LORA_UP = 32, LORA_DOWN = 64 };
+
+#endif

@@ -1,0 +1,162 @@
+/* The caching allocator simulation (plan/alloc): rounding, pools, splitting, merging,
+ * best fit with its ties, and segments given back under the limit. */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include <cmocka.h>
+
+#include "plan/alloc.h"
+
+#define KiB 1024ULL
+#define MiB (1024ULL * 1024)
+
+/* A small request is rounded to 512 B and split off a new 2 MiB segment; the next one
+ * comes from the rest of that segment, right after it. */
+static void test_small_split(void **state)
+{
+	struct alloc_sim a;
+	(void)state;
+
+	alloc_sim_init(&a);
+	int x = alloc_sim_malloc(&a, 1000);
+	assert_int_equal(a.b[x].size, 1024);
+	assert_int_equal(a.b[x].off, 0);
+	assert_int_equal(a.b[x].pool, 0);
+	assert_int_equal(a.reserved_bytes, 2 * MiB);
+	assert_int_equal(a.nfree, 1); /* the rest of the segment */
+	assert_int_equal(a.b[a.freel[0]].size, 2 * MiB - 1024);
+	int y = alloc_sim_malloc(&a, 1);
+	assert_int_equal(a.b[y].size, 512);
+	assert_int_equal(a.b[y].off, 1024);
+	assert_int_equal(a.b[y].seg, a.b[x].seg);
+	assert_int_equal(a.allocated_bytes, 1536);
+	assert_int_equal(a.nsegs, 1);
+	alloc_sim_free(&a);
+}
+
+/* Large requests: under 10 MiB a 20 MiB segment, split when more than 1 MiB is left;
+ * a later request fits in that rest (best fit) rather than a new segment; from 10 MiB
+ * the segment is the request rounded to 2 MiB, and a rest of 1 MiB or less stays with
+ * the block. */
+static void test_large_pool(void **state)
+{
+	struct alloc_sim a;
+	(void)state;
+
+	alloc_sim_init(&a);
+	int x = alloc_sim_malloc(&a, 5 * MiB);
+	assert_int_equal(a.b[x].pool, 1);
+	assert_int_equal(a.reserved_bytes, 20 * MiB);
+	int y = alloc_sim_malloc(&a, 12 * MiB);
+	assert_int_equal(a.b[y].seg, a.b[x].seg);
+	assert_int_equal(a.b[y].off, 5 * MiB);
+	assert_int_equal(a.reserved_bytes, 20 * MiB);
+	int z = alloc_sim_malloc(&a, 19 * MiB + 512 * KiB);
+	assert_int_equal(a.b[z].size, 20 * MiB);
+	assert_int_equal(a.reserved_bytes, 40 * MiB);
+	assert_int_equal(a.allocated_bytes, 37 * MiB);
+	assert_int_equal(a.max_allocated_bytes, 37 * MiB);
+	alloc_sim_free(&a);
+}
+
+/* Freed blocks merge with free neighbours on both sides, back to the whole segment,
+ * which stays cached: the next request takes it without reserving more. */
+static void test_merge(void **state)
+{
+	struct alloc_sim a;
+	(void)state;
+
+	alloc_sim_init(&a);
+	int x = alloc_sim_malloc(&a, 256 * KiB);
+	int y = alloc_sim_malloc(&a, 256 * KiB);
+	int z = alloc_sim_malloc(&a, 256 * KiB);
+	alloc_sim_release(&a, x);
+	alloc_sim_release(&a, z); /* merges with the segment's rest after it */
+	assert_int_equal(a.nfree, 2);
+	alloc_sim_release(&a, y); /* merges with both */
+	assert_int_equal(a.nfree, 1);
+	int f = a.freel[0];
+	assert_int_equal(a.b[f].size, 2 * MiB);
+	assert_int_equal(a.b[f].off, 0);
+	assert_int_equal(a.b[f].prev, -1);
+	assert_int_equal(a.b[f].next, -1);
+	assert_int_equal(a.allocated_bytes, 0);
+	assert_int_equal(a.reserved_bytes, 2 * MiB);
+	int w = alloc_sim_malloc(&a, 1 * MiB);
+	assert_int_equal(a.b[w].off, 0);
+	assert_int_equal(a.reserved_bytes, 2 * MiB);
+	assert_int_equal(a.max_allocated_bytes, 1 * MiB);
+	alloc_sim_free(&a);
+}
+
+/* Among free blocks of the same size the lowest address wins: in a newer segment
+ * (it lies lower), and within one segment the lower offset. */
+static void test_best_fit_ties(void **state)
+{
+	struct alloc_sim a;
+	(void)state;
+
+	alloc_sim_init(&a);
+	int a0 = alloc_sim_malloc(&a, 1 * MiB), a1 = alloc_sim_malloc(&a, 1 * MiB);
+	int b0 = alloc_sim_malloc(&a, 1 * MiB), b1 = alloc_sim_malloc(&a, 1 * MiB);
+	assert_int_equal(a.b[a1].seg, 0);
+	assert_int_equal(a.b[b0].seg, 1);
+	alloc_sim_release(&a, a0);
+	alloc_sim_release(&a, b0);
+	assert_int_equal(alloc_sim_malloc(&a, 1 * MiB), b0);
+	assert_int_equal(a.b[b0].seg, 1);
+	alloc_sim_release(&a, a1);
+	alloc_sim_release(&a, b1);
+
+	/* one segment of four quarters: the third and the first freed, in that order */
+	struct alloc_sim c;
+	alloc_sim_init(&c);
+	int q[4];
+	for (int i = 0; i < 4; i++)
+		q[i] = alloc_sim_malloc(&c, 512 * KiB);
+	alloc_sim_release(&c, q[2]);
+	alloc_sim_release(&c, q[0]);
+	int got = alloc_sim_malloc(&c, 512 * KiB);
+	assert_int_equal(got, q[0]);
+	assert_int_equal(c.b[got].off, 0);
+	alloc_sim_free(&c);
+	alloc_sim_free(&a);
+}
+
+/* A new segment that would pass limit_bytes first makes every wholly free segment go
+ * back; when that is not enough the allocation goes on and oom says so. */
+static void test_release_under_limit(void **state)
+{
+	struct alloc_sim a;
+	(void)state;
+
+	alloc_sim_init(&a);
+	a.limit_bytes = 24 * MiB;
+	int x = alloc_sim_malloc(&a, 5 * MiB);
+	alloc_sim_release(&a, x);
+	assert_int_equal(a.reserved_bytes, 20 * MiB); /* cached */
+	int y = alloc_sim_malloc(&a, 22 * MiB);
+	assert_int_equal(a.b[y].size, 22 * MiB);
+	assert_int_equal(a.reserved_bytes, 22 * MiB);
+	assert_int_equal(a.max_reserved_bytes, 22 * MiB);
+	assert_int_equal(a.nfree, 0);
+	assert_int_equal(a.oom, 0);
+	/* y is in use: nothing to give back */
+	alloc_sim_malloc(&a, 4 * MiB);
+	assert_int_equal(a.oom, 1);
+	assert_int_equal(a.reserved_bytes, 42 * MiB);
+	assert_int_equal(a.max_reserved_bytes, 42 * MiB);
+	alloc_sim_free(&a);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_small_split),       cmocka_unit_test(test_large_pool),
+		cmocka_unit_test(test_merge),             cmocka_unit_test(test_best_fit_ties),
+		cmocka_unit_test(test_release_under_limit),
+	};
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}

@@ -1,0 +1,178 @@
+/* Fitting a plan to a GPU and solving for a knob (plan/solve), on llama-1b (the CLI
+ * tests' model): the values `headroom plan --solve` gives for it. */
+#include <errno.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <string.h>
+
+#include <cmocka.h>
+#include <jansson.h>
+
+#include "plan/config.h"
+#include "plan/gpus.h"
+#include "plan/model.h"
+#include "plan/solve.h"
+
+#define GiB (1024ULL * 1024 * 1024)
+
+static void llama1b(struct model_shape *m, struct train_settings *t)
+{
+	json_t *j = json_loads("{\"model_type\": \"llama\", \"hidden_size\": 2048, \"intermediate_size\": 8192,"
+			       " \"num_hidden_layers\": 16, \"num_attention_heads\": 32, \"num_key_value_heads\": 8,"
+			       " \"vocab_size\": 128256, \"tie_word_embeddings\": true}", 0, NULL);
+	char *err = NULL;
+
+	assert_int_equal(model_shape_from_json(j, m, &err), 0);
+	json_decref(j);
+	train_settings_init(t);
+}
+
+/* A GPU of the table with the command's default margin, 4 % of its memory. */
+static struct fit fit_gpu(const char *name)
+{
+	uint64_t gpu = gpus_find(name)->memory_bytes;
+	return (struct fit){ .gpu_bytes = gpu, .margin_bytes = (uint64_t)((double)gpu * 4.0 / 100.0) };
+}
+
+static void test_knobs(void **state)
+{
+	static const char *const names[] = { "batch", "seq", "loss_chunk", "lora_rank", "context", "buffer:NAME" };
+	struct train_settings t;
+	(void)state;
+
+	for (size_t i = 0; i < sizeof(names) / sizeof(names[0]); i++)
+		assert_string_equal(knob_name(i), names[i]);
+	assert_null(knob_name(sizeof(names) / sizeof(names[0])));
+	train_settings_init(&t);
+	assert_ptr_equal(knob_of(&t, "batch"), &t.batch);
+	assert_ptr_equal(knob_of(&t, "seq"), &t.seq);
+	assert_ptr_equal(knob_of(&t, "loss_chunk"), &t.loss_chunk);
+	assert_ptr_equal(knob_of(&t, "lora_rank"), &t.lora_rank);
+	assert_ptr_equal(knob_of(&t, "context"), &t.context);
+	assert_null(knob_of(&t, "buffer:q"));
+	assert_int_equal(buffer_spec_parse("q=2x1G", &t.buffers[0]), 0);
+	t.nbuffers = 1;
+	assert_ptr_equal(knob_of(&t, "buffer:q"), &t.buffers[0].count);
+	assert_null(knob_of(&t, "buffer:"));
+	assert_null(knob_of(&t, "buffer:NAME"));
+	assert_null(knob_of(&t, "dp"));
+	assert_null(knob_of(&t, "Batch"));
+}
+
+static void test_locks(void **state)
+{
+	const char *const locks[] = { "batch", "seq" }, *const bad[] = { "batch", "nosuch" };
+	struct train_settings t;
+	const char *which;
+	(void)state;
+
+	train_settings_init(&t);
+	assert_int_equal(knob_locks_check(&t, locks, 2, NULL, &which), 0);
+	assert_null(which);
+	assert_int_equal(knob_locks_check(&t, locks, 2, "loss_chunk", &which), 0);
+	assert_int_equal(knob_locks_check(&t, locks, 2, "seq", &which), -EPERM);
+	assert_string_equal(which, "seq");
+	assert_int_equal(knob_locks_check(&t, bad, 2, NULL, &which), -ENOENT);
+	assert_string_equal(which, "nosuch");
+	assert_int_equal(knob_locks_check(&t, locks, 0, "batch", &which), 0);
+}
+
+/* Without a GPU the plan is plan_compute's; with one, the same plan fits or not by
+ * its device peak and the margin. */
+static void test_fit(void **state)
+{
+	struct model_shape m;
+	struct train_settings t;
+	struct plan_result a, b;
+	struct fit none = { 0 }, h100 = fit_gpu("h100-80gb");
+	const char *why;
+	(void)state;
+
+	llama1b(&m, &t);
+	t.seq = 4096;
+	t.batch = 4;
+	assert_int_equal(fit_plan(&none, &m, &t, &a, &why), 0);
+	assert_int_equal(plan_compute(&m, &t, &b, &why), 0);
+	assert_memory_equal(a.bytes, b.bytes, sizeof(a.bytes));
+	assert_int_equal(fit_plan(&h100, &m, &t, &a, &why), 0);
+	assert_int_equal(a.device_peak_bytes, 78630617088ULL);
+	assert_true(fit_ok(&h100, &a));
+	t.batch = 5;
+	assert_int_equal(fit_plan(&h100, &m, &t, &a, &why), 0);
+	assert_int_equal(a.device_peak_bytes, 92174024704ULL);
+	assert_false(fit_ok(&h100, &a));
+	t.zero_stage = 5;
+	assert_int_equal(fit_plan(&h100, &m, &t, &a, &why), -EINVAL);
+	assert_string_equal(why, "zero stage must be 0..3 and dp at least 1");
+}
+
+static void test_solve_batch(void **state)
+{
+	struct model_shape m;
+	struct train_settings t;
+	struct solve_result r;
+	struct fit h100 = fit_gpu("h100-80gb");
+	const char *why;
+	(void)state;
+
+	llama1b(&m, &t);
+	t.seq = 4096;
+	assert_int_equal(solve_knob(&h100, &m, &t, "batch", &r, &why), 0);
+	assert_int_equal(r.value, 4);
+	assert_int_equal(r.plan.device_peak_bytes, 78630617088ULL);
+	assert_int_equal(r.next.device_peak_bytes, 92174024704ULL);
+	assert_int_equal(t.batch, 1); /* the caller's settings stay as they were */
+}
+
+/* Nothing fits a T4: value 0, and what batch 1 would need. */
+static void test_solve_none(void **state)
+{
+	struct model_shape m;
+	struct train_settings t;
+	struct solve_result r;
+	struct fit t4 = fit_gpu("t4");
+	const char *why;
+	(void)state;
+
+	llama1b(&m, &t);
+	t.seq = 4096;
+	assert_int_equal(solve_knob(&t4, &m, &t, "batch", &r, &why), 0);
+	assert_int_equal(r.value, 0);
+	assert_int_equal(r.plan.device_peak_bytes, 0);
+	assert_int_equal(r.next.device_peak_bytes, 25243418624ULL);
+}
+
+/* A buffer's count: 62 buffers of 1 GiB fit 80 GiB with a 2 GiB margin. */
+static void test_solve_buffer(void **state)
+{
+	struct model_shape m;
+	struct train_settings t;
+	struct solve_result r;
+	struct fit f = { .gpu_bytes = 80 * GiB, .margin_bytes = 2 * GiB };
+	const char *why;
+	(void)state;
+
+	llama1b(&m, &t);
+	assert_int_equal(buffer_spec_parse("q=1x1G", &t.buffers[0]), 0);
+	t.nbuffers = 1;
+	assert_int_equal(solve_knob(&f, &m, &t, "buffer:q", &r, &why), 0);
+	assert_int_equal(r.value, 62);
+	assert_int_equal(r.plan.device_peak_bytes, 83523272704ULL);
+	assert_int_equal(r.next.device_peak_bytes, 83802193920ULL);
+	assert_int_equal(solve_knob(&f, &m, &t, "buffer:other", &r, &why), -ENOENT);
+	assert_int_equal(solve_knob(&f, &m, &t, "nosuch", &r, &why), -ENOENT);
+	t.dp = 0;
+	assert_int_equal(solve_knob(&f, &m, &t, "batch", &r, &why), -EINVAL);
+	assert_string_equal(why, "zero stage must be 0..3 and dp at least 1");
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_knobs),      cmocka_unit_test(test_locks),      cmocka_unit_test(test_fit),
+		cmocka_unit_test(test_solve_batch), cmocka_unit_test(test_solve_none), cmocka_unit_test(test_solve_buffer),
+	};
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
