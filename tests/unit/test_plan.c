@@ -71,7 +71,7 @@ static void check_fixture_file(const char *path, size_t expect_n)
 	assert_true(worst <= 0.03);
 }
 
-/* the 17 cases of tests/fixtures/gpu-train/h200-torch2.11.json (today: 0.2 %, 5.0 %, 0.5 %) */
+/* the 17 cases of tests/fixtures/gpu-train/h200-torch2.11.json (the figures print as the test runs) */
 static void test_fixtures(void **state)
 {
 	(void)state;
@@ -80,7 +80,7 @@ static void test_fixtures(void **state)
 
 /* headroom's own 22 cases (bench/gpu-cases.json, measured on the H200 with
  * bench/gpu-measure.py): other architectures, 16k sequences, SGD with momentum, fused
- * AdamW, LoRA, inference. Today: 0.2 %, 1.4 %, 0.7 %. */
+ * AdamW, LoRA, inference. */
 static void test_fixtures_headroom(void **state)
 {
 	(void)state;
