@@ -6,7 +6,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "govern/curve.h"
+#include "profile/curve.h"
 
 /* A job the governor already let run. */
 struct admit_job {

@@ -8,7 +8,7 @@
 #include <string.h>
 
 #include "govern/admit.h"
-#include "govern/curve.h"
+#include "profile/curve.h"
 
 #define MiB (1ULL << 20)
 #define GiB (1ULL << 30)
