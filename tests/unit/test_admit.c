@@ -1,4 +1,4 @@
-/* Curves, admission and the safety net, on synthetic jobs. */
+/* Admission and the safety net, on synthetic jobs. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -24,47 +24,6 @@ static void shape(struct curve *c, int64_t dur_ms, uint64_t peak, int peak_pct)
 	}
 	c->pts[peak_pct * CURVE_POINTS / 100] = peak;
 	curve_update_peak(c);
-}
-
-static void test_curve_samples(void **state)
-{
-	struct curve_sample s[] = { { 0, 10 * MiB }, { 400, 80 * MiB }, { 500, 100 * MiB }, { 900, 20 * MiB } };
-	struct curve c;
-
-	(void)state;
-	assert_int_equal(curve_from_samples(s, 4, 1000, &c), 0);
-	assert_int_equal(c.peak_bytes, 100 * MiB);
-	assert_int_equal(curve_at(&c, 0), 10 * MiB);
-	assert_int_equal(curve_at(&c, 500), 100 * MiB);
-	assert_int_equal(curve_at(&c, 1000), 0); /* over */
-	/* slices between samples take the value before them: no holes */
-	assert_int_equal(curve_at(&c, 200), 10 * MiB);
-	assert_int_equal(curve_max_between(&c, 0, 999), 100 * MiB);
-	assert_int_equal(curve_max_between(&c, 600, 800), 100 * MiB);
-	assert_int_equal(curve_max_between(&c, 2000, 3000), 0);
-	assert_int_equal(curve_from_samples(s, 0, 1000, &c), -22);
-}
-
-static void test_curve_learn(void **state)
-{
-	struct curve p, big, small;
-
-	(void)state;
-	shape(&small, 1000, 100 * MiB, 30);
-	shape(&big, 2000, 400 * MiB, 30);
-	curve_learn(&p, &small, 1, 50, 1);
-	assert_int_equal(p.peak_bytes, 100 * MiB);
-	/* a job that grew is believed at once */
-	curve_learn(&p, &big, 0, 50, 1);
-	assert_int_equal(p.peak_bytes, 400 * MiB);
-	assert_int_equal(p.duration_ms, 1500);
-	/* one that shrank, gradually: halfway, never below what was seen */
-	curve_learn(&p, &small, 0, 50, 1);
-	assert_true(p.peak_bytes < 400 * MiB && p.peak_bytes >= 100 * MiB);
-	/* without the floor (classes): a running mean */
-	curve_learn(&p, &small, 1, 50, 0);
-	curve_learn(&p, &big, 0, 50, 0);
-	assert_int_equal(p.peak_bytes, 250 * MiB);
 }
 
 static void test_admit_empty(void **state)
@@ -290,8 +249,6 @@ static void test_safety_net_catches_wrong_predictions(void **state)
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-		cmocka_unit_test(test_curve_samples),
-		cmocka_unit_test(test_curve_learn),
 		cmocka_unit_test(test_admit_empty),
 		cmocka_unit_test(test_admit_aligned_peaks),
 		cmocka_unit_test(test_admit_staggered),
