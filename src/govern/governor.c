@@ -668,7 +668,6 @@ static uint64_t unknown_need(struct gov *g)
 
 static void send_admit(struct gov *g, struct job *j, int64_t now)
 {
-	json_t *m = json_pack("{s:s, s:i}", "type", "admit", "job", j->id);
 	char name[64];
 
 	j->state = JOB_RUNNING;
@@ -684,13 +683,11 @@ static void send_admit(struct gov *g, struct job *j, int64_t now)
 	if (j->tree) {
 		/* Held since it was seen: let it go. */
 		job_signal(j, SIGCONT);
-		json_decref(m);
 		return;
 	}
-	json_object_set_new(m, "cgroup", j->cg.version != CGROUP_NONE ? json_string(j->cg.dir) : json_null());
-	if (proto_send(j->conn.fd, m))
+	struct proto_admit a = { j->id, j->cg.version != CGROUP_NONE ? j->cg.dir : NULL };
+	if (proto_send_admit(j->conn.fd, &a))
 		log_debug("job %d: launcher gone before admission", j->id);
-	json_decref(m);
 }
 
 /* How many tokens the jobserver should hold: the jobs like the last one found that fit
@@ -875,22 +872,20 @@ static void govern_tick(struct gov *g, int64_t now)
 
 /* ---- protocol ---------------------------------------------------------------------------- */
 
-static void set_str(char **dst, json_t *msg, const char *key)
+static void set_str(char **dst, const char *v)
 {
-	const char *v = json_string_value(json_object_get(msg, key));
 	free(*dst);
-	*dst = xstrdup(v ? v : "");
+	*dst = xstrdup(v);
 }
 
-static void on_done(struct gov *g, struct job *j, json_t *msg, int64_t now)
+static void on_done(struct gov *g, struct job *j, const struct proto_done *d, int64_t now)
 {
-	json_t *sig = json_object_get(msg, "signal"), *ex = json_object_get(msg, "exit");
-	int64_t dur = json_integer_value(json_object_get(msg, "duration_ms"));
+	int64_t dur = d->duration_ms;
 	int oom = 0, retry = 0;
 	const char *reason = "finished";
 	uint64_t n;
 
-	if (json_is_integer(sig) && json_integer_value(sig) == SIGKILL) {
+	if (d->has_signal && d->signal == SIGKILL) {
 		if (j->cg.version != CGROUP_NONE && !cgroup_oom_kills(&j->cg, &n) && n > 0)
 			oom = 1;
 		else if (oom_count(g) > j->oom_at_admit)
@@ -904,10 +899,9 @@ static void on_done(struct gov *g, struct job *j, json_t *msg, int64_t now)
 			g->rep.oom_kills++;
 			log_warn("job %d (%s) was OOM-killed; it will run again", j->id, j->src);
 		}
-	} else if (json_is_integer(ex) && json_integer_value(ex) == 0) {
+	} else if (d->has_exit && d->exit_code == 0) {
 		int64_t ran = job_elapsed(j, now);
-		job_learn(g, j, dur > 0 && dur < ran ? dur : ran,
-			  (uint64_t)json_integer_value(json_object_get(msg, "maxrss_bytes")));
+		job_learn(g, j, dur > 0 && dur < ran ? dur : ran, d->maxrss_bytes);
 	} else {
 		g->rep.failed_jobs++;
 	}
@@ -918,7 +912,7 @@ static void on_done(struct gov *g, struct job *j, json_t *msg, int64_t now)
 			.class_key = j->class_key,
 			.start_ms = j->t_admit_ms - g->t0_ms,
 			.duration_ms = dur > 0 && dur < ran ? dur : ran,
-			.exit_code = json_is_integer(ex) ? (int)json_integer_value(ex) : -1,
+			.exit_code = d->has_exit ? (int)d->exit_code : -1,
 			.retried = retry,
 			.peak_bytes = j->peak_bytes,
 			.samples = j->samples,
@@ -926,9 +920,7 @@ static void on_done(struct gov *g, struct job *j, json_t *msg, int64_t now)
 		};
 		report_add_span(&g->rep, &sp);
 	}
-	json_t *ack = json_pack("{s:s, s:i, s:b, s:s}", "type", "ack", "job", j->id, "retry", retry, "reason", reason);
-	proto_send(j->conn.fd, ack);
-	json_decref(ack);
+	proto_send_ack(j->conn.fd, &(struct proto_ack){ j->id, retry, reason });
 	job_drop_group(j);
 	job_reset_run(j);
 	j->state = JOB_IDLE;
@@ -939,19 +931,28 @@ static void on_message(struct gov *g, struct job *j, json_t *msg, int64_t now)
 	const char *type = proto_type(msg);
 
 	if (!strcmp(type, "request") && j->state == JOB_IDLE) {
-		set_str(&j->tool, msg, "tool");
-		set_str(&j->src, msg, "src");
-		set_str(&j->class_key, msg, "class");
-		set_str(&j->sig_key, msg, "sig");
-		j->attempt = (int)json_integer_value(json_object_get(msg, "attempt"));
+		struct proto_request r;
+
+		proto_request_decode(msg, &r);
+		set_str(&j->tool, r.tool);
+		set_str(&j->src, r.src);
+		set_str(&j->class_key, r.class_key);
+		set_str(&j->sig_key, r.sig_key);
+		j->attempt = (int)r.attempt;
 		j->t_request_ms = now;
 		job_reset_run(j);
 		j->state = JOB_WAITING;
 		job_predict(g, j);
 	} else if (!strcmp(type, "started") && j->state == JOB_RUNNING) {
-		j->pid = (pid_t)json_integer_value(json_object_get(msg, "pid"));
+		struct proto_started st;
+
+		proto_started_decode(msg, &st);
+		j->pid = (pid_t)st.pid;
 	} else if (!strcmp(type, "done") && j->state == JOB_RUNNING) {
-		on_done(g, j, msg, now);
+		struct proto_done d;
+
+		proto_done_decode(msg, &d);
+		on_done(g, j, &d, now);
 	} else {
 		log_debug("job %d: unexpected message '%s' ignored", j->id, type);
 	}
