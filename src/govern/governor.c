@@ -605,25 +605,27 @@ static struct job *oldest_frozen(struct gov *g)
 	return best;
 }
 
-/* Freeze the youngest jobs until what the rest are growing by, over the net's lookahead,
- * fits in what is left above half the reserve. At least one; never the last runner. */
+/* What the running jobs grow by over the net's lookahead. */
+static uint64_t running_growth(const struct gov *g)
+{
+	uint64_t growth = 0;
+
+	for (size_t i = 0; i < g->njobs; i++) {
+		const struct job *j = g->jobs[i];
+		if (j->state == JOB_RUNNING && !j->frozen)
+			growth += net_lookahead_growth(j->growth_bytes_per_s);
+	}
+	return growth;
+}
+
+/* Freeze the youngest jobs until net_freeze_done() says the rest fit. */
 static void freeze_growth(struct gov *g, uint64_t avail, int running, int64_t now)
 {
-	uint64_t room = avail > g->reserve_bytes / 2 ? avail - g->reserve_bytes / 2 : 0;
 	int frozen = 0;
 
-	while (running > 1) {
-		uint64_t growth = 0;
-		struct job *v;
+	while (!net_freeze_done(frozen, running, running_growth(g), avail, g->reserve_bytes)) {
+		struct job *v = youngest(g, 0, 0);
 
-		for (size_t i = 0; i < g->njobs; i++) {
-			struct job *j = g->jobs[i];
-			if (j->state == JOB_RUNNING && !j->frozen)
-				growth += j->growth_bytes_per_s / 1000 * NET_LOOKAHEAD_MS;
-		}
-		if (frozen && growth <= room)
-			break;
-		v = youngest(g, 0, 0);
 		if (!v)
 			break;
 		job_freeze(g, v, now);
@@ -651,21 +653,6 @@ static size_t snapshot(struct gov *g, int64_t now, struct admit_job *out, uint64
 	return n;
 }
 
-/* What a job of unknown shape is assumed to need: a quarter of the budget at first (half
- * with --tree, where a job killed for memory cannot run again), and at least half again
- * what any running unknown job already holds. */
-static uint64_t unknown_need(struct gov *g)
-{
-	uint64_t u = g->budget_bytes / (g->tree ? 2 : 4);
-
-	for (size_t i = 0; i < g->njobs; i++) {
-		struct job *j = g->jobs[i];
-		if (j->state == JOB_RUNNING && !j->pred && j->current_bytes + j->current_bytes / 2 > u)
-			u = j->current_bytes + j->current_bytes / 2;
-	}
-	return u;
-}
-
 static void send_admit(struct gov *g, struct job *j, int64_t now)
 {
 	char name[64];
@@ -690,31 +677,21 @@ static void send_admit(struct gov *g, struct job *j, int64_t now)
 		log_debug("job %d: launcher gone before admission", j->id);
 }
 
-/* How many tokens the jobserver should hold: the jobs like the last one found that fit
- * on top of what runs (none while a job found already waits for memory). s and snap
- * are the admission snapshot; the jobs the tokens stand for are added to it. */
+/* How many tokens the jobserver should hold: admit_tokens() for jobs like the last one
+ * found. s and snap are the admission snapshot; the tokens' jobs are added to it. */
 static int jobserver_tokens(struct gov *g, struct admit_snapshot *s, struct admit_job *snap, int running)
 {
 	const struct curve *next = NULL;
-	struct admit_result r;
-	int want = 0;
+	int waiting = 0;
 
 	for (size_t i = 0; i < g->njobs; i++)
-		if (g->jobs[i]->state == JOB_WAITING)
-			return 0;
-	if (g->next_class) {
+		waiting += g->jobs[i]->state == JOB_WAITING;
+	/* the class is looked up only when its curve counts */
+	if (!waiting && g->next_class) {
 		struct learned *l = cache_get(g, PROFILE_CLASS, g->next_class);
 		next = l->known ? &l->p.curve : NULL;
 	}
-	while (running + want < g->o->jobs) {
-		admit_decide(s, next, &r);
-		if (!r.admit && s->njobs > 0)
-			break;
-		snap[s->njobs++] = (struct admit_job){ 0, next, 0, 0 };
-		want++;
-	}
-	/* With nothing running, the build tool's own job slot starts the first job. */
-	return running == 0 && want > 0 ? want - 1 : want;
+	return admit_tokens(s, snap, next, running, g->o->jobs, waiting);
 }
 
 static void show_progress(struct gov *g, int64_t now, uint64_t used)
@@ -797,10 +774,7 @@ static void govern_tick(struct gov *g, int64_t now)
 		show_progress(g, now, used);
 		g->next_progress_ms = now + 500;
 	}
-	enum net_action act = net_decide(&ns);
-	/* The jobs over their budget (a --budget below the machine's limit) count as short too. */
-	if (act == NET_OK && jobs_bytes > g->budget_bytes)
-		act = NET_FREEZE;
+	enum net_action act = net_apply_budget(net_decide(&ns), jobs_bytes, g->budget_bytes);
 
 	if (act == NET_KILL) {
 		/* Never the last job: alone, it would only be killed again; the kernel judges it. */
@@ -818,17 +792,9 @@ static void govern_tick(struct gov *g, int64_t now)
 		struct job *f = oldest_frozen(g);
 		if (f) {
 			/* Thaw when the memory it is predicted to still grow by is free. */
-			struct admit_job aj = { job_elapsed(f, now), f->pred, f->current_bytes, 0 };
-			uint64_t need = 0, un = unknown_need(g);
-			int64_t h = f->pred ? f->pred->duration_ms : 10000;
-			for (int64_t t = 0; t <= h; t += h / 32 + 1) {
-				uint64_t v = admit_job_future(&aj, un, t);
-				if (v > need)
-					need = v;
-			}
-			need = need > f->current_bytes ? need - f->current_bytes : 0;
-			if (avail > g->reserve_bytes && need <= avail - g->reserve_bytes &&
-			    jobs_bytes + need <= g->budget_bytes)
+			struct admit_job aj = { job_elapsed(f, now), f->pred, f->current_bytes, 1 };
+			uint64_t need = admit_thaw_need(&aj, admit_unknown_need(g->budget_bytes, g->tree, snap, n));
+			if (admit_thaw_fits(need, avail, g->reserve_bytes, jobs_bytes, g->budget_bytes))
 				job_thaw(g, f, now);
 		}
 	}
@@ -838,7 +804,7 @@ static void govern_tick(struct gov *g, int64_t now)
 		struct admit_snapshot s = {
 			.budget_bytes = g->budget_bytes,
 			.free_bytes = avail > g->reserve_bytes ? avail - g->reserve_bytes : 0,
-			.unknown_bytes = unknown_need(g),
+			.unknown_bytes = admit_unknown_need(g->budget_bytes, g->tree, snap, n),
 			.jobs = snap,
 			.njobs = n,
 		};
