@@ -53,11 +53,37 @@ static void test_ungoverned(void **state)
 	assert_int_equal(tree_ungoverned_compiler(&t, 10, "headroom"), 0);
 }
 
+static void test_job_argv(void **state)
+{
+	char cmd[] = "FOO=1 $CCACHE g++ -O2  -c\ta.cpp -o a.o";
+	char *argv[8] = { "/bin/sh", "-c", cmd, NULL };
+	char *plain[] = { "g++", "-O2", "-c", NULL };
+	char small[] = "a b c d e";
+	char *few[8] = { "sh", "-c", small, NULL };
+
+	(void)state;
+	/* sh -c: split on blanks; the assignment and the unexpanded variable before the tool go */
+	assert_int_equal(tree_job_argv(3, argv, 8), 6);
+	assert_string_equal(argv[0], "g++");
+	assert_string_equal(argv[1], "-O2");
+	assert_string_equal(argv[3], "a.cpp");
+	assert_string_equal(argv[5], "a.o");
+	assert_null(argv[6]);
+	/* anything else stays as it is */
+	assert_int_equal(tree_job_argv(3, plain, 4), 3);
+	assert_string_equal(plain[0], "g++");
+	/* at most max - 1 words */
+	assert_int_equal(tree_job_argv(3, few, 4), 3);
+	assert_string_equal(few[2], "c");
+	assert_null(few[3]);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_classify),
 		cmocka_unit_test(test_ungoverned),
+		cmocka_unit_test(test_job_argv),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
