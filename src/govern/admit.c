@@ -112,3 +112,72 @@ enum net_action net_decide(const struct net_state *s)
 		return NET_HOLD;
 	return NET_OK;
 }
+
+enum net_action net_apply_budget(enum net_action act, uint64_t jobs_bytes, uint64_t budget_bytes)
+{
+	return act == NET_OK && jobs_bytes > budget_bytes ? NET_FREEZE : act;
+}
+
+uint64_t net_lookahead_growth(uint64_t bytes_per_s)
+{
+	return bytes_per_s / 1000 * NET_LOOKAHEAD_MS;
+}
+
+int net_freeze_done(int frozen, int running, uint64_t growth_bytes, uint64_t avail_bytes, uint64_t reserve_bytes)
+{
+	uint64_t room = avail_bytes > reserve_bytes / 2 ? avail_bytes - reserve_bytes / 2 : 0;
+
+	return running <= 1 || (frozen && growth_bytes <= room);
+}
+
+uint64_t admit_unknown_need(uint64_t budget_bytes, int tree, const struct admit_job *jobs, size_t njobs)
+{
+	uint64_t u = budget_bytes / (tree ? 2 : 4);
+
+	for (size_t i = 0; i < njobs; i++) {
+		uint64_t cur = jobs[i].current_bytes;
+		if (!jobs[i].pred && cur + cur / 2 > u)
+			u = cur + cur / 2;
+	}
+	return u;
+}
+
+uint64_t admit_thaw_need(const struct admit_job *j, uint64_t unknown_bytes)
+{
+	struct admit_job running = *j;
+	int64_t h = j->pred ? j->pred->duration_ms : 10000;
+	uint64_t need = 0;
+
+	running.frozen = 0;
+	for (int64_t t = 0; t <= h; t += h / 32 + 1) {
+		uint64_t v = admit_job_future(&running, unknown_bytes, t);
+		if (v > need)
+			need = v;
+	}
+	return need > j->current_bytes ? need - j->current_bytes : 0;
+}
+
+int admit_thaw_fits(uint64_t need_bytes, uint64_t avail_bytes, uint64_t reserve_bytes, uint64_t jobs_bytes,
+		    uint64_t budget_bytes)
+{
+	return avail_bytes > reserve_bytes && need_bytes <= avail_bytes - reserve_bytes &&
+	       jobs_bytes + need_bytes <= budget_bytes;
+}
+
+int admit_tokens(struct admit_snapshot *s, struct admit_job *room, const struct curve *next, int running,
+		 int jobs_cap, int waiting)
+{
+	struct admit_result r;
+	int want = 0;
+
+	if (waiting)
+		return 0;
+	while (running + want < jobs_cap) {
+		admit_decide(s, next, &r);
+		if (!r.admit && s->njobs > 0)
+			break;
+		room[s->njobs++] = (struct admit_job){ 0, next, 0, 0 };
+		want++;
+	}
+	return running == 0 && want > 0 ? want - 1 : want;
+}

@@ -6,7 +6,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "govern/curve.h"
+#include "profile/curve.h"
 
 /* A job the governor already let run. */
 struct admit_job {
@@ -37,6 +37,29 @@ void admit_decide(const struct admit_snapshot *s, const struct curve *cand, stru
 /* Predicted memory of a running job tau_ms from now. */
 uint64_t admit_job_future(const struct admit_job *j, uint64_t unknown_bytes, int64_t tau_ms);
 
+/* What a job of unknown shape is assumed to need: a quarter of the budget (half with
+ * tree, where a job killed for memory cannot run again), and at least half again what
+ * any of the running jobs without a prediction already holds. */
+uint64_t admit_unknown_need(uint64_t budget_bytes, int tree, const struct admit_job *jobs, size_t njobs);
+
+/* How much more memory a frozen job is predicted to take once thawed: the most it
+ * reaches over its predicted duration (10 s when unknown), above what it holds now.
+ * j->frozen is ignored: the question is how it grows when it runs. */
+uint64_t admit_thaw_need(const struct admit_job *j, uint64_t unknown_bytes);
+/* Thaw it when that growth fits both in what is free above the reserve and in the
+ * budget beside what the jobs hold. */
+int admit_thaw_fits(uint64_t need_bytes, uint64_t avail_bytes, uint64_t reserve_bytes, uint64_t jobs_bytes,
+		    uint64_t budget_bytes);
+
+/* How many jobserver tokens to keep waiting: how many more jobs shaped like next (a
+ * curve, or NULL: unknown) admission would start on top of the snapshot, up to
+ * jobs_cap running; none while a job already found waits for memory. Each token's job
+ * is appended to room, the array s->jobs points to, which has space for jobs_cap -
+ * running more. With nothing running the build tool's own slot starts the first job,
+ * so that one needs no token. */
+int admit_tokens(struct admit_snapshot *s, struct admit_job *room, const struct curve *next, int running,
+		 int jobs_cap, int waiting);
+
 /* The safety net. It acts on what memory really is, not on predictions. */
 enum net_action {
 	NET_OK = 0,        /* nothing to do; may thaw */
@@ -59,6 +82,16 @@ struct net_state {
 #define NET_LOOKAHEAD_MS 500
 
 enum net_action net_decide(const struct net_state *s);
+/* The jobs over their budget (a --budget below the machine's limit) are short of
+ * memory too: an OK becomes a freeze. */
+enum net_action net_apply_budget(enum net_action act, uint64_t jobs_bytes, uint64_t budget_bytes);
+/* Freezing for growth, one youngest job after another: stop once one is frozen and
+ * what the unfrozen jobs grow by over NET_LOOKAHEAD_MS fits in what is free above half
+ * the reserve, and never freeze the last runner. growth_bytes: net_lookahead_growth()
+ * summed over the jobs still running. */
+int net_freeze_done(int frozen, int running, uint64_t growth_bytes, uint64_t avail_bytes, uint64_t reserve_bytes);
+/* What a job growing at bytes_per_s adds over NET_LOOKAHEAD_MS. */
+uint64_t net_lookahead_growth(uint64_t bytes_per_s);
 /* The reserve headroom keeps free below a limit: 6 %, between 64 MiB and 2 GiB. */
 uint64_t net_default_reserve(uint64_t limit_bytes);
 

@@ -102,3 +102,131 @@ const char *proto_type(json_t *msg)
 	const char *t = json_string_value(json_object_get(msg, "type"));
 	return t ? t : "";
 }
+
+/* The field orders below are the protocol's bytes: keep them. */
+
+static const char *str_or_empty(json_t *msg, const char *key)
+{
+	const char *v = json_string_value(json_object_get(msg, key));
+	return v ? v : "";
+}
+
+static int64_t int_of(json_t *msg, const char *key)
+{
+	return json_integer_value(json_object_get(msg, key));
+}
+
+static json_t *int_or_null(int has, int64_t v)
+{
+	return has ? json_integer(v) : json_null();
+}
+
+static int send_new(int fd, json_t *msg)
+{
+	int rc = msg ? proto_send(fd, msg) : -ENOMEM;
+
+	json_decref(msg);
+	return rc;
+}
+
+json_t *proto_request_encode(const struct proto_request *m)
+{
+	return json_pack("{s:s, s:I, s:I, s:s, s:s, s:s, s:s}", "type", "request", "pid", (json_int_t)m->pid,
+			 "attempt", (json_int_t)m->attempt, "tool", m->tool, "src", m->src, "class", m->class_key,
+			 "sig", m->sig_key);
+}
+
+void proto_request_decode(json_t *msg, struct proto_request *m)
+{
+	m->pid = int_of(msg, "pid");
+	m->attempt = int_of(msg, "attempt");
+	m->tool = str_or_empty(msg, "tool");
+	m->src = str_or_empty(msg, "src");
+	m->class_key = str_or_empty(msg, "class");
+	m->sig_key = str_or_empty(msg, "sig");
+}
+
+json_t *proto_admit_encode(const struct proto_admit *m)
+{
+	json_t *msg = json_pack("{s:s, s:I}", "type", "admit", "job", (json_int_t)m->job);
+
+	/* a directory that is no string in JSON (not UTF-8) is left out, not the message */
+	if (msg)
+		json_object_set_new(msg, "cgroup", m->cgroup ? json_string(m->cgroup) : json_null());
+	return msg;
+}
+
+void proto_admit_decode(json_t *msg, struct proto_admit *m)
+{
+	m->job = int_of(msg, "job");
+	m->cgroup = json_string_value(json_object_get(msg, "cgroup"));
+}
+
+json_t *proto_started_encode(const struct proto_started *m)
+{
+	return json_pack("{s:s, s:I, s:I}", "type", "started", "job", (json_int_t)m->job, "pid", (json_int_t)m->pid);
+}
+
+void proto_started_decode(json_t *msg, struct proto_started *m)
+{
+	m->job = int_of(msg, "job");
+	m->pid = int_of(msg, "pid");
+}
+
+json_t *proto_done_encode(const struct proto_done *m)
+{
+	return json_pack("{s:s, s:I, s:I, s:I, s:o, s:o}", "type", "done", "job", (json_int_t)m->job, "duration_ms",
+			 (json_int_t)m->duration_ms, "maxrss_bytes", (json_int_t)m->maxrss_bytes, "exit",
+			 int_or_null(m->has_exit, m->exit_code), "signal", int_or_null(m->has_signal, m->signal));
+}
+
+void proto_done_decode(json_t *msg, struct proto_done *m)
+{
+	json_t *ex = json_object_get(msg, "exit"), *sig = json_object_get(msg, "signal");
+
+	m->job = int_of(msg, "job");
+	m->has_exit = json_is_integer(ex);
+	m->exit_code = json_integer_value(ex);
+	m->has_signal = json_is_integer(sig);
+	m->signal = json_integer_value(sig);
+	m->duration_ms = int_of(msg, "duration_ms");
+	m->maxrss_bytes = (uint64_t)int_of(msg, "maxrss_bytes");
+}
+
+json_t *proto_ack_encode(const struct proto_ack *m)
+{
+	return json_pack("{s:s, s:I, s:b, s:s}", "type", "ack", "job", (json_int_t)m->job, "retry", m->retry, "reason",
+			 m->reason);
+}
+
+void proto_ack_decode(json_t *msg, struct proto_ack *m)
+{
+	m->job = int_of(msg, "job");
+	m->retry = json_is_true(json_object_get(msg, "retry"));
+	m->reason = str_or_empty(msg, "reason");
+}
+
+int proto_send_request(int fd, const struct proto_request *m)
+{
+	return send_new(fd, proto_request_encode(m));
+}
+
+int proto_send_admit(int fd, const struct proto_admit *m)
+{
+	return send_new(fd, proto_admit_encode(m));
+}
+
+int proto_send_started(int fd, const struct proto_started *m)
+{
+	return send_new(fd, proto_started_encode(m));
+}
+
+int proto_send_done(int fd, const struct proto_done *m)
+{
+	return send_new(fd, proto_done_encode(m));
+}
+
+int proto_send_ack(int fd, const struct proto_ack *m)
+{
+	return send_new(fd, proto_ack_encode(m));
+}

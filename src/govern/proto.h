@@ -14,6 +14,7 @@
 
 #include <jansson.h>
 #include <stddef.h>
+#include <stdint.h>
 
 #define PROTO_MAX_LINE 65536
 
@@ -37,5 +38,58 @@ int proto_take(struct proto_conn *c, json_t **out);
 int proto_recv(struct proto_conn *c, json_t **out);
 /* The "type" string of a message, "" when absent. */
 const char *proto_type(json_t *msg);
+
+/* The messages, typed. Encoding gives a new reference (NULL when a string is NULL);
+ * decoding reads the fields of a message whose type the caller has checked, and a
+ * field that is absent or of the wrong type reads as 0, NULL or "" as noted. The
+ * strings of a decoded message point into it: valid while the caller holds msg. */
+struct proto_request {
+	int64_t pid;              /* the launcher's */
+	int64_t attempt;          /* 1 first, +1 after each retry */
+	const char *tool, *src, *class_key, *sig_key; /* "" when absent */
+};
+
+struct proto_admit {
+	int64_t job;
+	const char *cgroup;       /* the job's own cgroup directory; NULL: none */
+};
+
+struct proto_started {
+	int64_t job;
+	int64_t pid;              /* the tool, leader of the job's process group */
+};
+
+struct proto_done {
+	int64_t job;
+	int has_exit;             /* exited: exit_code is its status */
+	int64_t exit_code;
+	int has_signal;           /* killed: signal is the signal */
+	int64_t signal;
+	int64_t duration_ms;
+	uint64_t maxrss_bytes;    /* largest single process of the tool's tree */
+};
+
+struct proto_ack {
+	int64_t job;
+	int retry;                /* run the job again: a new request follows */
+	const char *reason;       /* for people; "" when absent */
+};
+
+json_t *proto_request_encode(const struct proto_request *m);
+void proto_request_decode(json_t *msg, struct proto_request *m);
+json_t *proto_admit_encode(const struct proto_admit *m);
+void proto_admit_decode(json_t *msg, struct proto_admit *m);
+json_t *proto_started_encode(const struct proto_started *m);
+void proto_started_decode(json_t *msg, struct proto_started *m);
+json_t *proto_done_encode(const struct proto_done *m);
+void proto_done_decode(json_t *msg, struct proto_done *m);
+json_t *proto_ack_encode(const struct proto_ack *m);
+void proto_ack_decode(json_t *msg, struct proto_ack *m);
+/* Encode and send one message: 0, -ENOMEM when it cannot be encoded, or -errno. */
+int proto_send_request(int fd, const struct proto_request *m);
+int proto_send_admit(int fd, const struct proto_admit *m);
+int proto_send_started(int fd, const struct proto_started *m);
+int proto_send_done(int fd, const struct proto_done *m);
+int proto_send_ack(int fd, const struct proto_ack *m);
 
 #endif

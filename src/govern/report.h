@@ -6,7 +6,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "govern/curve.h"
+#include "profile/curve.h"
 
 struct report_job {
 	char *class_key;          /* owned */

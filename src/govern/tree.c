@@ -21,6 +21,24 @@ int tree_is_compiler(const char *comm)
 	return strv_contains(compilers, comm);
 }
 
+int tree_job_argv(int argc, char **argv, int max)
+{
+	char *save = NULL;
+
+	if (argc < 3 || strcmp(argv[1], "-c"))
+		return argc;
+	char *cmd = argv[2];
+	argc = 0;
+	for (char *t = strtok_r(cmd, " \t\n", &save); t && argc < max - 1; t = strtok_r(NULL, " \t\n", &save)) {
+		/* before the tool: variables left unexpanded, VAR=value assignments */
+		if (!argc && (t[0] == '$' || strchr(t, '=')))
+			continue;
+		argv[argc++] = t;
+	}
+	argv[argc] = NULL;
+	return argc;
+}
+
 enum tree_kind tree_classify(int argc, char *const argv[], const char *self_name)
 {
 	for (int i = 0; i < argc; i++) {

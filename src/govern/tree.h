@@ -19,6 +19,12 @@ enum tree_kind {
 	TREE_LAUNCHED, /* goes through `headroom exec` or a compiler shim: the launcher governs it */
 };
 
+/* What a job runs, from its argv (argv[argc] == NULL): a `sh -c "..."` has its command
+ * split on blanks in place, which is enough to find the tool, the source and the flags;
+ * before the tool, unexpanded $VARs and VAR=value words are left out. At most max - 1
+ * words; argv[argc] = NULL. Returns the new argc. */
+int tree_job_argv(int argc, char **argv, int max);
+
 /* Classify a child of a build tool from its argv (`sh -c "..."` split on blanks).
  * self_name: headroom's own executable basename. */
 enum tree_kind tree_classify(int argc, char *const argv[], const char *self_name);

@@ -6,15 +6,7 @@
 
 #include <stdint.h>
 
-#include "govern/curve.h"
-
-enum profile_kind { PROFILE_SIG = 0, PROFILE_CLASS = 1 };
-
-struct profile {
-	int64_t runs;         /* completed jobs folded in */
-	struct curve curve;   /* learned envelope: duration, peak, points */
-	int64_t updated_s;    /* unix time of the last update */
-};
+#include "profile/profile.h"
 
 struct store;
 

@@ -137,3 +137,16 @@ int proc_self_exe(char *buf, size_t size)
 	buf[len] = '\0';
 	return 0;
 }
+
+int proc_cmdline(const char *root, pid_t pid, char *buf, size_t size, char **argv, int max)
+{
+	char path[PATH_MAX];
+	int argc = 0;
+
+	snprintf(path, sizeof(path), "%s/proc/%d/cmdline", root, (int)pid);
+	long n = fs_read(path, buf, size);
+	for (long i = 0; n > 0 && i < n && argc < max - 1; i += (long)strlen(buf + i) + 1)
+		argv[argc++] = buf + i;
+	argv[argc] = NULL;
+	return argc;
+}

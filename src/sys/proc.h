@@ -31,6 +31,10 @@ int proc_table_is_descendant(const struct proc_table *t, pid_t pid, pid_t ancest
 uint64_t proc_table_tree_rss(const struct proc_table *t, pid_t pid);
 /* Parse one /proc/PID/stat line into e (pid..rss). 0 or -EINVAL. */
 int proc_parse_stat(const char *line, long page_size, struct proc_entry *e);
+/* The argv of pid, from root/proc/PID/cmdline ("" root for the live system): at most
+ * max - 1 words, pointing into buf (size bytes), and argv[argc] = NULL. Returns argc, 0
+ * when there is none (a kernel thread, a process gone). */
+int proc_cmdline(const char *root, pid_t pid, char *buf, size_t size, char **argv, int max);
 /* The path of the running executable (/proc/self/exe) into buf. 0 or -errno
  * (-ENAMETOOLONG when it does not fit). */
 int proc_self_exe(char *buf, size_t size);

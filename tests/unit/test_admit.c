@@ -1,4 +1,4 @@
-/* Curves, admission and the safety net, on synthetic jobs. */
+/* Admission and the safety net, on synthetic jobs. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -8,7 +8,7 @@
 #include <string.h>
 
 #include "govern/admit.h"
-#include "govern/curve.h"
+#include "profile/curve.h"
 
 #define MiB (1ULL << 20)
 #define GiB (1ULL << 30)
@@ -24,47 +24,6 @@ static void shape(struct curve *c, int64_t dur_ms, uint64_t peak, int peak_pct)
 	}
 	c->pts[peak_pct * CURVE_POINTS / 100] = peak;
 	curve_update_peak(c);
-}
-
-static void test_curve_samples(void **state)
-{
-	struct curve_sample s[] = { { 0, 10 * MiB }, { 400, 80 * MiB }, { 500, 100 * MiB }, { 900, 20 * MiB } };
-	struct curve c;
-
-	(void)state;
-	assert_int_equal(curve_from_samples(s, 4, 1000, &c), 0);
-	assert_int_equal(c.peak_bytes, 100 * MiB);
-	assert_int_equal(curve_at(&c, 0), 10 * MiB);
-	assert_int_equal(curve_at(&c, 500), 100 * MiB);
-	assert_int_equal(curve_at(&c, 1000), 0); /* over */
-	/* slices between samples take the value before them: no holes */
-	assert_int_equal(curve_at(&c, 200), 10 * MiB);
-	assert_int_equal(curve_max_between(&c, 0, 999), 100 * MiB);
-	assert_int_equal(curve_max_between(&c, 600, 800), 100 * MiB);
-	assert_int_equal(curve_max_between(&c, 2000, 3000), 0);
-	assert_int_equal(curve_from_samples(s, 0, 1000, &c), -22);
-}
-
-static void test_curve_learn(void **state)
-{
-	struct curve p, big, small;
-
-	(void)state;
-	shape(&small, 1000, 100 * MiB, 30);
-	shape(&big, 2000, 400 * MiB, 30);
-	curve_learn(&p, &small, 1, 50, 1);
-	assert_int_equal(p.peak_bytes, 100 * MiB);
-	/* a job that grew is believed at once */
-	curve_learn(&p, &big, 0, 50, 1);
-	assert_int_equal(p.peak_bytes, 400 * MiB);
-	assert_int_equal(p.duration_ms, 1500);
-	/* one that shrank, gradually: halfway, never below what was seen */
-	curve_learn(&p, &small, 0, 50, 1);
-	assert_true(p.peak_bytes < 400 * MiB && p.peak_bytes >= 100 * MiB);
-	/* without the floor (classes): a running mean */
-	curve_learn(&p, &small, 1, 50, 0);
-	curve_learn(&p, &big, 0, 50, 0);
-	assert_int_equal(p.peak_bytes, 250 * MiB);
 }
 
 static void test_admit_empty(void **state)
@@ -198,6 +157,131 @@ static void test_net(void **state)
 	assert_int_equal(net_decide(&n), NET_KILL);
 }
 
+static void flat(struct curve *c, int64_t dur_ms, uint64_t bytes)
+{
+	memset(c, 0, sizeof(*c));
+	c->duration_ms = dur_ms;
+	for (int i = 0; i < CURVE_POINTS; i++)
+		c->pts[i] = bytes;
+	curve_update_peak(c);
+}
+
+static void test_unknown_need(void **state)
+{
+	struct curve c;
+	struct admit_job j[2] = { { .elapsed_ms = 1000, .pred = NULL, .current_bytes = 100 * MiB },
+				  { .elapsed_ms = 1000, .pred = &c, .current_bytes = 3 * GiB } };
+
+	(void)state;
+	flat(&c, 10000, 3 * GiB);
+	assert_int_equal(admit_unknown_need(4 * GiB, 0, NULL, 0), GiB);     /* a quarter */
+	assert_int_equal(admit_unknown_need(4 * GiB, 1, NULL, 0), 2 * GiB); /* half in the tree */
+	/* a known job is not counted, however large; a small unknown one changes nothing */
+	assert_int_equal(admit_unknown_need(4 * GiB, 0, j, 2), GiB);
+	/* an unknown job holding 1 GiB: one and a half of it */
+	j[0].current_bytes = GiB;
+	assert_int_equal(admit_unknown_need(4 * GiB, 0, j, 2), GiB + GiB / 2);
+	assert_int_equal(admit_unknown_need(4 * GiB, 1, j, 2), 2 * GiB);
+}
+
+static void test_thaw_need(void **state)
+{
+	struct curve c, drop;
+	struct admit_job j = { .elapsed_ms = 1000, .pred = &c, .current_bytes = 400 * MiB, .frozen = 1 };
+
+	(void)state;
+	flat(&c, 10000, GiB);
+	/* it will grow to its prediction: the frozen flag is no reason to expect less */
+	assert_int_equal(admit_thaw_need(&j, 0), GiB - 400 * MiB);
+	/* unknown: it may grow to the assumed need */
+	j.pred = NULL;
+	j.current_bytes = 300 * MiB;
+	assert_int_equal(admit_thaw_need(&j, GiB), GiB - 300 * MiB);
+	j.current_bytes = 2 * GiB; /* already above it: nothing more */
+	assert_int_equal(admit_thaw_need(&j, GiB), 0);
+	/* past its peak: its rest is lower than what it holds */
+	flat(&drop, 10000, 200 * MiB);
+	for (int i = 0; i < CURVE_POINTS / 2; i++)
+		drop.pts[i] = GiB;
+	curve_update_peak(&drop);
+	j = (struct admit_job){ .elapsed_ms = 6000, .pred = &drop, .current_bytes = 200 * MiB, .frozen = 1 };
+	assert_int_equal(admit_thaw_need(&j, GiB), 0);
+	j.elapsed_ms = 1000; /* before it: up to the peak */
+	assert_int_equal(admit_thaw_need(&j, GiB), GiB - 200 * MiB);
+}
+
+static void test_thaw_fits(void **state)
+{
+	(void)state;
+	/* free above the reserve 768 MiB; budget room 1 GiB */
+	assert_true(admit_thaw_fits(500 * MiB, GiB, 256 * MiB, GiB, 2 * GiB));
+	assert_true(admit_thaw_fits(768 * MiB, GiB, 256 * MiB, GiB, 2 * GiB));
+	assert_false(admit_thaw_fits(769 * MiB, GiB, 256 * MiB, GiB, 2 * GiB));
+	/* inside the reserve: not even a job that needs nothing more */
+	assert_false(admit_thaw_fits(0, 200 * MiB, 256 * MiB, 0, 2 * GiB));
+	/* free memory, but the jobs would pass their budget */
+	assert_false(admit_thaw_fits(500 * MiB, 4 * GiB, 256 * MiB, 1600 * MiB, 2 * GiB));
+	assert_true(admit_thaw_fits(400 * MiB, 4 * GiB, 256 * MiB, 1600 * MiB, 2 * GiB));
+}
+
+static void test_tokens(void **state)
+{
+	struct curve c;
+	struct admit_job room[16];
+	struct admit_snapshot s = { .budget_bytes = 4 * GiB, .free_bytes = 4 * GiB, .unknown_bytes = GiB, .jobs = room };
+
+	(void)state;
+	flat(&c, 10000, GiB);
+	/* four 1 GiB jobs fit in 4 GiB; with nothing running the tool's own slot starts one */
+	assert_int_equal(admit_tokens(&s, room, &c, 0, 8, 0), 3);
+	assert_int_equal(s.njobs, 4); /* the snapshot holds the tokens' jobs */
+	assert_ptr_equal(room[3].pred, &c);
+	s.njobs = 0;
+	assert_int_equal(admit_tokens(&s, room, &c, 1, 8, 0), 4);
+	/* the CPU cap counts the running jobs */
+	s.njobs = 0;
+	assert_int_equal(admit_tokens(&s, room, &c, 1, 3, 0), 2);
+	/* a job found already waits for memory: no token */
+	s.njobs = 0;
+	assert_int_equal(admit_tokens(&s, room, &c, 1, 8, 1), 0);
+	assert_int_equal(s.njobs, 0);
+	/* unknown shape: priced at the unknown need */
+	s.njobs = 0;
+	s.unknown_bytes = 2 * GiB;
+	assert_int_equal(admit_tokens(&s, room, NULL, 1, 8, 0), 2);
+	/* nothing fits, nothing runs: still one job, and it needs no token */
+	s.njobs = 0;
+	s.budget_bytes = 512 * MiB;
+	assert_int_equal(admit_tokens(&s, room, &c, 0, 8, 0), 0);
+	assert_int_equal(s.njobs, 1);
+}
+
+static void test_net_budget(void **state)
+{
+	(void)state;
+	assert_int_equal(net_apply_budget(NET_OK, 3 * GiB, 2 * GiB), NET_FREEZE);
+	assert_int_equal(net_apply_budget(NET_OK, 2 * GiB, 2 * GiB), NET_OK);
+	assert_int_equal(net_apply_budget(NET_HOLD, 3 * GiB, 2 * GiB), NET_HOLD);
+	assert_int_equal(net_apply_budget(NET_KILL, 3 * GiB, 2 * GiB), NET_KILL);
+	assert_int_equal(net_apply_budget(NET_KILL, 0, 2 * GiB), NET_KILL);
+}
+
+static void test_net_freeze_done(void **state)
+{
+	(void)state;
+	assert_int_equal(net_lookahead_growth(2000), 1000);
+	assert_int_equal(net_lookahead_growth(1999), 500); /* whole kB/ms */
+	/* never the last runner */
+	assert_true(net_freeze_done(0, 1, 8 * GiB, 0, 512 * MiB));
+	/* at least one, even when the growth already fits */
+	assert_false(net_freeze_done(0, 3, 0, GiB, 512 * MiB));
+	/* then until the growth fits above half the reserve: 1 GiB - 256 MiB */
+	assert_true(net_freeze_done(1, 2, 768 * MiB, GiB, 512 * MiB));
+	assert_false(net_freeze_done(1, 2, 768 * MiB + 1, GiB, 512 * MiB));
+	assert_false(net_freeze_done(2, 3, 1, 100 * MiB, 512 * MiB));
+	assert_true(net_freeze_done(2, 3, 0, 100 * MiB, 512 * MiB));
+}
+
 /* A small world: jobs follow their real curve (not their prediction) while running,
  * stand still while frozen, and the policy decides each 100 ms tick. Predictions are
  * four times too low; the safety net must keep real memory under the limit, and every
@@ -290,8 +374,6 @@ static void test_safety_net_catches_wrong_predictions(void **state)
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-		cmocka_unit_test(test_curve_samples),
-		cmocka_unit_test(test_curve_learn),
 		cmocka_unit_test(test_admit_empty),
 		cmocka_unit_test(test_admit_aligned_peaks),
 		cmocka_unit_test(test_admit_staggered),
@@ -299,6 +381,12 @@ int main(void)
 		cmocka_unit_test(test_admit_wrong_prediction_scales),
 		cmocka_unit_test(test_admit_unknown),
 		cmocka_unit_test(test_net),
+		cmocka_unit_test(test_unknown_need),
+		cmocka_unit_test(test_thaw_need),
+		cmocka_unit_test(test_thaw_fits),
+		cmocka_unit_test(test_tokens),
+		cmocka_unit_test(test_net_budget),
+		cmocka_unit_test(test_net_freeze_done),
 		cmocka_unit_test(test_safety_net_catches_wrong_predictions),
 	};
 	return cmocka_run_group_tests_name("admit", tests, NULL, NULL);

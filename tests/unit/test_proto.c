@@ -47,6 +47,141 @@ static void test_framing(void **state)
 	proto_conn_close(&c);
 }
 
+/* Each message encodes to the protocol's bytes and decodes back to what was encoded. */
+static void assert_bytes(json_t *msg, const char *want)
+{
+	char *s;
+
+	assert_non_null(msg);
+	s = json_dumps(msg, JSON_COMPACT);
+	assert_string_equal(s, want);
+	free(s);
+}
+
+static void test_request_roundtrip(void **state)
+{
+	struct proto_request in = { 4242, 2, "nvcc", "k.cu", "nvcc -O3", "nvcc -O3 :: k.cu" }, out;
+	json_t *m = proto_request_encode(&in);
+
+	(void)state;
+	assert_bytes(m, "{\"type\":\"request\",\"pid\":4242,\"attempt\":2,\"tool\":\"nvcc\",\"src\":\"k.cu\","
+			"\"class\":\"nvcc -O3\",\"sig\":\"nvcc -O3 :: k.cu\"}");
+	assert_string_equal(proto_type(m), "request");
+	proto_request_decode(m, &out);
+	assert_int_equal(out.pid, 4242);
+	assert_int_equal(out.attempt, 2);
+	assert_string_equal(out.tool, "nvcc");
+	assert_string_equal(out.src, "k.cu");
+	assert_string_equal(out.class_key, "nvcc -O3");
+	assert_string_equal(out.sig_key, "nvcc -O3 :: k.cu");
+	json_decref(m);
+	/* fields left out read as empty */
+	m = json_pack("{s:s}", "type", "request");
+	proto_request_decode(m, &out);
+	assert_int_equal(out.attempt, 0);
+	assert_string_equal(out.tool, "");
+	assert_string_equal(out.sig_key, "");
+	json_decref(m);
+}
+
+static void test_admit_roundtrip(void **state)
+{
+	struct proto_admit in = { 7, "/sys/fs/cgroup/b/headroom-1-job7" }, out;
+	json_t *m = proto_admit_encode(&in);
+
+	(void)state;
+	assert_bytes(m, "{\"type\":\"admit\",\"job\":7,\"cgroup\":\"/sys/fs/cgroup/b/headroom-1-job7\"}");
+	proto_admit_decode(m, &out);
+	assert_int_equal(out.job, 7);
+	assert_string_equal(out.cgroup, in.cgroup);
+	json_decref(m);
+	in.cgroup = NULL;
+	m = proto_admit_encode(&in);
+	assert_bytes(m, "{\"type\":\"admit\",\"job\":7,\"cgroup\":null}");
+	proto_admit_decode(m, &out);
+	assert_null(out.cgroup);
+	json_decref(m);
+}
+
+static void test_started_roundtrip(void **state)
+{
+	struct proto_started in = { 7, 31337 }, out;
+	json_t *m = proto_started_encode(&in);
+
+	(void)state;
+	assert_bytes(m, "{\"type\":\"started\",\"job\":7,\"pid\":31337}");
+	proto_started_decode(m, &out);
+	assert_int_equal(out.job, 7);
+	assert_int_equal(out.pid, 31337);
+	json_decref(m);
+}
+
+static void test_done_roundtrip(void **state)
+{
+	struct proto_done in = { .job = 7, .has_exit = 1, .exit_code = 3, .duration_ms = 1500,
+				 .maxrss_bytes = 5ULL << 30 }, out;
+	json_t *m = proto_done_encode(&in);
+
+	(void)state;
+	assert_bytes(m, "{\"type\":\"done\",\"job\":7,\"duration_ms\":1500,\"maxrss_bytes\":5368709120,"
+			"\"exit\":3,\"signal\":null}");
+	proto_done_decode(m, &out);
+	assert_int_equal(out.job, 7);
+	assert_true(out.has_exit);
+	assert_int_equal(out.exit_code, 3);
+	assert_false(out.has_signal);
+	assert_int_equal(out.duration_ms, 1500);
+	assert_int_equal(out.maxrss_bytes, 5ULL << 30);
+	json_decref(m);
+	in = (struct proto_done){ .job = 8, .has_signal = 1, .signal = 9 };
+	m = proto_done_encode(&in);
+	assert_bytes(m, "{\"type\":\"done\",\"job\":8,\"duration_ms\":0,\"maxrss_bytes\":0,"
+			"\"exit\":null,\"signal\":9}");
+	proto_done_decode(m, &out);
+	assert_false(out.has_exit);
+	assert_true(out.has_signal);
+	assert_int_equal(out.signal, 9);
+	json_decref(m);
+}
+
+static void test_ack_roundtrip(void **state)
+{
+	struct proto_ack in = { 7, 1, "killed by headroom to save memory" }, out;
+	json_t *m = proto_ack_encode(&in);
+
+	(void)state;
+	assert_bytes(m, "{\"type\":\"ack\",\"job\":7,\"retry\":true,\"reason\":\"killed by headroom to save memory\"}");
+	proto_ack_decode(m, &out);
+	assert_int_equal(out.job, 7);
+	assert_true(out.retry);
+	assert_string_equal(out.reason, in.reason);
+	json_decref(m);
+	in.retry = 0;
+	in.reason = "finished";
+	m = proto_ack_encode(&in);
+	assert_bytes(m, "{\"type\":\"ack\",\"job\":7,\"retry\":false,\"reason\":\"finished\"}");
+	proto_ack_decode(m, &out);
+	assert_false(out.retry);
+	json_decref(m);
+}
+
+/* What proto_send_* put on the socket: the encoded message and a newline. */
+static void test_send_line(void **state)
+{
+	int sv[2];
+	char buf[256];
+
+	(void)state;
+	assert_int_equal(socketpair(AF_UNIX, SOCK_STREAM, 0, sv), 0);
+	assert_int_equal(proto_send_started(sv[0], &(struct proto_started){ 1, 2 }), 0);
+	ssize_t n = read(sv[1], buf, sizeof(buf) - 1);
+	assert_true(n > 0);
+	buf[n] = 0;
+	assert_string_equal(buf, "{\"type\":\"started\",\"job\":1,\"pid\":2}\n");
+	close(sv[0]);
+	close(sv[1]);
+}
+
 static char dir[] = "/tmp/headroom-test-proto.XXXXXX";
 
 static int listen_at(const char *path)
@@ -194,6 +329,12 @@ int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_framing),
+		cmocka_unit_test(test_request_roundtrip),
+		cmocka_unit_test(test_admit_roundtrip),
+		cmocka_unit_test(test_started_roundtrip),
+		cmocka_unit_test(test_done_roundtrip),
+		cmocka_unit_test(test_ack_roundtrip),
+		cmocka_unit_test(test_send_line),
 		cmocka_unit_test(test_exec_retry),
 		cmocka_unit_test(test_exec_status_passthrough),
 		cmocka_unit_test(test_exec_governor_gone),

@@ -1,4 +1,4 @@
-/* The SQLite profile store and the end report. */
+/* The SQLite profile store. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -11,7 +11,6 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "govern/report.h"
 #include "store/store.h"
 
 static char dir[] = "/tmp/headroom-test-store.XXXXXX";
@@ -99,30 +98,6 @@ static void test_unwritable_dir(void **state)
 	free(err);
 }
 
-static void test_report(void **state)
-{
-	struct report r = { .budget_bytes = 10 };
-
-	(void)state;
-	assert_int_equal(report_safe_max_jobs(&r), 0); /* nothing known */
-	report_add_job(&r, "nvcc", 4, 1);
-	report_add_job(&r, "nvcc", 3, 1);
-	report_add_job(&r, "nvcc", 3, 1);
-	report_add_job(&r, "g++", 1, 1);
-	/* the largest peaks 4 + 3 + 3 = 10 fit; a fourth would not be safe if all peaked */
-	assert_int_equal(report_safe_max_jobs(&r), 3);
-	assert_int_equal(report_class_percentile(&r, "nvcc", 100), 4);
-	assert_int_equal(report_class_percentile(&r, "nvcc", 50), 3);
-	assert_int_equal(report_class_percentile(&r, "g++", 95), 1);
-	assert_int_equal(report_class_percentile(&r, "ld", 50), 0);
-	json_t *j = report_to_json(&r);
-	assert_int_equal(json_integer_value(json_object_get(j, "safe_fixed_max_jobs")), 3);
-	assert_int_equal(json_array_size(json_object_get(j, "classes")), 2);
-	assert_true(json_is_null(json_object_get(j, "peak_group_bytes"))); /* unknown, not 0 */
-	json_decref(j);
-	report_free(&r);
-}
-
 static int teardown(void **state)
 {
 	(void)state;
@@ -139,7 +114,6 @@ int main(void)
 		cmocka_unit_test(test_roundtrip),
 		cmocka_unit_test(test_not_a_database),
 		cmocka_unit_test(test_unwritable_dir),
-		cmocka_unit_test(test_report),
 	};
 	return cmocka_run_group_tests_name("store", tests, NULL, teardown);
 }

@@ -6,8 +6,10 @@
 #include <cmocka.h>
 
 #include <errno.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "sys/cgroup.h"
@@ -137,11 +139,45 @@ static void test_cgroup_none(void **state)
 	assert_int_equal(cg.version, CGROUP_NONE);
 }
 
+static void test_proc_cmdline(void **state)
+{
+	char root[] = "/tmp/headroom-test-cmdline.XXXXXX", path[256], buf[64], *argv[4];
+	static const char cmdline[] = "cc\0-c\0a.c\0-o\0a.o\0";
+	FILE *f;
+
+	(void)state;
+	assert_non_null(mkdtemp(root));
+	snprintf(path, sizeof(path), "%s/proc", root);
+	assert_int_equal(mkdir(path, 0700), 0);
+	snprintf(path, sizeof(path), "%s/proc/42", root);
+	assert_int_equal(mkdir(path, 0700), 0);
+	snprintf(path, sizeof(path), "%s/proc/42/cmdline", root);
+	f = fopen(path, "w");
+	assert_non_null(f);
+	assert_int_equal(fwrite(cmdline, 1, sizeof(cmdline) - 1, f), sizeof(cmdline) - 1);
+	fclose(f);
+	/* at most max - 1 words, NULL after them */
+	assert_int_equal(proc_cmdline(root, 42, buf, sizeof(buf), argv, 4), 3);
+	assert_string_equal(argv[0], "cc");
+	assert_string_equal(argv[1], "-c");
+	assert_string_equal(argv[2], "a.c");
+	assert_null(argv[3]);
+	/* a process that is gone has none */
+	assert_int_equal(proc_cmdline(root, 43, buf, sizeof(buf), argv, 4), 0);
+	assert_null(argv[0]);
+	unlink(path);
+	snprintf(path, sizeof(path), "%s/proc/42", root);
+	rmdir(path);
+	snprintf(path, sizeof(path), "%s/proc", root);
+	rmdir(path);
+	rmdir(root);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_meminfo),    cmocka_unit_test(test_psi),
-		cmocka_unit_test(test_proc_parse), cmocka_unit_test(test_proc_tree),
+		cmocka_unit_test(test_proc_parse), cmocka_unit_test(test_proc_tree), cmocka_unit_test(test_proc_cmdline),
 		cmocka_unit_test(test_cgroup_v2),  cmocka_unit_test(test_cgroup_v1),
 		cmocka_unit_test(test_cgroup_none),
 	};

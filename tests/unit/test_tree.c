@@ -1,14 +1,11 @@
-/* Process-tree classification and the jobserver. */
+/* Process-tree classification. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdint.h>
-#include <stdlib.h>
-#include <unistd.h>
 
 #include <cmocka.h>
 
-#include "govern/jobserver.h"
 #include "govern/tree.h"
 
 static void test_classify(void **state)
@@ -56,59 +53,37 @@ static void test_ungoverned(void **state)
 	assert_int_equal(tree_ungoverned_compiler(&t, 10, "headroom"), 0);
 }
 
-static void test_style(void **state)
+static void test_job_argv(void **state)
 {
+	char cmd[] = "FOO=1 $CCACHE g++ -O2  -c\ta.cpp -o a.o";
+	char *argv[8] = { "/bin/sh", "-c", cmd, NULL };
+	char *plain[] = { "g++", "-O2", "-c", NULL };
+	char small[] = "a b c d e";
+	char *few[8] = { "sh", "-c", small, NULL };
+
 	(void)state;
-	assert_int_equal(jobserver_style_for("GNU Make 4.3", "1.11.1", "make"), JOBSERVER_PIPE);
-	assert_int_equal(jobserver_style_for("GNU Make 4.4.1", "1.11.1", "/usr/bin/make"), JOBSERVER_FIFO);
-	assert_int_equal(jobserver_style_for("GNU Make 4.3", "1.13.0", "ninja"), JOBSERVER_FIFO);
-	assert_int_equal(jobserver_style_for("GNU Make 4.3", "1.11.1", "ninja"), JOBSERVER_NONE);
-	assert_int_equal(jobserver_style_for("GNU Make 4.3", "1.12.1", "sh"), JOBSERVER_PIPE);
-	assert_int_equal(jobserver_style_for(NULL, NULL, "sh"), JOBSERVER_FIFO);
-	assert_true(jobserver_ninja_is_client("2.0.0"));
-	assert_false(jobserver_make_has_fifo("make (not GNU) 5.0"));
-}
-
-static void check_tokens(enum jobserver_style style)
-{
-	struct jobserver js;
-	char dir[] = "/tmp/hr-js.XXXXXX";
-	char c;
-
-	assert_non_null(mkdtemp(dir));
-	assert_int_equal(jobserver_open(&js, style, dir, 8, NULL), 0);
-	assert_non_null(js.makeflags);
-	assert_int_equal(jobserver_waiting(&js), 0);
-	assert_int_equal(jobserver_set(&js, 5), 5);
-	if (style == JOBSERVER_PIPE) {
-		/* a client takes one from the inherited end */
-		assert_int_equal(read(js.rfd, &c, 1), 1);
-		assert_int_equal(c, '+');
-		assert_int_equal(jobserver_waiting(&js), 4);
-	}
-	assert_int_equal(jobserver_set(&js, 1), 1);
-	assert_int_equal(jobserver_set(&js, 0), 0);
-	jobserver_close(&js);
-	assert_int_equal(rmdir(dir), 0); /* the fifo is gone too */
-}
-
-static void test_pipe(void **state)
-{
-	(void)state;
-	check_tokens(JOBSERVER_PIPE);
-}
-
-static void test_fifo(void **state)
-{
-	(void)state;
-	check_tokens(JOBSERVER_FIFO);
+	/* sh -c: split on blanks; the assignment and the unexpanded variable before the tool go */
+	assert_int_equal(tree_job_argv(3, argv, 8), 6);
+	assert_string_equal(argv[0], "g++");
+	assert_string_equal(argv[1], "-O2");
+	assert_string_equal(argv[3], "a.cpp");
+	assert_string_equal(argv[5], "a.o");
+	assert_null(argv[6]);
+	/* anything else stays as it is */
+	assert_int_equal(tree_job_argv(3, plain, 4), 3);
+	assert_string_equal(plain[0], "g++");
+	/* at most max - 1 words */
+	assert_int_equal(tree_job_argv(3, few, 4), 3);
+	assert_string_equal(few[2], "c");
+	assert_null(few[3]);
 }
 
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-		cmocka_unit_test(test_classify), cmocka_unit_test(test_ungoverned), cmocka_unit_test(test_style),
-		cmocka_unit_test(test_pipe),     cmocka_unit_test(test_fifo),
+		cmocka_unit_test(test_classify),
+		cmocka_unit_test(test_ungoverned),
+		cmocka_unit_test(test_job_argv),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

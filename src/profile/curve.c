@@ -1,4 +1,4 @@
-#include "govern/curve.h"
+#include "profile/curve.h"
 
 #include <errno.h>
 #include <string.h>

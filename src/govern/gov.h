@@ -1,0 +1,165 @@
+/* The governor's state, shared by its rooms: the job table (job.c), the learned
+ * profiles (learned.c), the launchers' socket (server.c), the process tree (treescan.c),
+ * process hygiene (guard.c) and the loop with its tick (governor.c). Private to govern/. */
+#ifndef HEADROOM_GOV_H
+#define HEADROOM_GOV_H
+
+#include <poll.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+#include "govern/governor.h"
+#include "govern/jobserver.h"
+#include "govern/progress.h"
+#include "govern/proto.h"
+#include "govern/report.h"
+#include "profile/profile.h"
+#include "store/store.h"
+#include "sys/cgroup.h"
+#include "sys/proc.h"
+
+/* A job killed this many times is not tried again: its failure goes to the build tool. */
+#define GOV_MAX_RETRIES 4
+
+enum job_state { JOB_IDLE, JOB_WAITING, JOB_RUNNING };
+
+struct job {
+	int id;
+	enum job_state state;
+	struct proto_conn conn;
+	char *tool, *src, *class_key, *sig_key;
+	int attempt;
+	pid_t pid;                  /* the tool, leader of the job's process group; 0 until started */
+	int tree;                   /* found in the process tree (--tree), not through a launcher */
+	int64_t t_request_ms, t_admit_ms; /* since the epoch of now_ms() */
+	int frozen;
+	int64_t frozen_at_ms, frozen_total_ms;
+	const struct curve *pred;   /* points into the learned cache; NULL when unknown */
+	struct curve_sample *samples;
+	size_t nsamples, capsamples;
+	uint64_t current_bytes, peak_bytes;
+	uint64_t growth_bytes_per_s;  /* over the last tick; 0 when shrinking */
+	int killed_by_us;
+	uint64_t oom_at_admit;
+	struct cgroup cg;           /* the job's own group, version NONE when there is none */
+};
+
+struct learned {
+	enum profile_kind kind;
+	char *key;
+	int known, dirty;
+	struct profile p;
+};
+
+struct gov {
+	const struct governor_opts *o;
+	int listen_fd, sig_fd;
+	char *sock_dir, *sock_path;
+	struct job **jobs;
+	size_t njobs, capjobs;
+	int next_id;
+	struct learned **cache;
+	size_t ncache, capcache;
+	struct cgroup cg;           /* the group headroom runs in; version NONE without one */
+	int cg_limited;
+	int job_groups;             /* jobs get child groups of cg */
+	uint64_t limit_bytes, reserve_bytes, budget_bytes;
+	uint64_t oom_start;
+	char *psi_path;
+	pid_t build_pid;
+	int build_status, build_done;
+	int interrupted;
+	int64_t t0_ms, deadline_ms, last_kill_ms;
+	uint64_t used_prev;         /* memory in use at the last tick, for its growth rate */
+	int64_t t_prev_ms;
+	struct proc_table procs;
+	struct report rep;
+	int tree;                   /* governing the process tree (--tree, or fallen back to it) */
+	pid_t *skip;                /* below a build tool, but not jobs: see treescan.c */
+	size_t nskip, capskip;
+	char self_name[16];         /* our comm, as the launcher processes show it */
+	struct jobserver js;        /* style NONE without --jobserver */
+	struct progress progress;   /* the live line; fd -1 when off */
+	int64_t next_progress_ms;
+	char *build_key;            /* directory and command: the store's key for this build */
+	struct build_profile last_build; /* jobs 0 when this build was not seen before */
+	char *next_class;           /* class of the last job found: what the next token is for */
+	int guard_fd;               /* the guardian's pipe; -1 without one */
+};
+
+/* ---- job.c: the job table, and what is done to a job's processes ---- */
+
+/* A new job in the table, with its connection (fd, or -1 for a job found in the tree). */
+struct job *job_new(struct gov *g, int fd);
+/* Take job i out of the table and free it; a running job's tool is killed first. */
+void job_remove(struct gov *g, size_t i);
+void job_free(struct job *j);
+/* End what is left in the job's own group and remove it. */
+void job_drop_group(struct job *j);
+/* Forget the last run's pid, samples and prediction, for the next attempt. */
+void job_reset_run(struct job *j);
+/* How long it has run, in ms: frozen time left out. */
+int64_t job_elapsed(const struct job *j, int64_t now);
+/* Send sig to the job: its process group, or for a job found in the tree its process
+ * and everything below it in procs (the last table read). */
+void job_signal(const struct job *j, int sig, const struct proc_table *procs);
+void job_freeze(struct gov *g, struct job *j, int64_t now);
+void job_thaw(struct gov *g, struct job *j, int64_t now);
+/* Kill it to save memory; its launcher runs it again. */
+void job_kill(struct gov *g, struct job *j, int64_t now);
+void job_add_sample(struct job *j, int64_t t_ms, uint64_t bytes);
+/* Read its memory from g->procs; dt_ms since the last tick, for its growth. */
+void job_sample(struct gov *g, struct job *j, int64_t now, int64_t dt_ms);
+
+/* ---- learned.c: the profiles the store knows and this build learns ---- */
+
+/* The cached profile of kind and key, read from the store the first time (known 0
+ * when there is none yet). Never NULL; the cache owns it and it never moves. */
+struct learned *learned_get(struct gov *g, enum profile_kind kind, const char *key);
+/* Set j->pred: its own signature's profile, else its class's, else NULL. */
+void learned_predict(struct gov *g, struct job *j);
+/* A job that ran ran_ms to its end: learn its curve and count it in the report.
+ * maxrss_bytes: its largest process's peak (0: unknown). */
+void learned_job_done(struct gov *g, struct job *j, int64_t ran_ms, uint64_t maxrss_bytes);
+/* Write what changed to the store, in one transaction. */
+void learned_save(struct gov *g);
+void learned_free(struct gov *g);
+
+/* ---- server.c: the launchers' socket ---- */
+
+/* Listen on a new socket in a private directory of runtime_dir(). 0 or -errno. */
+int server_open(struct gov *g);
+/* Take a new launcher's connection: a job without a request yet. */
+void server_accept(struct gov *g);
+/* Read and act on what the launchers sent: pf are the polled client fds. */
+void server_read(struct gov *g, const struct pollfd *pf, size_t npf, int64_t now);
+/* Let a waiting job run: admit it (a launcher's) or resume it (a tree job's). */
+void server_admit(struct gov *g, struct job *j, int64_t now);
+
+/* ---- treescan.c: jobs found in the process tree ---- */
+
+/* Find the new jobs below the build tools in g->procs (held until admitted), and end
+ * the jobs whose process is gone. */
+void treescan_run(struct gov *g, int64_t now);
+/* Compilers that escaped the launcher: govern the process tree as well from now on. */
+void treescan_fallback(struct gov *g);
+
+/* ---- guard.c: process hygiene ---- */
+
+/* Start the guardian that resumes stopped processes below build should headroom die.
+ * Returns the pipe end to keep open, or -1. */
+int guard_start(pid_t build, const char *proc_root);
+/* Collect exited children; the build's status goes to g. */
+void guard_reap(struct gov *g);
+/* End every process below headroom: the jobs first, then anything the build left. */
+void guard_kill_everything(struct gov *g);
+/* Keep the governor in memory and out of the OOM killer's way, where permitted. */
+void guard_lock_self(void);
+
+/* ---- governor.c ---- */
+
+/* OOM kills seen so far: our cgroup's, else the machine's. */
+uint64_t gov_oom_count(struct gov *g);
+
+#endif

@@ -1,0 +1,126 @@
+/* Process hygiene: a guardian that outlives headroom to resume what it stopped, reaping,
+ * ending everything below headroom at the end, and keeping headroom itself alive. */
+#include <errno.h>
+#include <fcntl.h>
+#include <signal.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/prctl.h>
+#include <sys/resource.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "govern/gov.h"
+#include "sys/fsutil.h"
+#include "util/log.h"
+
+void guard_reap(struct gov *g)
+{
+	int st;
+	pid_t p;
+
+	while ((p = waitpid(-1, &st, WNOHANG)) > 0) {
+		if (p == g->build_pid) {
+			g->build_status = st;
+			g->build_done = 1;
+		}
+	}
+}
+
+/* A guardian: a child that sleeps on a pipe only headroom writes to. If headroom dies,
+ * even by SIGKILL, the pipe reads EOF and the guardian resumes every stopped process
+ * below the build, so that no held or frozen job stays stopped forever. Returns the
+ * pipe's write end to keep open, or -1. */
+int guard_start(pid_t build, const char *proc_root)
+{
+	int fds[2];
+	pid_t pid;
+	char c;
+
+	if (pipe2(fds, O_CLOEXEC))
+		return -1;
+	pid = fork();
+	if (pid < 0) {
+		close(fds[0]);
+		close(fds[1]);
+		return -1;
+	}
+	if (pid == 0) {
+		struct proc_table t = { 0 };
+
+		/* nothing of headroom's: not its socket (launchers would wait on it), not
+		 * the jobserver, not the terminal's Ctrl-C */
+		if (fds[0] > 3)
+			close_range(3, (unsigned)fds[0] - 1, 0);
+		close_range((unsigned)fds[0] + 1, ~0U, 0);
+		setpgid(0, 0);
+		prctl(PR_SET_NAME, "headroom-guard");
+		for (;;) { /* headroom never writes: this returns when it is gone */
+			ssize_t r = read(fds[0], &c, 1);
+			if (r < 0 && errno == EINTR)
+				continue;
+			break;
+		}
+		for (int round = 0; round < 3; round++) {
+			proc_table_read(proc_root, &t);
+			for (size_t i = 0; i < t.n; i++)
+				if ((t.v[i].state == 'T' || t.v[i].state == 't') && proc_table_is_descendant(&t, t.v[i].pid, build))
+					kill(t.v[i].pid, SIGCONT);
+			usleep(50000);
+		}
+		_exit(0);
+	}
+	close(fds[0]);
+	return fds[1];
+}
+
+/* End every process below headroom: the jobs first, then anything the build left. */
+void guard_kill_everything(struct gov *g)
+{
+	pid_t self = getpid();
+
+	for (size_t i = 0; i < g->njobs; i++) {
+		job_signal(g->jobs[i], SIGKILL, &g->procs);
+		job_signal(g->jobs[i], SIGCONT, &g->procs);
+		if (g->jobs[i]->cg.version != CGROUP_NONE)
+			cgroup_kill_all(&g->jobs[i]->cg);
+	}
+	for (int round = 0; round < 100; round++) {
+		int found = 0;
+
+		proc_table_read(g->o->proc_root, &g->procs);
+		for (size_t i = 0; i < g->procs.n; i++) {
+			const struct proc_entry *e = &g->procs.v[i];
+			if (e->pid == self || e->state == 'Z' || !proc_table_is_descendant(&g->procs, e->pid, self))
+				continue;
+			kill(e->pid, SIGKILL);
+			kill(e->pid, SIGCONT);
+			found = 1;
+		}
+		guard_reap(g);
+		if (!found)
+			break;
+		usleep(20000);
+	}
+	guard_reap(g);
+}
+
+void guard_lock_self(void)
+{
+	struct rlimit rl;
+
+#ifdef __SANITIZE_ADDRESS__
+	return; /* the sanitizer's shadow memory is terabytes of address space */
+#endif
+	/* Paged out, the governor could not act when it matters most. Only where the
+	 * limit allows all of it: a partial lock would make later allocations fail. */
+	if (geteuid() != 0 &&
+	    (getrlimit(RLIMIT_MEMLOCK, &rl) || (rl.rlim_cur != RLIM_INFINITY && rl.rlim_cur < (256u << 20)))) {
+		log_debug("not locking memory: RLIMIT_MEMLOCK too small");
+		return;
+	}
+	if (mlockall(MCL_CURRENT | MCL_FUTURE))
+		log_debug("mlockall: %s", strerror(errno));
+	/* Make the kernel's OOM killer pick anything but the governor (root only). */
+	fs_write("/proc/self/oom_score_adj", "-900");
+}

@@ -1,0 +1,145 @@
+/* The job table, and what the governor does to a job's processes: hold, freeze, thaw,
+ * kill, and sample their memory. */
+#include <signal.h>
+#include <stdlib.h>
+
+#include "govern/gov.h"
+#include "util/grow.h"
+#include "util/log.h"
+#include "util/xalloc.h"
+
+int64_t job_elapsed(const struct job *j, int64_t now)
+{
+	int64_t e = now - j->t_admit_ms - j->frozen_total_ms;
+
+	if (j->frozen)
+		e -= now - j->frozen_at_ms;
+	return e > 0 ? e : 0;
+}
+
+void job_reset_run(struct job *j)
+{
+	j->pid = 0;
+	j->frozen = 0;
+	j->frozen_total_ms = 0;
+	j->nsamples = 0;
+	j->current_bytes = j->peak_bytes = 0;
+	j->killed_by_us = 0;
+	j->pred = NULL;
+}
+
+struct job *job_new(struct gov *g, int fd)
+{
+	struct job *j = xcalloc(1, sizeof(*j));
+
+	j->id = ++g->next_id;
+	proto_conn_init(&j->conn, fd);
+	ARRAY_GROW(g->jobs, g->njobs + 1, g->capjobs);
+	g->jobs[g->njobs++] = j;
+	return j;
+}
+
+void job_drop_group(struct job *j)
+{
+	if (j->cg.version == CGROUP_NONE)
+		return;
+	cgroup_kill_all(&j->cg);
+	cgroup_remove(&j->cg);
+	cgroup_free(&j->cg);
+}
+
+void job_free(struct job *j)
+{
+	proto_conn_close(&j->conn);
+	job_drop_group(j);
+	free(j->tool);
+	free(j->src);
+	free(j->class_key);
+	free(j->sig_key);
+	free(j->samples);
+	free(j);
+}
+
+void job_signal(const struct job *j, int sig, const struct proc_table *procs)
+{
+	if (j->pid <= 0)
+		return;
+	if (!j->tree) {
+		kill(-j->pid, sig);
+		return;
+	}
+	/* A job found in the tree: the process and everything below it, as last seen. */
+	kill(j->pid, sig);
+	for (size_t i = 0; i < procs->n; i++)
+		if (procs->v[i].pid != j->pid && proc_table_is_descendant(procs, procs->v[i].pid, j->pid))
+			kill(procs->v[i].pid, sig);
+}
+
+void job_freeze(struct gov *g, struct job *j, int64_t now)
+{
+	/* The process group, and in v2 the job's group too: it also holds any process
+	 * that left the process group. */
+	job_signal(j, SIGSTOP, &g->procs);
+	cgroup_freeze(&j->cg, 1);
+	j->frozen = 1;
+	j->frozen_at_ms = now;
+	g->rep.freezes++;
+	log_info("froze job %d (%s): memory is short", j->id, j->src);
+}
+
+void job_thaw(struct gov *g, struct job *j, int64_t now)
+{
+	cgroup_freeze(&j->cg, 0);
+	job_signal(j, SIGCONT, &g->procs);
+	j->frozen = 0;
+	j->frozen_total_ms += now - j->frozen_at_ms;
+	g->rep.thaws++;
+	log_info("thawed job %d (%s)", j->id, j->src);
+}
+
+void job_kill(struct gov *g, struct job *j, int64_t now)
+{
+	job_signal(j, SIGKILL, &g->procs);
+	job_signal(j, SIGCONT, &g->procs);
+	if (j->cg.version != CGROUP_NONE)
+		cgroup_kill_all(&j->cg);
+	j->killed_by_us = 1;
+	g->rep.kills++;
+	g->last_kill_ms = now;
+	log_warn("killed job %d (%s) to keep memory from running out; it will run again", j->id, j->src);
+}
+
+void job_add_sample(struct job *j, int64_t t_ms, uint64_t bytes)
+{
+	ARRAY_GROW(j->samples, j->nsamples + 1, j->capsamples);
+	j->samples[j->nsamples++] = (struct curve_sample){ t_ms, bytes };
+}
+
+void job_sample(struct gov *g, struct job *j, int64_t now, int64_t dt_ms)
+{
+	uint64_t before = j->current_bytes;
+
+	if (j->state != JOB_RUNNING || j->pid <= 0)
+		return;
+	j->current_bytes = proc_table_tree_rss(&g->procs, j->pid);
+	j->growth_bytes_per_s = j->current_bytes > before && dt_ms > 0 && before
+		? (j->current_bytes - before) * 1000 / (uint64_t)dt_ms : 0;
+	if (j->current_bytes > j->peak_bytes)
+		j->peak_bytes = j->current_bytes;
+	if (j->frozen)
+		return;
+	job_add_sample(j, job_elapsed(j, now), j->current_bytes);
+}
+
+void job_remove(struct gov *g, size_t i)
+{
+	struct job *j = g->jobs[i];
+
+	/* A launcher that vanished mid-job leaves its tool behind: end it. */
+	if (j->state == JOB_RUNNING) {
+		job_signal(j, SIGKILL, &g->procs);
+		job_signal(j, SIGCONT, &g->procs);
+	}
+	job_free(j);
+	g->jobs[i] = g->jobs[--g->njobs];
+}

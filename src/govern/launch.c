@@ -1,0 +1,232 @@
+#include "govern/launch.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <poll.h>
+#include <signal.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/resource.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "govern/proto.h"
+#include "govern/signature.h"
+#include "sys/cgroup.h"
+#include "sys/fsutil.h"
+#include "util/log.h"
+#include "util/units.h"
+#include "util/xalloc.h"
+
+/* The governor decides about retries; this only stops a confused one from looping. */
+#define LAUNCHER_MAX_ATTEMPTS 10
+
+static volatile sig_atomic_t child_pgid;
+
+static void forward(int sig)
+{
+	if (child_pgid > 0)
+		kill(-(pid_t)child_pgid, sig);
+}
+
+static int exec_failed_status(int e)
+{
+	return e == ENOENT || e == ENOTDIR ? EXIT_NOTFOUND : EXIT_NOEXEC;
+}
+
+void launch_direct(char **argv)
+{
+	execvp(argv[0], argv);
+	int e = errno;
+	log_warn("cannot run %s: %s", argv[0], strerror(e));
+	exit(exec_failed_status(e));
+}
+
+/* Die the way the tool died, so that the build tool sees exactly what it would have. */
+static noreturn void pass_on(int wstatus)
+{
+	if (wstatus < 0)
+		exit(EXIT_INTERNAL);
+	if (WIFSIGNALED(wstatus)) {
+		int sig = WTERMSIG(wstatus);
+		sigset_t set;
+
+		signal(sig, SIG_DFL);
+		sigemptyset(&set);
+		sigaddset(&set, sig);
+		sigprocmask(SIG_UNBLOCK, &set, NULL);
+		kill(getpid(), sig);
+	}
+	exit(exit_status_of(wstatus));
+}
+
+static pid_t spawn(char **argv, const char *cgroup_dir, int errpipe)
+{
+	pid_t pid = fork();
+
+	if (pid != 0)
+		return pid;
+	/* A process group of its own: the governor freezes and kills the job as one. */
+	setpgid(0, 0);
+	signal(SIGINT, SIG_DFL);
+	signal(SIGTERM, SIG_DFL);
+	signal(SIGHUP, SIG_DFL);
+	signal(SIGQUIT, SIG_DFL);
+	if (cgroup_dir && *cgroup_dir) {
+		struct cgroup cg = { .version = CGROUP_V2, .dir = (char *)cgroup_dir };
+		cgroup_attach(&cg, getpid());
+	}
+	/* When memory runs out, the kernel should pick a compiler, never sshd. */
+	fs_write("/proc/self/oom_score_adj", "500");
+	/* A launcher inside this job (CXX and a CMake launcher both set) runs its tool
+	 * directly: the job is admitted already. */
+	setenv("HEADROOM_JOB", "1", 1);
+	execvp(argv[0], argv);
+	int e = errno;
+	if (write(errpipe, &e, sizeof(e)) < 0)
+		_exit(EXIT_INTERNAL);
+	_exit(exec_failed_status(e));
+}
+
+static void on_sigchld(int sig)
+{
+	(void)sig; /* only to interrupt ppoll */
+}
+
+/* Wait for the tool, forwarding interrupts to its process group, and watching the
+ * governor: if it dies while the job is frozen, nobody else would ever thaw it.
+ * *maxrss_bytes gets the largest resident set of any one process of its tree: a floor
+ * under the job's peak that even a job shorter than the governor's sampling leaves.
+ * Returns the wait status, or -1. */
+static int wait_child(pid_t pid, struct proto_conn *conn, uint64_t *maxrss_bytes, int *governor_gone)
+{
+	struct sigaction sa = { .sa_handler = on_sigchld };
+	sigset_t chld, orig;
+	struct rusage ru;
+	int st = -1;
+
+	sigemptyset(&sa.sa_mask);
+	sigaction(SIGCHLD, &sa, NULL);
+	sigemptyset(&chld);
+	sigaddset(&chld, SIGCHLD);
+	/* SIGCHLD stays blocked but inside ppoll: no exit slips in between the check and the wait. */
+	sigprocmask(SIG_BLOCK, &chld, &orig);
+	for (;;) {
+		pid_t r = wait4(pid, &st, *governor_gone ? 0 : WNOHANG, &ru);
+		if (r == pid)
+			break;
+		if (r < 0 && errno != EINTR) {
+			st = -1;
+			break;
+		}
+		if (r != 0 || *governor_gone)
+			continue;
+		struct pollfd p = { .fd = conn->fd, .events = POLLIN };
+		if (ppoll(&p, 1, NULL, &orig) > 0 && proto_fill(conn) <= 0) {
+			*governor_gone = 1;
+			kill(-pid, SIGCONT);
+		}
+	}
+	sigprocmask(SIG_SETMASK, &orig, NULL);
+	if (st != -1)
+		*maxrss_bytes = (uint64_t)ru.ru_maxrss * 1024;
+	return st;
+}
+
+void launch_governed(char **argv, int fd)
+{
+	struct proto_conn conn;
+	struct job_sig sig;
+	struct sigaction sa = { .sa_handler = forward };
+	int status = 0;
+	int argc = 0;
+
+	while (argv[argc])
+		argc++;
+	job_sig_from_argv(argc, argv, &sig);
+	proto_conn_init(&conn, fd);
+	sigemptyset(&sa.sa_mask);
+
+	for (int attempt = 1; attempt <= LAUNCHER_MAX_ATTEMPTS; attempt++) {
+		struct proto_request req = { getpid(), attempt, sig.tool, sig.src, sig.class_key, sig.sig_key };
+		struct proto_admit adm;
+		struct proto_ack ack;
+		json_t *reply = NULL;
+		int errpipe[2];
+
+		if (proto_send_request(fd, &req))
+			goto ungoverned;
+		if (proto_recv(&conn, &reply) <= 0 || strcmp(proto_type(reply), "admit")) {
+			json_decref(reply);
+			goto ungoverned;
+		}
+		proto_admit_decode(reply, &adm);
+		if (pipe2(errpipe, O_CLOEXEC)) {
+			json_decref(reply);
+			die(EXIT_INTERNAL, "pipe: %s", strerror(errno));
+		}
+		int64_t t0 = now_ms();
+		pid_t pid = spawn(argv, adm.cgroup, errpipe[1]);
+		char *cg_copy = adm.cgroup && *adm.cgroup ? xstrdup(adm.cgroup) : NULL;
+		json_decref(reply);
+		close(errpipe[1]);
+		if (pid < 0)
+			die(EXIT_INTERNAL, "fork: %s", strerror(errno));
+		setpgid(pid, pid);
+		child_pgid = pid;
+		sigaction(SIGINT, &sa, NULL);
+		sigaction(SIGTERM, &sa, NULL);
+		sigaction(SIGHUP, &sa, NULL);
+		sigaction(SIGQUIT, &sa, NULL);
+		proto_send_started(fd, &(struct proto_started){ adm.job, pid });
+
+		uint64_t maxrss = 0;
+		int gone = 0;
+		status = wait_child(pid, &conn, &maxrss, &gone);
+		child_pgid = 0;
+		int exec_errno = 0;
+		if (read(errpipe[0], &exec_errno, sizeof(exec_errno)) == (ssize_t)sizeof(exec_errno))
+			log_warn("cannot run %s: %s", argv[0], strerror(exec_errno));
+		close(errpipe[0]);
+
+		if (gone) {
+			/* Nobody else will remove the job's group now. */
+			if (cg_copy) {
+				struct cgroup cg = { .version = CGROUP_V2, .dir = cg_copy };
+				cgroup_remove(&cg);
+			}
+			free(cg_copy);
+			log_debug("the governor went away while %s ran", argv[0]);
+			break;
+		}
+		free(cg_copy);
+		struct proto_done done = {
+			.job = adm.job,
+			.has_exit = WIFEXITED(status),
+			.exit_code = WEXITSTATUS(status),
+			.has_signal = WIFSIGNALED(status),
+			.signal = WTERMSIG(status),
+			.duration_ms = now_ms() - t0,
+			.maxrss_bytes = maxrss,
+		};
+		if (proto_send_done(fd, &done))
+			break;
+		if (proto_recv(&conn, &reply) <= 0) {
+			json_decref(reply);
+			break;
+		}
+		proto_ack_decode(reply, &ack);
+		json_decref(reply);
+		if (!ack.retry)
+			break;
+		log_debug("job %lld: the governor requeued %s (attempt %d)", (long long)adm.job, sig.src, attempt);
+	}
+	proto_conn_close(&conn);
+	job_sig_free(&sig);
+	pass_on(status);
+
+ungoverned:
+	/* The governor went away before admitting us: the caller runs the tool as if it never existed. */
+	proto_conn_close(&conn);
+	job_sig_free(&sig);
+}

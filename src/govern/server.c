@@ -1,0 +1,182 @@
+/* The launchers' side of the governor: the listening socket, a job per connection,
+ * and what each message does (request, started, done; admit and ack back). */
+#include <errno.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include "govern/gov.h"
+#include "sys/usock.h"
+#include "util/log.h"
+#include "util/path.h"
+#include "util/xalloc.h"
+
+static void set_str(char **dst, const char *v)
+{
+	free(*dst);
+	*dst = xstrdup(v);
+}
+
+static void on_done(struct gov *g, struct job *j, const struct proto_done *d, int64_t now)
+{
+	int64_t dur = d->duration_ms;
+	int oom = 0, retry = 0;
+	const char *reason = "finished";
+	uint64_t n;
+
+	if (d->has_signal && d->signal == SIGKILL) {
+		if (j->cg.version != CGROUP_NONE && !cgroup_oom_kills(&j->cg, &n) && n > 0)
+			oom = 1;
+		else if (gov_oom_count(g) > j->oom_at_admit)
+			oom = 1;
+	}
+	if ((j->killed_by_us || oom) && j->attempt < GOV_MAX_RETRIES) {
+		retry = 1;
+		reason = j->killed_by_us ? "killed by headroom to save memory" : "killed by the kernel (out of memory)";
+		g->rep.retries++;
+		if (oom) {
+			g->rep.oom_kills++;
+			log_warn("job %d (%s) was OOM-killed; it will run again", j->id, j->src);
+		}
+	} else if (d->has_exit && d->exit_code == 0) {
+		int64_t ran = job_elapsed(j, now);
+		learned_job_done(g, j, dur > 0 && dur < ran ? dur : ran, d->maxrss_bytes);
+	} else {
+		g->rep.failed_jobs++;
+	}
+	if (g->o->trace_path || g->o->record_path) {
+		int64_t ran = job_elapsed(j, now);
+		struct report_span sp = {
+			.name = *j->src ? j->src : j->tool,
+			.class_key = j->class_key,
+			.start_ms = j->t_admit_ms - g->t0_ms,
+			.duration_ms = dur > 0 && dur < ran ? dur : ran,
+			.exit_code = d->has_exit ? (int)d->exit_code : -1,
+			.retried = retry,
+			.peak_bytes = j->peak_bytes,
+			.samples = j->samples,
+			.nsamples = j->nsamples,
+		};
+		report_add_span(&g->rep, &sp);
+	}
+	proto_send_ack(j->conn.fd, &(struct proto_ack){ j->id, retry, reason });
+	job_drop_group(j);
+	job_reset_run(j);
+	j->state = JOB_IDLE;
+}
+
+static void on_message(struct gov *g, struct job *j, json_t *msg, int64_t now)
+{
+	const char *type = proto_type(msg);
+
+	if (!strcmp(type, "request") && j->state == JOB_IDLE) {
+		struct proto_request r;
+
+		proto_request_decode(msg, &r);
+		set_str(&j->tool, r.tool);
+		set_str(&j->src, r.src);
+		set_str(&j->class_key, r.class_key);
+		set_str(&j->sig_key, r.sig_key);
+		j->attempt = (int)r.attempt;
+		j->t_request_ms = now;
+		job_reset_run(j);
+		j->state = JOB_WAITING;
+		learned_predict(g, j);
+	} else if (!strcmp(type, "started") && j->state == JOB_RUNNING) {
+		struct proto_started st;
+
+		proto_started_decode(msg, &st);
+		j->pid = (pid_t)st.pid;
+	} else if (!strcmp(type, "done") && j->state == JOB_RUNNING) {
+		struct proto_done d;
+
+		proto_done_decode(msg, &d);
+		on_done(g, j, &d, now);
+	} else {
+		log_debug("job %d: unexpected message '%s' ignored", j->id, type);
+	}
+}
+
+void server_accept(struct gov *g)
+{
+	int fd = accept4(g->listen_fd, NULL, NULL, SOCK_CLOEXEC | SOCK_NONBLOCK);
+	struct job *j;
+
+	if (fd < 0)
+		return;
+	j = job_new(g, fd);
+	j->tool = xstrdup("");
+	j->src = xstrdup("");
+	j->class_key = xstrdup("");
+	j->sig_key = xstrdup("");
+}
+
+int server_open(struct gov *g)
+{
+	char *tmpl = xasprintf("%s/headroom.XXXXXX", runtime_dir());
+	int fd;
+
+	if (!mkdtemp(tmpl)) {
+		int e = errno;
+		free(tmpl);
+		return -e;
+	}
+	g->sock_dir = tmpl;
+	g->sock_path = xasprintf("%s/gov.sock", tmpl);
+	fd = usock_listen(g->sock_path, 256);
+	if (fd < 0)
+		return fd;
+	g->listen_fd = fd;
+	return 0;
+}
+
+void server_read(struct gov *g, const struct pollfd *pf, size_t npf, int64_t now)
+{
+	for (size_t k = 0; k < npf; k++) {
+		if (!pf[k].revents)
+			continue;
+		for (size_t i = 0; i < g->njobs; i++) {
+			struct job *j = g->jobs[i];
+			json_t *msg;
+			int rc;
+
+			if (j->conn.fd != pf[k].fd)
+				continue;
+			rc = proto_fill(&j->conn);
+			while (proto_take(&j->conn, &msg) == 1) {
+				on_message(g, j, msg, now);
+				json_decref(msg);
+			}
+			if (rc == 0 || (rc < 0 && rc != -EAGAIN && rc != -EINTR))
+				job_remove(g, i);
+			break;
+		}
+	}
+}
+
+void server_admit(struct gov *g, struct job *j, int64_t now)
+{
+	char name[64];
+
+	j->state = JOB_RUNNING;
+	j->t_admit_ms = now;
+	j->oom_at_admit = gov_oom_count(g);
+	/* A group of its own tells an OOM kill of this job from any other; only where the
+	 * limit we run under still covers it. */
+	if (g->job_groups && !j->tree && j->cg.version == CGROUP_NONE) {
+		snprintf(name, sizeof(name), "headroom-%d-job%d", (int)getpid(), j->id);
+		if (cgroup_child_create(&g->cg, name, &j->cg))
+			j->cg.version = CGROUP_NONE;
+	}
+	if (j->tree) {
+		/* Held since it was seen: let it go. */
+		job_signal(j, SIGCONT, &g->procs);
+		return;
+	}
+	struct proto_admit a = { j->id, j->cg.version != CGROUP_NONE ? j->cg.dir : NULL };
+	if (proto_send_admit(j->conn.fd, &a))
+		log_debug("job %d: launcher gone before admission", j->id);
+}

@@ -1,0 +1,154 @@
+/* Process-tree governance (--tree, or when compilers escape the launcher): each child
+ * of a build tool below us is a job, held (stopped) from the moment it is seen until
+ * admission lets it go; a job whose process is gone has ended. */
+#include <signal.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "govern/gov.h"
+#include "govern/signature.h"
+#include "govern/tree.h"
+#include "util/grow.h"
+#include "util/log.h"
+#include "util/xalloc.h"
+
+static struct job *tree_job_of(struct gov *g, pid_t pid)
+{
+	for (size_t i = 0; i < g->njobs; i++)
+		if (g->jobs[i]->tree && g->jobs[i]->pid == pid)
+			return g->jobs[i];
+	return NULL;
+}
+
+/* Processes below a build tool that are not jobs: wrappers of a nested build and
+ * launcher-governed commands. Pruned when they are gone. */
+static int tree_skipped(struct gov *g, pid_t pid)
+{
+	for (size_t i = 0; i < g->nskip; i++)
+		if (g->skip[i] == pid)
+			return 1;
+	return 0;
+}
+
+static void tree_skip(struct gov *g, pid_t pid)
+{
+	ARRAY_GROW(g->skip, g->nskip + 1, g->capskip);
+	g->skip[g->nskip++] = pid;
+}
+
+static void tree_prune_skipped(struct gov *g)
+{
+	for (size_t i = 0; i < g->nskip;) {
+		const struct proc_entry *e = proc_table_find(&g->procs, g->skip[i]);
+		if (e && e->state != 'Z')
+			i++;
+		else
+			g->skip[i] = g->skip[--g->nskip];
+	}
+}
+
+static void tree_add_job(struct gov *g, pid_t pid, int argc, char **argv, int64_t now)
+{
+	struct job *j = job_new(g, -1);
+	struct job_sig sig;
+
+	job_sig_from_argv(argc, argv, &sig);
+	j->tree = 1;
+	j->pid = pid;
+	j->tool = sig.tool;
+	j->src = sig.src;
+	j->class_key = sig.class_key;
+	j->sig_key = sig.sig_key;
+	free(sig.flags);
+	j->attempt = 1;
+	j->t_request_ms = now;
+	j->state = JOB_WAITING;
+	job_signal(j, SIGSTOP, &g->procs);
+	learned_predict(g, j);
+	free(g->next_class);
+	g->next_class = xstrdup(j->class_key);
+	log_debug("tree job %d: %s %s", j->id, j->tool, j->src);
+}
+
+/* A job that turned out to run a build tool of its own wraps a nested build: let it go
+ * and govern what that build runs instead. */
+static int tree_became_wrapper(struct gov *g, struct job *j, int64_t now)
+{
+	for (size_t i = 0; i < g->procs.n; i++) {
+		const struct proc_entry *e = &g->procs.v[i];
+		if (e->pid == j->pid || !tree_is_build_tool(e->comm) || !proc_table_is_descendant(&g->procs, e->pid, j->pid))
+			continue;
+		if (j->state == JOB_RUNNING && j->frozen)
+			job_thaw(g, j, now);
+		else if (j->state == JOB_WAITING)
+			job_signal(j, SIGCONT, &g->procs);
+		log_debug("tree job %d runs %s: a nested build, its jobs are governed instead", j->id, e->comm);
+		tree_skip(g, j->pid);
+		return 1;
+	}
+	return 0;
+}
+
+/* Each child of a build tool (ninja, make) below us is a job: held (stopped) the moment it
+ * is seen until admission lets it go; a job whose process is gone has ended. */
+void treescan_run(struct gov *g, int64_t now)
+{
+	pid_t self = getpid();
+	char buf[16384], *argv[512];
+
+	tree_prune_skipped(g);
+	for (size_t i = 0; i < g->procs.n; i++) {
+		const struct proc_entry *e = &g->procs.v[i], *parent;
+
+		if (e->state == 'Z' || tree_is_build_tool(e->comm) || !strcmp(e->comm, g->self_name) ||
+		    tree_job_of(g, e->pid) || tree_skipped(g, e->pid))
+			continue;
+		parent = proc_table_find(&g->procs, e->ppid);
+		if (!parent || !tree_is_build_tool(parent->comm) || !proc_table_is_descendant(&g->procs, e->pid, self))
+			continue;
+		int argc = tree_job_argv(proc_cmdline(g->o->proc_root, e->pid, buf, sizeof(buf), argv, 512), argv, 512);
+		if (tree_classify(argc, argv, g->self_name) != TREE_JOB) {
+			tree_skip(g, e->pid);
+			continue;
+		}
+		tree_add_job(g, e->pid, argc, argv, now);
+	}
+	for (size_t i = 0; i < g->njobs;) {
+		struct job *j = g->jobs[i];
+		const struct proc_entry *e = j->tree ? proc_table_find(&g->procs, j->pid) : NULL;
+
+		if (!j->tree || (e && e->state != 'Z' && !tree_became_wrapper(g, j, now))) {
+			i++;
+			continue;
+		}
+		/* Its exit status went to the build tool; its curve is all we learn. */
+		if (e && e->state != 'Z')
+			log_debug("tree job %d is a wrapper, not a job", j->id);
+		else if (j->state == JOB_RUNNING)
+			learned_job_done(g, j, job_elapsed(j, now), 0);
+		log_debug("tree job %d ended (%s)", j->id, j->state == JOB_RUNNING ? "ran" : "never admitted");
+		j->state = JOB_IDLE; /* gone, or let go: nothing to kill */
+		job_free(j);
+		g->jobs[i] = g->jobs[--g->njobs];
+	}
+}
+
+/* Compilers running outside the launcher (a build script overwrote PYTORCH_NVCC, or a
+ * Makefile ignores CC): govern the process tree as well, from now on. */
+void treescan_fallback(struct gov *g)
+{
+	pid_t pid;
+
+	if (g->tree)
+		return;
+	pid = tree_ungoverned_compiler(&g->procs, getpid(), g->self_name);
+	if (!pid)
+		return;
+	const struct proc_entry *e = proc_table_find(&g->procs, pid);
+	log_warn("%s (pid %d) runs outside headroom exec (a build script may overwrite PYTORCH_NVCC, "
+	      "CXX or the CMake launcher): governing the process tree as well, as with --tree",
+	      e ? e->comm : "a compiler", (int)pid);
+	g->tree = 1;
+	g->rep.tree_fallback = 1;
+}
