@@ -9,7 +9,6 @@
 #include <stdint.h>
 #include <sys/types.h>
 
-#include "govern/governor.h"
 #include "govern/jobserver.h"
 #include "govern/progress.h"
 #include "govern/proto.h"
@@ -18,6 +17,8 @@
 #include "store/store.h"
 #include "sys/cgroup.h"
 #include "sys/proc.h"
+
+struct governor_opts; /* govern/governor.h: the rooms that read the options include it */
 
 /* A job killed this many times is not tried again: its failure goes to the build tool. */
 #define GOV_MAX_RETRIES 4

@@ -11,6 +11,7 @@
 #include <unistd.h>
 
 #include "govern/gov.h"
+#include "govern/governor.h"
 #include "sys/fsutil.h"
 #include "util/log.h"
 

@@ -5,6 +5,7 @@
 #include <time.h>
 
 #include "govern/gov.h"
+#include "govern/governor.h"
 #include "util/grow.h"
 #include "util/log.h"
 #include "util/xalloc.h"

@@ -9,6 +9,7 @@
 #include <unistd.h>
 
 #include "govern/gov.h"
+#include "govern/governor.h"
 #include "sys/usock.h"
 #include "util/log.h"
 #include "util/path.h"

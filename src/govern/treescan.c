@@ -7,6 +7,7 @@
 #include <unistd.h>
 
 #include "govern/gov.h"
+#include "govern/governor.h"
 #include "govern/signature.h"
 #include "govern/tree.h"
 #include "util/grow.h"
