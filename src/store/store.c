@@ -45,11 +45,12 @@ char *store_default_path(void)
 static int make_parent(const char *path)
 {
 	char dir[PATH_MAX];
+	size_t len = strlen(path);
 	char *slash;
 
-	if (strlen(path) >= sizeof(dir))
+	if (len >= sizeof(dir))
 		return -ENAMETOOLONG;
-	strcpy(dir, path);
+	memcpy(dir, path, len + 1);
 	slash = strrchr(dir, '/');
 	if (!slash || slash == dir)
 		return 0;
