@@ -169,6 +169,7 @@ void launch_governed(char **argv, int fd)
 		pid_t pid = spawn(argv, adm.cgroup, errpipe[1]);
 		char *cg_copy = adm.cgroup && *adm.cgroup ? xstrdup(adm.cgroup) : NULL;
 		json_decref(reply);
+		reply = NULL; /* the ack's wait below decrefs it again if the governor goes away */
 		close(errpipe[1]);
 		if (pid < 0)
 			die(EXIT_INTERNAL, "fork: %s", strerror(errno));
