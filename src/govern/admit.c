@@ -1,5 +1,10 @@
 #include "govern/admit.h"
 
+#include <stdlib.h>
+#include <string.h>
+
+#include "util/xalloc.h"
+
 /* A job's progress is judged by its elapsed time, but compile jobs slow down or speed up
  * with the load, so each prediction is widened by this share of its duration either way. */
 #define SMEAR_PCT 5
@@ -130,16 +135,212 @@ int net_freeze_done(int frozen, int running, uint64_t growth_bytes, uint64_t ava
 	return running <= 1 || (frozen && growth_bytes <= room);
 }
 
-uint64_t admit_unknown_need(uint64_t budget_bytes, int tree, const struct admit_job *jobs, size_t njobs)
+uint64_t admit_unknown_need(uint64_t budget_bytes, int tree, uint64_t seen_peak_bytes, const struct admit_job *jobs,
+			    size_t njobs)
 {
-	uint64_t u = budget_bytes / (tree ? 2 : 4);
+	uint64_t u;
 
+	if (!seen_peak_bytes) {
+		u = budget_bytes / (tree ? 2 : 4);
+	} else {
+		uint64_t floor = budget_bytes / (tree ? 8 : 16);
+		u = seen_peak_bytes + seen_peak_bytes / (tree ? 2 : 4);
+		if (u < floor)
+			u = floor;
+	}
 	for (size_t i = 0; i < njobs; i++) {
 		uint64_t cur = jobs[i].current_bytes;
-		if (!jobs[i].pred && cur + cur / 2 > u)
-			u = cur + cur / 2;
+		if (!jobs[i].pred && 2 * cur > u)
+			u = 2 * cur;
 	}
 	return u;
+}
+
+/* Under this a maximum is start-up noise, not a peak. */
+#define PEAK_MIN_BYTES (32ULL << 20)
+
+int admit_passed_peak(const struct admit_obs *o)
+{
+	uint64_t max = 0;
+	int64_t t_max = 0, t_high = 0;
+
+	for (size_t i = 0; i < o->nsamples; i++)
+		if (o->samples[i].rss_bytes > max) {
+			max = o->samples[i].rss_bytes;
+			t_max = o->samples[i].t_ms;
+		}
+	if (max < PEAK_MIN_BYTES)
+		return 0;
+	/* the last moment it held half its maximum or more */
+	for (size_t i = 0; i < o->nsamples; i++)
+		if (o->samples[i].rss_bytes >= max / 2)
+			t_high = o->samples[i].t_ms;
+	if (o->samples[o->nsamples - 1].rss_bytes >= max / 2)
+		return 0;
+	return o->elapsed_ms - t_high >= t_max && o->elapsed_ms > t_high;
+}
+
+static uint64_t obs_max(const struct admit_obs *o)
+{
+	uint64_t m = 0;
+
+	for (size_t i = 0; i < o->nsamples; i++)
+		if (o->samples[i].rss_bytes > m)
+			m = o->samples[i].rss_bytes;
+	return m;
+}
+
+int admit_provisional(const struct admit_obs *obs, const int *passed, size_t n, struct curve *out)
+{
+	int64_t dur = 0;
+	uint64_t seen = 0;
+	int any = 0;
+
+	for (size_t i = 0; i < n; i++) {
+		uint64_t m = obs_max(&obs[i]);
+		if (m > seen)
+			seen = m;
+		if (passed[i] && obs[i].nsamples && obs[i].elapsed_ms > dur)
+			dur = obs[i].elapsed_ms;
+	}
+	memset(out, 0, sizeof(*out));
+	out->duration_ms = dur > 0 ? dur : 1;
+	for (size_t i = 0; i < n; i++) {
+		struct curve c;
+		if (!passed[i] || curve_from_samples(obs[i].samples, obs[i].nsamples, dur, &c))
+			continue;
+		/* a job that has run less than the longest holds its last level to the end */
+		for (int k = 0; k < CURVE_POINTS; k++)
+			if (c.pts[k] > out->pts[k])
+				out->pts[k] = c.pts[k];
+		any = 1;
+	}
+	if (!any)
+		return 0;
+	curve_update_peak(out);
+	if (seen > out->peak_bytes && out->peak_bytes) {
+		double f = (double)seen / (double)out->peak_bytes;
+		for (int k = 0; k < CURVE_POINTS; k++)
+			out->pts[k] = (uint64_t)((double)out->pts[k] * f);
+		curve_update_peak(out);
+	}
+	return 1;
+}
+
+static int wait_cmp(const void *a, const void *b)
+{
+	const struct admit_wait *x = a, *y = b;
+	/* unknown (< 0) first, then the longest */
+	int64_t dx = x->duration_ms < 0 ? INT64_MAX : x->duration_ms;
+	int64_t dy = y->duration_ms < 0 ? INT64_MAX : y->duration_ms;
+
+	if (dx != dy)
+		return dx > dy ? -1 : 1;
+	return (x->seq > y->seq) - (x->seq < y->seq);
+}
+
+void admit_order(struct admit_wait *w, size_t n)
+{
+	if (n > 1)
+		qsort(w, n, sizeof(*w), wait_cmp);
+}
+
+static int i64_cmp(const void *a, const void *b)
+{
+	int64_t x = *(const int64_t *)a, y = *(const int64_t *)b;
+	return (x > y) - (x < y);
+}
+
+/* The replay with the start times of list scheduling on `slots`; stops early, returning
+ * a value over stop_above, once the sum passes it (0: never). */
+static uint64_t replay(const struct curve *const *jobs, size_t n, int slots, uint64_t stop_above)
+{
+	int64_t *start = xmalloc(n * sizeof(*start)), *free_at = xcalloc((size_t)slots, sizeof(*free_at));
+	int64_t *pts = xmalloc(n * CURVE_POINTS * sizeof(*pts));
+	size_t *active = xmalloc(n * sizeof(*active)), nact = 0, next = 0, npts = 0;
+	uint64_t peak = 0;
+
+	for (size_t k = 0; k < n; k++) {
+		int s = 0;
+		for (int i = 1; i < slots; i++)
+			if (free_at[i] < free_at[s])
+				s = i;
+		int64_t d = jobs[k]->duration_ms > 0 ? jobs[k]->duration_ms : 1;
+		start[k] = free_at[s];
+		free_at[s] += d;
+		/* the curve is constant on each slice: the sum's maxima are at slice starts */
+		for (int i = 0; i < CURVE_POINTS; i++)
+			pts[npts++] = start[k] + d * i / CURVE_POINTS;
+	}
+	qsort(pts, npts, sizeof(*pts), i64_cmp);
+	for (size_t p = 0; p < npts; p++) {
+		int64_t t = pts[p];
+		uint64_t sum = 0;
+
+		if (p && t == pts[p - 1])
+			continue;
+		/* starts never decrease with k: take the started ones, drop the ended */
+		while (next < n && start[next] <= t)
+			active[nact++] = next++;
+		for (size_t a = 0; a < nact;) {
+			const struct curve *c = jobs[active[a]];
+			if (start[active[a]] + (c->duration_ms > 0 ? c->duration_ms : 1) <= t) {
+				active[a] = active[--nact];
+				continue;
+			}
+			sum += curve_at(c, t - start[active[a]]);
+			a++;
+		}
+		if (sum > peak)
+			peak = sum;
+		if (stop_above && peak > stop_above)
+			break;
+	}
+	free(start);
+	free(free_at);
+	free(pts);
+	free(active);
+	return peak;
+}
+
+uint64_t admit_replay_peak(const struct curve *const *jobs, size_t n, int slots)
+{
+	if (!n || slots < 1)
+		return 0;
+	return replay(jobs, n, slots > (int)n ? (int)n : slots, 0);
+}
+
+int admit_safe_fixed_jobs(const struct curve *const *jobs, size_t n, uint64_t budget_bytes)
+{
+	int lo = 1, hi;
+
+	if (!n)
+		return 0;
+	if (replay(jobs, n, (int)n, budget_bytes) <= budget_bytes)
+		return (int)n;
+	/* lo fits (or is the least there is), hi does not */
+	hi = (int)n;
+	while (hi - lo > 1) {
+		int mid = lo + (hi - lo) / 2;
+		if (replay(jobs, n, mid, budget_bytes) <= budget_bytes)
+			lo = mid;
+		else
+			hi = mid;
+	}
+	return lo;
+}
+
+int admit_is_compile_job(const char *tool, int has_src, int64_t duration_ms, uint64_t peak_bytes)
+{
+	static const char *const linkers[] = { "ld", "ld.bfd", "ld.gold", "ld.lld", "lld", "gold", "mold",
+					       "collect2", "nvlink", "ar", "ranlib" };
+	const char *base = strrchr(tool, '/');
+
+	base = base ? base + 1 : tool;
+	for (size_t i = 0; i < sizeof(linkers) / sizeof(linkers[0]); i++)
+		if (!strcmp(base, linkers[i]))
+			return 0;
+	return has_src && duration_ms >= 100 && peak_bytes >= PEAK_MIN_BYTES;
 }
 
 uint64_t admit_thaw_need(const struct admit_job *j, uint64_t unknown_bytes)

@@ -37,10 +37,62 @@ void admit_decide(const struct admit_snapshot *s, const struct curve *cand, stru
 /* Predicted memory of a running job tau_ms from now. */
 uint64_t admit_job_future(const struct admit_job *j, uint64_t unknown_bytes, int64_t tau_ms);
 
-/* What a job of unknown shape is assumed to need: a quarter of the budget (half with
- * tree, where a job killed for memory cannot run again), and at least half again what
- * any of the running jobs without a prediction already holds. */
-uint64_t admit_unknown_need(uint64_t budget_bytes, int tree, const struct admit_job *jobs, size_t njobs);
+/* What a job of unknown shape is assumed to need: the ramp. Before any job of the
+ * build has shown its peak (seen_peak_bytes 0), a quarter of the budget (half with
+ * tree, where a job killed for memory cannot run again); after, what the jobs were
+ * seen to take: the largest peak passed so far and a quarter more (half more with
+ * tree), but not under a sixteenth of the budget (an eighth with tree), since that
+ * peak may be another class's. And always at least
+ * twice what any running job without a prediction already holds (it may grow as much
+ * again). Admission then starts unknown jobs while real free memory, less that growth
+ * of the unknown jobs already running, leaves room for one more. */
+uint64_t admit_unknown_need(uint64_t budget_bytes, int tree, uint64_t seen_peak_bytes, const struct admit_job *jobs,
+			    size_t njobs);
+
+/* What is known of a running job's memory so far. */
+struct admit_obs {
+	const struct curve_sample *samples; /* in time order, t_ms since the job's start */
+	size_t nsamples;
+	int64_t elapsed_ms;         /* how long it has run */
+};
+
+/* Has the job passed its peak: memory fell to under half its maximum and stayed there
+ * at least as long as the rise to that maximum took (a job with one peak per -gencode
+ * falls between its peaks, but not for that long)? Maxima under 32 MiB are noise. */
+int admit_passed_peak(const struct admit_obs *o);
+
+/* A class's provisional profile while none of its jobs has finished: the envelope of
+ * what its running jobs that passed their peak (passed[i], decided once by the caller
+ * and kept, so that a job that rises again adds its later peak) have shown so far, over
+ * the longest of their lives so far, scaled up to the largest memory any of the class's
+ * running jobs reached (the first to pass may be the smallest). 1 when made, 0 when no
+ * job passed its peak yet. */
+int admit_provisional(const struct admit_obs *obs, const int *passed, size_t n, struct curve *out);
+
+/* A job waiting for admission, for admit_order(). */
+struct admit_wait {
+	int64_t duration_ms;        /* predicted duration; < 0 when unknown */
+	int64_t seq;                /* arrival order */
+	size_t idx;                 /* the caller's index */
+};
+
+/* Order waiting jobs for admission: the predicted longest first, so that a build does
+ * not end on its longest jobs alone; jobs of unknown duration before them all (they may
+ * be the longest, and running them teaches their shape); ties in arrival order. The
+ * caller tries each in turn and lets the ones that fit start, so smaller jobs fill the
+ * room a larger one cannot use. */
+void admit_order(struct admit_wait *w, size_t n);
+
+/* The simulated peak of running the jobs (curves, in their observed order) with a fixed
+ * number of slots: each job starts when a slot frees, then follows its curve. */
+uint64_t admit_replay_peak(const struct curve *const *jobs, size_t n, int slots);
+/* The largest fixed job count whose replayed peak fits the budget (at least 1; n when
+ * all jobs at once fit); 0 without jobs. */
+int admit_safe_fixed_jobs(const struct curve *const *jobs, size_t n, uint64_t budget_bytes);
+/* Is it a compile job, as the recommendation counts them: it has a source file, its tool
+ * is not a linker, and it is not trivial (a version probe): it ran 100 ms or more and
+ * took 32 MiB or more. */
+int admit_is_compile_job(const char *tool, int has_src, int64_t duration_ms, uint64_t peak_bytes);
 
 /* How much more memory a frozen job is predicted to take once thawed: the most it
  * reaches over its predicted duration (10 s when unknown), above what it holds now.

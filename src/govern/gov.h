@@ -41,6 +41,7 @@ struct job {
 	size_t nsamples, capsamples;
 	uint64_t current_bytes, peak_bytes;
 	uint64_t growth_bytes_per_s;  /* over the last tick; 0 when shrinking */
+	int passed_peak;            /* admit_passed_peak() said so once: kept for this run */
 	int killed_by_us;
 	uint64_t oom_at_admit;
 	struct cgroup cg;           /* the job's own group, version NONE when there is none */
@@ -50,6 +51,7 @@ struct learned {
 	enum profile_kind kind;
 	char *key;
 	int known, dirty;
+	int provisional;            /* a class not known yet: p.curve is admit_provisional()'s */
 	struct profile p;
 };
 
@@ -66,6 +68,8 @@ struct gov {
 	int cg_limited;
 	int job_groups;             /* jobs get child groups of cg */
 	uint64_t limit_bytes, reserve_bytes, budget_bytes;
+	uint64_t seen_peak_bytes;   /* the largest peak a job of this build passed; 0: none yet */
+	int net_act;                /* the safety net's last decision (enum net_action) */
 	uint64_t oom_start;
 	char *psi_path;
 	pid_t build_pid;
@@ -118,8 +122,12 @@ void job_sample(struct gov *g, struct job *j, int64_t now, int64_t dt_ms);
 /* The cached profile of kind and key, read from the store the first time (known 0
  * when there is none yet). Never NULL; the cache owns it and it never moves. */
 struct learned *learned_get(struct gov *g, enum profile_kind kind, const char *key);
-/* Set j->pred: its own signature's profile, else its class's, else NULL. */
+/* Set j->pred: its own signature's profile, else its class's (learned, else
+ * provisional), else NULL. */
 void learned_predict(struct gov *g, struct job *j);
+/* After sampling: mark the running jobs that passed their peak, and give each class
+ * not known yet its provisional profile from its running jobs. */
+void learned_provisional(struct gov *g, int64_t now);
 /* A job that ran ran_ms to its end: learn its curve and count it in the report.
  * maxrss_bytes: its largest process's peak (0: unknown). */
 void learned_job_done(struct gov *g, struct job *j, int64_t ran_ms, uint64_t maxrss_bytes);
@@ -162,5 +170,9 @@ void guard_lock_self(void);
 
 /* OOM kills seen so far: our cgroup's, else the machine's. */
 uint64_t gov_oom_count(struct gov *g);
+/* Admit the waiting jobs that fit now, the predicted longest first; nothing while the
+ * last tick's safety net did not say OK or a job is frozen. Called on the tick and as
+ * soon as a request arrives or a job ends. */
+void gov_admit(struct gov *g, int64_t now);
 
 #endif

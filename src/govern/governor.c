@@ -183,6 +183,71 @@ static int jobserver_tokens(struct gov *g, struct admit_snapshot *s, struct admi
 	return admit_tokens(s, snap, next, running, g->o->jobs, waiting);
 }
 
+/* Admission: the waiting jobs in admit_order() (the predicted longest first), each
+ * started if it fits beside the running ones and those just admitted, so smaller jobs
+ * fill the room a larger one cannot use. snap holds the n running jobs and has room for
+ * o->jobs more; *s is left as the snapshot with the admitted ones added. Returns how
+ * many run now. */
+static int admit_waiting(struct gov *g, int64_t now, uint64_t avail, struct admit_job *snap, size_t n, int running,
+			 struct admit_snapshot *s)
+{
+	struct admit_wait *w = xmalloc((g->njobs ? g->njobs : 1) * sizeof(*w));
+	size_t nw = 0;
+
+	*s = (struct admit_snapshot){
+		.budget_bytes = g->budget_bytes,
+		.free_bytes = avail > g->reserve_bytes ? avail - g->reserve_bytes : 0,
+		.unknown_bytes = admit_unknown_need(g->budget_bytes, g->tree, g->seen_peak_bytes, snap, n),
+		.jobs = snap,
+		.njobs = n,
+	};
+	for (size_t i = 0; i < g->njobs; i++) {
+		struct job *j = g->jobs[i];
+		if (j->state != JOB_WAITING)
+			continue;
+		if (!j->pred)
+			learned_predict(g, j);
+		w[nw++] = (struct admit_wait){ j->pred ? j->pred->duration_ms : -1, j->id, i };
+	}
+	admit_order(w, nw);
+	for (size_t k = 0; k < nw && running < g->o->jobs; k++) {
+		struct job *j = g->jobs[w[k].idx];
+		struct admit_result r;
+
+		admit_decide(s, j->pred, &r);
+		/* With nothing running, the job runs whatever its prediction: waiting
+		 * cannot make room, and the safety net still watches it. */
+		if (!r.admit && s->njobs > 0)
+			continue;
+		server_admit(g, j, now);
+		snap[s->njobs++] = (struct admit_job){ 0, j->pred, 0, 0 };
+		running++;
+		log_debug("admitted job %d (%s), predicted worst %llu MiB in %lld ms", j->id, j->src,
+			  (unsigned long long)(r.worst_bytes >> 20), (long long)r.worst_at_ms);
+	}
+	free(w);
+	return running;
+}
+
+void gov_admit(struct gov *g, int64_t now)
+{
+	struct admit_snapshot s;
+	struct admit_job *snap;
+	uint64_t jobs_bytes;
+	int running, waiting = 0;
+	size_t n;
+
+	for (size_t i = 0; i < g->njobs; i++)
+		waiting += g->jobs[i]->state == JOB_WAITING;
+	if (!waiting || g->net_act != NET_OK || g->interrupted || oldest_frozen(g))
+		return;
+	snap = xmalloc((g->njobs + (size_t)g->o->jobs + 1) * sizeof(*snap));
+	n = snapshot(g, now, snap, &jobs_bytes, &running);
+	if (running < g->o->jobs)
+		admit_waiting(g, now, mem_available(g), snap, n, running, &s);
+	free(snap);
+}
+
 static void show_progress(struct gov *g, int64_t now, uint64_t used)
 {
 	struct progress_state ps = { .done = (int)g->rep.njobs, .used_bytes = used, .limit_bytes = g->limit_bytes,
@@ -236,6 +301,7 @@ static void govern_tick(struct gov *g, int64_t now)
 	snap = xmalloc((g->njobs + (size_t)g->o->jobs + 1) * sizeof(*snap));
 	for (size_t i = 0; i < g->njobs; i++)
 		job_sample(g, g->jobs[i], now, now - g->t_prev_ms);
+	learned_provisional(g, now);
 	n = snapshot(g, now, snap, &jobs_bytes, &running);
 	if (jobs_bytes > g->rep.peak_jobs_bytes)
 		g->rep.peak_jobs_bytes = jobs_bytes;
@@ -281,42 +347,19 @@ static void govern_tick(struct gov *g, int64_t now)
 		if (f) {
 			/* Thaw when the memory it is predicted to still grow by is free. */
 			struct admit_job aj = { job_elapsed(f, now), f->pred, f->current_bytes, 1 };
-			uint64_t need = admit_thaw_need(&aj, admit_unknown_need(g->budget_bytes, g->tree, snap, n));
+			uint64_t need = admit_thaw_need(&aj, admit_unknown_need(g->budget_bytes, g->tree,
+										   g->seen_peak_bytes, snap, n));
 			if (admit_thaw_fits(need, avail, g->reserve_bytes, jobs_bytes, g->budget_bytes))
 				job_thaw(g, f, now);
 		}
 	}
 
-	/* Admission: in arrival order, letting a smaller job pass one that does not fit. */
-	if (act == NET_OK && !g->interrupted) {
-		struct admit_snapshot s = {
-			.budget_bytes = g->budget_bytes,
-			.free_bytes = avail > g->reserve_bytes ? avail - g->reserve_bytes : 0,
-			.unknown_bytes = admit_unknown_need(g->budget_bytes, g->tree, snap, n),
-			.jobs = snap,
-			.njobs = n,
-		};
-		int any_frozen = oldest_frozen(g) != NULL;
-		for (size_t i = 0; i < g->njobs && running < g->o->jobs && !any_frozen; i++) {
-			struct job *j = g->jobs[i];
-			struct admit_result r;
+	g->net_act = act;
+	if (act == NET_OK && !g->interrupted && !oldest_frozen(g)) {
+		struct admit_snapshot s;
 
-			if (j->state != JOB_WAITING)
-				continue;
-			if (!j->pred)
-				learned_predict(g, j);
-			admit_decide(&s, j->pred, &r);
-			/* With nothing running, the job runs whatever its prediction: waiting
-			 * cannot make room, and the safety net still watches it. */
-			if (!r.admit && s.njobs > 0)
-				continue;
-			server_admit(g, j, now);
-			snap[s.njobs++] = (struct admit_job){ 0, j->pred, 0, 0 };
-			running++;
-			log_debug("admitted job %d (%s), predicted worst %llu MiB in %lld ms", j->id, j->src,
-			       (unsigned long long)(r.worst_bytes >> 20), (long long)r.worst_at_ms);
-		}
-		if (g->js.style != JOBSERVER_NONE && !any_frozen)
+		running = admit_waiting(g, now, avail, snap, n, running, &s);
+		if (g->js.style != JOBSERVER_NONE)
 			tokens = jobserver_tokens(g, &s, snap, running);
 	}
 	if (g->js.style != JOBSERVER_NONE && jobserver_set(&g->js, tokens) < 0)
@@ -415,6 +458,7 @@ int governor_run(const struct governor_opts *o)
 	g.rep.jobs_cap = o->jobs;
 	g.tree = o->tree;
 	g.rep.mode = o->tree ? "process tree" : "launcher";
+	g.rep.knob = report_knob_for(o->argv);
 	if (prctl(PR_GET_NAME, g.self_name) || !g.self_name[0])
 		snprintf(g.self_name, sizeof(g.self_name), "headroom");
 	setup_memory(&g);

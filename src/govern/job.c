@@ -25,6 +25,7 @@ void job_reset_run(struct job *j)
 	j->nsamples = 0;
 	j->current_bytes = j->peak_bytes = 0;
 	j->killed_by_us = 0;
+	j->passed_peak = 0;
 	j->pred = NULL;
 }
 

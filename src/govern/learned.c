@@ -4,6 +4,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "govern/admit.h"
 #include "govern/gov.h"
 #include "govern/governor.h"
 #include "util/grow.h"
@@ -34,7 +35,69 @@ void learned_predict(struct gov *g, struct job *j)
 
 	if (!l->known)
 		l = learned_get(g, PROFILE_CLASS, j->class_key);
-	j->pred = l->known ? &l->p.curve : NULL;
+	j->pred = l->known || l->provisional ? &l->p.curve : NULL;
+}
+
+static struct admit_obs obs_of(const struct job *j, int64_t now)
+{
+	return (struct admit_obs){ j->samples, j->nsamples, job_elapsed(j, now) };
+}
+
+static uint64_t samples_max(const struct job *j)
+{
+	uint64_t m = 0;
+
+	for (size_t i = 0; i < j->nsamples; i++)
+		if (j->samples[i].rss_bytes > m)
+			m = j->samples[i].rss_bytes;
+	return m;
+}
+
+void learned_provisional(struct gov *g, int64_t now)
+{
+	struct admit_obs *obs = xmalloc((g->njobs ? g->njobs : 1) * sizeof(*obs));
+	int *passed = xmalloc((g->njobs ? g->njobs : 1) * sizeof(*passed));
+
+	for (size_t i = 0; i < g->njobs; i++) {
+		struct job *j = g->jobs[i];
+		if (j->state != JOB_RUNNING || j->passed_peak || !j->nsamples)
+			continue;
+		struct admit_obs o = obs_of(j, now);
+		if (admit_passed_peak(&o)) {
+			j->passed_peak = 1;
+			if (samples_max(j) > g->seen_peak_bytes)
+				g->seen_peak_bytes = samples_max(j);
+		}
+	}
+	for (size_t i = 0; i < g->njobs; i++) {
+		struct job *j = g->jobs[i];
+		size_t n = 0;
+		int first = 1;
+
+		if (j->state != JOB_RUNNING || !j->passed_peak)
+			continue;
+		/* each class once: at its first running job that passed its peak */
+		for (size_t k = 0; k < i && first; k++)
+			first = !(g->jobs[k]->state == JOB_RUNNING && g->jobs[k]->passed_peak &&
+				  !strcmp(g->jobs[k]->class_key, j->class_key));
+		struct learned *l = learned_get(g, PROFILE_CLASS, j->class_key);
+		if (!first || l->known)
+			continue;
+		for (size_t k = 0; k < g->njobs; k++) {
+			struct job *o = g->jobs[k];
+			if (o->state != JOB_RUNNING || !o->nsamples || strcmp(o->class_key, j->class_key))
+				continue;
+			obs[n] = obs_of(o, now);
+			passed[n++] = o->passed_peak;
+		}
+		struct curve c;
+		if (admit_provisional(obs, passed, n, &c)) {
+			l->p.curve = c;
+			l->provisional = 1;
+		}
+	}
+	free(obs);
+	free(passed);
 }
 
 static void learn(struct gov *g, struct job *j, const struct curve *seen)
@@ -48,6 +111,7 @@ static void learn(struct gov *g, struct job *j, const struct curve *seen)
 		/* Without launchers a job killed for memory fails the build: classes then keep
 		 * an envelope of their jobs rather than their mean. */
 		curve_learn(&l->p.curve, seen, !l->known, how[i].keep_pct, how[i].floor || j->tree);
+		l->provisional = 0;
 		l->p.runs++;
 		l->p.updated_s = (int64_t)time(NULL);
 		l->known = l->dirty = 1;
@@ -92,7 +156,17 @@ void learned_job_done(struct gov *g, struct job *j, int64_t ran_ms, uint64_t max
 		seen.peak_bytes = maxrss_bytes;
 	}
 	learn(g, j, &seen);
-	report_add_job(&g->rep, j->class_key, seen.peak_bytes, ran_ms);
+	if (seen.peak_bytes > g->seen_peak_bytes)
+		g->seen_peak_bytes = seen.peak_bytes;
+	struct report_job rj = {
+		.class_key = j->class_key,
+		.peak_bytes = seen.peak_bytes,
+		.duration_ms = ran_ms,
+		.start_ms = j->t_admit_ms - g->t0_ms,
+		.compile = admit_is_compile_job(j->tool, *j->src != 0, ran_ms, seen.peak_bytes),
+		.curve = seen,
+	};
+	report_add_job(&g->rep, &rj);
 }
 
 void learned_free(struct gov *g)

@@ -2,6 +2,8 @@
 
 #include "govern/report.h"
 
+#include "govern/admit.h"
+
 #include <stdlib.h>
 #include <string.h>
 
@@ -9,10 +11,11 @@
 #include "util/units.h"
 #include "util/xalloc.h"
 
-void report_add_job(struct report *r, const char *class_key, uint64_t peak_bytes, int64_t duration_ms)
+void report_add_job(struct report *r, const struct report_job *j)
 {
 	ARRAY_GROW(r->jobs, r->njobs + 1, r->cap);
-	r->jobs[r->njobs++] = (struct report_job){ xstrdup(class_key), peak_bytes, duration_ms };
+	r->jobs[r->njobs] = *j;
+	r->jobs[r->njobs++].class_key = xstrdup(j->class_key);
 }
 
 void report_add_point(struct report *r, const struct report_point *p)
@@ -41,23 +44,54 @@ static int cmp_desc(const void *a, const void *b)
 	return (x < y) - (x > y);
 }
 
+static int by_start(const void *a, const void *b)
+{
+	const struct report_job *x = *(const struct report_job *const *)a, *y = *(const struct report_job *const *)b;
+	return (x->start_ms > y->start_ms) - (x->start_ms < y->start_ms);
+}
+
+static size_t compile_jobs(const struct report *r)
+{
+	size_t n = 0;
+
+	for (size_t i = 0; i < r->njobs; i++)
+		n += r->jobs[i].compile != 0;
+	return n;
+}
+
 int report_safe_max_jobs(const struct report *r)
 {
-	uint64_t *p, sum = 0;
-	int n = 0;
+	const struct report_job **v;
+	const struct curve **c;
+	size_t n = 0;
+	int safe;
 
-	if (!r->njobs || !r->budget_bytes)
+	if (!compile_jobs(r) || !r->budget_bytes)
 		return 0;
-	p = xmalloc(r->njobs * sizeof(*p));
+	v = xmalloc(r->njobs * sizeof(*v));
+	c = xmalloc(r->njobs * sizeof(*c));
 	for (size_t i = 0; i < r->njobs; i++)
-		p[i] = r->jobs[i].peak_bytes;
-	qsort(p, r->njobs, sizeof(*p), cmp_desc);
-	for (size_t i = 0; i < r->njobs && sum + p[i] <= r->budget_bytes; i++) {
-		sum += p[i];
-		n++;
+		if (r->jobs[i].compile)
+			v[n++] = &r->jobs[i];
+	qsort(v, n, sizeof(*v), by_start);
+	for (size_t i = 0; i < n; i++)
+		c[i] = &v[i]->curve;
+	safe = admit_safe_fixed_jobs(c, n, r->budget_bytes);
+	free(v);
+	free(c);
+	return safe;
+}
+
+const char *report_knob_for(char *const *argv)
+{
+	for (char *const *a = argv; a && *a; a++) {
+		const char *base = strrchr(*a, '/');
+		base = base ? base + 1 : *a;
+		if (!strcmp(base, "setup.py") || !strncmp(base, "pip", 3) ||
+		    (!strcmp(*a, "-m") && a[1] && !strcmp(a[1], "build")))
+			return "MAX_JOBS";
 	}
-	free(p);
-	return n ? n : 1;
+	return "-j";
 }
 
 uint64_t report_class_percentile(const struct report *r, const char *class_key, int pct)
@@ -125,7 +159,11 @@ json_t *report_to_json(const struct report *r)
 	json_object_set_new(o, "retries", json_integer(r->retries));
 	json_object_set_new(o, "oom_kills", json_integer(r->oom_kills));
 	int safe = report_safe_max_jobs(r);
+	size_t ncompile = compile_jobs(r);
+	json_object_set_new(o, "compile_jobs", json_integer((json_int_t)ncompile));
+	json_object_set_new(o, "other_jobs", json_integer((json_int_t)(r->njobs - ncompile)));
 	json_object_set_new(o, "safe_fixed_max_jobs", safe ? json_integer(safe) : json_null());
+	json_object_set_new(o, "safe_fixed_knob", json_string(r->knob ? r->knob : "-j"));
 	for (size_t i = 0; i < n; i++) {
 		size_t cnt = 0;
 		for (size_t k = 0; k < r->njobs; k++)
@@ -179,9 +217,15 @@ void report_print(const struct report *r, FILE *f)
 			size_format(report_class_percentile(r, cls[i], 95), b, sizeof(b)),
 			size_format(report_class_percentile(r, cls[i], 100), c, sizeof(c)));
 	}
-	if (safe)
-		fprintf(f, "  a fixed MAX_JOBS=%d would have been safe here (its largest jobs peaking together fit the budget)\n",
-			safe);
+	if (safe) {
+		size_t ncompile = compile_jobs(r);
+		int mj = r->knob && !strcmp(r->knob, "MAX_JOBS");
+		fprintf(f, "  a fixed %s%s%d would have been safe here: the %zu compile jobs' curves replayed %d at a time "
+			"in their order fit the budget", mj ? "MAX_JOBS" : "-j", mj ? "=" : "", safe, ncompile, safe);
+		if (r->njobs > ncompile)
+			fprintf(f, " (%zu probes, links and trivial jobs not counted)", r->njobs - ncompile);
+		fputc('\n', f);
+	}
 	free(cls);
 }
 

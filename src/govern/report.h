@@ -8,10 +8,14 @@
 
 #include "profile/curve.h"
 
+/* A job that finished. */
 struct report_job {
 	char *class_key;          /* owned */
 	uint64_t peak_bytes;
 	int64_t duration_ms;
+	int64_t start_ms;         /* since the build started */
+	int compile;              /* admit_is_compile_job(): counted by the recommendation */
+	struct curve curve;       /* its memory over its life */
 };
 
 /* One run of one job, for the trace and the record. */
@@ -50,6 +54,7 @@ struct report {
 	int jobs_cap;
 	int exit_status;
 	const char *mode;         /* how jobs were found: "launcher", "tree", "jobserver"... (static) */
+	const char *knob;         /* how the build sets its job count: "-j" or "MAX_JOBS" (static); NULL: "-j" */
 	int tree_fallback;        /* compilers ran outside the launcher: the tree was governed too */
 	struct report_point *timeline; /* owned */
 	size_t npoints, cappoints;
@@ -68,10 +73,15 @@ int report_write_record(const struct report *r, const char *path, const char *de
 
 void report_add_point(struct report *r, const struct report_point *p);
 
-void report_add_job(struct report *r, const char *class_key, uint64_t peak_bytes, int64_t duration_ms);
-/* The largest fixed job count whose largest peaks all fit in budget together: the
- * MAX_JOBS that would have been safe even if every job peaked at once. 0 if unknown. */
+/* Copies j (and its class). */
+void report_add_job(struct report *r, const struct report_job *j);
+/* The fixed job count a user can follow: the largest N whose replay of the observed
+ * compile jobs' curves, N at a time in the order they started, peaks within the budget
+ * (admit_safe_fixed_jobs). 0 if no compile job finished. */
 int report_safe_max_jobs(const struct report *r);
+/* How a build command sets its parallelism: "MAX_JOBS" for torch builds (setup.py, pip,
+ * python -m build), else "-j" (make, ninja, CMake). */
+const char *report_knob_for(char *const *argv);
 /* p in [0,100] of the peaks of one class (nearest rank). */
 uint64_t report_class_percentile(const struct report *r, const char *class_key, int p);
 json_t *report_to_json(const struct report *r);

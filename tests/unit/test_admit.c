@@ -174,14 +174,316 @@ static void test_unknown_need(void **state)
 
 	(void)state;
 	flat(&c, 10000, 3 * GiB);
-	assert_int_equal(admit_unknown_need(4 * GiB, 0, NULL, 0), GiB);     /* a quarter */
-	assert_int_equal(admit_unknown_need(4 * GiB, 1, NULL, 0), 2 * GiB); /* half in the tree */
+	/* no job has shown its peak yet: a quarter, half in the tree */
+	assert_int_equal(admit_unknown_need(4 * GiB, 0, 0, NULL, 0), GiB);
+	assert_int_equal(admit_unknown_need(4 * GiB, 1, 0, NULL, 0), 2 * GiB);
 	/* a known job is not counted, however large; a small unknown one changes nothing */
-	assert_int_equal(admit_unknown_need(4 * GiB, 0, j, 2), GiB);
-	/* an unknown job holding 1 GiB: one and a half of it */
+	assert_int_equal(admit_unknown_need(4 * GiB, 0, 0, j, 2), GiB);
+	/* an unknown job holding 1 GiB may grow as much again */
 	j[0].current_bytes = GiB;
-	assert_int_equal(admit_unknown_need(4 * GiB, 0, j, 2), GiB + GiB / 2);
-	assert_int_equal(admit_unknown_need(4 * GiB, 1, j, 2), 2 * GiB);
+	assert_int_equal(admit_unknown_need(4 * GiB, 0, 0, j, 2), 2 * GiB);
+	assert_int_equal(admit_unknown_need(4 * GiB, 1, 0, j, 2), 2 * GiB);
+	/* evidence replaces the guess: a peak of 400 MiB passed, a quarter more (half in the tree) */
+	assert_int_equal(admit_unknown_need(4 * GiB, 0, 400 * MiB, NULL, 0), 500 * MiB);
+	assert_int_equal(admit_unknown_need(4 * GiB, 1, 400 * MiB, NULL, 0), 600 * MiB);
+	/* ... but not under a sixteenth of the budget (an eighth in the tree): another class's
+	 * small peak says little about this one */
+	assert_int_equal(admit_unknown_need(4 * GiB, 0, 10 * MiB, NULL, 0), 256 * MiB);
+	assert_int_equal(admit_unknown_need(4 * GiB, 1, 10 * MiB, NULL, 0), 512 * MiB);
+	/* and up when the jobs are larger than the old guess */
+	assert_int_equal(admit_unknown_need(4 * GiB, 0, 2 * GiB, NULL, 0), 2560 * MiB);
+}
+
+/* The ramp: unknown jobs start while real free memory, less what the unknown jobs
+ * already running may still grow by, leaves room for one more. */
+static void test_ramp(void **state)
+{
+	struct admit_job j[8];
+	struct admit_snapshot s = { .budget_bytes = 4 * GiB, .free_bytes = 4 * GiB, .jobs = j };
+	struct admit_result r;
+	int started = 0;
+
+	(void)state;
+	/* before any peak is seen: a quarter each, so four start, not five */
+	s.unknown_bytes = admit_unknown_need(s.budget_bytes, 0, 0, NULL, 0);
+	for (;;) {
+		admit_decide(&s, NULL, &r);
+		if (!r.admit)
+			break;
+		j[s.njobs++] = (struct admit_job){ 0, NULL, 0, 0 };
+		started++;
+	}
+	assert_int_equal(started, 4);
+	/* one passed a 300 MiB peak: the others are measured at 100 MiB each and may grow to
+	 * 375 MiB; free memory is what decides */
+	s.njobs = 2;
+	j[0] = (struct admit_job){ 5000, NULL, 100 * MiB, 0 };
+	j[1] = (struct admit_job){ 5000, NULL, 100 * MiB, 0 };
+	s.unknown_bytes = admit_unknown_need(s.budget_bytes, 0, 300 * MiB, j, 2);
+	assert_int_equal(s.unknown_bytes, 375 * MiB);
+	/* growth 2 x 275 + 375 = 925 MiB */
+	s.free_bytes = 925 * MiB;
+	admit_decide(&s, NULL, &r);
+	assert_true(r.admit);
+	s.free_bytes = 924 * MiB;
+	admit_decide(&s, NULL, &r);
+	assert_false(r.admit);
+	/* with the memory free, more of them start than the quarter rule allowed */
+	s.free_bytes = 4 * GiB;
+	started = 2;
+	for (;;) {
+		admit_decide(&s, NULL, &r);
+		if (!r.admit)
+			break;
+		j[s.njobs++] = (struct admit_job){ 0, NULL, 0, 0 };
+		started++;
+		if (s.njobs == 8)
+			break;
+	}
+	assert_true(started > 4);
+	/* one of them grows past 300 MiB: it may double, and so may the next */
+	j[0].current_bytes = GiB;
+	assert_int_equal(admit_unknown_need(s.budget_bytes, 0, 300 * MiB, j, s.njobs), 2 * GiB);
+}
+
+/* Samples of a job: rss_at(t) every 100 ms up to elapsed_ms. */
+static size_t sampled(struct curve_sample *out, int64_t elapsed_ms, uint64_t (*rss_at)(int64_t))
+{
+	size_t n = 0;
+
+	for (int64_t t = 0; t <= elapsed_ms; t += 100)
+		out[n++] = (struct curve_sample){ t, rss_at(t) };
+	return n;
+}
+
+/* One peak: up to 1 GiB at 3 s, down to 300 MiB from 4 s. */
+static uint64_t one_peak(int64_t t)
+{
+	if (t <= 3000)
+		return 10 * MiB + (GiB - 10 * MiB) * (uint64_t)t / 3000;
+	return t < 4000 ? 600 * MiB : 300 * MiB;
+}
+
+/* Two peaks (a cicc + ptxas per -gencode): 1 GiB at 2 s, 200 MiB from 2.5 s to 4 s,
+ * 1 GiB again at 5 s. */
+static uint64_t two_peaks(int64_t t)
+{
+	if (t <= 2000)
+		return 10 * MiB + (GiB - 10 * MiB) * (uint64_t)t / 2000;
+	if (t < 2500 || (t >= 4000 && t < 5500))
+		return t < 4000 ? 700 * MiB : (t < 5000 ? 600 * MiB : GiB);
+	return 200 * MiB;
+}
+
+static uint64_t small_peak(int64_t t)
+{
+	return t < 1000 ? 200 * MiB : 50 * MiB;
+}
+
+static uint64_t tiny(int64_t t)
+{
+	return t < 500 ? 20 * MiB : MiB;
+}
+
+static void test_passed_peak(void **state)
+{
+	static struct curve_sample sm[200];
+	struct admit_obs o = { sm, 0, 0 };
+
+	(void)state;
+	/* fell at 4 s: 1 s low is not yet as long as its 3 s rise */
+	o.nsamples = sampled(sm, 5000, one_peak);
+	o.elapsed_ms = 5000;
+	assert_false(admit_passed_peak(&o));
+	/* low from 4 s to 7.1 s: passed */
+	o.nsamples = sampled(sm, 7100, one_peak);
+	o.elapsed_ms = 7100;
+	assert_true(admit_passed_peak(&o));
+	/* still rising */
+	o.nsamples = sampled(sm, 2500, one_peak);
+	o.elapsed_ms = 2500;
+	assert_false(admit_passed_peak(&o));
+	/* two peaks: the valley after the first is shorter than the rise, so it is not taken
+	 * for the end of the job's growth */
+	o.nsamples = sampled(sm, 4000, two_peaks);
+	o.elapsed_ms = 4000;
+	assert_false(admit_passed_peak(&o));
+	/* and once it rises again, it has not passed anything */
+	o.nsamples = sampled(sm, 5000, two_peaks);
+	o.elapsed_ms = 5000;
+	assert_false(admit_passed_peak(&o));
+	/* a maximum under 32 MiB is noise */
+	o.nsamples = sampled(sm, 10000, tiny);
+	o.elapsed_ms = 10000;
+	assert_false(admit_passed_peak(&o));
+}
+
+static void test_provisional(void **state)
+{
+	static struct curve_sample a[200], b[200], c2[200];
+	struct admit_obs o[2];
+	int passed[2] = { 1, 0 };
+	struct curve c;
+
+	(void)state;
+	/* nothing passed its peak: no profile */
+	o[0] = (struct admit_obs){ a, sampled(a, 3000, one_peak), 3000 };
+	passed[0] = 0;
+	assert_int_equal(admit_provisional(o, passed, 1, &c), 0);
+	/* one passed: its curve so far, over its life so far */
+	o[0] = (struct admit_obs){ a, sampled(a, 8000, one_peak), 8000 };
+	passed[0] = 1;
+	assert_int_equal(admit_provisional(o, passed, 1, &c), 1);
+	assert_int_equal(c.duration_ms, 8000);
+	assert_int_equal(c.peak_bytes, GiB);
+	assert_int_equal(curve_at(&c, 7900), 300 * MiB);
+	assert_true(curve_at(&c, 1000) < GiB / 2);
+	/* a class whose first job is its smallest: the first to pass its peak took 200 MiB,
+	 * but another of the class, still rising, already holds 1 GiB. The profile is scaled
+	 * to it, and a new job is predicted at 1 GiB, not at 200 MiB. */
+	o[0] = (struct admit_obs){ a, sampled(a, 3000, small_peak), 3000 };
+	o[1] = (struct admit_obs){ b, sampled(b, 3000, one_peak), 3000 };
+	passed[0] = 1;
+	passed[1] = 0;
+	assert_true(admit_passed_peak(&o[0]));
+	assert_false(admit_passed_peak(&o[1]));
+	assert_int_equal(admit_provisional(o, passed, 2, &c), 1);
+	assert_true(c.peak_bytes >= GiB - MiB);
+	struct admit_snapshot s = { .budget_bytes = 4 * GiB, .free_bytes = 4 * GiB, .unknown_bytes = GiB };
+	struct admit_result r;
+	admit_decide(&s, &c, &r);
+	assert_true(r.worst_bytes >= GiB - MiB);
+	/* later peaks are kept: a job taken as past its peak that rises again (its flag is
+	 * kept by the caller) adds the new peak to the profile, in its place in time */
+	o[0] = (struct admit_obs){ c2, sampled(c2, 6000, two_peaks), 6000 };
+	passed[0] = 1;
+	assert_int_equal(admit_provisional(o, passed, 1, &c), 1);
+	assert_int_equal(curve_at(&c, 5200), GiB);
+	assert_int_equal(curve_at(&c, 3000), 200 * MiB);
+}
+
+static void test_order(void **state)
+{
+	struct admit_wait w[5] = {
+		{ 5000, 3, 0 }, { -1, 4, 1 }, { 20000, 5, 2 }, { 5000, 1, 3 }, { 100, 2, 4 },
+	};
+
+	(void)state;
+	admit_order(w, 5);
+	/* unknown first, then the longest; ties in arrival order */
+	assert_int_equal(w[0].idx, 1);
+	assert_int_equal(w[1].idx, 2);
+	assert_int_equal(w[2].idx, 3);
+	assert_int_equal(w[3].idx, 0);
+	assert_int_equal(w[4].idx, 4);
+}
+
+/* Longest first, and the room it cannot use goes to smaller ones: a 2 GiB job runs in a
+ * 4 GiB budget; waiting are a long 3 GiB job and two short 1 GiB ones. */
+static void test_longest_first_fill(void **state)
+{
+	struct curve run, big, small;
+	struct admit_job j[4];
+	struct admit_snapshot s = { .budget_bytes = 4 * GiB, .free_bytes = 4 * GiB, .unknown_bytes = GiB, .jobs = j };
+	struct admit_wait w[3];
+	const struct curve *pred[3] = { &small, &big, &small };
+	int admitted[3] = { 0 };
+
+	(void)state;
+	flat(&run, 60000, 2 * GiB);
+	flat(&big, 50000, 3 * GiB);
+	flat(&small, 5000, GiB);
+	j[s.njobs++] = (struct admit_job){ 1000, &run, 2 * GiB, 0 };
+	for (size_t i = 0; i < 3; i++)
+		w[i] = (struct admit_wait){ pred[i]->duration_ms, (int64_t)i, i };
+	admit_order(w, 3);
+	assert_int_equal(w[0].idx, 1); /* the long one is tried first */
+	for (size_t k = 0; k < 3; k++) {
+		struct admit_result r;
+		admit_decide(&s, pred[w[k].idx], &r);
+		if (!r.admit)
+			continue;
+		admitted[w[k].idx] = 1;
+		j[s.njobs++] = (struct admit_job){ 0, pred[w[k].idx], 0, 0 };
+	}
+	/* it does not fit (never admitted unsafely); both small ones fill the room */
+	assert_false(admitted[1]);
+	assert_true(admitted[0] && admitted[2]);
+	/* with the 2 GiB job gone, the long one goes first and one small one fills */
+	s.njobs = 0;
+	memset(admitted, 0, sizeof(admitted));
+	for (size_t k = 0; k < 3; k++) {
+		struct admit_result r;
+		admit_decide(&s, pred[w[k].idx], &r);
+		if (!r.admit)
+			continue;
+		admitted[w[k].idx] = 1;
+		j[s.njobs++] = (struct admit_job){ 0, pred[w[k].idx], 0, 0 };
+	}
+	assert_true(admitted[1]);
+	assert_int_equal(admitted[0] + admitted[2], 1);
+}
+
+/* The recommendation replays the observed curves N at a time in their order. */
+static void test_recommendation(void **state)
+{
+	static struct curve c[12];
+	const struct curve *v[12];
+
+	(void)state;
+	/* twelve jobs that peak at 1 GiB 30 % in, then hold a third; lengths 6..17 s */
+	for (int i = 0; i < 12; i++) {
+		shape(&c[i], 6000 + 1000 * i, GiB, 30);
+		v[i] = &c[i];
+	}
+	/* one at a time: its own peak */
+	assert_int_equal(admit_replay_peak(v, 12, 1), GiB);
+	/* the peak grows with N, never above N peaks */
+	uint64_t prev = 0;
+	for (int n = 1; n <= 12; n++) {
+		uint64_t p = admit_replay_peak(v, 12, n);
+		assert_true(p >= prev);
+		assert_true(p <= (uint64_t)n * GiB);
+		prev = p;
+	}
+	/* the recommended N fits and N + 1 does not */
+	uint64_t budget = 3 * GiB + 512 * MiB;
+	int n = admit_safe_fixed_jobs(v, 12, budget);
+	assert_true(n >= 3); /* what "every job peaking at once" would allow */
+	assert_true(admit_replay_peak(v, 12, n) <= budget);
+	assert_true(admit_replay_peak(v, 12, n + 1) > budget);
+	/* peaks that do not coincide let more run than peaks summed: staggered starts */
+	static struct curve late[4];
+	const struct curve *lv[4];
+	for (int i = 0; i < 4; i++) {
+		/* 100 MiB with a 1 GiB peak in its own eighth of the job (a cicc, say) */
+		flat(&late[i], 10000, 100 * MiB);
+		for (int k = 0; k < CURVE_POINTS / 8; k++)
+			late[i].pts[i * CURVE_POINTS / 4 + k] = GiB;
+		curve_update_peak(&late[i]);
+		lv[i] = &late[i];
+	}
+	assert_int_equal(admit_safe_fixed_jobs(lv, 4, 2 * GiB), 4);
+	assert_true(admit_replay_peak(lv, 4, 4) <= 2 * GiB);
+	/* everything at once fits: all of them; nothing fits: still one; none: 0 */
+	assert_int_equal(admit_safe_fixed_jobs(v, 12, 64 * GiB), 12);
+	assert_int_equal(admit_safe_fixed_jobs(v, 12, GiB / 2), 1);
+	assert_int_equal(admit_safe_fixed_jobs(v, 0, GiB), 0);
+}
+
+static void test_compile_job(void **state)
+{
+	(void)state;
+	assert_true(admit_is_compile_job("nvcc", 1, 90000, 3 * GiB));
+	assert_true(admit_is_compile_job("/usr/bin/c++", 1, 2000, 200 * MiB));
+	/* a version probe: no source, or trivial */
+	assert_false(admit_is_compile_job("c++", 0, 2000, 200 * MiB));
+	assert_false(admit_is_compile_job("c++", 1, 30, 2 * MiB));
+	assert_false(admit_is_compile_job("nvcc", 1, 5000, 10 * MiB));
+	/* links */
+	assert_false(admit_is_compile_job("/usr/bin/ld", 1, 5000, GiB));
+	assert_false(admit_is_compile_job("collect2", 1, 5000, GiB));
+	assert_false(admit_is_compile_job("nvlink", 1, 5000, GiB));
 }
 
 static void test_thaw_need(void **state)
@@ -382,6 +684,13 @@ int main(void)
 		cmocka_unit_test(test_admit_unknown),
 		cmocka_unit_test(test_net),
 		cmocka_unit_test(test_unknown_need),
+		cmocka_unit_test(test_ramp),
+		cmocka_unit_test(test_passed_peak),
+		cmocka_unit_test(test_provisional),
+		cmocka_unit_test(test_order),
+		cmocka_unit_test(test_longest_first_fill),
+		cmocka_unit_test(test_recommendation),
+		cmocka_unit_test(test_compile_job),
 		cmocka_unit_test(test_thaw_need),
 		cmocka_unit_test(test_thaw_fits),
 		cmocka_unit_test(test_tokens),

@@ -7,34 +7,92 @@
 
 #include "govern/report.h"
 
+/* A job of peak `peak` bytes held flat for dur_ms, started at start_ms. */
+static struct report_job job(const char *class_key, uint64_t peak, int64_t start_ms, int64_t dur_ms, int compile)
+{
+	struct report_job j = { .class_key = (char *)class_key, .peak_bytes = peak, .duration_ms = dur_ms,
+				.start_ms = start_ms, .compile = compile };
+
+	j.curve.duration_ms = dur_ms;
+	for (int i = 0; i < CURVE_POINTS; i++)
+		j.curve.pts[i] = peak;
+	j.curve.peak_bytes = peak;
+	return j;
+}
+
 static void test_report(void **state)
 {
 	struct report r = { .budget_bytes = 10 };
+	struct report_job j[] = {
+		job("nvcc", 4, 0, 100, 1), job("nvcc", 3, 1, 100, 1), job("nvcc", 3, 2, 100, 1),
+		job("g++", 1, 3, 100, 1),
+		job("c++", 9, 4, 10, 0), /* a probe: not counted */
+	};
 
 	(void)state;
 	assert_int_equal(report_safe_max_jobs(&r), 0); /* nothing known */
-	report_add_job(&r, "nvcc", 4, 1);
-	report_add_job(&r, "nvcc", 3, 1);
-	report_add_job(&r, "nvcc", 3, 1);
-	report_add_job(&r, "g++", 1, 1);
-	/* the largest peaks 4 + 3 + 3 = 10 fit; a fourth would not be safe if all peaked */
+	for (size_t i = 0; i < sizeof(j) / sizeof(j[0]); i++)
+		report_add_job(&r, &j[i]);
+	/* flat curves started together: 4 + 3 + 3 = 10 fit; a fourth would not */
 	assert_int_equal(report_safe_max_jobs(&r), 3);
 	assert_int_equal(report_class_percentile(&r, "nvcc", 100), 4);
 	assert_int_equal(report_class_percentile(&r, "nvcc", 50), 3);
 	assert_int_equal(report_class_percentile(&r, "g++", 95), 1);
 	assert_int_equal(report_class_percentile(&r, "ld", 50), 0);
-	json_t *j = report_to_json(&r);
-	assert_int_equal(json_integer_value(json_object_get(j, "safe_fixed_max_jobs")), 3);
-	assert_int_equal(json_array_size(json_object_get(j, "classes")), 2);
-	assert_true(json_is_null(json_object_get(j, "peak_group_bytes"))); /* unknown, not 0 */
-	json_decref(j);
+	json_t *o = report_to_json(&r);
+	assert_int_equal(json_integer_value(json_object_get(o, "safe_fixed_max_jobs")), 3);
+	assert_string_equal(json_string_value(json_object_get(o, "safe_fixed_knob")), "-j");
+	assert_int_equal(json_integer_value(json_object_get(o, "compile_jobs")), 4);
+	assert_int_equal(json_integer_value(json_object_get(o, "other_jobs")), 1);
+	assert_int_equal(json_array_size(json_object_get(o, "classes")), 3);
+	assert_true(json_is_null(json_object_get(o, "peak_group_bytes"))); /* unknown, not 0 */
+	json_decref(o);
 	report_free(&r);
+}
+
+/* The replay follows each job's curve: jobs whose peaks do not meet allow more than
+ * their peaks summed. */
+static void test_report_replay(void **state)
+{
+	struct report r = { .budget_bytes = 10 };
+	struct report_job j[4];
+
+	(void)state;
+	for (int i = 0; i < 4; i++) {
+		j[i] = job("nvcc", 1, i, 640, 1);
+		j[i].curve.pts[16 * i] = 6; /* a peak of 6 in its own quarter of the job */
+		j[i].curve.peak_bytes = j[i].peak_bytes = 6;
+		report_add_job(&r, &j[i]);
+	}
+	/* peaks summed: 6 + 6 > 10, so 1; replayed: 6 + 3 x 1 = 9 at any moment */
+	assert_int_equal(report_safe_max_jobs(&r), 4);
+	report_free(&r);
+}
+
+static void test_knob(void **state)
+{
+	char *setup[] = { "python3", "setup.py", "build_ext", NULL };
+	char *pip[] = { "/usr/bin/pip3", "install", ".", NULL };
+	char *mpip[] = { "python", "-m", "pip", "install", ".", NULL };
+	char *mbuild[] = { "python", "-m", "build", NULL };
+	char *ninja[] = { "ninja", "-j8", NULL };
+	char *cmake[] = { "cmake", "--build", "build", NULL };
+
+	(void)state;
+	assert_string_equal(report_knob_for(setup), "MAX_JOBS");
+	assert_string_equal(report_knob_for(pip), "MAX_JOBS");
+	assert_string_equal(report_knob_for(mpip), "MAX_JOBS");
+	assert_string_equal(report_knob_for(mbuild), "MAX_JOBS");
+	assert_string_equal(report_knob_for(ninja), "-j");
+	assert_string_equal(report_knob_for(cmake), "-j");
 }
 
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_report),
+		cmocka_unit_test(test_report_replay),
+		cmocka_unit_test(test_knob),
 	};
 	return cmocka_run_group_tests_name("report", tests, NULL, NULL);
 }
