@@ -26,17 +26,21 @@ def _hwm_kib(pid):
     return 0
 
 
-def run_measured(argv, poll_s=0.02, **popen):
+def run_measured(argv, poll_s=0.02, timeout_s=None, **popen):
     """Run argv; return (exit status, wall s, own CPU s, peak RSS KiB). The CPU time is
     read from the exited, not yet reaped process, so it is whole; the peak resident set
-    is polled every poll_s while it runs (it only grows)."""
+    is polled every poll_s while it runs (it only grows). Past timeout_s it gets SIGTERM
+    (headroom stops its build) and the status is "timeout"."""
     t0 = time.monotonic()
     p = subprocess.Popen(argv, **popen)
-    hwm = 0
+    hwm, stopped = 0, False
     while os.waitid(os.P_PID, p.pid, os.WEXITED | os.WNOHANG | os.WNOWAIT) is None:
         hwm = max(hwm, _hwm_kib(p.pid))
+        if timeout_s and not stopped and time.monotonic() - t0 > timeout_s:
+            p.terminate()
+            stopped = True
         time.sleep(poll_s)
     wall = time.monotonic() - t0
     cpu = _own_cpu_s(p.pid)
     rc = p.wait()
-    return rc, wall, cpu, hwm
+    return "timeout" if stopped else rc, wall, cpu, hwm
