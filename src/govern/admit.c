@@ -365,20 +365,39 @@ int admit_thaw_fits(uint64_t need_bytes, uint64_t avail_bytes, uint64_t reserve_
 	       jobs_bytes + need_bytes <= budget_bytes;
 }
 
-int admit_tokens(struct admit_snapshot *s, struct admit_job *room, const struct curve *next, int running,
-		 int jobs_cap, int waiting)
+int admit_tokens(const struct admit_snapshot *s, const struct curve *next, int running, int jobs_cap,
+		 int waiting)
 {
-	struct admit_result r;
-	int want = 0;
+	/* k jobs like next, all starting now, add k times next's curve at each moment: the
+	 * most that pass admit_decide()'s two bounds is the least room / need over its steps,
+	 * one pass over the running jobs, however large jobs_cap is. */
+	int known = next && next->duration_ms > 0;
+	int64_t horizon = known ? next->duration_ms : 60000;
+	int64_t step = horizon / 128;
+	uint64_t cur = 0, most = UINT64_MAX;
+	int want;
 
-	if (waiting)
+	if (waiting || running >= jobs_cap)
 		return 0;
-	while (running + want < jobs_cap) {
-		admit_decide(s, next, &r);
-		if (!r.admit && s->njobs > 0)
-			break;
-		room[s->njobs++] = (struct admit_job){ 0, next, 0, 0 };
-		want++;
+	if (step < 50)
+		step = 50;
+	for (size_t i = 0; i < s->njobs; i++)
+		cur += s->jobs[i].current_bytes;
+	uint64_t cap = s->budget_bytes;
+	if (s->free_bytes < cap && cur + s->free_bytes < cap)
+		cap = cur + s->free_bytes;
+	for (int64_t tau = 0; tau <= horizon && most; tau += step) {
+		uint64_t base = 0, c = known ? smeared(next, tau) : s->unknown_bytes, fit;
+
+		for (size_t i = 0; i < s->njobs; i++)
+			base += admit_job_future(&s->jobs[i], s->unknown_bytes, tau);
+		fit = base > cap ? 0 : c ? (cap - base) / c : UINT64_MAX;
+		if (fit < most)
+			most = fit;
 	}
+	/* With nothing at all running, one job runs whatever its prediction. */
+	if (!most && !s->njobs)
+		most = 1;
+	want = most < (uint64_t)(jobs_cap - running) ? (int)most : jobs_cap - running;
 	return running == 0 && want > 0 ? want - 1 : want;
 }

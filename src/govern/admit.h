@@ -104,13 +104,12 @@ int admit_thaw_fits(uint64_t need_bytes, uint64_t avail_bytes, uint64_t reserve_
 		    uint64_t budget_bytes);
 
 /* How many jobserver tokens to keep waiting: how many more jobs shaped like next (a
- * curve, or NULL: unknown) admission would start on top of the snapshot, up to
- * jobs_cap running; none while a job already found waits for memory. Each token's job
- * is appended to room, the array s->jobs points to, which has space for jobs_cap -
- * running more. With nothing running the build tool's own slot starts the first job,
- * so that one needs no token. */
-int admit_tokens(struct admit_snapshot *s, struct admit_job *room, const struct curve *next, int running,
-		 int jobs_cap, int waiting);
+ * curve, or NULL: unknown), all starting now, admit_decide() would let in one after
+ * another on top of the snapshot, up to jobs_cap running; none while a job already
+ * found waits for memory. With nothing running the build tool's own slot starts the
+ * first job, so that one needs no token. Its cost does not grow with jobs_cap. */
+int admit_tokens(const struct admit_snapshot *s, const struct curve *next, int running, int jobs_cap,
+		 int waiting);
 
 /* The safety net. It acts on what memory really is, not on predictions. */
 enum net_action {

@@ -167,8 +167,8 @@ static size_t snapshot(struct gov *g, int64_t now, struct admit_job *out, uint64
 }
 
 /* How many tokens the jobserver should hold: admit_tokens() for jobs like the last one
- * found. s and snap are the admission snapshot; the tokens' jobs are added to it. */
-static int jobserver_tokens(struct gov *g, struct admit_snapshot *s, struct admit_job *snap, int running)
+ * found, on top of the admission snapshot s. */
+static int jobserver_tokens(struct gov *g, const struct admit_snapshot *s, int running)
 {
 	const struct curve *next = NULL;
 	int waiting = 0;
@@ -180,7 +180,7 @@ static int jobserver_tokens(struct gov *g, struct admit_snapshot *s, struct admi
 		struct learned *l = learned_get(g, PROFILE_CLASS, g->next_class);
 		next = l->known ? &l->p.curve : NULL;
 	}
-	return admit_tokens(s, snap, next, running, g->o->jobs, waiting);
+	return admit_tokens(s, next, running, g->o->jobs, waiting);
 }
 
 /* Admission: the waiting jobs in admit_order() (the predicted longest first), each
@@ -297,8 +297,8 @@ static void govern_tick(struct gov *g, int64_t now)
 	treescan_fallback(g);
 	if (g->tree)
 		treescan_run(g, now);
-	/* room for the jobs, and for the jobs that tokens may start */
-	snap = xmalloc((g->njobs + (size_t)g->o->jobs + 1) * sizeof(*snap));
+	/* room for the running jobs and those admitted this tick */
+	snap = xmalloc((g->njobs + 1) * sizeof(*snap));
 	for (size_t i = 0; i < g->njobs; i++)
 		job_sample(g, g->jobs[i], now, now - g->t_prev_ms);
 	learned_provisional(g, now);
@@ -360,7 +360,7 @@ static void govern_tick(struct gov *g, int64_t now)
 
 		running = admit_waiting(g, now, avail, snap, n, running, &s);
 		if (g->js.style != JOBSERVER_NONE)
-			tokens = jobserver_tokens(g, &s, snap, running);
+			tokens = jobserver_tokens(g, &s, running);
 	}
 	if (g->js.style != JOBSERVER_NONE && jobserver_set(&g->js, tokens) < 0)
 		log_debug("jobserver: %s", strerror(errno));

@@ -5,6 +5,7 @@
 #include <stdint.h>
 #include <cmocka.h>
 
+#include <stdlib.h>
 #include <string.h>
 
 #include "govern/admit.h"
@@ -528,34 +529,96 @@ static void test_thaw_fits(void **state)
 
 static void test_tokens(void **state)
 {
-	struct curve c;
-	struct admit_job room[16];
-	struct admit_snapshot s = { .budget_bytes = 4 * GiB, .free_bytes = 4 * GiB, .unknown_bytes = GiB, .jobs = room };
+	struct curve c, small;
+	struct admit_job run[1];
+	struct admit_snapshot s = { .budget_bytes = 4 * GiB, .free_bytes = 4 * GiB, .unknown_bytes = GiB };
 
 	(void)state;
 	flat(&c, 10000, GiB);
 	/* four 1 GiB jobs fit in 4 GiB; with nothing running the tool's own slot starts one */
-	assert_int_equal(admit_tokens(&s, room, &c, 0, 8, 0), 3);
-	assert_int_equal(s.njobs, 4); /* the snapshot holds the tokens' jobs */
-	assert_ptr_equal(room[3].pred, &c);
-	s.njobs = 0;
-	assert_int_equal(admit_tokens(&s, room, &c, 1, 8, 0), 4);
+	assert_int_equal(admit_tokens(&s, &c, 0, 8, 0), 3);
+	assert_int_equal(admit_tokens(&s, &c, 1, 8, 0), 4);
 	/* the CPU cap counts the running jobs */
-	s.njobs = 0;
-	assert_int_equal(admit_tokens(&s, room, &c, 1, 3, 0), 2);
+	assert_int_equal(admit_tokens(&s, &c, 1, 3, 0), 2);
+	assert_int_equal(admit_tokens(&s, &c, 3, 3, 0), 0);
 	/* a job found already waits for memory: no token */
+	assert_int_equal(admit_tokens(&s, &c, 1, 8, 1), 0);
+	/* a running job's predicted memory takes its room */
+	run[0] = (struct admit_job){ 5000, &c, GiB, 0 };
+	s.jobs = run;
+	s.njobs = 1;
+	assert_int_equal(admit_tokens(&s, &c, 1, 8, 0), 3);
+	/* free memory bounds what the tokens' jobs may add to what the jobs hold now */
+	s.free_bytes = 2 * GiB + GiB / 2;
+	assert_int_equal(admit_tokens(&s, &c, 1, 8, 0), 2);
+	s.free_bytes = 4 * GiB;
 	s.njobs = 0;
-	assert_int_equal(admit_tokens(&s, room, &c, 1, 8, 1), 0);
-	assert_int_equal(s.njobs, 0);
 	/* unknown shape: priced at the unknown need */
-	s.njobs = 0;
 	s.unknown_bytes = 2 * GiB;
-	assert_int_equal(admit_tokens(&s, room, NULL, 1, 8, 0), 2);
+	assert_int_equal(admit_tokens(&s, NULL, 1, 8, 0), 2);
+	/* small jobs under a huge cap: memory, then the cap, decides */
+	flat(&small, 1000, MiB);
+	assert_int_equal(admit_tokens(&s, &small, 1, 100000, 0), 4096);
+	assert_int_equal(admit_tokens(&s, &small, 1, 3000, 0), 2999);
 	/* nothing fits, nothing runs: still one job, and it needs no token */
-	s.njobs = 0;
 	s.budget_bytes = 512 * MiB;
-	assert_int_equal(admit_tokens(&s, room, &c, 0, 8, 0), 0);
-	assert_int_equal(s.njobs, 1);
+	assert_int_equal(admit_tokens(&s, &c, 0, 8, 0), 0);
+}
+
+/* The tokens are what admit_decide() gives, one job like next after another. */
+static int tokens_one_by_one(struct admit_snapshot *s, struct admit_job *room, const struct curve *next,
+			     int running, int jobs_cap)
+{
+	struct admit_result r;
+	int want = 0;
+
+	while (running + want < jobs_cap) {
+		admit_decide(s, next, &r);
+		if (!r.admit && s->njobs > 0)
+			break;
+		room[s->njobs++] = (struct admit_job){ 0, next, 0, 0 };
+		want++;
+	}
+	return running == 0 && want > 0 ? want - 1 : want;
+}
+
+static void test_tokens_match_admit_decide(void **state)
+{
+	struct curve curves[4];
+	struct admit_job room[64];
+	unsigned seed = 11;
+
+	(void)state;
+	shape(&curves[0], 10000, 700 * MiB, 30);
+	shape(&curves[1], 3000, 300 * MiB, 80);
+	flat(&curves[2], 20000, 150 * MiB);
+	shape(&curves[3], 90000, 2 * GiB, 20);
+	for (int round = 0; round < 300; round++) {
+		struct admit_snapshot s = { .jobs = room };
+		int cap, running = 0, pick;
+		size_t n;
+		const struct curve *next;
+
+		s.budget_bytes = (uint64_t)(1 + rand_r(&seed) % 16) * GiB / 2;
+		s.free_bytes = (uint64_t)(rand_r(&seed) % 8192) * MiB;
+		s.unknown_bytes = (uint64_t)(64 + rand_r(&seed) % 1024) * MiB;
+		n = (size_t)(rand_r(&seed) % 6);
+		cap = 1 + rand_r(&seed) % 40;
+		pick = rand_r(&seed) % 5;
+		next = pick < 4 ? &curves[pick] : NULL;
+		for (size_t i = 0; i < n; i++) {
+			struct admit_job *j = &room[i];
+			pick = rand_r(&seed) % 5;
+			j->pred = pick < 4 ? &curves[pick] : NULL;
+			j->elapsed_ms = rand_r(&seed) % (j->pred ? (int)j->pred->duration_ms * 2 : 5000);
+			j->current_bytes = (uint64_t)(rand_r(&seed) % 1024) * MiB;
+			j->frozen = rand_r(&seed) % 6 == 0;
+			running += !j->frozen;
+		}
+		s.njobs = n;
+		int fast = admit_tokens(&s, next, running, cap, 0);
+		assert_int_equal(fast, tokens_one_by_one(&s, room, next, running, cap));
+	}
 }
 
 static void test_net_budget(void **state)
@@ -694,6 +757,7 @@ int main(void)
 		cmocka_unit_test(test_thaw_need),
 		cmocka_unit_test(test_thaw_fits),
 		cmocka_unit_test(test_tokens),
+		cmocka_unit_test(test_tokens_match_admit_decide),
 		cmocka_unit_test(test_net_budget),
 		cmocka_unit_test(test_net_freeze_done),
 		cmocka_unit_test(test_safety_net_catches_wrong_predictions),
