@@ -1,7 +1,8 @@
-/* headroom profiles: list, show and forget learned job profiles. */
+/* headroom profiles: list, show, forget, export and import learned job profiles. */
 #include <errno.h>
 #include <getopt.h>
 #include <jansson.h>
+#include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -10,6 +11,7 @@
 
 #include "cmd/cmd.h"
 #include "store/store.h"
+#include "store/transfer.h"
 #include "util/log.h"
 #include "util/units.h"
 #include "util/xalloc.h"
@@ -18,6 +20,7 @@ static const char usage[] =
 	"usage: headroom profiles [--db PATH] [--json] [list [TEXT]]\n"
 	"       headroom profiles [--db PATH] [--json] show TEXT\n"
 	"       headroom profiles [--db PATH] forget TEXT | --all\n"
+	"       headroom profiles [--db PATH] [--root DIR] export FILE | import FILE\n"
 	"\n"
 	"What headroom learned about compile jobs: one profile per job signature (tool,\n"
 	"memory flags and source file) and per class (tool and memory flags). TEXT selects\n"
@@ -26,12 +29,21 @@ static const char usage[] =
 	"  list     one line a profile: kind, runs, peak, duration, key (the default)\n"
 	"  show     the same with the learned memory curve\n"
 	"  forget   delete them, so the next build learns them again\n"
+	"  export   write every profile to FILE (- for stdout) as JSON (" TRANSFER_FORMAT "),\n"
+	"           for another machine or checkout to import\n"
+	"  import   merge FILE (- for stdin) into the store: runs add up, a profile the\n"
+	"           store knows is folded with the file's, never overwritten; a file with\n"
+	"           one bad field imports nothing\n"
 	"\n"
-	"      --db PATH  profile store (default: $XDG_STATE_HOME/headroom/profiles.db)\n"
-	"      --json     JSON array instead of text\n"
-	"  -h, --help     show this help\n"
+	"      --db PATH   profile store (default: $XDG_STATE_HOME/headroom/profiles.db)\n"
+	"      --json      JSON array instead of text\n"
+	"      --root DIR  the checkout's top directory (default: the current one): a\n"
+	"                  signature's source under it travels relative to it, and import\n"
+	"                  puts DIR back in front; signatures of sources elsewhere stay\n"
+	"  -h, --help      show this help\n"
 	"\n"
-	"Exit status: 0; 1 if show or forget selected nothing; 2 usage; 125 store error.\n";
+	"Exit status: 0; 1 if show or forget selected nothing; 2 usage or a bad import\n"
+	"file; 125 store error.\n";
 
 struct listing {
 	int json, curves, count;
@@ -74,11 +86,66 @@ static int one(enum profile_kind kind, const char *key, const struct profile *p,
 	return 0;
 }
 
+/* export or import FILE ("-": stdout, stdin). */
+static int transfer(const char *verb, const char *file, const char *db, const char *root_opt)
+{
+	int exporting = !strcmp(verb, "export"), is_std = !strcmp(file, "-"), rc, status = 0;
+	struct transfer_counts n;
+	struct store *st = NULL;
+	char root[PATH_MAX], *err = NULL;
+	FILE *f;
+
+	if (!(root_opt ? realpath(root_opt, root) : getcwd(root, sizeof(root))))
+		die(EXIT_USAGE, "profiles: cannot use %s as the root: %s", root_opt ? root_opt : "the current directory",
+		    strerror(errno));
+	/* Exporting a store that was never made exports nothing; it is not made to say so. */
+	if ((!exporting || !access(db, F_OK)) && (rc = store_open(db, &st, &err))) {
+		log_warn("profile store: %s", err);
+		free(err);
+		return EXIT_INTERNAL;
+	}
+	f = is_std ? (exporting ? stdout : stdin) : fopen(file, exporting ? "w" : "r");
+	if (!f) {
+		store_close(st);
+		die(EXIT_USAGE, "profiles: cannot %s %s: %s", exporting ? "write" : "read", file, strerror(errno));
+	}
+	if (exporting) {
+		rc = transfer_export(st, f, root, &n);
+		if ((!is_std && fclose(f)) || (is_std && fflush(f)))
+			rc = rc ? rc : -EIO;
+		if (rc) {
+			log_warn("cannot export to %s: %s", file, strerror(-rc));
+			status = EXIT_INTERNAL;
+		} else {
+			fprintf(stderr, "exported %d profile%s to %s\n", n.written, n.written == 1 ? "" : "s",
+				is_std ? "stdout" : file);
+			if (n.skipped)
+				fprintf(stderr, "left out %d signature%s whose source lies outside %s (--root)\n",
+					n.skipped, n.skipped == 1 ? "" : "s", root);
+		}
+	} else {
+		rc = transfer_import(st, f, is_std ? "stdin" : file, root, &n, &err);
+		if (!is_std)
+			fclose(f);
+		if (rc) {
+			log_warn("%s", err);
+			free(err);
+			status = rc == -EINVAL ? EXIT_USAGE : EXIT_INTERNAL;
+		} else {
+			printf("imported %d profile%s from %s: %d new, %d merged\n", n.added + n.merged,
+			       n.added + n.merged == 1 ? "" : "s", is_std ? "stdin" : file, n.added, n.merged);
+		}
+	}
+	store_close(st);
+	return status;
+}
+
 int cmd_profiles(int argc, char **argv)
 {
-	enum { OPT_DB = 256, OPT_JSON, OPT_ALL };
+	enum { OPT_DB = 256, OPT_JSON, OPT_ALL, OPT_ROOT };
 	static const struct option opts[] = {
 		{ "db", required_argument, NULL, OPT_DB },
+		{ "root", required_argument, NULL, OPT_ROOT },
 		{ "json", no_argument, NULL, OPT_JSON },
 		{ "all", no_argument, NULL, OPT_ALL },
 		{ "help", no_argument, NULL, 'h' },
@@ -86,7 +153,7 @@ int cmd_profiles(int argc, char **argv)
 	};
 	struct listing l = { 0 };
 	const char *verb = "list", *text = "";
-	char *db = NULL, *err = NULL;
+	char *db = NULL, *err = NULL, *root = NULL;
 	struct store *st = NULL;
 	int c, all = 0, rc, status = 0;
 
@@ -102,6 +169,9 @@ int cmd_profiles(int argc, char **argv)
 		case OPT_ALL:
 			all = 1;
 			break;
+		case OPT_ROOT:
+			root = optarg;
+			break;
 		case 'h':
 			fputs(usage, stdout);
 			free(db);
@@ -116,16 +186,28 @@ int cmd_profiles(int argc, char **argv)
 		verb = argv[optind++];
 	if (optind < argc)
 		text = argv[optind++];
-	if (optind < argc || (strcmp(verb, "list") && strcmp(verb, "show") && strcmp(verb, "forget"))) {
+	if (optind < argc || (strcmp(verb, "list") && strcmp(verb, "show") && strcmp(verb, "forget") &&
+			      strcmp(verb, "export") && strcmp(verb, "import"))) {
 		free(db);
-		die(EXIT_USAGE, "profiles: expected list, show or forget with one TEXT, got '%s'", verb);
+		die(EXIT_USAGE, "profiles: expected list, show, forget, export or import with one argument, got '%s'",
+		    verb);
+	}
+	if (!db)
+		db = store_default_path();
+	if (!strcmp(verb, "export") || !strcmp(verb, "import")) {
+		if (!*text) {
+			free(db);
+			die(EXIT_USAGE, "profiles: %s needs a FILE (- for std%s)", verb,
+			    strcmp(verb, "export") ? "in" : "out");
+		}
+		status = transfer(verb, text, db, root);
+		free(db);
+		return status;
 	}
 	if ((!strcmp(verb, "show") || !strcmp(verb, "forget")) && !*text && !all) {
 		free(db);
 		die(EXIT_USAGE, "profiles: %s needs a TEXT to select profiles (or --all with forget)", verb);
 	}
-	if (!db)
-		db = store_default_path();
 	if (access(db, F_OK)) {
 		/* Nothing learned yet: not an error, and no empty store is made just to say so. */
 		if (l.json)

@@ -309,7 +309,12 @@ int cmd_run(int argc, char **argv)
 	if (!no_db) {
 		if (!db)
 			db = store_default_path();
-		if (store_open(db, &o.store, &err)) {
+		int rc = store_open(db, &o.store, &err);
+		if (rc == -EBUSY) {
+			/* Held by someone else: the build matters more than what it would learn. */
+			log_warn("profile store: %s; this build runs without learned profiles", err);
+			free(err);
+		} else if (rc) {
 			log_warn("profile store: %s", err);
 			log_warn("choose another with --db PATH, or run without one with --no-db");
 			free(err);

@@ -50,7 +50,7 @@ struct job {
 struct learned {
 	enum profile_kind kind;
 	char *key;
-	int known, dirty;
+	int known;
 	int provisional;            /* a class not known yet: p.curve is admit_provisional()'s */
 	struct profile p;
 };
@@ -131,7 +131,8 @@ void learned_provisional(struct gov *g, int64_t now);
 /* A job that ran ran_ms to its end: learn its curve and count it in the report.
  * maxrss_bytes: its largest process's peak (0: unknown). */
 void learned_job_done(struct gov *g, struct job *j, int64_t ran_ms, uint64_t maxrss_bytes);
-/* Write what changed to the store, in one transaction. */
+/* Fold what this build learned into the store, in one transaction, after the loop:
+ * the loop itself only reads the store (learned_get). */
 void learned_save(struct gov *g);
 void learned_free(struct gov *g);
 

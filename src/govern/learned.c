@@ -1,5 +1,6 @@
 /* Learned profiles: a cache over the store of what each job signature and class is
  * known to need, what this build's jobs teach it, and writing that back. */
+#include <errno.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
@@ -114,30 +115,24 @@ static void learn(struct gov *g, struct job *j, const struct curve *seen)
 		l->provisional = 0;
 		l->p.runs++;
 		l->p.updated_s = (int64_t)time(NULL);
-		l->known = l->dirty = 1;
+		l->known = 1;
+		/* The store folds the observation itself, into its row as it is when saved. */
+		if (g->o->store)
+			store_learn(g->o->store, l->kind, l->key, seen, how[i].keep_pct, how[i].floor || j->tree);
 	}
 }
 
 void learned_save(struct gov *g)
 {
-	struct store *st = g->o->store;
-	int n = 0;
+	int rc;
 
-	if (!st)
+	if (!g->o->store)
 		return;
-	if (store_begin(st)) {
+	rc = store_flush(g->o->store);
+	if (rc == -EBUSY)
+		log_warn("the profile store is locked by another process; what this build learned is not saved");
+	else if (rc)
 		log_warn("could not write the profile store; what this build learned is lost");
-		return;
-	}
-	for (size_t i = 0; i < g->ncache; i++) {
-		struct learned *l = g->cache[i];
-		if (l->dirty && !store_put(st, l->kind, l->key, &l->p))
-			n++;
-	}
-	if (store_commit(st))
-		log_warn("could not write the profile store; what this build learned is lost");
-	else
-		log_debug("saved %d profiles", n);
 }
 
 /* A peak between two samples still shows in maxrss_bytes. */

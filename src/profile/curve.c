@@ -81,3 +81,20 @@ void curve_learn(struct curve *profile, const struct curve *seen, int first, int
 	profile->duration_ms = (int64_t)mix((uint64_t)profile->duration_ms, (uint64_t)seen->duration_ms, keep_pct);
 	curve_update_peak(profile);
 }
+
+static uint64_t weigh(uint64_t a, int64_t wa, uint64_t b, int64_t wb)
+{
+	return (uint64_t)(((double)a * (double)wa + (double)b * (double)wb) / ((double)wa + (double)wb));
+}
+
+void curve_merge(struct curve *c, int64_t runs, const struct curve *other, int64_t other_runs, int envelope)
+{
+	for (int i = 0; i < CURVE_POINTS; i++) {
+		if (envelope)
+			c->pts[i] = other->pts[i] > c->pts[i] ? other->pts[i] : c->pts[i];
+		else
+			c->pts[i] = weigh(c->pts[i], runs, other->pts[i], other_runs);
+	}
+	c->duration_ms = (int64_t)weigh((uint64_t)c->duration_ms, runs, (uint64_t)other->duration_ms, other_runs);
+	curve_update_peak(c);
+}

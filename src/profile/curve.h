@@ -34,6 +34,11 @@ int curve_from_samples(const struct curve_sample *s, size_t n, int64_t duration_
  * mean is the right estimate; the jobs above it are caught as they run (seen memory
  * scales a prediction up) and by the safety net. */
 void curve_learn(struct curve *profile, const struct curve *seen, int first, int keep_pct, int floor);
+/* Merge two profiles learned apart (another machine, another store): the result stands
+ * for runs + other_runs jobs. Each point becomes the runs-weighted mean of the two, or
+ * with envelope their maximum (a signature: one job, believed at its largest); the
+ * duration is the weighted mean either way. Runs must be positive. */
+void curve_merge(struct curve *c, int64_t runs, const struct curve *other, int64_t other_runs, int envelope);
 /* Recompute peak_bytes from pts. */
 void curve_update_peak(struct curve *c);
 

@@ -9,11 +9,24 @@
 #include <sys/stat.h>
 #include <time.h>
 
+#include "util/grow.h"
 #include "util/xalloc.h"
+
+/* One observed job waiting for store_flush. */
+struct pending {
+	enum profile_kind kind;
+	char *key;
+	struct curve seen;
+	int keep_pct, floor;
+};
 
 struct store {
 	sqlite3 *db;
 	sqlite3_stmt *get, *put;
+	int lookups_off;            /* a lookup found the store locked: no more lookups */
+	int writes_off;             /* a write waited STORE_WAIT_MS in vain: no more waits */
+	struct pending *q;
+	size_t nq, capq;
 };
 
 static const char schema[] =
@@ -28,6 +41,7 @@ static const char schema[] =
 	"CREATE TABLE IF NOT EXISTS probes ("
 	" key TEXT PRIMARY KEY, value TEXT NOT NULL, updated_s INTEGER NOT NULL);"
 	"PRAGMA user_version = 3;";
+#define SCHEMA_VERSION 3
 
 char *store_default_path(void)
 {
@@ -68,6 +82,44 @@ static int make_parent(const char *path)
 	return 0;
 }
 
+/* The schema's version, or -errno (-EBUSY: locked). */
+static int schema_version(sqlite3 *db)
+{
+	sqlite3_stmt *q = NULL;
+	int rc = -EIO, s;
+
+	if (sqlite3_prepare_v2(db, "PRAGMA user_version", -1, &q, NULL) != SQLITE_OK)
+		return sqlite3_errcode(db) == SQLITE_BUSY ? -EBUSY : -EIO;
+	s = sqlite3_step(q);
+	if (s == SQLITE_ROW)
+		rc = sqlite3_column_int(q, 0);
+	else if (s == SQLITE_BUSY)
+		rc = -EBUSY;
+	sqlite3_finalize(q);
+	return rc;
+}
+
+static int exec_rc(sqlite3 *db, const char *sql)
+{
+	int s = sqlite3_exec(db, sql, NULL, NULL, NULL);
+
+	return s == SQLITE_OK ? 0 : s == SQLITE_BUSY ? -EBUSY : -EIO;
+}
+
+static int create_schema(sqlite3 *db)
+{
+	int rc = exec_rc(db, "BEGIN IMMEDIATE");
+
+	if (rc)
+		return rc;
+	rc = exec_rc(db, schema);
+	if (!rc)
+		rc = exec_rc(db, "COMMIT");
+	if (rc)
+		sqlite3_exec(db, "ROLLBACK", NULL, NULL, NULL);
+	return rc;
+}
+
 int store_open(const char *path, struct store **out, char **err)
 {
 	struct store *st = xcalloc(1, sizeof(*st));
@@ -83,8 +135,23 @@ int store_open(const char *path, struct store **out, char **err)
 		*err = xasprintf("cannot open %s: %s", path, st->db ? sqlite3_errmsg(st->db) : "out of memory");
 		goto fail;
 	}
-	sqlite3_busy_timeout(st->db, 5000);
-	if (sqlite3_exec(st->db, schema, NULL, NULL, NULL) != SQLITE_OK ||
+	sqlite3_busy_timeout(st->db, STORE_WAIT_MS);
+	/* WAL: readers never wait for a writer. A file system without it keeps the rollback
+	 * journal, and the lookups' short wait still bounds what a lock costs the loop. */
+	rc = exec_rc(st->db, "PRAGMA journal_mode = WAL");
+	if (!rc)
+		rc = exec_rc(st->db, "PRAGMA synchronous = NORMAL");
+	if (!rc)
+		rc = schema_version(st->db);
+	/* Only a new or older store is written to here: opening one another process holds
+	 * locked must not wait for it. */
+	if (rc >= 0)
+		rc = rc == SCHEMA_VERSION ? 0 : create_schema(st->db);
+	if (rc == -EBUSY) {
+		*err = xasprintf("%s is locked by another process", path);
+		goto fail;
+	}
+	if (rc < 0 ||
 	    sqlite3_prepare_v2(st->db, "SELECT runs, duration_ms, peak_bytes, curve, updated_s"
 				       " FROM profiles WHERE kind = ?1 AND key = ?2", -1, &st->get, NULL) != SQLITE_OK ||
 	    sqlite3_prepare_v2(st->db, "INSERT OR REPLACE INTO profiles"
@@ -105,6 +172,9 @@ void store_close(struct store *st)
 {
 	if (!st)
 		return;
+	for (size_t i = 0; i < st->nq; i++)
+		free(st->q[i].key);
+	free(st->q);
 	sqlite3_finalize(st->get);
 	sqlite3_finalize(st->put);
 	sqlite3_close(st->db);
@@ -126,7 +196,8 @@ static int parse_points(const char *txt, struct curve *c)
 	return rc;
 }
 
-int store_get(struct store *st, enum profile_kind kind, const char *key, struct profile *out)
+/* The row of kind and key: 0, -ENOENT, -EINVAL (damaged), -EBUSY, -EIO. */
+static int row_get(struct store *st, enum profile_kind kind, const char *key, struct profile *out)
 {
 	int rc = -ENOENT;
 
@@ -141,8 +212,10 @@ int store_get(struct store *st, enum profile_kind kind, const char *key, struct 
 		out->curve.peak_bytes = (uint64_t)sqlite3_column_int64(st->get, 2);
 		out->updated_s = sqlite3_column_int64(st->get, 4);
 		rc = parse_points((const char *)sqlite3_column_text(st->get, 3), &out->curve);
-		if (!rc && out->curve.duration_ms <= 0)
+		if (!rc && (out->curve.duration_ms <= 0 || out->runs <= 0))
 			rc = -EINVAL;
+	} else if (s == SQLITE_BUSY) {
+		rc = -EBUSY;
 	} else if (s != SQLITE_DONE) {
 		rc = -EIO;
 	}
@@ -150,7 +223,34 @@ int store_get(struct store *st, enum profile_kind kind, const char *key, struct 
 	return rc;
 }
 
-int store_put(struct store *st, enum profile_kind kind, const char *key, const struct profile *p)
+int store_get(struct store *st, enum profile_kind kind, const char *key, struct profile *out)
+{
+	int rc;
+
+	if (st->lookups_off)
+		return -EBUSY;
+	sqlite3_busy_timeout(st->db, STORE_LOOKUP_WAIT_MS);
+	rc = row_get(st, kind, key, out);
+	sqlite3_busy_timeout(st->db, STORE_WAIT_MS);
+	if (rc == -EBUSY)
+		st->lookups_off = 1;
+	return rc;
+}
+
+/* Step a write; a store found locked past the wait once is not waited on again. */
+static int step_write(struct store *st, sqlite3_stmt *q)
+{
+	int s;
+
+	if (st->writes_off)
+		return -EBUSY;
+	s = sqlite3_step(q);
+	if (s == SQLITE_BUSY)
+		st->writes_off = 1;
+	return s == SQLITE_DONE ? 0 : s == SQLITE_BUSY ? -EBUSY : -EIO;
+}
+
+static int row_put(struct store *st, enum profile_kind kind, const char *key, const struct profile *p)
 {
 	json_t *pts = json_array();
 	char *txt;
@@ -172,10 +272,73 @@ int store_put(struct store *st, enum profile_kind kind, const char *key, const s
 	sqlite3_bind_int64(st->put, 5, (sqlite3_int64)p->curve.peak_bytes);
 	sqlite3_bind_text(st->put, 6, txt, -1, SQLITE_TRANSIENT);
 	sqlite3_bind_int64(st->put, 7, p->updated_s ? p->updated_s : (int64_t)time(NULL));
-	rc = sqlite3_step(st->put) == SQLITE_DONE ? 0 : -EIO;
+	rc = step_write(st, st->put);
 	sqlite3_reset(st->put);
 	free(txt);
 	return rc;
+}
+
+void store_learn(struct store *st, enum profile_kind kind, const char *key, const struct curve *seen,
+		 int keep_pct, int floor)
+{
+	ARRAY_GROW(st->q, st->nq + 1, st->capq);
+	st->q[st->nq++] = (struct pending){ kind, xstrdup(key), *seen, keep_pct, floor };
+}
+
+int store_flush(struct store *st)
+{
+	int64_t now = (int64_t)time(NULL);
+	int rc;
+
+	if (!st->nq)
+		return 0;
+	rc = store_begin(st);
+	if (rc)
+		return rc;
+	for (size_t i = 0; i < st->nq && !rc; i++) {
+		struct pending *o = &st->q[i];
+		struct profile p;
+		/* The row as it is now, with what other builds saved since this one read it. */
+		int got = row_get(st, o->kind, o->key, &p);
+
+		if (got && got != -ENOENT && got != -EINVAL) {
+			rc = got;
+			break;
+		}
+		if (got)
+			p.runs = 0; /* unknown or damaged: this observation is the first */
+		curve_learn(&p.curve, &o->seen, !p.runs, o->keep_pct, o->floor);
+		p.runs++;
+		p.updated_s = now;
+		rc = row_put(st, o->kind, o->key, &p);
+	}
+	if (!rc)
+		rc = store_commit(st);
+	if (rc) {
+		store_rollback(st);
+		return rc;
+	}
+	for (size_t i = 0; i < st->nq; i++)
+		free(st->q[i].key);
+	st->nq = 0;
+	return 0;
+}
+
+int store_merge(struct store *st, enum profile_kind kind, const char *key, const struct profile *p, int *added)
+{
+	struct profile cur;
+	int rc = row_get(st, kind, key, &cur);
+
+	*added = rc == -ENOENT || rc == -EINVAL;
+	if (*added)
+		return row_put(st, kind, key, p);
+	if (rc)
+		return rc;
+	curve_merge(&cur.curve, cur.runs, &p->curve, p->runs, kind == PROFILE_SIG);
+	cur.runs += p->runs;
+	if (p->updated_s > cur.updated_s)
+		cur.updated_s = p->updated_s;
+	return row_put(st, kind, key, &cur);
 }
 
 int store_each(struct store *st, const char *substr,
@@ -215,19 +378,35 @@ int store_forget(struct store *st, const char *substr)
 	if (sqlite3_prepare_v2(st->db, "DELETE FROM profiles WHERE instr(key, ?1) > 0", -1, &q, NULL) != SQLITE_OK)
 		return -EIO;
 	sqlite3_bind_text(q, 1, substr, -1, SQLITE_TRANSIENT);
-	rc = sqlite3_step(q) == SQLITE_DONE ? sqlite3_changes(st->db) : -EIO;
+	rc = step_write(st, q);
+	if (!rc)
+		rc = sqlite3_changes(st->db);
 	sqlite3_finalize(q);
 	return rc;
 }
 
 int store_begin(struct store *st)
 {
-	return sqlite3_exec(st->db, "BEGIN IMMEDIATE", NULL, NULL, NULL) == SQLITE_OK ? 0 : -EIO;
+	int rc;
+
+	if (st->writes_off)
+		return -EBUSY;
+	rc = exec_rc(st->db, "BEGIN IMMEDIATE");
+	if (rc == -EBUSY)
+		st->writes_off = 1;
+	return rc;
 }
 
 int store_commit(struct store *st)
 {
-	return sqlite3_exec(st->db, "COMMIT", NULL, NULL, NULL) == SQLITE_OK ? 0 : -EIO;
+	/* In WAL mode a commit holding the write lock does not wait for readers. */
+	return exec_rc(st->db, "COMMIT");
+}
+
+void store_rollback(struct store *st)
+{
+	if (!sqlite3_get_autocommit(st->db))
+		sqlite3_exec(st->db, "ROLLBACK", NULL, NULL, NULL);
 }
 
 int store_build_get(struct store *st, const char *key, struct build_profile *out)
@@ -264,7 +443,7 @@ int store_build_put(struct store *st, const char *key, const struct build_profil
 	sqlite3_bind_int64(q, 3, b->jobs);
 	sqlite3_bind_int64(q, 4, b->wall_ms);
 	sqlite3_bind_int64(q, 5, (int64_t)time(NULL));
-	rc = sqlite3_step(q) == SQLITE_DONE ? 0 : -EIO;
+	rc = step_write(st, q);
 	sqlite3_finalize(q);
 	return rc;
 }
@@ -300,7 +479,7 @@ int store_probe_put(struct store *st, const char *key, const char *value)
 	sqlite3_bind_text(q, 1, key, -1, SQLITE_TRANSIENT);
 	sqlite3_bind_text(q, 2, value, -1, SQLITE_TRANSIENT);
 	sqlite3_bind_int64(q, 3, (int64_t)time(NULL));
-	rc = sqlite3_step(q) == SQLITE_DONE ? 0 : -EIO;
+	rc = step_write(st, q);
 	sqlite3_finalize(q);
 	return rc;
 }

@@ -10,22 +10,54 @@
 
 struct store;
 
+/* Sharing. Several builds (and `headroom profiles`) may use one store at once. The file
+ * is in WAL mode, so reads never wait for a writer; writes take the write lock for one
+ * short transaction and wait at most STORE_WAIT_MS for it. What a build learns is folded
+ * into the stored row inside that transaction (read, curve_learn, write), so builds that
+ * share a store merge what they learned instead of overwriting each other. A store
+ * another process keeps locked past the wait is not waited on again by this handle:
+ * its later writes fail at once with -EBUSY. */
+#define STORE_WAIT_MS 5000
+/* What one lookup by the governor's loop may wait (store_get): a lock held that long
+ * means the store is not read again by this handle, so lookups never add up. */
+#define STORE_LOOKUP_WAIT_MS 50
+
 /* The default path: $XDG_STATE_HOME/headroom/profiles.db, else ~/.local/state/...
  * Caller frees. */
 char *store_default_path(void);
-/* Open (creating the file and its directory if needed). 0 or -errno; *err gets a
- * message for the user (caller frees) when it fails. */
+/* Open (creating the file and its directory if needed). 0, -EBUSY when another process
+ * kept it locked past STORE_WAIT_MS, other -errno; *err gets a message for the user
+ * (caller frees) when it fails. */
 int store_open(const char *path, struct store **out, char **err);
+/* Close; observations still queued (store_learn) are dropped. */
 void store_close(struct store *st);
-/* 0 found, -ENOENT not known, other -errno on failure. */
+/* A lookup, cheap enough for the governor's loop (see STORE_LOOKUP_WAIT_MS).
+ * 0 found, -ENOENT not known, -EBUSY locked, other -errno on failure. */
 int store_get(struct store *st, enum profile_kind kind, const char *key, struct profile *out);
-int store_put(struct store *st, enum profile_kind kind, const char *key, const struct profile *p);
+/* Queue one observed job for the profile of kind and key, to be folded in by
+ * store_flush as curve_learn(profile, seen, first, keep_pct, floor) with runs + 1.
+ * No I/O: the governor's loop may call it. */
+void store_learn(struct store *st, enum profile_kind kind, const char *key, const struct curve *seen,
+		 int keep_pct, int floor);
+/* Fold every queued observation into the stored rows, in one transaction. 0, -EBUSY
+ * when another process kept the store locked (the queue is kept), other -errno. */
+int store_flush(struct store *st);
+/* Inside store_begin/store_commit: merge a profile learned elsewhere into the one stored
+ * for kind and key (curve_merge: a signature keeps the envelope, a class the
+ * runs-weighted mean; runs add up), or store it as it is when there is none (*added 1).
+ * 0 or -errno. */
+int store_merge(struct store *st, enum profile_kind kind, const char *key, const struct profile *p, int *added);
 /* Call fn for every profile whose key contains substr ("" for all), in key order.
  * fn returns 0 to go on. Returns 0 or -errno. */
 int store_each(struct store *st, const char *substr,
 	       int (*fn)(enum profile_kind kind, const char *key, const struct profile *p, void *arg), void *arg);
 /* Forget the profiles whose key contains substr ("" for all). Returns how many, or -errno. */
 int store_forget(struct store *st, const char *substr);
+
+/* A write transaction: 0, -EBUSY (locked past the wait), -EIO. */
+int store_begin(struct store *st);
+int store_commit(struct store *st);
+void store_rollback(struct store *st);
 
 /* A whole build (one command in one directory), for the progress line's total and ETA. */
 struct build_profile {
@@ -42,8 +74,5 @@ int store_build_put(struct store *st, const char *key, const struct build_profil
  * 0, -ENOENT when not probed, other -errno. */
 int store_probe_get(struct store *st, const char *key, char **value);
 int store_probe_put(struct store *st, const char *key, const char *value);
-
-int store_begin(struct store *st);
-int store_commit(struct store *st);
 
 #endif

@@ -59,3 +59,116 @@ assert max(p[0]["curve_bytes"]) == p[0]["peak_bytes"], p
 	[ "$status" -eq 2 ]
 	[[ "$output" == *"--all"* ]]
 }
+
+# The tiny trace built in checkout DIR with absolute source paths (as CMake gives them),
+# learning into store DB.
+learn_tiny_in() {
+	local dir=$1 db=$2
+	python3 "$ROOT/bench/replay" generate "$ROOT/tests/fixtures/tiny-trace.json" "$dir" --time-scale 0.1 --mem-scale 0.5
+	sed -i "s| src/| $dir/src/|" "$dir/build.ninja"
+	(cd "$dir" && "$HR" run -q --db "$db" -j 3 -- ninja -j3)
+}
+
+@test "profiles export and import: a profile learned in one checkout serves another, and merges" {
+	command -v ninja || skip "ninja not installed"
+	learn_tiny_in "$T/one/proj" "$T/one.db"
+	cd "$T/one/proj"
+	run --separate-stderr "$HR" profiles --db "$T/one.db" export "$T/p.json"
+	[ "$status" -eq 0 ]
+	[[ "$stderr" == "exported 7 profiles to $T/p.json" ]]
+	# No absolute path travels: the sources are relative to the checkout.
+	! grep -q "$T" "$T/p.json"
+	python3 -c '
+import json, sys
+d = json.load(open(sys.argv[1]))
+assert d["format"] == "headroom-profiles/1", d
+sig = [p for p in d["profiles"] if p["kind"] == "signature"]
+assert len(sig) == 6 and all(p["root_relative"] and p["key"].startswith("memhog :: src/rep0/k") for p in sig), sig
+' "$T/p.json"
+
+	# Another checkout, another store: the keys are this checkout's.
+	mkdir -p "$T/two/proj"
+	cd "$T/two/proj"
+	run "$HR" profiles --db "$T/two.db" import "$T/p.json"
+	[ "$status" -eq 0 ]
+	[[ "$output" == "imported 7 profiles from $T/p.json: 7 new, 0 merged" ]]
+	"$HR" profiles --db "$T/one.db" --json show memhog > "$T/one.json"
+	"$HR" profiles --db "$T/two.db" --json show memhog > "$T/two.json"
+	python3 -c '
+import json, sys
+one, two, t = json.load(open(sys.argv[1])), json.load(open(sys.argv[2])), sys.argv[3]
+k = lambda p: (p["kind"], p["key"].replace(t + "/one/", t + "/two/"))
+one = {k(p): p for p in one}
+two = {(p["kind"], p["key"]): p for p in two}
+assert one.keys() == two.keys(), (one.keys(), two.keys())
+for key, p in one.items():
+    for f in ("runs", "peak_bytes", "duration_ms", "curve_bytes"):
+        assert p[f] == two[key][f], (key, f)
+' "$T/one.json" "$T/two.json" "$T"
+
+	# A build in the second checkout finds them: its jobs fold into the imported profiles.
+	learn_tiny_in "$T/two/proj" "$T/two.db"
+	[ "$("$HR" profiles --db "$T/two.db" --json show k3.cu | python3 -c 'import json,sys; print(json.load(sys.stdin)[0]["runs"])')" = 2 ]
+
+	# Importing again merges: runs add up, nothing is overwritten.
+	run "$HR" profiles --db "$T/two.db" import "$T/p.json"
+	[[ "$output" == *": 0 new, 7 merged" ]]
+	[ "$("$HR" profiles --db "$T/two.db" --json show k3.cu | python3 -c 'import json,sys; print(json.load(sys.stdin)[0]["runs"])')" = 3 ]
+
+	# - is stdout and stdin.
+	"$HR" profiles --db "$T/one.db" --root "$T/one/proj" export - 2>/dev/null | "$HR" profiles --db "$T/three.db" import -
+	[ "$("$HR" profiles --db "$T/three.db" --json | python3 -c 'import json,sys; print(len(json.load(sys.stdin)))')" = 7 ]
+}
+
+@test "profiles export leaves out signatures of sources outside the root" {
+	command -v ninja || skip "ninja not installed"
+	learn_tiny_in "$T/one/proj" "$T/one.db"
+	mkdir "$T/elsewhere"
+	cd "$T/elsewhere"
+	run --separate-stderr "$HR" profiles --db "$T/one.db" export -
+	[ "$status" -eq 0 ]
+	[[ "$stderr" == *"exported 1 profile to stdout"*"left out 6 signatures whose source lies outside $T/elsewhere (--root)"* ]]
+	run --separate-stderr "$HR" profiles --db "$T/one.db" --root "$T/one/proj" export -
+	[[ "$stderr" == "exported 7 profiles to stdout" ]]
+}
+
+@test "profiles import rejects a bad file, naming it and the field, and imports nothing" {
+	good='{"kind": "class", "key": "nvcc -O3", "runs": 2, "duration_ms": 1000, "peak_bytes": 5, "updated_s": 1, "curve_bytes": [5'$(printf ',5%.0s' $(seq 63))']}'
+	bad_import() { # $1: the profiles array's text; $2: what the message must say
+		printf '{"format": "headroom-profiles/1", "profiles": [%s]}' "$1" > "$T/bad.json"
+		run "$HR" profiles --db "$T/p.db" import "$T/bad.json"
+		[ "$status" -eq 2 ]
+		[[ "$output" == *"$T/bad.json: $2"* ]]
+	}
+	run "$HR" profiles --db "$T/p.db" import <(printf '{"format": "headroom-profiles/1", "profiles": [%s]}' "$good")
+	[ "$status" -eq 0 ]
+	bad_import "$good, ${good/\"runs\": 2/\"runs\": 0}" "profiles[1].runs: must be an integer from 1"
+	bad_import "${good/\"runs\": 2/\"runs\": 2.5}" "profiles[0].runs: must be an integer"
+	bad_import "${good/\"duration_ms\": 1000/\"duration_ms\": 99999999999999}" "profiles[0].duration_ms"
+	bad_import "${good/\"kind\": \"class\"/\"kind\": \"job\"}" "profiles[0].kind"
+	bad_import "${good/nvcc -O3/\/usr\/bin\/nvcc -O3}" "profiles[0].key: holds an absolute path"
+	bad_import "${good/nvcc -O3/nvcc -O3 :: \/home\/a\/x.cu}" "profiles[0].key: a class key has no"
+	bad_import "${good/\"peak_bytes\": 5/\"peak_bytes\": 6}" "profiles[0].peak_bytes: 6 is not the largest"
+	bad_import "${good/\[5,/[-5,}" "profiles[0].curve_bytes[0]: must be an integer from 0"
+	bad_import "${good/\[5,5,/[5,}" "profiles[0].curve_bytes: must be an array of 64"
+	printf '{"format": "headroom-profiles/9", "profiles": []}' > "$T/bad.json"
+	run "$HR" profiles --db "$T/p.db" import "$T/bad.json"
+	[ "$status" -eq 2 ]
+	[[ "$output" == *"$T/bad.json: format: expected \"headroom-profiles/1\", got \"headroom-profiles/9\""* ]]
+	echo 'not json' > "$T/bad.json"
+	run "$HR" profiles --db "$T/p.db" import "$T/bad.json"
+	[ "$status" -eq 2 ]
+	[[ "$output" == *"$T/bad.json: line 1"* ]]
+	run "$HR" profiles --db "$T/p.db" import "$T/missing.json"
+	[ "$status" -eq 2 ]
+	[[ "$output" == *"cannot read $T/missing.json"* ]]
+	run "$HR" profiles --db "$T/p.db" import
+	[ "$status" -eq 2 ]
+	# Only the good file counted: one profile of 2 runs, nothing from the bad ones.
+	run "$HR" profiles --db "$T/p.db" --json
+	echo "$output" | python3 -c '
+import json, sys
+p = json.load(sys.stdin)
+assert len(p) == 1 and p[0]["key"] == "nvcc -O3" and p[0]["runs"] == 2, p
+'
+}

@@ -1,0 +1,72 @@
+#!/usr/bin/env bats
+# The profile store under sharing: builds running at once on one store, and a store
+# another process holds locked.
+
+load helper
+
+# runs of the profile KEY of KIND in store DB ("" when it has none).
+runs_of() {
+	"$HR" profiles --db "$1" --json | python3 -c '
+import json, sys
+kind, key = sys.argv[1], sys.argv[2]
+print(next((p["runs"] for p in json.load(sys.stdin) if p["kind"] == kind and p["key"] == key), ""))
+' "$2" "$3"
+}
+
+@test "two builds at once on one store: every job of the class is counted" {
+	command -v ninja || skip "ninja not installed"
+	hold_build "$T/a" 20 8M 300
+	hold_build "$T/b" 20 8M 300
+	(cd "$T/a" && "$HR" run -q --db "$T/p.db" -j 4 -- ninja -j4) &
+	a=$!
+	(cd "$T/b" && "$HR" run -q --db "$T/p.db" -j 4 -- ninja -j4) &
+	b=$!
+	wait "$a"
+	wait "$b"
+	[ "$(runs_of "$T/p.db" class memhog)" = 40 ]
+	[ "$(runs_of "$T/p.db" signature "memhog :: ")" = 40 ]
+}
+
+@test "a store locked by another process does not stall the build" {
+	command -v ninja || skip "ninja not installed"
+	command -v sqlite3 || skip "sqlite3 not installed"
+	hold_build "$T/a" 2 8M 100
+	(cd "$T/a" && "$HR" run -q --db "$T/p.db" -j 2 -- ninja -j2)
+	[ "$(runs_of "$T/p.db" class memhog)" = 2 ]
+	# The build below must look its jobs up while the lock is held.
+	mkdir -p "$T/b"
+	{
+		printf 'rule hold\n  command = $${HEADROOM_LAUNCHER} %s --hold 8M --ms 100 && date +%%s.%%N >> %s/ends && touch $out\n\n' "$MEMHOG" "$T"
+		for i in 1 2 3 4; do printf 'build out%d: hold\n' "$i"; done
+	} > "$T/b/build.ninja"
+	{ echo 'BEGIN EXCLUSIVE;'; echo 'UPDATE profiles SET runs = runs;'; sleep 10; echo 'COMMIT;'; } |
+		sqlite3 "$T/p.db" &
+	sleep 1 # the lock is taken
+	t0=$(date +%s.%N)
+	run --separate-stderr "$HR" run --db "$T/p.db" -j 2 -- ninja -C "$T/b" -j2
+	t1=$(date +%s.%N)
+	[ "$status" -eq 0 ]
+	[ "$(wc -l < "$T/ends")" -eq 4 ]
+	# Jobs were admitted at once, not after the lock went (nine seconds later)...
+	python3 -c 'import sys; assert max(map(float, open(sys.argv[1]))) - float(sys.argv[2]) < 4' "$T/ends" "$t0"
+	# ...and headroom did not wait for it either: it said it could not save.
+	python3 -c 'import sys; assert float(sys.argv[2]) - float(sys.argv[1]) < 8' "$t0" "$t1"
+	[[ "$stderr" == *"locked"* ]]
+	wait
+	# What the first build learned is intact.
+	[ "$(runs_of "$T/p.db" class memhog)" = 2 ]
+}
+
+@test "a store in the old journal mode, locked, costs the build its learning, not the build" {
+	command -v sqlite3 || skip "sqlite3 not installed"
+	# What an older headroom left: the rollback journal, which a locked file cannot leave.
+	sqlite3 "$T/p.db" 'PRAGMA journal_mode = DELETE; CREATE TABLE profiles (kind INTEGER);'
+	{ echo 'BEGIN EXCLUSIVE;'; echo 'INSERT INTO profiles VALUES (0);'; sleep 8; echo 'COMMIT;'; } |
+		sqlite3 "$T/p.db" &
+	sleep 1
+	run --separate-stderr "$HR" run --db "$T/p.db" -- touch "$T/ran"
+	[ "$status" -eq 0 ]
+	[ -e "$T/ran" ]
+	[[ "$stderr" == *"locked by another process; this build runs without learned profiles"* ]]
+	wait
+}
