@@ -244,6 +244,17 @@ static void learn_done(struct sim *s, size_t i)
 	}
 	if (curve_from_samples(j->samples, j->nsamples, s->tj[i].dur_ms, &seen))
 		return;
+	/* the launcher's maxrss: a peak between two samples still shows */
+	uint64_t maxrss = 0;
+	for (size_t k = 0; k < s->tj[i].nrss; k++)
+		if (s->tj[i].rss[k] > maxrss)
+			maxrss = s->tj[i].rss[k];
+	if (maxrss > seen.peak_bytes) {
+		for (int k = 0; k < CURVE_POINTS; k++)
+			if (seen.pts[k] == seen.peak_bytes)
+				seen.pts[k] = maxrss;
+		seen.peak_bytes = maxrss;
+	}
 	struct prof *ps = prof_get(&s->sig, s->tj[i].sig), *pc = prof_get(&s->cls, s->tj[i].cls);
 	curve_learn(&ps->c, &seen, !ps->known, 50, 1);
 	ps->known = 1;
