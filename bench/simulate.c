@@ -13,7 +13,10 @@
  * safety net's verdict by net_decide() (only its hold is acted on; a freeze or kill it
  * would have ordered is counted, not carried out).
  *   make bench/simulate && bench/simulate TRACE [--limit SIZE] [--budget SIZE] [--slots N]
- *       [--mem-scale X] [--time-scale X] [--repeat K] */
+ *       [--mem-scale X] [--time-scale X] [--repeat K] [--jitter PCT]
+ * --jitter: each run under headroom gives each job its own pace, its length (and its curve
+ * with it) stretched by up to that share either way, so the warm run does not meet exactly
+ * the lengths the fresh run learned. */
 #include <inttypes.h>
 #include <jansson.h>
 #include <stdio.h>
@@ -54,6 +57,7 @@ struct sjob {
 	int64_t ran_ms;            /* progress: time it ran, frozen time excluded */
 	int frozen, kills;
 	uint64_t prev;             /* memory at the tick before */
+	double pace;               /* this run's length over the recorded one (--jitter) */
 	struct curve_sample *samples;
 	size_t nsamples;
 	uint64_t current;          /* as last sampled */
@@ -101,6 +105,8 @@ struct sim {
 	size_t n;
 	int slots;
 	uint64_t limit, budget, reserve, seen_peak;
+	double jitter;             /* share by which a job's length varies between runs */
+	uint64_t rng;
 	struct store sig, cls;
 	enum net_action act;
 	int freezes, kills;
@@ -115,13 +121,24 @@ static double gib(uint64_t b)
 	return (double)b / (1ULL << 30);
 }
 
+/* A job's length in this run, and its memory now: its recording stretched by its pace. */
+static int64_t job_dur(const struct sim *s, size_t i)
+{
+	return (int64_t)((double)s->tj[i].dur_ms * s->j[i].pace);
+}
+
+static uint64_t job_mem(const struct sim *s, size_t i)
+{
+	return mem_at(&s->tj[i], (int64_t)((double)s->j[i].ran_ms / s->j[i].pace));
+}
+
 static uint64_t true_used(struct sim *s)
 {
 	uint64_t u = 0;
 
 	for (size_t i = 0; i < s->n; i++)
 		if (s->j[i].state == 2)
-			u += mem_at(&s->tj[i], s->j[i].ran_ms);
+			u += job_mem(s, i);
 	return u;
 }
 
@@ -240,9 +257,9 @@ static void learn_done(struct sim *s, size_t i)
 
 	if (!j->nsamples) {
 		j->samples = xrealloc(j->samples, sizeof(*j->samples));
-		j->samples[j->nsamples++] = (struct curve_sample){ 0, mem_at(&s->tj[i], 0) };
+		j->samples[j->nsamples++] = (struct curve_sample){ 0, job_mem(s, i) };
 	}
-	if (curve_from_samples(j->samples, j->nsamples, s->tj[i].dur_ms, &seen))
+	if (curve_from_samples(j->samples, j->nsamples, job_dur(s, i), &seen))
 		return;
 	/* the launcher's maxrss: a peak between two samples still shows */
 	uint64_t maxrss = 0;
@@ -314,7 +331,7 @@ static void tick(struct sim *s, int64_t *used_prev)
 		if (j->state != 2)
 			continue;
 		j->prev = j->current;
-		j->current = mem_at(&s->tj[i], j->ran_ms);
+		j->current = job_mem(s, i);
 		j->samples = xrealloc(j->samples, (j->nsamples + 1) * sizeof(*j->samples));
 		j->samples[j->nsamples++] = (struct curve_sample){ j->ran_ms, j->current };
 	}
@@ -391,8 +408,12 @@ static int64_t run_headroom(struct sim *s)
 	s->peak = 0;
 	s->mem_ms = 0;
 	s->seen_peak = 0;
-	for (size_t i = 0; i < s->n; i++)
+	for (size_t i = 0; i < s->n; i++) {
 		s->j[i] = (struct sjob){ 0 };
+		/* a fixed pseudo-random pace per run and job, in [1 - jitter, 1 + jitter] */
+		s->rng = s->rng * 6364136223846793005ULL + 1442695040888963407ULL;
+		s->j[i].pace = 1.0 + s->jitter * ((double)(s->rng >> 11) / (double)(1ULL << 53) * 2.0 - 1.0);
+	}
 	for (size_t k = 0; k < s->cls.n; k++)
 		s->cls.p[k].provisional = 0;
 	for (s->now = 0; done < s->n; s->now += STEP_MS) {
@@ -402,7 +423,7 @@ static int64_t run_headroom(struct sim *s)
 			struct sjob *j = &s->j[i];
 			if (j->state == 2 && !j->frozen && s->now > j->t_start)
 				j->ran_ms += STEP_MS;
-			if (j->state == 2 && j->ran_ms >= s->tj[i].dur_ms) {
+			if (j->state == 2 && j->ran_ms >= job_dur(s, i)) {
 				learn_done(s, i);
 				j->state = 3;
 				done++;
@@ -546,7 +567,7 @@ static size_t load(const char *path, double mem_scale, double time_scale, int re
 
 int main(int argc, char **argv)
 {
-	double mem_scale = 1, time_scale = 1;
+	double mem_scale = 1, time_scale = 1, jitter = 0;
 	int slots = 16, repeat = 1;
 	uint64_t limit = 0, budget = 0;
 	const char *path = NULL;
@@ -563,13 +584,15 @@ int main(int argc, char **argv)
 			i++;
 		else if (!strcmp(a, "--mem-scale") && v && (mem_scale = atof(v)) > 0 && mem_scale <= 1000)
 			i++;
+		else if (!strcmp(a, "--jitter") && v && (jitter = atof(v)) >= 0 && jitter <= 50)
+			i++;
 		else if (!strcmp(a, "--time-scale") && v && (time_scale = atof(v)) > 0 && time_scale <= 1000)
 			i++;
 		else if (a[0] != '-' && !path)
 			path = a;
 		else {
 			fprintf(stderr, "usage: simulate TRACE --limit SIZE [--budget SIZE] [--slots N] [--repeat K] "
-					"[--mem-scale X] [--time-scale X]\n");
+					"[--mem-scale X] [--time-scale X] [--jitter PCT]\n");
 			return 2;
 		}
 	}
@@ -583,14 +606,16 @@ int main(int argc, char **argv)
 	s->tj = tj;
 	s->j = xcalloc(s->n, sizeof(*s->j));
 	s->slots = slots;
+	s->jitter = jitter / 100;
+	s->rng = 1;
 	s->limit = limit;
 	s->reserve = net_default_reserve(limit);
 	s->budget = budget ? budget : limit - s->reserve;
 
 	printf("# bench/simulate — %s, time x%g, memory x%g, repeat %d, %zu jobs\n", path, time_scale, mem_scale,
 	       repeat, s->n);
-	printf("# limit %.2f GiB, budget %.2f GiB (reserve %.2f), %d slots; virtual time, no CPU contention\n",
-	       gib(limit), gib(s->budget), gib(s->reserve), slots);
+	printf("# limit %.2f GiB, budget %.2f GiB (reserve %.2f), %d slots; virtual time, no CPU contention, "
+	       "job lengths under headroom varied by ±%g %%\n", gib(limit), gib(s->budget), gib(s->reserve), slots, jitter);
 	int best = 0;
 	int64_t best_ms = 0;
 	printf("%-22s %9s %10s %s\n", "policy", "makespan", "peak GiB", "");
