@@ -63,6 +63,7 @@ struct sjob {
 	uint64_t current;          /* as last sampled */
 	const struct curve *pred;
 	int passed;
+	int own;                   /* pred is its signature's profile */
 };
 
 static uint64_t mem_at(const struct tjob *j, int64_t t)
@@ -89,10 +90,11 @@ static struct prof *prof_get(struct store *s, const char *key)
 }
 
 /* learned_predict(): the signature, else the class (learned or provisional) */
-static const struct curve *predict(struct store *sig, struct store *cls, const struct tjob *j)
+static const struct curve *predict(struct store *sig, struct store *cls, const struct tjob *j, int *own)
 {
 	struct prof *p = prof_get(sig, j->sig);
 
+	*own = p->known;
 	if (p->known)
 		return &p->c;
 	p = prof_get(cls, j->cls);
@@ -155,12 +157,12 @@ static void admit_waiting(struct sim *s)
 		struct sjob *j = &s->j[i];
 		if (j->state == 2) {
 			if (!j->pred)
-				j->pred = predict(&s->sig, &s->cls, &s->tj[i]);
-			snap[nsnap++] = (struct admit_job){ j->ran_ms, j->pred, j->current, j->frozen };
+				j->pred = predict(&s->sig, &s->cls, &s->tj[i], &j->own);
+			snap[nsnap++] = (struct admit_job){ j->ran_ms, j->pred, j->current, j->frozen, j->own };
 			running++;
 		} else if (j->state == 1) {
 			if (!j->pred)
-				j->pred = predict(&s->sig, &s->cls, &s->tj[i]);
+				j->pred = predict(&s->sig, &s->cls, &s->tj[i], &j->own);
 			w[nw++] = (struct admit_wait){ j->pred ? j->pred->duration_ms : -1, (int64_t)i, i };
 		}
 	}
@@ -176,7 +178,7 @@ static void admit_waiting(struct sim *s)
 		struct sjob *j = &s->j[w[k].idx];
 		struct admit_result r;
 
-		admit_decide(&as, j->pred, &r);
+		admit_decide(&as, j->pred, j->own, &r);
 		if (!r.admit && as.njobs > 0)
 			continue;
 		j->state = 2;
@@ -187,7 +189,7 @@ static void admit_waiting(struct sim *s)
 				s->now / 1000.0, w[k].idx, s->tj[w[k].idx].cls, j->pred ? "yes" : "no",
 				j->pred ? j->pred->duration_ms / 1000.0 : 0.0, j->pred ? gib(j->pred->peak_bytes) : 0.0,
 				gib(as.unknown_bytes), gib(r.worst_bytes), gib(as.free_bytes));
-		snap[as.njobs++] = (struct admit_job){ 0, j->pred, 0, 0 };
+		snap[as.njobs++] = (struct admit_job){ 0, j->pred, 0, 0, j->own };
 		running++;
 	}
 	free(snap);
@@ -381,12 +383,13 @@ static void tick(struct sim *s, int64_t *used_prev)
 			frozen++;
 		}
 	} else if (s->act == NET_OK && f) {
-		struct admit_job aj = { f->ran_ms, f->pred, f->current, 1 };
+		struct admit_job aj = { f->ran_ms, f->pred, f->current, 1, f->own };
 		struct admit_job *snap = xmalloc((s->n + 1) * sizeof(*snap));
 		size_t m = 0;
 		for (size_t i = 0; i < s->n; i++)
 			if (s->j[i].state == 2)
-				snap[m++] = (struct admit_job){ s->j[i].ran_ms, s->j[i].pred, s->j[i].current, s->j[i].frozen };
+				snap[m++] = (struct admit_job){ s->j[i].ran_ms, s->j[i].pred, s->j[i].current, s->j[i].frozen,
+								 s->j[i].own };
 		uint64_t need = admit_thaw_need(&aj, admit_unknown_need(s->budget, 0, s->seen_peak, snap, m));
 		if (admit_thaw_fits(need, avail, s->reserve, used, s->budget))
 			f->frozen = 0;
