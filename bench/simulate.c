@@ -16,7 +16,8 @@
  *       [--mem-scale X] [--time-scale X] [--repeat K] [--jitter PCT]
  * --jitter: each run under headroom gives each job its own pace, its length (and its curve
  * with it) stretched by up to that share either way, so the warm run does not meet exactly
- * the lengths the fresh run learned. */
+ * the lengths the fresh run learned. SIM_DEBUG=1 prints each admission, SIM_TIMELINE=1 the
+ * jobs and memory each second, on stderr. */
 #include <inttypes.h>
 #include <jansson.h>
 #include <stdio.h>
@@ -603,9 +604,17 @@ int main(int argc, char **argv)
 		fprintf(stderr, "simulate: a trace and --limit are needed\n");
 		return 2;
 	}
+	if (limit <= net_default_reserve(limit) || (budget && budget > limit)) {
+		fprintf(stderr, "simulate: --limit must exceed the reserve, --budget must not exceed --limit\n");
+		return 2;
+	}
 	struct sim *s = xcalloc(1, sizeof(*s));
 	struct tjob *tj;
 	s->n = load(path, mem_scale, time_scale, repeat, &tj);
+	if (!s->n) {
+		fprintf(stderr, "simulate: %s has no jobs\n", path);
+		return 2;
+	}
 	s->tj = tj;
 	s->j = xcalloc(s->n, sizeof(*s->j));
 	s->slots = slots;
