@@ -52,6 +52,9 @@ $(BUILD)/headroom: $(CMD_OBJ) $(LIB)
 bench/alloc-replay: bench/alloc-replay.c $(LIB)
 	$(CC) $(ALL_CFLAGS) $(LDFLAGS) -o $@ $^ $(LDLIBS)
 
+bench/simulate: bench/simulate.c $(LIB)
+	$(CC) $(ALL_CFLAGS) $(LDFLAGS) -o $@ $^ $(LDLIBS)
+
 tools/memhog: tools/memhog.c
 	$(CC) $(CPPFLAGS) $(WARN) $(CFLAGS) $(LDFLAGS) -o $@ $< -lm
 
@@ -80,7 +83,7 @@ check: all
 	tests/run-all
 
 clean:
-	rm -rf build build-asan headroom tools/memhog bench/alloc-replay
+	rm -rf build build-asan headroom tools/memhog bench/alloc-replay bench/simulate
 
 .PHONY: all unit asan cli check clean
 -include $(LIB_OBJ:.o=.d) $(CMD_OBJ:.o=.d)

@@ -6,16 +6,19 @@
 #include "util/xalloc.h"
 
 /* A job's progress is judged by its elapsed time, but compile jobs slow down or speed up
- * with the load, so each prediction is widened by this share of its duration either way. */
+ * with the load, so each prediction is widened by this share of its duration either way:
+ * less for a job's own profile (the same job run before: only its pace differs) than for
+ * its class's (other jobs: their shapes differ too). */
 #define SMEAR_PCT 5
+#define SMEAR_OWN_PCT 2
 /* A job above its prediction is assumed to stay above by the same ratio, up to this. */
 #define MAX_SCALE 4.0
 /* Below this, a ratio between seen and predicted memory is noise (start-up). */
 #define SCALE_MIN_BYTES (32ULL << 20)
 
-static uint64_t smeared(const struct curve *c, int64_t t_ms)
+static uint64_t smeared(const struct curve *c, int own, int64_t t_ms)
 {
-	int64_t w = c->duration_ms * SMEAR_PCT / 100;
+	int64_t w = c->duration_ms * (own ? SMEAR_OWN_PCT : SMEAR_PCT) / 100;
 	return curve_max_between(c, t_ms - w, t_ms + w);
 }
 
@@ -36,20 +39,20 @@ uint64_t admit_job_future(const struct admit_job *j, uint64_t unknown_bytes, int
 	 * ended while it still runs. */
 	if (j->elapsed_ms * 10 > c.duration_ms * 9)
 		c.duration_ms = j->elapsed_ms * 10 / 9 + 1;
-	uint64_t now_pred = smeared(&c, j->elapsed_ms);
+	uint64_t now_pred = smeared(&c, j->own, j->elapsed_ms);
 	double scale = 1.0;
 	if (j->current_bytes > SCALE_MIN_BYTES && now_pred && j->current_bytes > now_pred) {
 		scale = (double)j->current_bytes / (double)now_pred;
 		if (scale > MAX_SCALE)
 			scale = MAX_SCALE;
 	}
-	v = (uint64_t)((double)smeared(&c, j->elapsed_ms + tau_ms) * scale);
+	v = (uint64_t)((double)smeared(&c, j->own, j->elapsed_ms + tau_ms) * scale);
 	if (tau_ms == 0 && j->current_bytes > v)
 		v = j->current_bytes;
 	return v;
 }
 
-void admit_decide(const struct admit_snapshot *s, const struct curve *cand, struct admit_result *r)
+void admit_decide(const struct admit_snapshot *s, const struct curve *cand, int cand_own, struct admit_result *r)
 {
 	/* Look as far ahead as the candidate lives; an unknown one as far as a minute. */
 	int64_t horizon = cand && cand->duration_ms > 0 ? cand->duration_ms : 60000;
@@ -70,8 +73,7 @@ void admit_decide(const struct admit_snapshot *s, const struct curve *cand, stru
 		for (size_t i = 0; i < s->njobs; i++)
 			total += admit_job_future(&s->jobs[i], s->unknown_bytes, tau);
 		if (cand && cand->duration_ms > 0) {
-			int64_t w = cand->duration_ms * SMEAR_PCT / 100;
-			c = curve_max_between(cand, tau - w, tau + w);
+			c = smeared(cand, cand_own, tau);
 		} else {
 			c = s->unknown_bytes;
 		}
@@ -387,7 +389,7 @@ int admit_tokens(const struct admit_snapshot *s, const struct curve *next, int r
 	if (s->free_bytes < cap && cur + s->free_bytes < cap)
 		cap = cur + s->free_bytes;
 	for (int64_t tau = 0; tau <= horizon && most; tau += step) {
-		uint64_t base = 0, c = known ? smeared(next, tau) : s->unknown_bytes, fit;
+		uint64_t base = 0, c = known ? smeared(next, 0, tau) : s->unknown_bytes, fit;
 
 		for (size_t i = 0; i < s->njobs; i++)
 			base += admit_job_future(&s->jobs[i], s->unknown_bytes, tau);

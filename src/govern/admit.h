@@ -14,6 +14,7 @@ struct admit_job {
 	const struct curve *pred;   /* predicted curve, or NULL when nothing is known */
 	uint64_t current_bytes;     /* resident memory now */
 	int frozen;
+	int own;                    /* pred is this job's own signature's profile, not its class's */
 };
 
 struct admit_snapshot {
@@ -30,9 +31,10 @@ struct admit_result {
 	int64_t worst_at_ms;        /* when, from now */
 };
 
-/* Would the candidate (predicted curve, or NULL) fit, now and over its whole predicted
- * life, together with the predicted rest of the running jobs? */
-void admit_decide(const struct admit_snapshot *s, const struct curve *cand, struct admit_result *r);
+/* Would the candidate (predicted curve, or NULL; cand_own: its own signature's profile)
+ * fit, now and over its whole predicted life, together with the predicted rest of the
+ * running jobs? */
+void admit_decide(const struct admit_snapshot *s, const struct curve *cand, int cand_own, struct admit_result *r);
 
 /* Predicted memory of a running job tau_ms from now. */
 uint64_t admit_job_future(const struct admit_job *j, uint64_t unknown_bytes, int64_t tau_ms);

@@ -37,6 +37,7 @@ struct job {
 	int frozen;
 	int64_t frozen_at_ms, frozen_total_ms;
 	const struct curve *pred;   /* points into the learned cache; NULL when unknown */
+	int pred_own;               /* pred is its own signature's profile */
 	struct curve_sample *samples;
 	size_t nsamples, capsamples;
 	uint64_t current_bytes, peak_bytes;

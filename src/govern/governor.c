@@ -159,7 +159,7 @@ static size_t snapshot(struct gov *g, int64_t now, struct admit_job *out, uint64
 			continue;
 		if (!j->pred)
 			learned_predict(g, j);
-		out[n++] = (struct admit_job){ job_elapsed(j, now), j->pred, j->current_bytes, j->frozen };
+		out[n++] = (struct admit_job){ job_elapsed(j, now), j->pred, j->current_bytes, j->frozen, j->pred_own };
 		*jobs_bytes += j->current_bytes;
 		*running += !j->frozen;
 	}
@@ -214,13 +214,13 @@ static int admit_waiting(struct gov *g, int64_t now, uint64_t avail, struct admi
 		struct job *j = g->jobs[w[k].idx];
 		struct admit_result r;
 
-		admit_decide(s, j->pred, &r);
+		admit_decide(s, j->pred, j->pred_own, &r);
 		/* With nothing running, the job runs whatever its prediction: waiting
 		 * cannot make room, and the safety net still watches it. */
 		if (!r.admit && s->njobs > 0)
 			continue;
 		server_admit(g, j, now);
-		snap[s->njobs++] = (struct admit_job){ 0, j->pred, 0, 0 };
+		snap[s->njobs++] = (struct admit_job){ 0, j->pred, 0, 0, j->pred_own };
 		running++;
 		log_debug("admitted job %d (%s), predicted worst %llu MiB in %lld ms", j->id, j->src,
 			  (unsigned long long)(r.worst_bytes >> 20), (long long)r.worst_at_ms);
@@ -346,7 +346,7 @@ static void govern_tick(struct gov *g, int64_t now)
 		struct job *f = oldest_frozen(g);
 		if (f) {
 			/* Thaw when the memory it is predicted to still grow by is free. */
-			struct admit_job aj = { job_elapsed(f, now), f->pred, f->current_bytes, 1 };
+			struct admit_job aj = { job_elapsed(f, now), f->pred, f->current_bytes, 1, f->pred_own };
 			uint64_t need = admit_thaw_need(&aj, admit_unknown_need(g->budget_bytes, g->tree,
 										   g->seen_peak_bytes, snap, n));
 			if (admit_thaw_fits(need, avail, g->reserve_bytes, jobs_bytes, g->budget_bytes))

@@ -34,6 +34,7 @@ void learned_predict(struct gov *g, struct job *j)
 {
 	struct learned *l = learned_get(g, PROFILE_SIG, j->sig_key);
 
+	j->pred_own = l->known;
 	if (!l->known)
 		l = learned_get(g, PROFILE_CLASS, j->class_key);
 	j->pred = l->known || l->provisional ? &l->p.curve : NULL;

@@ -35,12 +35,12 @@ static void test_admit_empty(void **state)
 
 	(void)state;
 	shape(&c, 10000, GiB, 30);
-	admit_decide(&s, &c, &r);
+	admit_decide(&s, &c, 0, &r);
 	assert_true(r.admit);
 	assert_int_equal(r.worst_bytes, GiB);
 	/* larger than the budget: refused (the governor still runs it when nothing else runs) */
 	shape(&c, 10000, 5 * GiB, 30);
-	admit_decide(&s, &c, &r);
+	admit_decide(&s, &c, 0, &r);
 	assert_false(r.admit);
 }
 
@@ -56,10 +56,40 @@ static void test_admit_aligned_peaks(void **state)
 	shape(&c, 10000, GiB, 30);
 	for (int i = 0; i < 3; i++)
 		j[i] = (struct admit_job){ .elapsed_ms = 0, .pred = &c, .current_bytes = 10 * MiB };
-	admit_decide(&s, &c, &r);
+	admit_decide(&s, &c, 0, &r);
 	assert_false(r.admit);
 	assert_true(r.worst_bytes >= 4 * GiB - 40 * MiB);
 	assert_true(r.worst_at_ms > 2000 && r.worst_at_ms < 4000);
+}
+
+static void test_admit_own_profile_closer(void **state)
+{
+	/* Two one-peak jobs 8 % of their length apart: a class's profile (other jobs, other
+	 * shapes) cannot tell the peaks apart, a job's own profile (the same job, only its pace
+	 * differs) can. */
+	struct curve c;
+	struct admit_job j;
+	struct admit_snapshot s = { .budget_bytes = 1536 * MiB, .free_bytes = 1536 * MiB, .jobs = &j, .njobs = 1 };
+	struct admit_result r;
+
+	(void)state;
+	memset(&c, 0, sizeof(c));
+	c.duration_ms = 10000;
+	for (int i = 0; i < CURVE_POINTS; i++)
+		c.pts[i] = 100 * MiB;
+	c.pts[20] = GiB; /* 3125-3281 ms */
+	curve_update_peak(&c);
+	j = (struct admit_job){ .elapsed_ms = 800, .pred = &c, .current_bytes = 100 * MiB };
+	admit_decide(&s, &c, 0, &r);
+	assert_false(r.admit);
+	assert_int_equal(r.worst_bytes, 2 * GiB);
+	j.own = 1;
+	admit_decide(&s, &c, 1, &r);
+	assert_true(r.admit);
+	assert_int_equal(r.worst_bytes, GiB + 100 * MiB);
+	/* one of the two a class's guess: still apart only by its wider margin */
+	admit_decide(&s, &c, 0, &r);
+	assert_false(r.admit);
 }
 
 static void test_admit_staggered(void **state)
@@ -75,7 +105,7 @@ static void test_admit_staggered(void **state)
 	shape(&c, 10000, GiB, 30);
 	for (int i = 0; i < 3; i++)
 		j[i] = (struct admit_job){ .elapsed_ms = 5000, .pred = &c, .current_bytes = GiB / 3 };
-	admit_decide(&s, &c, &r);
+	admit_decide(&s, &c, 0, &r);
 	assert_true(r.admit);
 	assert_true(r.worst_bytes <= 2 * GiB + 10 * MiB);
 }
@@ -89,10 +119,10 @@ static void test_admit_free_memory(void **state)
 
 	(void)state;
 	shape(&c, 10000, GiB, 30);
-	admit_decide(&s, &c, &r);
+	admit_decide(&s, &c, 0, &r);
 	assert_false(r.admit);
 	s.free_bytes = 2 * GiB;
-	admit_decide(&s, &c, &r);
+	admit_decide(&s, &c, 0, &r);
 	assert_true(r.admit);
 }
 
@@ -108,7 +138,7 @@ static void test_admit_wrong_prediction_scales(void **state)
 	shape(&c, 10000, GiB, 30);
 	shape(&cand, 10000, GiB, 30);
 	assert_true(admit_job_future(&j, 0, 2000) > 2 * GiB);
-	admit_decide(&s, &cand, &r);
+	admit_decide(&s, &cand, 0, &r);
 	assert_false(r.admit);
 }
 
@@ -124,11 +154,11 @@ static void test_admit_unknown(void **state)
 	assert_int_equal(admit_job_future(&j, GiB, 5000), GiB);
 	j.current_bytes = 1500 * MiB;
 	assert_int_equal(admit_job_future(&j, GiB, 5000), 1500 * MiB);
-	admit_decide(&s, NULL, &r);
+	admit_decide(&s, NULL, 0, &r);
 	assert_false(r.admit);
 	j.current_bytes = 300 * MiB;
 	s.unknown_bytes = 512 * MiB;
-	admit_decide(&s, NULL, &r);
+	admit_decide(&s, NULL, 0, &r);
 	assert_true(r.admit);
 }
 
@@ -208,35 +238,35 @@ static void test_ramp(void **state)
 	/* before any peak is seen: a quarter each, so four start, not five */
 	s.unknown_bytes = admit_unknown_need(s.budget_bytes, 0, 0, NULL, 0);
 	for (;;) {
-		admit_decide(&s, NULL, &r);
+		admit_decide(&s, NULL, 0, &r);
 		if (!r.admit)
 			break;
-		j[s.njobs++] = (struct admit_job){ 0, NULL, 0, 0 };
+		j[s.njobs++] = (struct admit_job){ 0, NULL, 0, 0, 0 };
 		started++;
 	}
 	assert_int_equal(started, 4);
 	/* one passed a 300 MiB peak: the others are measured at 100 MiB each and may grow to
 	 * 375 MiB; free memory is what decides */
 	s.njobs = 2;
-	j[0] = (struct admit_job){ 5000, NULL, 100 * MiB, 0 };
-	j[1] = (struct admit_job){ 5000, NULL, 100 * MiB, 0 };
+	j[0] = (struct admit_job){ 5000, NULL, 100 * MiB, 0, 0 };
+	j[1] = (struct admit_job){ 5000, NULL, 100 * MiB, 0, 0 };
 	s.unknown_bytes = admit_unknown_need(s.budget_bytes, 0, 300 * MiB, j, 2);
 	assert_int_equal(s.unknown_bytes, 375 * MiB);
 	/* growth 2 x 275 + 375 = 925 MiB */
 	s.free_bytes = 925 * MiB;
-	admit_decide(&s, NULL, &r);
+	admit_decide(&s, NULL, 0, &r);
 	assert_true(r.admit);
 	s.free_bytes = 924 * MiB;
-	admit_decide(&s, NULL, &r);
+	admit_decide(&s, NULL, 0, &r);
 	assert_false(r.admit);
 	/* with the memory free, more of them start than the quarter rule allowed */
 	s.free_bytes = 4 * GiB;
 	started = 2;
 	for (;;) {
-		admit_decide(&s, NULL, &r);
+		admit_decide(&s, NULL, 0, &r);
 		if (!r.admit)
 			break;
-		j[s.njobs++] = (struct admit_job){ 0, NULL, 0, 0 };
+		j[s.njobs++] = (struct admit_job){ 0, NULL, 0, 0, 0 };
 		started++;
 		if (s.njobs == 8)
 			break;
@@ -352,7 +382,7 @@ static void test_provisional(void **state)
 	assert_true(c.peak_bytes >= GiB - MiB);
 	struct admit_snapshot s = { .budget_bytes = 4 * GiB, .free_bytes = 4 * GiB, .unknown_bytes = GiB };
 	struct admit_result r;
-	admit_decide(&s, &c, &r);
+	admit_decide(&s, &c, 0, &r);
 	assert_true(r.worst_bytes >= GiB - MiB);
 	/* later peaks are kept: a job taken as past its peak that rises again (its flag is
 	 * kept by the caller) adds the new peak to the profile, in its place in time */
@@ -394,18 +424,18 @@ static void test_longest_first_fill(void **state)
 	flat(&run, 60000, 2 * GiB);
 	flat(&big, 50000, 3 * GiB);
 	flat(&small, 5000, GiB);
-	j[s.njobs++] = (struct admit_job){ 1000, &run, 2 * GiB, 0 };
+	j[s.njobs++] = (struct admit_job){ 1000, &run, 2 * GiB, 0, 0 };
 	for (size_t i = 0; i < 3; i++)
 		w[i] = (struct admit_wait){ pred[i]->duration_ms, (int64_t)i, i };
 	admit_order(w, 3);
 	assert_int_equal(w[0].idx, 1); /* the long one is tried first */
 	for (size_t k = 0; k < 3; k++) {
 		struct admit_result r;
-		admit_decide(&s, pred[w[k].idx], &r);
+		admit_decide(&s, pred[w[k].idx], 0, &r);
 		if (!r.admit)
 			continue;
 		admitted[w[k].idx] = 1;
-		j[s.njobs++] = (struct admit_job){ 0, pred[w[k].idx], 0, 0 };
+		j[s.njobs++] = (struct admit_job){ 0, pred[w[k].idx], 0, 0, 0 };
 	}
 	/* it does not fit (never admitted unsafely); both small ones fill the room */
 	assert_false(admitted[1]);
@@ -415,11 +445,11 @@ static void test_longest_first_fill(void **state)
 	memset(admitted, 0, sizeof(admitted));
 	for (size_t k = 0; k < 3; k++) {
 		struct admit_result r;
-		admit_decide(&s, pred[w[k].idx], &r);
+		admit_decide(&s, pred[w[k].idx], 0, &r);
 		if (!r.admit)
 			continue;
 		admitted[w[k].idx] = 1;
-		j[s.njobs++] = (struct admit_job){ 0, pred[w[k].idx], 0, 0 };
+		j[s.njobs++] = (struct admit_job){ 0, pred[w[k].idx], 0, 0, 0 };
 	}
 	assert_true(admitted[1]);
 	assert_int_equal(admitted[0] + admitted[2], 1);
@@ -682,7 +712,7 @@ static void test_safety_net_catches_wrong_predictions(void **state)
 			}
 			uint64_t cur = curve_at(&real, job[i].progress_ms);
 			used += cur;
-			aj[n++] = (struct admit_job){ job[i].progress_ms, &pred, cur, job[i].frozen };
+			aj[n++] = (struct admit_job){ job[i].progress_ms, &pred, cur, job[i].frozen, 0 };
 			running += !job[i].frozen;
 			youngest = i;
 		}
@@ -719,10 +749,10 @@ static void test_safety_net_catches_wrong_predictions(void **state)
 			struct admit_result r;
 			if (job[i].state != 0)
 				continue;
-			admit_decide(&s, &pred, &r);
+			admit_decide(&s, &pred, 0, &r);
 			if (r.admit || n == 0) {
 				job[i].state = 1;
-				aj[s.njobs++] = (struct admit_job){ 0, &pred, 0, 0 };
+				aj[s.njobs++] = (struct admit_job){ 0, &pred, 0, 0, 0 };
 				running++;
 			}
 			break; /* one start per tick: starting jobs show no memory yet */
@@ -741,6 +771,7 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_admit_empty),
 		cmocka_unit_test(test_admit_aligned_peaks),
+		cmocka_unit_test(test_admit_own_profile_closer),
 		cmocka_unit_test(test_admit_staggered),
 		cmocka_unit_test(test_admit_free_memory),
 		cmocka_unit_test(test_admit_wrong_prediction_scales),

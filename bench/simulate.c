@@ -1,0 +1,673 @@
+/* bench/simulate: a build from a headroom-trace/1 file in virtual time, under fixed -jN
+ * and under headroom's admission policy (src/govern/admit.c), fresh store and warm.
+ *
+ * Ninja with --slots slots starts the jobs in trace order whenever a slot is free. Under
+ * a fixed -jN a job runs as soon as it has one of N slots; under headroom each started job
+ * asks for admission, answered at once when it fits (and when a job ends) and tried again
+ * on each 100 ms tick, as the governor does. A job's memory follows its recorded samples
+ * and it runs its recorded length (no CPU contention: jobs do not slow each other down).
+ * The governor's inputs are built as governor.c and learned.c build them: jobs sampled
+ * each tick, provisional profiles from admit_passed_peak()/admit_provisional(), the ramp
+ * from admit_unknown_need(), order by admit_order(), decisions by admit_decide(), learning
+ * by curve_from_samples()/curve_learn() (signature 50 % with floor, class 80 %), the
+ * safety net's verdict by net_decide() (only its hold is acted on; a freeze or kill it
+ * would have ordered is counted, not carried out).
+ *   make bench/simulate && bench/simulate TRACE [--limit SIZE] [--budget SIZE] [--slots N]
+ *       [--mem-scale X] [--time-scale X] [--repeat K] [--jitter PCT]
+ * --jitter: each run under headroom gives each job its own pace, its length (and its curve
+ * with it) stretched by up to that share either way, so the warm run does not meet exactly
+ * the lengths the fresh run learned. SIM_DEBUG=1 prints each admission, SIM_TIMELINE=1 the
+ * jobs and memory each second, on stderr. */
+#include <inttypes.h>
+#include <jansson.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "govern/admit.h"
+#include "profile/curve.h"
+#include "util/units.h"
+#include "util/xalloc.h"
+
+#define TICK_MS 100
+#define STEP_MS 10
+#define MAXPROF 1024
+
+struct tjob {
+	char sig[512], cls[128];
+	int64_t dur_ms, interval_ms;
+	int barrier;               /* started after every earlier job had ended (a link) */
+	uint64_t *rss;
+	size_t nrss;
+};
+
+struct prof {
+	char key[512];
+	struct curve c;
+	int known, provisional;
+};
+
+struct store {
+	struct prof p[MAXPROF];
+	size_t n;
+};
+
+struct sjob {
+	int state; /* 0 not started by ninja, 1 waiting, 2 running, 3 done */
+	int64_t t_req, t_start;
+	int64_t ran_ms;            /* progress: time it ran, frozen time excluded */
+	int frozen, kills;
+	uint64_t prev;             /* memory at the tick before */
+	double pace;               /* this run's length over the recorded one (--jitter) */
+	struct curve_sample *samples;
+	size_t nsamples;
+	uint64_t current;          /* as last sampled */
+	const struct curve *pred;
+	int passed;
+	int own;                   /* pred is its signature's profile */
+};
+
+static uint64_t mem_at(const struct tjob *j, int64_t t)
+{
+	if (t < 0 || t >= j->dur_ms)
+		return 0;
+	size_t k = (size_t)(t / j->interval_ms);
+	return j->rss[k < j->nrss ? k : j->nrss - 1];
+}
+
+static struct prof *prof_get(struct store *s, const char *key)
+{
+	for (size_t i = 0; i < s->n; i++)
+		if (!strcmp(s->p[i].key, key))
+			return &s->p[i];
+	if (s->n == MAXPROF) {
+		fprintf(stderr, "simulate: too many profiles\n");
+		exit(1);
+	}
+	struct prof *p = &s->p[s->n++];
+	memset(p, 0, sizeof(*p));
+	snprintf(p->key, sizeof(p->key), "%s", key);
+	return p;
+}
+
+/* learned_predict(): the signature, else the class (learned or provisional) */
+static const struct curve *predict(struct store *sig, struct store *cls, const struct tjob *j, int *own)
+{
+	struct prof *p = prof_get(sig, j->sig);
+
+	*own = p->known;
+	if (p->known)
+		return &p->c;
+	p = prof_get(cls, j->cls);
+	return p->known || p->provisional ? &p->c : NULL;
+}
+
+struct sim {
+	const struct tjob *tj;
+	struct sjob *j;
+	size_t n;
+	int slots;
+	uint64_t limit, budget, reserve, seen_peak;
+	double jitter;             /* share by which a job's length varies between runs */
+	uint64_t rng;
+	struct store sig, cls;
+	enum net_action act;
+	int freezes, kills;
+	int64_t last_kill;
+	uint64_t peak;
+	double mem_ms;             /* memory × time, for the mean use of the budget */
+	int64_t now;
+};
+
+static double gib(uint64_t b)
+{
+	return (double)b / (1ULL << 30);
+}
+
+/* A job's length in this run, and its memory now: its recording stretched by its pace. */
+static int64_t job_dur(const struct sim *s, size_t i)
+{
+	return (int64_t)((double)s->tj[i].dur_ms * s->j[i].pace);
+}
+
+static uint64_t job_mem(const struct sim *s, size_t i)
+{
+	return mem_at(&s->tj[i], (int64_t)((double)s->j[i].ran_ms / s->j[i].pace));
+}
+
+static uint64_t true_used(struct sim *s)
+{
+	uint64_t u = 0;
+
+	for (size_t i = 0; i < s->n; i++)
+		if (s->j[i].state == 2)
+			u += job_mem(s, i);
+	return u;
+}
+
+/* admit_waiting() of governor.c */
+static void admit_waiting(struct sim *s)
+{
+	struct admit_job *snap = xmalloc((s->n + 1) * sizeof(*snap));
+	struct admit_wait *w = xmalloc((s->n + 1) * sizeof(*w));
+	size_t nsnap = 0, nw = 0;
+	int running = 0;
+	uint64_t used = true_used(s), avail = s->limit > used ? s->limit - used : 0;
+
+	for (size_t i = 0; i < s->n; i++) {
+		struct sjob *j = &s->j[i];
+		if (j->state == 2) {
+			if (!j->pred)
+				j->pred = predict(&s->sig, &s->cls, &s->tj[i], &j->own);
+			snap[nsnap++] = (struct admit_job){ j->ran_ms, j->pred, j->current, j->frozen, j->own };
+			running++;
+		} else if (j->state == 1) {
+			if (!j->pred)
+				j->pred = predict(&s->sig, &s->cls, &s->tj[i], &j->own);
+			w[nw++] = (struct admit_wait){ j->pred ? j->pred->duration_ms : -1, (int64_t)i, i };
+		}
+	}
+	struct admit_snapshot as = {
+		.budget_bytes = s->budget,
+		.free_bytes = avail > s->reserve ? avail - s->reserve : 0,
+		.unknown_bytes = admit_unknown_need(s->budget, 0, s->seen_peak, snap, nsnap),
+		.jobs = snap,
+		.njobs = nsnap,
+	};
+	admit_order(w, nw);
+	for (size_t k = 0; k < nw && running < s->slots; k++) {
+		struct sjob *j = &s->j[w[k].idx];
+		struct admit_result r;
+
+		admit_decide(&as, j->pred, j->own, &r);
+		if (!r.admit && as.njobs > 0)
+			continue;
+		j->state = 2;
+		j->t_start = s->now;
+		j->ran_ms = 0;
+		if (getenv("SIM_DEBUG"))
+			fprintf(stderr, "%8.1f admit %zu %s pred %s dur %.1f peak %.2f unknown %.2f worst %.2f free %.2f\n",
+				s->now / 1000.0, w[k].idx, s->tj[w[k].idx].cls, j->pred ? "yes" : "no",
+				j->pred ? j->pred->duration_ms / 1000.0 : 0.0, j->pred ? gib(j->pred->peak_bytes) : 0.0,
+				gib(as.unknown_bytes), gib(r.worst_bytes), gib(as.free_bytes));
+		snap[as.njobs++] = (struct admit_job){ 0, j->pred, 0, 0, j->own };
+		running++;
+	}
+	free(snap);
+	free(w);
+}
+
+static uint64_t samples_max(const struct sjob *j)
+{
+	uint64_t m = 0;
+
+	for (size_t i = 0; i < j->nsamples; i++)
+		if (j->samples[i].rss_bytes > m)
+			m = j->samples[i].rss_bytes;
+	return m;
+}
+
+/* learned_provisional() of learned.c */
+static void provisional(struct sim *s)
+{
+	struct admit_obs *obs = xmalloc((s->n + 1) * sizeof(*obs));
+	int *passed = xmalloc((s->n + 1) * sizeof(*passed));
+
+	for (size_t i = 0; i < s->n; i++) {
+		struct sjob *j = &s->j[i];
+		if (j->state != 2 || j->passed || !j->nsamples)
+			continue;
+		struct admit_obs o = { j->samples, j->nsamples, j->ran_ms };
+		if (admit_passed_peak(&o)) {
+			j->passed = 1;
+			if (samples_max(j) > s->seen_peak)
+				s->seen_peak = samples_max(j);
+		}
+	}
+	for (size_t i = 0; i < s->n; i++) {
+		struct sjob *j = &s->j[i];
+		int first = 1;
+		size_t m = 0;
+
+		if (j->state != 2 || !j->passed)
+			continue;
+		for (size_t k = 0; k < i && first; k++)
+			first = !(s->j[k].state == 2 && s->j[k].passed && !strcmp(s->tj[k].cls, s->tj[i].cls));
+		struct prof *p = prof_get(&s->cls, s->tj[i].cls);
+		if (!first || p->known)
+			continue;
+		for (size_t k = 0; k < s->n; k++) {
+			if (s->j[k].state != 2 || !s->j[k].nsamples || strcmp(s->tj[k].cls, s->tj[i].cls))
+				continue;
+			obs[m] = (struct admit_obs){ s->j[k].samples, s->j[k].nsamples, s->j[k].ran_ms };
+			passed[m++] = s->j[k].passed;
+		}
+		struct curve c;
+		if (admit_provisional(obs, passed, m, &c)) {
+			p->c = c;
+			p->provisional = 1;
+		}
+	}
+	free(obs);
+	free(passed);
+}
+
+/* learn() of learned.c, and learned_job_done()'s seen peak */
+static void learn_done(struct sim *s, size_t i)
+{
+	struct sjob *j = &s->j[i];
+	struct curve seen;
+
+	if (!j->nsamples) {
+		j->samples = xrealloc(j->samples, sizeof(*j->samples));
+		j->samples[j->nsamples++] = (struct curve_sample){ 0, job_mem(s, i) };
+	}
+	if (curve_from_samples(j->samples, j->nsamples, job_dur(s, i), &seen))
+		return;
+	/* the launcher's maxrss: a peak between two samples still shows */
+	uint64_t maxrss = 0;
+	for (size_t k = 0; k < s->tj[i].nrss; k++)
+		if (s->tj[i].rss[k] > maxrss)
+			maxrss = s->tj[i].rss[k];
+	if (maxrss > seen.peak_bytes) {
+		for (int k = 0; k < CURVE_POINTS; k++)
+			if (seen.pts[k] == seen.peak_bytes)
+				seen.pts[k] = maxrss;
+		seen.peak_bytes = maxrss;
+	}
+	struct prof *ps = prof_get(&s->sig, s->tj[i].sig), *pc = prof_get(&s->cls, s->tj[i].cls);
+	curve_learn(&ps->c, &seen, !ps->known, 50, 1);
+	ps->known = 1;
+	curve_learn(&pc->c, &seen, !pc->known, 80, 0);
+	pc->known = 1;
+	pc->provisional = 0;
+	if (seen.peak_bytes > s->seen_peak)
+		s->seen_peak = seen.peak_bytes;
+}
+
+/* The youngest running job (frozen or not as asked, or any), by admission time. */
+static struct sjob *youngest(struct sim *s, int want_frozen, int any)
+{
+	struct sjob *best = NULL;
+
+	for (size_t i = 0; i < s->n; i++) {
+		struct sjob *j = &s->j[i];
+		if (j->state != 2 || (!any && j->frozen != want_frozen))
+			continue;
+		if (!best || j->t_start >= best->t_start)
+			best = j;
+	}
+	return best;
+}
+
+static struct sjob *oldest(struct sim *s, int want_frozen)
+{
+	struct sjob *best = NULL;
+
+	for (size_t i = 0; i < s->n; i++) {
+		struct sjob *j = &s->j[i];
+		if (j->state == 2 && j->frozen == want_frozen && (!best || j->t_start < best->t_start))
+			best = j;
+	}
+	return best;
+}
+
+/* What the running jobs grow by over the net's lookahead, at their last tick's rate. */
+static uint64_t growth(struct sim *s)
+{
+	uint64_t g = 0;
+
+	for (size_t i = 0; i < s->n; i++) {
+		struct sjob *j = &s->j[i];
+		if (j->state == 2 && !j->frozen && j->current > j->prev)
+			g += net_lookahead_growth((j->current - j->prev) * 1000 / TICK_MS);
+	}
+	return g;
+}
+
+static void tick(struct sim *s, int64_t *used_prev)
+{
+	uint64_t used = true_used(s);
+
+	for (size_t i = 0; i < s->n; i++) {
+		struct sjob *j = &s->j[i];
+		if (j->state != 2)
+			continue;
+		j->prev = j->current;
+		j->current = job_mem(s, i);
+		j->samples = xrealloc(j->samples, (j->nsamples + 1) * sizeof(*j->samples));
+		j->samples[j->nsamples++] = (struct curve_sample){ j->ran_ms, j->current };
+	}
+	provisional(s);
+	struct net_state ns = {
+		.limit_bytes = s->limit,
+		.used_bytes = used,
+		.reserve_bytes = s->reserve,
+		.psi_full_avg10_pct = -1,
+		.ms_since_last_kill = s->now - s->last_kill,
+		.growth_bytes_per_s = (int64_t)used > *used_prev ? (used - (uint64_t)*used_prev) * 1000 / TICK_MS : 0,
+	};
+	*used_prev = (int64_t)used;
+	s->act = net_apply_budget(net_decide(&ns), used, s->budget);
+	uint64_t avail = s->limit > used ? s->limit - used : 0;
+	int running = 0, frozen = 0;
+	for (size_t i = 0; i < s->n; i++)
+		if (s->j[i].state == 2) {
+			running += !s->j[i].frozen;
+			frozen += s->j[i].frozen;
+		}
+	struct sjob *f = oldest(s, 1);
+	if (s->act == NET_KILL) {
+		struct sjob *v = youngest(s, 0, 1);
+		if (v && running + frozen > 1) {
+			/* killed: its launcher asks again, from the start */
+			v->state = 1;
+			v->frozen = 0;
+			v->kills++;
+			v->nsamples = 0;
+			v->current = v->prev = 0;
+			v->passed = 0;
+			s->kills++;
+			s->last_kill = s->now;
+		}
+	} else if (running == 0 && f) {
+		f->frozen = 0;
+	} else if (s->act == NET_FREEZE) {
+		frozen = 0;
+		while (!net_freeze_done(frozen, running, growth(s), avail, s->reserve)) {
+			struct sjob *v = youngest(s, 0, 0);
+			if (!v)
+				break;
+			v->frozen = 1;
+			s->freezes++;
+			running--;
+			frozen++;
+		}
+	} else if (s->act == NET_OK && f) {
+		struct admit_job aj = { f->ran_ms, f->pred, f->current, 1, f->own };
+		struct admit_job *snap = xmalloc((s->n + 1) * sizeof(*snap));
+		size_t m = 0;
+		for (size_t i = 0; i < s->n; i++)
+			if (s->j[i].state == 2)
+				snap[m++] = (struct admit_job){ s->j[i].ran_ms, s->j[i].pred, s->j[i].current, s->j[i].frozen,
+								 s->j[i].own };
+		uint64_t need = admit_thaw_need(&aj, admit_unknown_need(s->budget, 0, s->seen_peak, snap, m));
+		if (admit_thaw_fits(need, avail, s->reserve, used, s->budget))
+			f->frozen = 0;
+		free(snap);
+	}
+	if (s->act == NET_OK && !oldest(s, 1))
+		admit_waiting(s);
+}
+
+/* One build under headroom; sig/cls carry the store in and out. Returns the makespan. */
+static int64_t run_headroom(struct sim *s)
+{
+	int64_t used_prev = 0;
+	size_t done = 0;
+
+	s->act = NET_OK;
+	s->freezes = s->kills = 0;
+	s->last_kill = -1000000;
+	s->peak = 0;
+	s->mem_ms = 0;
+	s->seen_peak = 0;
+	for (size_t i = 0; i < s->n; i++) {
+		s->j[i] = (struct sjob){ 0 };
+		/* a fixed pseudo-random pace per run and job, in [1 - jitter, 1 + jitter] */
+		s->rng = s->rng * 6364136223846793005ULL + 1442695040888963407ULL;
+		s->j[i].pace = 1.0 + s->jitter * ((double)(s->rng >> 11) / (double)(1ULL << 53) * 2.0 - 1.0);
+	}
+	for (size_t k = 0; k < s->cls.n; k++)
+		s->cls.p[k].provisional = 0;
+	for (s->now = 0; done < s->n; s->now += STEP_MS) {
+		int ended = 0, inflight = 0, unfinished = 0;
+
+		for (size_t i = 0; i < s->n; i++) {
+			struct sjob *j = &s->j[i];
+			if (j->state == 2 && !j->frozen && s->now > j->t_start)
+				j->ran_ms += STEP_MS;
+			if (j->state == 2 && j->ran_ms >= job_dur(s, i)) {
+				learn_done(s, i);
+				j->state = 3;
+				done++;
+				ended = 1;
+			}
+			inflight += j->state == 1 || j->state == 2;
+		}
+		/* ninja starts jobs in order while it has slots (a barrier job, a link, once all
+		 * before it ended): each one asks at once */
+		int asked = 0;
+		for (size_t i = 0; i < s->n && inflight < s->slots; i++) {
+			if (s->j[i].state != 3 && s->j[i].state != 0)
+				unfinished++;
+			if (s->j[i].state != 0)
+				continue;
+			if (s->tj[i].barrier && unfinished)
+				break;
+			s->j[i].state = 1;
+			s->j[i].t_req = s->now;
+			inflight++;
+			unfinished++;
+			asked = 1;
+			if (s->tj[i].barrier)
+				break;
+		}
+		if (s->now % TICK_MS == 0)
+			tick(s, &used_prev);
+		else if ((asked || ended) && s->act == NET_OK && !oldest(s, 1))
+			admit_waiting(s);
+		uint64_t u = true_used(s);
+		if (u > s->peak)
+			s->peak = u;
+		s->mem_ms += (double)u * STEP_MS;
+		if (getenv("SIM_TIMELINE") && s->now % 1000 == 0) {
+			int r = 0, w = 0, fz = 0;
+			for (size_t i = 0; i < s->n; i++) {
+				r += s->j[i].state == 2 && !s->j[i].frozen;
+				fz += s->j[i].state == 2 && s->j[i].frozen;
+				w += s->j[i].state == 1;
+			}
+			fprintf(stderr, "t %6.1f run %2d frozen %d wait %2d used %.2f\n", s->now / 1000.0, r, fz, w, gib(u));
+		}
+	}
+	for (size_t i = 0; i < s->n; i++)
+		free(s->j[i].samples);
+	return s->now - STEP_MS;
+}
+
+/* Fixed -jN: list scheduling in trace order; the peak from every sample boundary. */
+static int64_t run_fixed(const struct tjob *tj, size_t n, int slots, uint64_t *peak)
+{
+	int64_t *free_at = xcalloc((size_t)slots, sizeof(*free_at)), *start = xmalloc(n * sizeof(*start)), end = 0;
+
+	for (size_t k = 0; k < n; k++) {
+		int m = 0;
+		for (int i = 1; i < slots; i++)
+			if (free_at[i] < free_at[m])
+				m = i;
+		start[k] = free_at[m];
+		if (tj[k].barrier) {
+			start[k] = end;
+			for (int i = 0; i < slots; i++)
+				free_at[i] = end;
+		}
+		free_at[m] = start[k] + tj[k].dur_ms;
+		if (free_at[m] > end)
+			end = free_at[m];
+	}
+	*peak = 0;
+	for (size_t k = 0; k < n; k++)
+		for (size_t b = 0; b < tj[k].nrss; b++) {
+			int64_t t = start[k] + (int64_t)b * tj[k].interval_ms;
+			uint64_t sum = 0;
+			for (size_t i = 0; i < n; i++)
+				sum += mem_at(&tj[i], t - start[i]);
+			if (sum > *peak)
+				*peak = sum;
+		}
+	free(free_at);
+	free(start);
+	return end;
+}
+
+static const char *class_of(const char *name)
+{
+	const char *dot = strrchr(name, '.');
+
+	if (dot && !strcmp(dot, ".cu"))
+		return "nvcc";
+	if (dot && (!strcmp(dot, ".cpp") || !strcmp(dot, ".cc") || !strcmp(dot, ".c")))
+		return "c++";
+	return "probe";
+}
+
+static size_t load(const char *path, double mem_scale, double time_scale, int repeat, struct tjob **out)
+{
+	json_error_t err;
+	json_t *t = json_load_file(path, 0, &err);
+	size_t n = 0;
+
+	const char *fmt = t ? json_string_value(json_object_get(t, "format")) : NULL;
+
+	if (!fmt || strcmp(fmt, "headroom-trace/1")) {
+		fprintf(stderr, "simulate: %s: not a headroom-trace/1 file\n", path);
+		exit(2);
+	}
+	json_t *jobs = json_object_get(t, "jobs");
+	double dt = json_number_value(json_object_get(t, "sample_interval_s"));
+	int64_t iv = (int64_t)(dt * 1000 * time_scale + 0.5);
+	if (iv < 1)
+		iv = 1;
+	*out = xcalloc(json_array_size(jobs) * (size_t)repeat, sizeof(**out));
+	for (int r = 0; r < repeat; r++) {
+		double ended = 0;
+		for (size_t i = 0; i < json_array_size(jobs); i++) {
+			json_t *j = json_array_get(jobs, i), *rss = json_object_get(j, "rss_bytes");
+			struct tjob *o = &(*out)[n++];
+			double st = json_number_value(json_object_get(j, "start_s"));
+			o->barrier = i > 0 && st >= ended;
+			if (st + json_number_value(json_object_get(j, "duration_s")) > ended)
+				ended = st + json_number_value(json_object_get(j, "duration_s"));
+			const char *name = json_string_value(json_object_get(j, "name"));
+			snprintf(o->sig, sizeof(o->sig), "rep%d/%zu/%s", r, i, name);
+			snprintf(o->cls, sizeof(o->cls), "%s", class_of(name));
+			o->nrss = json_array_size(rss) ? json_array_size(rss) : 1;
+			o->rss = xcalloc(o->nrss, sizeof(*o->rss));
+			for (size_t k = 0; k < json_array_size(rss); k++)
+				o->rss[k] = (uint64_t)(json_number_value(json_array_get(rss, k)) * mem_scale);
+			o->interval_ms = iv;
+			/* as bench/replay runs it: one sample interval per sample; a job shorter
+			 * than one interval (a probe) its own length */
+			o->dur_ms = (int64_t)o->nrss * iv;
+			double d = json_number_value(json_object_get(j, "duration_s")) * 1000 * time_scale;
+			if (o->nrss == 1 && d < (double)iv)
+				o->dur_ms = d < 1 ? 1 : (int64_t)d;
+		}
+	}
+	json_decref(t);
+	return n;
+}
+
+int main(int argc, char **argv)
+{
+	double mem_scale = 1, time_scale = 1, jitter = 0;
+	int slots = 16, repeat = 1;
+	uint64_t limit = 0, budget = 0;
+	const char *path = NULL;
+
+	for (int i = 1; i < argc; i++) {
+		const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
+		if (!strcmp(a, "--limit") && v && !size_parse(v, &limit))
+			i++;
+		else if (!strcmp(a, "--budget") && v && !size_parse(v, &budget))
+			i++;
+		else if (!strcmp(a, "--slots") && v && (slots = atoi(v)) >= 1 && slots <= 4096)
+			i++;
+		else if (!strcmp(a, "--repeat") && v && (repeat = atoi(v)) >= 1 && repeat <= 100)
+			i++;
+		else if (!strcmp(a, "--mem-scale") && v && (mem_scale = atof(v)) > 0 && mem_scale <= 1000)
+			i++;
+		else if (!strcmp(a, "--jitter") && v && (jitter = atof(v)) >= 0 && jitter <= 50)
+			i++;
+		else if (!strcmp(a, "--time-scale") && v && (time_scale = atof(v)) > 0 && time_scale <= 1000)
+			i++;
+		else if (a[0] != '-' && !path)
+			path = a;
+		else {
+			fprintf(stderr, "usage: simulate TRACE --limit SIZE [--budget SIZE] [--slots N] [--repeat K] "
+					"[--mem-scale X] [--time-scale X] [--jitter PCT]\n");
+			return 2;
+		}
+	}
+	if (!path || !limit) {
+		fprintf(stderr, "simulate: a trace and --limit are needed\n");
+		return 2;
+	}
+	if (limit <= net_default_reserve(limit) || (budget && budget > limit)) {
+		fprintf(stderr, "simulate: --limit must exceed the reserve, --budget must not exceed --limit\n");
+		return 2;
+	}
+	struct sim *s = xcalloc(1, sizeof(*s));
+	struct tjob *tj;
+	s->n = load(path, mem_scale, time_scale, repeat, &tj);
+	if (!s->n) {
+		fprintf(stderr, "simulate: %s has no jobs\n", path);
+		return 2;
+	}
+	s->tj = tj;
+	s->j = xcalloc(s->n, sizeof(*s->j));
+	s->slots = slots;
+	s->jitter = jitter / 100;
+	s->rng = 1;
+	s->limit = limit;
+	s->reserve = net_default_reserve(limit);
+	s->budget = budget ? budget : limit - s->reserve;
+
+	printf("# bench/simulate — %s, time x%g, memory x%g, repeat %d, %zu jobs\n", path, time_scale, mem_scale,
+	       repeat, s->n);
+	printf("# limit %.2f GiB, budget %.2f GiB (reserve %.2f), %d slots; virtual time, no CPU contention, "
+	       "job lengths under headroom varied by ±%g %%\n", gib(limit), gib(s->budget), gib(s->reserve), slots, jitter);
+	int best = 0;
+	int64_t best_ms = 0;
+	printf("%-22s %9s %10s %s\n", "policy", "makespan", "peak GiB", "");
+	for (int nj = 1; nj <= slots; nj++) {
+		uint64_t pk;
+		int64_t ms = run_fixed(tj, s->n, nj, &pk);
+		const char *why = pk > limit ? "OOM (over the limit)" : pk > s->budget ? "over the budget" : "";
+		printf("fixed -j%-14d %8.1fs %10.2f %s\n", nj, ms / 1000.0, gib(pk), why);
+		if (pk <= limit && (!best || ms < best_ms)) {
+			best = nj;
+			best_ms = ms;
+		}
+	}
+	/* lower bounds: the slots busy all along; the budget full all along; the longest job */
+	double work_ms = 0, memtime = 0, longest = 0;
+	for (size_t i = 0; i < s->n; i++) {
+		work_ms += (double)tj[i].dur_ms;
+		if ((double)tj[i].dur_ms > longest)
+			longest = (double)tj[i].dur_ms;
+		for (int64_t t = 0; t < tj[i].dur_ms; t += STEP_MS)
+			memtime += (double)mem_at(&tj[i], t) * STEP_MS;
+	}
+	double lb = work_ms / slots > memtime / (double)s->budget ? work_ms / slots : memtime / (double)s->budget;
+	if (longest > lb)
+		lb = longest;
+	printf("\n| policy | makespan | peak GiB | vs budget | mean use of budget | freezes | kills | x best fixed |\n");
+	printf("| --- | --- | --- | --- | --- | --- | --- | --- |\n");
+	printf("| best fixed -j%d | %.1f s | | | | | | 1.00 |\n", best, best_ms / 1000.0);
+	for (int warm = 0; warm < 2; warm++) {
+		int64_t ms = run_headroom(s);
+		printf("| headroom %s | %.1f s | %.2f | %s | %.0f %% | %d | %d | %.2f |\n", warm ? "warm" : "fresh",
+		       ms / 1000.0, gib(s->peak), s->peak > limit ? "OOM" : s->peak > s->budget ? "over" : "within",
+		       100.0 * s->mem_ms / ((double)ms * (double)s->budget), s->freezes, s->kills,
+		       (double)ms / (double)best_ms);
+	}
+	printf("| lower bound | %.1f s | | | | | | %.2f |\n", lb / 1000.0, lb / (double)best_ms);
+	for (size_t i = 0; i < s->n; i++)
+		free(tj[i].rss);
+	free(tj);
+	free(s->j);
+	free(s);
+	return 0;
+}
