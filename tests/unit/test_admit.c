@@ -603,10 +603,10 @@ static int tokens_one_by_one(struct admit_snapshot *s, struct admit_job *room, c
 	int want = 0;
 
 	while (running + want < jobs_cap) {
-		admit_decide(s, next, &r);
+		admit_decide(s, next, 0, &r);
 		if (!r.admit && s->njobs > 0)
 			break;
-		room[s->njobs++] = (struct admit_job){ 0, next, 0, 0 };
+		room[s->njobs++] = (struct admit_job){ 0, next, 0, 0, 0 };
 		want++;
 	}
 	return running == 0 && want > 0 ? want - 1 : want;
