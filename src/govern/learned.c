@@ -91,7 +91,10 @@ void learned_job_done(struct gov *g, struct job *j, int64_t ran_ms, uint64_t max
 				seen.pts[i] = maxrss_bytes;
 		seen.peak_bytes = maxrss_bytes;
 	}
-	learn(g, j, &seen);
+	if (j->not_learned)
+		log_info("job %d (%s) not learned: %s", j->id, *j->src ? j->src : j->tool, j->not_learned);
+	else
+		learn(g, j, &seen);
 	report_add_job(&g->rep, j->class_key, seen.peak_bytes, ran_ms);
 }
 
