@@ -189,6 +189,95 @@ static void remove_shims(const char *dir)
 	rmdir(dir);
 }
 
+/* The CMake build directory the command builds, or NULL: `cmake --build DIR`, or ninja
+ * or make run in (or -C) a directory that holds a CMakeCache.txt. Caller frees. */
+static char *cmake_build_dir(char **argv)
+{
+	const char *b = path_base(argv[0]), *dir = ".";
+	char *cache;
+
+	if (!strcmp(b, "cmake")) {
+		if (!argv[1] || strcmp(argv[1], "--build") || !argv[2])
+			return NULL;
+		dir = argv[2];
+	} else if (!strcmp(b, "ninja") || !strcmp(b, "make") || !strcmp(b, "gmake")) {
+		for (char **a = argv + 1; *a; a++) {
+			if (!strcmp(*a, "-C") && a[1])
+				dir = *++a;
+			else if (!strncmp(*a, "-C", 2) && (*a)[2])
+				dir = *a + 2;
+		}
+	} else {
+		return NULL;
+	}
+	cache = xasprintf("%s/CMakeCache.txt", dir);
+	if (access(cache, R_OK)) {
+		free(cache);
+		return NULL;
+	}
+	free(cache);
+	return xstrdup(dir);
+}
+
+/* Enough of a CMakeCache.txt for the variables CMake writes first and the launchers. */
+#define CMAKE_CACHE_MAX (1 << 20)
+
+/* A line "KEY:TYPE=value" of a CMakeCache.txt, value into out (size bytes); 0 or -ENOENT. */
+static int cmake_cache_get(const char *text, const char *key, char *out, size_t size)
+{
+	size_t klen = strlen(key);
+
+	for (const char *l = text; *l; l += strcspn(l, "\n"), l += *l == '\n') {
+		const char *eq;
+		if (strncmp(l, key, klen) || l[klen] != ':' || !(eq = strchr(l, '=')))
+			continue;
+		size_t n = strcspn(eq + 1, "\n");
+		snprintf(out, size, "%.*s", (int)n, eq + 1);
+		return 0;
+	}
+	return -ENOENT;
+}
+
+/* A CMake build directory configured without headroom: no CMAKE_<LANG>_COMPILER_LAUNCHER
+ * reaches `headroom exec`, and CMake keeps what it found at the first configure. Say so,
+ * and govern the process tree instead. Returns 1 when it did. */
+static int cmake_without_launcher(char **argv)
+{
+	static const char *const langs[] = { "C", "CXX", "CUDA", "HIP", "OBJC", "OBJCXX", "Fortran" };
+	char *dir = cmake_build_dir(argv), *path, *text, v[4096], src[4096];
+	int ours = 0;
+
+	if (!dir)
+		return 0;
+	path = xasprintf("%s/CMakeCache.txt", dir);
+	text = xmalloc(CMAKE_CACHE_MAX);
+	if (fs_read(path, text, CMAKE_CACHE_MAX) < 0) {
+		free(text);
+		text = NULL;
+	}
+	free(path);
+	for (size_t i = 0; text && i < sizeof(langs) / sizeof(*langs); i++) {
+		char key[64];
+		snprintf(key, sizeof(key), "CMAKE_%s_COMPILER_LAUNCHER", langs[i]);
+		if (!cmake_cache_get(text, key, v, sizeof(v)) && strstr(v, ";exec;--"))
+			ours = 1;
+	}
+	if (!text || ours) {
+		free(text);
+		free(dir);
+		return 0;
+	}
+	if (cmake_cache_get(text, "CMAKE_HOME_DIRECTORY", src, sizeof(src)))
+		snprintf(src, sizeof(src), "SOURCE_DIR");
+	log_warn("the build directory %s was configured without headroom's launcher (its CMakeCache.txt "
+		 "sets no CMAKE_<LANG>_COMPILER_LAUNCHER to headroom exec): reconfigure it under headroom "
+		 "(headroom run -- cmake -S %s -B %s), or build it with --tree. This build: governing the "
+		 "process tree, as with --tree", dir, src, dir);
+	free(text);
+	free(dir);
+	return 1;
+}
+
 static enum jobserver_style choose_jobserver(const char *style, const char *cmd)
 {
 	char *make, *ninja;
@@ -321,6 +410,8 @@ int cmd_run(int argc, char **argv)
 		die(EXIT_INTERNAL, "cannot find headroom's own path in /proc/self/exe");
 	if (!o.quiet)
 		doctor_preflight();
+	if (!o.tree && cmake_without_launcher(o.argv))
+		o.tree = 1;
 	/* With --tree the jobs are found below ninja/make; a launcher would make them twice. */
 	if (!o.tree) {
 		shim_dir = xasprintf("%s/headroom-shims.XXXXXX", runtime_dir());

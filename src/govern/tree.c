@@ -75,13 +75,19 @@ pid_t tree_ungoverned_compiler(const struct proc_table *t, pid_t self, const cha
 {
 	for (size_t i = 0; i < t->n; i++) {
 		const struct proc_entry *e = &t->v[i], *a;
-		int launched = 0;
+		int launched = 0, build_tool = 0;
 
 		if (e->state == 'Z' || !tree_is_compiler(e->comm))
 			continue;
-		for (a = proc_table_find(t, e->ppid); a && a->pid != self; a = proc_table_find(t, a->ppid))
+		for (a = proc_table_find(t, e->ppid); a && a->pid != self; a = proc_table_find(t, a->ppid)) {
 			if (!strcmp(a->comm, self_name))
 				launched = 1;
+			/* CMake identifying the compiler runs it itself, not through a build tool:
+			 * a configure step, not a job that escaped */
+			if (!strcmp(a->comm, "cmake") && !build_tool)
+				launched = 1;
+			build_tool |= tree_is_build_tool(a->comm);
+		}
 		/* Below us (the walk reached self) and no launcher on the way. */
 		if (a && !launched)
 			return e->pid;

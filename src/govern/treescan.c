@@ -102,7 +102,8 @@ static int tree_became_wrapper(struct gov *g, struct job *j, int64_t now)
  * truth (its exit status went to the build tool: an interrupted build's jobs were cut). */
 static void tree_job_done(struct gov *g, struct job *j, int64_t now)
 {
-	struct job_seen seen = { .partial = g->interrupted != 0, .cached = j->cached, .cache_hit = -1,
+	/* over before a sample saw it run: its memory is unknown, not 0 */
+	struct job_seen seen = { .partial = g->interrupted || !j->nsamples, .cached = j->cached, .cache_hit = -1,
 				 .saw_compiler = j->saw_compiler };
 
 	if (!j->not_learned)
@@ -154,6 +155,19 @@ void treescan_run(struct gov *g, int64_t now)
 	}
 }
 
+/* Does pid compile a configure check (CMake's try_compile builds no launcher reaches)? */
+static int treescan_is_check(struct gov *g, pid_t pid)
+{
+	char buf[16384], *argv[512];
+	struct job_sig sig;
+	int argc = proc_cmdline(g->o->proc_root, pid, buf, sizeof(buf), argv, 512), check;
+
+	job_sig_from_argv(argc, argv, &sig);
+	check = sig.check;
+	job_sig_free(&sig);
+	return check;
+}
+
 /* Compilers running outside the launcher (a build script overwrote PYTORCH_NVCC, or a
  * Makefile ignores CC): govern the process tree as well, from now on. */
 void treescan_fallback(struct gov *g)
@@ -163,7 +177,7 @@ void treescan_fallback(struct gov *g)
 	if (g->tree)
 		return;
 	pid = tree_ungoverned_compiler(&g->procs, getpid(), g->self_name);
-	if (!pid)
+	if (!pid || treescan_is_check(g, pid))
 		return;
 	const struct proc_entry *e = proc_table_find(&g->procs, pid);
 	log_warn("%s (pid %d) runs outside headroom exec (a build script may overwrite PYTORCH_NVCC, "

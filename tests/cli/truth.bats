@@ -58,3 +58,57 @@ print(next(p["peak_bytes"] for p in json.load(sys.stdin) if p["key"] == sys.argv
 	grep -q cache_hit "$T/mine.log"
 	[ "$(profile_peak "$T/p.db" "gcc -O2 :: big.c")" -eq "$first" ]
 }
+
+# A CMake project of two C files and a program, in $1.
+cmake_project() {
+	mkdir -p "$1"
+	printf 'cmake_minimum_required(VERSION 3.13)\nproject(p C)\nadd_executable(app a.c b.c)\n' > "$1/CMakeLists.txt"
+	echo 'int f(void); int main(void) { return f() - 1; }' > "$1/a.c"
+	big_c "$1/b.c"
+	echo 'int f(void) { return 1; }' >> "$1/b.c"
+}
+
+@test "a CMake build directory configured without headroom is named as such, and still governed" {
+	command -v cmake && command -v ninja || skip "cmake or ninja not installed"
+	cmake_project "$T/src"
+	cmake -S "$T/src" -B "$T/build" -G Ninja > /dev/null
+	run "$HR" run --db "$T/p.db" --report "$T/r.json" -- cmake --build "$T/build"
+	[ "$status" -eq 0 ]
+	[ -x "$T/build/app" ]
+	[[ "$output" == *"$T/build was configured without headroom's launcher"* ]]
+	[[ "$output" == *"headroom run -- cmake -S $T/src -B $T/build"* ]]
+	[[ "$output" != *PYTORCH_NVCC* ]]
+	python3 -c 'import json,sys; r=json.load(open(sys.argv[1])); assert r["mode"] == "process tree" and r["jobs"] >= 2, r' "$T/r.json"
+	# reconfigured under headroom as the message says: the jobs come through the launcher
+	"$HR" run -q --no-db -- cmake -S "$T/src" -B "$T/build" > /dev/null
+	grep -q 'CMAKE_C_COMPILER_LAUNCHER:.*exec;--' "$T/build/CMakeCache.txt"
+	cmake --build "$T/build" --target clean
+	run "$HR" run --db "$T/p.db" --report "$T/r.json" -- cmake --build "$T/build"
+	[ "$status" -eq 0 ]
+	[[ "$output" != *"configured without"* ]]
+	python3 -c 'import json,sys; r=json.load(open(sys.argv[1])); assert r["mode"] == "launcher" and not r["tree_fallback"] and r["jobs"] == 2, r' "$T/r.json"
+}
+
+@test "tree mode learns compiles seen whole, never configure steps, checks or links of checks" {
+	command -v cmake && command -v ninja || skip "cmake or ninja not installed"
+	cmake_project "$T/src"
+	# configuring runs CMake's compiler checks below ninja: nothing of that is learned
+	run "$HR" run -q --tree --db "$T/p.db" -- cmake -S "$T/src" -B "$T/build" -G Ninja
+	[ "$status" -eq 0 ]
+	[ "$("$HR" profiles --db "$T/p.db" --json list)" = "[]" ]
+	run "$HR" run -q --tree --db "$T/p.db" -- cmake --build "$T/build"
+	[ "$status" -eq 0 ]
+	"$HR" profiles --db "$T/p.db" list
+	run "$HR" profiles --db "$T/p.db" --json list
+	python3 - "$output" <<-'PY'
+	import json, sys
+	keys = [p["key"] for p in json.loads(sys.argv[1])]
+	assert any(k.endswith("/src/b.c") for k in keys), keys   # the long compile, seen whole
+	for k in keys:
+	    tool = k.split()[0]
+	    assert tool in ("cc", "gcc", "c++"), keys            # no cmake, no `:`, no cd
+	    assert "CMake" not in k and "cmTC_" not in k, keys
+	for p in json.loads(sys.argv[1]):
+	    assert p["peak_bytes"] > 0, p                           # nothing unseen learned as 0
+	PY
+}

@@ -3,6 +3,7 @@
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <stdio.h>
 
 #include <cmocka.h>
 
@@ -51,6 +52,16 @@ static void test_ungoverned(void **state)
 	assert_int_equal(tree_ungoverned_compiler(&t, 10, "headroom"), 0);
 	v[5].pid = 30; /* a compiler that is not below us */
 	assert_int_equal(tree_ungoverned_compiler(&t, 10, "headroom"), 0);
+	/* cmake identifying its compiler (cmake -> cc -> cc1) is no escape; cmake --build ->
+	 * ninja -> cc -> cc1 is */
+	struct proc_entry c[] = {
+		{ 10, 1, 10, 'S', 0, "headroom" }, { 11, 10, 11, 'S', 0, "cmake" },
+		{ 12, 11, 11, 'S', 0, "cc" },      { 13, 12, 11, 'R', 0, "cc1" },
+	};
+	struct proc_table ct = { c, 4, 4 };
+	assert_int_equal(tree_ungoverned_compiler(&ct, 10, "headroom"), 0);
+	snprintf(c[2].comm, sizeof(c[2].comm), "ninja");
+	assert_int_equal(tree_ungoverned_compiler(&ct, 10, "headroom"), 13);
 }
 
 static void test_job_argv(void **state)
