@@ -51,6 +51,9 @@ static const char usage[] =
 	"Ctrl-C); 2 for a usage error; 125 if headroom itself failed (store, socket);\n"
 	"126/127 if COMMAND cannot be run / is not found.\n";
 
+/* The most jobs at once that -j, a build's -j or MAX_JOBS may ask for. */
+#define MAX_JOBS_CAP 100000
+
 /* Prepend our launcher to a variable, keeping a launcher the user already has. */
 static void set_launcher(const char *var, const char *ours, const char *sep)
 {
@@ -189,6 +192,82 @@ static void remove_shims(const char *dir)
 	rmdir(dir);
 }
 
+/* A whole number of jobs from 1, or 0 when s is none. */
+static int jobs_number(const char *s)
+{
+	char *end;
+	long n;
+
+	if (!s || !*s)
+		return 0;
+	errno = 0;
+	n = strtol(s, &end, 10);
+	return errno || *end || n < 1 || n > MAX_JOBS_CAP ? 0 : (int)n;
+}
+
+/* The parallelism the build command asks for itself: -jN, -j N, --jobs=N, --jobs N (make,
+ * ninja, also in make's clusters such as -kj8), cmake --build's --parallel N, -j N or
+ * CMAKE_BUILD_PARALLEL_LEVEL. 0 when it names none; *flag gets the words that did. */
+static int build_jobs(char **argv, char *flag, size_t size)
+{
+	const char *b = path_base(argv[0]);
+	int cmake = !strcmp(b, "cmake"), n = 0;
+
+	if (!cmake && strcmp(b, "make") && strcmp(b, "gmake") && strcmp(b, "ninja") && strcmp(b, "samu"))
+		return 0;
+	for (char **a = argv + 1; *a && strcmp(*a, "--"); a++) {
+		const char *v = NULL;
+		int next = 0;
+
+		if (!strcmp(*a, "--jobs") || (cmake && !strcmp(*a, "--parallel")))
+			next = 1;
+		else if (!strncmp(*a, "--jobs=", 7))
+			v = *a + 7;
+		else if (cmake && !strncmp(*a, "--parallel=", 11))
+			v = *a + 11;
+		else if ((*a)[0] == '-' && (*a)[1] != '-') {
+			/* -j8, or a cluster of make's one-letter flags ending in j: -kj8, -kj 8 */
+			const char *j = strchr(*a, 'j');
+			if (j && strspn(*a + 1, "BbeikLnpqrRsStvwj") == (size_t)(j - *a))
+				j[1] ? (void)(v = j + 1) : (void)(next = 1);
+		}
+		if (next && jobs_number(a[1]))
+			v = *++a;
+		if (jobs_number(v)) {
+			n = jobs_number(v);
+			snprintf(flag, size, "build -j%d", n);
+		}
+	}
+	if (!n && cmake && jobs_number(getenv("CMAKE_BUILD_PARALLEL_LEVEL"))) {
+		n = jobs_number(getenv("CMAKE_BUILD_PARALLEL_LEVEL"));
+		snprintf(flag, size, "CMAKE_BUILD_PARALLEL_LEVEL=%d", n);
+	}
+	return n;
+}
+
+/* The CPU cap: headroom's -j, else the build's own -jN, else a MAX_JOBS the user set,
+ * else the number of CPUs (headroom then sets the parallelism: MAX_JOBS). */
+static void choose_cap(struct governor_opts *o, int jobs_opt, char *from, size_t size)
+{
+	long cpus = sysconf(_SC_NPROCESSORS_ONLN);
+	int n;
+
+	if (jobs_opt) {
+		o->jobs = jobs_opt;
+		snprintf(from, size, "headroom -j%d", jobs_opt);
+	} else if ((n = build_jobs(o->argv, from, size))) {
+		o->jobs = n;
+	} else if ((n = jobs_number(getenv("MAX_JOBS")))) {
+		o->jobs = n;
+		snprintf(from, size, "MAX_JOBS=%d", n);
+	} else {
+		o->jobs = cpus > 0 ? (int)cpus : 1;
+		snprintf(from, size, "%d CPUs", o->jobs);
+	}
+	o->jobs_from = from;
+	log_info("at most %d jobs at once (%s)", o->jobs, from);
+}
+
 /* The CMake build directory the command builds, or NULL: `cmake --build DIR`, or ninja
  * or make run in (or -C) a directory that holds a CMakeCache.txt. Caller frees. */
 static char *cmake_build_dir(char **argv)
@@ -318,21 +397,19 @@ int cmd_run(int argc, char **argv)
 		{ NULL, 0, NULL, 0 },
 	};
 	struct governor_opts o = { .proc_root = "", .tick_ms = 100 };
-	char *db = NULL, *err = NULL, *shim_dir = NULL, self[PATH_MAX];
-	int c, no_db = 0, status, jobserver = 0;
+	char *db = NULL, *err = NULL, *shim_dir = NULL, self[PATH_MAX], cap_from[64];
+	int c, no_db = 0, status, jobserver = 0, jobs_opt = 0;
 	const char *js_style = "auto";
-	long cpus = sysconf(_SC_NPROCESSORS_ONLN);
 
-	o.jobs = cpus > 0 ? (int)cpus : 1;
 	while ((c = getopt_long(argc, argv, "+j:b:qvh", opts, NULL)) != -1) {
 		char *end;
 		switch (c) {
 		case 'j':
 			errno = 0;
 			long n = strtol(optarg, &end, 10);
-			if (errno || *end || n < 1 || n > 100000)
+			if (errno || *end || n < 1 || n > MAX_JOBS_CAP)
 				die(EXIT_USAGE, "run: --jobs wants a whole number from 1, not '%s'", optarg);
-			o.jobs = (int)n;
+			jobs_opt = (int)n;
 			break;
 		case 'b':
 			if (size_parse(optarg, &o.budget_bytes) || !o.budget_bytes)
@@ -390,6 +467,7 @@ int cmd_run(int argc, char **argv)
 		die(EXIT_USAGE, "run: missing the build command (try: headroom run -- ninja -C build)");
 	}
 	o.argv = argv + optind;
+	choose_cap(&o, jobs_opt, cap_from, sizeof(cap_from));
 	if (jobserver) {
 		o.jobserver = choose_jobserver(js_style, o.argv[0]);
 		o.tree = 1;

@@ -112,3 +112,72 @@ cmake_project() {
 	    assert p["peak_bytes"] > 0, p                           # nothing unseen learned as 0
 	PY
 }
+
+# A ninja build of N jobs through the launcher that log their start and end and take MS.
+logged_build() {
+	local dir=$1 n=$2 ms=$3
+	mkdir -p "$dir"
+	printf 'echo "start $1 $(date +%%s.%%N)" >> "%s/log"\nsleep %s\necho "end $1 $(date +%%s.%%N)" >> "%s/log"\ntouch "$1"\n' \
+		"$dir" "$(awk "BEGIN { print $ms / 1000 }")" "$dir" > "$dir/job.sh"
+	{
+		printf 'rule job\n  command = $${HEADROOM_LAUNCHER} sh %s/job.sh $out\n\n' "$dir"
+		for i in $(seq 1 "$n"); do printf 'build out%d: job\n' "$i"; done
+	} > "$dir/build.ninja"
+}
+
+# The most jobs between their start and end lines at once in log $1.
+max_overlap() {
+	python3 - "$1" <<-'PY'
+	import sys
+	ev = []
+	for line in open(sys.argv[1]):
+	    kind, _, t = line.split()
+	    ev.append((float(t), 1 if kind == "start" else -1))
+	n = best = 0
+	for _, d in sorted(ev, key=lambda e: (e[0], e[1])):
+	    n += d
+	    best = max(best, n)
+	print(best)
+	PY
+}
+
+cap_of() {
+	python3 -c 'import json,sys; c=json.load(open(sys.argv[1]))["cap"]; print(c["jobs"], c["from"])' "$1"
+}
+
+@test "the build's own -jN is the cap, above the CPUs too; headroom's -j overrides it; MAX_JOBS counts" {
+	command -v ninja || skip "ninja not installed"
+	cpus=$(getconf _NPROCESSORS_ONLN)
+	n=$(( cpus + 3 ))
+	logged_build "$T/b" "$n" 1500
+	cd "$T/b"
+	# learn the (tiny) jobs first, so that memory is no reason to hold any back
+	"$HR" run -q --db "$T/p.db" -- ninja -j"$n" > /dev/null
+	rm -f log out*
+	run "$HR" run -v --db "$T/p.db" --report "$T/r.json" -- ninja -j"$n"
+	[ "$status" -eq 0 ]
+	[[ "$output" == *"at most $n jobs at once (build -j$n)"* ]]
+	[ "$(cap_of "$T/r.json")" = "$n build -j$n" ]
+	echo "most at once: $(max_overlap log) of $n, $cpus CPUs"
+	[ "$(max_overlap log)" -eq "$n" ]
+	# ninja -j2: never more than 2
+	rm -f log out*
+	run "$HR" run -q --db "$T/p.db" --report "$T/r.json" -- ninja -j 2
+	[ "$status" -eq 0 ]
+	[ "$(grep -c '^end' log)" -eq "$n" ]
+	[ "$(max_overlap log)" -le 2 ]
+	[ "$(cap_of "$T/r.json")" = "2 build -j2" ]
+	# headroom's own -j overrides the build's
+	rm -f log out*
+	run "$HR" run -q -j 2 --db "$T/p.db" --report "$T/r.json" -- ninja -j"$n"
+	[ "$status" -eq 0 ]
+	[ "$(max_overlap log)" -le 2 ]
+	[ "$(cap_of "$T/r.json")" = "2 headroom -j2" ]
+	# no -j in the build: a MAX_JOBS the user set, else the CPUs
+	rm -f log out*
+	MAX_JOBS=3 run "$HR" run -q --db "$T/p.db" --report "$T/r.json" -- ninja
+	[ "$(cap_of "$T/r.json")" = "3 MAX_JOBS=3" ]
+	rm -f log out*
+	run "$HR" run -q --db "$T/p.db" --report "$T/r.json" -- ninja
+	[ "$(cap_of "$T/r.json")" = "$cpus $cpus CPUs" ]
+}
