@@ -10,7 +10,11 @@ teardown() {
 	for p in $(ls /proc | grep -E '^[0-9]+$'); do
 		case "$(readlink "/proc/$p/cwd" 2>/dev/null)" in "$T"/*) kill -KILL "$p" 2>/dev/null ;; esac
 	done
-	[ -n "${DISTCCD_PID:-}" ] && kill -KILL "$DISTCCD_PID" 2>/dev/null
+	if [ -n "${DISTCCD_PGID:-}" ]; then
+		# distccd's workers outlive a TERM to their parent: end the whole group
+		kill -KILL -- "-$DISTCCD_PGID" 2>/dev/null
+		for i in $(seq 1 50); do pgrep -g "$DISTCCD_PGID" > /dev/null || break; sleep 0.1; done
+	fi
 	pkill -KILL -f "$T" 2>/dev/null || true
 	rm -rf "$T"
 }
@@ -180,4 +184,50 @@ cap_of() {
 	rm -f log out*
 	run "$HR" run -q --db "$T/p.db" --report "$T/r.json" -- ninja
 	[ "$(cap_of "$T/r.json")" = "$cpus $cpus CPUs" ]
+}
+
+# Start distccd on a free port of 127.0.0.1 in a process group of its own; DISTCCD_PGID
+# and DISTCC_HOSTS are set. Teardown ends the group.
+start_distccd() {
+	local port
+	port=$(python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
+	setsid distccd --no-detach --daemon --log-stderr --log-level info --listen 127.0.0.1 \
+		--allow 127.0.0.1 -p "$port" > "$T/distccd.log" 2>&1 3>&- &
+	DISTCCD_PGID=$!
+	for i in $(seq 1 50); do
+		python3 -c 'import socket, sys; socket.create_connection(("127.0.0.1", int(sys.argv[1])), 1)' "$port" \
+			2>/dev/null && break
+		sleep 0.1
+	done
+	mkdir -p "$T/distcc"
+	export DISTCC_HOSTS="127.0.0.1:$port/200" DISTCC_DIR="$T/distcc" DISTCC_FALLBACK=0
+}
+
+@test "headroom in front of distcc: jobs compiled by a local distccd build, learn their local footprint, -j200 is the cap" {
+	command -v distcc && command -v distccd || skip "distcc not installed"
+	start_distccd
+	mkdir -p "$T/b" && cd "$T/b"
+	for i in 1 2 3 4 5 6 7 8; do big_c "f$i.c"; done
+	printf 'OBJS = f1.o f2.o f3.o f4.o f5.o f6.o f7.o f8.o\nall: $(OBJS)\n%%.o: %%.c\n\t$(CC) -O2 -c $< -o $@\n' > Makefile
+	run "$HR" run --db "$T/p.db" --report "$T/r.json" -- make -j200 CC='$(HEADROOM_LAUNCHER) distcc gcc'
+	echo "$output"
+	[ "$status" -eq 0 ]
+	[ "$(ls f*.o | wc -l)" -eq 8 ]
+	cat "$T/distccd.log"
+	[ "$(grep -c 'COMPILE_OK' "$T/distccd.log")" -eq 8 ]   # compiled by distccd, not here
+	[ "$(cap_of "$T/r.json")" = "200 build -j200" ]
+	python3 -c 'import json,sys; r=json.load(open(sys.argv[1])); assert r["jobs"] == 8 and r["mode"] == "launcher", r' "$T/r.json"
+	# the class says what they cost here: less than compiling the same file here does
+	remote=$(profile_peak "$T/p.db" "gcc -O2 via distcc")
+	rm -f f*.o
+	run "$HR" run -q --db "$T/p.db" -- make -j2 f1.o CC='$(HEADROOM_LAUNCHER) gcc'
+	[ "$status" -eq 0 ]
+	here=$(profile_peak "$T/p.db" "gcc -O2")
+	echo "learned peak via distcc $remote, here $here"
+	[ "$remote" -gt 0 ]
+	[ "$remote" -lt "$here" ]
+	# headroom exec alone, in front of distcc, outside any build
+	run "$HR" exec -- distcc gcc -O2 -c f2.c -o f2.o
+	[ "$status" -eq 0 ]
+	[ -s f2.o ]
 }
