@@ -232,8 +232,12 @@ static int build_jobs(char **argv, char *flag, size_t size)
 		else if ((*a)[0] == '-' && (*a)[1] != '-') {
 			/* -j8, or a cluster of make's one-letter flags ending in j: -kj8, -kj 8 */
 			const char *j = strchr(*a, 'j');
-			if (j && strspn(*a + 1, "BbeikLnpqrRsStvwj") == (size_t)(j - *a))
-				j[1] ? (void)(v = j + 1) : (void)(next = 1);
+			if (j && strspn(*a + 1, "BbeikLnpqrRsStvwj") == (size_t)(j - *a)) {
+				if (j[1])
+					v = j + 1;
+				else
+					next = 1;
+			}
 		}
 		if (next && jobs_number(a[1]))
 			v = *++a;
