@@ -27,9 +27,13 @@ static const char usage[] =
 	"CMAKE_{C,CXX,CUDA}_COMPILER_LAUNCHER, CC and CXX for python/pip builds (shims\n"
 	"named cc and c++ that launch the real compilers), and\n"
 	"MAX_JOBS when it is not set. Compilers seen running outside the launcher (a script\n"
-	"that overwrites PYTORCH_NVCC) make headroom govern the process tree as well.\n"
+	"that overwrites PYTORCH_NVCC) make headroom govern the process tree as well; so does a\n"
+	"CMake build directory configured without headroom (reconfigure it under headroom run).\n"
+	"Compiler cache hits (ccache, sccache), configure checks and jobs seen only in part are\n"
+	"counted but not learned.\n"
 	"\n"
-	"  -j, --jobs N        at most N jobs at once (default: the number of CPUs)\n"
+	"  -j, --jobs N        at most N jobs at once (default: the build's own -jN, --jobs=N or\n"
+	"                      --parallel N, else a MAX_JOBS you set, else the number of CPUs)\n"
 	"  -b, --budget SIZE   memory the jobs may use together, e.g. 24G (default: the\n"
 	"                      cgroup limit or RAM, less what others use and a reserve)\n"
 	"      --reserve SIZE  memory always kept free (default: 6% of the limit, 64M..2G)\n"
@@ -50,6 +54,9 @@ static const char usage[] =
 	"Exit status: COMMAND's own; 128+N if headroom was stopped by signal N (130 for\n"
 	"Ctrl-C); 2 for a usage error; 125 if headroom itself failed (store, socket);\n"
 	"126/127 if COMMAND cannot be run / is not found.\n";
+
+/* The most jobs at once that -j, a build's -j or MAX_JOBS may ask for. */
+#define MAX_JOBS_CAP 100000
 
 /* Prepend our launcher to a variable, keeping a launcher the user already has. */
 static void set_launcher(const char *var, const char *ours, const char *sep)
@@ -189,6 +196,175 @@ static void remove_shims(const char *dir)
 	rmdir(dir);
 }
 
+/* A whole number of jobs from 1, or 0 when s is none. */
+static int jobs_number(const char *s)
+{
+	char *end;
+	long n;
+
+	if (!s || !*s)
+		return 0;
+	errno = 0;
+	n = strtol(s, &end, 10);
+	return errno || *end || n < 1 || n > MAX_JOBS_CAP ? 0 : (int)n;
+}
+
+/* The parallelism the build command asks for itself: -jN, -j N, --jobs=N, --jobs N (make,
+ * ninja, also in make's clusters such as -kj8), cmake --build's --parallel N, -j N or
+ * CMAKE_BUILD_PARALLEL_LEVEL. 0 when it names none; *flag gets the words that did. */
+static int build_jobs(char **argv, char *flag, size_t size)
+{
+	const char *b = path_base(argv[0]);
+	int cmake = !strcmp(b, "cmake"), n = 0;
+
+	if (!cmake && strcmp(b, "make") && strcmp(b, "gmake") && strcmp(b, "ninja") && strcmp(b, "samu"))
+		return 0;
+	for (char **a = argv + 1; *a && strcmp(*a, "--"); a++) {
+		const char *v = NULL;
+		int next = 0;
+
+		if (!strcmp(*a, "--jobs") || (cmake && !strcmp(*a, "--parallel")))
+			next = 1;
+		else if (!strncmp(*a, "--jobs=", 7))
+			v = *a + 7;
+		else if (cmake && !strncmp(*a, "--parallel=", 11))
+			v = *a + 11;
+		else if ((*a)[0] == '-' && (*a)[1] != '-') {
+			/* -j8, or a cluster of make's one-letter flags ending in j: -kj8, -kj 8 */
+			const char *j = strchr(*a, 'j');
+			if (j && strspn(*a + 1, "BbeikLnpqrRsStvwj") == (size_t)(j - *a)) {
+				if (j[1])
+					v = j + 1;
+				else
+					next = 1;
+			}
+		}
+		if (next && jobs_number(a[1]))
+			v = *++a;
+		if (jobs_number(v)) {
+			n = jobs_number(v);
+			snprintf(flag, size, "build -j%d", n);
+		}
+	}
+	if (!n && cmake && jobs_number(getenv("CMAKE_BUILD_PARALLEL_LEVEL"))) {
+		n = jobs_number(getenv("CMAKE_BUILD_PARALLEL_LEVEL"));
+		snprintf(flag, size, "CMAKE_BUILD_PARALLEL_LEVEL=%d", n);
+	}
+	return n;
+}
+
+/* The CPU cap: headroom's -j, else the build's own -jN, else a MAX_JOBS the user set,
+ * else the number of CPUs (headroom then sets the parallelism: MAX_JOBS). */
+static void choose_cap(struct governor_opts *o, int jobs_opt, char *from, size_t size)
+{
+	long cpus = sysconf(_SC_NPROCESSORS_ONLN);
+	int n;
+
+	if (jobs_opt) {
+		o->jobs = jobs_opt;
+		snprintf(from, size, "headroom -j%d", jobs_opt);
+	} else if ((n = build_jobs(o->argv, from, size))) {
+		o->jobs = n;
+	} else if ((n = jobs_number(getenv("MAX_JOBS")))) {
+		o->jobs = n;
+		snprintf(from, size, "MAX_JOBS=%d", n);
+	} else {
+		o->jobs = cpus > 0 ? (int)cpus : 1;
+		snprintf(from, size, "%d CPUs", o->jobs);
+	}
+	o->jobs_from = from;
+	log_info("at most %d jobs at once (%s)", o->jobs, from);
+}
+
+/* The CMake build directory the command builds, or NULL: `cmake --build DIR`, or ninja
+ * or make run in (or -C) a directory that holds a CMakeCache.txt. Caller frees. */
+static char *cmake_build_dir(char **argv)
+{
+	const char *b = path_base(argv[0]), *dir = ".";
+	char *cache;
+
+	if (!strcmp(b, "cmake")) {
+		if (!argv[1] || strcmp(argv[1], "--build") || !argv[2])
+			return NULL;
+		dir = argv[2];
+	} else if (!strcmp(b, "ninja") || !strcmp(b, "make") || !strcmp(b, "gmake")) {
+		for (char **a = argv + 1; *a; a++) {
+			if (!strcmp(*a, "-C") && a[1])
+				dir = *++a;
+			else if (!strncmp(*a, "-C", 2) && (*a)[2])
+				dir = *a + 2;
+		}
+	} else {
+		return NULL;
+	}
+	cache = xasprintf("%s/CMakeCache.txt", dir);
+	if (access(cache, R_OK)) {
+		free(cache);
+		return NULL;
+	}
+	free(cache);
+	return xstrdup(dir);
+}
+
+/* Enough of a CMakeCache.txt for the variables CMake writes first and the launchers. */
+#define CMAKE_CACHE_MAX (1 << 20)
+
+/* A line "KEY:TYPE=value" of a CMakeCache.txt, value into out (size bytes); 0 or -ENOENT. */
+static int cmake_cache_get(const char *text, const char *key, char *out, size_t size)
+{
+	size_t klen = strlen(key);
+
+	for (const char *l = text; *l; l += strcspn(l, "\n"), l += *l == '\n') {
+		const char *eq;
+		if (strncmp(l, key, klen) || l[klen] != ':' || !(eq = strchr(l, '=')))
+			continue;
+		size_t n = strcspn(eq + 1, "\n");
+		snprintf(out, size, "%.*s", (int)n, eq + 1);
+		return 0;
+	}
+	return -ENOENT;
+}
+
+/* A CMake build directory configured without headroom: no CMAKE_<LANG>_COMPILER_LAUNCHER
+ * reaches `headroom exec`, and CMake keeps what it found at the first configure. Say so,
+ * and govern the process tree instead. Returns 1 when it did. */
+static int cmake_without_launcher(char **argv)
+{
+	static const char *const langs[] = { "C", "CXX", "CUDA", "HIP", "OBJC", "OBJCXX", "Fortran" };
+	char *dir = cmake_build_dir(argv), *path, *text, v[4096], src[4096];
+	int ours = 0;
+
+	if (!dir)
+		return 0;
+	path = xasprintf("%s/CMakeCache.txt", dir);
+	text = xmalloc(CMAKE_CACHE_MAX);
+	if (fs_read(path, text, CMAKE_CACHE_MAX) < 0) {
+		free(text);
+		text = NULL;
+	}
+	free(path);
+	for (size_t i = 0; text && i < sizeof(langs) / sizeof(*langs); i++) {
+		char key[64];
+		snprintf(key, sizeof(key), "CMAKE_%s_COMPILER_LAUNCHER", langs[i]);
+		if (!cmake_cache_get(text, key, v, sizeof(v)) && strstr(v, ";exec;--"))
+			ours = 1;
+	}
+	if (!text || ours) {
+		free(text);
+		free(dir);
+		return 0;
+	}
+	if (cmake_cache_get(text, "CMAKE_HOME_DIRECTORY", src, sizeof(src)))
+		snprintf(src, sizeof(src), "SOURCE_DIR");
+	log_warn("the build directory %s was configured without headroom's launcher (its CMakeCache.txt "
+		 "sets no CMAKE_<LANG>_COMPILER_LAUNCHER to headroom exec): reconfigure it under headroom "
+		 "(headroom run -- cmake -S %s -B %s), or build it with --tree. This build: governing the "
+		 "process tree, as with --tree", dir, src, dir);
+	free(text);
+	free(dir);
+	return 1;
+}
+
 static enum jobserver_style choose_jobserver(const char *style, const char *cmd)
 {
 	char *make, *ninja;
@@ -229,21 +405,19 @@ int cmd_run(int argc, char **argv)
 		{ NULL, 0, NULL, 0 },
 	};
 	struct governor_opts o = { .proc_root = "", .tick_ms = 100 };
-	char *db = NULL, *err = NULL, *shim_dir = NULL, self[PATH_MAX];
-	int c, no_db = 0, status, jobserver = 0;
+	char *db = NULL, *err = NULL, *shim_dir = NULL, self[PATH_MAX], cap_from[64];
+	int c, no_db = 0, status, jobserver = 0, jobs_opt = 0;
 	const char *js_style = "auto";
-	long cpus = sysconf(_SC_NPROCESSORS_ONLN);
 
-	o.jobs = cpus > 0 ? (int)cpus : 1;
 	while ((c = getopt_long(argc, argv, "+j:b:qvh", opts, NULL)) != -1) {
 		char *end;
 		switch (c) {
 		case 'j':
 			errno = 0;
 			long n = strtol(optarg, &end, 10);
-			if (errno || *end || n < 1 || n > 100000)
+			if (errno || *end || n < 1 || n > MAX_JOBS_CAP)
 				die(EXIT_USAGE, "run: --jobs wants a whole number from 1, not '%s'", optarg);
-			o.jobs = (int)n;
+			jobs_opt = (int)n;
 			break;
 		case 'b':
 			if (size_parse(optarg, &o.budget_bytes) || !o.budget_bytes)
@@ -301,6 +475,7 @@ int cmd_run(int argc, char **argv)
 		die(EXIT_USAGE, "run: missing the build command (try: headroom run -- ninja -C build)");
 	}
 	o.argv = argv + optind;
+	choose_cap(&o, jobs_opt, cap_from, sizeof(cap_from));
 	if (jobserver) {
 		o.jobserver = choose_jobserver(js_style, o.argv[0]);
 		o.tree = 1;
@@ -326,6 +501,8 @@ int cmd_run(int argc, char **argv)
 		die(EXIT_INTERNAL, "cannot find headroom's own path in /proc/self/exe");
 	if (!o.quiet)
 		doctor_preflight();
+	if (!o.tree && cmake_without_launcher(o.argv))
+		o.tree = 1;
 	/* With --tree the jobs are found below ninja/make; a launcher would make them twice. */
 	if (!o.tree) {
 		shim_dir = xasprintf("%s/headroom-shims.XXXXXX", runtime_dir());

@@ -33,6 +33,9 @@ struct job {
 	int attempt;
 	pid_t pid;                  /* the tool, leader of the job's process group; 0 until started */
 	int tree;                   /* found in the process tree (--tree), not through a launcher */
+	int cached, check;          /* through a compiler cache; a configure check (job_sig's) */
+	int saw_compiler;           /* a compiler process was seen below it (looked for when cached) */
+	const char *not_learned;    /* why this run's curve is not learned (job_seen_untrue), or NULL */
 	int64_t t_request_ms, t_admit_ms; /* since the epoch of now_ms() */
 	int frozen;
 	int64_t frozen_at_ms, frozen_total_ms;
@@ -129,7 +132,8 @@ void learned_predict(struct gov *g, struct job *j);
 /* After sampling: mark the running jobs that passed their peak, and give each class
  * not known yet its provisional profile from its running jobs. */
 void learned_provisional(struct gov *g, int64_t now);
-/* A job that ran ran_ms to its end: learn its curve and count it in the report.
+/* A job that ran ran_ms to its end: learn its curve (unless j->not_learned says why
+ * not) and count it in the report.
  * maxrss_bytes: its largest process's peak (0: unknown). */
 void learned_job_done(struct gov *g, struct job *j, int64_t ran_ms, uint64_t maxrss_bytes);
 /* Fold what this build learned into the store, in one transaction, after the loop:

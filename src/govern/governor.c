@@ -456,6 +456,7 @@ int governor_run(const struct governor_opts *o)
 	g.last_kill_ms = g.t0_ms - 100000;
 	g.t_prev_ms = g.t0_ms;
 	g.rep.jobs_cap = o->jobs;
+	g.rep.jobs_cap_from = o->jobs_from;
 	g.tree = o->tree;
 	g.rep.mode = o->tree ? "process tree" : "launcher";
 	g.rep.knob = report_knob_for(o->argv);

@@ -11,6 +11,7 @@
 struct governor_opts {
 	char **argv;              /* the build command */
 	int jobs;                 /* CPU cap: jobs running at once */
+	const char *jobs_from;    /* where the cap came from ("build -j8", "MAX_JOBS=4"...), or NULL */
 	uint64_t budget_bytes;    /* 0: derive from the limit that applies */
 	uint64_t reserve_bytes;   /* 0: net_default_reserve() */
 	struct store *store;      /* learned profiles; may be NULL */

@@ -4,6 +4,7 @@
 #include <stdlib.h>
 
 #include "govern/gov.h"
+#include "govern/tree.h"
 #include "util/grow.h"
 #include "util/log.h"
 #include "util/xalloc.h"
@@ -123,6 +124,9 @@ void job_sample(struct gov *g, struct job *j, int64_t now, int64_t dt_ms)
 	if (j->state != JOB_RUNNING || j->pid <= 0)
 		return;
 	j->current_bytes = proc_table_tree_rss(&g->procs, j->pid);
+	/* below a compiler cache, a compiler process tells a miss from a hit */
+	if (j->cached && !j->saw_compiler)
+		j->saw_compiler = tree_has_compiler(&g->procs, j->pid);
 	j->growth_bytes_per_s = j->current_bytes > before && dt_ms > 0 && before
 		? (j->current_bytes - before) * 1000 / (uint64_t)dt_ms : 0;
 	if (j->current_bytes > j->peak_bytes)

@@ -15,6 +15,7 @@
 #include "sys/cgroup.h"
 #include "sys/fsutil.h"
 #include "util/log.h"
+#include "util/path.h"
 #include "util/units.h"
 #include "util/xalloc.h"
 
@@ -133,6 +134,50 @@ static int wait_child(pid_t pid, struct proto_conn *conn, uint64_t *maxrss_bytes
 	return st;
 }
 
+/* A file for ccache's word on this job (CCACHE_STATSLOG), when the job runs through
+ * ccache and the user keeps no stats log of their own; NULL otherwise. */
+static char *cache_log_open(const struct job_sig *sig)
+{
+	const char *own = getenv("CCACHE_STATSLOG");
+	char *path;
+	int fd;
+
+	if (!strstr(sig->via, "ccache") || strstr(sig->via, "sccache") || (own && *own))
+		return NULL;
+	path = xasprintf("%s/headroom-ccache.XXXXXX", runtime_dir());
+	fd = mkstemp(path);
+	if (fd < 0) {
+		free(path);
+		return NULL;
+	}
+	close(fd);
+	setenv("CCACHE_STATSLOG", path, 1);
+	return path;
+}
+
+/* 1 a hit, 0 a miss, -1 unknown; the log is emptied for the next attempt. */
+static int cache_log_take(const char *path)
+{
+	char buf[4096];
+	int hit;
+
+	if (!path || fs_read(path, buf, sizeof(buf)) < 0)
+		return -1;
+	hit = job_cache_log_hit(buf);
+	if (truncate(path, 0))
+		log_debug("cannot empty %s: %s", path, strerror(errno));
+	return hit;
+}
+
+static void cache_log_close(char *path)
+{
+	if (!path)
+		return;
+	unlink(path);
+	unsetenv("CCACHE_STATSLOG");
+	free(path);
+}
+
 void launch_governed(char **argv, int fd)
 {
 	struct proto_conn conn;
@@ -144,11 +189,13 @@ void launch_governed(char **argv, int fd)
 	while (argv[argc])
 		argc++;
 	job_sig_from_argv(argc, argv, &sig);
+	char *cache_log = cache_log_open(&sig);
 	proto_conn_init(&conn, fd);
 	sigemptyset(&sa.sa_mask);
 
 	for (int attempt = 1; attempt <= LAUNCHER_MAX_ATTEMPTS; attempt++) {
-		struct proto_request req = { getpid(), attempt, sig.tool, sig.src, sig.class_key, sig.sig_key };
+		struct proto_request req = { getpid(), attempt, sig.tool, sig.src, sig.class_key, sig.sig_key,
+					     sig.cached, sig.check };
 		struct proto_admit adm;
 		struct proto_ack ack;
 		json_t *reply = NULL;
@@ -209,6 +256,7 @@ void launch_governed(char **argv, int fd)
 			.signal = WTERMSIG(status),
 			.duration_ms = now_ms() - t0,
 			.maxrss_bytes = maxrss,
+			.cache_hit = cache_log_take(cache_log),
 		};
 		if (proto_send_done(fd, &done))
 			break;
@@ -224,10 +272,12 @@ void launch_governed(char **argv, int fd)
 	}
 	proto_conn_close(&conn);
 	job_sig_free(&sig);
+	cache_log_close(cache_log);
 	pass_on(status);
 
 ungoverned:
 	/* The governor went away before admitting us: the caller runs the tool as if it never existed. */
 	proto_conn_close(&conn);
 	job_sig_free(&sig);
+	cache_log_close(cache_log);
 }

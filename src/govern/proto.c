@@ -131,9 +131,9 @@ static int send_new(int fd, json_t *msg)
 
 json_t *proto_request_encode(const struct proto_request *m)
 {
-	return json_pack("{s:s, s:I, s:I, s:s, s:s, s:s, s:s}", "type", "request", "pid", (json_int_t)m->pid,
+	return json_pack("{s:s, s:I, s:I, s:s, s:s, s:s, s:s, s:b, s:b}", "type", "request", "pid", (json_int_t)m->pid,
 			 "attempt", (json_int_t)m->attempt, "tool", m->tool, "src", m->src, "class", m->class_key,
-			 "sig", m->sig_key);
+			 "sig", m->sig_key, "cached", m->cached, "check", m->check);
 }
 
 void proto_request_decode(json_t *msg, struct proto_request *m)
@@ -144,6 +144,8 @@ void proto_request_decode(json_t *msg, struct proto_request *m)
 	m->src = str_or_empty(msg, "src");
 	m->class_key = str_or_empty(msg, "class");
 	m->sig_key = str_or_empty(msg, "sig");
+	m->cached = json_is_true(json_object_get(msg, "cached"));
+	m->check = json_is_true(json_object_get(msg, "check"));
 }
 
 json_t *proto_admit_encode(const struct proto_admit *m)
@@ -175,9 +177,10 @@ void proto_started_decode(json_t *msg, struct proto_started *m)
 
 json_t *proto_done_encode(const struct proto_done *m)
 {
-	return json_pack("{s:s, s:I, s:I, s:I, s:o, s:o}", "type", "done", "job", (json_int_t)m->job, "duration_ms",
+	return json_pack("{s:s, s:I, s:I, s:I, s:o, s:o, s:o}", "type", "done", "job", (json_int_t)m->job, "duration_ms",
 			 (json_int_t)m->duration_ms, "maxrss_bytes", (json_int_t)m->maxrss_bytes, "exit",
-			 int_or_null(m->has_exit, m->exit_code), "signal", int_or_null(m->has_signal, m->signal));
+			 int_or_null(m->has_exit, m->exit_code), "signal", int_or_null(m->has_signal, m->signal),
+			 "cache_hit", m->cache_hit < 0 ? json_null() : json_boolean(m->cache_hit));
 }
 
 void proto_done_decode(json_t *msg, struct proto_done *m)
@@ -191,6 +194,8 @@ void proto_done_decode(json_t *msg, struct proto_done *m)
 	m->signal = json_integer_value(sig);
 	m->duration_ms = int_of(msg, "duration_ms");
 	m->maxrss_bytes = (uint64_t)int_of(msg, "maxrss_bytes");
+	json_t *hit = json_object_get(msg, "cache_hit");
+	m->cache_hit = json_is_boolean(hit) ? json_is_true(hit) : -1;
 }
 
 json_t *proto_ack_encode(const struct proto_ack *m)

@@ -1,10 +1,13 @@
 /* The launcher protocol: JSON objects, one per line, over the governor's unix socket.
  *
- *   launcher -> governor  {"type":"request","pid":P,"attempt":A,"tool":T,"src":S,"class":C,"sig":K}
+ *   launcher -> governor  {"type":"request","pid":P,"attempt":A,"tool":T,"src":S,"class":C,"sig":K,
+ *                          "cached":B,"check":B}  (through a compiler cache; a configure check)
  *   governor -> launcher  {"type":"admit","job":J,"cgroup":PATH|null}
  *   launcher -> governor  {"type":"started","job":J,"pid":CHILD}
  *   launcher -> governor  {"type":"done","job":J,"exit":E|null,"signal":S|null,"duration_ms":D,
- *                          "maxrss_bytes":M}   (M: largest single process of the tool's tree)
+ *                          "maxrss_bytes":M,"cache_hit":true|false|null}
+ *                          (M: largest single process of the tool's tree; cache_hit: what
+ *                          the compiler cache said, null when it said nothing)
  *   governor -> launcher  {"type":"ack","job":J,"retry":true|false,"reason":R}
  *
  * After an ack with retry the launcher sends a new request (attempt A+1) on the same
@@ -47,6 +50,8 @@ struct proto_request {
 	int64_t pid;              /* the launcher's */
 	int64_t attempt;          /* 1 first, +1 after each retry */
 	const char *tool, *src, *class_key, *sig_key; /* "" when absent */
+	int cached;               /* runs through a compiler cache (ccache, sccache); 0 when absent */
+	int check;                /* a configure check (CMake's try_compile); 0 when absent */
 };
 
 struct proto_admit {
@@ -67,6 +72,7 @@ struct proto_done {
 	int64_t signal;
 	int64_t duration_ms;
 	uint64_t maxrss_bytes;    /* largest single process of the tool's tree */
+	int cache_hit;            /* the compiler cache's word: 1 a hit, 0 a miss, -1 unknown or absent */
 };
 
 struct proto_ack {

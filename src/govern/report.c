@@ -148,6 +148,9 @@ json_t *report_to_json(const struct report *r)
 	json_object_set_new(o, "limit_source", json_string(r->limit_source ? r->limit_source : "unknown"));
 	json_object_set_new(o, "budget_bytes", json_integer((json_int_t)r->budget_bytes));
 	json_object_set_new(o, "jobs_cap", json_integer(r->jobs_cap));
+	json_object_set_new(o, "cap", json_pack("{s:i, s:o}", "jobs", r->jobs_cap, "from",
+						 r->jobs_cap_from ? json_string(r->jobs_cap_from) : json_null()));
+	json_object_set_new(o, "not_learned", json_integer(r->not_learned));
 	json_object_set_new(o, "mode", r->mode ? json_string(r->mode) : json_null());
 	json_object_set_new(o, "tree_fallback", json_boolean(r->tree_fallback));
 	json_object_set_new(o, "peak_jobs_bytes", json_integer((json_int_t)r->peak_jobs_bytes));
@@ -206,6 +209,9 @@ void report_print(const struct report *r, FILE *f)
 	if (r->mode)
 		fprintf(f, "\n  jobs found: %s%s", r->mode,
 			r->tree_fallback ? " (compilers ran outside the launcher: the process tree was governed too)" : "");
+	fprintf(f, "\n  at most %d jobs at once (%s)", r->jobs_cap, r->jobs_cap_from ? r->jobs_cap_from : "cap of unknown origin");
+	if (r->not_learned)
+		fprintf(f, "; %d jobs not learned (cache hits, configure checks, seen in part)", r->not_learned);
 	fprintf(f, "\n  actions: %d freezes, %d thaws, %d kills, %d retries, %d OOM kills seen\n",
 		r->freezes, r->thaws, r->kills, r->retries, r->oom_kills);
 	for (size_t i = 0; i < n; i++) {

@@ -52,6 +52,8 @@ struct report {
 	uint64_t peak_group_bytes;
 	int freezes, thaws, kills, retries, oom_kills;
 	int jobs_cap;
+	const char *jobs_cap_from; /* where the cap came from: "build -j8", "headroom -j4", "16 CPUs"...; NULL unknown */
+	int not_learned;          /* jobs whose curves taught nothing: cache hits, checks, partial */
 	int exit_status;
 	const char *mode;         /* how jobs were found: "launcher", "tree", "jobserver"... (static) */
 	const char *knob;         /* how the build sets its job count: "-j" or "MAX_JOBS" (static); NULL: "-j" */

@@ -10,6 +10,7 @@
 
 #include "govern/gov.h"
 #include "govern/governor.h"
+#include "govern/signature.h"
 #include "sys/usock.h"
 #include "util/log.h"
 #include "util/path.h"
@@ -44,6 +45,9 @@ static void on_done(struct gov *g, struct job *j, const struct proto_done *d, in
 		}
 	} else if (d->has_exit && d->exit_code == 0) {
 		int64_t ran = job_elapsed(j, now);
+		struct job_seen seen = { .check = j->check, .cached = j->cached, .cache_hit = d->cache_hit,
+					 .saw_compiler = j->saw_compiler };
+		j->not_learned = job_seen_untrue(&seen);
 		learned_job_done(g, j, dur > 0 && dur < ran ? dur : ran, d->maxrss_bytes);
 	} else {
 		g->rep.failed_jobs++;
@@ -82,6 +86,10 @@ static void on_message(struct gov *g, struct job *j, json_t *msg, int64_t now)
 		set_str(&j->class_key, r.class_key);
 		set_str(&j->sig_key, r.sig_key);
 		j->attempt = (int)r.attempt;
+		j->cached = r.cached;
+		j->check = r.check;
+		j->saw_compiler = 0;
+		j->not_learned = NULL;
 		j->t_request_ms = now;
 		job_reset_run(j);
 		j->state = JOB_WAITING;

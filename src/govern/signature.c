@@ -8,10 +8,61 @@
 #include "util/strv.h"
 #include "util/xalloc.h"
 
+/* Launchers that run the compiler named after them: a cache, or one that sends the
+ * compile to other machines (the preprocessing stays here). */
+static int is_cache(const char *tool)
+{
+	static const char *const w[] = { "ccache", "sccache", NULL };
+	return strv_contains(w, tool);
+}
+
+static int is_remote(const char *tool)
+{
+	static const char *const w[] = { "distcc", "icecc", NULL };
+	return strv_contains(w, tool);
+}
+
 static int is_wrapper(const char *tool)
 {
-	static const char *const w[] = { "ccache", "sccache", "distcc", "icecc", NULL };
-	return strv_contains(w, tool);
+	return is_cache(tool) || is_remote(tool);
+}
+
+/* A compiler or linker driver, by name: gcc, x86_64-linux-gnu-g++-12, clang++-15... */
+static int is_compiler_tool(const char *tool)
+{
+	static const char *const names[] = {
+		"cc", "c++", "gcc", "g++", "clang", "clang++", "clang-cl", "nvcc", "gfortran", "rustc",
+		"icc", "icpc", "icx", "icpx", "hipcc", "nvc", "nvc++", "cc1", "cc1plus", "cicc", "ptxas",
+		"cudafe++", "lto1", "ld", "ld.bfd", "ld.gold", "ld.lld", "lld", "mold", "gold", NULL,
+	};
+	char name[64];
+	size_t n = strlen(tool);
+
+	if (n >= sizeof(name))
+		return 0;
+	memcpy(name, tool, n + 1);
+	/* a version suffix: -12, -15.0 */
+	char *dash = strrchr(name, '-');
+	if (dash && dash[1] && strspn(dash + 1, "0123456789.") == strlen(dash + 1))
+		*dash = '\0';
+	/* a target prefix: x86_64-linux-gnu- */
+	for (const char *p = name; p; p = strchr(p, '-')) {
+		if (*p == '-')
+			p++;
+		if (strv_contains(names, p))
+			return 1;
+	}
+	return 0;
+}
+
+/* A configure step's compile or link: CMake's try_compile projects (cmTC_* targets in
+ * CMakeScratch or CMakeTmp) and its compiler identification sources. */
+static int is_check_arg(const char *a)
+{
+	const char *b = path_base(a);
+
+	return strstr(a, "cmTC_") || strstr(a, "CMakeFiles/CMakeScratch/") || strstr(a, "CMakeFiles/CMakeTmp/") ||
+	       (!strncmp(b, "CMake", 5) && (strstr(b, "CompilerId") || strstr(b, "CompilerABI")));
 }
 
 static int is_source(const char *a)
@@ -62,14 +113,24 @@ static void append(struct strbuf *sb, const char *s)
 void job_sig_from_argv(int argc, char *const argv[], struct job_sig *out)
 {
 	struct strbuf flags = STRBUF_INIT;
-	const char *src = "";
+	struct strbuf via = STRBUF_INIT;
+	const char *src = "", *remote = NULL;
 	int i = 0;
 
-	while (i < argc - 1 && is_wrapper(path_base(argv[i])))
-		i++;
+	memset(out, 0, sizeof(*out));
+	for (; i < argc - 1 && is_wrapper(path_base(argv[i])); i++) {
+		const char *w = path_base(argv[i]);
+		append(&via, w);
+		out->cached |= is_cache(w);
+		if (is_remote(w))
+			remote = w;
+	}
 	out->tool = xstrdup(argc > 0 ? path_base(argv[i]) : "");
+	out->compiler = is_compiler_tool(out->tool);
 	for (i++; i < argc; i++) {
 		const char *a = argv[i];
+
+		out->check |= is_check_arg(a);
 
 		if (!strcmp(a, "-o") || !strcmp(a, "-MF") || !strcmp(a, "-MT") || !strcmp(a, "-MQ") ||
 		    !strcmp(a, "-I") || !strcmp(a, "-D") || !strcmp(a, "-include") || !strcmp(a, "-x")) {
@@ -84,17 +145,57 @@ void job_sig_from_argv(int argc, char *const argv[], struct job_sig *out)
 		}
 	}
 	out->flags = strbuf_detach(&flags);
+	out->via = strbuf_detach(&via);
 	out->src = xstrdup(src);
-	out->class_key = *out->flags ? xasprintf("%s %s", out->tool, out->flags) : xstrdup(out->tool);
+	out->check |= is_check_arg(src);
+	/* A job compiled elsewhere costs here what preprocessing it costs: a class of its own. */
+	if (remote)
+		out->class_key = *out->flags ? xasprintf("%s %s via %s", out->tool, out->flags, remote)
+					     : xasprintf("%s via %s", out->tool, remote);
+	else
+		out->class_key = *out->flags ? xasprintf("%s %s", out->tool, out->flags) : xstrdup(out->tool);
 	out->sig_key = xasprintf("%s :: %s", out->class_key, out->src);
 }
 
 void job_sig_free(struct job_sig *s)
 {
 	free(s->tool);
+	free(s->via);
 	free(s->src);
 	free(s->flags);
 	free(s->class_key);
 	free(s->sig_key);
 	memset(s, 0, sizeof(*s));
+}
+
+const char *job_seen_untrue(const struct job_seen *s)
+{
+	if (s->check)
+		return "a configure check";
+	if (s->partial)
+		return "observed only in part";
+	if (s->not_compile)
+		return "not a compile job";
+	if (s->cache_hit == 1)
+		return "a compiler cache hit";
+	if (s->cached && s->cache_hit < 0 && !s->saw_compiler)
+		return "no compiler ran below the compiler cache (a hit)";
+	return NULL;
+}
+
+int job_cache_log_hit(const char *log)
+{
+	int said = -1;
+
+	for (const char *l = log; *l;) {
+		size_t n = strcspn(l, "\n");
+
+		if (*l != '#' && n) {
+			said = 0;
+			if (n >= 10 && !strncmp(l + n - 10, "_cache_hit", 10))
+				return 1;
+		}
+		l += n + (l[n] == '\n');
+	}
+	return said;
 }

@@ -21,6 +21,14 @@ int tree_is_compiler(const char *comm)
 	return strv_contains(compilers, comm);
 }
 
+int tree_has_compiler(const struct proc_table *t, pid_t pid)
+{
+	for (size_t i = 0; i < t->n; i++)
+		if (tree_is_compiler(t->v[i].comm) && proc_table_is_descendant(t, t->v[i].pid, pid))
+			return 1;
+	return 0;
+}
+
 int tree_job_argv(int argc, char **argv, int max)
 {
 	char *save = NULL;
@@ -29,10 +37,19 @@ int tree_job_argv(int argc, char **argv, int max)
 		return argc;
 	char *cmd = argv[2];
 	argc = 0;
+	int skip_next = 0;
 	for (char *t = strtok_r(cmd, " \t\n", &save); t && argc < max - 1; t = strtok_r(NULL, " \t\n", &save)) {
-		/* before the tool: variables left unexpanded, VAR=value assignments */
-		if (!argc && (t[0] == '$' || strchr(t, '=')))
+		/* before the tool: variables left unexpanded, VAR=value assignments, and the
+		 * steps CMake's ninja rules put first (`: &&`, `cd DIR &&`) */
+		if (!argc && (skip_next || t[0] == '$' || strchr(t, '=') || !strcmp(t, ":") || !strcmp(t, "&&") ||
+			      !strcmp(t, ";") || !strcmp(t, "exec"))) {
+			skip_next = 0;
 			continue;
+		}
+		if (!argc && !strcmp(t, "cd")) {
+			skip_next = 1;
+			continue;
+		}
 		argv[argc++] = t;
 	}
 	argv[argc] = NULL;
@@ -58,13 +75,19 @@ pid_t tree_ungoverned_compiler(const struct proc_table *t, pid_t self, const cha
 {
 	for (size_t i = 0; i < t->n; i++) {
 		const struct proc_entry *e = &t->v[i], *a;
-		int launched = 0;
+		int launched = 0, build_tool = 0;
 
 		if (e->state == 'Z' || !tree_is_compiler(e->comm))
 			continue;
-		for (a = proc_table_find(t, e->ppid); a && a->pid != self; a = proc_table_find(t, a->ppid))
+		for (a = proc_table_find(t, e->ppid); a && a->pid != self; a = proc_table_find(t, a->ppid)) {
 			if (!strcmp(a->comm, self_name))
 				launched = 1;
+			/* CMake identifying the compiler runs it itself, not through a build tool:
+			 * a configure step, not a job that escaped */
+			if (!strcmp(a->comm, "cmake") && !build_tool)
+				launched = 1;
+			build_tool |= tree_is_build_tool(a->comm);
+		}
 		/* Below us (the walk reached self) and no launcher on the way. */
 		if (a && !launched)
 			return e->pid;

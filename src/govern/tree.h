@@ -13,6 +13,9 @@ int tree_is_build_tool(const char *comm);
 /* Is comm a compiler process that does the heavy work (cc1plus, cicc, ptxas, nvcc...)? */
 int tree_is_compiler(const char *comm);
 
+/* Does pid or a process below it in t run a compiler (tree_is_compiler)? */
+int tree_has_compiler(const struct proc_table *t, pid_t pid);
+
 enum tree_kind {
 	TREE_JOB,      /* a compile job: govern it */
 	TREE_WRAPPER,  /* runs a build tool (`cd sub && $(MAKE)`): its children's children are jobs */
@@ -21,7 +24,8 @@ enum tree_kind {
 
 /* What a job runs, from its argv (argv[argc] == NULL): a `sh -c "..."` has its command
  * split on blanks in place, which is enough to find the tool, the source and the flags;
- * before the tool, unexpanded $VARs and VAR=value words are left out. At most max - 1
+ * before the tool, unexpanded $VARs, VAR=value words, `:`, `&&` and `cd DIR` are left
+ * out. At most max - 1
  * words; argv[argc] = NULL. Returns the new argc. */
 int tree_job_argv(int argc, char **argv, int max);
 

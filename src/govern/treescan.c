@@ -12,6 +12,7 @@
 #include "govern/tree.h"
 #include "util/grow.h"
 #include "util/log.h"
+#include "util/units.h"
 #include "util/xalloc.h"
 
 static struct job *tree_job_of(struct gov *g, pid_t pid)
@@ -61,7 +62,13 @@ static void tree_add_job(struct gov *g, pid_t pid, int argc, char **argv, int64_
 	j->src = sig.src;
 	j->class_key = sig.class_key;
 	j->sig_key = sig.sig_key;
+	j->cached = sig.cached;
+	j->check = sig.check;
+	/* A configure step (cmake -E, a shell's `:`) or a check is not learned: only compiles. */
+	struct job_seen seen = { .check = sig.check, .not_compile = !sig.compiler && !*sig.src, .cache_hit = -1 };
+	j->not_learned = job_seen_untrue(&seen);
 	free(sig.flags);
+	free(sig.via);
 	j->attempt = 1;
 	j->t_request_ms = now;
 	j->state = JOB_WAITING;
@@ -89,6 +96,19 @@ static int tree_became_wrapper(struct gov *g, struct job *j, int64_t now)
 		return 1;
 	}
 	return 0;
+}
+
+/* A tree job's process is gone: what it showed is learned only when it is the whole
+ * truth (its exit status went to the build tool: an interrupted build's jobs were cut). */
+static void tree_job_done(struct gov *g, struct job *j, int64_t now)
+{
+	/* over before a sample saw it run: its memory is unknown, not 0 */
+	struct job_seen seen = { .partial = g->interrupted || !j->nsamples, .cached = j->cached, .cache_hit = -1,
+				 .saw_compiler = j->saw_compiler };
+
+	if (!j->not_learned)
+		j->not_learned = job_seen_untrue(&seen);
+	learned_job_done(g, j, job_elapsed(j, now), 0);
 }
 
 /* Each child of a build tool (ninja, make) below us is a job: held (stopped) the moment it
@@ -127,12 +147,25 @@ void treescan_run(struct gov *g, int64_t now)
 		if (e && e->state != 'Z')
 			log_debug("tree job %d is a wrapper, not a job", j->id);
 		else if (j->state == JOB_RUNNING)
-			learned_job_done(g, j, job_elapsed(j, now), 0);
+			tree_job_done(g, j, now);
 		log_debug("tree job %d ended (%s)", j->id, j->state == JOB_RUNNING ? "ran" : "never admitted");
 		j->state = JOB_IDLE; /* gone, or let go: nothing to kill */
 		job_free(j);
 		g->jobs[i] = g->jobs[--g->njobs];
 	}
+}
+
+/* Does pid compile a configure check (CMake's try_compile builds no launcher reaches)? */
+static int treescan_is_check(struct gov *g, pid_t pid)
+{
+	char buf[16384], *argv[512];
+	struct job_sig sig;
+	int argc = proc_cmdline(g->o->proc_root, pid, buf, sizeof(buf), argv, 512), check;
+
+	job_sig_from_argv(argc, argv, &sig);
+	check = sig.check;
+	job_sig_free(&sig);
+	return check;
 }
 
 /* Compilers running outside the launcher (a build script overwrote PYTORCH_NVCC, or a
@@ -144,7 +177,7 @@ void treescan_fallback(struct gov *g)
 	if (g->tree)
 		return;
 	pid = tree_ungoverned_compiler(&g->procs, getpid(), g->self_name);
-	if (!pid)
+	if (!pid || treescan_is_check(g, pid))
 		return;
 	const struct proc_entry *e = proc_table_find(&g->procs, pid);
 	log_warn("%s (pid %d) runs outside headroom exec (a build script may overwrite PYTORCH_NVCC, "
@@ -152,4 +185,9 @@ void treescan_fallback(struct gov *g)
 	      e ? e->comm : "a compiler", (int)pid);
 	g->tree = 1;
 	g->rep.tree_fallback = 1;
+	/* The jobs running now started ungoverned: their curves are seen only in part. */
+	treescan_run(g, now_ms());
+	for (size_t i = 0; i < g->njobs; i++)
+		if (g->jobs[i]->tree)
+			g->jobs[i]->not_learned = "observed only in part";
 }

@@ -60,12 +60,12 @@ static void assert_bytes(json_t *msg, const char *want)
 
 static void test_request_roundtrip(void **state)
 {
-	struct proto_request in = { 4242, 2, "nvcc", "k.cu", "nvcc -O3", "nvcc -O3 :: k.cu" }, out;
+	struct proto_request in = { 4242, 2, "nvcc", "k.cu", "nvcc -O3", "nvcc -O3 :: k.cu", 1, 0 }, out;
 	json_t *m = proto_request_encode(&in);
 
 	(void)state;
 	assert_bytes(m, "{\"type\":\"request\",\"pid\":4242,\"attempt\":2,\"tool\":\"nvcc\",\"src\":\"k.cu\","
-			"\"class\":\"nvcc -O3\",\"sig\":\"nvcc -O3 :: k.cu\"}");
+			"\"class\":\"nvcc -O3\",\"sig\":\"nvcc -O3 :: k.cu\",\"cached\":true,\"check\":false}");
 	assert_string_equal(proto_type(m), "request");
 	proto_request_decode(m, &out);
 	assert_int_equal(out.pid, 4242);
@@ -74,6 +74,8 @@ static void test_request_roundtrip(void **state)
 	assert_string_equal(out.src, "k.cu");
 	assert_string_equal(out.class_key, "nvcc -O3");
 	assert_string_equal(out.sig_key, "nvcc -O3 :: k.cu");
+	assert_true(out.cached);
+	assert_false(out.check);
 	json_decref(m);
 	/* fields left out read as empty */
 	m = json_pack("{s:s}", "type", "request");
@@ -81,6 +83,7 @@ static void test_request_roundtrip(void **state)
 	assert_int_equal(out.attempt, 0);
 	assert_string_equal(out.tool, "");
 	assert_string_equal(out.sig_key, "");
+	assert_false(out.cached);
 	json_decref(m);
 }
 
@@ -119,12 +122,12 @@ static void test_started_roundtrip(void **state)
 static void test_done_roundtrip(void **state)
 {
 	struct proto_done in = { .job = 7, .has_exit = 1, .exit_code = 3, .duration_ms = 1500,
-				 .maxrss_bytes = 5ULL << 30 }, out;
+				 .maxrss_bytes = 5ULL << 30, .cache_hit = -1 }, out;
 	json_t *m = proto_done_encode(&in);
 
 	(void)state;
 	assert_bytes(m, "{\"type\":\"done\",\"job\":7,\"duration_ms\":1500,\"maxrss_bytes\":5368709120,"
-			"\"exit\":3,\"signal\":null}");
+			"\"exit\":3,\"signal\":null,\"cache_hit\":null}");
 	proto_done_decode(m, &out);
 	assert_int_equal(out.job, 7);
 	assert_true(out.has_exit);
@@ -132,12 +135,14 @@ static void test_done_roundtrip(void **state)
 	assert_false(out.has_signal);
 	assert_int_equal(out.duration_ms, 1500);
 	assert_int_equal(out.maxrss_bytes, 5ULL << 30);
+	assert_int_equal(out.cache_hit, -1);
 	json_decref(m);
-	in = (struct proto_done){ .job = 8, .has_signal = 1, .signal = 9 };
+	in = (struct proto_done){ .job = 8, .has_signal = 1, .signal = 9, .cache_hit = 1 };
 	m = proto_done_encode(&in);
 	assert_bytes(m, "{\"type\":\"done\",\"job\":8,\"duration_ms\":0,\"maxrss_bytes\":0,"
-			"\"exit\":null,\"signal\":9}");
+			"\"exit\":null,\"signal\":9,\"cache_hit\":true}");
 	proto_done_decode(m, &out);
+	assert_int_equal(out.cache_hit, 1);
 	assert_false(out.has_exit);
 	assert_true(out.has_signal);
 	assert_int_equal(out.signal, 9);

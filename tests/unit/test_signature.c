@@ -70,6 +70,89 @@ static void test_no_source(void **state)
 	job_sig_free(&s);
 }
 
+static void test_launchers(void **state)
+{
+	/* distcc is seen through, and its jobs are a class of their own: they cost here only
+	 * their preprocessing */
+	char *d[] = { "/usr/bin/distcc", "gcc", "-O2", "-c", "a.c", "-o", "a.o" };
+	char *c[] = { "ccache", "distcc", "x86_64-linux-gnu-g++-12", "-c", "a.cc" };
+	struct job_sig s;
+
+	(void)state;
+	job_sig_from_argv(7, d, &s);
+	assert_string_equal(s.tool, "gcc");
+	assert_string_equal(s.via, "distcc");
+	assert_string_equal(s.src, "a.c");
+	assert_string_equal(s.class_key, "gcc -O2 via distcc");
+	assert_false(s.cached);
+	assert_true(s.compiler);
+	job_sig_free(&s);
+	job_sig_from_argv(5, c, &s);
+	assert_string_equal(s.tool, "x86_64-linux-gnu-g++-12");
+	assert_string_equal(s.via, "ccache distcc");
+	assert_true(s.cached);
+	assert_true(s.compiler);
+	job_sig_free(&s);
+}
+
+static void test_kinds(void **state)
+{
+	char *check[] = { "/usr/bin/cc", "-o", "CMakeFiles/cmTC_1a2b.dir/testCCompiler.c.o", "-c",
+			  "/b/CMakeFiles/CMakeScratch/TryCompile-x/testCCompiler.c" };
+	char *abi[] = { "cc", "-c", "/usr/share/cmake-3.25/Modules/CMakeCCompilerABI.c" };
+	char *step[] = { "cmake", "-E", "touch", "stamp" };
+	char *memhog[] = { "memhog", "--hold", "1G" };
+	char *link[] = { "clang++-15", "-o", "app", "a.o" };
+	struct job_sig s;
+
+	(void)state;
+	job_sig_from_argv(5, check, &s);
+	assert_true(s.check);
+	job_sig_free(&s);
+	job_sig_from_argv(3, abi, &s);
+	assert_true(s.check);
+	job_sig_free(&s);
+	job_sig_from_argv(4, step, &s);
+	assert_false(s.check);
+	assert_false(s.compiler);
+	job_sig_free(&s);
+	job_sig_from_argv(3, memhog, &s);
+	assert_false(s.compiler);
+	assert_false(s.cached);
+	job_sig_free(&s);
+	job_sig_from_argv(4, link, &s);
+	assert_true(s.compiler);
+	assert_false(s.check);
+	job_sig_free(&s);
+}
+
+static void test_seen_untrue(void **state)
+{
+	(void)state;
+	assert_null(job_seen_untrue(&(struct job_seen){ .cache_hit = -1 }));
+	assert_non_null(job_seen_untrue(&(struct job_seen){ .check = 1, .cache_hit = -1 }));
+	assert_non_null(job_seen_untrue(&(struct job_seen){ .partial = 1, .cache_hit = -1 }));
+	assert_non_null(job_seen_untrue(&(struct job_seen){ .not_compile = 1, .cache_hit = -1 }));
+	/* the cache's word first; without it, a compiler seen below the cache means a miss */
+	assert_non_null(job_seen_untrue(&(struct job_seen){ .cached = 1, .cache_hit = 1, .saw_compiler = 1 }));
+	assert_null(job_seen_untrue(&(struct job_seen){ .cached = 1, .cache_hit = 0 }));
+	assert_null(job_seen_untrue(&(struct job_seen){ .cached = 1, .cache_hit = -1, .saw_compiler = 1 }));
+	assert_non_null(job_seen_untrue(&(struct job_seen){ .cached = 1, .cache_hit = -1 }));
+	/* no cache: a short job that showed no compiler is still learned */
+	assert_null(job_seen_untrue(&(struct job_seen){ .cache_hit = -1 }));
+}
+
+static void test_cache_log(void **state)
+{
+	(void)state;
+	assert_int_equal(job_cache_log_hit("# big.c\ndirect_cache_hit\nlocal_storage_hit\n"), 1);
+	assert_int_equal(job_cache_log_hit("# big.c\ndirect_cache_miss\nlocal_storage_hit\npreprocessed_cache_hit\n"), 1);
+	assert_int_equal(job_cache_log_hit("# big.c\ndirect_cache_miss\npreprocessed_cache_miss\ncache_miss\n"), 0);
+	assert_int_equal(job_cache_log_hit("# \ncalled_for_link\n"), 0);
+	assert_int_equal(job_cache_log_hit(""), -1);
+	assert_int_equal(job_cache_log_hit("# a.c\n"), -1);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -77,6 +160,10 @@ int main(void)
 		cmocka_unit_test(test_wrapper_and_output),
 		cmocka_unit_test(test_same_class_other_file),
 		cmocka_unit_test(test_no_source),
+		cmocka_unit_test(test_launchers),
+		cmocka_unit_test(test_kinds),
+		cmocka_unit_test(test_seen_untrue),
+		cmocka_unit_test(test_cache_log),
 	};
 	return cmocka_run_group_tests_name("signature", tests, NULL, NULL);
 }

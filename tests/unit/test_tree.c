@@ -3,6 +3,7 @@
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <stdio.h>
 
 #include <cmocka.h>
 
@@ -51,6 +52,16 @@ static void test_ungoverned(void **state)
 	assert_int_equal(tree_ungoverned_compiler(&t, 10, "headroom"), 0);
 	v[5].pid = 30; /* a compiler that is not below us */
 	assert_int_equal(tree_ungoverned_compiler(&t, 10, "headroom"), 0);
+	/* cmake identifying its compiler (cmake -> cc -> cc1) is no escape; cmake --build ->
+	 * ninja -> cc -> cc1 is */
+	struct proc_entry c[] = {
+		{ 10, 1, 10, 'S', 0, "headroom" }, { 11, 10, 11, 'S', 0, "cmake" },
+		{ 12, 11, 11, 'S', 0, "cc" },      { 13, 12, 11, 'R', 0, "cc1" },
+	};
+	struct proc_table ct = { c, 4, 4 };
+	assert_int_equal(tree_ungoverned_compiler(&ct, 10, "headroom"), 0);
+	snprintf(c[2].comm, sizeof(c[2].comm), "ninja");
+	assert_int_equal(tree_ungoverned_compiler(&ct, 10, "headroom"), 13);
 }
 
 static void test_job_argv(void **state)
@@ -78,12 +89,46 @@ static void test_job_argv(void **state)
 	assert_null(few[3]);
 }
 
+static void test_cmake_steps(void **state)
+{
+	/* CMake's ninja rules: a link starts with `: &&`, custom steps with `cd DIR &&` */
+	char link[] = ": && /usr/bin/c++ -O2 CMakeFiles/app.dir/a.cpp.o -o app && :";
+	char step[] = "cd /b/sub && /usr/bin/cmake -E touch stamp";
+	char *a[8] = { "/bin/sh", "-c", link, NULL };
+	char *b[8] = { "/bin/sh", "-c", step, NULL };
+
+	(void)state;
+	assert_true(tree_job_argv(3, a, 8) > 0);
+	assert_string_equal(a[0], "/usr/bin/c++");
+	assert_true(tree_job_argv(3, b, 8) > 0);
+	assert_string_equal(b[0], "/usr/bin/cmake");
+	assert_string_equal(b[1], "-E");
+}
+
+static void test_has_compiler(void **state)
+{
+	/* 20 ccache -> 21 gcc -> 22 cc1 (a miss); 30 ccache alone (a hit) */
+	struct proc_entry v[] = {
+		{ 20, 1, 20, 'S', 0, "ccache" }, { 21, 20, 20, 'S', 0, "gcc" },
+		{ 22, 21, 20, 'R', 0, "cc1" },   { 30, 1, 30, 'R', 0, "ccache" },
+	};
+	struct proc_table t = { v, 4, 4 };
+
+	(void)state;
+	assert_true(tree_has_compiler(&t, 20));
+	assert_false(tree_has_compiler(&t, 30));
+	t.n = 2; /* the driver alone is no compiler */
+	assert_false(tree_has_compiler(&t, 20));
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_classify),
 		cmocka_unit_test(test_ungoverned),
 		cmocka_unit_test(test_job_argv),
+		cmocka_unit_test(test_cmake_steps),
+		cmocka_unit_test(test_has_compiler),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
