@@ -142,14 +142,11 @@ uint64_t admit_unknown_need(uint64_t budget_bytes, int tree, uint64_t seen_peak_
 {
 	uint64_t u;
 
-	if (!seen_peak_bytes) {
-		u = budget_bytes / (tree ? 2 : 4);
-	} else {
-		uint64_t floor = budget_bytes / (tree ? 8 : 16);
-		u = seen_peak_bytes + seen_peak_bytes / (tree ? 2 : 4);
-		if (u < floor)
-			u = floor;
-	}
+	uint64_t seen = seen_peak_bytes + seen_peak_bytes / (tree ? 2 : 4);
+
+	u = budget_bytes / (tree ? 2 : 4);
+	if (seen > u)
+		u = seen;
 	for (size_t i = 0; i < njobs; i++) {
 		uint64_t cur = jobs[i].current_bytes;
 		if (!jobs[i].pred && 2 * cur > u)

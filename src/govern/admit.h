@@ -39,12 +39,12 @@ void admit_decide(const struct admit_snapshot *s, const struct curve *cand, int 
 /* Predicted memory of a running job tau_ms from now. */
 uint64_t admit_job_future(const struct admit_job *j, uint64_t unknown_bytes, int64_t tau_ms);
 
-/* What a job of unknown shape is assumed to need: the ramp. Before any job of the
- * build has shown its peak (seen_peak_bytes 0), a quarter of the budget (half with
- * tree, where a job killed for memory cannot run again); after, what the jobs were
- * seen to take: the largest peak passed so far and a quarter more (half more with
- * tree), but not under a sixteenth of the budget (an eighth with tree), since that
- * peak may be another class's. And always at least
+/* What a job of unknown shape is assumed to need: a quarter of the budget (half with
+ * tree, where a job killed for memory cannot run again), or the largest peak a job of
+ * the build has passed and a quarter more (half more with tree) when that is larger:
+ * a peak seen can raise the price, never lower it, since it may be another class's (a
+ * version probe's, a binding's beside the kernels). A class is priced lower only by its
+ * own jobs, through its provisional profile (admit_provisional). And always at least
  * twice what any running job without a prediction already holds (it may grow as much
  * again). Admission then starts unknown jobs while real free memory, less that growth
  * of the unknown jobs already running, leaves room for one more. */
