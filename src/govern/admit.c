@@ -137,6 +137,18 @@ int net_freeze_done(int frozen, int running, uint64_t growth_bytes, uint64_t ava
 	return running <= 1 || (frozen && growth_bytes <= room);
 }
 
+int admit_at_once(const struct admit_snapshot *s, const struct curve *cand)
+{
+	uint64_t sum = cand ? cand->peak_bytes : s->unknown_bytes;
+
+	for (size_t i = 0; i < s->njobs; i++) {
+		const struct admit_job *j = &s->jobs[i];
+		uint64_t need = j->pred ? j->pred->peak_bytes : s->unknown_bytes;
+		sum += need > j->current_bytes ? need : j->current_bytes;
+	}
+	return sum <= s->budget_bytes / 2;
+}
+
 uint64_t admit_unknown_need(uint64_t budget_bytes, int tree, uint64_t seen_peak_bytes, const struct admit_job *jobs,
 			    size_t njobs)
 {

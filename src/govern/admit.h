@@ -85,6 +85,15 @@ struct admit_wait {
  * room a larger one cannot use. */
 void admit_order(struct admit_wait *w, size_t n);
 
+/* May a request be answered the moment it arrives? A build tool starts its jobs in a
+ * burst, and answering each as it comes lets the first comers take the room that the
+ * longest jobs, a few milliseconds behind, need. So a request is answered at once while
+ * the jobs of s (running, and admitted) and the candidate (its curve, or NULL: unknown)
+ * would need at most half the budget at their peaks, as a small or no-op build always
+ * does; past that it waits for the tick, when the burst has arrived and admit_order()
+ * puts the longest first. */
+int admit_at_once(const struct admit_snapshot *s, const struct curve *cand);
+
 /* The simulated peak of running the jobs (curves, in their observed order) with a fixed
  * number of slots: each job starts when a slot frees, then follows its curve. */
 uint64_t admit_replay_peak(const struct curve *const *jobs, size_t n, int slots);

@@ -177,8 +177,9 @@ void guard_lock_self(void);
 /* OOM kills seen so far: our cgroup's, else the machine's. */
 uint64_t gov_oom_count(struct gov *g);
 /* Admit the waiting jobs that fit now, the predicted longest first; nothing while the
- * last tick's safety net did not say OK or a job is frozen. Called on the tick and as
- * soon as a request arrives or a job ends. */
-void gov_admit(struct gov *g, int64_t now);
+ * last tick's safety net did not say OK or a job is frozen. Called as soon as a job ends,
+ * and as a request arrives (on_request: only while admit_at_once() allows; the tick
+ * admits the rest). */
+void gov_admit(struct gov *g, int64_t now, int on_request);
 
 #endif

@@ -185,11 +185,12 @@ static int jobserver_tokens(struct gov *g, const struct admit_snapshot *s, int r
 
 /* Admission: the waiting jobs in admit_order() (the predicted longest first), each
  * started if it fits beside the running ones and those just admitted, so smaller jobs
- * fill the room a larger one cannot use. snap holds the n running jobs and has room for
- * o->jobs more; *s is left as the snapshot with the admitted ones added. Returns how
- * many run now. */
+ * fill the room a larger one cannot use. On a request's arrival (on_request) only while
+ * admit_at_once() allows; the rest wait for the tick. snap holds the n running jobs and
+ * has room for o->jobs more; *s is left as the snapshot with the admitted ones added.
+ * Returns how many run now. */
 static int admit_waiting(struct gov *g, int64_t now, uint64_t avail, struct admit_job *snap, size_t n, int running,
-			 struct admit_snapshot *s)
+			 int on_request, struct admit_snapshot *s)
 {
 	struct admit_wait *w = xmalloc((g->njobs ? g->njobs : 1) * sizeof(*w));
 	size_t nw = 0;
@@ -214,6 +215,8 @@ static int admit_waiting(struct gov *g, int64_t now, uint64_t avail, struct admi
 		struct job *j = g->jobs[w[k].idx];
 		struct admit_result r;
 
+		if (on_request && !admit_at_once(s, j->pred))
+			break;
 		admit_decide(s, j->pred, j->pred_own, &r);
 		/* With nothing running, the job runs whatever its prediction: waiting
 		 * cannot make room, and the safety net still watches it. */
@@ -229,7 +232,7 @@ static int admit_waiting(struct gov *g, int64_t now, uint64_t avail, struct admi
 	return running;
 }
 
-void gov_admit(struct gov *g, int64_t now)
+void gov_admit(struct gov *g, int64_t now, int on_request)
 {
 	struct admit_snapshot s;
 	struct admit_job *snap;
@@ -244,7 +247,7 @@ void gov_admit(struct gov *g, int64_t now)
 	snap = xmalloc((g->njobs + (size_t)g->o->jobs + 1) * sizeof(*snap));
 	n = snapshot(g, now, snap, &jobs_bytes, &running);
 	if (running < g->o->jobs)
-		admit_waiting(g, now, mem_available(g), snap, n, running, &s);
+		admit_waiting(g, now, mem_available(g), snap, n, running, on_request, &s);
 	free(snap);
 }
 
@@ -358,7 +361,7 @@ static void govern_tick(struct gov *g, int64_t now)
 	if (act == NET_OK && !g->interrupted && !oldest_frozen(g)) {
 		struct admit_snapshot s;
 
-		running = admit_waiting(g, now, avail, snap, n, running, &s);
+		running = admit_waiting(g, now, avail, snap, n, running, 0, &s);
 		if (g->js.style != JOBSERVER_NONE)
 			tokens = jobserver_tokens(g, &s, running);
 	}

@@ -95,7 +95,7 @@ static void on_message(struct gov *g, struct job *j, json_t *msg, int64_t now)
 		j->state = JOB_WAITING;
 		learned_predict(g, j);
 		/* a request that fits is answered now, not at the next tick */
-		gov_admit(g, now);
+		gov_admit(g, now, 1);
 	} else if (!strcmp(type, "started") && j->state == JOB_RUNNING) {
 		struct proto_started st;
 
@@ -106,7 +106,7 @@ static void on_message(struct gov *g, struct job *j, json_t *msg, int64_t now)
 
 		proto_done_decode(msg, &d);
 		on_done(g, j, &d, now);
-		gov_admit(g, now); /* its room goes to the waiting jobs at once */
+		gov_admit(g, now, 0); /* its room goes to the waiting jobs at once */
 	} else {
 		log_debug("job %d: unexpected message '%s' ignored", j->id, type);
 	}

@@ -379,6 +379,36 @@ static void test_provisional(void **state)
 	assert_int_equal(curve_at(&c, 3000), 200 * MiB);
 }
 
+/* A request is answered on arrival while the jobs would need at most half the budget at
+ * their peaks; past that it waits for the tick, when a burst is sorted longest first. */
+static void test_at_once(void **state)
+{
+	struct curve big, small;
+	struct admit_job j[4];
+	struct admit_snapshot s = { .budget_bytes = 8 * GiB, .free_bytes = 8 * GiB, .unknown_bytes = 2 * GiB, .jobs = j };
+
+	(void)state;
+	flat(&big, 100000, 3 * GiB);
+	flat(&small, 1000, 10 * MiB);
+	assert_true(admit_at_once(&s, &big));
+	assert_true(admit_at_once(&s, NULL)); /* unknown: its price, 2 GiB */
+	j[s.njobs++] = (struct admit_job){ 0, &big, 0, 0, 0 };
+	assert_true(admit_at_once(&s, &small));  /* 3 GiB + 10 MiB */
+	assert_false(admit_at_once(&s, NULL));   /* 3 + 2 GiB: past half of 8 */
+	s.budget_bytes = 10 * GiB;
+	assert_true(admit_at_once(&s, NULL));    /* 5 GiB of 10: at once */
+	s.budget_bytes = 8 * GiB;
+	/* a running job that holds more than its prediction counts what it holds */
+	s.njobs = 1;
+	j[0].current_bytes = 4 * GiB;
+	assert_false(admit_at_once(&s, &small));
+	/* a build of tiny jobs never waits for the tick */
+	s.njobs = 0;
+	for (int i = 0; i < 4; i++)
+		j[s.njobs++] = (struct admit_job){ 0, &small, 0, 0, 0 };
+	assert_true(admit_at_once(&s, &small));
+}
+
 static void test_order(void **state)
 {
 	struct admit_wait w[5] = {
@@ -767,6 +797,7 @@ int main(void)
 		cmocka_unit_test(test_ramp),
 		cmocka_unit_test(test_passed_peak),
 		cmocka_unit_test(test_provisional),
+		cmocka_unit_test(test_at_once),
 		cmocka_unit_test(test_order),
 		cmocka_unit_test(test_longest_first_fill),
 		cmocka_unit_test(test_recommendation),
