@@ -197,16 +197,6 @@ static void admit_waiting(struct sim *s)
 	free(w);
 }
 
-static uint64_t samples_max(const struct sjob *j)
-{
-	uint64_t m = 0;
-
-	for (size_t i = 0; i < j->nsamples; i++)
-		if (j->samples[i].rss_bytes > m)
-			m = j->samples[i].rss_bytes;
-	return m;
-}
-
 /* learned_provisional() of learned.c */
 static void provisional(struct sim *s)
 {
@@ -219,9 +209,11 @@ static void provisional(struct sim *s)
 			continue;
 		struct admit_obs o = { j->samples, j->nsamples, j->ran_ms };
 		if (admit_passed_peak(&o)) {
+			uint64_t peak = curve_samples_max(j->samples, j->nsamples);
+
 			j->passed = 1;
-			if (samples_max(j) > s->seen_peak)
-				s->seen_peak = samples_max(j);
+			if (peak > s->seen_peak)
+				s->seen_peak = peak;
 		}
 	}
 	for (size_t i = 0; i < s->n; i++) {

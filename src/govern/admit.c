@@ -191,16 +191,6 @@ int admit_passed_peak(const struct admit_obs *o)
 	return o->elapsed_ms - t_high >= t_max && o->elapsed_ms > t_high;
 }
 
-static uint64_t obs_max(const struct admit_obs *o)
-{
-	uint64_t m = 0;
-
-	for (size_t i = 0; i < o->nsamples; i++)
-		if (o->samples[i].rss_bytes > m)
-			m = o->samples[i].rss_bytes;
-	return m;
-}
-
 int admit_provisional(const struct admit_obs *obs, const int *passed, size_t n, struct curve *out)
 {
 	int64_t dur = 0;
@@ -208,7 +198,7 @@ int admit_provisional(const struct admit_obs *obs, const int *passed, size_t n, 
 	int any = 0;
 
 	for (size_t i = 0; i < n; i++) {
-		uint64_t m = obs_max(&obs[i]);
+		uint64_t m = curve_samples_max(obs[i].samples, obs[i].nsamples);
 		if (m > seen)
 			seen = m;
 		if (passed[i] && obs[i].nsamples && obs[i].elapsed_ms > dur)

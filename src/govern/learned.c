@@ -8,6 +8,7 @@
 #include "govern/admit.h"
 #include "govern/gov.h"
 #include "govern/governor.h"
+#include "profile/curve.h"
 #include "util/grow.h"
 #include "util/log.h"
 #include "util/xalloc.h"
@@ -45,16 +46,6 @@ static struct admit_obs obs_of(const struct job *j, int64_t now)
 	return (struct admit_obs){ j->samples, j->nsamples, job_elapsed(j, now) };
 }
 
-static uint64_t samples_max(const struct job *j)
-{
-	uint64_t m = 0;
-
-	for (size_t i = 0; i < j->nsamples; i++)
-		if (j->samples[i].rss_bytes > m)
-			m = j->samples[i].rss_bytes;
-	return m;
-}
-
 void learned_provisional(struct gov *g, int64_t now)
 {
 	struct admit_obs *obs = xmalloc((g->njobs ? g->njobs : 1) * sizeof(*obs));
@@ -66,9 +57,11 @@ void learned_provisional(struct gov *g, int64_t now)
 			continue;
 		struct admit_obs o = obs_of(j, now);
 		if (admit_passed_peak(&o)) {
+			uint64_t peak = curve_samples_max(j->samples, j->nsamples);
+
 			j->passed_peak = 1;
-			if (samples_max(j) > g->seen_peak_bytes)
-				g->seen_peak_bytes = samples_max(j);
+			if (peak > g->seen_peak_bytes)
+				g->seen_peak_bytes = peak;
 		}
 	}
 	for (size_t i = 0; i < g->njobs; i++) {

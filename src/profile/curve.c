@@ -98,3 +98,13 @@ void curve_merge(struct curve *c, int64_t runs, const struct curve *other, int64
 	c->duration_ms = (int64_t)weigh((uint64_t)c->duration_ms, runs, (uint64_t)other->duration_ms, other_runs);
 	curve_update_peak(c);
 }
+
+uint64_t curve_samples_max(const struct curve_sample *s, size_t n)
+{
+	uint64_t m = 0;
+
+	for (size_t i = 0; i < n; i++)
+		if (s[i].rss_bytes > m)
+			m = s[i].rss_bytes;
+	return m;
+}

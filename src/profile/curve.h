@@ -24,6 +24,8 @@ struct curve_sample {
 uint64_t curve_at(const struct curve *c, int64_t t_ms);
 /* Largest value on [t0_ms, t1_ms]; 0 outside the job. */
 uint64_t curve_max_between(const struct curve *c, int64_t t0_ms, int64_t t1_ms);
+/* The largest resident set among n samples (0 for none). */
+uint64_t curve_samples_max(const struct curve_sample *s, size_t n);
 /* Build a curve from samples of a job that ran duration_ms. 0 or -EINVAL (no samples). */
 int curve_from_samples(const struct curve_sample *s, size_t n, int64_t duration_ms, struct curve *out);
 /* Learn: fold a new observation into a profile, each point (and the duration) becoming

@@ -67,6 +67,9 @@ static void test_from_samples(void **state)
 	struct curve c;
 
 	(void)state;
+	assert_int_equal(curve_samples_max(s, 4), 100 * MiB);
+	assert_int_equal(curve_samples_max(same, 3), 7 * MiB);
+	assert_int_equal(curve_samples_max(s, 0), 0);
 	assert_int_equal(curve_from_samples(s, 4, 1000, &c), 0);
 	assert_int_equal(c.duration_ms, 1000);
 	assert_int_equal(c.peak_bytes, 100 * MiB);
