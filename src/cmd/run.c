@@ -246,9 +246,10 @@ static int build_jobs(char **argv, char *flag, size_t size)
 			snprintf(flag, size, "build -j%d", n);
 		}
 	}
-	if (!n && cmake && jobs_number(getenv("CMAKE_BUILD_PARALLEL_LEVEL"))) {
+	if (!n && cmake) {
 		n = jobs_number(getenv("CMAKE_BUILD_PARALLEL_LEVEL"));
-		snprintf(flag, size, "CMAKE_BUILD_PARALLEL_LEVEL=%d", n);
+		if (n)
+			snprintf(flag, size, "CMAKE_BUILD_PARALLEL_LEVEL=%d", n);
 	}
 	return n;
 }
@@ -410,14 +411,11 @@ int cmd_run(int argc, char **argv)
 	const char *js_style = "auto";
 
 	while ((c = getopt_long(argc, argv, "+j:b:qvh", opts, NULL)) != -1) {
-		char *end;
 		switch (c) {
 		case 'j':
-			errno = 0;
-			long n = strtol(optarg, &end, 10);
-			if (errno || *end || n < 1 || n > MAX_JOBS_CAP)
+			jobs_opt = jobs_number(optarg);
+			if (!jobs_opt)
 				die(EXIT_USAGE, "run: --jobs wants a whole number from 1, not '%s'", optarg);
-			jobs_opt = (int)n;
 			break;
 		case 'b':
 			if (size_parse(optarg, &o.budget_bytes) || !o.budget_bytes)
