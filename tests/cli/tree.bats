@@ -206,9 +206,13 @@ print("dir", os.path.dirname(c))
 	# fd 3 closed: bats waits for whoever holds it
 	"$HR" run --tree --no-db -q -j 4 --budget 300M -- make -j4 > /dev/null 2>&1 3>&- &
 	local hr=$!
-	sleep 1.5
-	# jobs are held (stopped) now
-	local stopped_before=$(stopped_in "$T/g")
+	# jobs are held (stopped) once headroom has seen them: wait for that, not a fixed time
+	local stopped_before=0
+	for i in $(seq 1 50); do
+		stopped_before=$(stopped_in "$T/g")
+		[ "$stopped_before" -ge 1 ] && break
+		sleep 0.1
+	done
 	echo "stopped before: $stopped_before"
 	[ "$stopped_before" -ge 1 ]
 	kill -KILL "$hr"
