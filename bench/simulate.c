@@ -207,7 +207,7 @@ static void provisional(struct sim *s)
 		struct sjob *j = &s->j[i];
 		if (j->state != 2 || j->passed || !j->nsamples)
 			continue;
-		struct admit_obs o = { j->samples, j->nsamples, j->ran_ms };
+		struct admit_obs o = { j->samples, j->nsamples, j->ran_ms, 1 };
 		if (admit_passed_peak(&o)) {
 			uint64_t peak = curve_samples_max(j->samples, j->nsamples);
 
@@ -231,7 +231,7 @@ static void provisional(struct sim *s)
 		for (size_t k = 0; k < s->n; k++) {
 			if (s->j[k].state != 2 || !s->j[k].nsamples || strcmp(s->tj[k].cls, s->tj[i].cls))
 				continue;
-			obs[m] = (struct admit_obs){ s->j[k].samples, s->j[k].nsamples, s->j[k].ran_ms };
+			obs[m] = (struct admit_obs){ s->j[k].samples, s->j[k].nsamples, s->j[k].ran_ms, 1 };
 			passed[m++] = s->j[k].passed;
 		}
 		struct curve c;

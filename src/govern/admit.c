@@ -170,6 +170,30 @@ uint64_t admit_unknown_need(uint64_t budget_bytes, int tree, uint64_t seen_peak_
 /* Under this a maximum is start-up noise, not a peak. */
 #define PEAK_MIN_BYTES (32ULL << 20)
 
+/* The valley after a peak is confirmed after a quarter of the rise to it, at least this
+ * long and at most the rise itself: compile jobs fall sharply when their big process
+ * (cicc, cc1plus) ends, and the wait is time lost to the jobs still waiting. */
+#define PASSED_CONFIRM_MIN_MS 5000
+
+/* How many times the job rose to half its maximum or more and fell to under half of that
+ * rise's own top: its peaks so far, small start-up bumps not counted. */
+static int peaks_seen(const struct admit_obs *o, uint64_t max)
+{
+	uint64_t top = 0;
+	int n = 0;
+
+	for (size_t i = 0; i < o->nsamples; i++) {
+		uint64_t v = o->samples[i].rss_bytes;
+		if (v > top)
+			top = v;
+		if (top >= max / 2 && v < top / 2) {
+			n++;
+			top = v;
+		}
+	}
+	return n;
+}
+
 int admit_passed_peak(const struct admit_obs *o)
 {
 	uint64_t max = 0;
@@ -188,7 +212,12 @@ int admit_passed_peak(const struct admit_obs *o)
 			t_high = o->samples[i].t_ms;
 	if (o->samples[o->nsamples - 1].rss_bytes >= max / 2)
 		return 0;
-	return o->elapsed_ms - t_high >= t_max && o->elapsed_ms > t_high;
+	if (peaks_seen(o, max) < (o->peaks > 1 ? o->peaks : 1))
+		return 0;
+	int64_t confirm = t_max / 4 > PASSED_CONFIRM_MIN_MS ? t_max / 4 : PASSED_CONFIRM_MIN_MS;
+	if (confirm > t_max)
+		confirm = t_max;
+	return o->elapsed_ms - t_high >= confirm && o->elapsed_ms > t_high;
 }
 
 int admit_provisional(const struct admit_obs *obs, const int *passed, size_t n, struct curve *out)

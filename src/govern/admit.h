@@ -56,11 +56,14 @@ struct admit_obs {
 	const struct curve_sample *samples; /* in time order, t_ms since the job's start */
 	size_t nsamples;
 	int64_t elapsed_ms;         /* how long it has run */
+	int peaks;                  /* peaks expected of it (job_sig_peaks()); 0 or 1: one */
 };
 
-/* Has the job passed its peak: memory fell to under half its maximum and stayed there
- * at least as long as the rise to that maximum took (a job with one peak per -gencode
- * falls between its peaks, but not for that long)? Maxima under 32 MiB are noise. */
+/* Has the job passed its peak: it rose and fell as many times as it is expected to peak
+ * (one cicc per -gencode pass), and memory fell to under half its maximum and stayed
+ * there for a quarter of the rise to that maximum, at least 5 s and at most the rise
+ * itself (a job's valleys between peaks are short beside its rise)? Maxima under
+ * 32 MiB are noise. */
 int admit_passed_peak(const struct admit_obs *o);
 
 /* A class's provisional profile while none of its jobs has finished: the envelope of

@@ -8,6 +8,7 @@
 #include "govern/admit.h"
 #include "govern/gov.h"
 #include "govern/governor.h"
+#include "govern/signature.h"
 #include "profile/curve.h"
 #include "util/grow.h"
 #include "util/log.h"
@@ -43,7 +44,7 @@ void learned_predict(struct gov *g, struct job *j)
 
 static struct admit_obs obs_of(const struct job *j, int64_t now)
 {
-	return (struct admit_obs){ j->samples, j->nsamples, job_elapsed(j, now) };
+	return (struct admit_obs){ j->samples, j->nsamples, job_elapsed(j, now), job_sig_peaks(j->class_key) };
 }
 
 void learned_provisional(struct gov *g, int64_t now)

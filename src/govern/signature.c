@@ -157,6 +157,57 @@ void job_sig_from_argv(int argc, char *const argv[], struct job_sig *out)
 	out->sig_key = xasprintf("%s :: %s", out->class_key, out->src);
 }
 
+/* The number a flag's value starts with, clamped to [0, 1024]; -1 when it has none. */
+static int small_count(const char *v)
+{
+	char *end;
+
+	if (!v || *v < '0' || *v > '9')
+		return -1;
+	long n = strtol(v, &end, 10);
+	return n > 1024 ? 1024 : (int)n;
+}
+
+int job_sig_peaks(const char *class_key)
+{
+	char *copy = xstrdup(class_key ? class_key : ""), *save = NULL;
+	int passes = 0, arch = 0, threads = 1, want = 0;
+	char *t = strtok_r(copy, " ", &save);
+
+	if (!t || strcmp(t, "nvcc")) {
+		free(copy);
+		return 1;
+	}
+	for (t = strtok_r(NULL, " ", &save); t; t = strtok_r(NULL, " ", &save)) {
+		if (want) {
+			int n = small_count(t);
+			if (want == 2 && n >= 0)
+				threads = n;
+			want = 0;
+		} else if (!strcmp(t, "-gencode") || !strcmp(t, "--generate-code") || !strncmp(t, "-gencode=", 9) ||
+			   !strncmp(t, "--generate-code=", 16)) {
+			passes++;
+			want = strchr(t, '=') ? 0 : 1;
+		} else if (!strcmp(t, "-arch") || !strcmp(t, "--gpu-architecture") || !strncmp(t, "-arch=", 6) ||
+			   !strncmp(t, "--gpu-architecture=", 19)) {
+			arch = 1;
+			want = strchr(t, '=') ? 0 : 1;
+		} else if (!strcmp(t, "--threads") || !strcmp(t, "-t")) {
+			want = 2;
+		} else if (!strncmp(t, "--threads=", 10)) {
+			int n = small_count(t + 10);
+			if (n >= 0)
+				threads = n;
+		}
+	}
+	free(copy);
+	if (!passes)
+		passes = arch;
+	if (passes <= 1 || threads == 0)
+		return 1;
+	return (passes + threads - 1) / threads;
+}
+
 void job_sig_free(struct job_sig *s)
 {
 	free(s->tool);

@@ -21,6 +21,11 @@ struct job_sig {
 void job_sig_from_argv(int argc, char *const argv[], struct job_sig *out);
 void job_sig_free(struct job_sig *s);
 
+/* How many times a job of this class key ("tool flags", as job_sig_from_argv() writes
+ * it) is expected to peak: nvcc runs one cicc and ptxas per -gencode pass, --threads N
+ * of them at once (0: all); 1 for every other tool. */
+int job_sig_peaks(const char *class_key);
+
 /* What ccache's stats log (CCACHE_STATSLOG) of one call says: 1 a hit (direct or
  * preprocessed: no compiler ran), 0 the real tool ran (a miss, or a call ccache does
  * not cache), -1 it says nothing. */

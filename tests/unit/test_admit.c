@@ -302,6 +302,50 @@ static uint64_t tiny(int64_t t)
 	return t < 500 ? 20 * MiB : MiB;
 }
 
+/* A long rise, as cicc's: up to 2 GiB at 40 s, then 500 MiB (ptxas) to the end. */
+static uint64_t long_rise(int64_t t)
+{
+	if (t <= 40000)
+		return 10 * MiB + (2 * GiB - 10 * MiB) * (uint64_t)t / 40000;
+	return 500 * MiB;
+}
+
+/* After a long rise the valley is confirmed after a quarter of the rise (10 s), not after
+ * the whole rise; a job expected to peak twice has not passed after its first. */
+static void test_passed_peak_timing(void **state)
+{
+	static struct curve_sample sm[1000];
+	struct admit_obs o = { sm, 0, 0, 1 };
+
+	(void)state;
+	o.nsamples = sampled(sm, 49000, long_rise);
+	o.elapsed_ms = 49000;
+	assert_false(admit_passed_peak(&o));
+	o.nsamples = sampled(sm, 51000, long_rise);
+	o.elapsed_ms = 51000;
+	assert_true(admit_passed_peak(&o));
+	/* a rise shorter than 5 s is confirmed after the rise itself: one_peak rose for 3 s and
+	 * held half its peak or more until 3.9 s */
+	o.nsamples = sampled(sm, 6800, one_peak);
+	o.elapsed_ms = 6800;
+	assert_false(admit_passed_peak(&o));
+	o.nsamples = sampled(sm, 7000, one_peak);
+	o.elapsed_ms = 7000;
+	assert_true(admit_passed_peak(&o));
+	/* expected to peak twice (two -gencode passes, one thread): one peak is not enough */
+	o.peaks = 2;
+	o.nsamples = sampled(sm, 51000, long_rise);
+	o.elapsed_ms = 51000;
+	assert_false(admit_passed_peak(&o));
+	o.nsamples = sampled(sm, 4000, two_peaks);
+	o.elapsed_ms = 4000;
+	assert_false(admit_passed_peak(&o));
+	/* after its second fall, and its valley as long as the 2 s rise: passed */
+	o.nsamples = sampled(sm, 7600, two_peaks);
+	o.elapsed_ms = 7600;
+	assert_true(admit_passed_peak(&o));
+}
+
 static void test_passed_peak(void **state)
 {
 	static struct curve_sample sm[200];
@@ -796,6 +840,7 @@ int main(void)
 		cmocka_unit_test(test_unknown_need),
 		cmocka_unit_test(test_ramp),
 		cmocka_unit_test(test_passed_peak),
+		cmocka_unit_test(test_passed_peak_timing),
 		cmocka_unit_test(test_provisional),
 		cmocka_unit_test(test_at_once),
 		cmocka_unit_test(test_order),

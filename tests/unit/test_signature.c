@@ -126,6 +126,27 @@ static void test_kinds(void **state)
 	job_sig_free(&s);
 }
 
+/* nvcc peaks once per -gencode pass, --threads of them at once */
+static void test_peaks(void **state)
+{
+	(void)state;
+	assert_int_equal(job_sig_peaks("nvcc -O3 -gencode arch=compute_90,code=sm_90 --threads 4"), 1);
+	assert_int_equal(job_sig_peaks("nvcc -gencode arch=compute_80,code=sm_80 -gencode arch=compute_90,code=sm_90"), 2);
+	assert_int_equal(job_sig_peaks("nvcc -gencode=arch=compute_80,code=sm_80 -gencode=arch=compute_90,code=sm_90 "
+				       "-gencode=arch=compute_100,code=sm_100 --threads 2"),
+			 2);
+	assert_int_equal(job_sig_peaks("nvcc -gencode a -gencode b -gencode c --threads=0"), 1);
+	assert_int_equal(job_sig_peaks("nvcc -gencode a -gencode b -t 1"), 2);
+	assert_int_equal(job_sig_peaks("nvcc -arch=sm_90"), 1);
+	assert_int_equal(job_sig_peaks("nvcc"), 1);
+	/* not nvcc: one peak, whatever the flags */
+	assert_int_equal(job_sig_peaks("c++ -gencode a -gencode b"), 1);
+	assert_int_equal(job_sig_peaks(""), 1);
+	assert_int_equal(job_sig_peaks(NULL), 1);
+	/* a count out of range is clamped, not wrapped */
+	assert_int_equal(job_sig_peaks("nvcc -gencode a -gencode b --threads 99999999999999999999"), 1);
+}
+
 static void test_seen_untrue(void **state)
 {
 	(void)state;
@@ -157,6 +178,7 @@ int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_nvcc),
+		cmocka_unit_test(test_peaks),
 		cmocka_unit_test(test_wrapper_and_output),
 		cmocka_unit_test(test_same_class_other_file),
 		cmocka_unit_test(test_no_source),
