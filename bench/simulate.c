@@ -14,7 +14,8 @@
  * would have ordered is counted, not carried out).
  *   make bench/simulate && bench/simulate TRACE [--limit SIZE] [--budget SIZE] [--slots N]
  *       [--mem-scale X] [--time-scale X] [--repeat K] [--jitter PCT]
- * --jitter: each run under headroom gives each job its own pace, its length (and its curve
+ * --other: memory that processes other than the jobs hold all along (the build tool,
+ * setup.py). --jitter: each run under headroom gives each job its own pace, its length (and its curve
  * with it) stretched by up to that share either way, so the warm run does not meet exactly
  * the lengths the fresh run learned. SIM_DEBUG=1 prints each admission, SIM_TIMELINE=1 the
  * jobs and memory each second, on stderr. */
@@ -108,6 +109,8 @@ struct sim {
 	size_t n;
 	int slots;
 	uint64_t limit, budget, reserve, seen_peak;
+	uint64_t other;            /* held all along by processes that are not jobs (--other) */
+	int64_t longest_done;      /* the longest run of a job that ended; -1: none yet */
 	double jitter;             /* share by which a job's length varies between runs */
 	uint64_t rng;
 	struct store sig, cls;
@@ -152,7 +155,7 @@ static void admit_waiting(struct sim *s)
 	struct admit_wait *w = xmalloc((s->n + 1) * sizeof(*w));
 	size_t nsnap = 0, nw = 0;
 	int running = 0;
-	uint64_t used = true_used(s), avail = s->limit > used ? s->limit - used : 0;
+	uint64_t used = true_used(s) + s->other, avail = s->limit > used ? s->limit - used : 0;
 
 	for (size_t i = 0; i < s->n; i++) {
 		struct sjob *j = &s->j[i];
@@ -170,11 +173,12 @@ static void admit_waiting(struct sim *s)
 	struct admit_snapshot as = {
 		.budget_bytes = s->budget,
 		.free_bytes = avail > s->reserve ? avail - s->reserve : 0,
-		.unknown_bytes = admit_unknown_need(s->budget, 0, s->seen_peak, snap, nsnap),
+		.unknown_bytes = admit_unknown_need(s->budget, avail > s->reserve ? avail - s->reserve : 0, 0, s->seen_peak,
+						    snap, nsnap),
 		.jobs = snap,
 		.njobs = nsnap,
 	};
-	admit_order(w, nw);
+	admit_order(w, nw, s->longest_done);
 	for (size_t k = 0; k < nw && running < s->slots; k++) {
 		struct sjob *j = &s->j[w[k].idx];
 		struct admit_result r;
@@ -333,7 +337,7 @@ static void tick(struct sim *s, int64_t *used_prev)
 	provisional(s);
 	struct net_state ns = {
 		.limit_bytes = s->limit,
-		.used_bytes = used,
+		.used_bytes = used + s->other,
 		.reserve_bytes = s->reserve,
 		.psi_full_avg10_pct = -1,
 		.ms_since_last_kill = s->now - s->last_kill,
@@ -341,7 +345,7 @@ static void tick(struct sim *s, int64_t *used_prev)
 	};
 	*used_prev = (int64_t)used;
 	s->act = net_apply_budget(net_decide(&ns), used, s->budget);
-	uint64_t avail = s->limit > used ? s->limit - used : 0;
+	uint64_t avail = s->limit > used + s->other ? s->limit - used - s->other : 0;
 	int running = 0, frozen = 0;
 	for (size_t i = 0; i < s->n; i++)
 		if (s->j[i].state == 2) {
@@ -383,7 +387,8 @@ static void tick(struct sim *s, int64_t *used_prev)
 			if (s->j[i].state == 2)
 				snap[m++] = (struct admit_job){ s->j[i].ran_ms, s->j[i].pred, s->j[i].current, s->j[i].frozen,
 								 s->j[i].own };
-		uint64_t need = admit_thaw_need(&aj, admit_unknown_need(s->budget, 0, s->seen_peak, snap, m));
+		uint64_t room = avail > s->reserve ? avail - s->reserve : 0;
+		uint64_t need = admit_thaw_need(&aj, admit_unknown_need(s->budget, room, 0, s->seen_peak, snap, m));
 		if (admit_thaw_fits(need, avail, s->reserve, used, s->budget))
 			f->frozen = 0;
 		free(snap);
@@ -404,6 +409,7 @@ static int64_t run_headroom(struct sim *s)
 	s->peak = 0;
 	s->mem_ms = 0;
 	s->seen_peak = 0;
+	s->longest_done = -1;
 	for (size_t i = 0; i < s->n; i++) {
 		s->j[i] = (struct sjob){ 0 };
 		/* a fixed pseudo-random pace per run and job, in [1 - jitter, 1 + jitter] */
@@ -421,6 +427,8 @@ static int64_t run_headroom(struct sim *s)
 				j->ran_ms += STEP_MS;
 			if (j->state == 2 && j->ran_ms >= job_dur(s, i)) {
 				learn_done(s, i);
+				if (j->ran_ms > s->longest_done)
+					s->longest_done = j->ran_ms;
 				j->state = 3;
 				done++;
 				ended = 1;
@@ -565,7 +573,7 @@ int main(int argc, char **argv)
 {
 	double mem_scale = 1, time_scale = 1, jitter = 0;
 	int slots = 16, repeat = 1;
-	uint64_t limit = 0, budget = 0;
+	uint64_t limit = 0, budget = 0, other = 0;
 	const char *path = NULL;
 
 	for (int i = 1; i < argc; i++) {
@@ -573,6 +581,8 @@ int main(int argc, char **argv)
 		if (!strcmp(a, "--limit") && v && !size_parse(v, &limit))
 			i++;
 		else if (!strcmp(a, "--budget") && v && !size_parse(v, &budget))
+			i++;
+		else if (!strcmp(a, "--other") && v && !size_parse(v, &other))
 			i++;
 		else if (!strcmp(a, "--slots") && v && (slots = atoi(v)) >= 1 && slots <= 4096)
 			i++;
@@ -588,7 +598,7 @@ int main(int argc, char **argv)
 			path = a;
 		else {
 			fprintf(stderr, "usage: simulate TRACE --limit SIZE [--budget SIZE] [--slots N] [--repeat K] "
-					"[--mem-scale X] [--time-scale X] [--jitter PCT]\n");
+					"[--other SIZE] [--mem-scale X] [--time-scale X] [--jitter PCT]\n");
 			return 2;
 		}
 	}
@@ -614,6 +624,7 @@ int main(int argc, char **argv)
 	s->rng = 1;
 	s->limit = limit;
 	s->reserve = net_default_reserve(limit);
+	s->other = other;
 	s->budget = budget ? budget : limit - s->reserve;
 
 	printf("# bench/simulate — %s, time x%g, memory x%g, repeat %d, %zu jobs\n", path, time_scale, mem_scale,

@@ -149,14 +149,18 @@ int admit_at_once(const struct admit_snapshot *s, const struct curve *cand)
 	return sum <= s->budget_bytes / 2;
 }
 
-uint64_t admit_unknown_need(uint64_t budget_bytes, int tree, uint64_t seen_peak_bytes, const struct admit_job *jobs,
-			    size_t njobs)
+uint64_t admit_unknown_need(uint64_t budget_bytes, uint64_t free_bytes, int tree, uint64_t seen_peak_bytes,
+			    const struct admit_job *jobs, size_t njobs)
 {
-	uint64_t u;
+	uint64_t u, room = free_bytes;
 
 	uint64_t seen = seen_peak_bytes + seen_peak_bytes / (tree ? 2 : 4);
 
-	u = budget_bytes / (tree ? 2 : 4);
+	for (size_t i = 0; i < njobs; i++)
+		room += jobs[i].current_bytes;
+	if (room > budget_bytes)
+		room = budget_bytes;
+	u = room / (tree ? 2 : 4);
 	if (seen > u)
 		u = seen;
 	for (size_t i = 0; i < njobs; i++) {
@@ -260,17 +264,18 @@ int admit_provisional(const struct admit_obs *obs, const int *passed, size_t n, 
 static int wait_cmp(const void *a, const void *b)
 {
 	const struct admit_wait *x = a, *y = b;
-	/* unknown (< 0) first, then the longest */
-	int64_t dx = x->duration_ms < 0 ? INT64_MAX : x->duration_ms;
-	int64_t dy = y->duration_ms < 0 ? INT64_MAX : y->duration_ms;
+	int64_t dx = x->duration_ms, dy = y->duration_ms;
 
 	if (dx != dy)
 		return dx > dy ? -1 : 1;
 	return (x->seq > y->seq) - (x->seq < y->seq);
 }
 
-void admit_order(struct admit_wait *w, size_t n)
+void admit_order(struct admit_wait *w, size_t n, int64_t unknown_ms)
 {
+	for (size_t i = 0; i < n; i++)
+		if (w[i].duration_ms < 0)
+			w[i].duration_ms = unknown_ms < 0 ? INT64_MAX : unknown_ms;
 	if (n > 1)
 		qsort(w, n, sizeof(*w), wait_cmp);
 }

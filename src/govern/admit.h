@@ -39,8 +39,10 @@ void admit_decide(const struct admit_snapshot *s, const struct curve *cand, int 
 /* Predicted memory of a running job tau_ms from now. */
 uint64_t admit_job_future(const struct admit_job *j, uint64_t unknown_bytes, int64_t tau_ms);
 
-/* What a job of unknown shape is assumed to need: a quarter of the budget (half with
- * tree, where a job killed for memory cannot run again), or the largest peak a job of
+/* What a job of unknown shape is assumed to need: a quarter of the room (half with
+ * tree, where a job killed for memory cannot run again), the room being the budget or,
+ * when less, what is free now and what the jobs already hold (so that the machine's
+ * other processes do not leave the fourth such job waiting), or the largest peak a job of
  * the build has passed and a quarter more (half more with tree) when that is larger:
  * a peak seen can raise the price, never lower it, since it may be another class's (a
  * version probe's, a binding's beside the kernels). A class is priced lower only by its
@@ -48,8 +50,8 @@ uint64_t admit_job_future(const struct admit_job *j, uint64_t unknown_bytes, int
  * twice what any running job without a prediction already holds (it may grow as much
  * again). Admission then starts unknown jobs while real free memory, less that growth
  * of the unknown jobs already running, leaves room for one more. */
-uint64_t admit_unknown_need(uint64_t budget_bytes, int tree, uint64_t seen_peak_bytes, const struct admit_job *jobs,
-			    size_t njobs);
+uint64_t admit_unknown_need(uint64_t budget_bytes, uint64_t free_bytes, int tree, uint64_t seen_peak_bytes,
+			    const struct admit_job *jobs, size_t njobs);
 
 /* What is known of a running job's memory so far. */
 struct admit_obs {
@@ -82,11 +84,14 @@ struct admit_wait {
 };
 
 /* Order waiting jobs for admission: the predicted longest first, so that a build does
- * not end on its longest jobs alone; jobs of unknown duration before them all (they may
- * be the longest, and running them teaches their shape); ties in arrival order. The
- * caller tries each in turn and lets the ones that fit start, so smaller jobs fill the
- * room a larger one cannot use. */
-void admit_order(struct admit_wait *w, size_t n);
+ * not end on its longest jobs alone; ties in arrival order. A job of unknown duration
+ * is taken to last as long as the longest job of the build that ended (unknown_ms),
+ * or, before any ended (unknown_ms < 0), longer than all (it may be the longest, and
+ * running it teaches its shape): once the build has shown its jobs, a class known to
+ * run long (a provisional profile's duration is how long its jobs ran so far) goes
+ * before a job that is likely as short as the rest. The caller tries each in turn and
+ * lets the ones that fit start, so smaller jobs fill the room a larger one cannot use. */
+void admit_order(struct admit_wait *w, size_t n, int64_t unknown_ms);
 
 /* May a request be answered the moment it arrives? A build tool starts its jobs in a
  * burst, and answering each as it comes lets the first comers take the room that the

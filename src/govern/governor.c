@@ -198,7 +198,8 @@ static int admit_waiting(struct gov *g, int64_t now, uint64_t avail, struct admi
 	*s = (struct admit_snapshot){
 		.budget_bytes = g->budget_bytes,
 		.free_bytes = avail > g->reserve_bytes ? avail - g->reserve_bytes : 0,
-		.unknown_bytes = admit_unknown_need(g->budget_bytes, g->tree, g->seen_peak_bytes, snap, n),
+		.unknown_bytes = admit_unknown_need(g->budget_bytes, avail > g->reserve_bytes ? avail - g->reserve_bytes : 0,
+						    g->tree, g->seen_peak_bytes, snap, n),
 		.jobs = snap,
 		.njobs = n,
 	};
@@ -210,7 +211,7 @@ static int admit_waiting(struct gov *g, int64_t now, uint64_t avail, struct admi
 			learned_predict(g, j);
 		w[nw++] = (struct admit_wait){ j->pred ? j->pred->duration_ms : -1, j->id, i };
 	}
-	admit_order(w, nw);
+	admit_order(w, nw, g->longest_done_ms);
 	for (size_t k = 0; k < nw && running < g->o->jobs; k++) {
 		struct job *j = g->jobs[w[k].idx];
 		struct admit_result r;
@@ -350,7 +351,8 @@ static void govern_tick(struct gov *g, int64_t now)
 		if (f) {
 			/* Thaw when the memory it is predicted to still grow by is free. */
 			struct admit_job aj = { job_elapsed(f, now), f->pred, f->current_bytes, 1, f->pred_own };
-			uint64_t need = admit_thaw_need(&aj, admit_unknown_need(g->budget_bytes, g->tree,
+			uint64_t room = avail > g->reserve_bytes ? avail - g->reserve_bytes : 0;
+			uint64_t need = admit_thaw_need(&aj, admit_unknown_need(g->budget_bytes, room, g->tree,
 										   g->seen_peak_bytes, snap, n));
 			if (admit_thaw_fits(need, avail, g->reserve_bytes, jobs_bytes, g->budget_bytes))
 				job_thaw(g, f, now);
@@ -450,7 +452,7 @@ static void on_signal(struct gov *g, int64_t now)
 
 int governor_run(const struct governor_opts *o)
 {
-	struct gov g = { .o = o, .listen_fd = -1, .sig_fd = -1, .js = { .rfd = -1, .wfd = -1, .own_fd = -1 },
+	struct gov g = { .o = o, .longest_done_ms = -1, .listen_fd = -1, .sig_fd = -1, .js = { .rfd = -1, .wfd = -1, .own_fd = -1 },
 			 .progress = { .fd = -1 }, .guard_fd = -1 };
 	sigset_t mask, orig;
 	int rc, status = EXIT_INTERNAL;

@@ -135,6 +135,8 @@ void learned_job_done(struct gov *g, struct job *j, int64_t ran_ms, uint64_t max
 {
 	struct curve seen;
 
+	if (ran_ms > g->longest_done_ms)
+		g->longest_done_ms = ran_ms;
 	if (!j->nsamples) /* over before its first sample */
 		job_add_sample(j, 0, j->peak_bytes);
 	if (curve_from_samples(j->samples, j->nsamples, ran_ms, &seen))

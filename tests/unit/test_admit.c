@@ -206,22 +206,29 @@ static void test_unknown_need(void **state)
 	(void)state;
 	flat(&c, 10000, 3 * GiB);
 	/* no job has shown its peak yet: a quarter, half in the tree */
-	assert_int_equal(admit_unknown_need(4 * GiB, 0, 0, NULL, 0), GiB);
-	assert_int_equal(admit_unknown_need(4 * GiB, 1, 0, NULL, 0), 2 * GiB);
+	assert_int_equal(admit_unknown_need(4 * GiB, 4 * GiB, 0, 0, NULL, 0), GiB);
+	assert_int_equal(admit_unknown_need(4 * GiB, 4 * GiB, 1, 0, NULL, 0), 2 * GiB);
 	/* a known job is not counted, however large; a small unknown one changes nothing */
-	assert_int_equal(admit_unknown_need(4 * GiB, 0, 0, j, 2), GiB);
+	assert_int_equal(admit_unknown_need(4 * GiB, 4 * GiB, 0, 0, j, 2), GiB);
 	/* an unknown job holding 1 GiB may grow as much again */
 	j[0].current_bytes = GiB;
-	assert_int_equal(admit_unknown_need(4 * GiB, 0, 0, j, 2), 2 * GiB);
-	assert_int_equal(admit_unknown_need(4 * GiB, 1, 0, j, 2), 2 * GiB);
+	assert_int_equal(admit_unknown_need(4 * GiB, 4 * GiB, 0, 0, j, 2), 2 * GiB);
+	assert_int_equal(admit_unknown_need(4 * GiB, 4 * GiB, 1, 0, j, 2), 2 * GiB);
 	/* a peak seen raises the price, a quarter more (half in the tree) ... */
-	assert_int_equal(admit_unknown_need(4 * GiB, 0, 2 * GiB, NULL, 0), 2560 * MiB);
-	assert_int_equal(admit_unknown_need(4 * GiB, 1, 2 * GiB, NULL, 0), 3 * GiB);
+	assert_int_equal(admit_unknown_need(4 * GiB, 4 * GiB, 0, 2 * GiB, NULL, 0), 2560 * MiB);
+	assert_int_equal(admit_unknown_need(4 * GiB, 4 * GiB, 1, 2 * GiB, NULL, 0), 3 * GiB);
 	/* ... but never lowers it: a version probe's or a binding's small peak says nothing of
 	 * the kernels beside it (a flash-attn build started all seven at once that way) */
-	assert_int_equal(admit_unknown_need(4 * GiB, 0, 10 * MiB, NULL, 0), GiB);
-	assert_int_equal(admit_unknown_need(4 * GiB, 1, 400 * MiB, NULL, 0), 2 * GiB);
-	assert_int_equal(admit_unknown_need(4 * GiB, 0, 819 * MiB, NULL, 0), GiB);
+	assert_int_equal(admit_unknown_need(4 * GiB, 4 * GiB, 0, 10 * MiB, NULL, 0), GiB);
+	assert_int_equal(admit_unknown_need(4 * GiB, 4 * GiB, 1, 400 * MiB, NULL, 0), 2 * GiB);
+	assert_int_equal(admit_unknown_need(4 * GiB, 4 * GiB, 0, 819 * MiB, NULL, 0), GiB);
+	/* the room is the budget, or less when the machine's other processes hold part of it:
+	 * 3 GiB free and nothing running gives a quarter of 3 GiB; what jobs hold counts as
+	 * room they already have */
+	assert_int_equal(admit_unknown_need(4 * GiB, 3 * GiB, 0, 0, NULL, 0), 768 * MiB);
+	j[1].current_bytes = GiB;
+	assert_int_equal(admit_unknown_need(4 * GiB, 2 * GiB, 0, 0, &j[1], 1), 768 * MiB);
+	assert_int_equal(admit_unknown_need(4 * GiB, 8 * GiB, 0, 0, &j[1], 1), GiB);
 }
 
 /* The ramp: unknown jobs start while real free memory, less what the unknown jobs
@@ -235,7 +242,7 @@ static void test_ramp(void **state)
 
 	(void)state;
 	/* before any peak is seen: a quarter each, so four start, not five */
-	s.unknown_bytes = admit_unknown_need(s.budget_bytes, 0, 0, NULL, 0);
+	s.unknown_bytes = admit_unknown_need(s.budget_bytes, 4 * GiB, 0, 0, NULL, 0);
 	for (;;) {
 		admit_decide(&s, NULL, 0, &r);
 		if (!r.admit)
@@ -244,12 +251,25 @@ static void test_ramp(void **state)
 		started++;
 	}
 	assert_int_equal(started, 4);
+	/* other processes hold 300 MiB of the budget: still four, each priced at a quarter of
+	 * what is left, where a quarter of the budget would let only three in */
+	s.njobs = 0;
+	s.free_bytes = 4 * GiB - 300 * MiB;
+	s.unknown_bytes = admit_unknown_need(s.budget_bytes, s.free_bytes, 0, 0, NULL, 0);
+	for (started = 0;; started++) {
+		admit_decide(&s, NULL, 0, &r);
+		if (!r.admit)
+			break;
+		j[s.njobs++] = (struct admit_job){ 0, NULL, 0, 0, 0 };
+	}
+	assert_int_equal(started, 4);
+	s.free_bytes = 4 * GiB;
 	/* a job of another class passed a 300 MiB peak: the price stays; two running unknown
 	 * jobs hold 100 MiB each and may grow to it, and free memory is what decides */
 	s.njobs = 2;
 	j[0] = (struct admit_job){ 5000, NULL, 100 * MiB, 0, 0 };
 	j[1] = (struct admit_job){ 5000, NULL, 100 * MiB, 0, 0 };
-	s.unknown_bytes = admit_unknown_need(s.budget_bytes, 0, 300 * MiB, j, 2);
+	s.unknown_bytes = admit_unknown_need(s.budget_bytes, 4 * GiB, 0, 300 * MiB, j, 2);
 	assert_int_equal(s.unknown_bytes, GiB);
 	/* growth 2 x 924 + 1024 = 2872 MiB */
 	s.free_bytes = 2872 * MiB;
@@ -260,7 +280,7 @@ static void test_ramp(void **state)
 	assert_false(r.admit);
 	/* one of them grows past half the price: it may double, and so may the next */
 	j[0].current_bytes = 1536 * MiB;
-	assert_int_equal(admit_unknown_need(s.budget_bytes, 0, 300 * MiB, j, s.njobs), 3 * GiB);
+	assert_int_equal(admit_unknown_need(s.budget_bytes, 4 * GiB, 0, 300 * MiB, j, s.njobs), 3 * GiB);
 }
 
 /* Samples of a job: rss_at(t) every 100 ms up to elapsed_ms. */
@@ -349,7 +369,7 @@ static void test_passed_peak_timing(void **state)
 static void test_passed_peak(void **state)
 {
 	static struct curve_sample sm[200];
-	struct admit_obs o = { sm, 0, 0 };
+	struct admit_obs o = { sm, 0, 0, 1 };
 
 	(void)state;
 	/* fell at 4 s: 1 s low is not yet as long as its 3 s rise */
@@ -388,11 +408,11 @@ static void test_provisional(void **state)
 
 	(void)state;
 	/* nothing passed its peak: no profile */
-	o[0] = (struct admit_obs){ a, sampled(a, 3000, one_peak), 3000 };
+	o[0] = (struct admit_obs){ a, sampled(a, 3000, one_peak), 3000, 1 };
 	passed[0] = 0;
 	assert_int_equal(admit_provisional(o, passed, 1, &c), 0);
 	/* one passed: its curve so far, over its life so far */
-	o[0] = (struct admit_obs){ a, sampled(a, 8000, one_peak), 8000 };
+	o[0] = (struct admit_obs){ a, sampled(a, 8000, one_peak), 8000, 1 };
 	passed[0] = 1;
 	assert_int_equal(admit_provisional(o, passed, 1, &c), 1);
 	assert_int_equal(c.duration_ms, 8000);
@@ -402,8 +422,8 @@ static void test_provisional(void **state)
 	/* a class whose first job is its smallest: the first to pass its peak took 200 MiB,
 	 * but another of the class, still rising, already holds 1 GiB. The profile is scaled
 	 * to it, and a new job is predicted at 1 GiB, not at 200 MiB. */
-	o[0] = (struct admit_obs){ a, sampled(a, 3000, small_peak), 3000 };
-	o[1] = (struct admit_obs){ b, sampled(b, 3000, one_peak), 3000 };
+	o[0] = (struct admit_obs){ a, sampled(a, 3000, small_peak), 3000, 1 };
+	o[1] = (struct admit_obs){ b, sampled(b, 3000, one_peak), 3000, 1 };
 	passed[0] = 1;
 	passed[1] = 0;
 	assert_true(admit_passed_peak(&o[0]));
@@ -416,7 +436,7 @@ static void test_provisional(void **state)
 	assert_true(r.worst_bytes >= GiB - MiB);
 	/* later peaks are kept: a job taken as past its peak that rises again (its flag is
 	 * kept by the caller) adds the new peak to the profile, in its place in time */
-	o[0] = (struct admit_obs){ c2, sampled(c2, 6000, two_peaks), 6000 };
+	o[0] = (struct admit_obs){ c2, sampled(c2, 6000, two_peaks), 6000, 1 };
 	passed[0] = 1;
 	assert_int_equal(admit_provisional(o, passed, 1, &c), 1);
 	assert_int_equal(curve_at(&c, 5200), GiB);
@@ -458,15 +478,25 @@ static void test_order(void **state)
 	struct admit_wait w[5] = {
 		{ 5000, 3, 0 }, { -1, 4, 1 }, { 20000, 5, 2 }, { 5000, 1, 3 }, { 100, 2, 4 },
 	};
+	struct admit_wait v[5];
 
 	(void)state;
-	admit_order(w, 5);
-	/* unknown first, then the longest; ties in arrival order */
+	memcpy(v, w, sizeof(v));
+	admit_order(w, 5, -1);
+	/* before any job ended: unknown first, then the longest; ties in arrival order */
 	assert_int_equal(w[0].idx, 1);
 	assert_int_equal(w[1].idx, 2);
 	assert_int_equal(w[2].idx, 3);
 	assert_int_equal(w[3].idx, 0);
 	assert_int_equal(w[4].idx, 4);
+	/* once jobs of the build ended, the longest after 6 s: the unknown job is taken to be
+	 * as long, after the 20 s class, before the 5 s ones */
+	admit_order(v, 5, 6000);
+	assert_int_equal(v[0].idx, 2);
+	assert_int_equal(v[1].idx, 1);
+	assert_int_equal(v[2].idx, 3);
+	assert_int_equal(v[3].idx, 0);
+	assert_int_equal(v[4].idx, 4);
 }
 
 /* Longest first, and the room it cannot use goes to smaller ones: a 2 GiB job runs in a
@@ -487,7 +517,7 @@ static void test_longest_first_fill(void **state)
 	j[s.njobs++] = (struct admit_job){ 1000, &run, 2 * GiB, 0, 0 };
 	for (size_t i = 0; i < 3; i++)
 		w[i] = (struct admit_wait){ pred[i]->duration_ms, (int64_t)i, i };
-	admit_order(w, 3);
+	admit_order(w, 3, -1);
 	assert_int_equal(w[0].idx, 1); /* the long one is tried first */
 	for (size_t k = 0; k < 3; k++) {
 		struct admit_result r;
