@@ -137,10 +137,16 @@ int net_freeze_done(int frozen, int running, uint64_t growth_bytes, uint64_t ava
 	return running <= 1 || (frozen && growth_bytes <= room);
 }
 
+/* A job predicted to run longer than this waits for the tick, which costs it a tenth of
+ * its time at most, so that a burst is sorted before any of its long jobs starts. */
+#define AT_ONCE_MAX_MS 1000
+
 int admit_at_once(const struct admit_snapshot *s, const struct curve *cand)
 {
 	uint64_t sum = cand ? cand->peak_bytes : s->unknown_bytes;
 
+	if (cand && cand->duration_ms > AT_ONCE_MAX_MS)
+		return 0;
 	for (size_t i = 0; i < s->njobs; i++) {
 		const struct admit_job *j = &s->jobs[i];
 		uint64_t need = j->pred ? j->pred->peak_bytes : s->unknown_bytes;

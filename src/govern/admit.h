@@ -95,11 +95,12 @@ void admit_order(struct admit_wait *w, size_t n, int64_t unknown_ms);
 
 /* May a request be answered the moment it arrives? A build tool starts its jobs in a
  * burst, and answering each as it comes lets the first comers take the room that the
- * longest jobs, a few milliseconds behind, need. So a request is answered at once while
- * the jobs of s (running, and admitted) and the candidate (its curve, or NULL: unknown)
- * would need at most half the budget at their peaks, as a small or no-op build always
- * does; past that it waits for the tick, when the burst has arrived and admit_order()
- * puts the longest first. */
+ * longest jobs, a few milliseconds behind, need. So a job predicted to run over a second
+ * waits for the tick, when the burst has arrived and admit_order() puts the longest
+ * first (on the H200 flash-attn build the two shortest kernels, first to ask, took the
+ * room of the longest for 27 s); a shorter or unknown one (the candidate: its curve, or
+ * NULL) is answered at once while the jobs of s (running, and admitted) and it would
+ * need at most half the budget at their peaks, as a small or no-op build always does. */
 int admit_at_once(const struct admit_snapshot *s, const struct curve *cand);
 
 /* The simulated peak of running the jobs (curves, in their observed order) with a fixed
