@@ -10,8 +10,8 @@
 
 #include "cmd/cmd.h"
 #include "govern/jobserver.h"
-#include "sys/fsutil.h"
 #include "sys/cgroup.h"
+#include "sys/command.h"
 #include "sys/meminfo.h"
 #include "sys/proc.h"
 #include "sys/psi.h"
@@ -158,11 +158,12 @@ static void check_leftovers(struct doctor *d)
 	proc_table_free(&t);
 }
 
-/* First line of a command's output, or NULL. */
 static void check_tools(struct doctor *d)
 {
-	char *ninja = fs_command_line("ninja --version 2>/dev/null");
-	char *make = fs_command_line("make --version 2>/dev/null");
+	char *const ninja_argv[] = { "ninja", "--version", NULL };
+	char *const make_argv[] = { "make", "--version", NULL };
+	char *ninja = command_first_line(ninja_argv, NULL);
+	char *make = command_first_line(make_argv, NULL);
 	char *msg;
 
 	msg = xasprintf("ninja %s, %s", ninja ? ninja : "not found", make ? make : "make not found");
@@ -186,18 +187,40 @@ static void check_tools(struct doctor *d)
 	free(make);
 }
 
+/* The release nvcc at path reports ("12.4" of "Cuda compilation tools, release 12.4,
+ * V12.4.131"), or NULL. Run by argv: CUDA_HOME is the user's string, not shell text. */
+static char *nvcc_release(const char *path)
+{
+	char *const argv[] = { (char *)path, "--version", NULL };
+	char *out = command_output(argv, NULL), *rel, *ver = NULL;
+
+	if (out && (rel = strstr(out, "release "))) {
+		rel += strlen("release ");
+		size_t n = strspn(rel, "0123456789.");
+		if (n)
+			ver = xasprintf("%.*s", (int)n, rel);
+	}
+	free(out);
+	return ver;
+}
+
+/* Python runs in / : `python3 -c` puts its current directory first on sys.path, and a
+ * torch.py (or ninja.py) where doctor was started must not be imported. The environment
+ * is kept (not -I), so a PYTHONPATH or user site that holds torch still counts. */
+#define PYTHON_CWD "/"
+
 static void check_cuda(struct doctor *d)
 {
-	char *nvcc = fs_command_line("nvcc --version 2>/dev/null | sed -n 's/.*release \\([0-9.]*\\).*/\\1/p'");
-	char *home = getenv("CUDA_HOME") ? xstrdup(getenv("CUDA_HOME")) : NULL;
-	char *torch = fs_command_line("python3 -c 'import torch; print(torch.version.cuda or \"\")' 2>/dev/null");
+	char *const torch_argv[] = { "python3", "-c", "import torch; print(torch.version.cuda or '')", NULL };
+	const char *home = getenv("CUDA_HOME");
+	char *nvcc = nvcc_release("nvcc");
+	char *torch = command_first_line(torch_argv, PYTHON_CWD);
 	char *msg;
 
-	if (!nvcc && home) {
-		char *cmd = xasprintf("'%s/bin/nvcc' --version 2>/dev/null | sed -n 's/.*release \\([0-9.]*\\).*/\\1/p'",
-				      home);
-		nvcc = fs_command_line(cmd);
-		free(cmd);
+	if (!nvcc && home && *home) {
+		char *path = xasprintf("%s/bin/nvcc", home);
+		nvcc = nvcc_release(path);
+		free(path);
 	}
 	if (!nvcc) {
 		finding(d, "cuda", "warn", "no nvcc on PATH or in CUDA_HOME",
@@ -212,15 +235,17 @@ static void check_cuda(struct doctor *d)
 		free(msg);
 	}
 	free(nvcc);
-	free(home);
 	free(torch);
 }
 
 static void check_python(struct doctor *d)
 {
-	char *missing = fs_command_line("python3 -c 'import importlib.util as u; "
-				   "print(\" \".join(m for m in (\"ninja\", \"packaging\", \"wheel\", \"psutil\", \"setuptools\") "
-				   "if u.find_spec(m) is None) or \"-\")' 2>/dev/null");
+	char *const argv[] = { "python3", "-c",
+			       "import importlib.util as u; "
+			       "print(' '.join(m for m in ('ninja', 'packaging', 'wheel', 'psutil', 'setuptools') "
+			       "if u.find_spec(m) is None) or '-')",
+			       NULL };
+	char *missing = command_first_line(argv, PYTHON_CWD);
 
 	if (!missing) {
 		finding(d, "python", "warn", "no python3", NULL);

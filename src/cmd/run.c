@@ -9,6 +9,7 @@
 
 #include "cmd/cmd.h"
 #include "govern/governor.h"
+#include "sys/command.h"
 #include "sys/fsutil.h"
 #include "sys/proc.h"
 #include "store/store.h"
@@ -368,6 +369,8 @@ static int cmake_without_launcher(char **argv)
 
 static enum jobserver_style choose_jobserver(const char *style, const char *cmd)
 {
+	char *const make_argv[] = { "make", "--version", NULL };
+	char *const ninja_argv[] = { "ninja", "--version", NULL };
 	char *make, *ninja;
 	enum jobserver_style js;
 
@@ -375,8 +378,8 @@ static enum jobserver_style choose_jobserver(const char *style, const char *cmd)
 		return JOBSERVER_PIPE;
 	if (!strcmp(style, "fifo"))
 		return JOBSERVER_FIFO;
-	make = fs_command_line("make --version 2>/dev/null");
-	ninja = fs_command_line("ninja --version 2>/dev/null");
+	make = command_first_line(make_argv, NULL);
+	ninja = command_first_line(ninja_argv, NULL);
 	js = jobserver_style_for(make, ninja, cmd);
 	if (js == JOBSERVER_NONE)
 		die(EXIT_USAGE, "run: ninja %s takes no jobserver tokens (1.13 does); run it with --tree, "

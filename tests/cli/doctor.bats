@@ -61,3 +61,29 @@ assert d["failed"] is False
 	[ "$status" -eq 0 ]
 	[[ "$output" == *"no compile job came through headroom exec"* ]]
 }
+
+@test "doctor imports no torch.py from the current directory and passes CUDA_HOME to no shell" {
+	mkdir "$T/cwd"
+	printf 'open("%s/IMPORTED", "w").close()\nclass version:\n    cuda = "99.9"\n' "$T" > "$T/cwd/torch.py"
+	printf 'open("%s/IMPORTED", "w").close()\n' "$T" > "$T/cwd/ninja.py"
+	cd "$T/cwd"
+	CUDA_HOME="/x'; touch $T/PWN; '" PATH=/usr/bin:/bin run "$HR" doctor
+	[ ! -e "$T/IMPORTED" ]
+	[ ! -e "$T/PWN" ]
+	[[ "$output" != *"99.9"* ]]
+	[[ "$output" == *"no nvcc on PATH or in CUDA_HOME"* ]]
+}
+
+@test "doctor finds nvcc in a CUDA_HOME whose name has quotes, spaces and \$( )" {
+	local home="$T/cuda 'it's\" \$(touch $T/PWN)"
+	mkdir -p "$home/bin"
+	printf '#!/bin/sh\necho "nvcc: NVIDIA (R) Cuda compiler driver"\necho "Cuda compilation tools, release 12.4, V12.4.131"\n' > "$home/bin/nvcc"
+	chmod +x "$home/bin/nvcc"
+	CUDA_HOME="$home" PATH=/usr/bin:/bin run "$HR" doctor --json
+	[ ! -e "$T/PWN" ]
+	echo "$output" | python3 -c '
+import json, sys
+by = {f["check"]: f for f in json.load(sys.stdin)["findings"]}
+assert by["cuda"]["detail"].startswith("nvcc 12.4"), by["cuda"]
+'
+}
