@@ -265,6 +265,7 @@ static int open_read(struct store *st, int *version, char **err)
 {
 	int rc = -EROFS;
 
+	/* The first pass always runs; the second only when the first could not read. */
 	for (int immutable = 0; immutable < 2 && (rc == -EROFS || rc == -EACCES); immutable++) {
 		char *uri = file_uri(st->path, immutable ? "mode=ro&immutable=1" : "mode=ro");
 		int s = sqlite3_open_v2(uri, &st->db, SQLITE_OPEN_READONLY | SQLITE_OPEN_URI, NULL);
