@@ -31,6 +31,12 @@ CMD_SRC := $(wildcard src/cmd/*.c) src/main.c
 CMD_OBJ := $(CMD_SRC:%.c=$(BUILD)/%.o)
 UNIT_SRC := $(wildcard tests/unit/test_*.c)
 UNIT_BIN := $(UNIT_SRC:tests/unit/%.c=$(BUILD)/tests/%)
+FUZZ_SRC := $(wildcard tests/fuzz/fuzz_*.c)
+FUZZ_BIN := $(FUZZ_SRC:tests/fuzz/%.c=$(BUILD)/fuzz/%)
+# The fuzz targets are built with clang's libFuzzer (Debian: clang, libclang-rt-14-dev);
+# make check runs each FUZZ_SECONDS, bench/fuzz longer.
+FUZZ_CC ?= clang
+FUZZ_SECONDS ?= 5
 
 all: headroom tools/memhog $(BUILD)/nvml-double/libnvidia-ml.so.1
 
@@ -66,6 +72,22 @@ $(BUILD)/tests/%: tests/unit/%.c $(LIB)
 	@mkdir -p $(dir $@)
 	$(CC) $(ALL_CFLAGS) $(LDFLAGS) -o $@ $^ $(LDLIBS) -lcmocka
 
+$(BUILD)/fuzz/%: tests/fuzz/%.c $(LIB)
+	@mkdir -p $(dir $@)
+	$(CC) $(ALL_CFLAGS) -fsanitize=fuzzer $(LDFLAGS) -o $@ $^ $(LDLIBS)
+
+fuzz-bins: $(FUZZ_BIN)
+
+# The library and the targets under libFuzzer, ASan and UBSan, in build-fuzz.
+fuzz:
+	$(MAKE) BUILD=build-fuzz CC=$(FUZZ_CC) \
+	  CFLAGS="-O1 -g -fsanitize=fuzzer-no-link,address,undefined -fno-omit-frame-pointer -fno-sanitize-recover=all" \
+	  LDFLAGS="-fsanitize=address,undefined" fuzz-bins
+
+# The smoke run of make check: each target FUZZ_SECONDS from its committed corpus.
+fuzz-smoke: fuzz
+	tests/fuzz/run build-fuzz $(FUZZ_SECONDS)
+
 # test_proto runs the launcher as build tools do: this build's headroom exec.
 unit: $(UNIT_BIN) $(BUILD)/headroom
 	@set -e; for t in $(UNIT_BIN); do echo "== $$t"; HEADROOM_BIN=$(BUILD)/headroom $$t; done
@@ -83,7 +105,7 @@ check: all
 	tests/run-all
 
 clean:
-	rm -rf build build-asan headroom tools/memhog bench/alloc-replay bench/simulate
+	rm -rf build build-asan build-fuzz headroom tools/memhog bench/alloc-replay bench/simulate
 
-.PHONY: all unit asan cli check clean
+.PHONY: all unit asan fuzz fuzz-bins fuzz-smoke cli check clean
 -include $(LIB_OBJ:.o=.d) $(CMD_OBJ:.o=.d)

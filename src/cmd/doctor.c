@@ -2,18 +2,23 @@
 #include <errno.h>
 #include <getopt.h>
 #include <jansson.h>
+#include <pwd.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/syscall.h>
 #include <unistd.h>
 
 #include "cmd/cmd.h"
 #include "govern/jobserver.h"
-#include "sys/fsutil.h"
+#include "govern/leftover.h"
 #include "sys/cgroup.h"
+#include "sys/command.h"
 #include "sys/meminfo.h"
+#include "sys/fsutil.h"
 #include "sys/proc.h"
+#include "sys/procinfo.h"
 #include "sys/psi.h"
 #include "util/log.h"
 #include "util/strbuf.h"
@@ -25,19 +30,25 @@ static const char usage[] =
 	"usage: headroom doctor [--json] [--clean] [--root DIR]\n"
 	"\n"
 	"Check the machine before a big build: memory and the limit that applies, compiler\n"
-	"processes left over from earlier builds, memory pressure, cgroup support, build\n"
+	"processes left over from builds that are gone, memory pressure, cgroup support, build\n"
 	"tools, the CUDA toolkit against PyTorch's CUDA, Python build dependencies.\n"
 	"\n"
-	"      --json      one JSON object: {\"findings\": [{check, status, detail, fix}]}\n"
-	"      --clean     end the leftover compiler processes it lists (by pid, SIGKILL)\n"
+	"A leftover is a compiler process (nvcc, cicc, ptxas, cc1plus, ld...) with no live build\n"
+	"tool (ninja, make, cmake, setup.py, pip, uv, headroom) above it, whose compile steps\n"
+	"were reparented to init or a subreaper; yours, or any user's when run as root (named).\n"
+	"Compilers of a running build, or run by another live program, are listed as such and\n"
+	"never ended.\n"
+	"\n"
+	"      --json      one JSON object: {\"findings\": [{check, status, detail, fix}], \"failed\"};\n"
+	"                  leftovers and compiling also have \"processes\": [{pid, comm, uid, user,\n"
+	"                  rss_bytes, kind, by_pid, by_comm}] (with --clean: ended, error)\n"
+	"      --clean     end the leftovers it lists (SIGKILL, each checked again first); those\n"
+	"                  it could not end are named and the exit status is 1\n"
 	"      --root DIR  read /proc and /sys under DIR (for tests)\n"
 	"  -h, --help      show this help\n"
 	"\n"
-	"Exit status: 0 when nothing failed (warnings allowed), 1 when a check failed, 2 usage.\n";
-
-/* Processes of a compile that should not outlive their build. */
-static const char *const leftover_names[] = { "cicc", "ptxas", "nvcc", "cudafe++", "fatbinary", "nvlink",
-					      "cc1plus", "cc1", "lto1", "ld", NULL };
+	"Exit status: 0 when nothing failed (warnings allowed), 1 when a check failed (or\n"
+	"--clean could not end a leftover), 2 usage.\n";
 
 struct doctor {
 	const char *root;
@@ -46,7 +57,8 @@ struct doctor {
 	json_t *findings;
 };
 
-static void finding(struct doctor *d, const char *check, const char *status, const char *detail, const char *fix)
+/* Record a finding and say it; returns it (still the findings' own) for more fields. */
+static json_t *finding(struct doctor *d, const char *check, const char *status, const char *detail, const char *fix)
 {
 	json_t *f = json_pack("{s:s, s:s, s:s}", "check", check, "status", status, "detail", detail);
 
@@ -63,6 +75,7 @@ static void finding(struct doctor *d, const char *check, const char *status, con
 		if (fix)
 			printf("      %-12s -> %s\n", "", fix);
 	}
+	return f;
 }
 
 static void check_memory(struct doctor *d)
@@ -117,52 +130,228 @@ static void check_psi(struct doctor *d)
 	free(msg);
 }
 
+/* One compiler process the doctor looked at. */
+struct compiler_proc {
+	const struct proc_entry *e;
+	enum leftover_kind kind;
+	pid_t by;              /* the build tool, the program running it, or the reaper */
+	uid_t uid;
+	int err;               /* --clean: 0 ended (or gone already), else the errno */
+};
+
+/* The roles of every process (leftover_role); argv is read only where it decides. */
+static unsigned *read_roles(const char *root, const struct proc_table *t)
+{
+	unsigned *roles = xcalloc(t->n ? t->n : 1, sizeof(*roles));
+	char buf[4096], *argv[64];
+
+	for (size_t i = 0; i < t->n; i++) {
+		const char *c = t->v[i].comm;
+		int read = !strncmp(c, "python", 6) || !strcmp(c, "sh") || !strcmp(c, "bash") || !strcmp(c, "dash") ||
+			   !strcmp(c, "zsh") || !strcmp(c, "ksh") || !strcmp(c, "busybox");
+
+		if (!read || !proc_cmdline(root, t->v[i].pid, buf, sizeof(buf), argv, 64))
+			roles[i] = leftover_role(&t->v[i], NULL);
+		else
+			roles[i] = leftover_role(&t->v[i], argv);
+	}
+	return roles;
+}
+
+/* A process name as text: comm is any bytes but '\0'. */
+static const char *printable(const char *comm, char *out, size_t size)
+{
+	size_t i = 0;
+
+	for (; comm[i] && i + 1 < size; i++)
+		out[i] = comm[i] > ' ' && comm[i] < 127 ? comm[i] : '?';
+	out[i] = '\0';
+	return out;
+}
+
+static void owner_name(uid_t uid, char *out, size_t size)
+{
+	struct passwd *pw = getpwuid(uid);
+
+	if (pw)
+		snprintf(out, size, "%s", pw->pw_name);
+	else
+		snprintf(out, size, "uid %u", (unsigned)uid);
+}
+
+/* "nvcc 101 (alice, 2.00 MiB, in the build of ninja 100)": the owner only for root,
+ * who sees every user's. */
+static void describe(struct strbuf *sb, const struct proc_table *t, const struct compiler_proc *p, int all_users)
+{
+	const struct proc_entry *by = proc_table_find(t, p->by);
+	char user[64], sz[32], name[32];
+
+	owner_name(p->uid, user, sizeof(user));
+	strbuf_addf(sb, "%s %d (%s%s%s", p->e->comm, (int)p->e->pid, all_users ? user : "", all_users ? ", " : "",
+		    size_format(p->e->rss_bytes, sz, sizeof(sz)));
+	if (p->kind == LEFTOVER_BUILD)
+		strbuf_addf(sb, ", in the build of %s %d", by ? printable(by->comm, name, sizeof(name)) : "?", (int)p->by);
+	else if (p->kind == LEFTOVER_HELD && by)
+		strbuf_addf(sb, ", run by %s %d", printable(by->comm, name, sizeof(name)), (int)p->by);
+	else if (p->kind == LEFTOVER_HELD)
+		strbuf_addf(sb, ", its parent %d not seen", (int)p->by);
+	strbuf_add(sb, ")");
+}
+
+static json_t *proc_json(const struct proc_table *t, const struct compiler_proc *p, int cleaning)
+{
+	static const char *const kinds[] = { [LEFTOVER_ORPHAN] = "leftover", [LEFTOVER_BUILD] = "running_build",
+					     [LEFTOVER_HELD] = "in_use" };
+	const struct proc_entry *by = proc_table_find(t, p->by);
+	struct passwd *pw = getpwuid(p->uid);
+	char name[32];
+	json_t *o = json_pack("{s:i, s:s, s:I, s:I, s:s, s:i}", "pid", (int)p->e->pid, "comm", p->e->comm, "uid",
+			      (json_int_t)p->uid, "rss_bytes", (json_int_t)p->e->rss_bytes, "kind", kinds[p->kind],
+			      "by_pid", (int)p->by);
+
+	json_object_set_new(o, "user", pw ? json_string(pw->pw_name) : json_null());
+	json_object_set_new(o, "by_comm", by ? json_string(printable(by->comm, name, sizeof(name))) : json_null());
+	if (cleaning && p->kind == LEFTOVER_ORPHAN) {
+		json_object_set_new(o, "ended", json_boolean(!p->err));
+		json_object_set_new(o, "error", p->err ? json_string(strerror(p->err)) : json_null());
+	}
+	return o;
+}
+
+/* End a leftover with SIGKILL, only if the process at its pid is still the one listed
+ * (same name, same parent): a pidfd holds it while that is checked. 0 when it ended or
+ * was gone already, else the errno. */
+static int end_leftover(const struct proc_entry *e)
+{
+	char path[64], buf[1024];
+	struct proc_entry now;
+	int fd = (int)syscall(SYS_pidfd_open, e->pid, 0), rc = 0;
+
+	if (fd < 0 && errno == ESRCH)
+		return 0;
+	if (fd < 0 && errno != ENOSYS)
+		return errno;
+	snprintf(path, sizeof(path), "/proc/%d/stat", (int)e->pid);
+	if (fs_read(path, buf, sizeof(buf)) <= 0 || proc_parse_stat(buf, sysconf(_SC_PAGESIZE), &now) ||
+	    strcmp(now.comm, e->comm) || now.ppid != e->ppid)
+		goto out; /* gone, or its pid now another process's */
+	if ((fd >= 0 ? syscall(SYS_pidfd_send_signal, fd, SIGKILL, NULL, 0) : kill(e->pid, SIGKILL)) && errno != ESRCH)
+		rc = errno;
+out:
+	if (fd >= 0)
+		close(fd);
+	return rc;
+}
+
 static void check_leftovers(struct doctor *d)
 {
 	struct proc_table t = { 0 };
-	uint64_t total = 0;
-	struct strbuf list = STRBUF_INIT;
-	size_t n = 0;
+	struct compiler_proc *v;
+	size_t n = 0, nleft = 0, nfailed = 0;
+	uint64_t left_bytes = 0;
+	uid_t me = getuid();
+	int all_users = me == 0;
+	unsigned *roles;
 	char sz[32];
-	pid_t *pids;
 
 	if (proc_table_read(d->root, &t)) {
 		finding(d, "leftovers", "warn", "cannot read the process table", NULL);
 		return;
 	}
-	pids = xmalloc((t.n ? t.n : 1) * sizeof(*pids));
+	roles = read_roles(d->root, &t);
+	v = xcalloc(t.n ? t.n : 1, sizeof(*v));
 	for (size_t i = 0; i < t.n; i++) {
 		const struct proc_entry *e = &t.v[i];
-		if (!strv_contains(leftover_names, e->comm) || e->pid == getpid())
+		struct compiler_proc *p = &v[n];
+
+		/* A zombie holds no memory and ends with its parent's wait. */
+		if (!leftover_is_compiler(e->comm) || e->pid == getpid() || e->state == 'Z' || e->state == 'X')
 			continue;
-		strbuf_addf(&list, "%s%s %d (%s)", n ? ", " : "", e->comm, (int)e->pid,
-			    size_format(e->rss_bytes, sz, sizeof(sz)));
-		total += e->rss_bytes;
-		pids[n++] = e->pid;
+		if (procinfo_uid(d->root, e->pid, &p->uid) || (!all_users && p->uid != me))
+			continue;
+		p->e = e;
+		p->kind = leftover_classify(&t, roles, i, &p->by);
+		if (p->kind == LEFTOVER_ORPHAN) {
+			nleft++;
+			left_bytes += e->rss_bytes;
+		}
+		n++;
 	}
-	if (!n) {
-		finding(d, "leftovers", "ok", "no compiler processes left from earlier builds", NULL);
+	/* Only the processes just listed: said first, then done. */
+	for (size_t i = 0; d->clean && i < n; i++)
+		if (v[i].kind == LEFTOVER_ORPHAN && (v[i].err = end_leftover(v[i].e)))
+			nfailed++;
+
+	struct strbuf list = STRBUF_INIT, failed = STRBUF_INIT, held = STRBUF_INIT;
+	json_t *left_procs = json_array(), *held_procs = json_array();
+	size_t nheld = 0;
+
+	for (size_t i = 0; i < n; i++) {
+		struct compiler_proc *p = &v[i];
+		if (p->kind != LEFTOVER_ORPHAN) {
+			strbuf_add(&held, held.len ? ", " : "");
+			describe(&held, &t, p, all_users);
+			nheld++;
+			json_array_append_new(held_procs, proc_json(&t, p, 0));
+			continue;
+		}
+		json_array_append_new(left_procs, proc_json(&t, p, d->clean));
+		if (p->err) {
+			strbuf_add(&failed, failed.len ? "; " : "");
+			describe(&failed, &t, p, all_users);
+			strbuf_addf(&failed, ": %s", strerror(p->err));
+		} else {
+			strbuf_add(&list, list.len ? ", " : "");
+			describe(&list, &t, p, all_users);
+		}
+	}
+	const char *who = all_users ? "" : " of yours";
+	char *msg;
+	json_t *f;
+
+	if (!nleft) {
+		msg = xasprintf("no compiler processes%s left from builds that are gone", who);
+		f = finding(d, "leftovers", "ok", msg, NULL);
+	} else if (!d->clean) {
+		msg = xasprintf("%zu compiler process%s%s left from builds that are gone %s %s: %s", nleft,
+				nleft == 1 ? "" : "es", who, nleft == 1 ? "holds" : "hold", size_format(left_bytes, sz, sizeof(sz)),
+				strbuf_str(&list));
+		f = finding(d, "leftovers", "warn", msg, "end them: headroom doctor --clean");
+	} else if (!nfailed) {
+		msg = xasprintf("ended %zu compiler process%s%s left from builds that are gone (%s): %s", nleft,
+				nleft == 1 ? "" : "es", who, size_format(left_bytes, sz, sizeof(sz)), strbuf_str(&list));
+		f = finding(d, "leftovers", "ok", msg, NULL);
 	} else {
-		char *msg = xasprintf("%zu compiler process%s %s %s: %s%s", n, n == 1 ? "" : "es", n == 1 ? "holds" : "hold",
-				      size_format(total, sz, sizeof(sz)), strbuf_str(&list), d->clean ? " (ending them)" : "");
-		finding(d, "leftovers", d->clean ? "ok" : "warn", msg,
-			d->clean ? NULL : "if no build is running, end them: headroom doctor --clean");
-		free(msg);
-		/* Only the pids just listed: said first, then done. */
-		for (size_t i = 0; d->clean && i < n; i++)
-			if (kill(pids[i], SIGKILL) && errno != ESRCH)
-				log_warn("cannot end pid %d: %s", (int)pids[i], strerror(errno));
+		msg = xasprintf("could not end %zu of %zu compiler process%s left from builds that are gone: %s%s%s",
+				nfailed, nleft, nleft == 1 ? "" : "es", strbuf_str(&failed), list.len ? "; ended: " : "",
+				strbuf_str(&list));
+		f = finding(d, "leftovers", "fail", msg, "end them as their owner, or as root");
 	}
-	free(pids);
+	json_object_set_new(f, "processes", left_procs);
+	free(msg);
+	if (nheld) {
+		msg = xasprintf("%zu compiler process%s%s still in use, left alone: %s", nheld, nheld == 1 ? "" : "es", who,
+				strbuf_str(&held));
+		f = finding(d, "compiling", "ok", msg, NULL);
+		json_object_set_new(f, "processes", held_procs);
+		free(msg);
+	} else {
+		json_decref(held_procs);
+	}
 	strbuf_release(&list);
+	strbuf_release(&failed);
+	strbuf_release(&held);
+	free(v);
+	free(roles);
 	proc_table_free(&t);
 }
 
-/* First line of a command's output, or NULL. */
 static void check_tools(struct doctor *d)
 {
-	char *ninja = fs_command_line("ninja --version 2>/dev/null");
-	char *make = fs_command_line("make --version 2>/dev/null");
+	char *const ninja_argv[] = { "ninja", "--version", NULL };
+	char *const make_argv[] = { "make", "--version", NULL };
+	char *ninja = command_first_line(ninja_argv, NULL);
+	char *make = command_first_line(make_argv, NULL);
 	char *msg;
 
 	msg = xasprintf("ninja %s, %s", ninja ? ninja : "not found", make ? make : "make not found");
@@ -186,18 +375,40 @@ static void check_tools(struct doctor *d)
 	free(make);
 }
 
+/* The release nvcc at path reports ("12.4" of "Cuda compilation tools, release 12.4,
+ * V12.4.131"), or NULL. Run by argv: CUDA_HOME is the user's string, not shell text. */
+static char *nvcc_release(const char *path)
+{
+	char *const argv[] = { (char *)path, "--version", NULL };
+	char *out = command_output(argv, NULL), *rel, *ver = NULL;
+
+	if (out && (rel = strstr(out, "release "))) {
+		rel += strlen("release ");
+		size_t n = strspn(rel, "0123456789.");
+		if (n)
+			ver = xasprintf("%.*s", (int)n, rel);
+	}
+	free(out);
+	return ver;
+}
+
+/* Python runs in / : `python3 -c` puts its current directory first on sys.path, and a
+ * torch.py (or ninja.py) where doctor was started must not be imported. The environment
+ * is kept (not -I), so a PYTHONPATH or user site that holds torch still counts. */
+#define PYTHON_CWD "/"
+
 static void check_cuda(struct doctor *d)
 {
-	char *nvcc = fs_command_line("nvcc --version 2>/dev/null | sed -n 's/.*release \\([0-9.]*\\).*/\\1/p'");
-	char *home = getenv("CUDA_HOME") ? xstrdup(getenv("CUDA_HOME")) : NULL;
-	char *torch = fs_command_line("python3 -c 'import torch; print(torch.version.cuda or \"\")' 2>/dev/null");
+	char *const torch_argv[] = { "python3", "-c", "import torch; print(torch.version.cuda or '')", NULL };
+	const char *home = getenv("CUDA_HOME");
+	char *nvcc = nvcc_release("nvcc");
+	char *torch = command_first_line(torch_argv, PYTHON_CWD);
 	char *msg;
 
-	if (!nvcc && home) {
-		char *cmd = xasprintf("'%s/bin/nvcc' --version 2>/dev/null | sed -n 's/.*release \\([0-9.]*\\).*/\\1/p'",
-				      home);
-		nvcc = fs_command_line(cmd);
-		free(cmd);
+	if (!nvcc && home && *home) {
+		char *path = xasprintf("%s/bin/nvcc", home);
+		nvcc = nvcc_release(path);
+		free(path);
 	}
 	if (!nvcc) {
 		finding(d, "cuda", "warn", "no nvcc on PATH or in CUDA_HOME",
@@ -212,15 +423,17 @@ static void check_cuda(struct doctor *d)
 		free(msg);
 	}
 	free(nvcc);
-	free(home);
 	free(torch);
 }
 
 static void check_python(struct doctor *d)
 {
-	char *missing = fs_command_line("python3 -c 'import importlib.util as u; "
-				   "print(\" \".join(m for m in (\"ninja\", \"packaging\", \"wheel\", \"psutil\", \"setuptools\") "
-				   "if u.find_spec(m) is None) or \"-\")' 2>/dev/null");
+	char *const argv[] = { "python3", "-c",
+			       "import importlib.util as u; "
+			       "print(' '.join(m for m in ('ninja', 'packaging', 'wheel', 'psutil', 'setuptools') "
+			       "if u.find_spec(m) is None) or '-')",
+			       NULL };
+	char *missing = command_first_line(argv, PYTHON_CWD);
 
 	if (!missing) {
 		finding(d, "python", "warn", "no python3", NULL);

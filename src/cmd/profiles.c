@@ -35,7 +35,9 @@ static const char usage[] =
 	"           store knows is folded with the file's, never overwritten; a file with\n"
 	"           one bad field imports nothing\n"
 	"\n"
-	"      --db PATH   profile store (default: $XDG_STATE_HOME/headroom/profiles.db)\n"
+	"      --db PATH   profile store (default: $XDG_STATE_HOME/headroom/profiles.db); list,\n"
+	"                  show and export only read it (a read-only store is fine); a file\n"
+	"                  that is not headroom's is refused and left as it is\n"
 	"      --json      JSON array instead of text\n"
 	"      --root DIR  the checkout's top directory (default: the current one): a\n"
 	"                  signature's source under it travels relative to it, and import\n"
@@ -43,7 +45,8 @@ static const char usage[] =
 	"  -h, --help      show this help\n"
 	"\n"
 	"Exit status: 0; 1 if show or forget selected nothing; 2 usage or a bad import\n"
-	"file; 125 store error.\n";
+	"file; 125 store error (not headroom's, or it cannot be read, or written by forget\n"
+	"and import).\n";
 
 struct listing {
 	int json, curves, count;

@@ -1,14 +1,17 @@
 /* headroom run: run a build with every compile job admitted by memory. */
 #include <errno.h>
 #include <getopt.h>
+#include <libgen.h>
 #include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "cmd/cmd.h"
 #include "govern/governor.h"
+#include "sys/command.h"
 #include "sys/fsutil.h"
 #include "sys/proc.h"
 #include "store/store.h"
@@ -42,17 +45,23 @@ static const char usage[] =
 	"      --jobserver[=STYLE]  serve a GNU make jobserver handing out tokens by memory, with\n"
 	"                      --tree: for make, and ninja >= 1.13, run WITHOUT -j. STYLE: pipe\n"
 	"                      (make <= 4.3), fifo (make >= 4.4, ninja >= 1.13), auto (default)\n"
-	"      --db PATH       profile store (default: $XDG_STATE_HOME/headroom/profiles.db)\n"
+	"      --db PATH       profile store (default: $XDG_STATE_HOME/headroom/profiles.db); read\n"
+	"                      only until the build saves what it learned, made then; one that\n"
+	"                      cannot be read or written costs the learning, not the build; a\n"
+	"                      file that is not headroom's is refused and left as it is\n"
 	"      --no-db         learn for this build only\n"
 	"      --report FILE   write the end report as JSON to FILE\n"
 	"      --trace FILE    write a Chrome/Perfetto trace: a span per job, memory counters\n"
 	"      --record FILE   write the build as a headroom-trace/1 file (bench/replay replays it)\n"
+	"                      (each checked before the build: its directory must exist, and it\n"
+	"                      may be neither the store nor another of these)\n"
 	"  -q, --quiet         no end report on stderr\n"
 	"  -v, --verbose       say what headroom decides, as it decides\n"
 	"  -h, --help          show this help\n"
 	"\n"
 	"Exit status: COMMAND's own; 128+N if headroom was stopped by signal N (130 for\n"
-	"Ctrl-C); 2 for a usage error; 125 if headroom itself failed (store, socket);\n"
+	"Ctrl-C); 2 for a usage error (an output in a missing directory, or naming the store);\n"
+	"125 if headroom itself failed (a --db that is not headroom's, the socket);\n"
 	"126/127 if COMMAND cannot be run / is not found.\n";
 
 /* The most jobs at once that -j, a build's -j or MAX_JOBS may ask for. */
@@ -366,8 +375,62 @@ static int cmake_without_launcher(char **argv)
 	return 1;
 }
 
+/* Are a and b one file: the same inode when both exist, else the same path once their
+ * directories are resolved? */
+static int same_file(const char *a, const char *b)
+{
+	char da[PATH_MAX], db[PATH_MAX], ra[PATH_MAX], rb[PATH_MAX];
+	struct stat sa, sb;
+
+	if (!stat(a, &sa) && !stat(b, &sb))
+		return sa.st_dev == sb.st_dev && sa.st_ino == sb.st_ino;
+	snprintf(da, sizeof(da), "%s", a);
+	snprintf(db, sizeof(db), "%s", b);
+	if (!realpath(dirname(da), ra) || !realpath(dirname(db), rb))
+		return 0;
+	return !strcmp(ra, rb) && !strcmp(path_base(a), path_base(b));
+}
+
+/* --report, --trace and --record are written after the build: a directory that is not
+ * there, or an output that is the store (which it would overwrite) or another output,
+ * is said before the build starts, not found when it has ended. */
+static void check_outputs(const struct governor_opts *o, const char *db)
+{
+	const struct { const char *opt, *path; } out[] = {
+		{ "--report", o->report_path },
+		{ "--trace", o->trace_path },
+		{ "--record", o->record_path },
+	};
+	char dir[PATH_MAX];
+	struct stat sb;
+
+	for (size_t i = 0; i < sizeof(out) / sizeof(*out); i++) {
+		const char *p = out[i].path;
+
+		if (!p)
+			continue;
+		if (!*p)
+			die(EXIT_USAGE, "run: %s wants a file name", out[i].opt);
+		snprintf(dir, sizeof(dir), "%s", p);
+		dirname(dir);
+		if (stat(dir, &sb) || !S_ISDIR(sb.st_mode))
+			die(EXIT_USAGE, "run: %s %s: the directory %s does not exist", out[i].opt, p, dir);
+		if (access(dir, W_OK | X_OK))
+			die(EXIT_USAGE, "run: %s %s: cannot write in %s: %s", out[i].opt, p, dir, strerror(errno));
+		if (!stat(p, &sb) && S_ISDIR(sb.st_mode))
+			die(EXIT_USAGE, "run: %s %s is a directory", out[i].opt, p);
+		if (db && same_file(p, db))
+			die(EXIT_USAGE, "run: %s %s is the profile store (--db): it would be overwritten", out[i].opt, p);
+		for (size_t j = 0; j < i; j++)
+			if (out[j].path && same_file(p, out[j].path))
+				die(EXIT_USAGE, "run: %s and %s name the same file, %s", out[j].opt, out[i].opt, p);
+	}
+}
+
 static enum jobserver_style choose_jobserver(const char *style, const char *cmd)
 {
+	char *const make_argv[] = { "make", "--version", NULL };
+	char *const ninja_argv[] = { "ninja", "--version", NULL };
 	char *make, *ninja;
 	enum jobserver_style js;
 
@@ -375,8 +438,8 @@ static enum jobserver_style choose_jobserver(const char *style, const char *cmd)
 		return JOBSERVER_PIPE;
 	if (!strcmp(style, "fifo"))
 		return JOBSERVER_FIFO;
-	make = fs_command_line("make --version 2>/dev/null");
-	ninja = fs_command_line("ninja --version 2>/dev/null");
+	make = command_first_line(make_argv, NULL);
+	ninja = command_first_line(ninja_argv, NULL);
 	js = jobserver_style_for(make, ninja, cmd);
 	if (js == JOBSERVER_NONE)
 		die(EXIT_USAGE, "run: ninja %s takes no jobserver tokens (1.13 does); run it with --tree, "
@@ -479,20 +542,22 @@ int cmd_run(int argc, char **argv)
 		o.tree = 1;
 	}
 
+	if (!no_db && !db)
+		db = store_default_path();
+	check_outputs(&o, no_db ? NULL : db);
 	if (!no_db) {
-		if (!db)
-			db = store_default_path();
 		int rc = store_open(db, &o.store, &err);
-		if (rc == -EBUSY) {
-			/* Held by someone else: the build matters more than what it would learn. */
-			log_warn("profile store: %s; this build runs without learned profiles", err);
-			free(err);
-		} else if (rc) {
+		if (rc == -EMEDIUMTYPE) {
+			/* Someone else's file: refused, and left as it was. */
 			log_warn("profile store: %s", err);
 			log_warn("choose another with --db PATH, or run without one with --no-db");
 			free(err);
 			free(db);
 			return EXIT_INTERNAL;
+		} else if (rc) {
+			/* Locked, unreadable: the build matters more than what it would learn. */
+			log_warn("profile store: %s; this build runs without learned profiles", err);
+			free(err);
 		}
 	}
 	if (proc_self_exe(self, sizeof(self)))

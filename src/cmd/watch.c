@@ -24,6 +24,9 @@
 #include "watch/view.h"
 #include "watch/watcher.h"
 
+#define STR_(x) #x
+#define STR(x) STR_(x)
+
 static const char usage[] =
 	"usage: headroom watch [OPTIONS] [-- COMMAND [ARGS...]]\n"
 	"\n"
@@ -45,7 +48,11 @@ static const char usage[] =
 	"      --window S             the trend's window (default 30)\n"
 	"      --stuck-timeout S      stuck after S seconds unchanged and idle (default 600, 0 off)\n"
 	"      --jsonl FILE           samples and events as JSON lines (- for stdout)\n"
-	"      --prometheus ADDR      serve /metrics on ADDR (9400, :9400, 127.0.0.1:9400)\n"
+	"      --prometheus ADDR      serve /metrics on ADDR: PORT (or :PORT) on 127.0.0.1 only;\n"
+	"                             IP:PORT on that address (0.0.0.0:9400: every interface).\n"
+	"                             at most " STR(PROM_MAX_CONNECTIONS) " connections, " STR(PROM_MAX_PER_ADDRESS)
+	" from one address;\n"
+	"                             idle ones closed after " STR(PROM_IDLE_TIMEOUT_S) " s\n"
 	"      --on-event CMD         run sh -c CMD for each event, with HEADROOM_EVENT,\n"
 	"                             HEADROOM_EVENT_MESSAGE, HEADROOM_EVENT_JSON in its environment\n"
 	"      --stop-job-on-partial-death   SIGTERM a job's surviving ranks, SIGKILL after --grace\n"

@@ -127,7 +127,7 @@ void learned_save(struct gov *g)
 	if (rc == -EBUSY)
 		log_warn("the profile store is locked by another process; what this build learned is not saved");
 	else if (rc)
-		log_warn("could not write the profile store; what this build learned is lost");
+		log_warn("could not write the profile store (%s); what this build learned is lost", strerror(-rc));
 }
 
 /* A peak between two samples still shows in maxrss_bytes. */

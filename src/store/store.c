@@ -1,5 +1,6 @@
 #include "store/store.h"
 
+#include <ctype.h>
 #include <errno.h>
 #include <jansson.h>
 #include <limits.h>
@@ -10,6 +11,8 @@
 #include <time.h>
 
 #include "util/grow.h"
+#include "util/strbuf.h"
+#include "util/strv.h"
 #include "util/xalloc.h"
 
 /* One observed job waiting for store_flush. */
@@ -21,7 +24,9 @@ struct pending {
 };
 
 struct store {
-	sqlite3 *db;
+	char *path;
+	sqlite3 *db;                /* NULL while the file does not exist: it is made by the first write */
+	int writable;               /* open for writing, the schema and application_id set */
 	sqlite3_stmt *get, *put;
 	int lookups_off;            /* a lookup found the store locked: no more lookups */
 	int writes_off;             /* a write waited STORE_WAIT_MS in vain: no more waits */
@@ -42,6 +47,8 @@ static const char schema[] =
 	" key TEXT PRIMARY KEY, value TEXT NOT NULL, updated_s INTEGER NOT NULL);"
 	"PRAGMA user_version = 3;";
 #define SCHEMA_VERSION 3
+/* The tables of every schema version (1: profiles, 2: builds, 3: probes). */
+static const char *const our_tables[] = { "profiles", "builds", "probes", NULL };
 
 char *store_default_path(void)
 {
@@ -82,90 +89,300 @@ static int make_parent(const char *path)
 	return 0;
 }
 
-/* The schema's version, or -errno (-EBUSY: locked). */
-static int schema_version(sqlite3 *db)
+/* An SQLite result as -errno. */
+static int sqlite_errno(int s)
+{
+	switch (s & 0xff) {
+	case SQLITE_OK: return 0;
+	case SQLITE_BUSY: case SQLITE_LOCKED: return -EBUSY;
+	case SQLITE_READONLY: return -EROFS;
+	case SQLITE_PERM: case SQLITE_AUTH: return -EACCES;
+	case SQLITE_FULL: return -ENOSPC;
+	case SQLITE_NOMEM: return -ENOMEM;
+	case SQLITE_CANTOPEN: return -EACCES;
+	case SQLITE_NOTADB: return -EINVAL;
+	default: return -EIO;
+	}
+}
+
+/* One integer a query returns (PRAGMA application_id, user_version), or -errno. */
+static int query_int(sqlite3 *db, const char *sql, int *out)
 {
 	sqlite3_stmt *q = NULL;
-	int rc = -EIO, s;
+	int s = sqlite3_prepare_v2(db, sql, -1, &q, NULL), rc;
 
-	if (sqlite3_prepare_v2(db, "PRAGMA user_version", -1, &q, NULL) != SQLITE_OK)
-		return sqlite3_errcode(db) == SQLITE_BUSY ? -EBUSY : -EIO;
+	if (s != SQLITE_OK)
+		return sqlite_errno(s);
 	s = sqlite3_step(q);
-	if (s == SQLITE_ROW)
-		rc = sqlite3_column_int(q, 0);
-	else if (s == SQLITE_BUSY)
-		rc = -EBUSY;
+	rc = s == SQLITE_ROW ? 0 : sqlite_errno(s == SQLITE_DONE ? SQLITE_ERROR : s);
+	if (!rc)
+		*out = sqlite3_column_int(q, 0);
 	sqlite3_finalize(q);
 	return rc;
 }
 
-static int exec_rc(sqlite3 *db, const char *sql)
+/* Does the database hold only headroom's tables, profiles among them? 1, 0, or -errno. */
+static int only_our_tables(sqlite3 *db)
 {
-	int s = sqlite3_exec(db, sql, NULL, NULL, NULL);
+	sqlite3_stmt *q = NULL;
+	int s = sqlite3_prepare_v2(db, "SELECT name FROM sqlite_master WHERE type = 'table'"
+				       " AND substr(name, 1, 7) != 'sqlite_'", -1, &q, NULL);
+	int ours = 1, profiles = 0;
 
-	return s == SQLITE_OK ? 0 : s == SQLITE_BUSY ? -EBUSY : -EIO;
+	if (s != SQLITE_OK)
+		return sqlite_errno(s);
+	while ((s = sqlite3_step(q)) == SQLITE_ROW) {
+		const char *name = (const char *)sqlite3_column_text(q, 0);
+		if (!name || !strv_contains(our_tables, name))
+			ours = 0;
+		else if (!strcmp(name, "profiles"))
+			profiles = 1;
+	}
+	sqlite3_finalize(q);
+	if (s != SQLITE_DONE)
+		return sqlite_errno(s);
+	return ours && profiles;
 }
 
-static int create_schema(sqlite3 *db)
+/* Is the open database headroom's? Its application_id says so; a store made before
+ * headroom set one has none, schema version 1 to 3 and only headroom's tables. Reads
+ * only. *version gets the schema version. 0 ours, -EMEDIUMTYPE not headroom's (*err
+ * says what it is), other -errno. */
+static int check_ours(sqlite3 *db, const char *path, int *version, char **err)
 {
-	int rc = exec_rc(db, "BEGIN IMMEDIATE");
+	int app = 0, rc = query_int(db, "PRAGMA application_id", &app);
 
+	if (!rc)
+		rc = query_int(db, "PRAGMA user_version", version);
+	if (rc == -EINVAL) {
+		*err = xasprintf("%s is not a SQLite database, so not a headroom profile store: it is left as it is", path);
+		return -EMEDIUMTYPE;
+	}
 	if (rc)
 		return rc;
+	if (app == STORE_APPLICATION_ID && *version >= 1 && *version <= SCHEMA_VERSION)
+		return 0;
+	if (app == STORE_APPLICATION_ID) {
+		*err = xasprintf("%s is a profile store of a newer headroom (schema %d; this one knows %d): it is left as it is",
+				 path, *version, SCHEMA_VERSION);
+		return -EMEDIUMTYPE;
+	}
+	if (!app && *version >= 1 && *version <= SCHEMA_VERSION) {
+		rc = only_our_tables(db);
+		if (rc < 0)
+			return rc;
+		if (rc)
+			return 0;
+	}
+	*err = xasprintf("%s is not a headroom profile store (SQLite application_id %d, user_version %d, other tables): "
+			 "it is left as it is", path, app, *version);
+	return -EMEDIUMTYPE;
+}
+
+static int exec_rc(sqlite3 *db, const char *sql)
+{
+	return sqlite_errno(sqlite3_exec(db, sql, NULL, NULL, NULL));
+}
+
+/* Make the schema current and mark the file headroom's, in one transaction. */
+static int create_schema(sqlite3 *db)
+{
+	char *app = sqlite3_mprintf("PRAGMA application_id = %d", STORE_APPLICATION_ID);
+	int rc = app ? exec_rc(db, "BEGIN IMMEDIATE") : -ENOMEM;
+
+	if (rc) {
+		sqlite3_free(app);
+		return rc;
+	}
 	rc = exec_rc(db, schema);
+	if (!rc)
+		rc = exec_rc(db, app);
 	if (!rc)
 		rc = exec_rc(db, "COMMIT");
 	if (rc)
 		sqlite3_exec(db, "ROLLBACK", NULL, NULL, NULL);
+	sqlite3_free(app);
 	return rc;
+}
+
+static int prepare(struct store *st)
+{
+	int s = sqlite3_prepare_v2(st->db, "SELECT runs, duration_ms, peak_bytes, curve, updated_s"
+					   " FROM profiles WHERE kind = ?1 AND key = ?2", -1, &st->get, NULL);
+
+	if (s == SQLITE_OK && st->writable)
+		s = sqlite3_prepare_v2(st->db, "INSERT OR REPLACE INTO profiles"
+					       " (kind, key, runs, duration_ms, peak_bytes, curve, updated_s)"
+					       " VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)", -1, &st->put, NULL);
+	return sqlite_errno(s);
+}
+
+static void close_db(struct store *st)
+{
+	sqlite3_finalize(st->get);
+	sqlite3_finalize(st->put);
+	sqlite3_close(st->db);
+	st->get = st->put = NULL;
+	st->db = NULL;
+	st->writable = 0;
+}
+
+/* A file that is not there, or empty, holds no database yet: the store is new. */
+static int is_new(const char *path, int *rc)
+{
+	struct stat sb;
+
+	*rc = 0;
+	if (stat(path, &sb) == 0)
+		return sb.st_size == 0;
+	if (errno == ENOENT)
+		return 1;
+	*rc = -errno;
+	return 0;
+}
+
+/* The file: URI of path, every byte but [A-Za-z0-9/._~-] %-encoded; caller frees. */
+static char *file_uri(const char *path, const char *query)
+{
+	struct strbuf u = STRBUF_INIT;
+
+	strbuf_add(&u, "file:");
+	for (const unsigned char *c = (const unsigned char *)path; *c; c++) {
+		if (isalnum(*c) || strchr("/._~-", *c))
+			strbuf_addf(&u, "%c", *c);
+		else
+			strbuf_addf(&u, "%%%02X", *c);
+	}
+	strbuf_addf(&u, "?%s", query);
+	return strbuf_detach(&u);
+}
+
+/* Open st->path for reading (nothing of it is changed) and check that it is headroom's.
+ * A WAL database is read through its -shm file, made by the first reader: where this
+ * process may not make it (another user's directory), no connection is open (the last
+ * one removes it), and the file is read as immutable. */
+static int open_read(struct store *st, int *version, char **err)
+{
+	int rc = -EROFS;
+
+	/* The first pass always runs; the second only when the first could not read. */
+	for (int immutable = 0; immutable < 2 && (rc == -EROFS || rc == -EACCES); immutable++) {
+		char *uri = file_uri(st->path, immutable ? "mode=ro&immutable=1" : "mode=ro");
+		int s = sqlite3_open_v2(uri, &st->db, SQLITE_OPEN_READONLY | SQLITE_OPEN_URI, NULL);
+
+		free(uri);
+		free(*err);
+		*err = NULL;
+		if (s != SQLITE_OK) {
+			rc = st->db ? sqlite_errno(sqlite3_errcode(st->db)) : -ENOMEM;
+			*err = xasprintf("cannot open %s: %s", st->path, st->db ? sqlite3_errmsg(st->db) : "out of memory");
+			close_db(st);
+			continue;
+		}
+		sqlite3_busy_timeout(st->db, STORE_WAIT_MS);
+		rc = check_ours(st->db, st->path, version, err);
+		if (!rc && (rc = prepare(st)))
+			*err = xasprintf("%s is not a usable profile store: %s", st->path, sqlite3_errmsg(st->db));
+		else if (rc && !*err)
+			*err = xasprintf("cannot read %s: %s", st->path,
+					 rc == -EBUSY ? "locked by another process" : strerror(-rc));
+		if (rc)
+			close_db(st);
+	}
+	return rc;
+}
+
+/* Reopen for writing, making the file (and its directory) if there is none: the first
+ * write of a handle. The read-only handle stays when this fails. 0 or -errno (-EROFS:
+ * the file or its directory cannot be written; -EMEDIUMTYPE: someone else's database
+ * appeared at the path meanwhile). */
+static int make_writable(struct store *st)
+{
+	struct store w = { .path = st->path, .writable = 1 };
+	char *err = NULL;
+	int version = 0, app = 0, rc;
+
+	if (st->writable)
+		return 0;
+	rc = make_parent(st->path);
+	if (rc)
+		return rc;
+	if (sqlite3_open_v2(st->path, &w.db, SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE, NULL) != SQLITE_OK) {
+		rc = w.db ? sqlite_errno(sqlite3_errcode(w.db)) : -ENOMEM;
+		goto fail;
+	}
+	/* SQLite opens a file it may not write read-only, without saying so. */
+	if (sqlite3_db_readonly(w.db, "main")) {
+		rc = -EROFS;
+		goto fail;
+	}
+	sqlite3_busy_timeout(w.db, STORE_WAIT_MS);
+	if (!is_new(st->path, &rc) && (rc = rc ? rc : check_ours(w.db, st->path, &version, &err)))
+		goto fail;
+	/* WAL: readers never wait for a writer. A file system without it keeps the rollback
+	 * journal, and the lookups' short wait still bounds what a lock costs the loop. */
+	rc = exec_rc(w.db, "PRAGMA journal_mode = WAL");
+	if (!rc)
+		rc = exec_rc(w.db, "PRAGMA synchronous = NORMAL");
+	if (!rc)
+		rc = query_int(w.db, "PRAGMA application_id", &app);
+	if (!rc && (app != STORE_APPLICATION_ID || version != SCHEMA_VERSION))
+		rc = create_schema(w.db);
+	if (!rc)
+		rc = prepare(&w);
+	if (rc)
+		goto fail;
+	close_db(st);
+	st->db = w.db;
+	st->get = w.get;
+	st->put = w.put;
+	st->writable = 1;
+	return 0;
+fail:
+	free(err);
+	close_db(&w);
+	return rc;
+}
+
+/* A handle opened before the file existed reads it once another process made it. Not
+ * ours, unreadable: nothing is read (a write says why). */
+static int can_read(struct store *st)
+{
+	char *err = NULL;
+	int version, rc;
+
+	if (!st->db && !is_new(st->path, &rc) && !rc)
+		open_read(st, &version, &err);
+	free(err);
+	return st->db != NULL;
 }
 
 int store_open(const char *path, struct store **out, char **err)
 {
 	struct store *st = xcalloc(1, sizeof(*st));
-	int rc = make_parent(path);
+	int rc, version = 0;
 
 	*err = NULL;
+	st->path = xstrdup(path);
+	if (is_new(path, &rc)) {
+		*out = st; /* nothing to read; the first write makes it */
+		return 0;
+	}
+	if (!rc)
+		rc = open_read(st, &version, err);
+	if (!rc && version < SCHEMA_VERSION) {
+		/* An older store of headroom's gets its new tables now if it can; read as it
+		 * is if it cannot. */
+		make_writable(st);
+	}
 	if (rc) {
-		*err = xasprintf("cannot create the directory of %s: %s", path, strerror(-rc));
-		goto fail;
-	}
-	if (sqlite3_open_v2(path, &st->db, SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE, NULL) != SQLITE_OK) {
-		rc = -EIO;
-		*err = xasprintf("cannot open %s: %s", path, st->db ? sqlite3_errmsg(st->db) : "out of memory");
-		goto fail;
-	}
-	sqlite3_busy_timeout(st->db, STORE_WAIT_MS);
-	/* WAL: readers never wait for a writer. A file system without it keeps the rollback
-	 * journal, and the lookups' short wait still bounds what a lock costs the loop. */
-	rc = exec_rc(st->db, "PRAGMA journal_mode = WAL");
-	if (!rc)
-		rc = exec_rc(st->db, "PRAGMA synchronous = NORMAL");
-	if (!rc)
-		rc = schema_version(st->db);
-	/* Only a new or older store is written to here: opening one another process holds
-	 * locked must not wait for it. */
-	if (rc >= 0)
-		rc = rc == SCHEMA_VERSION ? 0 : create_schema(st->db);
-	if (rc == -EBUSY) {
-		*err = xasprintf("%s is locked by another process", path);
-		goto fail;
-	}
-	if (rc < 0 ||
-	    sqlite3_prepare_v2(st->db, "SELECT runs, duration_ms, peak_bytes, curve, updated_s"
-				       " FROM profiles WHERE kind = ?1 AND key = ?2", -1, &st->get, NULL) != SQLITE_OK ||
-	    sqlite3_prepare_v2(st->db, "INSERT OR REPLACE INTO profiles"
-				       " (kind, key, runs, duration_ms, peak_bytes, curve, updated_s)"
-				       " VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)", -1, &st->put, NULL) != SQLITE_OK) {
-		rc = -EIO;
-		*err = xasprintf("%s is not a usable profile store: %s", path, sqlite3_errmsg(st->db));
-		goto fail;
+		if (!*err)
+			*err = xasprintf("cannot open %s: %s", path, strerror(-rc));
+		store_close(st);
+		return rc;
 	}
 	*out = st;
 	return 0;
-fail:
-	store_close(st);
-	return rc;
 }
 
 void store_close(struct store *st)
@@ -175,9 +392,8 @@ void store_close(struct store *st)
 	for (size_t i = 0; i < st->nq; i++)
 		free(st->q[i].key);
 	free(st->q);
-	sqlite3_finalize(st->get);
-	sqlite3_finalize(st->put);
-	sqlite3_close(st->db);
+	close_db(st);
+	free(st->path);
 	free(st);
 }
 
@@ -227,6 +443,8 @@ int store_get(struct store *st, enum profile_kind kind, const char *key, struct 
 {
 	int rc;
 
+	if (!can_read(st))
+		return -ENOENT;
 	if (st->lookups_off)
 		return -EBUSY;
 	sqlite3_busy_timeout(st->db, STORE_LOOKUP_WAIT_MS);
@@ -347,6 +565,8 @@ int store_each(struct store *st, const char *substr,
 	sqlite3_stmt *q = NULL;
 	int rc = 0, s;
 
+	if (!can_read(st))
+		return 0;
 	if (sqlite3_prepare_v2(st->db, "SELECT kind, key, runs, duration_ms, peak_bytes, curve, updated_s"
 				       " FROM profiles WHERE instr(key, ?1) > 0 ORDER BY kind DESC, key",
 			       -1, &q, NULL) != SQLITE_OK)
@@ -373,8 +593,10 @@ int store_each(struct store *st, const char *substr,
 int store_forget(struct store *st, const char *substr)
 {
 	sqlite3_stmt *q = NULL;
-	int rc;
+	int rc = make_writable(st);
 
+	if (rc)
+		return rc;
 	if (sqlite3_prepare_v2(st->db, "DELETE FROM profiles WHERE instr(key, ?1) > 0", -1, &q, NULL) != SQLITE_OK)
 		return -EIO;
 	sqlite3_bind_text(q, 1, substr, -1, SQLITE_TRANSIENT);
@@ -391,6 +613,9 @@ int store_begin(struct store *st)
 
 	if (st->writes_off)
 		return -EBUSY;
+	rc = make_writable(st);
+	if (rc)
+		return rc;
 	rc = exec_rc(st->db, "BEGIN IMMEDIATE");
 	if (rc == -EBUSY)
 		st->writes_off = 1;
@@ -405,7 +630,7 @@ int store_commit(struct store *st)
 
 void store_rollback(struct store *st)
 {
-	if (!sqlite3_get_autocommit(st->db))
+	if (st->db && !sqlite3_get_autocommit(st->db))
 		sqlite3_exec(st->db, "ROLLBACK", NULL, NULL, NULL);
 }
 
@@ -414,6 +639,8 @@ int store_build_get(struct store *st, const char *key, struct build_profile *out
 	sqlite3_stmt *q = NULL;
 	int rc = -ENOENT, s;
 
+	if (!can_read(st))
+		return -ENOENT;
 	if (sqlite3_prepare_v2(st->db, "SELECT runs, jobs, wall_ms FROM builds WHERE key = ?1", -1, &q, NULL) != SQLITE_OK)
 		return -EIO;
 	sqlite3_bind_text(q, 1, key, -1, SQLITE_TRANSIENT);
@@ -433,8 +660,10 @@ int store_build_get(struct store *st, const char *key, struct build_profile *out
 int store_build_put(struct store *st, const char *key, const struct build_profile *b)
 {
 	sqlite3_stmt *q = NULL;
-	int rc;
+	int rc = make_writable(st);
 
+	if (rc)
+		return rc;
 	if (sqlite3_prepare_v2(st->db, "INSERT OR REPLACE INTO builds (key, runs, jobs, wall_ms, updated_s)"
 				       " VALUES (?1, ?2, ?3, ?4, ?5)", -1, &q, NULL) != SQLITE_OK)
 		return -EIO;
@@ -454,6 +683,8 @@ int store_probe_get(struct store *st, const char *key, char **value)
 	int rc = -ENOENT, s;
 
 	*value = NULL;
+	if (!can_read(st))
+		return -ENOENT;
 	if (sqlite3_prepare_v2(st->db, "SELECT value FROM probes WHERE key = ?1", -1, &q, NULL) != SQLITE_OK)
 		return -EIO;
 	sqlite3_bind_text(q, 1, key, -1, SQLITE_TRANSIENT);
@@ -471,8 +702,10 @@ int store_probe_get(struct store *st, const char *key, char **value)
 int store_probe_put(struct store *st, const char *key, const char *value)
 {
 	sqlite3_stmt *q = NULL;
-	int rc;
+	int rc = make_writable(st);
 
+	if (rc)
+		return rc;
 	if (sqlite3_prepare_v2(st->db, "INSERT OR REPLACE INTO probes (key, value, updated_s) VALUES (?1, ?2, ?3)",
 			       -1, &q, NULL) != SQLITE_OK)
 		return -EIO;

@@ -25,9 +25,19 @@ struct store;
 /* The default path: $XDG_STATE_HOME/headroom/profiles.db, else ~/.local/state/...
  * Caller frees. */
 char *store_default_path(void);
-/* Open (creating the file and its directory if needed). 0, -EBUSY when another process
- * kept it locked past STORE_WAIT_MS, other -errno; *err gets a message for the user
- * (caller frees) when it fails. */
+/* Every store headroom writes has this SQLite application_id ("HdRm"); a file with
+ * another is not touched. */
+#define STORE_APPLICATION_ID 0x4864526d
+
+/* Open for reading: nothing of the file is changed, so a store that cannot be written
+ * (read-only, a full disk) is still read. The first write (store_flush, store_begin,
+ * store_forget, store_build_put, store_probe_put) reopens it for writing, making the
+ * file and its directory when there is none yet; that write fails then with -EROFS,
+ * -EACCES, -ENOSPC... and what was read stays. A file that is not headroom's (its
+ * application_id, or for a store made before there was one its schema and tables, say
+ * so) is refused without a write: -EMEDIUMTYPE. Also -EBUSY when another process kept it
+ * locked past STORE_WAIT_MS, other -errno; *err gets a message for the user (caller
+ * frees) when it fails. */
 int store_open(const char *path, struct store **out, char **err);
 /* Close; observations still queued (store_learn) are dropped. */
 void store_close(struct store *st);

@@ -1,5 +1,6 @@
 #include "sys/procinfo.h"
 
+#include <errno.h>
 #include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -45,6 +46,35 @@ int procinfo_container_pid(const char *root, pid_t pid, pid_t *inner)
 		return (int)n;
 	*inner = procinfo_parse_nspid(buf, pid);
 	return 0;
+}
+
+int procinfo_parse_uid(const char *status, uid_t *uid)
+{
+	const char *l = !strncmp(status, "Uid:", 4) ? status : strstr(status, "\nUid:");
+	unsigned long v;
+	char *end;
+
+	if (!l)
+		return -EINVAL;
+	l += *l == '\n' ? 5 : 4;
+	errno = 0;
+	v = strtoul(l, &end, 10);
+	if (errno || end == l || (*end != '\t' && *end != ' ' && *end != '\n') || v > (uid_t)-2)
+		return -EINVAL;
+	*uid = (uid_t)v;
+	return 0;
+}
+
+int procinfo_uid(const char *root, pid_t pid, uid_t *uid)
+{
+	char path[PATH_MAX], buf[4096];
+	long n;
+
+	snprintf(path, sizeof(path), "%s/proc/%d/status", root, (int)pid);
+	n = fs_read(path, buf, sizeof(buf));
+	if (n < 0)
+		return (int)n;
+	return procinfo_parse_uid(buf, uid);
 }
 
 int procinfo_running(const char *root, pid_t pid)

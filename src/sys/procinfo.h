@@ -18,6 +18,12 @@ int procinfo_container_pid(const char *root, pid_t pid, pid_t *inner);
  * 0 when it is the same or not there. */
 pid_t procinfo_parse_nspid(char *status, pid_t pid);
 
+/* The real uid of pid (the first number of /proc/PID/status's Uid line): who started
+ * it. 0 or -errno (-EINVAL: no such line). */
+int procinfo_uid(const char *root, pid_t pid, uid_t *uid);
+/* The same from the text of a status file. */
+int procinfo_parse_uid(const char *status, uid_t *uid);
+
 /* Is pid still running (its stat readable, not a zombie, not dead)? */
 int procinfo_running(const char *root, pid_t pid);
 

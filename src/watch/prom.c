@@ -182,19 +182,27 @@ static enum MHD_Result answer(void *cls, struct MHD_Connection *c, const char *u
 
 int prom_start(const char *addr, struct prom_server **out, const char **why)
 {
-	struct sockaddr_in sa = { .sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_ANY) };
+	/* A port alone (or ":PORT") is this machine's only: /metrics names pids, jobs and
+	 * memory. Another interface is served only when its address is given. */
+	struct sockaddr_in sa = { .sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK) };
 	const char *colon = strrchr(addr, ':'), *port_s = colon ? colon + 1 : addr;
 	char host[64];
 	char *end;
-	long port = strtol(port_s, &end, 10);
+	long port;
 	struct prom_server *s;
 
 	*out = NULL;
-	if (*end || port < 1 || port > 65535) {
+	errno = 0;
+	port = strtol(port_s, &end, 10);
+	if (errno || end == port_s || *end || port < 1 || port > 65535) {
 		*why = "the port must be a number from 1 to 65535";
 		return -EINVAL;
 	}
 	if (colon && colon > addr) {
+		if ((size_t)(colon - addr) >= sizeof(host)) {
+			*why = "the address must be an IPv4 address such as 127.0.0.1";
+			return -EINVAL;
+		}
 		snprintf(host, sizeof(host), "%.*s", (int)(colon - addr), addr);
 		if (inet_pton(AF_INET, host, &sa.sin_addr) != 1) {
 			*why = "the address must be an IPv4 address such as 127.0.0.1";
@@ -204,8 +212,16 @@ int prom_start(const char *addr, struct prom_server **out, const char **why)
 	sa.sin_port = htons((uint16_t)port);
 	s = xcalloc(1, sizeof(*s));
 	pthread_mutex_init(&s->lock, NULL);
-	s->d = MHD_start_daemon(MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_ERROR_LOG, (uint16_t)port, NULL, NULL, answer, s,
-				MHD_OPTION_SOCK_ADDR, (struct sockaddr *)&sa, MHD_OPTION_END);
+	/* Bounded: idle connections are closed after PROM_IDLE_TIMEOUT_S, and one address
+	 * holds at most PROM_MAX_PER_ADDRESS of the PROM_MAX_CONNECTIONS, so no client can
+	 * keep the scrapes out. */
+	s->d = MHD_start_daemon(MHD_USE_AUTO_INTERNAL_THREAD | MHD_USE_ERROR_LOG, (uint16_t)port, NULL, NULL, answer, s,
+				MHD_OPTION_SOCK_ADDR, (struct sockaddr *)&sa,
+				MHD_OPTION_CONNECTION_LIMIT, (unsigned int)PROM_MAX_CONNECTIONS,
+				MHD_OPTION_PER_IP_CONNECTION_LIMIT, (unsigned int)PROM_MAX_PER_ADDRESS,
+				MHD_OPTION_CONNECTION_TIMEOUT, (unsigned int)PROM_IDLE_TIMEOUT_S,
+				MHD_OPTION_CONNECTION_MEMORY_LIMIT, (size_t)PROM_CONNECTION_MEMORY_BYTES,
+				MHD_OPTION_END);
 	if (!s->d) {
 		pthread_mutex_destroy(&s->lock);
 		free(s);

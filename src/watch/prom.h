@@ -9,7 +9,14 @@
 char *prom_render(const struct watch_state *w);
 
 struct prom_server;
-/* Serve /metrics on addr ("9400", ":9400", "127.0.0.1:9400"). 0 or -errno (*why). */
+/* The server's limits: connections at once, of them from one client address, seconds a
+ * connection may stay idle, and the memory of one connection (a request's headers). */
+#define PROM_MAX_CONNECTIONS 64
+#define PROM_MAX_PER_ADDRESS 8
+#define PROM_IDLE_TIMEOUT_S 5
+#define PROM_CONNECTION_MEMORY_BYTES (32 * 1024)
+/* Serve /metrics on addr: "9400" and ":9400" on 127.0.0.1 only; "ADDR:9400" on the IPv4
+ * address ADDR (0.0.0.0: every interface). 0 or -errno (*why). */
 int prom_start(const char *addr, struct prom_server **out, const char **why);
 /* Replace the page served (takes ownership of page). */
 void prom_publish(struct prom_server *s, char *page);

@@ -50,16 +50,80 @@ load helper
 	[[ "$output" == *"--budget"*"'lots'"* ]]
 }
 
-@test "an unusable store is a clear error, and nothing runs" {
-	run "$HR" run --db /dev/null/profiles.db -- touch "$T/ran"
+@test "a store that is not headroom's is refused and left as it was, and nothing runs" {
+	command -v sqlite3 || skip "sqlite3 not installed"
+	# Someone's application database (issue 12: user_version 42 became 3, three tables
+	# were added): not one byte changes, by run or by profiles.
+	sqlite3 "$T/app.db" "CREATE TABLE users (name TEXT); INSERT INTO users VALUES ('ada'); PRAGMA user_version = 42;"
+	cp "$T/app.db" "$T/app.orig"
+	run "$HR" run --db "$T/app.db" -- touch "$T/ran"
+	run "$HR" profiles --db "$T/app.db" list
+	run "$HR" profiles --db "$T/app.db" forget --all
+	cmp "$T/app.db" "$T/app.orig"
+	run "$HR" run --db "$T/app.db" -- touch "$T/ran"
 	[ "$status" -eq 125 ]
-	[[ "$output" == *"profile store"*"/dev/null/profiles.db"* ]]
-	[[ "$output" == *"--no-db"* ]]
+	[[ "$output" == *"app.db is not a headroom profile store"* ]]
 	[ ! -e "$T/ran" ]
+	run "$HR" profiles --db "$T/app.db" list
+	[ "$status" -eq 125 ]
+	run "$HR" profiles --db "$T/app.db" forget --all
+	[ "$status" -eq 125 ]
+	[ "$(sqlite3 "$T/app.db" 'PRAGMA user_version')" = 42 ]
+	[ "$(sqlite3 "$T/app.db" "SELECT group_concat(name) FROM sqlite_master WHERE type = 'table'")" = users ]
 	echo "not a database, just text that happens to be here" > "$T/junk.db"
+	cp "$T/junk.db" "$T/junk.orig"
 	run "$HR" run --db "$T/junk.db" -- touch "$T/ran"
 	[ "$status" -eq 125 ]
-	[[ "$output" == *"junk.db"* ]]
+	[[ "$output" == *"junk.db"*"not a SQLite database"* ]]
+	[[ "$output" == *"--no-db"* ]]
+	[ ! -e "$T/ran" ]
+	cmp "$T/junk.db" "$T/junk.orig"
+}
+
+@test "a store that cannot be made or written costs the build its learning, not the build" {
+	# /dev/null is no directory: the store can never be made there
+	run --separate-stderr "$HR" run --db /dev/null/profiles.db -- touch "$T/ran"
+	[ "$status" -eq 0 ]
+	[ -e "$T/ran" ]
+	[[ "$stderr" == *"profile store"*"/dev/null/profiles.db"*"runs without learned profiles"* ]]
+}
+
+@test "--report, --trace or --record into a directory that is not there is refused before the build" {
+	for opt in --report --trace --record; do
+		run "$HR" run --no-db "$opt" "$T/missing/out.json" -- touch "$T/ran"
+		[ "$status" -eq 2 ]
+		[[ "$output" == *"$opt $T/missing/out.json: the directory $T/missing does not exist"* ]]
+		[ ! -e "$T/ran" ]
+	done
+	run "$HR" run --no-db --report "$T" -- touch "$T/ran"
+	[ "$status" -eq 2 ]
+	[[ "$output" == *"is a directory"* ]]
+	run "$HR" run --no-db --report "$T/r.json" --trace "$T/./r.json" -- touch "$T/ran"
+	[ "$status" -eq 2 ]
+	[[ "$output" == *"--report and --trace name the same file"* ]]
+	[ ! -e "$T/ran" ]
+}
+
+@test "--report naming the store is refused before the build, and the store is kept" {
+	command -v sqlite3 || skip "sqlite3 not installed"
+	"$HR" run --db "$T/p.db" -- true
+	# a store that exists: the same file by another name, or through a link
+	"$HR" profiles --db "$T/p.db" import - <<< '{"format": "headroom-profiles/1", "profiles": []}'
+	[ -e "$T/p.db" ]
+	cp "$T/p.db" "$T/p.orig"
+	ln -s "$T/p.db" "$T/link.json"
+	for out in "$T/p.db" "$T/../$(basename "$T")/p.db" "$T/link.json"; do
+		run "$HR" run --db "$T/p.db" --report "$out" -- touch "$T/ran"
+		[ "$status" -eq 2 ]
+		[[ "$output" == *"--report $out is the profile store (--db)"* ]]
+		[ ! -e "$T/ran" ]
+	done
+	run "$HR" run --db "$T/p.db" --record "$T/p.db" -- touch "$T/ran"
+	[ "$status" -eq 2 ]
+	cmp "$T/p.db" "$T/p.orig"
+	# a store not made yet: the same path
+	run "$HR" run --db "$T/new.db" --trace "$T/new.db" -- touch "$T/ran"
+	[ "$status" -eq 2 ]
 	[ ! -e "$T/ran" ]
 }
 

@@ -70,3 +70,60 @@ print(next((p["runs"] for p in json.load(sys.stdin) if p["kind"] == kind and p["
 	[[ "$stderr" == *"locked by another process; this build runs without learned profiles"* ]]
 	wait
 }
+
+# A store of one profile at DB, made by importing it.
+one_profile_store() {
+	python3 -c '
+import json
+c = [1 << 20] * 63 + [2 << 20]
+print(json.dumps({"format": "headroom-profiles/1", "profiles": [{"kind": "class", "key": "memhog",
+    "runs": 1, "duration_ms": 1000, "peak_bytes": 2 << 20, "updated_s": 1700000000, "curve_bytes": c}]}))
+' > "$T/one.json"
+	"$HR" profiles --db "$1" import "$T/one.json" > /dev/null
+}
+
+as_user() {
+	setpriv --reuid=4242 --regid=4242 --clear-groups "$@"
+}
+
+@test "a store another user owns is read, not written: profiles list works, and a build runs and says what it could not save" {
+	[ "$(id -u)" -eq 0 ] || skip "needs root to act as another user"
+	command -v ninja || skip "ninja not installed"
+	chmod 755 "$T"
+	mkdir -m 755 "$T/st"
+	one_profile_store "$T/st/p.db"
+	cp "$T/st/p.db" "$T/p.orig"
+	run as_user "$HR" profiles --db "$T/st/p.db" --json
+	[ "$status" -eq 0 ]
+	[ "$(echo "$output" | python3 -c 'import json, sys; print([p["key"] for p in json.load(sys.stdin)])')" = "['memhog']" ]
+	hold_build "$T/a" 1 8M 100
+	chmod -R a+rwX "$T/a"
+	cd "$T/a"
+	run --separate-stderr as_user "$HR" run --db "$T/st/p.db" -- ninja
+	[ "$status" -eq 0 ]
+	[ -e "$T/a/out1" ]
+	[[ "$stderr" == *"could not write the profile store ("*"); what this build learned is lost"* ]]
+	cmp "$T/st/p.db" "$T/p.orig"
+	# and where no store can be made at all (a directory it may not write)
+	run --separate-stderr as_user "$HR" run --db "$T/st/sub/new.db" -- true
+	[ "$status" -eq 0 ]
+	[ ! -e "$T/st/sub" ]
+}
+
+@test "a full disk costs the build its learning, not the build" {
+	[ "$(id -u)" -eq 0 ] || skip "needs root for a tmpfs in a mount namespace"
+	command -v ninja || skip "ninja not installed"
+	unshare --mount true 2>/dev/null || skip "no mount namespaces here"
+	hold_build "$T/a" 1 8M 100
+	mkdir "$T/full"
+	cat > "$T/full.sh" <<'SH'
+mount -t tmpfs -o size=64k tmpfs "$T/full" || exit 99
+dd if=/dev/zero of="$T/full/fill" bs=4k 2>/dev/null
+cd "$T/a" && "$HR" run --db "$T/full/p.db" -- ninja
+SH
+	export T HR
+	run --separate-stderr unshare --mount bash "$T/full.sh"
+	[ "$status" -eq 0 ]
+	[ -e "$T/a/out1" ]
+	[[ "$stderr" == *"could not write the profile store (No space left on device)"* ]]
+}

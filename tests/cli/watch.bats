@@ -180,3 +180,91 @@ PY
 	[ "$(events "$T/o.jsonl" xid)" -eq 1 ]   # once, not at every sample
 	python3 -c 'import json,sys; e=[json.loads(l) for l in open(sys.argv[1]) if json.loads(l).get("event") == "xid"][0]; assert e["gpu"] == 1 and e["uuid"] == "GPU-b" and e["xid"] == 79, e' "$T/o.jsonl"
 }
+
+# The local address a process listens on at PORT, from /proc/net/tcp ("127.0.0.1",
+# "0.0.0.0"), waiting up to 3 s for it to listen.
+listen_addr() {
+	python3 - "$1" <<'PY'
+import socket, struct, sys, time
+port = int(sys.argv[1])
+for _ in range(30):
+    for line in open("/proc/net/tcp").readlines()[1:]:
+        f = line.split()
+        addr, p = f[1].split(":")
+        if int(p, 16) == port and f[3] == "0A":
+            print(socket.inet_ntoa(struct.pack("<I", int(addr, 16))))
+            sys.exit(0)
+    time.sleep(0.1)
+sys.exit(1)
+PY
+}
+
+@test "--prometheus PORT (or :PORT) serves this machine only; an address given binds there" {
+	use_double
+	printf 'gpu uuid=GPU-a bus=00000000:04:00.0 name=H200 total=80G used=20G util=50\n' > "$T/gpus"
+	local port
+	for spec in "" ":"; do
+		port=$((20000 + RANDOM % 20000))
+		"$HR" watch -q --interval 200 --duration 2 --prometheus "$spec$port" 2> "$T/err" &
+		local w=$!
+		run listen_addr "$port"
+		wait "$w"
+		[ "$output" = 127.0.0.1 ]
+	done
+	port=$((20000 + RANDOM % 20000))
+	"$HR" watch -q --interval 200 --duration 2 --prometheus "0.0.0.0:$port" 2> "$T/err" &
+	w=$!
+	run listen_addr "$port"
+	wait "$w"
+	[ "$output" = 0.0.0.0 ]
+}
+
+# Issue 12: 1100 idle connections kept every scrape out. One client address gets a few of
+# the connections, the rest are closed at once, and an idle one is closed after a few
+# seconds. Clients are on loopback addresses only (127.0.0.2, 127.0.0.3).
+@test "--prometheus: idle connections do not keep a scrape out, and an idle one is closed" {
+	use_double
+	command -v curl || skip "curl needed"
+	printf 'gpu uuid=GPU-a bus=00000000:04:00.0 name=H200 total=80G used=20G util=50\n' > "$T/gpus"
+	local port=$((20000 + RANDOM % 20000))
+	"$HR" watch -q --interval 200 --duration 20 --prometheus "$port" 2> "$T/err" &
+	local w=$!
+	listen_addr "$port"
+	python3 - "$port" "$T" <<'PY' &
+import resource, socket, sys, time
+port, t = int(sys.argv[1]), sys.argv[2]
+soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+resource.setrlimit(resource.RLIMIT_NOFILE, (min(hard, 4096), hard))
+held = []
+for i in range(1100):
+    s = socket.socket()
+    s.bind(("127.0.0.2", 0))
+    s.setblocking(False)
+    try:
+        s.connect(("127.0.0.1", port))
+    except BlockingIOError:
+        pass
+    held.append(s)
+open(t + "/held", "w").write("%d\n" % len(held))
+time.sleep(12)
+PY
+	local flood=$!
+	for i in $(seq 50); do [ -s "$T/held" ] && break; sleep 0.1; done
+	[ -s "$T/held" ]
+	# a scrape now, while the idle connections are held
+	curl -sf -m 3 "http://127.0.0.1:$port/metrics" > "$T/metrics"
+	grep -q '^headroom_up' "$T/metrics"
+	# an idle connection of another client is closed by the server, not held forever
+	run python3 - "$port" <<'PY'
+import socket, sys, time
+s = socket.socket()
+s.bind(("127.0.0.3", 0))
+s.connect(("127.0.0.1", int(sys.argv[1])))
+s.settimeout(15)
+t0 = time.time()
+print("closed" if s.recv(1) == b"" else "data", round(time.time() - t0))
+PY
+	kill "$flood" "$w" 2>/dev/null || true
+	wait "$w" || true
+	[[ "$output" == "closed "[4-7] ]]
+}

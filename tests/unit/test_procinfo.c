@@ -53,12 +53,35 @@ static void test_running(void **state)
 	assert_false(procinfo_running(FIX, 4299)); /* gone */
 }
 
+/* The real uid is the first of four; a status without the line, or with garbage there,
+ * gives no uid at all (never 0, which is root). */
+static void test_uid(void **state)
+{
+	uid_t uid = 7;
+
+	(void)state;
+	assert_int_equal(procinfo_uid("tests/fixtures/leftover", 30, &uid), 0);
+	assert_int_equal(uid, 4242);
+	assert_int_equal(procinfo_uid("tests/fixtures/leftover", 12, &uid), 0);
+	assert_int_equal(uid, 0);
+	assert_int_equal(procinfo_uid(FIX, 4299, &uid), -ENOENT);
+	assert_int_equal(procinfo_parse_uid("Name:\tx\nUid:\t1000\t0\t0\t0\n", &uid), 0);
+	assert_int_equal(uid, 1000);
+	uid = 7;
+	assert_int_equal(procinfo_parse_uid("Name:\tx\nGid:\t0\t0\t0\t0\n", &uid), -EINVAL);
+	assert_int_equal(procinfo_parse_uid("Name:\tx\nUid:\tabc\n", &uid), -EINVAL);
+	assert_int_equal(procinfo_parse_uid("Name:\tx\nUid:\t12x\t0\n", &uid), -EINVAL);
+	assert_int_equal(procinfo_parse_uid("Name:\tx\nUid:\t99999999999\n", &uid), -EINVAL);
+	assert_int_equal(uid, 7);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_environ),
 		cmocka_unit_test(test_container_pid),
 		cmocka_unit_test(test_running),
+		cmocka_unit_test(test_uid),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

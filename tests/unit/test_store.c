@@ -9,6 +9,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sqlite3.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include "store/store.h"
@@ -24,6 +27,15 @@ static int count_one(enum profile_kind kind, const char *key, const struct profi
 	return 0;
 }
 
+static int count_any(enum profile_kind kind, const char *key, const struct profile *p, void *arg)
+{
+	(void)kind;
+	(void)key;
+	(void)p;
+	++*(int *)arg;
+	return 0;
+}
+
 static void test_roundtrip(void **state)
 {
 	struct store *st;
@@ -33,7 +45,7 @@ static void test_roundtrip(void **state)
 	(void)state;
 	assert_non_null(mkdtemp(dir));
 	assert_true(asprintf(&path, "%s/a/b/profiles.db", dir) > 0);
-	assert_int_equal(store_open(path, &st, &err), 0); /* creates a/b */
+	assert_int_equal(store_open(path, &st, &err), 0); /* a/b is made by the first write */
 	p.curve.duration_ms = 1234;
 	for (int i = 0; i < CURVE_POINTS; i++)
 		p.curve.pts[i] = (uint64_t)i << 30; /* past 32 bits: stored whole */
@@ -220,6 +232,194 @@ static void test_unwritable_dir(void **state)
 	free(err);
 }
 
+/* The whole of a file, for comparing before and after; caller frees. */
+static char *slurp(const char *path, size_t *len)
+{
+	FILE *f = fopen(path, "rb");
+	char *buf;
+
+	assert_non_null(f);
+	assert_int_equal(fseek(f, 0, SEEK_END), 0);
+	*len = (size_t)ftell(f);
+	rewind(f);
+	buf = malloc(*len + 1);
+	assert_non_null(buf);
+	assert_int_equal(fread(buf, 1, *len, f), *len);
+	fclose(f);
+	return buf;
+}
+
+/* A database made here with sql, closed. */
+static char *make_db(const char *name, const char *sql)
+{
+	char *path = db_path(name);
+	sqlite3 *db;
+
+	assert_int_equal(sqlite3_open(path, &db), SQLITE_OK);
+	assert_int_equal(sqlite3_exec(db, sql, NULL, NULL, NULL), SQLITE_OK);
+	sqlite3_close(db);
+	return path;
+}
+
+static int int_of(const char *path, const char *sql)
+{
+	sqlite3 *db;
+	sqlite3_stmt *q;
+	int v;
+
+	assert_int_equal(sqlite3_open_v2(path, &db, SQLITE_OPEN_READONLY, NULL), SQLITE_OK);
+	assert_int_equal(sqlite3_prepare_v2(db, sql, -1, &q, NULL), SQLITE_OK);
+	assert_int_equal(sqlite3_step(q), SQLITE_ROW);
+	v = sqlite3_column_int(q, 0);
+	sqlite3_finalize(q);
+	sqlite3_close(db);
+	return v;
+}
+
+/* Someone's application database, given as the store: refused, and not one byte of it
+ * changed (issue 12: its user_version became 3 and three tables were added). The same for
+ * one that looks like an old store of headroom's but holds other tables too, and for one
+ * with another application_id. */
+static void test_foreign_untouched(void **state)
+{
+	static const char *const sql[] = {
+		"CREATE TABLE users (name TEXT); INSERT INTO users VALUES ('ada'); PRAGMA user_version = 42;",
+		"CREATE TABLE profiles (x); CREATE TABLE users (name TEXT); PRAGMA user_version = 3;",
+		"CREATE TABLE profiles (x); PRAGMA user_version = 3; PRAGMA application_id = 1234;",
+		"CREATE TABLE users (name TEXT);",
+	};
+
+	(void)state;
+	for (size_t i = 0; i < sizeof(sql) / sizeof(*sql); i++) {
+		char name[32], *path, *before, *after, *err = NULL;
+		struct store *st = NULL;
+		size_t n0, n1;
+
+		snprintf(name, sizeof(name), "app%zu.db", i);
+		path = make_db(name, sql[i]);
+		before = slurp(path, &n0);
+		assert_int_equal(store_open(path, &st, &err), -EMEDIUMTYPE);
+		assert_null(st);
+		assert_non_null(strstr(err, path));
+		assert_non_null(strstr(err, "not a headroom profile store"));
+		after = slurp(path, &n1);
+		assert_int_equal(n0, n1);
+		assert_memory_equal(before, after, n0);
+		free(before);
+		free(after);
+		free(err);
+		free(path);
+	}
+}
+
+/* A store is not made until something is written to it; then it is marked headroom's. */
+static void test_made_by_first_write(void **state)
+{
+	struct store *st;
+	struct profile p;
+	struct build_profile b = { 1, 7, 1000 };
+	char *err = NULL, *path = db_path("late/dir/profiles.db"), *dirpath = db_path("late");
+	char *value = NULL;
+	int n = 0;
+
+	(void)state;
+	assert_int_equal(store_open(path, &st, &err), 0);
+	assert_int_not_equal(access(dirpath, F_OK), 0);
+	assert_int_equal(store_get(st, PROFILE_SIG, "cc :: a.c", &p), -ENOENT);
+	assert_int_equal(store_each(st, "", count_one, &n), 0);
+	assert_int_equal(n, 0);
+	assert_int_equal(store_build_get(st, "k", &b), -ENOENT);
+	assert_int_equal(store_probe_get(st, "gpu", &value), -ENOENT);
+	assert_int_equal(store_flush(st), 0); /* nothing queued: nothing written */
+	assert_int_not_equal(access(dirpath, F_OK), 0);
+	assert_int_equal(store_build_put(st, "k", &b), 0);
+	assert_int_equal(access(path, F_OK), 0);
+	assert_int_equal(int_of(path, "PRAGMA application_id"), STORE_APPLICATION_ID);
+	assert_int_equal(int_of(path, "PRAGMA user_version"), 3);
+	store_close(st);
+	free(path);
+	free(dirpath);
+}
+
+/* A store made before headroom set an application_id (schema 3, headroom's tables
+ * only) is read as it is and marked at its first write. */
+static void test_old_store_adopted(void **state)
+{
+	char *path = make_db("old.db",
+			     "CREATE TABLE profiles (kind INTEGER NOT NULL, key TEXT NOT NULL, runs INTEGER NOT NULL,"
+			     " duration_ms INTEGER NOT NULL, peak_bytes INTEGER NOT NULL, curve TEXT NOT NULL,"
+			     " updated_s INTEGER NOT NULL, PRIMARY KEY (kind, key));"
+			     "CREATE TABLE builds (key TEXT PRIMARY KEY, runs INTEGER NOT NULL, jobs INTEGER NOT NULL,"
+			     " wall_ms INTEGER NOT NULL, updated_s INTEGER NOT NULL);"
+			     "CREATE TABLE probes (key TEXT PRIMARY KEY, value TEXT NOT NULL, updated_s INTEGER NOT NULL);"
+			     "PRAGMA user_version = 3;");
+	struct build_profile b = { 1, 7, 1000 };
+	struct store *st;
+	char *err = NULL;
+
+	(void)state;
+	assert_int_equal(store_open(path, &st, &err), 0);
+	assert_int_equal(int_of(path, "PRAGMA application_id"), 0); /* reading changes nothing */
+	assert_int_equal(store_build_put(st, "k", &b), 0);
+	assert_int_equal(int_of(path, "PRAGMA application_id"), STORE_APPLICATION_ID);
+	store_close(st);
+	free(path);
+}
+
+/* A store this process may read but not write (its file and directory are another
+ * user's): read in full; a write fails and says why, and what was read stays. As root
+ * the test reads as uid 4242 in a child. */
+static void test_read_only_store(void **state)
+{
+	struct profile p = { .runs = 2, .curve = flat(3 << 20, 500) };
+	struct store *st;
+	char *err = NULL, *rodir = db_path("ro"), *path = db_path("ro/profiles.db");
+	int added, status;
+	pid_t pid;
+
+	(void)state;
+	assert_int_equal(store_open(path, &st, &err), 0);
+	assert_int_equal(store_begin(st), 0);
+	assert_int_equal(store_merge(st, PROFILE_CLASS, "nvcc -O3", &p, &added), 0);
+	assert_int_equal(store_commit(st), 0);
+	store_close(st);
+	assert_int_equal(chmod(path, 0444), 0);
+	assert_int_equal(chmod(rodir, 0555), 0);
+	assert_int_equal(chmod(dir, 0755), 0);
+	pid = fork();
+	assert_true(pid >= 0);
+	if (pid == 0) {
+		struct profile q;
+		int n = 0;
+
+		if (getuid() == 0 && (setgid(4242) || setuid(4242)))
+			_exit(10);
+		if (store_open(path, &st, &err)) {
+			fprintf(stderr, "%s\n", err);
+			_exit(11);
+		}
+		if (store_get(st, PROFILE_CLASS, "nvcc -O3", &q) || q.runs != 2)
+			_exit(12);
+		if (store_each(st, "", count_any, &n) || n != 1)
+			_exit(13);
+		store_learn(st, PROFILE_CLASS, "nvcc -O3", &p.curve, 10, 0);
+		int rc = store_flush(st);
+		if (rc != -EROFS && rc != -EACCES)
+			_exit(14);
+		if (store_get(st, PROFILE_CLASS, "nvcc -O3", &q) || q.runs != 2)
+			_exit(15);
+		store_close(st);
+		_exit(0);
+	}
+	assert_int_equal(waitpid(pid, &status, 0), pid);
+	chmod(rodir, 0755);
+	chmod(dir, 0700);
+	assert_true(WIFEXITED(status));
+	assert_int_equal(WEXITSTATUS(status), 0);
+	free(path);
+	free(rodir);
+}
+
 static int teardown(void **state)
 {
 	(void)state;
@@ -239,6 +439,10 @@ int main(void)
 		cmocka_unit_test(test_merge),
 		cmocka_unit_test(test_not_a_database),
 		cmocka_unit_test(test_unwritable_dir),
+		cmocka_unit_test(test_foreign_untouched),
+		cmocka_unit_test(test_made_by_first_write),
+		cmocka_unit_test(test_old_store_adopted),
+		cmocka_unit_test(test_read_only_store),
 	};
 	return cmocka_run_group_tests_name("store", tests, NULL, teardown);
 }

@@ -1,0 +1,46 @@
+/* libFuzzer target: the planner's JSON readers (a config.json, or a case with "model"
+ * and "train", as `headroom plan` and --train read them) and its option parsers. */
+#include <stddef.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <jansson.h>
+
+#include "plan/config.h"
+#include "plan/model.h"
+
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
+
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
+{
+	json_t *j = json_loadb((const char *)data, size, 0, NULL);
+	char *err = NULL, *text;
+	struct model_shape m;
+	struct train_settings t;
+	struct buffer_spec b;
+	unsigned bits;
+
+	if (j) {
+		json_t *model = json_object_get(j, "model"), *train = json_object_get(j, "train");
+
+		memset(&m, 0, sizeof(m));
+		model_shape_from_json(model ? model : j, &m, &err);
+		free(err);
+		err = NULL;
+		train_settings_init(&t);
+		train_settings_from_json(train ? train : j, &t, &err);
+		free(err);
+		json_decref(j);
+	}
+	/* The same bytes as a --buffer or --lora-targets value. */
+	text = malloc(size + 1);
+	if (!text)
+		return 0;
+	memcpy(text, data, size);
+	text[size] = '\0';
+	buffer_spec_parse(text, &b);
+	lora_targets_parse(text, &bits);
+	free(text);
+	return 0;
+}
