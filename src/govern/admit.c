@@ -101,6 +101,11 @@ uint64_t net_default_reserve(uint64_t limit_bytes)
 	return r;
 }
 
+uint64_t net_hold_band(uint64_t limit_bytes, uint64_t reserve_bytes)
+{
+	return reserve_bytes < limit_bytes / 16 ? reserve_bytes : limit_bytes / 16;
+}
+
 enum net_action net_decide(const struct net_state *s)
 {
 	uint64_t avail = s->limit_bytes > s->used_bytes ? s->limit_bytes - s->used_bytes : 0;
@@ -115,7 +120,7 @@ enum net_action net_decide(const struct net_state *s)
 		return s->ms_since_last_kill >= 1000 ? NET_KILL : NET_FREEZE;
 	if (soon < s->reserve_bytes)
 		return NET_FREEZE;
-	if (soon < s->reserve_bytes * 2)
+	if (soon < s->reserve_bytes + net_hold_band(s->limit_bytes, s->reserve_bytes))
 		return NET_HOLD;
 	return NET_OK;
 }

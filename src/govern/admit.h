@@ -152,6 +152,10 @@ struct net_state {
  * taking effect) must not be able to run past the limit. */
 #define NET_LOOKAHEAD_MS 500
 
+/* NET_HOLD while what is free, less the growth over the lookahead, is within this band
+ * above the reserve: the reserve again (a default reserve's band), at most a sixteenth of
+ * the limit, so that a large --reserve narrows what the jobs get, not stops them. */
+uint64_t net_hold_band(uint64_t limit_bytes, uint64_t reserve_bytes);
 enum net_action net_decide(const struct net_state *s);
 /* The jobs over their budget (a --budget below the machine's limit) are short of
  * memory too: an OK becomes a freeze. */

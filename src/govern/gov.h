@@ -73,6 +73,7 @@ struct gov {
 	int job_groups;             /* jobs get child groups of cg */
 	uint64_t limit_bytes, reserve_bytes, budget_bytes;
 	uint64_t seen_peak_bytes;   /* the largest peak a job of this build passed; 0: none yet */
+	int mem_unknown;            /* the last read of memory in use failed (warned once) */
 	int64_t longest_done_ms;    /* the longest run of a job of this build that ended; -1: none yet */
 	int net_act;                /* the safety net's last decision (enum net_action) */
 	uint64_t oom_start;

@@ -9,6 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/prctl.h>
+#include <sys/resource.h>
 #include <sys/signalfd.h>
 #include <unistd.h>
 
@@ -35,23 +36,55 @@ uint64_t gov_oom_count(struct gov *g)
 	return 0;
 }
 
-/* Memory that can still be taken now, against the tighter of the cgroup and the machine. */
-static uint64_t mem_available(struct gov *g)
+/* Memory that can still be taken now, against the tighter of the cgroup and the machine:
+ * 0 and *avail set, or -errno when the source that sets the limit could not be read (out
+ * of file descriptors, say). Unknown is never "nothing free": the caller then holds. */
+static int mem_available(struct gov *g, uint64_t *avail)
 {
 	struct meminfo mi;
-	uint64_t avail = UINT64_MAX, ws;
+	uint64_t ws;
+	int err = meminfo_read(g->o->proc_root, &mi);
 
-	if (!meminfo_read(g->o->proc_root, &mi))
-		avail = mi.available_bytes;
-	if (g->cg_limited && !cgroup_mem_working_set(&g->cg, &ws)) {
+	*avail = err ? UINT64_MAX : mi.available_bytes;
+	if (g->cg_limited) {
+		int e = cgroup_mem_working_set(&g->cg, &ws);
+		if (e)
+			return e;
 		uint64_t a = g->limit_bytes > ws ? g->limit_bytes - ws : 0;
-		if (a < avail)
-			avail = a;
+		if (a < *avail)
+			*avail = a;
+		return 0;
 	}
-	return avail == UINT64_MAX ? 0 : avail;
+	return err;
 }
 
-static void setup_memory(struct gov *g)
+/* Descriptors kept for the governor's own reads (/proc, cgroup files, the store) beside
+ * its connections: with every descriptor taken by waiting launchers it could not read
+ * memory, and no job could end to give one back. */
+#define FD_SPARE 32
+
+/* How many launcher connections may be open at once: the descriptor limit less the
+ * spare (at least 4); the rest wait in the socket's backlog. */
+static size_t conn_cap(void)
+{
+	struct rlimit rl;
+
+	if (getrlimit(RLIMIT_NOFILE, &rl) || rl.rlim_cur == RLIM_INFINITY || rl.rlim_cur > 1 << 20)
+		return 1 << 20;
+	return rl.rlim_cur > FD_SPARE + 4 ? (size_t)rl.rlim_cur - FD_SPARE : 4;
+}
+
+/* Reading memory failed: say so once per spell, with what headroom does meanwhile. */
+static void mem_unknown(struct gov *g, int err)
+{
+	if (!g->mem_unknown)
+		log_warn("cannot read the memory in use (%s): no job is started, frozen or ended until it can be",
+			 strerror(-err));
+	g->mem_unknown = 1;
+}
+
+/* 0, or EXIT_USAGE when the reserve leaves the jobs nothing. */
+static int setup_memory(struct gov *g)
 {
 	struct meminfo mi;
 	uint64_t lim, others = 0;
@@ -70,8 +103,15 @@ static void setup_memory(struct gov *g)
 	if (!g->psi_path)
 		g->psi_path = xasprintf("%s/proc/pressure/memory", g->o->proc_root);
 	g->reserve_bytes = g->o->reserve_bytes ? g->o->reserve_bytes : net_default_reserve(g->limit_bytes);
-	uint64_t avail = mem_available(g);
-	if (g->limit_bytes > avail)
+	if (g->limit_bytes && g->reserve_bytes >= g->limit_bytes) {
+		char r[32], l[32];
+		log_warn("--reserve %s is all of the memory limit, %s (%s): no job could ever run; give less",
+			 size_format(g->reserve_bytes, r, sizeof(r)), size_format(g->limit_bytes, l, sizeof(l)),
+			 g->rep.limit_source);
+		return EXIT_USAGE;
+	}
+	uint64_t avail;
+	if (!mem_available(g, &avail) && g->limit_bytes > avail)
 		others = g->limit_bytes - avail;
 	if (g->o->budget_bytes) {
 		g->budget_bytes = g->o->budget_bytes;
@@ -86,6 +126,7 @@ static void setup_memory(struct gov *g)
 	log_info("memory limit %s (%s), in use by others %s, budget for jobs %s",
 	      size_format(g->limit_bytes, a, sizeof(a)), g->rep.limit_source, size_format(others, b, sizeof(b)),
 	      size_format(g->budget_bytes, c, sizeof(c)));
+	return 0;
 }
 
 static struct job *youngest(struct gov *g, int want_frozen, int any)
@@ -247,8 +288,12 @@ void gov_admit(struct gov *g, int64_t now, int on_request)
 		return;
 	snap = xmalloc((g->njobs + (size_t)g->o->jobs + 1) * sizeof(*snap));
 	n = snapshot(g, now, snap, &jobs_bytes, &running);
-	if (running < g->o->jobs)
-		admit_waiting(g, now, mem_available(g), snap, n, running, on_request, &s);
+	uint64_t avail;
+	int err = mem_available(g, &avail);
+	if (err)
+		mem_unknown(g, err);
+	else if (running < g->o->jobs)
+		admit_waiting(g, now, avail, snap, n, running, on_request, &s);
 	free(snap);
 }
 
@@ -291,7 +336,8 @@ static void show_progress(struct gov *g, int64_t now, uint64_t used)
 static void govern_tick(struct gov *g, int64_t now)
 {
 	struct admit_job *snap;
-	uint64_t jobs_bytes, avail = mem_available(g);
+	uint64_t jobs_bytes, avail;
+	int mem_err = mem_available(g, &avail);
 	int running;
 	struct psi psi;
 	size_t n;
@@ -310,7 +356,8 @@ static void govern_tick(struct gov *g, int64_t now)
 	if (jobs_bytes > g->rep.peak_jobs_bytes)
 		g->rep.peak_jobs_bytes = jobs_bytes;
 
-	uint64_t used = g->limit_bytes > avail ? g->limit_bytes - avail : g->limit_bytes;
+	/* unknown: the last known use stands in for the net's inputs, which are not acted on */
+	uint64_t used = mem_err ? g->used_prev : g->limit_bytes > avail ? g->limit_bytes - avail : g->limit_bytes;
 	struct net_state ns = {
 		.limit_bytes = g->limit_bytes,
 		.used_bytes = used,
@@ -322,17 +369,26 @@ static void govern_tick(struct gov *g, int64_t now)
 	};
 	g->used_prev = used;
 	g->t_prev_ms = now;
-	if (now - g->t0_ms >= (int64_t)g->rep.npoints * 1000) {
+	if (!mem_err && now - g->t0_ms >= (int64_t)g->rep.npoints * 1000) {
 		struct report_point p = { now - g->t0_ms, running, (int)n - running, 0, jobs_bytes, used };
 		for (size_t i = 0; i < g->njobs; i++)
 			p.waiting += g->jobs[i]->state == JOB_WAITING;
 		report_add_point(&g->rep, &p);
 	}
-	if (g->progress.fd >= 0 && now >= g->next_progress_ms) {
+	if (!mem_err && g->progress.fd >= 0 && now >= g->next_progress_ms) {
 		show_progress(g, now, used);
 		g->next_progress_ms = now + 500;
 	}
 	enum net_action act = net_apply_budget(net_decide(&ns), jobs_bytes, g->budget_bytes);
+	/* The net acts on known numbers only: with memory unknown it holds, and ends or
+	 * freezes nothing on a guess. */
+	if (mem_err) {
+		mem_unknown(g, mem_err);
+		act = NET_HOLD;
+	} else if (g->mem_unknown) {
+		log_info("memory readable again");
+		g->mem_unknown = 0;
+	}
 
 	if (act == NET_KILL) {
 		/* Never the last job: alone, it would only be killed again; the kernel judges it. */
@@ -467,7 +523,10 @@ int governor_run(const struct governor_opts *o)
 	g.rep.knob = report_knob_for(o->argv);
 	if (prctl(PR_GET_NAME, g.self_name) || !g.self_name[0])
 		snprintf(g.self_name, sizeof(g.self_name), "headroom");
-	setup_memory(&g);
+	status = setup_memory(&g);
+	if (status)
+		goto out;
+	status = EXIT_INTERNAL;
 	guard_lock_self();
 	/* Orphans of the build (a compiler whose launcher died) become ours to end. */
 	prctl(PR_SET_CHILD_SUBREAPER, 1);
@@ -514,13 +573,15 @@ int governor_run(const struct governor_opts *o)
 	g.guard_fd = guard_start(g.build_pid, o->proc_root);
 
 	int64_t next_tick = now_ms();
+	size_t max_conns = conn_cap();
 	while (!g.build_done) {
 		size_t npf = g.njobs + 2;
 		struct pollfd *pf = xcalloc(npf, sizeof(*pf));
 		int64_t now = now_ms();
 		int timeout = next_tick > now ? (int)(next_tick - now) : 0;
 
-		pf[0] = (struct pollfd){ .fd = g.listen_fd, .events = POLLIN };
+		/* at the cap, new launchers wait in the backlog until one of ours ends */
+		pf[0] = (struct pollfd){ .fd = g.njobs < max_conns ? g.listen_fd : -1, .events = POLLIN };
 		pf[1] = (struct pollfd){ .fd = g.sig_fd, .events = POLLIN };
 		for (size_t i = 0; i < g.njobs; i++)
 			pf[i + 2] = (struct pollfd){ .fd = g.jobs[i]->conn.fd, .events = POLLIN };

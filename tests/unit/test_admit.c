@@ -188,6 +188,22 @@ static void test_net(void **state)
 	assert_int_equal(net_decide(&n), NET_KILL);
 }
 
+/* A --reserve of half the limit or more narrows the jobs' room, never closes it: 12 GiB
+ * kept free of 24 GiB, 2 GiB in use, holds only within a sixteenth of the limit above
+ * the reserve (a hold band of the reserve again held everything, for ever). */
+static void test_net_big_reserve(void **state)
+{
+	struct net_state n = { .limit_bytes = 24 * GiB, .reserve_bytes = 12 * GiB, .psi_full_avg10_pct = -1,
+			       .ms_since_last_kill = 100000, .used_bytes = 2 * GiB };
+
+	(void)state;
+	assert_int_equal(net_hold_band(24 * GiB, 12 * GiB), 24 * GiB / 16);
+	assert_int_equal(net_hold_band(4 * GiB, net_default_reserve(4 * GiB)), net_default_reserve(4 * GiB));
+	assert_int_equal(net_decide(&n), NET_OK);
+	n.used_bytes = 11 * GiB; /* 13 GiB free: within 1.5 GiB of the reserve */
+	assert_int_equal(net_decide(&n), NET_HOLD);
+}
+
 static void flat(struct curve *c, int64_t dur_ms, uint64_t bytes)
 {
 	memset(c, 0, sizeof(*c));
@@ -871,6 +887,7 @@ int main(void)
 		cmocka_unit_test(test_net),
 		cmocka_unit_test(test_unknown_need),
 		cmocka_unit_test(test_ramp),
+		cmocka_unit_test(test_net_big_reserve),
 		cmocka_unit_test(test_passed_peak),
 		cmocka_unit_test(test_passed_peak_timing),
 		cmocka_unit_test(test_provisional),
