@@ -330,8 +330,9 @@ static uint64_t calibrated_context(const char *db)
 	j = json_loads(txt, 0, NULL);
 	v = json_integer_value(json_object_get(j, "torch_overhead_bytes"));
 	json_decref(j);
-	if (v <= 0)
-		die(EXIT_USAGE, "plan: the probe of \"%s\" has no PyTorch figure: run `headroom probe --torch`", key);
+	if (v <= 0 || (uint64_t)v > PLAN_MAX_ITEM_BYTES)
+		die(EXIT_USAGE, "plan: the probe of \"%s\" has no PyTorch figure from 1 byte to 1 TiB: run "
+		    "`headroom probe --torch`", key);
 	free(txt);
 	free(key);
 	free(path);
