@@ -128,12 +128,12 @@ PY
 	for opts in "--min-free-pct nan" "--min-free-pct 100" "--min-free-pct abc%" "--window 0" "--window nan" \
 	            "--horizon inf" "--duration 0" "--grace -1" "--stop-delay nan" "--stuck-timeout 1e400" \
 	            "--interval 10.5" "--min-free 1Q" "--window 0.5"; do
-		run "$HR" watch -q $opts
+		run timeout 10 "$HR" watch -q $opts
 		echo "$opts: $output"
 		[ "$status" -eq 2 ]
 		[[ "$output" == *"watch: ${opts%% *} "* ]]
 	done
-	run "$HR" watch -q --window 0.5 --interval 1000
+	run timeout 10 "$HR" watch -q --window 0.5 --interval 1000
 	[[ "$output" == *"--window 0.5 s is shorter than --interval 1000 ms"* ]]
 }
 
