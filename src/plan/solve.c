@@ -83,7 +83,6 @@ int knob_range(const struct train_settings *t, const char *name, int64_t *min, i
 
 	if (__builtin_mul_overflow(t->batch, t->seq, &tokens) || tokens < 1)
 		tokens = 1; /* out of range: plan_compute says so */
-
 	if (!knob_of(&copy, name))
 		return -ENOENT;
 	*min = 1;
@@ -126,7 +125,7 @@ int solve_knob(const struct fit *f, const struct model_shape *m, const struct tr
 	struct train_settings s = *t;
 	struct plan_result p;
 	int64_t *k = knob_of(&s, knob), min, max, lo, hi;
-	const char *too_big;
+	const char *too_big; /* a value past the limits does not fit, as one too large for the GPU */
 	int rc;
 
 	memset(r, 0, sizeof(*r));
@@ -138,14 +137,12 @@ int solve_knob(const struct fit *f, const struct model_shape *m, const struct tr
 	lo = min - 1;
 	for (hi = 1; hi < min; hi *= 2)
 		;
+	if (hi > max)
+		hi = max;
 	for (;;) {
 		rc = fits_with(f, m, &s, k, hi, &p, why, &too_big);
 		if (rc < 0)
 			return rc;
-		if (too_big && lo < min) { /* the least tried cannot be planned: the input is too large */
-			*why = too_big;
-			return -E2BIG;
-		}
 		if (!rc)
 			break;
 		lo = hi;
@@ -173,6 +170,10 @@ int solve_knob(const struct fit *f, const struct model_shape *m, const struct tr
 	rc = fits_with(f, m, &s, k, lo + 1, &r->next, why, &r->next_too_big);
 	if (rc < 0)
 		return rc;
+	if (lo < min && r->next_too_big) { /* even the least cannot be planned: the input is too large */
+		*why = r->next_too_big;
+		return -E2BIG;
+	}
 	r->value = lo >= min ? lo : 0;
 	return 0;
 }
