@@ -46,7 +46,7 @@ static const char usage[] =
 	"      --min-free SIZE        low_free under this free memory (default 1G)\n"
 	"      --min-free-pct PCT     ... or under this share of the GPU (default 5)\n"
 	"      --horizon S            time_to_oom when the trend reaches capacity within S (default 120)\n"
-	"      --window S             the trend's window (default 30)\n"
+	"      --window S             the trend's window, at least 3 x --interval (default 30)\n"
 	"      --stuck-timeout S      stuck after S seconds unchanged and idle (default 600, 0 off)\n"
 	"      --jsonl FILE           samples and events as JSON lines (- for stdout)\n"
 	"      --prometheus ADDR      serve /metrics on ADDR (9400, :9400, 127.0.0.1:9400)\n"
@@ -144,10 +144,10 @@ static void parse(int argc, char **argv, struct wopts *o)
 	}
 	if (o->lim.min_interval_ms > o->lim.interval_ms)
 		o->lim.min_interval_ms = o->lim.interval_ms;
-	/* the trend is a line through the samples of the window: it needs two */
-	if (o->lim.window_ms < o->lim.interval_ms)
-		die(EXIT_USAGE, "watch: --window %.3g s is shorter than --interval %d ms: the trend needs two samples in it",
-		    (double)o->lim.window_ms / 1000, o->lim.interval_ms);
+	/* the trend is fitted to the samples of the window: series_slope_per_s needs four */
+	if (o->lim.window_ms < 3 * (int64_t)o->lim.interval_ms)
+		die(EXIT_USAGE, "watch: --window %.3g s is shorter than 3 x --interval %d ms: the trend needs four samples "
+		    "in it", (double)o->lim.window_ms / 1000, o->lim.interval_ms);
 	o->cmd = optind < argc ? argv + optind : NULL;
 }
 

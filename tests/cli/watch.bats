@@ -133,8 +133,9 @@ PY
 		[ "$status" -eq 2 ]
 		[[ "$output" == *"watch: ${opts%% *} "* ]]
 	done
-	run timeout 10 "$HR" watch -q --window 0.5 --interval 1000
-	[[ "$output" == *"--window 0.5 s is shorter than --interval 1000 ms"* ]]
+	run timeout 10 "$HR" watch -q --window 2.5 --interval 1000
+	[ "$status" -eq 2 ]
+	[[ "$output" == *"--window 2.5 s is shorter than 3 x --interval 1000 ms: the trend needs four samples"* ]]
 }
 
 @test "time_to_oom: a steadily growing GPU gets a warning before it is full" {
