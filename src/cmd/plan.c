@@ -2,6 +2,7 @@
 #include <errno.h>
 #include <getopt.h>
 #include <jansson.h>
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -9,11 +10,13 @@
 #include "cmd/cmd.h"
 #include "plan/config.h"
 #include "plan/gpus.h"
+#include "plan/limits.h"
 #include "plan/solve.h"
 #include "plan/model.h"
 #include "store/store.h"
 #include "sys/nvml.h"
 #include "util/log.h"
+#include "util/parse.h"
 #include "util/strbuf.h"
 #include "util/units.h"
 #include "util/xalloc.h"
@@ -35,7 +38,7 @@ static const char usage_head[] =
 	"      --dtype fp32|bf16|fp16   weights' dtype (default bf16)\n"
 	"      --autocast               bf16 autocast around the forward pass (with --dtype fp32)\n"
 	"      --optimizer adamw|adamw-fused|sgd|none   (default adamw, foreach)\n"
-	"      --momentum F             SGD momentum (keeps a buffer per parameter)\n"
+	"      --momentum F             SGD momentum, 0 to below 1 (keeps a buffer per parameter)\n"
 	"      --grad-ckpt              gradient checkpointing\n"
 	"      --no-cache               the model runs with use_cache=False (default: its keys\n"
 	"                               and values are cached and held to the next step)\n"
@@ -50,13 +53,19 @@ static const char usage_head[] =
 	"GPU:\n";
 static const char usage_gpu[] =
 	"      --gpu-memory SIZE        the GPU's memory, e.g. 80G\n"
-	"      --margin SIZE|PCT        kept free (default 4%: the model's error bound, 3%, and 1 more)\n"
+	"      --margin SIZE|PCT        kept free, e.g. 2G or 5%\n"
+	"                               (default 4%: the model's error bound, 3%, and 1 more)\n"
 	"Output and solving:\n"
 	"      --json                   JSON: device_peak_bytes, components, fits...\n";
 static const char usage_tail[] =
 	"      --lock KNOB              must stay as given (repeatable); --solve refuses it\n"
 	"      --compare A B            which components moved between two case files\n"
 	"  -h, --help                   show this help\n"
+	"\n"
+	"Every field and setting is range-checked where it is read; input past the planner's\n"
+	"limits (1024 layers, 65536 items a buffer, 4096 loss chunks, a plan of 1 PiB...;\n"
+	"docs/plan.md) is bad input. When every value of a knob fits, --solve answers its\n"
+	"largest (loss_chunk's: batch x seq).\n"
 	"\n"
 	"Exit status: 0 fits (or solved), 1 does not fit (or no value fits), 2 bad input.\n";
 
@@ -134,6 +143,7 @@ struct plan_args {
 	const char *gpu_name;
 	uint64_t margin_bytes;
 	double margin_pct;
+	int margin_in_bytes;      /* --margin SIZE (else a percentage of the GPU's memory) */
 	int json;
 };
 
@@ -163,7 +173,7 @@ static void load_case(const char *path, struct model_shape *m, struct train_sett
 
 static uint64_t margin_of(const struct plan_args *a)
 {
-	return a->margin_bytes ? a->margin_bytes : (uint64_t)((double)a->gpu_bytes * a->margin_pct / 100.0);
+	return a->margin_in_bytes ? a->margin_bytes : (uint64_t)((double)a->gpu_bytes * a->margin_pct / 100.0);
 }
 
 static struct fit fit_of(const struct plan_args *a)
@@ -236,8 +246,9 @@ static int solve(const struct plan_args *a, const char *name)
 		json_object_set_new(o, "knob", json_string(name));
 		json_object_set_new(o, "value", r.value ? json_integer(r.value) : json_null());
 		json_object_set_new(o, "plan", r.value ? result_json(&r.plan) : json_null());
-		json_object_set_new(o, "next_value", json_integer(r.value + 1));
-		json_object_set_new(o, "next_device_peak_bytes", json_integer((json_int_t)r.next.device_peak_bytes));
+		json_object_set_new(o, "next_value", r.largest ? json_null() : json_integer(r.next_value));
+		json_object_set_new(o, "next_device_peak_bytes", r.largest || r.next_too_big ? json_null()
+							: json_integer((json_int_t)r.next.device_peak_bytes));
 		json_object_set_new(o, "gpu_memory_bytes", json_integer((json_int_t)a->gpu_bytes));
 		json_object_set_new(o, "margin_bytes", json_integer((json_int_t)f.margin_bytes));
 		json_dumpf(o, stdout, JSON_INDENT(2));
@@ -246,14 +257,20 @@ static int solve(const struct plan_args *a, const char *name)
 	} else {
 		char b[32], c[32], d[32], e[32];
 		if (!r.value) {
-			printf("no %s fits: %s = 1 needs %s, the GPU has %s with a margin of %s\n", name, name,
-			       size_format(r.next.device_peak_bytes, b, sizeof(b)), size_format(a->gpu_bytes, c, sizeof(c)),
-			       size_format(f.margin_bytes, d, sizeof(d)));
+			printf("no %s fits: %s = %lld needs %s, the GPU has %s with a margin of %s\n", name, name,
+			       (long long)r.next_value, size_format(r.next.device_peak_bytes, b, sizeof(b)),
+			       size_format(a->gpu_bytes, c, sizeof(c)), size_format(f.margin_bytes, d, sizeof(d)));
 		} else {
-			printf("%s = %lld fits: peak %s of %s (margin %s); %lld would need %s\n", name, (long long)r.value,
+			printf("%s = %lld fits: peak %s of %s (margin %s); ", name, (long long)r.value,
 			       size_format(r.plan.device_peak_bytes, b, sizeof(b)), size_format(a->gpu_bytes, c, sizeof(c)),
-			       size_format(f.margin_bytes, d, sizeof(d)), (long long)(r.value + 1),
-			       size_format(r.next.device_peak_bytes, e, sizeof(e)));
+			       size_format(f.margin_bytes, d, sizeof(d)));
+			if (r.largest)
+				printf("it is the largest %s (%s)\n", name, r.max_is);
+			else if (r.next_too_big)
+				printf("%lld is past the planner's limits (%s)\n", (long long)r.next_value, r.next_too_big);
+			else
+				printf("%lld would need %s\n", (long long)r.next_value,
+				       size_format(r.next.device_peak_bytes, e, sizeof(e)));
 		}
 	}
 	return r.value ? 0 : 1;
@@ -313,21 +330,22 @@ static uint64_t calibrated_context(const char *db)
 	j = json_loads(txt, 0, NULL);
 	v = json_integer_value(json_object_get(j, "torch_overhead_bytes"));
 	json_decref(j);
-	if (v <= 0)
-		die(EXIT_USAGE, "plan: the probe of \"%s\" has no PyTorch figure: run `headroom probe --torch`", key);
+	if (v <= 0 || (uint64_t)v > PLAN_MAX_ITEM_BYTES)
+		die(EXIT_USAGE, "plan: the probe of \"%s\" has no PyTorch figure from 1 byte to 1 TiB: run "
+		    "`headroom probe --torch`", key);
 	free(txt);
 	free(key);
 	free(path);
 	return (uint64_t)v;
 }
 
-static int64_t whole(const char *opt, const char *v, int64_t min)
+static int64_t whole(const char *opt, const char *v, int64_t min, int64_t max)
 {
-	char *end;
-	errno = 0;
-	long long n = strtoll(v, &end, 10);
-	if (errno || *end || !*v || n < min)
-		die(EXIT_USAGE, "plan: %s wants a whole number from %lld, not '%s'", opt, (long long)min, v);
+	int64_t n;
+
+	if (parse_int64(v, min, max, &n))
+		die(EXIT_USAGE, "plan: %s wants a whole number from %lld to %lld, not '%s'", opt, (long long)min,
+		    (long long)max, v);
 	return n;
 }
 
@@ -356,35 +374,34 @@ static void apply_setting(struct train_settings *t, int c, const char *arg)
 		else
 			die(EXIT_USAGE, "plan: --optimizer wants adamw, adamw-fused, sgd or none, not '%s'", arg);
 		break;
-	case O_MOM: {
-		char *end;
-		t->momentum = strtod(arg, &end);
-		if (*end || !*arg || t->momentum < 0 || t->momentum >= 1)
+	case O_MOM:
+		if (parse_double(arg, 0, nextafter(1.0, 0.0), &t->momentum))
 			die(EXIT_USAGE, "plan: --momentum wants a number from 0 to below 1, not '%s'", arg);
 		break;
-	}
 	case O_CKPT: t->grad_ckpt = 1; break;
 	case O_NOCACHE: t->use_cache = 0; break;
-	case O_BATCH: t->batch = whole("--batch", arg, 1); break;
-	case O_SEQ: t->seq = whole("--seq", arg, 1); break;
-	case O_CHUNK: t->loss_chunk = whole("--loss-chunk", arg, 1); break;
+	case O_BATCH: t->batch = whole("--batch", arg, 1, PLAN_MAX_BATCH); break;
+	case O_SEQ: t->seq = whole("--seq", arg, 1, PLAN_MAX_SEQ); break;
+	case O_CHUNK: t->loss_chunk = whole("--loss-chunk", arg, 1, INT64_MAX); break;
 	case O_BUF:
 		if (t->nbuffers == PLAN_MAX_BUFFERS || buffer_spec_parse(arg, &t->buffers[t->nbuffers]))
-			die(EXIT_USAGE, "plan: --buffer wants NAME=COUNTxSIZE such as queue=50x100MB (at most 8), not '%s'", arg);
+			die(EXIT_USAGE, "plan: --buffer wants NAME=COUNTxSIZE such as queue=50x100MB (at most %d of them; "
+			    "COUNT from 1 to %d, SIZE from 1 byte to 1 TiB), not '%s'", PLAN_MAX_BUFFERS, PLAN_MAX_BUFFER_COUNT,
+			    arg);
 		t->nbuffers++;
 		break;
-	case O_ZERO: t->zero_stage = (int)whole("--zero", arg, 0); break;
-	case O_DP: t->dp = whole("--dp", arg, 1); break;
-	case O_LRANK: t->lora_rank = whole("--lora-rank", arg, 1); break;
+	case O_ZERO: t->zero_stage = (int)whole("--zero", arg, 0, 3); break;
+	case O_DP: t->dp = whole("--dp", arg, 1, PLAN_MAX_DP); break;
+	case O_LRANK: t->lora_rank = whole("--lora-rank", arg, 1, PLAN_MAX_LORA_RANK); break;
 	case O_LTGT:
 		if (lora_targets_parse(arg, &t->lora_targets))
 			die(EXIT_USAGE, "plan: --lora-targets wants a list of q k v o gate up down (or all), not '%s'", arg);
 		break;
 	case O_INF: t->inference = 1; t->opt = OPT_NONE; break;
-	case O_CTX: t->context = whole("--context", arg, 1); break;
+	case O_CTX: t->context = whole("--context", arg, 1, PLAN_MAX_SEQ); break;
 	case O_CTXB:
-		if (size_parse(arg, &t->context_bytes))
-			die(EXIT_USAGE, "plan: --context-bytes wants a size such as 740M, not '%s'", arg);
+		if (parse_size(arg, 1, PLAN_MAX_ITEM_BYTES, &t->context_bytes))
+			die(EXIT_USAGE, "plan: --context-bytes wants a size from 1 byte to 1 TiB such as 740M, not '%s'", arg);
 		break;
 	}
 }
@@ -439,18 +456,20 @@ int cmd_plan(int argc, char **argv)
 			break;
 		}
 		case O_GPUMEM:
-			if (size_parse(optarg, &a.gpu_bytes) || !a.gpu_bytes)
-				die(EXIT_USAGE, "plan: --gpu-memory wants a size such as 80G, not '%s'", optarg);
+			if (parse_size(optarg, 1, PLAN_MAX_BYTES, &a.gpu_bytes))
+				die(EXIT_USAGE, "plan: --gpu-memory wants a size from 1 byte to 1 PiB such as 80G, not '%s'", optarg);
 			break;
 		case O_MARGIN: {
 			size_t n = strlen(optarg);
-			if (n > 1 && optarg[n - 1] == '%') {
-				a.margin_pct = atof(optarg);
-				a.margin_bytes = 0;
-				if (a.margin_pct < 0 || a.margin_pct >= 100)
-					die(EXIT_USAGE, "plan: --margin wants a size or a percentage below 100%%, not '%s'", optarg);
-			} else if (size_parse(optarg, &a.margin_bytes)) {
-				die(EXIT_USAGE, "plan: --margin wants a size such as 2G or a percentage such as 5%%, not '%s'", optarg);
+			if (n && optarg[n - 1] == '%') {
+				if (parse_pct(optarg, 0, nextafter(100.0, 0.0), &a.margin_pct))
+					die(EXIT_USAGE, "plan: --margin wants a percentage from 0%% to below 100%%, not '%s'", optarg);
+				a.margin_in_bytes = 0;
+			} else if (parse_size(optarg, 0, PLAN_MAX_BYTES, &a.margin_bytes)) {
+				die(EXIT_USAGE, "plan: --margin wants a size up to 1 PiB such as 2G or a percentage such as 5%%, "
+				    "not '%s'", optarg);
+			} else {
+				a.margin_in_bytes = 1;
 			}
 			break;
 		}
@@ -463,7 +482,11 @@ int cmd_plan(int argc, char **argv)
 			break;
 		case O_CMP: cmp = 1; break;
 		case O_CALIB: calibrated = 1; break;
-		case O_DB: db = optarg; break;
+		case O_DB:
+			if (!*optarg)
+				die(EXIT_USAGE, "plan: --db wants a path, not ''");
+			db = optarg;
+			break;
 		case 'h': usage_print(stdout); return 0;
 		default: usage_print(stderr); return EXIT_USAGE;
 		}

@@ -153,7 +153,12 @@ int cmd_probe(int argc, char **argv)
 		switch (c) {
 		case O_TORCH: torch = 1; break;
 		case O_JSON: as_json = 1; break;
-		case O_DB: free(db); db = xstrdup(optarg); break;
+		case O_DB:
+			if (!*optarg)
+				die(EXIT_USAGE, "probe: --db wants a path, not ''");
+			free(db);
+			db = xstrdup(optarg);
+			break;
 		case 'h': fputs(usage, stdout); free(db); return 0;
 		default: fputs(usage, stderr); free(db); return EXIT_USAGE;
 		}

@@ -163,6 +163,8 @@ int cmd_profiles(int argc, char **argv)
 	while ((c = getopt_long(argc, argv, "h", opts, NULL)) != -1) {
 		switch (c) {
 		case OPT_DB:
+			if (!*optarg)
+				die(EXIT_USAGE, "profiles: --db wants a path, not ''");
 			free(db);
 			db = xstrdup(optarg);
 			break;

@@ -489,6 +489,8 @@ int cmd_run(int argc, char **argv)
 				die(EXIT_USAGE, "run: --reserve wants a size such as 1G, not '%s'", optarg);
 			break;
 		case OPT_DB:
+			if (!*optarg)
+				die(EXIT_USAGE, "run: --db wants a path, not ''");
 			free(db);
 			db = xstrdup(optarg);
 			break;

@@ -3,6 +3,7 @@
  * (watch/watcher), writes the outputs and waits; the watchdog itself is in watch/. */
 #include <errno.h>
 #include <getopt.h>
+#include <math.h>
 #include <poll.h>
 #include <signal.h>
 #include <stdio.h>
@@ -15,6 +16,7 @@
 
 #include "cmd/cmd.h"
 #include "util/log.h"
+#include "util/parse.h"
 #include "util/strbuf.h"
 #include "util/units.h"
 #include "util/xalloc.h"
@@ -31,11 +33,13 @@ static const char usage[] =
 	"usage: headroom watch [OPTIONS] [-- COMMAND [ARGS...]]\n"
 	"\n"
 	"Watch GPU and host memory: per GPU used/free, per process GPU memory (host pids),\n"
-	"jobs (torchrun's TORCHELASTIC_RUN_ID, else the common parent), host MemAvailable,\n"
+	"jobs of ranks (processes with TORCHELASTIC_RUN_ID, RANK, LOCAL_RANK or WORLD_SIZE in\n"
+	"their environment, grouped by run id, MASTER_ADDR:MASTER_PORT, else their parent;\n"
+	"any other GPU process is a job of its own), host MemAvailable,\n"
 	"PSI and OOM kills. Events, each a line on stderr and a JSON record: low_free (a\n"
 	"GPU's free memory under a threshold), time_to_oom (its trend reaches the capacity\n"
-	"within the horizon), partial_death (a job lost some of its GPU processes while\n"
-	"others run on), stuck (GPU memory held, unchanged, GPU idle past a timeout),\n"
+	"within the horizon), partial_death (a rank of a job died while others run on),\n"
+	"stuck (GPU memory held, unchanged, GPU idle past a timeout),\n"
 	"process_exit, read_failed, xid (critical XID errors the driver reports). With\n"
 	"COMMAND: run it, watch only its processes, exit with its status and print a\n"
 	"summary. Without a GPU or driver it watches host memory.\n"
@@ -45,7 +49,7 @@ static const char usage[] =
 	"      --min-free SIZE        low_free under this free memory (default 1G)\n"
 	"      --min-free-pct PCT     ... or under this share of the GPU (default 5)\n"
 	"      --horizon S            time_to_oom when the trend reaches capacity within S (default 120)\n"
-	"      --window S             the trend's window (default 30)\n"
+	"      --window S             the trend's window, at least 3 x --interval (default 30)\n"
 	"      --stuck-timeout S      stuck after S seconds unchanged and idle (default 600, 0 off)\n"
 	"      --jsonl FILE           samples and events as JSON lines (- for stdout)\n"
 	"      --prometheus ADDR      serve /metrics on ADDR: PORT (or :PORT) on 127.0.0.1 only;\n"
@@ -55,7 +59,13 @@ static const char usage[] =
 	"                             idle ones closed after " STR(PROM_IDLE_TIMEOUT_S) " s\n"
 	"      --on-event CMD         run sh -c CMD for each event, with HEADROOM_EVENT,\n"
 	"                             HEADROOM_EVENT_MESSAGE, HEADROOM_EVENT_JSON in its environment\n"
-	"      --stop-job-on-partial-death   SIGTERM a job's surviving ranks, SIGKILL after --grace\n"
+	"      --stop-job-on-partial-death   when a rank dies (killed by a signal, a non-zero\n"
+	"                             status, or an end whose status is unknown; a rank that\n"
+	"                             exits 0 has finished), give the job's surviving ranks\n"
+	"                             --stop-delay S to end on their own (a checkpoint being\n"
+	"                             written), then SIGTERM those still running, SIGKILL after\n"
+	"                             --grace S; only ranks are signalled, never other processes\n"
+	"      --stop-delay S         (default 30)\n"
 	"      --grace S              (default 10)\n"
 	"      --duration S           stop after S seconds\n"
 	"  -q, --quiet                no live view (events still go to stderr)\n"
@@ -71,18 +81,21 @@ struct wopts {
 	char **cmd;
 };
 
-static int64_t seconds_ms(const char *opt, const char *v)
+/* Seconds (a finite number, at most 1e7) as milliseconds; above 0 when positive. */
+static int64_t seconds_ms(const char *opt, const char *v, int positive)
 {
-	char *end;
-	double s = strtod(v, &end);
-	if (*end || !*v || s < 0 || s > 1e7)
-		die(EXIT_USAGE, "watch: %s wants seconds, not '%s'", opt, v);
+	double s;
+
+	if (parse_double(v, 0, 1e7, &s) || (positive && s * 1000 < 1))
+		die(EXIT_USAGE, "watch: %s wants seconds %s, not '%s'", opt, positive ? "above 0 (at least 0.001)" : "from 0",
+		    v);
 	return (int64_t)(s * 1000);
 }
 
 static void parse(int argc, char **argv, struct wopts *o)
 {
-	enum { O_MINI = 256, O_MINFREE, O_MINPCT, O_HORIZON, O_WINDOW, O_STUCK, O_JSONL, O_PROM, O_ONEV, O_STOP, O_GRACE, O_DUR };
+	enum { O_MINI = 256, O_MINFREE, O_MINPCT, O_HORIZON, O_WINDOW, O_STUCK, O_JSONL, O_PROM, O_ONEV, O_STOP, O_DELAY,
+	       O_GRACE, O_DUR };
 	static const struct option opts[] = {
 		{ "interval", required_argument, NULL, 'i' },     { "min-interval", required_argument, NULL, O_MINI },
 		{ "min-free", required_argument, NULL, O_MINFREE }, { "min-free-pct", required_argument, NULL, O_MINPCT },
@@ -90,22 +103,22 @@ static void parse(int argc, char **argv, struct wopts *o)
 		{ "stuck-timeout", required_argument, NULL, O_STUCK }, { "jsonl", required_argument, NULL, O_JSONL },
 		{ "prometheus", required_argument, NULL, O_PROM }, { "on-event", required_argument, NULL, O_ONEV },
 		{ "stop-job-on-partial-death", no_argument, NULL, O_STOP }, { "grace", required_argument, NULL, O_GRACE },
+		{ "stop-delay", required_argument, NULL, O_DELAY },
 		{ "duration", required_argument, NULL, O_DUR },   { "quiet", no_argument, NULL, 'q' },
 		{ "help", no_argument, NULL, 'h' },               { NULL, 0, NULL, 0 },
 	};
 	int c;
-	char *end;
 
 	*o = (struct wopts){ .lim = { .interval_ms = 1000, .min_interval_ms = 100, .min_free_bytes = 1ULL << 30,
 				      .min_free_pct = 5, .horizon_ms = 120000, .window_ms = 30000,
-				      .stuck_ms = 600000, .grace_ms = 10000 } };
+				      .stuck_ms = 600000, .stop_delay_ms = 30000, .grace_ms = 10000 } };
 	while ((c = getopt_long(argc, argv, "+i:qh", opts, NULL)) != -1) {
 		switch (c) {
 		case 'i':
 		case O_MINI: {
-			long v = strtol(optarg, &end, 10);
-			if (*end || v < 10 || v > 3600000)
-				die(EXIT_USAGE, "watch: %s wants milliseconds from 10, not '%s'",
+			int64_t v;
+			if (parse_int64(optarg, 10, 3600000, &v))
+				die(EXIT_USAGE, "watch: %s wants milliseconds from 10 to 3600000, not '%s'",
 				    c == 'i' ? "--interval" : "--min-interval", optarg);
 			if (c == 'i')
 				o->lim.interval_ms = (int)v;
@@ -114,19 +127,19 @@ static void parse(int argc, char **argv, struct wopts *o)
 			break;
 		}
 		case O_MINFREE:
-			if (size_parse(optarg, &o->lim.min_free_bytes))
+			if (parse_size(optarg, 0, UINT64_MAX, &o->lim.min_free_bytes))
 				die(EXIT_USAGE, "watch: --min-free wants a size such as 2G, not '%s'", optarg);
 			break;
 		case O_MINPCT:
-			o->lim.min_free_pct = strtod(optarg, &end);
-			if (*end || o->lim.min_free_pct < 0 || o->lim.min_free_pct >= 100)
-				die(EXIT_USAGE, "watch: --min-free-pct wants a percentage below 100, not '%s'", optarg);
+			if (parse_pct(optarg, 0, nextafter(100.0, 0.0), &o->lim.min_free_pct))
+				die(EXIT_USAGE, "watch: --min-free-pct wants a percentage from 0 to below 100, not '%s'", optarg);
 			break;
-		case O_HORIZON: o->lim.horizon_ms = seconds_ms("--horizon", optarg); break;
-		case O_WINDOW: o->lim.window_ms = seconds_ms("--window", optarg); break;
-		case O_STUCK: o->lim.stuck_ms = seconds_ms("--stuck-timeout", optarg); break;
-		case O_GRACE: o->lim.grace_ms = seconds_ms("--grace", optarg); break;
-		case O_DUR: o->duration_ms = seconds_ms("--duration", optarg); break;
+		case O_HORIZON: o->lim.horizon_ms = seconds_ms("--horizon", optarg, 1); break;
+		case O_WINDOW: o->lim.window_ms = seconds_ms("--window", optarg, 1); break;
+		case O_STUCK: o->lim.stuck_ms = seconds_ms("--stuck-timeout", optarg, 0); break;
+		case O_DELAY: o->lim.stop_delay_ms = seconds_ms("--stop-delay", optarg, 0); break;
+		case O_GRACE: o->lim.grace_ms = seconds_ms("--grace", optarg, 0); break;
+		case O_DUR: o->duration_ms = seconds_ms("--duration", optarg, 1); break;
 		case O_JSONL: o->jsonl_path = optarg; break;
 		case O_PROM: o->prom_addr = optarg; break;
 		case O_ONEV: o->on_event = optarg; break;
@@ -138,6 +151,10 @@ static void parse(int argc, char **argv, struct wopts *o)
 	}
 	if (o->lim.min_interval_ms > o->lim.interval_ms)
 		o->lim.min_interval_ms = o->lim.interval_ms;
+	/* the trend is fitted to the samples of the window: series_slope_per_s needs four */
+	if (o->lim.window_ms < 3 * (int64_t)o->lim.interval_ms)
+		die(EXIT_USAGE, "watch: --window %.3g s is shorter than 3 x --interval %d ms: the trend needs four samples "
+		    "in it", (double)o->lim.window_ms / 1000, o->lim.interval_ms);
 	o->cmd = optind < argc ? argv + optind : NULL;
 }
 

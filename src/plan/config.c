@@ -1,11 +1,13 @@
 #include "plan/config.h"
 
 #include <errno.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
-#include "util/units.h"
+#include "plan/limits.h"
+#include "util/parse.h"
 #include "util/xalloc.h"
 
 static const struct {
@@ -20,27 +22,56 @@ static const struct {
 	{ "gemma2", ARCH_GEMMA, 1, 0, 0, 4, 0 }, { "gpt2", ARCH_GPT2, 1, 1, 0, 2, 0 },
 };
 
-/* An integer field, under any of its names; -1 when absent. */
-static int64_t get_int(json_t *cfg, const char *const *names)
+/* The field under the first of its names present (NULL: none, or null). */
+static json_t *field(json_t *cfg, const char *const *names, const char **name)
 {
 	for (; *names; names++) {
 		json_t *v = json_object_get(cfg, *names);
-		if (json_is_integer(v))
-			return json_integer_value(v);
+		if (v && !json_is_null(v)) {
+			*name = *names;
+			return v;
+		}
 	}
-	return -1;
+	return NULL;
 }
 
+#define STR_(x) #x
+#define STR(x) STR_(x)
 #define NAMES(...) ((const char *const[]){ __VA_ARGS__, NULL })
 
-static int need(json_t *cfg, const char *const *names, const char *type, int64_t *out, char **err)
+/* An integer field from 1 to max under any of its names. 0 with *out; 1 when absent
+ * (*out untouched) and not required; else -EINVAL with *err. */
+static int int_field(json_t *cfg, const char *const *names, int64_t max, int required, const char *type,
+		     int64_t *out, char **err)
 {
-	*out = get_int(cfg, names);
-	if (*out > 0)
-		return 0;
-	*err = *out == -1 ? xasprintf("config.json: missing %s (needed for model_type %s)", names[0], type)
-			  : xasprintf("config.json: %s must be a positive integer", names[0]);
-	return -EINVAL;
+	const char *name = names[0];
+	json_t *v = field(cfg, names, &name);
+
+	if (!v) {
+		if (!required)
+			return 1;
+		*err = xasprintf("config.json: missing %s (needed for model_type %s)", names[0], type);
+		return -EINVAL;
+	}
+	if (!json_is_integer(v) || json_integer_value(v) < 1 || json_integer_value(v) > max) {
+		*err = xasprintf("config.json: %s must be a whole number from 1 to %lld (the planner's limit)", name,
+				 (long long)max);
+		return -EINVAL;
+	}
+	*out = json_integer_value(v);
+	return 0;
+}
+
+static int need(json_t *cfg, const char *const *names, int64_t max, const char *type, int64_t *out, char **err)
+{
+	return int_field(cfg, names, max, 1, type, out, err);
+}
+
+/* An optional field: *out keeps its default when absent. 0 or -EINVAL. */
+static int maybe(json_t *cfg, const char *const *names, int64_t max, int64_t *out, char **err)
+{
+	int rc = int_field(cfg, names, max, 0, NULL, out, err);
+	return rc < 0 ? rc : 0;
 }
 
 int model_shape_from_json(json_t *cfg, struct model_shape *m, char **err)
@@ -88,31 +119,32 @@ int model_shape_from_json(json_t *cfg, struct model_shape *m, char **err)
 	if (json_is_boolean(v))
 		m->qkv_bias = json_is_true(v);
 	if (m->family == ARCH_GPT2) {
-		if (need(cfg, NAMES("n_embd", "hidden_size"), type, &m->hidden, err) ||
-		    need(cfg, NAMES("n_layer", "num_hidden_layers"), type, &m->layers, err) ||
-		    need(cfg, NAMES("n_head", "num_attention_heads"), type, &m->heads, err) ||
-		    need(cfg, NAMES("vocab_size"), type, &m->vocab, err))
+		if (need(cfg, NAMES("n_embd", "hidden_size"), PLAN_MAX_WIDTH, type, &m->hidden, err) ||
+		    need(cfg, NAMES("n_layer", "num_hidden_layers"), PLAN_MAX_LAYERS, type, &m->layers, err) ||
+		    need(cfg, NAMES("n_head", "num_attention_heads"), PLAN_MAX_HEADS, type, &m->heads, err) ||
+		    need(cfg, NAMES("vocab_size"), PLAN_MAX_VOCAB, type, &m->vocab, err))
 			return -EINVAL;
-		m->intermediate = get_int(cfg, NAMES("n_inner"));
-		if (m->intermediate <= 0)
-			m->intermediate = 4 * m->hidden;
-		m->positions = get_int(cfg, NAMES("n_positions", "max_position_embeddings"));
-		if (m->positions <= 0)
-			m->positions = 1024;
+		m->intermediate = 4 * m->hidden;
+		m->positions = 1024;
+		if (maybe(cfg, NAMES("n_inner"), PLAN_MAX_WIDTH, &m->intermediate, err) ||
+		    maybe(cfg, NAMES("n_positions", "max_position_embeddings"), PLAN_MAX_VOCAB, &m->positions, err))
+			return -EINVAL;
 		m->kv_heads = m->heads;
 	} else {
-		if (need(cfg, NAMES("hidden_size"), type, &m->hidden, err) ||
-		    need(cfg, NAMES("num_hidden_layers"), type, &m->layers, err) ||
-		    need(cfg, NAMES("num_attention_heads"), type, &m->heads, err) ||
-		    need(cfg, NAMES("intermediate_size"), type, &m->intermediate, err) ||
-		    need(cfg, NAMES("vocab_size"), type, &m->vocab, err))
+		if (need(cfg, NAMES("hidden_size"), PLAN_MAX_WIDTH, type, &m->hidden, err) ||
+		    need(cfg, NAMES("num_hidden_layers"), PLAN_MAX_LAYERS, type, &m->layers, err) ||
+		    need(cfg, NAMES("num_attention_heads"), PLAN_MAX_HEADS, type, &m->heads, err) ||
+		    need(cfg, NAMES("intermediate_size"), PLAN_MAX_WIDTH, type, &m->intermediate, err) ||
+		    need(cfg, NAMES("vocab_size"), PLAN_MAX_VOCAB, type, &m->vocab, err))
 			return -EINVAL;
-		m->kv_heads = get_int(cfg, NAMES("num_key_value_heads"));
-		if (m->kv_heads <= 0)
-			m->kv_heads = m->heads;
+		m->kv_heads = m->heads;
+		if (maybe(cfg, NAMES("num_key_value_heads"), PLAN_MAX_HEADS, &m->kv_heads, err))
+			return -EINVAL;
 	}
-	m->head_dim = get_int(cfg, NAMES("head_dim"));
-	if (m->head_dim <= 0) {
+	m->head_dim = 0;
+	if (maybe(cfg, NAMES("head_dim"), PLAN_MAX_HEADS, &m->head_dim, err))
+		return -EINVAL;
+	if (!m->head_dim) {
 		if (m->hidden % m->heads) {
 			*err = xasprintf("config.json: hidden size %lld is not a multiple of %lld heads; give head_dim",
 					 (long long)m->hidden, (long long)m->heads);
@@ -131,23 +163,25 @@ int model_shape_from_json(json_t *cfg, struct model_shape *m, char **err)
 int buffer_spec_parse(const char *s, struct buffer_spec *b)
 {
 	const char *eq = strchr(s, '='), *x;
-	char *end;
-	long long n;
+	char count[24];
+	struct buffer_spec v = { .count = 1 };
 
-	memset(b, 0, sizeof(*b));
-	if (!eq || eq == s || (size_t)(eq - s) >= sizeof(b->name))
+	if (!eq || eq == s || (size_t)(eq - s) >= sizeof(v.name))
 		return -EINVAL;
-	memcpy(b->name, s, (size_t)(eq - s));
+	memcpy(v.name, s, (size_t)(eq - s));
 	x = strchr(eq + 1, 'x');
-	if (!x) { /* NAME=SIZE: one item */
-		b->count = 1;
-		return size_parse(eq + 1, &b->item_bytes) ? -EINVAL : 0;
+	if (x) { /* COUNTx: else NAME=SIZE, one item */
+		if ((size_t)(x - eq - 1) >= sizeof(count))
+			return -EINVAL;
+		memcpy(count, eq + 1, (size_t)(x - eq - 1));
+		count[x - eq - 1] = '\0';
+		if (parse_int64(count, 1, PLAN_MAX_BUFFER_COUNT, &v.count))
+			return -EINVAL;
 	}
-	n = strtoll(eq + 1, &end, 10);
-	if (end != x || n < 0)
+	if (parse_size(x ? x + 1 : eq + 1, 1, PLAN_MAX_ITEM_BYTES, &v.item_bytes))
 		return -EINVAL;
-	b->count = n;
-	return size_parse(x + 1, &b->item_bytes) ? -EINVAL : 0;
+	*b = v;
+	return 0;
 }
 
 int lora_targets_parse(const char *s, unsigned *bits)
@@ -204,21 +238,29 @@ static int *flag_of(struct train_settings *t, const char *key)
 	return NULL;
 }
 
-/* The whole-number setting named key, or NULL (zero_stage is an int, steps ignored). */
-static int64_t *count_of(struct train_settings *t, const char *key)
+/* The whole-number setting named key and its range, or NULL (zero_stage is an int,
+ * steps ignored: both read apart). */
+static int64_t *count_of(struct train_settings *t, const char *key, int64_t *min, int64_t *max)
 {
-	if (!strcmp(key, "batch"))
-		return &t->batch;
-	if (!strcmp(key, "seq"))
-		return &t->seq;
-	if (!strcmp(key, "loss_chunk"))
-		return &t->loss_chunk;
-	if (!strcmp(key, "dp"))
-		return &t->dp;
-	if (!strcmp(key, "lora_rank"))
-		return &t->lora_rank;
-	if (!strcmp(key, "context"))
-		return &t->context;
+	static const struct {
+		const char *key;
+		size_t offset;
+		int64_t min, max;
+	} counts[] = {
+		{ "batch", offsetof(struct train_settings, batch), 1, PLAN_MAX_BATCH },
+		{ "seq", offsetof(struct train_settings, seq), 1, PLAN_MAX_SEQ },
+		{ "loss_chunk", offsetof(struct train_settings, loss_chunk), 0, INT64_MAX }, /* 0: one chunk */
+		{ "dp", offsetof(struct train_settings, dp), 1, PLAN_MAX_DP },
+		{ "lora_rank", offsetof(struct train_settings, lora_rank), 0, PLAN_MAX_LORA_RANK },
+		{ "context", offsetof(struct train_settings, context), 0, PLAN_MAX_SEQ },
+	};
+
+	for (size_t i = 0; i < sizeof(counts) / sizeof(counts[0]); i++)
+		if (!strcmp(key, counts[i].key)) {
+			*min = counts[i].min;
+			*max = counts[i].max;
+			return (int64_t *)((char *)t + counts[i].offset);
+		}
 	return NULL;
 }
 
@@ -240,7 +282,7 @@ int train_settings_from_json(json_t *obj, struct train_settings *t, char **err)
 	}
 	json_object_foreach(obj, key, v) {
 		int *flag;
-		int64_t *count;
+		int64_t *count, min, max;
 
 		if (!strcmp(key, "param_dtype")) {
 			const char *s = json_string_value(v);
@@ -262,12 +304,20 @@ int train_settings_from_json(json_t *obj, struct train_settings *t, char **err)
 			else
 				return bad(err, key, "adamw, sgd or none");
 		} else if (!strcmp(key, "momentum")) {
-			if (!json_is_number(v) || json_number_value(v) < 0)
-				return bad(err, key, "a number from 0");
+			if (!json_is_number(v) || !(json_number_value(v) >= 0 && json_number_value(v) < 1))
+				return bad(err, key, "a number from 0 to below 1");
 			t->momentum = json_number_value(v);
-		} else if ((count = count_of(t, key)) || !strcmp(key, "zero_stage") || !strcmp(key, "steps")) {
-			if (!json_is_integer(v) || json_integer_value(v) < 0)
-				return bad(err, key, "a whole number from 0");
+		} else if ((count = count_of(t, key, &min, &max)) || !strcmp(key, "zero_stage") || !strcmp(key, "steps")) {
+			if (!count)
+				min = 0, max = !strcmp(key, "zero_stage") ? 3 : INT64_MAX;
+			if (!json_is_integer(v) || json_integer_value(v) < min || json_integer_value(v) > max) {
+				char *want = max == INT64_MAX ? xasprintf("a whole number from %lld", (long long)min)
+							      : xasprintf("a whole number from %lld to %lld", (long long)min,
+									  (long long)max);
+				bad(err, key, want);
+				free(want);
+				return -EINVAL;
+			}
 			if (count)
 				*count = json_integer_value(v);
 			else if (!strcmp(key, "zero_stage"))
@@ -288,13 +338,15 @@ int train_settings_from_json(json_t *obj, struct train_settings *t, char **err)
 				int rc = buffer_spec_parse(spec, &t->buffers[t->nbuffers]);
 				free(spec);
 				if (rc)
-					return bad(err, key, "entries NAME: \"COUNTxSIZE\" such as \"50x100MB\"");
+					return bad(err, key, "entries NAME: \"COUNTxSIZE\" such as \"50x100MB\" (COUNT from 1 "
+						   "to " STR(PLAN_MAX_BUFFER_COUNT) ", SIZE from 1 byte to 1 TiB)");
 				t->nbuffers++;
 			}
 		} else if (!strcmp(key, "context_bytes")) {
 			/* an environment's CUDA context and workspaces, as `headroom probe` measured */
-			if (!json_is_integer(v) || json_integer_value(v) <= 0)
-				return bad(err, key, "a number of bytes");
+			if (!json_is_integer(v) || json_integer_value(v) <= 0 ||
+			    (uint64_t)json_integer_value(v) > PLAN_MAX_ITEM_BYTES)
+				return bad(err, key, "a number of bytes from 1 to 1 TiB");
 			t->context_bytes = (uint64_t)json_integer_value(v);
 		} else if (strcmp(key, "attn")) {
 			*err = xasprintf("settings: unknown key '%s'", key);

@@ -6,6 +6,7 @@
  * GPT-2 the fragmentation is the fitted estimate below. */
 #include "plan/model.h"
 
+#include "plan/limits.h"
 #include "plan/lora.h"
 #include "plan/sim.h"
 
@@ -191,6 +192,10 @@ int plan_compute(const struct model_shape *m, const struct train_settings *t, st
 		*why = "zero stage must be 0..3 and dp at least 1";
 		return -EINVAL;
 	}
+	/* past the limits a product below could wrap: checked before any is computed */
+	int rc = plan_check(m, t, why);
+	if (rc)
+		return rc;
 	T = t->batch * t->seq;
 	P = model_params(m);
 	r->params = P;

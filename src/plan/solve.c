@@ -4,17 +4,20 @@
 #include <stddef.h>
 #include <string.h>
 
-/* The whole-number settings a plan can be solved for, in the order they are listed;
- * the buffers' counts follow as "buffer:NAME". */
+#include "plan/limits.h"
+
+/* The whole-number settings a plan can be solved for, in the order they are listed,
+ * with the range searched; the buffers' counts follow as "buffer:NAME". */
 static const struct knob {
 	const char *name;
 	size_t offset;   /* of its int64_t in struct train_settings */
+	int64_t max;     /* 0: batch x seq (loss_chunk) */
 } knobs[] = {
-	{ "batch", offsetof(struct train_settings, batch) },
-	{ "seq", offsetof(struct train_settings, seq) },
-	{ "loss_chunk", offsetof(struct train_settings, loss_chunk) },
-	{ "lora_rank", offsetof(struct train_settings, lora_rank) },
-	{ "context", offsetof(struct train_settings, context) },
+	{ "batch", offsetof(struct train_settings, batch), PLAN_MAX_BATCH },
+	{ "seq", offsetof(struct train_settings, seq), PLAN_MAX_SEQ },
+	{ "loss_chunk", offsetof(struct train_settings, loss_chunk), 0 },
+	{ "lora_rank", offsetof(struct train_settings, lora_rank), PLAN_MAX_LORA_RANK },
+	{ "context", offsetof(struct train_settings, context), PLAN_MAX_SEQ },
 };
 
 #define NKNOBS (sizeof(knobs) / sizeof(knobs[0]))
@@ -73,14 +76,46 @@ int knob_locks_check(struct train_settings *t, const char *const *locks, size_t 
 	return 0;
 }
 
-/* Plan t with its knob k at v; 1 when it fits, 0 when not, or -EINVAL. */
+int knob_range(const struct train_settings *t, const char *name, int64_t *min, int64_t *max, const char **max_is)
+{
+	struct train_settings copy = *t;
+	int64_t tokens;
+
+	if (__builtin_mul_overflow(t->batch, t->seq, &tokens) || tokens < 1)
+		tokens = 1; /* out of range: plan_compute says so */
+	if (!knob_of(&copy, name))
+		return -ENOENT;
+	*min = 1;
+	*max = PLAN_MAX_BUFFER_COUNT;
+	*max_is = "the planner's limit";
+	for (size_t i = 0; i < NKNOBS; i++)
+		if (!strcmp(name, knobs[i].name))
+			*max = knobs[i].max;
+	if (!*max) {
+		/* past batch x seq the loss is one chunk all the same; below the least, too many */
+		*min = (tokens - 1) / PLAN_MAX_LOSS_CHUNKS + 1;
+		*max = tokens;
+		*max_is = "batch x seq: the loss in one chunk";
+	}
+	return 0;
+}
+
+/* Plan t with its knob k at v: 1 when it fits; 0 when not, or when it passes the
+ * planner's limits (*too_big then says what); or -EINVAL. */
 static int fits_with(const struct fit *f, const struct model_shape *m, struct train_settings *t, int64_t *k,
-		     int64_t v, struct plan_result *r, const char **why)
+		     int64_t v, struct plan_result *r, const char **why, const char **too_big)
 {
 	int rc;
 
 	*k = v;
+	*too_big = NULL;
 	rc = fit_plan(f, m, t, r, why);
+	if (rc == -E2BIG) {
+		*too_big = *why;
+		*why = NULL;
+		memset(r, 0, sizeof(*r));
+		return 0;
+	}
 	return rc ? rc : fit_ok(f, r);
 }
 
@@ -89,24 +124,39 @@ int solve_knob(const struct fit *f, const struct model_shape *m, const struct tr
 {
 	struct train_settings s = *t;
 	struct plan_result p;
-	int64_t *k = knob_of(&s, knob), lo = 0, hi = 1;
-	const int64_t cap = (int64_t)1 << 30;
-	int rc = 0;
+	int64_t *k = knob_of(&s, knob), min, max, lo, hi;
+	const char *too_big; /* a value past the limits does not fit, as one too large for the GPU */
+	int rc;
 
 	memset(r, 0, sizeof(*r));
 	*why = NULL;
-	if (!k)
+	if (!k || knob_range(t, knob, &min, &max, &r->max_is))
 		return -ENOENT;
-	while (hi < cap && (rc = fits_with(f, m, &s, k, hi, &p, why)) > 0) {
+	/* lo fits (min - 1: nothing known to), hi is tried next: powers of two from the
+	 * least at or above min, whatever min is, so that the values tried stay the same */
+	lo = min - 1;
+	for (hi = 1; hi < min; hi *= 2)
+		;
+	if (hi > max)
+		hi = max;
+	for (;;) {
+		rc = fits_with(f, m, &s, k, hi, &p, why, &too_big);
+		if (rc < 0)
+			return rc;
+		if (!rc)
+			break;
 		lo = hi;
 		r->plan = p;
-		hi *= 2;
+		if (hi == max) { /* every value fits */
+			r->value = max;
+			r->largest = 1;
+			return 0;
+		}
+		hi = hi > max / 2 ? max : hi * 2;
 	}
-	if (rc < 0)
-		return rc;
 	while (hi - lo > 1) {
 		int64_t mid = lo + (hi - lo) / 2;
-		rc = fits_with(f, m, &s, k, mid, &p, why);
+		rc = fits_with(f, m, &s, k, mid, &p, why, &too_big);
 		if (rc < 0)
 			return rc;
 		if (rc) {
@@ -116,9 +166,14 @@ int solve_knob(const struct fit *f, const struct model_shape *m, const struct tr
 			hi = mid;
 		}
 	}
-	rc = fits_with(f, m, &s, k, lo + 1, &r->next, why);
+	r->next_value = lo + 1;
+	rc = fits_with(f, m, &s, k, lo + 1, &r->next, why, &r->next_too_big);
 	if (rc < 0)
 		return rc;
-	r->value = lo;
+	if (lo < min && r->next_too_big) { /* even the least cannot be planned: the input is too large */
+		*why = r->next_too_big;
+		return -E2BIG;
+	}
+	r->value = lo >= min ? lo : 0;
 	return 0;
 }

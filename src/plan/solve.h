@@ -35,15 +35,27 @@ int64_t *knob_of(struct train_settings *t, const char *name);
 int knob_locks_check(struct train_settings *t, const char *const *locks, size_t nlocks, const char *solving,
 		     const char **bad);
 
+/* The range a knob is solved in: from *min to *max, *max_is saying what the largest is
+ * (a static string). loss_chunk's is batch x seq, and its least makes at most
+ * PLAN_MAX_LOSS_CHUNKS chunks; the others' are the planner's limits (plan/limits.h).
+ * 0, or -ENOENT for a knob t does not have. */
+int knob_range(const struct train_settings *t, const char *name, int64_t *min, int64_t *max, const char **max_is);
+
 struct solve_result {
-	int64_t value;                /* the largest value that fits; 0 when 1 does not */
+	int64_t value;                /* the largest value that fits; 0 when the least does not */
 	struct plan_result plan;      /* at value; zeroed when value is 0 */
-	struct plan_result next;      /* at value + 1, which does not fit */
+	int largest;                  /* value is the knob's largest: every value fits */
+	const char *max_is;           /* what the knob's largest is (knob_range) */
+	int64_t next_value;           /* value + 1 (the least when value is 0), which does not fit; 0 when largest */
+	struct plan_result next;      /* at next_value; zeroed when largest or next_too_big */
+	const char *next_too_big;     /* next_value passes the planner's limits: what (plan_check); else NULL */
 };
 
-/* The largest value of t's knob (below 2^30) with which t fits f: the peak grows with
- * each knob, so it doubles until it does not fit, then halves the gap. 0, or -ENOENT
- * for an unknown knob, or -EINVAL with *why from plan_compute. */
+/* The largest value of t's knob (in knob_range) with which t fits f: the peak grows
+ * with each knob, so it doubles from the least until it does not fit, then halves the
+ * gap; a value past the planner's limits (too large to plan) does not fit. 0, or
+ * -ENOENT for an unknown knob, or -EINVAL with *why from plan_compute, or -E2BIG with
+ * *why when even the least value is too large to plan. */
 int solve_knob(const struct fit *f, const struct model_shape *m, const struct train_settings *t, const char *knob,
 	       struct solve_result *r, const char **why);
 

@@ -87,3 +87,52 @@ int procinfo_running(const char *root, pid_t pid)
 		return 0;
 	return e.state != 'Z' && e.state != 'X';
 }
+
+/* Fields want[0..n) (numbered as proc(5): 3 is the state) of /proc/PID/stat into out.
+ * 0, or -errno (-EINVAL: fewer fields, as older kernels write). */
+static int stat_fields(const char *root, pid_t pid, const int *want, size_t n, unsigned long long *out, char *state)
+{
+	char path[PATH_MAX], buf[1024], *f, *save = NULL;
+	long len;
+	int field = 3;
+	size_t got = 0;
+
+	snprintf(path, sizeof(path), "%s/proc/%d/stat", root, (int)pid);
+	len = fs_read(path, buf, sizeof(buf));
+	if (len < 0)
+		return (int)len;
+	/* comm may hold spaces and parentheses: it ends at the last ')' */
+	f = strrchr(buf, ')');
+	if (!f)
+		return -EINVAL;
+	for (f = strtok_r(f + 1, " \n", &save); f && got < n; f = strtok_r(NULL, " \n", &save), field++) {
+		if (field == 3)
+			*state = f[0];
+		if (field == want[got])
+			out[got++] = strtoull(f, NULL, 10);
+	}
+	return got == n ? 0 : -EINVAL;
+}
+
+int procinfo_start_ticks(const char *root, pid_t pid, unsigned long long *ticks)
+{
+	static const int want[] = { 22 };
+	char state;
+
+	return stat_fields(root, pid, want, 1, ticks, &state);
+}
+
+int procinfo_exit_status(const char *root, pid_t pid, int *wstatus)
+{
+	static const int want[] = { 52 };
+	unsigned long long code;
+	char state = 0;
+	int rc = stat_fields(root, pid, want, 1, &code, &state);
+
+	if (state && state != 'Z')
+		return -ESRCH;
+	if (rc)
+		return rc == -ENOENT ? -ESRCH : rc;
+	*wstatus = (int)(code & 0xffff);
+	return 0;
+}

@@ -27,4 +27,12 @@ int procinfo_parse_uid(const char *status, uid_t *uid);
 /* Is pid still running (its stat readable, not a zombie, not dead)? */
 int procinfo_running(const char *root, pid_t pid);
 
+/* pid's start time (clock ticks after boot, stat's starttime): it tells the process
+ * from a later one given the same pid. 0 or -errno. */
+int procinfo_start_ticks(const char *root, pid_t pid, unsigned long long *ticks);
+/* How a process ended that its parent has not reaped yet (a zombie): *wstatus as
+ * waitpid gives it (stat's exit_code, Linux 3.5). 0; -ESRCH when it is no zombie
+ * (running, or reaped: then nothing here tells); -EINVAL when stat has no exit_code. */
+int procinfo_exit_status(const char *root, pid_t pid, int *wstatus);
+
 #endif

@@ -1,8 +1,10 @@
 #include "watch/detect.h"
 
+#include <limits.h>
 #include <stdio.h>
-#include <stdlib.h>
 #include <string.h>
+
+#include "util/parse.h"
 
 void series_add(struct series *s, int64_t t_ms, double v)
 {
@@ -60,26 +62,40 @@ int detect_stuck(int64_t used_bytes, int64_t unchanged_since_ms, int util_pct, i
 	return timeout_ms > 0 && used_bytes > 0 && util_pct == 0 && now_ms - unchanged_since_ms >= timeout_ms;
 }
 
-int detect_job_from_environ(const char *env, size_t len, char *key, size_t keylen, int *rank)
+int detect_rank_from_environ(const char *env, size_t len, char *key, size_t keylen, int *rank)
 {
-	const char *id = NULL, *r = NULL;
+	const char *id = NULL, *r = NULL, *local = NULL, *world = NULL, *addr = NULL, *port = NULL;
+	int64_t v;
 
 	*rank = -1;
+	key[0] = '\0';
 	for (size_t i = 0; i < len; i += strlen(env + i) + 1) {
-		if (!strncmp(env + i, "TORCHELASTIC_RUN_ID=", 20))
-			id = env + i + 20;
-		else if (!strncmp(env + i, "RANK=", 5))
-			r = env + i + 5;
+		const char *e = env + i;
+		if (!strncmp(e, "TORCHELASTIC_RUN_ID=", 20))
+			id = e + 20;
+		else if (!strncmp(e, "RANK=", 5))
+			r = e + 5;
+		else if (!strncmp(e, "LOCAL_RANK=", 11))
+			local = e + 11;
+		else if (!strncmp(e, "WORLD_SIZE=", 11))
+			world = e + 11;
+		else if (!strncmp(e, "MASTER_ADDR=", 12))
+			addr = e + 12;
+		else if (!strncmp(e, "MASTER_PORT=", 12))
+			port = e + 12;
 	}
-	if (!id)
+	if (!id && !r && !local && !world)
 		return 0;
-	snprintf(key, keylen, "torchelastic:%s", id);
-	if (r)
-		*rank = atoi(r);
+	if ((r && !parse_int64(r, 0, INT_MAX, &v)) || (local && !parse_int64(local, 0, INT_MAX, &v)))
+		*rank = (int)v;
+	if (id)
+		snprintf(key, keylen, "torchelastic:%s", id);
+	else if (addr && port && *addr && *port)
+		snprintf(key, keylen, "dist:%s:%s", addr, port);
 	return 1;
 }
 
 int detect_partial_death(const struct job_ranks *j)
 {
-	return j->seen >= 2 && j->ended > 0 && j->alive > 0;
+	return j->seen >= 2 && j->died > 0 && j->alive > 0;
 }

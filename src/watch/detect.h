@@ -28,16 +28,21 @@ int detect_low_free(uint64_t free_bytes, uint64_t total_bytes, uint64_t min_free
 /* A process stuck: GPU memory held, unchanged and its GPU idle since since_ms. */
 int detect_stuck(int64_t used_bytes, int64_t unchanged_since_ms, int util_pct, int64_t now_ms, int64_t timeout_ms);
 
-/* Job grouping from a process's environment (NUL-separated, as /proc/PID/environ):
- * torchrun's TORCHELASTIC_RUN_ID and RANK. Writes "torchelastic:ID" into key and the
- * rank (or -1); returns 1 when found, 0 otherwise. */
-int detect_job_from_environ(const char *env, size_t len, char *key, size_t keylen, int *rank);
+/* Is a process a rank of a distributed job, by its environment (NUL-separated, as
+ * /proc/PID/environ)? A rank has torchrun's TORCHELASTIC_RUN_ID, or torch.distributed's
+ * RANK, LOCAL_RANK or WORLD_SIZE (which deepspeed, accelerate and Lightning set too).
+ * Returns 1 for a rank, 0 otherwise. key: its job where the environment says it,
+ * "torchelastic:ID", else "dist:MASTER_ADDR:MASTER_PORT" (the job's rendezvous), else ""
+ * (the caller groups it by its launcher). *rank: RANK, else LOCAL_RANK, else -1. */
+int detect_rank_from_environ(const char *env, size_t len, char *key, size_t keylen, int *rank);
 
-/* Partial death: of a job's ranks ever seen, some ended while others still run. */
+/* Partial death: of a job's ranks ever seen, some died (ended by a signal, a non-zero
+ * status, or in a way not known) while others still run. A rank that exited 0 did not
+ * die: it finished. */
 struct job_ranks {
 	int seen;                 /* ranks (GPU processes) seen over the job's life */
 	int alive;                /* still running */
-	int ended;                /* ended (this sample or before) */
+	int died;                 /* ended, and not known to have exited 0 */
 };
 int detect_partial_death(const struct job_ranks *j);
 

@@ -46,6 +46,9 @@ struct wproc *watch_state_add_proc(struct watch_state *w, pid_t pid, unsigned gp
 	snprintf(p->job, sizeof(p->job), "%s", job);
 	p->rank = rank;
 	j = watch_state_job(w, p->job);
+	for (size_t i = 0; i + 1 < w->nprocs; i++)
+		if (w->procs[i].pid == pid && w->procs[i].alive && !strcmp(w->procs[i].job, p->job))
+			return p; /* counted already, on another GPU */
 	j->seen++;
 	j->alive++;
 	return p;
@@ -82,14 +85,17 @@ void watch_state_free(struct watch_state *w)
 	w->ngpus = w->nprocs = w->njobs = w->capprocs = w->capjobs = 0;
 }
 
-void watch_job_key(const char *env, size_t env_len, pid_t command, pid_t ppid, char *key, size_t keylen,
-		   int *rank)
+int watch_job_key(const char *env, size_t env_len, pid_t pid, pid_t command, pid_t ppid, char *key, size_t keylen,
+		  int *rank)
 {
-	if (env && detect_job_from_environ(env, env_len, key, keylen, rank))
-		return;
 	*rank = -1;
-	if (command > 0)
-		snprintf(key, keylen, "cmd:%d", (int)command);
-	else
-		snprintf(key, keylen, "parent:%d", (int)ppid);
+	if (env && detect_rank_from_environ(env, env_len, key, keylen, rank)) {
+		if (!*key && command > 0)
+			snprintf(key, keylen, "cmd:%d", (int)command);
+		else if (!*key)
+			snprintf(key, keylen, "parent:%d", (int)ppid);
+		return 1;
+	}
+	snprintf(key, keylen, "pid:%d", (int)pid);
+	return 0;
 }

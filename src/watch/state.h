@@ -36,14 +36,24 @@ struct wproc {
 	int stuck_warned, ttoom_warned;
 	char comm[32];
 	pid_t ns_pid;             /* the pid inside its container, 0 when the same */
+	int is_rank;              /* a rank of a distributed job (watch_job_key): only ranks are stopped */
+	unsigned long long start_ticks; /* its start time, to tell it from a later process of its pid; 0 unknown */
 };
 
+enum wjob_stop {
+	STOP_NONE,
+	STOP_WAITING,             /* a rank died: the survivors have until stop_at_ms to end */
+	STOP_TERM_SENT,           /* SIGTERM sent to the survivors; SIGKILL at kill_at_ms */
+};
+
+/* A job: its processes on the GPUs, counted once each however many GPUs they use. */
 struct wjob {
 	char key[64];
 	int seen, alive, ended;
+	int died;                 /* ended, not known to have exited 0 */
 	int partial_reported;
-	int stopping;             /* survivors were sent SIGTERM */
-	int64_t kill_at_ms;
+	enum wjob_stop stop;
+	int64_t stop_at_ms, kill_at_ms;
 };
 
 struct watch_state {
@@ -68,9 +78,10 @@ struct watch_state {
 struct wjob *watch_state_job(struct watch_state *w, const char *key);
 /* The process pid on GPU gpu, or NULL. */
 struct wproc *watch_state_proc(struct watch_state *w, pid_t pid, unsigned gpu);
-/* A new running process on gpu since now_ms, in job (with rank, -1 unknown), which
- * counts it as seen and alive. Its memory is unknown until sampled; the caller sets
- * comm, ns_pid and pidfd. The pointer lives until the next process is added. */
+/* A new running process on gpu since now_ms, in job (with rank, -1 unknown); the job
+ * counts it as seen and alive unless it has it already (the same pid on another GPU).
+ * Its memory is unknown until sampled; the caller sets comm, ns_pid, pidfd, is_rank
+ * and start_ticks. The pointer lives until the next process is added. */
 struct wproc *watch_state_add_proc(struct watch_state *w, pid_t pid, unsigned gpu, int64_t now_ms,
 				   const char *job, int rank);
 /* Fixed memory over a long watch: past a bound, ended processes of finished jobs and
@@ -79,11 +90,14 @@ void watch_state_forget_ended(struct watch_state *w);
 /* Frees the tables (not the pidfds: the watcher closes those). */
 void watch_state_free(struct watch_state *w);
 
-/* Job grouping: torchrun's run id and rank where the environment (NUL-separated, as
- * /proc/PID/environ; NULL when unreadable) says them, else, under `watch -- CMD`,
- * the command (command > 0), else the parent (the launcher of the ranks; 0 unknown).
- * Writes the key ("torchelastic:ID", "cmd:PID", "parent:PID") and the rank (-1 unknown). */
-void watch_job_key(const char *env, size_t env_len, pid_t command, pid_t ppid, char *key, size_t keylen,
-		   int *rank);
+/* Job grouping. A rank (detect_rank_from_environ on its environment, NUL-separated as
+ * /proc/PID/environ; NULL when unreadable) is grouped by what its environment says
+ * (torchrun's run id, the rendezvous address), else under `watch -- CMD` by the command
+ * (command > 0), else by its parent (the launcher of the ranks; 0 unknown). Any other
+ * process is a job of its own: a sibling under the same parent is no rank of it.
+ * Writes the key ("torchelastic:ID", "dist:ADDR:PORT", "cmd:PID", "parent:PID",
+ * "pid:PID") and the rank (-1 unknown); returns 1 for a rank. */
+int watch_job_key(const char *env, size_t env_len, pid_t pid, pid_t command, pid_t ppid, char *key, size_t keylen,
+		  int *rank);
 
 #endif

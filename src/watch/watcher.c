@@ -72,37 +72,51 @@ static struct wproc *proc_add(struct watcher *x, pid_t pid, unsigned gpu, int64_
 	long n = procinfo_environ(x->root, pid, env, sizeof(env));
 	struct wproc *p;
 	pid_t ns_pid;
-	int rank;
+	int rank, is_rank;
 
 	procinfo_container_pid(x->root, pid, &ns_pid);
-	watch_job_key(n > 0 ? env : NULL, n > 0 ? (size_t)n : 0, x->child, e ? e->ppid : 0, job, sizeof(job), &rank);
+	is_rank = watch_job_key(n > 0 ? env : NULL, n > 0 ? (size_t)n : 0, pid, x->child, e ? e->ppid : 0, job,
+				sizeof(job), &rank);
 	p = watch_state_add_proc(&x->w, pid, gpu, now, job, rank);
 	snprintf(p->comm, sizeof(p->comm), "%s", e ? e->comm : "?");
 	p->ns_pid = ns_pid;
+	p->is_rank = is_rank;
+	if (procinfo_start_ticks(x->root, pid, &p->start_ticks))
+		p->start_ticks = 0;
 	/* a pidfd tells the moment it ends */
 	p->pidfd = (int)syscall(SYS_pidfd_open, pid, 0);
 	return p;
 }
 
-static const char *how_it_ended(struct watcher *x, pid_t pid, char *buf, size_t len)
+/* How pid ended: known from our own reaping (our children, and orphans under
+ * `watch -- CMD`), else from its zombie's stat while its parent has not reaped it; else
+ * a rise of the host's OOM kills, or nothing known. buf says it in words. */
+enum ending { END_CLEAN, END_FAILED, END_UNKNOWN };
+
+static enum ending how_it_ended(struct watcher *x, pid_t pid, char *buf, size_t len)
 {
 	uint64_t oom;
+	int st = 0, known = 0;
 
-	for (size_t i = 0; i < x->nreaped; i++)
+	for (size_t i = 0; i < x->nreaped && !known; i++)
 		if (x->reaped_pid[i] == pid) {
-			int st = x->reaped_status[i];
-			if (WIFSIGNALED(st))
-				snprintf(buf, len, "killed by signal %d", WTERMSIG(st));
-			else
-				snprintf(buf, len, "exited with status %d", WEXITSTATUS(st));
-			return buf;
+			st = x->reaped_status[i];
+			known = 1;
 		}
-	if (!meminfo_oom_kills(x->root, &oom) && oom > x->oom_prev)
+	if (known || !procinfo_exit_status(x->root, pid, &st)) {
+		if (WIFSIGNALED(st))
+			snprintf(buf, len, "killed by signal %d", WTERMSIG(st));
+		else
+			snprintf(buf, len, "exited with status %d", WEXITSTATUS(st));
+		return WIFEXITED(st) && !WEXITSTATUS(st) ? END_CLEAN : END_FAILED;
+	}
+	if (!meminfo_oom_kills(x->root, &oom) && oom > x->oom_prev) {
 		snprintf(buf, len, "ended as the host's OOM killer struck (oom_kill count rose by %llu)",
 			 (unsigned long long)(oom - x->oom_prev));
-	else
-		snprintf(buf, len, "ended (not our child: its exit status is unknown)");
-	return buf;
+		return END_FAILED;
+	}
+	snprintf(buf, len, "ended (not our child: its exit status is unknown)");
+	return END_UNKNOWN;
 }
 
 void watcher_reap(struct watcher *x)
@@ -121,11 +135,52 @@ void watcher_reap(struct watcher *x)
 	}
 }
 
-static void signal_job(struct watcher *x, const char *job, int sig)
+/* Send sig to the ranks of job still running, each once (a process on several GPUs is
+ * listed once a GPU): through its pidfd, which names that very process, else by pid
+ * once its start time shows it is still the one seen. Returns how many were signalled. */
+static int signal_job(struct watcher *x, const char *job, int sig)
 {
-	for (size_t i = 0; i < x->w.nprocs; i++)
-		if (x->w.procs[i].alive && !strcmp(x->w.procs[i].job, job))
-			kill(x->w.procs[i].pid, sig);
+	int n = 0;
+
+	for (size_t i = 0; i < x->w.nprocs; i++) {
+		struct wproc *p = &x->w.procs[i];
+		unsigned long long t;
+		int dup = 0, rc;
+
+		if (!p->alive || !p->is_rank || strcmp(p->job, job))
+			continue;
+		for (size_t k = 0; k < i && !dup; k++)
+			dup = x->w.procs[k].pid == p->pid && x->w.procs[k].alive && !strcmp(x->w.procs[k].job, job);
+		if (dup)
+			continue;
+		if (p->pidfd >= 0)
+			rc = (int)syscall(SYS_pidfd_send_signal, p->pidfd, sig, NULL, 0);
+		else if (p->start_ticks && !procinfo_start_ticks(x->root, p->pid, &t) && t == p->start_ticks)
+			rc = kill(p->pid, sig);
+		else
+			continue;
+		n += !rc;
+	}
+	return n;
+}
+
+/* A job whose rank died: once the survivors' time to end on their own is over, SIGTERM
+ * those still running; SIGKILL after the grace. */
+static void stop_job(struct watcher *x, struct wjob *j, int64_t now)
+{
+	if (j->stop == STOP_WAITING && now >= j->stop_at_ms) {
+		int n = j->alive ? signal_job(x, j->key, SIGTERM) : 0;
+		j->stop = n ? STOP_TERM_SENT : STOP_NONE;
+		j->kill_at_ms = now + x->lim.grace_ms;
+		if (n)
+			notify_event(&x->notify, EV_JOB_STOPPED, json_pack("{s:s, s:i}", "job", j->key, "ranks_signalled", n),
+				     "sent SIGTERM to the %d ranks of job %s still running %lld s after one died (SIGKILL in "
+				     "%lld s) so that its launcher can restart it",
+				     n, j->key, (long long)(x->lim.stop_delay_ms / 1000), (long long)(x->lim.grace_ms / 1000));
+	} else if (j->stop == STOP_TERM_SENT && now >= j->kill_at_ms) {
+		signal_job(x, j->key, SIGKILL);
+		j->stop = STOP_NONE;
+	}
 }
 
 void watcher_proc_ended(struct watcher *x, struct wproc *p, int64_t now)
@@ -133,40 +188,46 @@ void watcher_proc_ended(struct watcher *x, struct wproc *p, int64_t now)
 	struct wjob *j = watch_state_job(&x->w, p->job);
 	char how[160];
 	const char *uuid = p->gpu < x->w.ngpus ? x->w.gpus[p->gpu].d.uuid : "";
+	enum ending end;
 
 	if (!p->alive)
 		return;
 	/* a child of ours may be a zombie not reaped yet: its status says how it ended */
 	watcher_reap(x);
-	p->alive = 0;
-	if (p->pidfd >= 0)
-		close(p->pidfd);
-	p->pidfd = -1;
+	end = how_it_ended(x, p->pid, how, sizeof(how));
+	/* the process ended on every GPU it used */
+	for (size_t i = 0; i < x->w.nprocs; i++) {
+		struct wproc *q = &x->w.procs[i];
+		if (q->pid != p->pid || !q->alive || strcmp(q->job, p->job))
+			continue;
+		q->alive = 0;
+		if (q->pidfd >= 0)
+			close(q->pidfd);
+		q->pidfd = -1;
+	}
 	j->alive--;
 	j->ended++;
-	how_it_ended(x, p->pid, how, sizeof(how));
+	j->died += end != END_CLEAN;
 	notify_event(&x->notify, EV_PROCESS_EXIT,
 		     json_pack("{s:i, s:s, s:i, s:i, s:s, s:s}", "pid", (int)p->pid, "job", p->job, "rank", p->rank,
 			       "gpu", (int)p->gpu, "uuid", uuid, "how", how),
 		     "pid %d (%s, job %s, GPU %u) %s", (int)p->pid, p->comm, p->job, p->gpu, how);
-	if (!detect_partial_death(&(struct job_ranks){ j->seen, j->alive, j->ended }) || j->partial_reported)
+	if (end == END_CLEAN || !detect_partial_death(&(struct job_ranks){ j->seen, j->alive, j->died }) ||
+	    j->partial_reported)
 		return;
 	j->partial_reported = 1;
 	notify_event(&x->notify, EV_PARTIAL_DEATH,
 		     json_pack("{s:s, s:i, s:i, s:i, s:s, s:i, s:i, s:s}", "job", j->key, "pid", (int)p->pid, "rank",
 			       p->rank, "gpu", (int)p->gpu, "uuid", uuid, "ranks_alive", j->alive, "ranks_seen", j->seen,
 			       "how", how),
-		     "job %s lost rank %d (pid %d, GPU %u): %s; %d of %d ranks still running", j->key, p->rank,
-		     (int)p->pid, p->gpu, how, j->alive, j->seen);
+		     "job %s lost rank %d (pid %d, GPU %u): %s; %d of %d ranks still running%s", j->key, p->rank,
+		     (int)p->pid, p->gpu, how, j->alive, j->seen,
+		     x->lim.stop_on_partial ? " (stopped unless they end within --stop-delay)" : "");
 	if (!x->lim.stop_on_partial)
 		return;
-	signal_job(x, j->key, SIGTERM);
-	j->stopping = 1;
-	j->kill_at_ms = now + x->lim.grace_ms;
-	notify_event(&x->notify, EV_JOB_STOPPED, json_pack("{s:s, s:i}", "job", j->key, "ranks_signalled", j->alive),
-		     "sent SIGTERM to the %d surviving ranks of job %s (SIGKILL in %lld s) so that its launcher can "
-		     "restart it",
-		     j->alive, j->key, (long long)(x->lim.grace_ms / 1000));
+	j->stop = STOP_WAITING;
+	j->stop_at_ms = now + x->lim.stop_delay_ms;
+	stop_job(x, j, now);
 }
 
 /* The GPU's figures and trend: read_failed, time_to_oom and low_free, each once an episode. */
@@ -306,14 +367,9 @@ void watcher_sample(struct watcher *x, int64_t now)
 	if (x->w.has_oom)
 		x->oom_prev = x->w.host_oom_kills;
 	watch_state_forget_ended(&x->w);
-	/* survivors that ignored SIGTERM */
-	for (size_t i = 0; i < x->w.njobs; i++) {
-		struct wjob *j = &x->w.jobs[i];
-		if (!j->stopping || now < j->kill_at_ms)
-			continue;
-		signal_job(x, j->key, SIGKILL);
-		j->stopping = 0;
-	}
+	/* survivors of a rank's death: past --stop-delay SIGTERM, past --grace SIGKILL */
+	for (size_t i = 0; i < x->w.njobs; i++)
+		stop_job(x, &x->w.jobs[i], now);
 }
 
 int watcher_next_interval_ms(const struct watcher *x)

@@ -21,7 +21,8 @@ struct watch_limits {
 	int64_t horizon_ms;       /* time_to_oom when the trend reaches capacity within this */
 	int64_t window_ms;        /* the trend's window */
 	int64_t stuck_ms;         /* stuck after this long unchanged and idle (0 off) */
-	int stop_on_partial;      /* SIGTERM a job's survivors after a partial death... */
+	int stop_on_partial;      /* stop a job's surviving ranks after a partial death: */
+	int64_t stop_delay_ms;    /* ... SIGTERM those still running this long after it... */
 	int64_t grace_ms;         /* ... and SIGKILL them this much later */
 };
 
@@ -55,8 +56,9 @@ void watcher_sample(struct watcher *x, int64_t now_ms);
  * processes ended; the command's ends the watch. */
 void watcher_reap(struct watcher *x);
 /* The process p ended (its pidfd said so, or it no longer runs): process_exit, and
- * partial_death when its job runs on without it (then job_stopped with
- * stop_on_partial). Nothing when it was known to have ended. */
+ * partial_death when it died (not known to have exited 0) and its job runs on without
+ * it; with stop_on_partial the survivors are stopped (job_stopped) once stop_delay_ms
+ * has passed and they still run. Nothing when it was known to have ended. */
 void watcher_proc_ended(struct watcher *x, struct wproc *p, int64_t now_ms);
 /* Like earlyoom: the next sample comes sooner as the narrowest margin shrinks, from
  * interval_ms (wide) down to min_interval_ms (at a threshold). */

@@ -175,3 +175,92 @@ J
 	[ "$status" -eq 2 ]
 	[ "$output" = "headroom: plan: --lock wants batch, seq, loss_chunk, lora_rank, context or buffer:NAME, not 'nosuch'" ]
 }
+
+# Issue 12: numbers past the planner's limits are bad input (exit 2) with a message that
+# names them; before, they wrapped and planned a wrong "fits" (exit 0).
+@test "overflowing flags and config fields are bad input naming the input, never a wrapped plan" {
+	llama1b
+	for flag in "--batch 9223372036854775807" "--dp 9223372036854775807" "--lora-rank 9223372036854775807" \
+	            "--context 9223372036854775807" "--seq 99999999999" "--zero 4294967297" "--zero 4"; do
+		run "$HR" plan --gpu h200 $flag "$T/llama1b.json"
+		echo "$flag: $output"
+		[ "$status" -eq 2 ]
+		[[ "$output" == *"plan: ${flag%% *} wants a whole number from "*" to "*", not '${flag#* }'"* ]]
+	done
+	run "$HR" plan --gpu h200 --zero 3 --dp 9223372036854775807 "$T/llama1b.json"
+	[ "$status" -eq 2 ]
+	for field in 'hidden_size 9223372036854775807' 'vocab_size 1125899906842624' 'num_hidden_layers 1000000000' \
+	             'num_hidden_layers 1e9' 'head_dim -4' 'num_key_value_heads 4294967304'; do
+		set -- $field
+		python3 -c 'import json,sys; m=json.load(open(sys.argv[1])); m[sys.argv[2]]=json.loads(sys.argv[3]); json.dump(m, open(sys.argv[4],"w"))' "$T/llama1b.json" "$1" "$2" "$T/big.json"
+		run timeout 10 "$HR" plan --gpu h200 --json "$T/big.json"
+		echo "$field: $output"
+		[ "$status" -eq 2 ]
+		[[ "$output" == *"config.json: $1 must be a whole number from 1 to "* ]]
+	done
+	# each within its range, together too large to plan
+	run "$HR" plan --gpu h200 --batch 1048576 --seq 16777216 "$T/llama1b.json"
+	echo "$output"
+	[ "$status" -eq 2 ]
+	[[ "$output" == *"the plan is too large"*"1 PiB"* ]]
+	# within the limits the peak stays a plain positive number
+	run "$HR" plan --gpu h200 --json --batch 4096 --seq 4096 "$T/llama1b.json"
+	[ "$status" -eq 1 ]
+	python3 -c 'import json,sys; o=json.loads(sys.argv[1]); assert 0 < o["device_peak_bytes"] <= 2**50 and o["fits"] is False, o' "$output"
+}
+
+@test "unbounded sizes: huge buffer counts are refused at once, a tiny buffer's solve stops at its limit" {
+	llama1b
+	run timeout 10 "$HR" plan --gpu h200 --buffer 'q=99999999999999999999x1' "$T/llama1b.json"
+	echo "$output"
+	[ "$status" -eq 2 ]
+	[[ "$output" == *"--buffer wants NAME=COUNTxSIZE"*"COUNT from 1 to 65536"*"not 'q=99999999999999999999x1'"* ]]
+	python3 -c 'import json,sys; m=json.load(open(sys.argv[1])); json.dump({"model": m, "train": {"buffers": {"q": "1000000000x1"}}}, open(sys.argv[2], "w"))' "$T/llama1b.json" "$T/case.json"
+	run timeout 10 "$HR" plan --gpu h200 "$T/case.json"
+	echo "$output"
+	[ "$status" -eq 2 ]
+	[[ "$output" == *"'buffers' wants entries NAME: \"COUNTxSIZE\""*"COUNT from 1 to 65536"* ]]
+	run timeout 60 "$HR" plan --gpu h200 --buffer q=1x1 --solve buffer:q "$T/llama1b.json"
+	echo "$output"
+	[ "$status" -eq 0 ]
+	[[ "$output" == "buffer:q = 65536 fits: peak "*"; it is the largest buffer:q (the planner's limit)" ]]
+	run timeout 60 "$HR" plan --gpu h200 --buffer q=1x1 --solve buffer:q --json "$T/llama1b.json"
+	python3 -c 'import json,sys; o=json.loads(sys.argv[1]); assert o["value"] == 65536 and o["next_value"] is None and o["next_device_peak_bytes"] is None, o' "$output"
+	# too many loss chunks to simulate in reasonable time
+	run timeout 10 "$HR" plan --gpu h200 --batch 8 --seq 2048 --loss-chunk 1 "$T/llama1b.json"
+	echo "$output"
+	[ "$status" -eq 2 ]
+	[[ "$output" == *"loss_chunk makes more than 4096 chunks of batch x seq tokens"* ]]
+}
+
+@test "garbage is refused: margins, momentum, buffers, --db, and --solve loss_chunk answers batch x seq, not its search cap" {
+	llama1b
+	for margin in 'abc%' 'nan%' 'inf%' '%' '100%' '-1%' '5%%' 'nan' '2P'; do
+		run "$HR" plan --gpu h200 --margin "$margin" "$T/llama1b.json"
+		echo "$margin: $output"
+		[ "$status" -eq 2 ]
+		[[ "$output" == *"--margin wants"*"not '$margin'"* ]]
+	done
+	for m in nan inf -0.1 1 1e308 0x1p-1 ''; do
+		run "$HR" plan --gpu h200 --optimizer sgd --momentum "$m" "$T/llama1b.json"
+		[ "$status" -eq 2 ]
+		[[ "$output" == *"--momentum wants a number from 0 to below 1, not '$m'"* ]]
+	done
+	python3 -c 'import json,sys; m=json.load(open(sys.argv[1])); json.dump({"model": m, "train": {"optimizer": "sgd", "momentum": 1e308}}, open(sys.argv[2], "w"))' "$T/llama1b.json" "$T/case.json"
+	run "$HR" plan --gpu h200 "$T/case.json"
+	[ "$status" -eq 2 ]
+	[[ "$output" == *"'momentum' wants a number from 0 to below 1"* ]]
+	run "$HR" plan --gpu h200 --buffer q=x1G "$T/llama1b.json"
+	[ "$status" -eq 2 ]
+	[[ "$output" == *"not 'q=x1G'"* ]]
+	run "$HR" plan --gpu h200 --calibrated --db '' "$T/llama1b.json"
+	[ "$status" -eq 2 ]
+	[[ "$output" == *"--db wants a path, not ''"* ]]
+	# --margin 0 is no margin (it was taken as the default 4 %)
+	run "$HR" plan --gpu h200 --margin 0 --json "$T/llama1b.json"
+	python3 -c 'import json,sys; o=json.loads(sys.argv[1]); assert o["margin_bytes"] == 0, o' "$output"
+	run "$HR" plan --gpu h200 --batch 2 --seq 1024 --solve loss_chunk "$T/llama1b.json"
+	echo "$output"
+	[ "$status" -eq 0 ]
+	[[ "$output" == "loss_chunk = 2048 fits: peak "*"; it is the largest loss_chunk (batch x seq: the loss in one chunk)" ]]
+}

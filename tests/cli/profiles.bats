@@ -172,3 +172,14 @@ p = json.load(sys.stdin)
 assert len(p) == 1 and p[0]["key"] == "nvcc -O3" and p[0]["runs"] == 2, p
 '
 }
+
+@test "--db '' is refused by every command that takes a store (it opened a silent temporary store)" {
+	for cmd in "run --db '' -- true" "profiles --db '' list" "probe --db ''" "plan --gpu h200 --calibrated --db '' x.json"; do
+		eval "set -- $cmd"
+		run "$HR" "$@"
+		echo "$cmd: $output"
+		[ "$status" -eq 2 ]
+		[[ "$output" == *"$1: --db wants a path, not ''"* ]]
+	done
+	[ ! -e "$T/state" ] || [ -z "$(find "$T/state" -type f)" ]
+}

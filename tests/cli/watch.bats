@@ -40,7 +40,7 @@ events() { # $1 jsonl, $2 event name: how many
 	wait_exec "$p1" sleep
 	printf 'gpu uuid=GPU-a bus=00000000:04:00.0 name=H200 total=80G used=30G util=90\ngpu uuid=GPU-b bus=00000000:05:00.0 name=H200 total=80G used=30G util=90\nproc gpu=0 pid=%d used=29G\nproc gpu=1 pid=%d used=29G\n' "$p0" "$p1" > "$T/gpus"
 	( sleep 1.5; kill -9 "$p1"; date +%s%3N > "$T/killed" ) &
-	run timeout 20 "$HR" watch -q --interval 1000 --duration 5 --jsonl "$T/o.jsonl" --stop-job-on-partial-death --grace 1
+	run timeout 20 "$HR" watch -q --interval 1000 --duration 5 --jsonl "$T/o.jsonl" --stop-job-on-partial-death --stop-delay 1 --grace 1
 	echo "$output"
 	[ "$status" -eq 0 ]
 	[ "$(events "$T/o.jsonl" partial_death)" -eq 1 ]
@@ -55,6 +55,87 @@ PY
 	[[ "$output" == *"job torchelastic:j1 lost rank 1"* ]]
 	sleep 0.5
 	! kill -0 "$p0" 2>/dev/null   # the survivor was ended
+}
+
+# Is pid running (not a zombie its parent has not reaped)?
+running() {
+	[ -e "/proc/$1/stat" ] && [ "$(cut -d' ' -f3 "/proc/$1/stat")" != Z ]
+}
+
+@test "partial death: only ranks count and only ranks are stopped, after --stop-delay; a rank that exits 0 is no death" {
+	use_double
+	# A launcher that does not reap its children (their ends are read from their zombies):
+	# job A's ranks a0, a1 and job B's b0, b1 (torch.distributed's variables, no torchrun),
+	# and a GPU process with no rank variables beside them, all siblings.
+	python3 - "$T" <<'PY' &
+import os, sys, time
+t = sys.argv[1]
+def spawn(argv, **env):
+    return os.posix_spawnp(argv[0], argv, dict(os.environ, **env))
+rank = lambda port, r: dict(WORLD_SIZE="2", MASTER_ADDR="127.0.0.1", MASTER_PORT=port, RANK=r, LOCAL_RANK=r)
+a0 = spawn(["sleep", "20"], **rank("29512", "0"))
+a1 = spawn(["sh", "-c", 'while [ ! -e "$0/a1.go" ]; do sleep 0.05; done; exit 0', t], **rank("29512", "1"))
+b0 = spawn(["sleep", "20"], **rank("29513", "0"))
+b1 = spawn(["sleep", "20"], **rank("29513", "1"))
+sib = spawn(["sleep", "20"])
+open(t + "/pids.tmp", "w").write(f"{a0} {a1} {b0} {b1} {sib}\n")
+os.rename(t + "/pids.tmp", t + "/pids")
+time.sleep(20)
+PY
+	local launcher=$!
+	for i in $(seq 1 100); do [ -e "$T/pids" ] && break; sleep 0.1; done
+	read -r a0 a1 b0 b1 sib < "$T/pids"
+	{
+		printf 'gpu uuid=GPU-a bus=00000000:04:00.0 name=H200 total=80G used=30G util=90\n'
+		for p in $a0 $a1 $b0 $b1 $sib; do printf 'proc gpu=0 pid=%d used=1G\n' "$p"; done
+	} > "$T/gpus"
+	"$HR" watch -q --interval 200 --duration 6 --jsonl "$T/o.jsonl" --stop-job-on-partial-death --stop-delay 2 \
+		--grace 1 2> "$T/err" &
+	local w=$!
+	sleep 1.5
+	touch "$T/a1.go"          # a1 finishes: exit 0
+	kill -9 "$b1"             # b1 dies
+	sleep 1
+	running "$b0"             # its survivor has --stop-delay to end on its own...
+	sleep 3
+	! running "$b0"           # ...then it was stopped
+	wait "$w"
+	cat "$T/err"
+	running "$a0"             # a0 lost a rank that finished: untouched
+	running "$sib"            # never a rank, never signalled
+	kill "$a0" "$sib" "$launcher" 2>/dev/null || true
+	[ "$(events "$T/o.jsonl" partial_death)" -eq 1 ]
+	[ "$(events "$T/o.jsonl" job_stopped)" -eq 1 ]
+	python3 - "$T/o.jsonl" "$a1" "$b1" "$sib" <<'PY'
+import json, sys
+ev = [json.loads(l) for l in open(sys.argv[1])]
+a1, b1, sib = (int(x) for x in sys.argv[2:])
+pd = [e for e in ev if e.get("event") == "partial_death"][0]
+assert pd["job"] == "dist:127.0.0.1:29513" and pd["pid"] == b1 and pd["rank"] == 1 and pd["ranks_alive"] == 1, pd
+st = [e for e in ev if e.get("event") == "job_stopped"][0]
+assert st["job"] == "dist:127.0.0.1:29513" and st["ranks_signalled"] == 1, st
+assert st["time_ms"] - pd["time_ms"] >= 1900, (pd, st)
+ex = {e["pid"]: e for e in ev if e.get("event") == "process_exit"}
+assert ex[a1]["how"] == "exited with status 0" and ex[a1]["job"] == "dist:127.0.0.1:29512", ex[a1]
+assert ex[b1]["how"] == "killed by signal 9", ex[b1]
+assert sib not in ex
+procs = [p for s in ev if "processes" in s for p in s["processes"] if p["pid"] == sib]
+assert procs and procs[0]["job"] == "pid:%d" % sib and procs[0]["rank"] is None, procs[:1]
+PY
+}
+
+@test "garbage options are usage errors: nan percentages and seconds, a zero window" {
+	for opts in "--min-free-pct nan" "--min-free-pct 100" "--min-free-pct abc%" "--window 0" "--window nan" \
+	            "--horizon inf" "--duration 0" "--grace -1" "--stop-delay nan" "--stuck-timeout 1e400" \
+	            "--interval 10.5" "--min-free 1Q" "--window 0.5"; do
+		run timeout 10 "$HR" watch -q $opts
+		echo "$opts: $output"
+		[ "$status" -eq 2 ]
+		[[ "$output" == *"watch: ${opts%% *} "* ]]
+	done
+	run timeout 10 "$HR" watch -q --window 2.5 --interval 1000
+	[ "$status" -eq 2 ]
+	[[ "$output" == *"--window 2.5 s is shorter than 3 x --interval 1000 ms: the trend needs four samples"* ]]
 }
 
 @test "time_to_oom: a steadily growing GPU gets a warning before it is full" {

@@ -56,14 +56,14 @@ static void test_jobs(void **state)
 {
 	(void)state;
 	const char env[] = "PATH=/bin\0TORCHELASTIC_RUN_ID=abc\0LOCAL_RANK=1\0RANK=5\0";
-	const char none[] = "PATH=/bin\0HOME=/root\0";
+	const char none[] = "PATH=/bin\0HOME=/root\0GROUP_RANK=3\0";
 	char key[64];
 	int rank;
 
-	assert_true(detect_job_from_environ(env, sizeof(env), key, sizeof(key), &rank));
+	assert_true(detect_rank_from_environ(env, sizeof(env), key, sizeof(key), &rank));
 	assert_string_equal(key, "torchelastic:abc");
 	assert_int_equal(rank, 5);
-	assert_false(detect_job_from_environ(none, sizeof(none), key, sizeof(key), &rank));
+	assert_false(detect_rank_from_environ(none, sizeof(none), key, sizeof(key), &rank));
 	assert_int_equal(rank, -1);
 	assert_true(detect_partial_death(&(struct job_ranks){ 4, 2, 2 }));
 	assert_false(detect_partial_death(&(struct job_ranks){ 4, 0, 4 })); /* all gone: not partial */
@@ -71,10 +71,36 @@ static void test_jobs(void **state)
 	assert_false(detect_partial_death(&(struct job_ranks){ 2, 2, 0 }));
 }
 
+/* A rank is what its environment says (issue 12: any sibling under a common parent was
+ * taken for one): torch.distributed's variables without torchrun, grouped by the
+ * rendezvous; a rank that exited 0 is no death. */
+static void test_ranks(void **state)
+{
+	(void)state;
+	const char dist[] = "MASTER_ADDR=10.0.0.1\0MASTER_PORT=29500\0WORLD_SIZE=8\0RANK=3\0LOCAL_RANK=3\0";
+	const char local[] = "LOCAL_RANK=2\0";
+	const char world[] = "WORLD_SIZE=2\0RANK=x\0";
+	char key[64];
+	int rank;
+
+	assert_true(detect_rank_from_environ(dist, sizeof(dist), key, sizeof(key), &rank));
+	assert_string_equal(key, "dist:10.0.0.1:29500");
+	assert_int_equal(rank, 3);
+	assert_true(detect_rank_from_environ(local, sizeof(local), key, sizeof(key), &rank));
+	assert_string_equal(key, ""); /* a rank; its job is its launcher's */
+	assert_int_equal(rank, 2);
+	assert_true(detect_rank_from_environ(world, sizeof(world), key, sizeof(key), &rank));
+	assert_int_equal(rank, -1); /* RANK=x is no rank number */
+	/* two ranks, one exited 0 and one runs: nothing died */
+	assert_false(detect_partial_death(&(struct job_ranks){ 2, 1, 0 }));
+	assert_true(detect_partial_death(&(struct job_ranks){ 3, 1, 1 }));
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_trend), cmocka_unit_test(test_thresholds), cmocka_unit_test(test_jobs),
+		cmocka_unit_test(test_ranks),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -9,9 +9,11 @@
 #include <string.h>
 
 #include <cmocka.h>
+#include <errno.h>
 #include <jansson.h>
 
 #include "plan/config.h"
+#include "plan/limits.h"
 #include "plan/model.h"
 
 #ifndef FIXTURES
@@ -110,7 +112,7 @@ static void test_config_errors(void **state)
 	expect_error("{\"model_type\": \"llama\", \"hidden_size\": 64, \"num_hidden_layers\": 2,"
 		     " \"num_attention_heads\": 4, \"vocab_size\": 100}", "missing intermediate_size");
 	expect_error("{\"model_type\": \"mistral\", \"hidden_size\": 64, \"num_hidden_layers\": -2}",
-		     "num_hidden_layers must be a positive integer");
+		     "num_hidden_layers must be a whole number from 1 to 1024");
 	expect_error("{\"model_type\": \"llama\", \"hidden_size\": 64, \"num_hidden_layers\": 2, \"intermediate_size\": 128,"
 		     " \"num_attention_heads\": 6, \"num_key_value_heads\": 4, \"vocab_size\": 100, \"head_dim\": 16}",
 		     "not a multiple of 4 key/value heads");
@@ -189,11 +191,179 @@ static void test_knobs(void **state)
 	assert_non_null(why);
 }
 
+#define LLAMA "\"model_type\": \"llama\", \"intermediate_size\": 8192, \"num_attention_heads\": 32"
+
+/* Every field of config.json is range-checked where it is read (plan/limits.h): past
+ * the limits the products of the plan would wrap (issue 12: vocab_size 2^50 gave a
+ * negative device peak, num_hidden_layers 1e9 ran out of memory). */
+static void test_config_limits(void **state)
+{
+	(void)state;
+	expect_error("{" LLAMA ", \"hidden_size\": 2048, \"num_hidden_layers\": 16, \"vocab_size\": 1125899906842624}",
+		     "vocab_size must be a whole number from 1 to 16777216");
+	expect_error("{" LLAMA ", \"hidden_size\": 2048, \"num_hidden_layers\": 1000000000, \"vocab_size\": 100}",
+		     "num_hidden_layers must be a whole number from 1 to 1024");
+	expect_error("{" LLAMA ", \"hidden_size\": 2048, \"num_hidden_layers\": 1e9, \"vocab_size\": 100}",
+		     "num_hidden_layers must be a whole number");
+	expect_error("{" LLAMA ", \"hidden_size\": 9223372036854775807, \"num_hidden_layers\": 2, \"vocab_size\": 100}",
+		     "hidden_size must be a whole number from 1 to 4194304");
+	expect_error("{" LLAMA ", \"hidden_size\": 2048, \"num_hidden_layers\": 2, \"vocab_size\": 100, \"head_dim\": -1}",
+		     "head_dim must be a whole number from 1 to 65536");
+	expect_error("{" LLAMA ", \"hidden_size\": 2048, \"num_hidden_layers\": 2, \"vocab_size\": 100,"
+		     " \"num_key_value_heads\": 4294967296}", "num_key_value_heads must be a whole number from 1 to 65536");
+	expect_error("{\"model_type\": \"gpt2\", \"n_embd\": 64, \"n_layer\": 2, \"n_head\": 4, \"vocab_size\": 100,"
+		     " \"n_positions\": 99999999999}", "n_positions must be a whole number from 1 to 16777216");
+}
+
+static void expect_settings_error(const char *train, const char *needle)
+{
+	json_t *j = json_loads(train, 0, NULL);
+	struct train_settings t;
+	char *err = NULL;
+
+	assert_non_null(j);
+	train_settings_init(&t);
+	assert_int_equal(train_settings_from_json(j, &t, &err), -EINVAL);
+	assert_non_null(err);
+	if (!strstr(err, needle))
+		fail_msg("'%s' does not say '%s'", err, needle);
+	free(err);
+	json_decref(j);
+}
+
+/* The settings' keys likewise: a zero stage that wrapped to 1 through an int, a momentum
+ * of 1e308, a buffer of a billion items or of no count. */
+static void test_settings_limits(void **state)
+{
+	(void)state;
+	expect_settings_error("{\"zero_stage\": 4294967297}", "'zero_stage' wants a whole number from 0 to 3");
+	expect_settings_error("{\"batch\": 9223372036854775807}", "'batch' wants a whole number from 1 to 1048576");
+	expect_settings_error("{\"batch\": 0}", "'batch' wants a whole number from 1 to 1048576");
+	expect_settings_error("{\"dp\": 2000000}", "'dp' wants a whole number from 1 to 1048576");
+	expect_settings_error("{\"lora_rank\": -1}", "'lora_rank' wants a whole number from 0 to 65536");
+	expect_settings_error("{\"context\": 99999999999}", "'context' wants a whole number from 0 to 16777216");
+	expect_settings_error("{\"momentum\": 1e308}", "'momentum' wants a number from 0 to below 1");
+	expect_settings_error("{\"momentum\": 1}", "'momentum' wants a number from 0 to below 1");
+	expect_settings_error("{\"buffers\": {\"q\": \"1000000000x1\"}}", "COUNT from 1 to 65536");
+	expect_settings_error("{\"buffers\": {\"q\": \"x1G\"}}", "COUNTxSIZE");
+	expect_settings_error("{\"context_bytes\": 9223372036854775807}", "from 1 to 1 TiB");
+
+	struct buffer_spec b;
+	static const char *const bad[] = { "q=x1G", "q=0x1G", "q=99999999999999999999x1", "q=65537x1", "q=-1x1",
+					   "q= 5x1", "q=5x", "q=5x0", "q=2T", "=5x1", NULL };
+	for (int i = 0; bad[i]; i++)
+		if (!buffer_spec_parse(bad[i], &b))
+			fail_msg("buffer '%s' was accepted", bad[i]);
+	assert_int_equal(buffer_spec_parse("queue=65536x1T", &b), 0);
+	assert_int_equal(b.count, 65536);
+	assert_int_equal(buffer_spec_parse("one=1G", &b), 0);
+	assert_int_equal(b.count, 1);
+	assert_int_equal(b.item_bytes, 1ULL << 30);
+}
+
+static void llama1b(struct model_shape *m, struct train_settings *t)
+{
+	json_t *j = json_loads("{\"model_type\": \"llama\", \"hidden_size\": 2048, \"num_hidden_layers\": 16,"
+			       " \"num_attention_heads\": 32, \"num_key_value_heads\": 8, \"intermediate_size\": 8192,"
+			       " \"vocab_size\": 128256}", 0, NULL);
+	char *err = NULL;
+
+	assert_int_equal(model_shape_from_json(j, m, &err), 0);
+	json_decref(j);
+	train_settings_init(t);
+}
+
+/* Settings that would wrap a product (issue 12: --batch 9223372036854775807 planned
+ * "6.32 GiB, fits") are refused by plan_compute itself, whoever calls it: out of range
+ * -EINVAL, too large to plan -E2BIG; a plan within the limits has a peak below them. */
+static void test_overflow(void **state)
+{
+	struct model_shape m;
+	struct train_settings t;
+	struct plan_result r;
+	const char *why;
+
+	(void)state;
+	llama1b(&m, &t);
+	t.batch = INT64_MAX;
+	assert_int_equal(plan_compute(&m, &t, &r, &why), -EINVAL);
+	assert_string_equal(why, "batch must be from 1 to 1048576");
+	t.batch = 1;
+	t.zero_stage = 1;
+	t.dp = (int64_t)1 << 40;
+	assert_int_equal(plan_compute(&m, &t, &r, &why), -EINVAL);
+	assert_string_equal(why, "dp must be from 1 to 1048576");
+	t.zero_stage = 0;
+	t.dp = 1;
+	t.lora_rank = INT64_MAX / 2;
+	assert_int_equal(plan_compute(&m, &t, &r, &why), -EINVAL);
+	t.lora_rank = 0;
+	/* each within its range, together too large: 2^44 tokens */
+	t.batch = PLAN_MAX_BATCH;
+	t.seq = PLAN_MAX_SEQ;
+	assert_int_equal(plan_compute(&m, &t, &r, &why), -E2BIG);
+	assert_non_null(strstr(why, "the plan is too large: the activations"));
+	/* a narrow model with a wide vocabulary: the logits of 4M tokens */
+	m = (struct model_shape){ .type = "llama", .hidden = 64, .layers = 1, .heads = 1, .kv_heads = 1, .head_dim = 64,
+				  .intermediate = 64, .vocab = PLAN_MAX_VOCAB, .norms_per_layer = 2 };
+	t.batch = 1;
+	t.seq = 4 << 20;
+	assert_int_equal(plan_compute(&m, &t, &r, &why), -E2BIG);
+	assert_non_null(strstr(why, "the logits (batch x seq x vocab_size) pass the planner's limit of 1 PiB"));
+	llama1b(&m, &t);
+	t.batch = 1;
+	t.seq = 2048;
+	m.vocab = PLAN_MAX_VOCAB;
+	m.hidden = PLAN_MAX_WIDTH;
+	m.heads = m.kv_heads = 1;
+	m.head_dim = 64;
+	assert_int_equal(plan_compute(&m, &t, &r, &why), -E2BIG);
+	assert_non_null(strstr(why, "the weights and optimizer states"));
+	/* fp32 attention keeps batch x heads x seq x seq probabilities */
+	llama1b(&m, &t);
+	t.param_bytes = 4;
+	t.seq = PLAN_MAX_SEQ;
+	assert_int_equal(plan_compute(&m, &t, &r, &why), -E2BIG);
+	assert_non_null(strstr(why, "the activations"));
+	/* the KV cache of inference */
+	llama1b(&m, &t);
+	t.inference = 1;
+	t.opt = OPT_NONE;
+	t.batch = PLAN_MAX_BATCH;
+	t.seq = 1;
+	t.context = PLAN_MAX_SEQ;
+	assert_int_equal(plan_compute(&m, &t, &r, &why), -E2BIG);
+	assert_non_null(strstr(why, "the KV cache"));
+	/* the buffers */
+	llama1b(&m, &t);
+	for (int i = 0; i < PLAN_MAX_BUFFERS; i++)
+		assert_int_equal(buffer_spec_parse("q=65536x1T", &t.buffers[t.nbuffers++]), 0);
+	assert_int_equal(plan_compute(&m, &t, &r, &why), -E2BIG);
+	assert_non_null(strstr(why, "the buffers"));
+	/* too many loss chunks to simulate (the simulation's time grows with their square) */
+	llama1b(&m, &t);
+	t.batch = 4;
+	t.seq = 2049;
+	t.loss_chunk = 2;
+	assert_int_equal(plan_compute(&m, &t, &r, &why), -E2BIG);
+	assert_non_null(strstr(why, "loss_chunk makes more than 4096 chunks"));
+	t.seq = 2048;
+	assert_int_equal(plan_compute(&m, &t, &r, &why), 0);
+	/* the largest plannable batch of this model and sequence: a peak within the limit */
+	llama1b(&m, &t);
+	t.batch = 4096;
+	t.seq = 4096;
+	assert_int_equal(plan_compute(&m, &t, &r, &why), 0);
+	assert_true(r.device_peak_bytes > (1ULL << 40) && r.device_peak_bytes <= PLAN_MAX_BYTES);
+	assert_true((int64_t)r.device_peak_bytes > 0);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_fixtures), cmocka_unit_test(test_fixtures_headroom), cmocka_unit_test(test_config_errors),
-		cmocka_unit_test(test_shapes), cmocka_unit_test(test_knobs),
+		cmocka_unit_test(test_shapes), cmocka_unit_test(test_knobs), cmocka_unit_test(test_config_limits),
+		cmocka_unit_test(test_settings_limits), cmocka_unit_test(test_overflow),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -1,5 +1,6 @@
 /* The watchdog's readers of one process against a fixture tree (tests/fixtures/procinfo):
- * 4242 a torchrun rank in a container, 4243 a zombie, 4244 a kernel without NSpid. */
+ * 4242 a torchrun rank in a container, 4243 a zombie, 4244 a kernel without NSpid, 4245
+ * and 4246 zombies of a kernel that writes their exit codes (exit 1 and exit 0). */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -8,6 +9,7 @@
 
 #include <errno.h>
 #include <string.h>
+#include <sys/wait.h>
 
 #include "sys/procinfo.h"
 
@@ -75,6 +77,30 @@ static void test_uid(void **state)
 	assert_int_equal(uid, 7);
 }
 
+/* How a zombie ended, from its stat: what tells a rank that exited 0 from one that
+ * died, when the watchdog is not its parent. */
+static void test_exit_status(void **state)
+{
+	int st = -1;
+	unsigned long long t = 0;
+
+	(void)state;
+	assert_int_equal(procinfo_exit_status(FIX, 4245, &st), 0);
+	assert_true(WIFEXITED(st) && WEXITSTATUS(st) == 1);
+	assert_int_equal(procinfo_exit_status(FIX, 4246, &st), 0);
+	assert_true(WIFEXITED(st) && WEXITSTATUS(st) == 0);
+	st = -1;
+	assert_int_equal(procinfo_exit_status(FIX, 4242, &st), -ESRCH); /* running */
+	assert_int_equal(procinfo_exit_status(FIX, 4299, &st), -ESRCH); /* gone */
+	assert_int_equal(procinfo_exit_status(FIX, 4243, &st), -EINVAL); /* a zombie of an older kernel */
+	assert_int_equal(st, -1);
+	assert_int_equal(procinfo_start_ticks(FIX, 4242, &t), 0);
+	assert_int_equal(t, 1000);
+	assert_int_equal(procinfo_start_ticks(FIX, 4245, &t), 0); /* ")" in its name */
+	assert_int_equal(t, 1311159);
+	assert_int_equal(procinfo_start_ticks(FIX, 4299, &t), -ENOENT);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -82,6 +108,7 @@ int main(void)
 		cmocka_unit_test(test_container_pid),
 		cmocka_unit_test(test_running),
 		cmocka_unit_test(test_uid),
+		cmocka_unit_test(test_exit_status),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -12,6 +12,7 @@
 
 #include "plan/config.h"
 #include "plan/gpus.h"
+#include "plan/limits.h"
 #include "plan/model.h"
 #include "plan/solve.h"
 
@@ -168,11 +169,101 @@ static void test_solve_buffer(void **state)
 	assert_string_equal(why, "zero stage must be 0..3 and dp at least 1");
 }
 
+/* A knob whose every value fits stops at its largest and says so (issue 12: --solve
+ * loss_chunk answered its search cap, 1073741823): loss_chunk's is batch x seq, the
+ * loss in one chunk. */
+static void test_solve_largest(void **state)
+{
+	struct model_shape m;
+	struct train_settings t;
+	struct solve_result r;
+	struct fit h200 = fit_gpu("h200");
+	const char *why;
+	int64_t min, max;
+	const char *max_is;
+	(void)state;
+
+	llama1b(&m, &t);
+	t.batch = 2;
+	t.seq = 1024;
+	assert_int_equal(knob_range(&t, "loss_chunk", &min, &max, &max_is), 0);
+	assert_int_equal(min, 1);
+	assert_int_equal(max, 2048);
+	assert_string_equal(max_is, "batch x seq: the loss in one chunk");
+	assert_int_equal(solve_knob(&h200, &m, &t, "loss_chunk", &r, &why), 0);
+	assert_int_equal(r.value, 2048);
+	assert_true(r.largest);
+	assert_int_equal(r.next_value, 0);
+	assert_int_equal(r.next.device_peak_bytes, 0);
+	assert_true(r.plan.device_peak_bytes > 0 && fit_ok(&h200, &r.plan));
+	/* more tokens than PLAN_MAX_LOSS_CHUNKS: the least chunk keeps them to 4096 chunks */
+	t.batch = 8;
+	t.seq = 4097;
+	assert_int_equal(knob_range(&t, "loss_chunk", &min, &max, &max_is), 0);
+	assert_int_equal(min, 9);
+	assert_int_equal(max, 8 * 4097);
+	assert_int_equal(knob_range(&t, "batch", &min, &max, &max_is), 0);
+	assert_int_equal(min, 1);
+	assert_int_equal(max, 1048576);
+	assert_string_equal(max_is, "the planner's limit");
+	assert_int_equal(knob_range(&t, "nosuch", &min, &max, &max_is), -ENOENT);
+}
+
+/* A tiny buffer's count: every count up to the planner's limit fits, and the search
+ * stops there (issue 12: it ran out of memory, exit 125). */
+static void test_solve_tiny_buffer(void **state)
+{
+	struct model_shape m;
+	struct train_settings t;
+	struct solve_result r;
+	struct fit f = { .gpu_bytes = 80 * GiB, .margin_bytes = 2 * GiB };
+	const char *why;
+	(void)state;
+
+	llama1b(&m, &t);
+	assert_int_equal(buffer_spec_parse("q=1x1", &t.buffers[0]), 0);
+	t.nbuffers = 1;
+	assert_int_equal(solve_knob(&f, &m, &t, "buffer:q", &r, &why), 0);
+	assert_int_equal(r.value, 65536);
+	assert_true(r.largest);
+	assert_string_equal(r.max_is, "the planner's limit");
+}
+
+/* Past the planner's limits a value does not fit, and the answer says why; when even
+ * the least value is too large to plan, that is an error (bad input), not "none fits". */
+static void test_solve_too_big(void **state)
+{
+	struct model_shape m;
+	struct train_settings t;
+	struct solve_result r;
+	struct fit pib = { .gpu_bytes = PLAN_MAX_BYTES, .margin_bytes = 0 };
+	const char *why;
+	(void)state;
+
+	llama1b(&m, &t);
+	t.seq = 1 << 20;
+	assert_int_equal(solve_knob(&pib, &m, &t, "batch", &r, &why), 0);
+	assert_true(r.value >= 1 && !r.largest);
+	assert_non_null(r.next_too_big);
+	assert_non_null(strstr(r.next_too_big, "the plan is too large"));
+	assert_int_equal(r.next_value, r.value + 1);
+	assert_int_equal(r.next.device_peak_bytes, 0);
+	assert_true(r.plan.device_peak_bytes <= PLAN_MAX_BYTES);
+	m.vocab = PLAN_MAX_VOCAB;
+	m.hidden = PLAN_MAX_WIDTH;
+	m.heads = m.kv_heads = 1;
+	m.head_dim = 64;
+	assert_int_equal(solve_knob(&pib, &m, &t, "batch", &r, &why), -E2BIG);
+	assert_non_null(strstr(why, "the weights and optimizer states"));
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_knobs),      cmocka_unit_test(test_locks),      cmocka_unit_test(test_fit),
 		cmocka_unit_test(test_solve_batch), cmocka_unit_test(test_solve_none), cmocka_unit_test(test_solve_buffer),
+		cmocka_unit_test(test_solve_largest), cmocka_unit_test(test_solve_tiny_buffer),
+		cmocka_unit_test(test_solve_too_big),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

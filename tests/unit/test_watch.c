@@ -124,23 +124,31 @@ static void test_summary_events(void **state)
 static void test_job_key(void **state)
 {
 	const char env[] = "PATH=/bin\0TORCHELASTIC_RUN_ID=abc\0RANK=3\0";
+	const char dist[] = "PATH=/bin\0WORLD_SIZE=2\0RANK=1\0";
 	const char plain[] = "PATH=/bin\0HOME=/root\0";
 	char key[64];
 	int rank;
 
 	(void)state;
 	/* torchrun's run id wins over the command and the parent */
-	watch_job_key(env, sizeof(env), 40, 7, key, sizeof(key), &rank);
+	assert_true(watch_job_key(env, sizeof(env), 41, 40, 7, key, sizeof(key), &rank));
 	assert_string_equal(key, "torchelastic:abc");
 	assert_int_equal(rank, 3);
-	watch_job_key(plain, sizeof(plain), 40, 7, key, sizeof(key), &rank);
+	/* a rank without either: the command's, else its parent's */
+	assert_true(watch_job_key(dist, sizeof(dist), 41, 40, 7, key, sizeof(key), &rank));
 	assert_string_equal(key, "cmd:40");
-	assert_int_equal(rank, -1);
-	watch_job_key(plain, sizeof(plain), 0, 7, key, sizeof(key), &rank);
+	assert_int_equal(rank, 1);
+	assert_true(watch_job_key(dist, sizeof(dist), 41, 0, 7, key, sizeof(key), &rank));
 	assert_string_equal(key, "parent:7");
-	/* an environment that could not be read; a parent not known */
-	watch_job_key(NULL, 0, 0, 0, key, sizeof(key), &rank);
-	assert_string_equal(key, "parent:0");
+	/* no rank: a job of its own, never its siblings' (issue 12) */
+	assert_false(watch_job_key(plain, sizeof(plain), 41, 40, 7, key, sizeof(key), &rank));
+	assert_string_equal(key, "pid:41");
+	assert_int_equal(rank, -1);
+	assert_false(watch_job_key(plain, sizeof(plain), 42, 0, 7, key, sizeof(key), &rank));
+	assert_string_equal(key, "pid:42");
+	/* an environment that could not be read: nothing says it is a rank */
+	assert_false(watch_job_key(NULL, 0, 43, 0, 0, key, sizeof(key), &rank));
+	assert_string_equal(key, "pid:43");
 	assert_int_equal(rank, -1);
 }
 
@@ -162,8 +170,8 @@ static void test_state_tables(void **state)
 	watch_state_add_proc(&w, 101, 1, 5000, "torchelastic:j", 1);
 	watch_state_add_proc(&w, 100, 1, 6000, "torchelastic:j", 0); /* the same pid on another GPU */
 	assert_int_equal(w.njobs, 1);
-	assert_int_equal(w.jobs[0].seen, 3);
-	assert_int_equal(w.jobs[0].alive, 3);
+	assert_int_equal(w.jobs[0].seen, 2); /* processes: one on two GPUs is one rank */
+	assert_int_equal(w.jobs[0].alive, 2);
 	assert_ptr_equal(watch_state_proc(&w, 100, 1), &w.procs[2]);
 	assert_ptr_equal(watch_state_proc(&w, 101, 1), &w.procs[1]);
 	assert_null(watch_state_proc(&w, 101, 0));
