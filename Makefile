@@ -1,11 +1,12 @@
 # headroom — build with `make`; `make check` runs every test (unit, ASan/UBSan, CLI).
 CC      ?= cc
-# MHD=0 builds without libmicrohttpd (watch --prometheus then says so): for machines
-# without its headers, such as the GPU machine.
+# MHD=0 builds without libmicrohttpd's header (watch --prometheus then says so): for
+# machines without it, such as the GPU machine. The library itself is never linked:
+# watch --prometheus loads it (src/watch/prom.c says why).
 MHD     ?= 1
 PKGS    := jansson sqlite3
 ifeq ($(MHD),1)
-PKGS    += libmicrohttpd
+MHD_CFLAGS := $(shell pkg-config --cflags libmicrohttpd)
 else
 NO_MHD  := -DHEADROOM_NO_MHD
 endif
@@ -17,7 +18,7 @@ WARN    += -Werror
 endif
 PKG_CFLAGS := $(shell pkg-config --cflags $(PKGS))
 PKG_LIBS   := $(shell pkg-config --libs $(PKGS))
-ALL_CFLAGS  = -Isrc $(CPPFLAGS) $(WARN) $(NO_MHD) $(CFLAGS) $(PKG_CFLAGS) -MMD -MP
+ALL_CFLAGS  = -Isrc $(CPPFLAGS) $(WARN) $(NO_MHD) $(CFLAGS) $(PKG_CFLAGS) $(MHD_CFLAGS) -MMD -MP
 LDLIBS      = $(PKG_LIBS) -lm -ldl -lpthread
 AR      ?= ar
 
