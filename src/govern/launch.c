@@ -2,8 +2,10 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <limits.h>
 #include <poll.h>
 #include <signal.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/resource.h>
@@ -61,30 +63,36 @@ static noreturn void pass_on(int wstatus)
 	exit(exit_status_of(wstatus));
 }
 
-static pid_t spawn(char **argv, const char *cgroup_dir, int errpipe)
-{
-	pid_t pid = fork();
+/* What the child does between vfork and exec, prepared by the parent: the child shares
+ * the parent's memory until it execs, so it allocates nothing and touches only this. */
+struct spawn_ctx {
+	char **argv;
+	char procs_path[PATH_MAX]; /* the job's cgroup.procs; "" without a group */
+	int errpipe;
+};
 
+static pid_t spawn(struct spawn_ctx *c)
+{
+	static const int dfl[] = { SIGINT, SIGTERM, SIGHUP, SIGQUIT };
+	pid_t pid;
+
+	/* vfork: a fork would copy the launcher's page tables and then fault on every page
+	 * it writes after, as much work as the launcher's own start-up; the launcher waits
+	 * here until the child has exec'd or failed, which is all it would do anyway. */
+	pid = vfork();
 	if (pid != 0)
 		return pid;
 	/* A process group of its own: the governor freezes and kills the job as one. */
 	setpgid(0, 0);
-	signal(SIGINT, SIG_DFL);
-	signal(SIGTERM, SIG_DFL);
-	signal(SIGHUP, SIG_DFL);
-	signal(SIGQUIT, SIG_DFL);
-	if (cgroup_dir && *cgroup_dir) {
-		struct cgroup cg = { .version = CGROUP_V2, .dir = (char *)cgroup_dir };
-		cgroup_attach(&cg, getpid());
-	}
+	for (size_t i = 0; i < sizeof(dfl) / sizeof(dfl[0]); i++)
+		signal(dfl[i], SIG_DFL);
+	if (c->procs_path[0])
+		fs_write(c->procs_path, "0");
 	/* When memory runs out, the kernel should pick a compiler, never sshd. */
 	fs_write("/proc/self/oom_score_adj", "500");
-	/* A launcher inside this job (CXX and a CMake launcher both set) runs its tool
-	 * directly: the job is admitted already. */
-	setenv("HEADROOM_JOB", "1", 1);
-	execvp(argv[0], argv);
+	execvp(c->argv[0], c->argv);
 	int e = errno;
-	if (write(errpipe, &e, sizeof(e)) < 0)
+	if (write(c->errpipe, &e, sizeof(e)) < 0)
 		_exit(EXIT_INTERNAL);
 	_exit(exec_failed_status(e));
 }
@@ -212,15 +220,20 @@ void launch_governed(char **argv, int fd)
 			json_decref(reply);
 			die(EXIT_INTERNAL, "pipe: %s", strerror(errno));
 		}
+		struct spawn_ctx ctx = { .argv = argv, .errpipe = errpipe[1] };
+		if (adm.cgroup && *adm.cgroup)
+			snprintf(ctx.procs_path, sizeof(ctx.procs_path), "%s/cgroup.procs", adm.cgroup);
+		/* Inherited by the job: a launcher inside it (CXX and a CMake launcher both
+		 * set) runs its tool directly, the job being admitted already. */
+		setenv("HEADROOM_JOB", "1", 1);
 		int64_t t0 = now_ms();
-		pid_t pid = spawn(argv, adm.cgroup, errpipe[1]);
+		pid_t pid = spawn(&ctx);
 		char *cg_copy = adm.cgroup && *adm.cgroup ? xstrdup(adm.cgroup) : NULL;
 		json_decref(reply);
 		reply = NULL; /* the ack's wait below decrefs it again if the governor goes away */
 		close(errpipe[1]);
 		if (pid < 0)
-			die(EXIT_INTERNAL, "fork: %s", strerror(errno));
-		setpgid(pid, pid);
+			die(EXIT_INTERNAL, "vfork: %s", strerror(errno));
 		child_pgid = pid;
 		sigaction(SIGINT, &sa, NULL);
 		sigaction(SIGTERM, &sa, NULL);
