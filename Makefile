@@ -30,10 +30,14 @@ LIB_OBJ := $(LIB_SRC:%.c=$(BUILD)/%.o)
 LIB     := $(BUILD)/libheadroom.a
 CMD_SRC := $(wildcard src/cmd/*.c) src/main.c
 CMD_OBJ := $(CMD_SRC:%.c=$(BUILD)/%.o)
+# headroom-exec, the launcher alone (src/exec_main.c says why), is linked statically:
+# LAUNCHER_STATIC= links it like headroom (the sanitizers need that).
+LAUNCHER_OBJ := $(BUILD)/src/exec_main.o $(BUILD)/src/cmd/exec.o
+LAUNCHER_STATIC ?= -static
 UNIT_SRC := $(wildcard tests/unit/test_*.c)
 UNIT_BIN := $(UNIT_SRC:tests/unit/%.c=$(BUILD)/tests/%)
 
-all: headroom tools/memhog $(BUILD)/nvml-double/libnvidia-ml.so.1
+all: headroom headroom-exec tools/memhog $(BUILD)/nvml-double/libnvidia-ml.so.1
 
 # The NVML test double (tests/nvml-double): found through LD_LIBRARY_PATH by the tests.
 $(BUILD)/nvml-double/libnvidia-ml.so.1: tests/nvml-double/nvml_double.c
@@ -43,11 +47,17 @@ $(BUILD)/nvml-double/libnvidia-ml.so.1: tests/nvml-double/nvml_double.c
 headroom: $(BUILD)/headroom
 	cp $< $@.tmp && mv -f $@.tmp $@
 
+headroom-exec: $(BUILD)/headroom-exec
+	cp $< $@.tmp && mv -f $@.tmp $@
+
 $(LIB): $(LIB_OBJ)
 	rm -f $@ && $(AR) rcs $@ $^
 
 $(BUILD)/headroom: $(CMD_OBJ) $(LIB)
 	$(CC) $(ALL_CFLAGS) $(LDFLAGS) -o $@ $^ $(LDLIBS)
+
+$(BUILD)/headroom-exec: $(LAUNCHER_OBJ) $(LIB)
+	$(CC) $(ALL_CFLAGS) $(LDFLAGS) $(LAUNCHER_STATIC) -o $@ $^ $(LDLIBS)
 
 # Replays a recorded allocator history through the simulation (bench/gpu-measure.py TRACE).
 bench/alloc-replay: bench/alloc-replay.c $(LIB)
@@ -68,12 +78,12 @@ $(BUILD)/tests/%: tests/unit/%.c $(LIB)
 	$(CC) $(ALL_CFLAGS) $(LDFLAGS) -o $@ $^ $(LDLIBS) -lcmocka
 
 # test_proto runs the launcher as build tools do: this build's headroom exec.
-unit: $(UNIT_BIN) $(BUILD)/headroom
+unit: $(UNIT_BIN) $(BUILD)/headroom $(BUILD)/headroom-exec
 	@set -e; for t in $(UNIT_BIN); do echo "== $$t"; HEADROOM_BIN=$(BUILD)/headroom $$t; done
 
 # The same unit tests under AddressSanitizer and UndefinedBehaviorSanitizer.
 asan:
-	$(MAKE) BUILD=build-asan WERROR=1 \
+	$(MAKE) BUILD=build-asan WERROR=1 LAUNCHER_STATIC= \
 	  CFLAGS="-O1 -g -fsanitize=address,undefined -fno-omit-frame-pointer -fno-sanitize-recover=all" \
 	  LDFLAGS="-fsanitize=address,undefined" unit
 
@@ -84,7 +94,7 @@ check: all
 	tests/run-all
 
 clean:
-	rm -rf build build-asan headroom tools/memhog bench/alloc-replay bench/simulate
+	rm -rf build build-asan headroom headroom-exec tools/memhog bench/alloc-replay bench/simulate
 
 .PHONY: all unit asan cli check clean
--include $(LIB_OBJ:.o=.d) $(CMD_OBJ:.o=.d)
+-include $(LIB_OBJ:.o=.d) $(CMD_OBJ:.o=.d) $(BUILD)/src/exec_main.d

@@ -5,6 +5,10 @@
 
 #include <stdnoreturn.h>
 
+/* The launcher as a program of its own (src/exec_main.c), beside headroom: its file
+ * name, which is also its name in the process table (15 bytes at most). */
+#define LAUNCH_EXEC_NAME "headroom-exec"
+
 /* Run argv[0] with its arguments in place of this process, ungoverned. Exits 126 or 127
  * when it cannot be run. */
 noreturn void launch_direct(char **argv);

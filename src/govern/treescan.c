@@ -122,7 +122,7 @@ void treescan_run(struct gov *g, int64_t now)
 	for (size_t i = 0; i < g->procs.n; i++) {
 		const struct proc_entry *e = &g->procs.v[i], *parent;
 
-		if (e->state == 'Z' || tree_is_build_tool(e->comm) || !strcmp(e->comm, g->self_name) ||
+		if (e->state == 'Z' || tree_is_build_tool(e->comm) || tree_is_launcher(e->comm, g->self_name) ||
 		    tree_job_of(g, e->pid) || tree_skipped(g, e->pid))
 			continue;
 		parent = proc_table_find(&g->procs, e->ppid);

@@ -71,14 +71,35 @@ load helper
 }
 
 @test "run wires the launcher variables, keeping a MAX_JOBS the user set" {
+	local small="$(dirname "$HR")/headroom-exec"
+	[ -x "$small" ]
 	run "$HR" run -q --no-db -j 5 -- sh -c 'echo "L=$HEADROOM_LAUNCHER|C=$CMAKE_CXX_COMPILER_LAUNCHER|M=$MAX_JOBS|S=$HEADROOM_SOCK"'
 	[ "$status" -eq 0 ]
-	[[ "$output" == *"L=$HR exec --|"* ]]
-	[[ "$output" == *"C=$HR;exec;--|"* ]]
+	[[ "$output" == *"L=$small --|"* ]]
+	[[ "$output" == *"C=$small;--|"* ]]
 	[[ "$output" == *"M=5|"* ]]
 	[[ "$output" == *"S=/"*"gov.sock"* ]]
 	MAX_JOBS=3 CMAKE_CXX_COMPILER_LAUNCHER=ccache run "$HR" run -q --no-db -- sh -c 'echo "M=$MAX_JOBS C=$CMAKE_CXX_COMPILER_LAUNCHER"'
-	[[ "$output" == *"M=3 C=$HR;exec;--;ccache"* ]]
+	[[ "$output" == *"M=3 C=$small;--;ccache"* ]]
+	# without headroom-exec beside it, headroom is its own launcher
+	cp "$HR" "$T/hr"
+	run "$T/hr" run -q --no-db -- sh -c 'echo "L=$HEADROOM_LAUNCHER|C=$CMAKE_CXX_COMPILER_LAUNCHER|"'
+	[[ "$output" == *"L=$T/hr exec --|C=$T/hr;exec;--|"* ]]
+}
+
+@test "headroom-exec is headroom exec: governed jobs, output and exit status, the ungoverned fallback" {
+	local small="$(dirname "$HR")/headroom-exec"
+	run "$small" -- sh -c 'echo out; exit 6'
+	[ "$status" -eq 6 ]
+	[ "$output" = "out" ]
+	run -127 "$small" "$T/no-such-tool"
+	run "$small" --help
+	[[ "$output" == *"usage: headroom exec"* ]]
+	hold_build "$T/b" 3 1M 50
+	cd "$T/b"
+	run "$HR" run --no-db --report "$T/r.json" -- ninja -j3
+	[ "$status" -eq 0 ]
+	[ "$(python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))["jobs"])' "$T/r.json")" = 3 ]
 }
 
 @test "a ninja build runs every job through the governor and learns profiles" {

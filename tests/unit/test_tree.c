@@ -19,6 +19,7 @@ static void test_classify(void **state)
 	char *notlaunch[] = { "headroom-data-gen", "exec" };
 	char *mk_obj[] = { "cc", "-c", "make.c", "-o", "make.o" };
 	char *shim[] = { "/tmp/headroom-shims.Ab12Cd/c++", "-c", "t.cpp" };
+	char *small[] = { "/opt/bin/headroom-exec", "--", "nvcc", "-c", "k.cu" };
 
 	assert_int_equal(tree_classify(6, job, "headroom"), TREE_JOB);
 	assert_int_equal(tree_classify(5, rec, "headroom"), TREE_WRAPPER);
@@ -27,6 +28,10 @@ static void test_classify(void **state)
 	assert_int_equal(tree_classify(2, notlaunch, "headroom"), TREE_JOB);
 	assert_int_equal(tree_classify(5, mk_obj, "headroom"), TREE_JOB);
 	assert_int_equal(tree_classify(3, shim, "headroom"), TREE_LAUNCHED);
+	assert_int_equal(tree_classify(5, small, "headroom"), TREE_LAUNCHED);
+	assert_true(tree_is_launcher("headroom-exec", "headroom"));
+	assert_true(tree_is_launcher("hr", "hr"));
+	assert_false(tree_is_launcher("headroom", "hr"));
 	assert_true(tree_is_compiler("cc1plus"));
 	assert_true(tree_is_compiler("cicc"));
 	assert_false(tree_is_compiler("sh"));
@@ -48,6 +53,12 @@ static void test_ungoverned(void **state)
 	struct proc_table t = { v, 10, 10 };
 
 	assert_int_equal(tree_ungoverned_compiler(&t, 10, "headroom"), 17);
+	/* 17 headroom-exec -> 18 nvcc: the launcher as a program of its own governs as well */
+	snprintf(v[7].comm, sizeof(v[7].comm), "headroom-exec");
+	snprintf(v[8].comm, sizeof(v[8].comm), "nvcc");
+	assert_int_equal(tree_ungoverned_compiler(&t, 10, "headroom"), 0);
+	snprintf(v[7].comm, sizeof(v[7].comm), "nvcc");
+	snprintf(v[8].comm, sizeof(v[8].comm), "cicc");
 	t.n = 6; /* only the governed branch */
 	assert_int_equal(tree_ungoverned_compiler(&t, 10, "headroom"), 0);
 	v[5].pid = 30; /* a compiler that is not below us */
