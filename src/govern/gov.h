@@ -82,7 +82,8 @@ struct gov {
 	int64_t t0_ms, deadline_ms, last_kill_ms;
 	uint64_t used_prev;         /* memory in use at the last tick, for its growth rate */
 	int64_t t_prev_ms;
-	struct proc_table procs;
+	struct proc_table procs;    /* the processes below the governor, read each tick */
+	int procs_whole;            /* no children lists here: procs is the whole table */
 	struct report rep;
 	int tree;                   /* governing the process tree (--tree, or fallen back to it) */
 	pid_t *skip;                /* below a build tool, but not jobs: see treescan.c */

@@ -287,6 +287,20 @@ static void show_progress(struct gov *g, int64_t now, uint64_t used)
 	progress_show(&g->progress, &ps);
 }
 
+/* Everything the tick looks at is below the governor (the build, its jobs, and as a
+ * subreaper whatever they leave): read only that, not every process on the machine. */
+static void read_procs(struct gov *g)
+{
+	if (!g->procs_whole) {
+		int rc = proc_table_read_below(g->o->proc_root, getpid(), &g->procs);
+		if (rc != -ENOENT)
+			return;
+		log_debug("no /proc/PID/task/TID/children here: reading every process each tick");
+		g->procs_whole = 1;
+	}
+	proc_table_read(g->o->proc_root, &g->procs);
+}
+
 static void govern_tick(struct gov *g, int64_t now)
 {
 	struct admit_job *snap;
@@ -296,7 +310,7 @@ static void govern_tick(struct gov *g, int64_t now)
 	size_t n;
 	int tokens = 0;
 
-	proc_table_read(g->o->proc_root, &g->procs);
+	read_procs(g);
 	treescan_fallback(g);
 	if (g->tree)
 		treescan_run(g, now);
@@ -543,7 +557,7 @@ int governor_run(const struct governor_opts *o)
 	}
 	if (g.tree && g.build_done) {
 		/* The last jobs ended with the build, after the last tick: learn them too. */
-		proc_table_read(o->proc_root, &g.procs);
+		read_procs(&g);
 		treescan_run(&g, now_ms());
 	}
 	progress_close(&g.progress);
