@@ -150,6 +150,9 @@ int server_open(struct gov *g);
 void server_accept(struct gov *g);
 /* Read and act on what the launchers sent: pf are the polled client fds. */
 void server_read(struct gov *g, const struct pollfd *pf, size_t npf, int64_t now);
+/* After the build: take what the launchers sent before they exited (a launcher does
+ * not wait for the answer to a job that ended by itself), so every job is counted. */
+void server_drain(struct gov *g, int64_t now);
 /* Let a waiting job run: admit it (a launcher's) or resume it (a tree job's). */
 void server_admit(struct gov *g, struct job *j, int64_t now);
 

@@ -555,6 +555,8 @@ int governor_run(const struct governor_opts *o)
 		if (g.interrupted && now >= g.deadline_ms)
 			break;
 	}
+	if (g.build_done)
+		server_drain(&g, now_ms());
 	if (g.tree && g.build_done) {
 		/* The last jobs ended with the build, after the last tick: learn them too. */
 		read_procs(&g);

@@ -273,6 +273,10 @@ void launch_governed(char **argv, int fd)
 		};
 		if (proto_send_done(fd, &done))
 			break;
+		/* Only a job killed by SIGKILL (the governor's, or the kernel's for memory)
+		 * may be run again: after any other end there is no answer to wait for. */
+		if (!WIFSIGNALED(status) || WTERMSIG(status) != SIGKILL)
+			break;
 		if (proto_recv(&conn, &reply) <= 0) {
 			json_decref(reply);
 			break;

@@ -10,7 +10,9 @@
  *                          the compiler cache said, null when it said nothing)
  *   governor -> launcher  {"type":"ack","job":J,"retry":true|false,"reason":R}
  *
- * After an ack with retry the launcher sends a new request (attempt A+1) on the same
+ * The launcher waits for the ack only when the tool was killed by SIGKILL, since only
+ * such a job is run again; after any other end it closes the connection at once. After
+ * an ack with retry the launcher sends a new request (attempt A+1) on the same
  * connection. A closed connection means the other side is gone. */
 #ifndef HEADROOM_PROTO_H
 #define HEADROOM_PROTO_H

@@ -35,7 +35,8 @@ static void on_done(struct gov *g, struct job *j, const struct proto_done *d, in
 		else if (gov_oom_count(g) > j->oom_at_admit)
 			oom = 1;
 	}
-	if ((j->killed_by_us || oom) && j->attempt < GOV_MAX_RETRIES) {
+	/* a job we killed that ended on its own just before is done, not run again */
+	if (((j->killed_by_us && d->has_signal && d->signal == SIGKILL) || oom) && j->attempt < GOV_MAX_RETRIES) {
 		retry = 1;
 		reason = j->killed_by_us ? "killed by headroom to save memory" : "killed by the kernel (out of memory)";
 		g->rep.retries++;
@@ -166,6 +167,31 @@ void server_read(struct gov *g, const struct pollfd *pf, size_t npf, int64_t now
 				job_remove(g, i);
 			break;
 		}
+	}
+}
+
+void server_drain(struct gov *g, int64_t now)
+{
+	for (size_t i = 0; i < g->njobs;) {
+		struct job *j = g->jobs[i];
+		json_t *msg;
+		int rc = 1;
+
+		if (j->conn.fd < 0) {
+			i++;
+			continue;
+		}
+		while (rc > 0) {
+			rc = proto_fill(&j->conn);
+			while (proto_take(&j->conn, &msg) == 1) {
+				on_message(g, j, msg, now);
+				json_decref(msg);
+			}
+		}
+		if (rc == 0 || (rc != -EAGAIN && rc != -EINTR))
+			job_remove(g, i);
+		else
+			i++;
 	}
 }
 

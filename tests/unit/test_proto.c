@@ -6,6 +6,7 @@
 #include <cmocka.h>
 
 #include <errno.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -223,11 +224,12 @@ static json_t *expect(struct proto_conn *c, const char *type)
 	return m;
 }
 
-/* The governor kills the first attempt (says retry); the launcher runs the tool again,
- * and the build tool sees only the second attempt's success. */
+/* The first attempt dies by SIGKILL (as when the governor kills it) and the governor
+ * says retry; the launcher runs the tool again, and the build tool sees only the second
+ * attempt's success. After an end that is no SIGKILL it waits for no answer. */
 static void test_exec_retry(void **state)
 {
-	char sock[256], out[256], cmd[512];
+	char sock[256], out[256], cmd[1024];
 	struct proto_conn c;
 	int lfd, st;
 
@@ -235,7 +237,7 @@ static void test_exec_retry(void **state)
 	assert_non_null(mkdtemp(dir));
 	snprintf(sock, sizeof(sock), "%s/gov.sock", dir);
 	snprintf(out, sizeof(out), "%s/runs", dir);
-	snprintf(cmd, sizeof(cmd), "echo run >> %s", out);
+	snprintf(cmd, sizeof(cmd), "echo run >> %s; [ $(wc -l < %s) -ge 2 ] || kill -KILL $$", out, out);
 	lfd = listen_at(sock);
 	char *argv[] = { "headroom", "exec", "--", "sh", "-c", cmd, NULL };
 	pid_t pid = start_exec(sock, argv);
@@ -253,11 +255,18 @@ static void test_exec_retry(void **state)
 		assert_true(json_integer_value(json_object_get(m, "pid")) > 0);
 		json_decref(m);
 		m = expect(&c, "done");
-		assert_int_equal(json_integer_value(json_object_get(m, "exit")), 0);
-		assert_true(json_is_null(json_object_get(m, "signal")));
+		if (attempt == 1) {
+			assert_true(json_is_null(json_object_get(m, "exit")));
+			assert_int_equal(json_integer_value(json_object_get(m, "signal")), SIGKILL);
+		} else {
+			assert_int_equal(json_integer_value(json_object_get(m, "exit")), 0);
+			assert_true(json_is_null(json_object_get(m, "signal")));
+		}
 		assert_true(json_integer_value(json_object_get(m, "maxrss_bytes")) > 0);
 		json_decref(m);
-		m = json_pack("{s:s, s:i, s:b}", "type", "ack", "job", 7, "retry", attempt == 1);
+		if (attempt == 2)
+			break; /* no ack: the launcher must end without one */
+		m = json_pack("{s:s, s:i, s:b}", "type", "ack", "job", 7, "retry", 1);
 		proto_send(c.fd, m);
 		json_decref(m);
 	}
