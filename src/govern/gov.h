@@ -4,7 +4,6 @@
 #ifndef HEADROOM_GOV_H
 #define HEADROOM_GOV_H
 
-#include <poll.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <sys/types.h>
@@ -49,6 +48,8 @@ struct job {
 	int killed_by_us;
 	uint64_t oom_at_admit;
 	struct cgroup cg;           /* the job's own group, version NONE when there is none */
+	pid_t *grouped;             /* its processes moved into cg so far */
+	size_t ngrouped, capgrouped;
 };
 
 struct learned {
@@ -62,6 +63,7 @@ struct learned {
 struct gov {
 	const struct governor_opts *o;
 	int listen_fd, sig_fd;
+	int ep_fd;                  /* epoll: the listening socket, the signals, each launcher */
 	char *sock_dir, *sock_path;
 	struct job **jobs;
 	size_t njobs, capjobs;
@@ -119,7 +121,10 @@ void job_thaw(struct gov *g, struct job *j, int64_t now);
 /* Kill it to save memory; its launcher runs it again. */
 void job_kill(struct gov *g, struct job *j, int64_t now);
 void job_add_sample(struct job *j, int64_t t_ms, uint64_t bytes);
-/* Read its memory from g->procs; dt_ms since the last tick, for its growth. */
+/* Read its memory from g->procs; dt_ms since the last tick, for its growth. A launcher's
+ * job that has run a tick gets a cgroup of its own (where g->job_groups), and each tick
+ * its new processes are moved into it: made at admission, a group would cost every job,
+ * the many that end within a tick too, a mkdir and an rmdir in the loop. */
 void job_sample(struct gov *g, struct job *j, int64_t now, int64_t dt_ms);
 
 /* ---- learned.c: the profiles the store knows and this build learns ---- */
@@ -146,10 +151,11 @@ void learned_free(struct gov *g);
 
 /* Listen on a new socket in a private directory of runtime_dir(). 0 or -errno. */
 int server_open(struct gov *g);
-/* Take a new launcher's connection: a job without a request yet. */
+/* Take the launchers' new connections: each a job without a request yet, watched by
+ * g->ep_fd with the job as its tag. */
 void server_accept(struct gov *g);
-/* Read and act on what the launchers sent: pf are the polled client fds. */
-void server_read(struct gov *g, const struct pollfd *pf, size_t npf, int64_t now);
+/* Read and act on what job j's launcher sent (its connection polled readable). */
+void server_read(struct gov *g, struct job *j, int64_t now);
 /* After the build: take what the launchers sent before they exited (a launcher does
  * not wait for the answer to a job that ended by itself), so every job is counted. */
 void server_drain(struct gov *g, int64_t now);

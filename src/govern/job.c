@@ -1,9 +1,13 @@
 /* The job table, and what the governor does to a job's processes: hold, freeze, thaw,
  * kill, and sample their memory. */
+#include <errno.h>
 #include <signal.h>
+#include <stdio.h>
 #include <stdlib.h>
+#include <unistd.h>
 
 #include "govern/gov.h"
+#include "govern/governor.h"
 #include "govern/tree.h"
 #include "util/grow.h"
 #include "util/log.h"
@@ -59,6 +63,7 @@ void job_free(struct job *j)
 	free(j->class_key);
 	free(j->sig_key);
 	free(j->samples);
+	free(j->grouped);
 	free(j);
 }
 
@@ -117,13 +122,62 @@ void job_add_sample(struct job *j, int64_t t_ms, uint64_t bytes)
 	j->samples[j->nsamples++] = (struct curve_sample){ t_ms, bytes };
 }
 
+/* The job's own group, made once it has run a tick; the launcher is told, to remove it
+ * should the governor go away. 0 when it has one. */
+static int job_group(struct gov *g, struct job *j, int64_t now)
+{
+	char name[64];
+
+	if (j->cg.version != CGROUP_NONE)
+		return 0;
+	if (!g->job_groups || j->tree || job_elapsed(j, now) < g->o->tick_ms)
+		return -EAGAIN;
+	snprintf(name, sizeof(name), "headroom-%d-job%d", (int)getpid(), j->id);
+	if (cgroup_child_create(&g->cg, name, &j->cg)) {
+		j->cg.version = CGROUP_NONE;
+		return -EPERM;
+	}
+	j->ngrouped = 0;
+	if (proto_send_cgroup(j->conn.fd, &(struct proto_cgroup){ j->id, j->cg.dir }))
+		log_debug("job %d: cannot tell its launcher its cgroup", j->id);
+	return 0;
+}
+
+/* How many of a job's processes job_sample() remembers having moved into its group. */
+#define JOB_GROUPED_MAX 256
+
+static int grouped(const struct job *j, pid_t pid)
+{
+	for (size_t i = 0; i < j->ngrouped; i++)
+		if (j->grouped[i] == pid)
+			return 1;
+	return 0;
+}
+
 void job_sample(struct gov *g, struct job *j, int64_t now, int64_t dt_ms)
 {
-	uint64_t before = j->current_bytes;
+	uint64_t before = j->current_bytes, sum = 0;
 
 	if (j->state != JOB_RUNNING || j->pid <= 0)
 		return;
-	j->current_bytes = proc_table_tree_rss(&g->procs, j->pid);
+	int in_group = !job_group(g, j, now);
+	for (size_t i = 0; i < g->procs.n; i++) {
+		const struct proc_entry *e = &g->procs.v[i];
+
+		if (!proc_table_is_descendant(&g->procs, e->pid, j->pid))
+			continue;
+		sum += e->rss_bytes;
+		if (!in_group || e->state == 'Z' || grouped(j, e->pid))
+			continue;
+		cgroup_attach(&j->cg, e->pid);
+		/* a job that started this many processes starts the list again: its
+		 * processes still there are moved again, which changes nothing */
+		if (j->ngrouped == JOB_GROUPED_MAX)
+			j->ngrouped = 0;
+		ARRAY_GROW(j->grouped, j->ngrouped + 1, j->capgrouped);
+		j->grouped[j->ngrouped++] = e->pid;
+	}
+	j->current_bytes = sum;
 	/* below a compiler cache, a compiler process tells a miss from a hit */
 	if (j->cached && !j->saw_compiler)
 		j->saw_compiler = tree_has_compiler(&g->procs, j->pid);

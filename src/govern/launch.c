@@ -2,7 +2,6 @@
 
 #include <errno.h>
 #include <fcntl.h>
-#include <limits.h>
 #include <poll.h>
 #include <signal.h>
 #include <stdio.h>
@@ -64,10 +63,10 @@ static noreturn void pass_on(int wstatus)
 }
 
 /* What the child does between vfork and exec, prepared by the parent: the child shares
- * the parent's memory until it execs, so it allocates nothing and touches only this. */
+ * the parent's memory until it execs, so it allocates nothing and touches only this.
+ * (Its cgroup, if it lives long enough to get one, is the governor's to give.) */
 struct spawn_ctx {
 	char **argv;
-	char procs_path[PATH_MAX]; /* the job's cgroup.procs; "" without a group */
 	int errpipe;
 };
 
@@ -86,8 +85,6 @@ static pid_t spawn(struct spawn_ctx *c)
 	setpgid(0, 0);
 	for (size_t i = 0; i < sizeof(dfl) / sizeof(dfl[0]); i++)
 		signal(dfl[i], SIG_DFL);
-	if (c->procs_path[0])
-		fs_write(c->procs_path, "0");
 	/* When memory runs out, the kernel should pick a compiler, never sshd. */
 	fs_write("/proc/self/oom_score_adj", "500");
 	execvp(c->argv[0], c->argv);
@@ -102,12 +99,30 @@ static void on_sigchld(int sig)
 	(void)sig; /* only to interrupt ppoll */
 }
 
+/* Take what the governor sent while the job runs: the job's cgroup (*cg_dir, replaced). */
+static void take_messages(struct proto_conn *conn, char **cg_dir)
+{
+	json_t *msg;
+
+	while (proto_take(conn, &msg) == 1) {
+		if (!strcmp(proto_type(msg), "cgroup")) {
+			struct proto_cgroup m;
+
+			proto_cgroup_decode(msg, &m);
+			free(*cg_dir);
+			*cg_dir = *m.dir ? xstrdup(m.dir) : NULL;
+		}
+		json_decref(msg);
+	}
+}
+
 /* Wait for the tool, forwarding interrupts to its process group, and watching the
  * governor: if it dies while the job is frozen, nobody else would ever thaw it.
  * *maxrss_bytes gets the largest resident set of any one process of its tree: a floor
  * under the job's peak that even a job shorter than the governor's sampling leaves.
+ * *cg_dir gets the job's cgroup when the governor gives it one.
  * Returns the wait status, or -1. */
-static int wait_child(pid_t pid, struct proto_conn *conn, uint64_t *maxrss_bytes, int *governor_gone)
+static int wait_child(pid_t pid, struct proto_conn *conn, uint64_t *maxrss_bytes, int *governor_gone, char **cg_dir)
 {
 	struct sigaction sa = { .sa_handler = on_sigchld };
 	sigset_t chld, orig;
@@ -131,15 +146,45 @@ static int wait_child(pid_t pid, struct proto_conn *conn, uint64_t *maxrss_bytes
 		if (r != 0 || *governor_gone)
 			continue;
 		struct pollfd p = { .fd = conn->fd, .events = POLLIN };
-		if (ppoll(&p, 1, NULL, &orig) > 0 && proto_fill(conn) <= 0) {
-			*governor_gone = 1;
-			kill(-pid, SIGCONT);
+		if (ppoll(&p, 1, NULL, &orig) <= 0)
+			continue;
+		if (proto_fill(conn) > 0) {
+			take_messages(conn, cg_dir);
+			continue;
 		}
+		*governor_gone = 1;
+		if (*cg_dir) {
+			struct cgroup cg = { .version = CGROUP_V2, .dir = *cg_dir };
+			cgroup_freeze(&cg, 0);
+		}
+		kill(-pid, SIGCONT);
 	}
 	sigprocmask(SIG_SETMASK, &orig, NULL);
 	if (st != -1)
 		*maxrss_bytes = (uint64_t)ru.ru_maxrss * 1024;
 	return st;
+}
+
+/* The governor's answer to a job killed by SIGKILL: 1 *ack set, else 0 (it went away). */
+static int recv_ack(struct proto_conn *conn, struct proto_ack *ack, json_t **reply, char **cg_dir)
+{
+	for (;;) {
+		if (proto_recv(conn, reply) <= 0)
+			return 0;
+		if (!strcmp(proto_type(*reply), "ack")) {
+			proto_ack_decode(*reply, ack);
+			return 1;
+		}
+		if (!strcmp(proto_type(*reply), "cgroup")) {
+			struct proto_cgroup m;
+
+			proto_cgroup_decode(*reply, &m);
+			free(*cg_dir);
+			*cg_dir = *m.dir ? xstrdup(m.dir) : NULL;
+		}
+		json_decref(*reply);
+		*reply = NULL;
+	}
 }
 
 /* A file for ccache's word on this job (CCACHE_STATSLOG), when the job runs through
@@ -221,16 +266,13 @@ void launch_governed(char **argv, int fd)
 			die(EXIT_INTERNAL, "pipe: %s", strerror(errno));
 		}
 		struct spawn_ctx ctx = { .argv = argv, .errpipe = errpipe[1] };
-		if (adm.cgroup && *adm.cgroup)
-			snprintf(ctx.procs_path, sizeof(ctx.procs_path), "%s/cgroup.procs", adm.cgroup);
 		/* Inherited by the job: a launcher inside it (CXX and a CMake launcher both
 		 * set) runs its tool directly, the job being admitted already. */
 		setenv("HEADROOM_JOB", "1", 1);
 		int64_t t0 = now_ms();
 		pid_t pid = spawn(&ctx);
-		char *cg_copy = adm.cgroup && *adm.cgroup ? xstrdup(adm.cgroup) : NULL;
 		json_decref(reply);
-		reply = NULL; /* the ack's wait below decrefs it again if the governor goes away */
+		reply = NULL;
 		close(errpipe[1]);
 		if (pid < 0)
 			die(EXIT_INTERNAL, "vfork: %s", strerror(errno));
@@ -243,7 +285,8 @@ void launch_governed(char **argv, int fd)
 
 		uint64_t maxrss = 0;
 		int gone = 0;
-		status = wait_child(pid, &conn, &maxrss, &gone);
+		char *cg_dir = NULL;
+		status = wait_child(pid, &conn, &maxrss, &gone, &cg_dir);
 		child_pgid = 0;
 		int exec_errno = 0;
 		if (read(errpipe[0], &exec_errno, sizeof(exec_errno)) == (ssize_t)sizeof(exec_errno))
@@ -252,15 +295,14 @@ void launch_governed(char **argv, int fd)
 
 		if (gone) {
 			/* Nobody else will remove the job's group now. */
-			if (cg_copy) {
-				struct cgroup cg = { .version = CGROUP_V2, .dir = cg_copy };
+			if (cg_dir) {
+				struct cgroup cg = { .version = CGROUP_V2, .dir = cg_dir };
 				cgroup_remove(&cg);
 			}
-			free(cg_copy);
+			free(cg_dir);
 			log_debug("the governor went away while %s ran", argv[0]);
 			break;
 		}
-		free(cg_copy);
 		struct proto_done done = {
 			.job = adm.job,
 			.has_exit = WIFEXITED(status),
@@ -271,17 +313,14 @@ void launch_governed(char **argv, int fd)
 			.maxrss_bytes = maxrss,
 			.cache_hit = cache_log_take(cache_log),
 		};
-		if (proto_send_done(fd, &done))
-			break;
+		int wait_ack = WIFSIGNALED(status) && WTERMSIG(status) == SIGKILL;
 		/* Only a job killed by SIGKILL (the governor's, or the kernel's for memory)
 		 * may be run again: after any other end there is no answer to wait for. */
-		if (!WIFSIGNALED(status) || WTERMSIG(status) != SIGKILL)
-			break;
-		if (proto_recv(&conn, &reply) <= 0) {
-			json_decref(reply);
+		if (proto_send_done(fd, &done) || !wait_ack || !recv_ack(&conn, &ack, &reply, &cg_dir)) {
+			free(cg_dir);
 			break;
 		}
-		proto_ack_decode(reply, &ack);
+		free(cg_dir);
 		json_decref(reply);
 		if (!ack.retry)
 			break;

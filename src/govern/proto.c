@@ -150,18 +150,24 @@ void proto_request_decode(json_t *msg, struct proto_request *m)
 
 json_t *proto_admit_encode(const struct proto_admit *m)
 {
-	json_t *msg = json_pack("{s:s, s:I}", "type", "admit", "job", (json_int_t)m->job);
-
-	/* a directory that is no string in JSON (not UTF-8) is left out, not the message */
-	if (msg)
-		json_object_set_new(msg, "cgroup", m->cgroup ? json_string(m->cgroup) : json_null());
-	return msg;
+	return json_pack("{s:s, s:I}", "type", "admit", "job", (json_int_t)m->job);
 }
 
 void proto_admit_decode(json_t *msg, struct proto_admit *m)
 {
 	m->job = int_of(msg, "job");
-	m->cgroup = json_string_value(json_object_get(msg, "cgroup"));
+}
+
+json_t *proto_cgroup_encode(const struct proto_cgroup *m)
+{
+	/* NULL when the directory is no string in JSON (not UTF-8) */
+	return json_pack("{s:s, s:I, s:s}", "type", "cgroup", "job", (json_int_t)m->job, "dir", m->dir);
+}
+
+void proto_cgroup_decode(json_t *msg, struct proto_cgroup *m)
+{
+	m->job = int_of(msg, "job");
+	m->dir = str_or_empty(msg, "dir");
 }
 
 json_t *proto_started_encode(const struct proto_started *m)
@@ -219,6 +225,11 @@ int proto_send_request(int fd, const struct proto_request *m)
 int proto_send_admit(int fd, const struct proto_admit *m)
 {
 	return send_new(fd, proto_admit_encode(m));
+}
+
+int proto_send_cgroup(int fd, const struct proto_cgroup *m)
+{
+	return send_new(fd, proto_cgroup_encode(m));
 }
 
 int proto_send_started(int fd, const struct proto_started *m)

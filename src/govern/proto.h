@@ -2,12 +2,15 @@
  *
  *   launcher -> governor  {"type":"request","pid":P,"attempt":A,"tool":T,"src":S,"class":C,"sig":K,
  *                          "cached":B,"check":B}  (through a compiler cache; a configure check)
- *   governor -> launcher  {"type":"admit","job":J,"cgroup":PATH|null}
+ *   governor -> launcher  {"type":"admit","job":J}
  *   launcher -> governor  {"type":"started","job":J,"pid":CHILD}
  *   launcher -> governor  {"type":"done","job":J,"exit":E|null,"signal":S|null,"duration_ms":D,
  *                          "maxrss_bytes":M,"cache_hit":true|false|null}
  *                          (M: largest single process of the tool's tree; cache_hit: what
  *                          the compiler cache said, null when it said nothing)
+ *   governor -> launcher  {"type":"cgroup","job":J,"dir":PATH}
+ *                          (while the job runs: the cgroup the governor gave it once it had
+ *                          run a tick; the launcher removes it should the governor go away)
  *   governor -> launcher  {"type":"ack","job":J,"retry":true|false,"reason":R}
  *
  * The launcher waits for the ack only when the tool was killed by SIGKILL, since only
@@ -58,7 +61,11 @@ struct proto_request {
 
 struct proto_admit {
 	int64_t job;
-	const char *cgroup;       /* the job's own cgroup directory; NULL: none */
+};
+
+struct proto_cgroup {
+	int64_t job;
+	const char *dir;          /* the job's own cgroup directory; "" when absent */
 };
 
 struct proto_started {
@@ -87,6 +94,8 @@ json_t *proto_request_encode(const struct proto_request *m);
 void proto_request_decode(json_t *msg, struct proto_request *m);
 json_t *proto_admit_encode(const struct proto_admit *m);
 void proto_admit_decode(json_t *msg, struct proto_admit *m);
+json_t *proto_cgroup_encode(const struct proto_cgroup *m);
+void proto_cgroup_decode(json_t *msg, struct proto_cgroup *m);
 json_t *proto_started_encode(const struct proto_started *m);
 void proto_started_decode(json_t *msg, struct proto_started *m);
 json_t *proto_done_encode(const struct proto_done *m);
@@ -96,6 +105,7 @@ void proto_ack_decode(json_t *msg, struct proto_ack *m);
 /* Encode and send one message: 0, -ENOMEM when it cannot be encoded, or -errno. */
 int proto_send_request(int fd, const struct proto_request *m);
 int proto_send_admit(int fd, const struct proto_admit *m);
+int proto_send_cgroup(int fd, const struct proto_cgroup *m);
 int proto_send_started(int fd, const struct proto_started *m);
 int proto_send_done(int fd, const struct proto_done *m);
 int proto_send_ack(int fd, const struct proto_ack *m);

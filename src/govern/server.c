@@ -2,9 +2,9 @@
  * and what each message does (request, started, done; admit and ack back). */
 #include <errno.h>
 #include <signal.h>
-#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/epoll.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
@@ -115,16 +115,22 @@ static void on_message(struct gov *g, struct job *j, json_t *msg, int64_t now)
 
 void server_accept(struct gov *g)
 {
-	int fd = accept4(g->listen_fd, NULL, NULL, SOCK_CLOEXEC | SOCK_NONBLOCK);
-	struct job *j;
+	int fd;
 
-	if (fd < 0)
-		return;
-	j = job_new(g, fd);
-	j->tool = xstrdup("");
-	j->src = xstrdup("");
-	j->class_key = xstrdup("");
-	j->sig_key = xstrdup("");
+	/* the whole backlog: a build tool starts its jobs in bursts */
+	while ((fd = accept4(g->listen_fd, NULL, NULL, SOCK_CLOEXEC | SOCK_NONBLOCK)) >= 0) {
+		struct job *j = job_new(g, fd);
+		struct epoll_event ev = { .events = EPOLLIN, .data.ptr = j };
+
+		j->tool = xstrdup("");
+		j->src = xstrdup("");
+		j->class_key = xstrdup("");
+		j->sig_key = xstrdup("");
+		if (epoll_ctl(g->ep_fd, EPOLL_CTL_ADD, fd, &ev)) {
+			log_warn("epoll: %s: a launcher's connection is refused", strerror(errno));
+			job_remove(g, g->njobs - 1);
+		}
+	}
 }
 
 int server_open(struct gov *g)
@@ -146,27 +152,21 @@ int server_open(struct gov *g)
 	return 0;
 }
 
-void server_read(struct gov *g, const struct pollfd *pf, size_t npf, int64_t now)
+void server_read(struct gov *g, struct job *j, int64_t now)
 {
-	for (size_t k = 0; k < npf; k++) {
-		if (!pf[k].revents)
-			continue;
-		for (size_t i = 0; i < g->njobs; i++) {
-			struct job *j = g->jobs[i];
-			json_t *msg;
-			int rc;
+	json_t *msg;
+	int rc = proto_fill(&j->conn);
 
-			if (j->conn.fd != pf[k].fd)
-				continue;
-			rc = proto_fill(&j->conn);
-			while (proto_take(&j->conn, &msg) == 1) {
-				on_message(g, j, msg, now);
-				json_decref(msg);
-			}
-			if (rc == 0 || (rc < 0 && rc != -EAGAIN && rc != -EINTR))
+	while (proto_take(&j->conn, &msg) == 1) {
+		on_message(g, j, msg, now);
+		json_decref(msg);
+	}
+	if (rc == 0 || (rc < 0 && rc != -EAGAIN && rc != -EINTR)) {
+		for (size_t i = 0; i < g->njobs; i++)
+			if (g->jobs[i] == j) {
 				job_remove(g, i);
-			break;
-		}
+				break;
+			}
 	}
 }
 
@@ -197,24 +197,14 @@ void server_drain(struct gov *g, int64_t now)
 
 void server_admit(struct gov *g, struct job *j, int64_t now)
 {
-	char name[64];
-
 	j->state = JOB_RUNNING;
 	j->t_admit_ms = now;
 	j->oom_at_admit = gov_oom_count(g);
-	/* A group of its own tells an OOM kill of this job from any other; only where the
-	 * limit we run under still covers it. */
-	if (g->job_groups && !j->tree && j->cg.version == CGROUP_NONE) {
-		snprintf(name, sizeof(name), "headroom-%d-job%d", (int)getpid(), j->id);
-		if (cgroup_child_create(&g->cg, name, &j->cg))
-			j->cg.version = CGROUP_NONE;
-	}
 	if (j->tree) {
 		/* Held since it was seen: let it go. */
 		job_signal(j, SIGCONT, &g->procs);
 		return;
 	}
-	struct proto_admit a = { j->id, j->cg.version != CGROUP_NONE ? j->cg.dir : NULL };
-	if (proto_send_admit(j->conn.fd, &a))
+	if (proto_send_admit(j->conn.fd, &(struct proto_admit){ j->id }))
 		log_debug("job %d: launcher gone before admission", j->id);
 }

@@ -11,9 +11,9 @@ struct proc_entry {
 	pid_t ppid;
 	pid_t pgid;
 	char state;         /* R, S, D, T (stopped), Z... */
-	int threads;        /* num_threads */
 	uint64_t rss_bytes; /* resident set */
 	char comm[32];
+	int threads;        /* num_threads */
 };
 
 struct proc_table {

@@ -232,6 +232,31 @@ load helper
 	[ -z "$(find /sys/fs/cgroup -maxdepth 6 -type d -name "headroom-$pid-job*" 2>/dev/null)" ]
 }
 
+@test "a job gets a cgroup of its own once it has run a tick, with the processes it starts later; a shorter one gets none" {
+	command -v ninja || skip "ninja not installed"
+	local line dir
+	if line=$(grep -E '^[0-9]+:memory:' /proc/self/cgroup); then dir="/sys/fs/cgroup/memory${line##*:}"
+	else line=$(grep -E '^0::' /proc/self/cgroup) && dir="/sys/fs/cgroup${line##*:}"; fi
+	[ -n "$dir" ] && [ -w "$dir" ] || skip "no writable memory cgroup here"
+	mkdir -p "$T/cg" && cd "$T/cg"
+	cat > build.ninja <<-'EOF'
+	rule long
+	  command = $${HEADROOM_LAUNCHER} sh -c 'sleep 0.4; grep -E "memory|^0::" /proc/self/cgroup > $out; sh -c "sleep 0.3; grep -E \"memory|^0::\" /proc/self/cgroup" > $out.child'
+	rule short
+	  command = $${HEADROOM_LAUNCHER} sh -c 'grep -E "memory|^0::" /proc/self/cgroup > $out'
+	build long.cg: long
+	build short.cg: short
+	EOF
+	"$HR" run --no-db -j 2 -- ninja -j2 &
+	local pid=$!
+	wait "$pid"
+	grep -q "/headroom-$pid-job[0-9]*$" long.cg
+	grep -q "/headroom-$pid-job[0-9]*$" long.cg.child
+	! grep -q "headroom-" short.cg
+	# and none is left
+	[ -z "$(find /sys/fs/cgroup -maxdepth 6 -type d -name "headroom-$pid-job*" 2>/dev/null)" ]
+}
+
 @test "--trace writes a Perfetto trace and --record a trace that bench/replay replays" {
 	command -v ninja || skip "ninja not installed"
 	python3 "$ROOT/bench/replay" generate "$ROOT/tests/fixtures/tiny-trace.json" "$T/b" --time-scale 0.2

@@ -90,21 +90,30 @@ static void test_request_roundtrip(void **state)
 
 static void test_admit_roundtrip(void **state)
 {
-	struct proto_admit in = { 7, "/sys/fs/cgroup/b/headroom-1-job7" }, out;
+	struct proto_admit in = { 7 }, out;
 	json_t *m = proto_admit_encode(&in);
 
 	(void)state;
-	assert_bytes(m, "{\"type\":\"admit\",\"job\":7,\"cgroup\":\"/sys/fs/cgroup/b/headroom-1-job7\"}");
+	assert_bytes(m, "{\"type\":\"admit\",\"job\":7}");
 	proto_admit_decode(m, &out);
 	assert_int_equal(out.job, 7);
-	assert_string_equal(out.cgroup, in.cgroup);
 	json_decref(m);
-	in.cgroup = NULL;
-	m = proto_admit_encode(&in);
-	assert_bytes(m, "{\"type\":\"admit\",\"job\":7,\"cgroup\":null}");
-	proto_admit_decode(m, &out);
-	assert_null(out.cgroup);
+}
+
+static void test_cgroup_roundtrip(void **state)
+{
+	struct proto_cgroup in = { 7, "/sys/fs/cgroup/b/headroom-1-job7" }, out;
+	json_t *m = proto_cgroup_encode(&in);
+
+	(void)state;
+	assert_bytes(m, "{\"type\":\"cgroup\",\"job\":7,\"dir\":\"/sys/fs/cgroup/b/headroom-1-job7\"}");
+	proto_cgroup_decode(m, &out);
+	assert_int_equal(out.job, 7);
+	assert_string_equal(out.dir, in.dir);
 	json_decref(m);
+	/* a directory that is no UTF-8 cannot be sent */
+	in.dir = "/sys/fs/cgroup/\xff";
+	assert_null(proto_cgroup_encode(&in));
 }
 
 static void test_started_roundtrip(void **state)
@@ -248,7 +257,7 @@ static void test_exec_retry(void **state)
 		assert_int_equal(json_integer_value(json_object_get(m, "attempt")), attempt);
 		assert_string_equal(json_string_value(json_object_get(m, "tool")), "sh");
 		json_decref(m);
-		m = json_pack("{s:s, s:i, s:n}", "type", "admit", "job", 7, "cgroup");
+		m = json_pack("{s:s, s:i}", "type", "admit", "job", 7);
 		proto_send(c.fd, m);
 		json_decref(m);
 		m = expect(&c, "started");
@@ -345,6 +354,7 @@ int main(void)
 		cmocka_unit_test(test_framing),
 		cmocka_unit_test(test_request_roundtrip),
 		cmocka_unit_test(test_admit_roundtrip),
+		cmocka_unit_test(test_cgroup_roundtrip),
 		cmocka_unit_test(test_started_roundtrip),
 		cmocka_unit_test(test_done_roundtrip),
 		cmocka_unit_test(test_ack_roundtrip),

@@ -44,11 +44,11 @@ static void test_ungoverned(void **state)
 	 *                             -> 16 sh -> 17 nvcc -> 18 cicc (not)
 	 * 30 cc1plus elsewhere on the machine (not ours) */
 	struct proc_entry v[] = {
-		{ 10, 1, 10, 'S', 0, "headroom" }, { 11, 10, 11, 'S', 0, "ninja" },
-		{ 12, 11, 11, 'S', 0, "sh" },      { 13, 12, 13, 'S', 0, "headroom" },
-		{ 14, 13, 13, 'S', 0, "g++" },     { 15, 14, 13, 'R', 0, "cc1plus" },
-		{ 16, 11, 11, 'S', 0, "sh" },      { 17, 16, 11, 'S', 0, "nvcc" },
-		{ 18, 17, 11, 'R', 0, "cicc" },    { 30, 1, 30, 'R', 0, "cc1plus" },
+		{ 10, 1, 10, 'S', 0, "headroom", 1 }, { 11, 10, 11, 'S', 0, "ninja", 1 },
+		{ 12, 11, 11, 'S', 0, "sh", 1 },      { 13, 12, 13, 'S', 0, "headroom", 1 },
+		{ 14, 13, 13, 'S', 0, "g++", 1 },     { 15, 14, 13, 'R', 0, "cc1plus", 1 },
+		{ 16, 11, 11, 'S', 0, "sh", 1 },      { 17, 16, 11, 'S', 0, "nvcc", 1 },
+		{ 18, 17, 11, 'R', 0, "cicc", 1 },    { 30, 1, 30, 'R', 0, "cc1plus", 1 },
 	};
 	struct proc_table t = { v, 10, 10 };
 
@@ -66,8 +66,8 @@ static void test_ungoverned(void **state)
 	/* cmake identifying its compiler (cmake -> cc -> cc1) is no escape; cmake --build ->
 	 * ninja -> cc -> cc1 is */
 	struct proc_entry c[] = {
-		{ 10, 1, 10, 'S', 0, "headroom" }, { 11, 10, 11, 'S', 0, "cmake" },
-		{ 12, 11, 11, 'S', 0, "cc" },      { 13, 12, 11, 'R', 0, "cc1" },
+		{ 10, 1, 10, 'S', 0, "headroom", 1 }, { 11, 10, 11, 'S', 0, "cmake", 1 },
+		{ 12, 11, 11, 'S', 0, "cc", 1 },      { 13, 12, 11, 'R', 0, "cc1", 1 },
 	};
 	struct proc_table ct = { c, 4, 4 };
 	assert_int_equal(tree_ungoverned_compiler(&ct, 10, "headroom"), 0);
@@ -120,8 +120,8 @@ static void test_has_compiler(void **state)
 {
 	/* 20 ccache -> 21 gcc -> 22 cc1 (a miss); 30 ccache alone (a hit) */
 	struct proc_entry v[] = {
-		{ 20, 1, 20, 'S', 0, "ccache" }, { 21, 20, 20, 'S', 0, "gcc" },
-		{ 22, 21, 20, 'R', 0, "cc1" },   { 30, 1, 30, 'R', 0, "ccache" },
+		{ 20, 1, 20, 'S', 0, "ccache", 1 }, { 21, 20, 20, 'S', 0, "gcc", 1 },
+		{ 22, 21, 20, 'R', 0, "cc1", 1 },   { 30, 1, 30, 'R', 0, "ccache", 1 },
 	};
 	struct proc_table t = { v, 4, 4 };
 
