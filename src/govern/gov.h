@@ -121,11 +121,12 @@ void job_thaw(struct gov *g, struct job *j, int64_t now);
 /* Kill it to save memory; its launcher runs it again. */
 void job_kill(struct gov *g, struct job *j, int64_t now);
 void job_add_sample(struct job *j, int64_t t_ms, uint64_t bytes);
-/* Read its memory from g->procs; dt_ms since the last tick, for its growth. A launcher's
- * job that has run a tick gets a cgroup of its own (where g->job_groups), and each tick
- * its new processes are moved into it: made at admission, a group would cost every job,
- * the many that end within a tick too, a mkdir and an rmdir in the loop. */
-void job_sample(struct gov *g, struct job *j, int64_t now, int64_t dt_ms);
+/* Read the running jobs' memory from g->procs (each process counts for the job it is
+ * below); dt_ms since the last tick, for their growth. A launcher's job that has run a
+ * tick gets a cgroup of its own (where g->job_groups), and each tick its new processes
+ * are moved into it: made at admission, a group would cost every job, the many that
+ * end within a tick too, a mkdir and an rmdir in the loop. */
+void job_sample_all(struct gov *g, int64_t now, int64_t dt_ms);
 
 /* ---- learned.c: the profiles the store knows and this build learns ---- */
 

@@ -316,8 +316,7 @@ static void govern_tick(struct gov *g, int64_t now)
 		treescan_run(g, now);
 	/* room for the running jobs and those admitted this tick */
 	snap = xmalloc((g->njobs + 1) * sizeof(*snap));
-	for (size_t i = 0; i < g->njobs; i++)
-		job_sample(g, g->jobs[i], now, now - g->t_prev_ms);
+	job_sample_all(g, now, now - g->t_prev_ms);
 	learned_provisional(g, now);
 	n = snapshot(g, now, snap, &jobs_bytes, &running);
 	if (jobs_bytes > g->rep.peak_jobs_bytes)

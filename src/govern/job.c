@@ -143,7 +143,7 @@ static int job_group(struct gov *g, struct job *j, int64_t now)
 	return 0;
 }
 
-/* How many of a job's processes job_sample() remembers having moved into its group. */
+/* How many of a job's processes job_sample_all() remembers having moved into its group. */
 #define JOB_GROUPED_MAX 256
 
 static int grouped(const struct job *j, pid_t pid)
@@ -154,40 +154,83 @@ static int grouped(const struct job *j, pid_t pid)
 	return 0;
 }
 
-void job_sample(struct gov *g, struct job *j, int64_t now, int64_t dt_ms)
+struct owner {
+	pid_t pid;
+	struct job *j;
+	uint64_t bytes;
+	int in_group;
+};
+
+static int owner_cmp(const void *a, const void *b)
 {
-	uint64_t before = j->current_bytes, sum = 0;
+	const struct owner *x = a, *y = b;
+	return (x->pid > y->pid) - (x->pid < y->pid);
+}
 
-	if (j->state != JOB_RUNNING || j->pid <= 0)
-		return;
-	int in_group = !job_group(g, j, now);
-	for (size_t i = 0; i < g->procs.n; i++) {
-		const struct proc_entry *e = &g->procs.v[i];
-
-		if (!proc_table_is_descendant(&g->procs, e->pid, j->pid))
-			continue;
-		sum += e->rss_bytes;
-		if (!in_group || e->state == 'Z' || grouped(j, e->pid))
-			continue;
-		cgroup_attach(&j->cg, e->pid);
-		/* a job that started this many processes starts the list again: its
-		 * processes still there are moved again, which changes nothing */
-		if (j->ngrouped == JOB_GROUPED_MAX)
-			j->ngrouped = 0;
-		ARRAY_GROW(j->grouped, j->ngrouped + 1, j->capgrouped);
-		j->grouped[j->ngrouped++] = e->pid;
+/* The job whose tree e is in: its nearest ancestor (or itself) that is a job's pid. */
+static struct owner *owner_of(const struct proc_table *t, const struct proc_entry *e, struct owner *o, size_t n)
+{
+	/* Bounded walk: a table read while processes come and go may hold a cycle. */
+	for (int depth = 0; depth < 256 && e; depth++) {
+		struct owner key = { .pid = e->pid }, *hit = bsearch(&key, o, n, sizeof(*o), owner_cmp);
+		if (hit)
+			return hit;
+		e = proc_table_find(t, e->ppid);
 	}
-	j->current_bytes = sum;
+	return NULL;
+}
+
+/* One process of a job seen this tick: its memory, a compiler below a cache, its group. */
+static void sample_proc(struct owner *w, const struct proc_entry *e)
+{
+	struct job *j = w->j;
+
+	w->bytes += e->rss_bytes;
 	/* below a compiler cache, a compiler process tells a miss from a hit */
-	if (j->cached && !j->saw_compiler)
-		j->saw_compiler = tree_has_compiler(&g->procs, j->pid);
-	j->growth_bytes_per_s = j->current_bytes > before && dt_ms > 0 && before
-		? (j->current_bytes - before) * 1000 / (uint64_t)dt_ms : 0;
-	if (j->current_bytes > j->peak_bytes)
-		j->peak_bytes = j->current_bytes;
-	if (j->frozen)
+	if (j->cached && !j->saw_compiler && tree_is_compiler(e->comm))
+		j->saw_compiler = 1;
+	if (!w->in_group || e->state == 'Z' || grouped(j, e->pid))
 		return;
-	job_add_sample(j, job_elapsed(j, now), j->current_bytes);
+	cgroup_attach(&j->cg, e->pid);
+	/* a job that started this many processes starts the list again: its processes
+	 * still there are moved again, which changes nothing */
+	if (j->ngrouped == JOB_GROUPED_MAX)
+		j->ngrouped = 0;
+	ARRAY_GROW(j->grouped, j->ngrouped + 1, j->capgrouped);
+	j->grouped[j->ngrouped++] = e->pid;
+}
+
+void job_sample_all(struct gov *g, int64_t now, int64_t dt_ms)
+{
+	struct owner *o = xmalloc((g->njobs ? g->njobs : 1) * sizeof(*o));
+	size_t n = 0;
+
+	for (size_t i = 0; i < g->njobs; i++) {
+		struct job *j = g->jobs[i];
+		if (j->state == JOB_RUNNING && j->pid > 0)
+			o[n++] = (struct owner){ j->pid, j, 0, !job_group(g, j, now) };
+	}
+	qsort(o, n, sizeof(*o), owner_cmp);
+	/* one pass over the table, each process to its job: the work grows with the
+	 * processes, not with processes times jobs */
+	for (size_t i = 0; n && i < g->procs.n; i++) {
+		struct owner *w = owner_of(&g->procs, &g->procs.v[i], o, n);
+		if (w)
+			sample_proc(w, &g->procs.v[i]);
+	}
+	for (size_t k = 0; k < n; k++) {
+		struct job *j = o[k].j;
+		uint64_t before = j->current_bytes;
+
+		j->current_bytes = o[k].bytes;
+		j->growth_bytes_per_s = j->current_bytes > before && dt_ms > 0 && before
+			? (j->current_bytes - before) * 1000 / (uint64_t)dt_ms : 0;
+		if (j->current_bytes > j->peak_bytes)
+			j->peak_bytes = j->current_bytes;
+		if (!j->frozen)
+			job_add_sample(j, job_elapsed(j, now), j->current_bytes);
+	}
+	free(o);
 }
 
 void job_remove(struct gov *g, size_t i)
