@@ -98,6 +98,8 @@ struct gov {
 	struct build_profile last_build; /* jobs 0 when this build was not seen before */
 	char *next_class;           /* class of the last job found: what the next token is for */
 	int guard_fd;               /* the guardian's pipe; -1 without one */
+	int nice0;                  /* niceness and OOM score adjustment headroom started with, */
+	char oom_adj0[16];          /* given back to the build: guard_lock_self() changes ours */
 };
 
 /* ---- job.c: the job table, and what is done to a job's processes ---- */
@@ -180,7 +182,8 @@ int guard_start(pid_t build, const char *proc_root);
 void guard_reap(struct gov *g);
 /* End every process below headroom: the jobs first, then anything the build left. */
 void guard_kill_everything(struct gov *g);
-/* Keep the governor in memory and out of the OOM killer's way, where permitted. */
+/* Keep the governor in memory, out of the OOM killer's way and ahead of the compilers
+ * for the CPU, where permitted. */
 void guard_lock_self(void);
 
 /* ---- governor.c ---- */

@@ -9,11 +9,13 @@
 #include <string.h>
 #include <sys/epoll.h>
 #include <sys/prctl.h>
+#include <sys/resource.h>
 #include <sys/signalfd.h>
 #include <unistd.h>
 
 #include "govern/admit.h"
 #include "govern/gov.h"
+#include "sys/fsutil.h"
 #include "sys/meminfo.h"
 #include "sys/psi.h"
 #include "util/log.h"
@@ -407,6 +409,10 @@ static pid_t start_build(struct gov *g, const sigset_t *orig_mask)
 	if (pid != 0)
 		return pid;
 	sigprocmask(SIG_SETMASK, orig_mask, NULL);
+	/* the build is not the governor: its jobs are what the OOM killer should pick */
+	if (g->oom_adj0[0])
+		fs_write("/proc/self/oom_score_adj", g->oom_adj0);
+	setpriority(PRIO_PROCESS, 0, g->nice0);
 	execvp(g->o->argv[0], g->o->argv);
 	int e = errno;
 	log_warn("cannot run %s: %s", g->o->argv[0], strerror(e));
@@ -486,6 +492,9 @@ int governor_run(const struct governor_opts *o)
 	if (prctl(PR_GET_NAME, g.self_name) || !g.self_name[0])
 		snprintf(g.self_name, sizeof(g.self_name), "headroom");
 	setup_memory(&g);
+	g.nice0 = getpriority(PRIO_PROCESS, 0);
+	if (fs_read("/proc/self/oom_score_adj", g.oom_adj0, sizeof(g.oom_adj0)) <= 0)
+		g.oom_adj0[0] = '\0';
 	guard_lock_self();
 	/* Orphans of the build (a compiler whose launcher died) become ours to end. */
 	prctl(PR_SET_CHILD_SUBREAPER, 1);

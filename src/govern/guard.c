@@ -106,6 +106,9 @@ void guard_kill_everything(struct gov *g)
 	guard_reap(g);
 }
 
+/* The governor's niceness as root (see guard_lock_self). */
+#define GUARD_NICE (-5)
+
 void guard_lock_self(void)
 {
 	struct rlimit rl;
@@ -124,4 +127,9 @@ void guard_lock_self(void)
 		log_debug("mlockall: %s", strerror(errno));
 	/* Make the kernel's OOM killer pick anything but the governor (root only). */
 	fs_write("/proc/self/oom_score_adj", "-900");
+	/* Every job waits on the governor's answer: on a machine whose CPUs the build
+	 * itself fills, it should not wait its turn behind the compilers (root only; the
+	 * build it starts gets its own niceness back). */
+	if (setpriority(PRIO_PROCESS, 0, GUARD_NICE))
+		log_debug("setpriority: %s", strerror(errno));
 }

@@ -87,6 +87,16 @@ load helper
 	[[ "$output" == *"L=$T/hr exec --|C=$T/hr;exec;--|"* ]]
 }
 
+@test "the build gets back the niceness and OOM score headroom started with, whatever the governor took" {
+	run nice -n 3 "$HR" run -q --no-db -- sh -c 'echo "gov $(ps -o ni= -p $PPID) $(cat /proc/$PPID/oom_score_adj) build $(ps -o ni= -p $$) $(cat /proc/self/oom_score_adj)"'
+	[ "$status" -eq 0 ]
+	read -r _ gnice gadj _ bnice badj <<< "$output"
+	[ "$bnice" -eq 3 ]
+	[ "$badj" -eq "$(cat /proc/self/oom_score_adj)" ]
+	# where permitted (root), the governor itself runs ahead of the compilers
+	if [ "$(id -u)" -eq 0 ] && nice -n -1 true 2>/dev/null; then [ "$gnice" -lt 3 ]; fi
+}
+
 @test "headroom-exec is headroom exec: governed jobs, output and exit status, the ungoverned fallback" {
 	local small="$(dirname "$HR")/headroom-exec"
 	run "$small" -- sh -c 'echo out; exit 6'
