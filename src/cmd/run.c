@@ -533,6 +533,7 @@ int cmd_run(int argc, char **argv)
 			shim_dir = NULL;
 		}
 		wire_launchers(self, o.jobs, o.argv[0], shim_dir);
+		o.shim_dir = shim_dir;
 	}
 	status = governor_run(&o);
 	if (shim_dir) {

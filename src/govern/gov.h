@@ -30,12 +30,15 @@ struct job {
 	struct proto_conn conn;
 	char *tool, *src, *class_key, *sig_key;
 	int attempt;
-	pid_t pid;                  /* the tool, leader of the job's process group; 0 until started */
+	pid_t pid;                  /* the tool, leader of the job's process group, learned from the
+	                             * kernel (job_sample_all, job_signal); 0 until found */
+	pid_t launcher_pid;         /* the launcher at the socket's other end (SO_PEERCRED) */
 	int tree;                   /* found in the process tree (--tree), not through a launcher */
 	int cached, check;          /* through a compiler cache; a configure check (job_sig's) */
 	int saw_compiler;           /* a compiler process was seen below it (looked for when cached) */
 	const char *not_learned;    /* why this run's curve is not learned (job_seen_untrue), or NULL */
 	int64_t t_request_ms, t_admit_ms; /* since the epoch of now_ms() */
+	int64_t t_told_ms;          /* when its waiting launcher last heard from us */
 	int frozen;
 	int64_t frozen_at_ms, frozen_total_ms;
 	const struct curve *pred;   /* points into the learned cache; NULL when unknown */
@@ -116,8 +119,11 @@ void job_reset_run(struct job *j);
 /* How long it has run, in ms: frozen time left out. */
 int64_t job_elapsed(const struct job *j, int64_t now);
 /* Send sig to the job: its process group, or for a job found in the tree its process
- * and everything below it in procs (the last table read). */
-void job_signal(const struct job *j, int sig, const struct proc_table *procs);
+ * and everything below it in g->procs (the last table read). Only to a process group
+ * the governor verified as the job's (the launcher's child leading a group of its own,
+ * the launcher below the build): when no tick has found it yet, it is looked up now,
+ * and a job whose tool cannot be found is not signalled. */
+void job_signal(struct gov *g, struct job *j, int sig);
 void job_freeze(struct gov *g, struct job *j, int64_t now);
 void job_thaw(struct gov *g, struct job *j, int64_t now);
 /* Kill it to save memory; its launcher runs it again. */
@@ -157,8 +163,15 @@ int server_open(struct gov *g);
 /* Take the launchers' new connections: each a job without a request yet, watched by
  * g->ep_fd with the job as its tag. */
 void server_accept(struct gov *g);
-/* Read and act on what job j's launcher sent (its connection polled readable). */
+/* Read and act on what job j's launcher sent (its connection polled readable): each
+ * whole line (one that is no JSON object, or whose numbers are out of range, is
+ * dropped); a launcher that sends a line longer than PROTO_MAX_LINE is hung up on. */
 void server_read(struct gov *g, struct job *j, int64_t now);
+/* A waiting launcher hears from the governor at least this often (a wait message), so
+ * that it can tell a governor that makes it wait from one that stopped answering. */
+#define SERVER_TELL_WAITING_MS 5000
+/* Send the waiting launchers that have not heard from us for that long a wait. */
+void server_tell_waiting(struct gov *g, int64_t now);
 /* After the build: take what the launchers sent before they exited (a launcher does
  * not wait for the answer to a job that ended by itself), so every job is counted. */
 void server_drain(struct gov *g, int64_t now);
@@ -175,9 +188,11 @@ void treescan_fallback(struct gov *g);
 
 /* ---- guard.c: process hygiene ---- */
 
-/* Start the guardian that resumes stopped processes below build should headroom die.
+/* Start the guardian, which should headroom die (even by SIGKILL) resumes every stopped
+ * process below the build, says on stderr that the build runs on ungoverned, removes
+ * the socket's directory, and once the build has ended the shims' (g->o->shim_dir).
  * Returns the pipe end to keep open, or -1. */
-int guard_start(pid_t build, const char *proc_root);
+int guard_start(struct gov *g);
 /* Collect exited children; the build's status goes to g. */
 void guard_reap(struct gov *g);
 /* End every process below headroom: the jobs first, then anything the build left. */

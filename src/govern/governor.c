@@ -461,8 +461,8 @@ static void on_signal(struct gov *g, int64_t now)
 		if (g->build_pid > 0 && !g->build_done)
 			kill(g->build_pid, (int)si.ssi_signo);
 		for (size_t i = 0; i < g->njobs; i++) {
-			job_signal(g->jobs[i], (int)si.ssi_signo, &g->procs);
-			job_signal(g->jobs[i], SIGCONT, &g->procs);
+			job_signal(g, g->jobs[i], (int)si.ssi_signo);
+			job_signal(g, g->jobs[i], SIGCONT);
 		}
 	}
 }
@@ -538,7 +538,7 @@ int governor_run(const struct governor_opts *o)
 		log_warn("cannot start the build: %s", strerror(errno));
 		goto out_mask;
 	}
-	g.guard_fd = guard_start(g.build_pid, o->proc_root);
+	g.guard_fd = guard_start(&g);
 
 	/* epoll: each wakeup costs the same with 8 launchers connected or 512 */
 	g.ep_fd = epoll_create1(EPOLL_CLOEXEC);
@@ -568,6 +568,7 @@ int governor_run(const struct governor_opts *o)
 		}
 		if (now >= next_tick) {
 			govern_tick(&g, now);
+			server_tell_waiting(&g, now);
 			next_tick = now + o->tick_ms;
 		}
 		if (g.interrupted && now >= g.deadline_ms)

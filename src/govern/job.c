@@ -67,8 +67,44 @@ void job_free(struct job *j)
 	free(j);
 }
 
-void job_signal(const struct job *j, int sig, const struct proc_table *procs)
+/* Is pid the build, or below it? From /proc, a bounded walk up. */
+static int below_build(const struct gov *g, pid_t pid)
 {
+	struct proc_entry e;
+
+	for (int depth = 0; depth < 256 && pid > 1; depth++) {
+		if (pid == g->build_pid)
+			return 1;
+		if (proc_read_one(g->o->proc_root, pid, &e))
+			return 0;
+		pid = e.ppid;
+	}
+	return 0;
+}
+
+/* A launcher's tool as the kernel says now, for a signal before any tick found it: the
+ * launcher's child that leads a process group of its own, the launcher being below the
+ * build. 0 when there is none. */
+static pid_t tool_now(const struct gov *g, const struct job *j)
+{
+	pid_t kids[16];
+	struct proc_entry e;
+	int n;
+
+	if (j->launcher_pid <= 0 || !below_build(g, j->launcher_pid))
+		return 0;
+	n = proc_children(g->o->proc_root, j->launcher_pid, kids, sizeof(kids) / sizeof(kids[0]));
+	for (int i = 0; i < n; i++)
+		if (!proc_read_one(g->o->proc_root, kids[i], &e) && e.ppid == j->launcher_pid && e.pgid == e.pid &&
+		    e.state != 'Z')
+			return e.pid;
+	return 0;
+}
+
+void job_signal(struct gov *g, struct job *j, int sig)
+{
+	if (!j->tree && j->pid <= 0 && j->state == JOB_RUNNING)
+		j->pid = tool_now(g, j);
 	if (j->pid <= 0)
 		return;
 	if (!j->tree) {
@@ -77,16 +113,16 @@ void job_signal(const struct job *j, int sig, const struct proc_table *procs)
 	}
 	/* A job found in the tree: the process and everything below it, as last seen. */
 	kill(j->pid, sig);
-	for (size_t i = 0; i < procs->n; i++)
-		if (procs->v[i].pid != j->pid && proc_table_is_descendant(procs, procs->v[i].pid, j->pid))
-			kill(procs->v[i].pid, sig);
+	for (size_t i = 0; i < g->procs.n; i++)
+		if (g->procs.v[i].pid != j->pid && proc_table_is_descendant(&g->procs, g->procs.v[i].pid, j->pid))
+			kill(g->procs.v[i].pid, sig);
 }
 
 void job_freeze(struct gov *g, struct job *j, int64_t now)
 {
 	/* The process group, and in v2 the job's group too: it also holds any process
 	 * that left the process group. */
-	job_signal(j, SIGSTOP, &g->procs);
+	job_signal(g, j, SIGSTOP);
 	cgroup_freeze(&j->cg, 1);
 	j->frozen = 1;
 	j->frozen_at_ms = now;
@@ -97,7 +133,7 @@ void job_freeze(struct gov *g, struct job *j, int64_t now)
 void job_thaw(struct gov *g, struct job *j, int64_t now)
 {
 	cgroup_freeze(&j->cg, 0);
-	job_signal(j, SIGCONT, &g->procs);
+	job_signal(g, j, SIGCONT);
 	j->frozen = 0;
 	j->frozen_total_ms += now - j->frozen_at_ms;
 	g->rep.thaws++;
@@ -106,8 +142,8 @@ void job_thaw(struct gov *g, struct job *j, int64_t now)
 
 void job_kill(struct gov *g, struct job *j, int64_t now)
 {
-	job_signal(j, SIGKILL, &g->procs);
-	job_signal(j, SIGCONT, &g->procs);
+	job_signal(g, j, SIGKILL);
+	job_signal(g, j, SIGCONT);
 	if (j->cg.version != CGROUP_NONE)
 		cgroup_kill_all(&j->cg);
 	j->killed_by_us = 1;
@@ -200,11 +236,40 @@ static void sample_proc(struct owner *w, const struct proc_entry *e)
 	j->grouped[j->ngrouped++] = e->pid;
 }
 
+/* The running launchers' jobs whose tool no tick has found yet: found in g->procs, the
+ * launcher's child (its pid from the socket, SO_PEERCRED) that leads a process group of
+ * its own, the launcher being below the build. Never from what a launcher says. */
+static void find_tools(struct gov *g)
+{
+	struct owner *l = xmalloc((g->njobs ? g->njobs : 1) * sizeof(*l));
+	size_t n = 0;
+
+	for (size_t i = 0; i < g->njobs; i++) {
+		struct job *j = g->jobs[i];
+		if (j->state == JOB_RUNNING && !j->tree && j->pid <= 0 && j->launcher_pid > 0 &&
+		    proc_table_is_descendant(&g->procs, j->launcher_pid, g->build_pid))
+			l[n++] = (struct owner){ .pid = j->launcher_pid, .j = j };
+	}
+	qsort(l, n, sizeof(*l), owner_cmp);
+	for (size_t i = 0; n && i < g->procs.n; i++) {
+		const struct proc_entry *e = &g->procs.v[i];
+		struct owner key = { .pid = e->ppid }, *hit;
+
+		if (e->pgid != e->pid || e->state == 'Z')
+			continue;
+		hit = bsearch(&key, l, n, sizeof(*l), owner_cmp);
+		if (hit)
+			hit->j->pid = e->pid;
+	}
+	free(l);
+}
+
 void job_sample_all(struct gov *g, int64_t now, int64_t dt_ms)
 {
 	struct owner *o = xmalloc((g->njobs ? g->njobs : 1) * sizeof(*o));
 	size_t n = 0;
 
+	find_tools(g);
 	for (size_t i = 0; i < g->njobs; i++) {
 		struct job *j = g->jobs[i];
 		if (j->state == JOB_RUNNING && j->pid > 0)
@@ -239,8 +304,8 @@ void job_remove(struct gov *g, size_t i)
 
 	/* A launcher that vanished mid-job leaves its tool behind: end it. */
 	if (j->state == JOB_RUNNING) {
-		job_signal(j, SIGKILL, &g->procs);
-		job_signal(j, SIGCONT, &g->procs);
+		job_signal(g, j, SIGKILL);
+		job_signal(g, j, SIGCONT);
 	}
 	job_free(j);
 	g->jobs[i] = g->jobs[--g->njobs];

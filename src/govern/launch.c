@@ -15,6 +15,7 @@
 #include "govern/signature.h"
 #include "sys/cgroup.h"
 #include "sys/fsutil.h"
+#include "sys/usock.h"
 #include "util/log.h"
 #include "util/path.h"
 #include "util/units.h"
@@ -105,12 +106,11 @@ static void take_messages(struct proto_conn *conn, char **cg_dir)
 	json_t *msg;
 
 	while (proto_take(conn, &msg) == 1) {
-		if (!strcmp(proto_type(msg), "cgroup")) {
-			struct proto_cgroup m;
+		struct proto_cgroup m;
 
-			proto_cgroup_decode(msg, &m);
+		if (!strcmp(proto_type(msg), "cgroup") && !proto_cgroup_decode(msg, &m)) {
 			free(*cg_dir);
-			*cg_dir = *m.dir ? xstrdup(m.dir) : NULL;
+			*cg_dir = xstrdup(m.dir);
 		}
 		json_decref(msg);
 	}
@@ -165,22 +165,58 @@ static int wait_child(pid_t pid, struct proto_conn *conn, uint64_t *maxrss_bytes
 	return st;
 }
 
-/* The governor's answer to a job killed by SIGKILL: 1 *ack set, else 0 (it went away). */
-static int recv_ack(struct proto_conn *conn, struct proto_ack *ack, json_t **reply, char **cg_dir)
+/* How long a launcher waits for a governor that says nothing: HEADROOM_GOVERNOR_TIMEOUT
+ * seconds, else GOVERNOR_TIMEOUT_S. A governor that makes a job wait says so every
+ * SERVER_TELL_WAITING_MS, so only one that is stopped or stuck stays silent this long. */
+#define GOVERNOR_TIMEOUT_S 30
+#define GOVERNOR_TIMEOUT_MIN_S 6
+#define GOVERNOR_TIMEOUT_MAX_S 86400
+
+static int governor_timeout_ms(void)
+{
+	const char *v = getenv("HEADROOM_GOVERNOR_TIMEOUT");
+	char *end;
+	long s;
+
+	if (!v || !*v)
+		return GOVERNOR_TIMEOUT_S * 1000;
+	errno = 0;
+	s = strtol(v, &end, 10);
+	if (errno || *end || s < GOVERNOR_TIMEOUT_MIN_S || s > GOVERNOR_TIMEOUT_MAX_S) {
+		log_warn("HEADROOM_GOVERNOR_TIMEOUT=%s is no number of seconds from %d to %d: using %d", v,
+			 GOVERNOR_TIMEOUT_MIN_S, GOVERNOR_TIMEOUT_MAX_S, GOVERNOR_TIMEOUT_S);
+		return GOVERNOR_TIMEOUT_S * 1000;
+	}
+	return (int)s * 1000;
+}
+
+static void governor_silent(int fd, const char *tool, int timeout_ms, const char *then)
+{
+	pid_t gov = 0;
+
+	usock_peer_pid(fd, &gov);
+	log_warn("the governor (pid %d) has not answered for %d s: %s %s", (int)gov, timeout_ms / 1000, then, tool);
+}
+
+/* The governor's answer of type `want`, taking the job's cgroup and the governor's
+ * waits on the way: 1 (*reply set, caller decrefs), 0 when it went away, -ETIMEDOUT when
+ * it said nothing for timeout_ms. */
+static int recv_type(struct proto_conn *conn, const char *want, int timeout_ms, json_t **reply, char **cg_dir)
 {
 	for (;;) {
-		if (proto_recv(conn, reply) <= 0)
-			return 0;
-		if (!strcmp(proto_type(*reply), "ack")) {
-			proto_ack_decode(*reply, ack);
+		int rc = proto_recv(conn, reply, timeout_ms);
+
+		if (rc <= 0)
+			return rc == -ETIMEDOUT ? rc : 0;
+		if (!strcmp(proto_type(*reply), want))
 			return 1;
-		}
-		if (!strcmp(proto_type(*reply), "cgroup")) {
+		if (cg_dir && !strcmp(proto_type(*reply), "cgroup")) {
 			struct proto_cgroup m;
 
-			proto_cgroup_decode(*reply, &m);
-			free(*cg_dir);
-			*cg_dir = *m.dir ? xstrdup(m.dir) : NULL;
+			if (!proto_cgroup_decode(*reply, &m)) {
+				free(*cg_dir);
+				*cg_dir = xstrdup(m.dir);
+			}
 		}
 		json_decref(*reply);
 		*reply = NULL;
@@ -245,22 +281,25 @@ void launch_governed(char **argv, int fd)
 	char *cache_log = cache_log_open(&sig);
 	proto_conn_init(&conn, fd);
 	sigemptyset(&sa.sa_mask);
+	int timeout_ms = governor_timeout_ms();
 
 	for (int attempt = 1; attempt <= LAUNCHER_MAX_ATTEMPTS; attempt++) {
-		struct proto_request req = { getpid(), attempt, sig.tool, sig.src, sig.class_key, sig.sig_key,
-					     sig.cached, sig.check };
+		struct proto_request req = { attempt, sig.tool, sig.src, sig.class_key, sig.sig_key, sig.cached,
+					     sig.check };
 		struct proto_admit adm;
 		struct proto_ack ack;
 		json_t *reply = NULL;
-		int errpipe[2];
+		int errpipe[2], rc;
 
 		if (proto_send_request(fd, &req))
 			goto ungoverned;
-		if (proto_recv(&conn, &reply) <= 0 || strcmp(proto_type(reply), "admit")) {
+		rc = recv_type(&conn, "admit", timeout_ms, &reply, NULL);
+		if (rc == -ETIMEDOUT)
+			governor_silent(fd, argv[0], timeout_ms, "running, ungoverned,");
+		if (rc <= 0 || proto_admit_decode(reply, &adm)) {
 			json_decref(reply);
 			goto ungoverned;
 		}
-		proto_admit_decode(reply, &adm);
 		if (pipe2(errpipe, O_CLOEXEC)) {
 			json_decref(reply);
 			die(EXIT_INTERNAL, "pipe: %s", strerror(errno));
@@ -281,7 +320,6 @@ void launch_governed(char **argv, int fd)
 		sigaction(SIGTERM, &sa, NULL);
 		sigaction(SIGHUP, &sa, NULL);
 		sigaction(SIGQUIT, &sa, NULL);
-		proto_send_started(fd, &(struct proto_started){ adm.job, pid });
 
 		uint64_t maxrss = 0;
 		int gone = 0;
@@ -316,13 +354,17 @@ void launch_governed(char **argv, int fd)
 		int wait_ack = WIFSIGNALED(status) && WTERMSIG(status) == SIGKILL;
 		/* Only a job killed by SIGKILL (the governor's, or the kernel's for memory)
 		 * may be run again: after any other end there is no answer to wait for. */
-		if (proto_send_done(fd, &done) || !wait_ack || !recv_ack(&conn, &ack, &reply, &cg_dir)) {
+		if (proto_send_done(fd, &done) || !wait_ack ||
+		    (rc = recv_type(&conn, "ack", timeout_ms, &reply, &cg_dir)) <= 0) {
+			if (wait_ack && rc == -ETIMEDOUT)
+				governor_silent(fd, argv[0], timeout_ms, "not running again");
 			free(cg_dir);
 			break;
 		}
 		free(cg_dir);
+		int bad = proto_ack_decode(reply, &ack);
 		json_decref(reply);
-		if (!ack.retry)
+		if (bad || !ack.retry)
 			break;
 		log_debug("job %lld: the governor requeued %s (attempt %d)", (long long)adm.job, sig.src, attempt);
 	}

@@ -1,5 +1,5 @@
 /* The launchers' side of the governor: the listening socket, a job per connection,
- * and what each message does (request, started, done; admit and ack back). */
+ * and what each message does (request, done; wait, admit, cgroup and ack back). */
 #include <errno.h>
 #include <signal.h>
 #include <stdlib.h>
@@ -81,7 +81,10 @@ static void on_message(struct gov *g, struct job *j, json_t *msg, int64_t now)
 	if (!strcmp(type, "request") && j->state == JOB_IDLE) {
 		struct proto_request r;
 
-		proto_request_decode(msg, &r);
+		if (proto_request_decode(msg, &r)) {
+			log_debug("job %d: a request with a number out of range, ignored", j->id);
+			return;
+		}
 		set_str(&j->tool, r.tool);
 		set_str(&j->src, r.src);
 		set_str(&j->class_key, r.class_key);
@@ -91,25 +94,65 @@ static void on_message(struct gov *g, struct job *j, json_t *msg, int64_t now)
 		j->check = r.check;
 		j->saw_compiler = 0;
 		j->not_learned = NULL;
-		j->t_request_ms = now;
+		j->t_request_ms = j->t_told_ms = now;
 		job_reset_run(j);
 		j->state = JOB_WAITING;
 		learned_predict(g, j);
 		/* a request that fits is answered now, not at the next tick */
 		gov_admit(g, now, 1);
-	} else if (!strcmp(type, "started") && j->state == JOB_RUNNING) {
-		struct proto_started st;
-
-		proto_started_decode(msg, &st);
-		j->pid = (pid_t)st.pid;
 	} else if (!strcmp(type, "done") && j->state == JOB_RUNNING) {
 		struct proto_done d;
 
-		proto_done_decode(msg, &d);
+		if (proto_done_decode(msg, &d) || d.job != j->id) {
+			log_debug("job %d: a done of another job or with a number out of range, ignored", j->id);
+			return;
+		}
 		on_done(g, j, &d, now);
 		gov_admit(g, now, 0); /* its room goes to the waiting jobs at once */
 	} else {
 		log_debug("job %d: unexpected message '%s' ignored", j->id, type);
+	}
+}
+
+/* Act on every whole line in j's buffer. -E2BIG when the buffer is full without one
+ * (a line longer than the protocol allows: the caller hangs up), else 0. */
+static int take_lines(struct gov *g, struct job *j, int64_t now)
+{
+	json_t *msg;
+	int rc;
+
+	while ((rc = proto_take(&j->conn, &msg)) != 0) {
+		if (rc == -E2BIG)
+			return rc;
+		if (rc == -EPROTO) {
+			log_debug("job %d: a line that is no JSON object, dropped", j->id);
+			continue;
+		}
+		on_message(g, j, msg, now);
+		json_decref(msg);
+	}
+	return 0;
+}
+
+static void hang_up(struct gov *g, struct job *j)
+{
+	for (size_t i = 0; i < g->njobs; i++)
+		if (g->jobs[i] == j) {
+			job_remove(g, i);
+			return;
+		}
+}
+
+void server_tell_waiting(struct gov *g, int64_t now)
+{
+	for (size_t i = 0; i < g->njobs; i++) {
+		struct job *j = g->jobs[i];
+
+		if (j->state != JOB_WAITING || j->tree || now - j->t_told_ms < SERVER_TELL_WAITING_MS)
+			continue;
+		j->t_told_ms = now;
+		if (proto_send_wait(j->conn.fd, &(struct proto_wait){ j->id }))
+			log_debug("job %d: its launcher is gone", j->id);
 	}
 }
 
@@ -119,8 +162,19 @@ void server_accept(struct gov *g)
 
 	/* the whole backlog: a build tool starts its jobs in bursts */
 	while ((fd = accept4(g->listen_fd, NULL, NULL, SOCK_CLOEXEC | SOCK_NONBLOCK)) >= 0) {
-		struct job *j = job_new(g, fd);
-		struct epoll_event ev = { .events = EPOLLIN, .data.ptr = j };
+		struct epoll_event ev = { .events = EPOLLIN };
+		struct job *j;
+		pid_t peer;
+
+		/* the launcher's pid from the kernel: what it runs is found below it */
+		if (usock_peer_pid(fd, &peer)) {
+			log_warn("a launcher's connection is refused: the kernel does not say who it is");
+			close(fd);
+			continue;
+		}
+		j = job_new(g, fd);
+		j->launcher_pid = peer;
+		ev.data.ptr = j;
 
 		j->tool = xstrdup("");
 		j->src = xstrdup("");
@@ -154,19 +208,13 @@ int server_open(struct gov *g)
 
 void server_read(struct gov *g, struct job *j, int64_t now)
 {
-	json_t *msg;
 	int rc = proto_fill(&j->conn);
 
-	while (proto_take(&j->conn, &msg) == 1) {
-		on_message(g, j, msg, now);
-		json_decref(msg);
-	}
-	if (rc == 0 || (rc < 0 && rc != -EAGAIN && rc != -EINTR)) {
-		for (size_t i = 0; i < g->njobs; i++)
-			if (g->jobs[i] == j) {
-				job_remove(g, i);
-				break;
-			}
+	if (take_lines(g, j, now) == -E2BIG || rc == -E2BIG) {
+		log_warn("job %d: its launcher sent a line longer than %d bytes: hanging up", j->id, PROTO_MAX_LINE);
+		hang_up(g, j);
+	} else if (rc == 0 || (rc < 0 && rc != -EAGAIN && rc != -EINTR)) {
+		hang_up(g, j);
 	}
 }
 
@@ -174,7 +222,6 @@ void server_drain(struct gov *g, int64_t now)
 {
 	for (size_t i = 0; i < g->njobs;) {
 		struct job *j = g->jobs[i];
-		json_t *msg;
 		int rc = 1;
 
 		if (j->conn.fd < 0) {
@@ -183,12 +230,10 @@ void server_drain(struct gov *g, int64_t now)
 		}
 		while (rc > 0) {
 			rc = proto_fill(&j->conn);
-			while (proto_take(&j->conn, &msg) == 1) {
-				on_message(g, j, msg, now);
-				json_decref(msg);
-			}
+			if (take_lines(g, j, now))
+				rc = -E2BIG;
 		}
-		if (rc == 0 || (rc != -EAGAIN && rc != -EINTR))
+		if (rc != -EAGAIN && rc != -EINTR)
 			job_remove(g, i);
 		else
 			i++;
@@ -202,7 +247,7 @@ void server_admit(struct gov *g, struct job *j, int64_t now)
 	j->oom_at_admit = gov_oom_count(g);
 	if (j->tree) {
 		/* Held since it was seen: let it go. */
-		job_signal(j, SIGCONT, &g->procs);
+		job_signal(g, j, SIGCONT);
 		return;
 	}
 	if (proto_send_admit(j->conn.fd, &(struct proto_admit){ j->id }))

@@ -105,13 +105,46 @@ static long read_record(const char *path, char *buf, size_t size)
 	return (long)n;
 }
 
-static int add_pid(const char *root, long page, pid_t pid, struct proc_table *t)
+static int read_one(const char *root, long page, pid_t pid, struct proc_entry *e)
 {
 	char path[PATH_MAX], buf[1024];
-	struct proc_entry e;
 
 	snprintf(path, sizeof(path), "%s/proc/%d/stat", root, (int)pid);
-	if (read_record(path, buf, sizeof(buf)) <= 0 || proc_parse_stat(buf, page, &e) || e.pid != pid)
+	if (read_record(path, buf, sizeof(buf)) <= 0 || proc_parse_stat(buf, page, e) || e->pid != pid)
+		return -ESRCH;
+	return 0;
+}
+
+int proc_read_one(const char *root, pid_t pid, struct proc_entry *e)
+{
+	return read_one(root, sysconf(_SC_PAGESIZE), pid, e);
+}
+
+int proc_children(const char *root, pid_t pid, pid_t *out, size_t max)
+{
+	char path[PATH_MAX], buf[4096], *p, *end;
+	size_t n = 0;
+	long len;
+
+	snprintf(path, sizeof(path), "%s/proc/%d/task/%d/children", root, (int)pid, (int)pid);
+	len = fs_read(path, buf, sizeof(buf));
+	if (len < 0)
+		return (int)len;
+	for (p = buf; n < max; p = end) {
+		long child = strtol(p, &end, 10);
+		if (end == p)
+			break;
+		if (child > 0 && child <= INT_MAX)
+			out[n++] = (pid_t)child;
+	}
+	return (int)n;
+}
+
+static int add_pid(const char *root, long page, pid_t pid, struct proc_table *t)
+{
+	struct proc_entry e;
+
+	if (read_one(root, page, pid, &e))
 		return -ESRCH;
 	ARRAY_GROW(t->v, t->n + 1, t->cap);
 	t->v[t->n++] = e;

@@ -34,6 +34,11 @@ int proc_table_read(const char *root, struct proc_table *t);
  * the whole table instead), -ESRCH when top is gone. */
 int proc_table_read_below(const char *root, pid_t top, struct proc_table *t);
 void proc_table_free(struct proc_table *t);
+/* One process's entry from root/proc/PID/stat. 0, or -ESRCH when it is gone. */
+int proc_read_one(const char *root, pid_t pid, struct proc_entry *e);
+/* The children of pid's main thread (root/proc/PID/task/PID/children): at most max into
+ * out. How many, or -errno. */
+int proc_children(const char *root, pid_t pid, pid_t *out, size_t max);
 const struct proc_entry *proc_table_find(const struct proc_table *t, pid_t pid);
 /* Is pid a descendant of (or equal to) ancestor? */
 int proc_table_is_descendant(const struct proc_table *t, pid_t pid, pid_t ancestor);

@@ -242,6 +242,38 @@ load helper
 	[ -z "$(find /sys/fs/cgroup -maxdepth 6 -type d -name "headroom-$pid-job*" 2>/dev/null)" ]
 }
 
+@test "after kill -9 of the governor the terminal is told, the build runs on, and headroom's directories go with it" {
+	mkdir -p "$T/rt"
+	# fd 3 closed: the guardian outlives headroom, and bats waits for whoever holds it
+	XDG_RUNTIME_DIR="$T/rt" "$HR" run --no-db -- sh -c "sleep 1.5; touch $T/fin" 2> "$T/err" 3>&- &
+	local hr=$!
+	for i in $(seq 1 50); do ls "$T/rt" | grep -q '^headroom-shims\.' && break; sleep 0.1; done
+	ls "$T/rt" | grep -q '^headroom\.'
+	kill -KILL "$hr"
+	for i in $(seq 1 50); do [ -e "$T/fin" ] && break; sleep 0.1; done
+	[ -e "$T/fin" ]
+	sleep 0.5
+	cat "$T/err"
+	grep -q "the governor (pid $hr) is gone: the build runs on, ungoverned" "$T/err"
+	[ -z "$(ls -A "$T/rt")" ]
+}
+
+@test "a launcher does not wait for ever on a stopped governor: after HEADROOM_GOVERNOR_TIMEOUT it runs its tool ungoverned" {
+	"$HR" run --no-db -- sh -c "sleep 1; HEADROOM_GOVERNOR_TIMEOUT=6 \$HEADROOM_LAUNCHER sh -c 'echo ran > $T/out'" \
+		2> "$T/err" 3>&- &
+	local hr=$!
+	sleep 0.5
+	kill -STOP "$hr"
+	for i in $(seq 1 120); do [ -e "$T/out" ] && break; sleep 0.1; done
+	kill -CONT "$hr"
+	local st=0
+	wait "$hr" || st=$?
+	cat "$T/err"
+	[ -e "$T/out" ]
+	[ "$st" -eq 0 ]
+	grep -q "the governor (pid $hr) has not answered for 6 s: running, ungoverned, sh" "$T/err"
+}
+
 @test "a job gets a cgroup of its own once it has run a tick, with the processes it starts later; a shorter one gets none" {
 	command -v ninja || skip "ninja not installed"
 	local line dir
