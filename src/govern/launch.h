@@ -14,10 +14,11 @@
 noreturn void launch_direct(char **argv);
 
 /* Run argv as one job under the governor connected on fd (taken over): wait until it
- * admits the job, run it in a process group (and the cgroup) of its own, report how it
- * ended and how much memory it took, and run it again while the governor says retry.
- * Exits the way the tool last did. Returns only when the governor went away before
- * admitting the job, fd closed: the caller then runs the tool as if ungoverned. */
+ * admits the job, run it in a process group of its own, report how it ended and how
+ * much memory it took, and run it again while the governor says retry. Exits the way
+ * the tool last did. Returns only when the governor went away, or said nothing for
+ * HEADROOM_GOVERNOR_TIMEOUT, before admitting the job, fd closed: the caller then runs
+ * the tool as if ungoverned. */
 void launch_governed(char **argv, int fd);
 
 #endif
