@@ -1,11 +1,12 @@
 # headroom — build with `make`; `make check` runs every test (unit, ASan/UBSan, CLI).
 CC      ?= cc
-# MHD=0 builds without libmicrohttpd (watch --prometheus then says so): for machines
-# without its headers, such as the GPU machine.
+# MHD=0 builds without libmicrohttpd's header (watch --prometheus then says so): for
+# machines without it, such as the GPU machine. The library itself is never linked:
+# watch --prometheus loads it (src/watch/prom.c says why).
 MHD     ?= 1
 PKGS    := jansson sqlite3
 ifeq ($(MHD),1)
-PKGS    += libmicrohttpd
+MHD_CFLAGS := $(shell pkg-config --cflags libmicrohttpd)
 else
 NO_MHD  := -DHEADROOM_NO_MHD
 endif
@@ -17,7 +18,7 @@ WARN    += -Werror
 endif
 PKG_CFLAGS := $(shell pkg-config --cflags $(PKGS))
 PKG_LIBS   := $(shell pkg-config --libs $(PKGS))
-ALL_CFLAGS  = -Isrc $(CPPFLAGS) $(WARN) $(NO_MHD) $(CFLAGS) $(PKG_CFLAGS) -MMD -MP
+ALL_CFLAGS  = -Isrc $(CPPFLAGS) $(WARN) $(NO_MHD) $(CFLAGS) $(PKG_CFLAGS) $(MHD_CFLAGS) -MMD -MP
 LDLIBS      = $(PKG_LIBS) -lm -ldl -lpthread
 AR      ?= ar
 
@@ -29,6 +30,10 @@ LIB_OBJ := $(LIB_SRC:%.c=$(BUILD)/%.o)
 LIB     := $(BUILD)/libheadroom.a
 CMD_SRC := $(wildcard src/cmd/*.c) src/main.c
 CMD_OBJ := $(CMD_SRC:%.c=$(BUILD)/%.o)
+# headroom-exec, the launcher alone (src/exec_main.c says why), is linked statically:
+# LAUNCHER_STATIC= links it like headroom (the sanitizers need that).
+LAUNCHER_OBJ := $(BUILD)/src/exec_main.o $(BUILD)/src/cmd/exec.o
+LAUNCHER_STATIC ?= -static
 UNIT_SRC := $(wildcard tests/unit/test_*.c)
 UNIT_BIN := $(UNIT_SRC:tests/unit/%.c=$(BUILD)/tests/%)
 FUZZ_SRC := $(wildcard tests/fuzz/fuzz_*.c)
@@ -38,7 +43,7 @@ FUZZ_BIN := $(FUZZ_SRC:tests/fuzz/%.c=$(BUILD)/fuzz/%)
 FUZZ_CC ?= clang
 FUZZ_SECONDS ?= 5
 
-all: headroom tools/memhog $(BUILD)/nvml-double/libnvidia-ml.so.1
+all: headroom headroom-exec tools/memhog $(BUILD)/nvml-double/libnvidia-ml.so.1
 
 # The NVML test double (tests/nvml-double): found through LD_LIBRARY_PATH by the tests.
 $(BUILD)/nvml-double/libnvidia-ml.so.1: tests/nvml-double/nvml_double.c
@@ -48,11 +53,17 @@ $(BUILD)/nvml-double/libnvidia-ml.so.1: tests/nvml-double/nvml_double.c
 headroom: $(BUILD)/headroom
 	cp $< $@.tmp && mv -f $@.tmp $@
 
+headroom-exec: $(BUILD)/headroom-exec
+	cp $< $@.tmp && mv -f $@.tmp $@
+
 $(LIB): $(LIB_OBJ)
 	rm -f $@ && $(AR) rcs $@ $^
 
 $(BUILD)/headroom: $(CMD_OBJ) $(LIB)
 	$(CC) $(ALL_CFLAGS) $(LDFLAGS) -o $@ $^ $(LDLIBS)
+
+$(BUILD)/headroom-exec: $(LAUNCHER_OBJ) $(LIB)
+	$(CC) $(ALL_CFLAGS) $(LDFLAGS) $(LAUNCHER_STATIC) -o $@ $^ $(LDLIBS)
 
 # Replays a recorded allocator history through the simulation (bench/gpu-measure.py TRACE).
 bench/alloc-replay: bench/alloc-replay.c $(LIB)
@@ -89,12 +100,12 @@ fuzz-smoke: fuzz
 	tests/fuzz/run build-fuzz $(FUZZ_SECONDS)
 
 # test_proto runs the launcher as build tools do: this build's headroom exec.
-unit: $(UNIT_BIN) $(BUILD)/headroom
+unit: $(UNIT_BIN) $(BUILD)/headroom $(BUILD)/headroom-exec
 	@set -e; for t in $(UNIT_BIN); do echo "== $$t"; HEADROOM_BIN=$(BUILD)/headroom $$t; done
 
 # The same unit tests under AddressSanitizer and UndefinedBehaviorSanitizer.
 asan:
-	$(MAKE) BUILD=build-asan WERROR=1 \
+	$(MAKE) BUILD=build-asan WERROR=1 LAUNCHER_STATIC= \
 	  CFLAGS="-O1 -g -fsanitize=address,undefined -fno-omit-frame-pointer -fno-sanitize-recover=all" \
 	  LDFLAGS="-fsanitize=address,undefined" unit
 
@@ -105,7 +116,7 @@ check: all
 	tests/run-all
 
 clean:
-	rm -rf build build-asan build-fuzz headroom tools/memhog bench/alloc-replay bench/simulate
+	rm -rf build build-asan build-fuzz headroom headroom-exec tools/memhog bench/alloc-replay bench/simulate
 
 .PHONY: all unit asan fuzz fuzz-bins fuzz-smoke cli check clean
--include $(LIB_OBJ:.o=.d) $(CMD_OBJ:.o=.d)
+-include $(LIB_OBJ:.o=.d) $(CMD_OBJ:.o=.d) $(BUILD)/src/exec_main.d

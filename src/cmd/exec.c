@@ -3,7 +3,9 @@
 #include <getopt.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <stdnoreturn.h>
 #include <string.h>
+#include <sys/prctl.h>
 #include <unistd.h>
 
 #include "cmd/cmd.h"
@@ -24,7 +26,27 @@ static const char usage[] =
 	"\n"
 	"  -h, --help   show this help\n"
 	"\n"
+	"`headroom-exec [--] TOOL [ARGS...]`, beside headroom, is the same launcher as a\n"
+	"small program of its own: `headroom run` points the build at it.\n"
+	"\n"
 	"Exit status: TOOL's; 126 if TOOL cannot be executed, 127 if it is not found.\n";
+
+/* Run argv as one compile job: under the governor HEADROOM_SOCK names, else directly. */
+static noreturn void exec_job(char **argv)
+{
+	const char *sock = getenv("HEADROOM_SOCK");
+	int fd;
+
+	if (!sock || !*sock || getenv("HEADROOM_JOB"))
+		launch_direct(argv);
+	fd = usock_connect(sock);
+	if (fd < 0) {
+		log_debug("no governor at %s (%s): running %s directly", sock, strerror(-fd), argv[0]);
+		launch_direct(argv);
+	}
+	launch_governed(argv, fd);
+	launch_direct(argv);
+}
 
 int cmd_exec(int argc, char **argv)
 {
@@ -32,8 +54,7 @@ int cmd_exec(int argc, char **argv)
 		{ "help", no_argument, NULL, 'h' },
 		{ NULL, 0, NULL, 0 },
 	};
-	const char *sock;
-	int c, fd;
+	int c;
 
 	/* "+": stop at the first non-option, which is the tool; its options are its own. */
 	while ((c = getopt_long(argc, argv, "+h", opts, NULL)) != -1) {
@@ -50,17 +71,7 @@ int cmd_exec(int argc, char **argv)
 		log_warn("exec: missing the command to run (try: headroom exec -- gcc -c x.c)");
 		return EXIT_USAGE;
 	}
-	argv += optind;
-	sock = getenv("HEADROOM_SOCK");
-	if (!sock || !*sock || getenv("HEADROOM_JOB"))
-		launch_direct(argv);
-	fd = usock_connect(sock);
-	if (fd < 0) {
-		log_debug("no governor at %s (%s): running %s directly", sock, strerror(-fd), argv[0]);
-		launch_direct(argv);
-	}
-	launch_governed(argv, fd);
-	launch_direct(argv);
+	exec_job(argv + optind);
 }
 
 int cmd_shim(int argc, char **argv)
@@ -76,17 +87,14 @@ int cmd_shim(int argc, char **argv)
 		      !strcmp(name, "c++") ? "CXX" : "CC");
 		return EXIT_NOTFOUND;
 	}
-	if (proc_self_exe(self, sizeof(self)))
-		die(EXIT_INTERNAL, "cannot find headroom's own path in /proc/self/exe");
-	/* headroom exec -- REAL ARGS...: started by its own name, so that it shows as
-	 * headroom in the process table (a launcher, not an escaped compiler). */
-	args = xcalloc((size_t)argc + 4, sizeof(*args));
-	args[0] = "headroom";
-	args[1] = "exec";
-	args[2] = "--";
-	args[3] = (char *)real;
+	/* Named as the launcher in the process table, not as the compiler the link is
+	 * named after: the governor takes a compiler with no launcher above it for one
+	 * that escaped. */
+	if (!proc_self_exe(self, sizeof(self)))
+		prctl(PR_SET_NAME, path_base(self));
+	args = xcalloc((size_t)argc + 1, sizeof(*args));
+	args[0] = (char *)real;
 	for (int i = 1; i < argc; i++)
-		args[i + 3] = argv[i];
-	execv(self, args);
-	die(EXIT_NOEXEC, "cannot run %s: %s", self, strerror(errno));
+		args[i] = argv[i];
+	exec_job(args);
 }

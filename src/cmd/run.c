@@ -12,6 +12,7 @@
 #include "cmd/cmd.h"
 #include "govern/governor.h"
 #include "sys/command.h"
+#include "govern/launch.h"
 #include "sys/fsutil.h"
 #include "sys/proc.h"
 #include "store/store.h"
@@ -159,11 +160,33 @@ static void shim_compiler(const char *self, const char *shim_dir, const char *va
 	free(first);
 }
 
+/* The launcher the build calls once per compile job: headroom-exec beside headroom, a
+ * small static program that starts in a fraction of headroom's time, else headroom
+ * exec. *launcher is the command, *cmake the same as a CMake list, *shim what the cc and
+ * c++ shims link to; caller frees. */
+static void launcher_of(const char *self, char **launcher, char **cmake, char **shim)
+{
+	const char *base = path_base(self);
+	char *small = xasprintf("%.*s%s", (int)(base - self), self, LAUNCH_EXEC_NAME);
+
+	if (!access(small, X_OK)) {
+		*launcher = xasprintf("%s --", small);
+		*cmake = xasprintf("%s;--", small);
+		*shim = small;
+		return;
+	}
+	free(small);
+	*launcher = xasprintf("%s exec --", self);
+	*cmake = xasprintf("%s;exec;--", self);
+	*shim = xstrdup(self);
+}
+
 static void wire_launchers(const char *self, int jobs, const char *cmd, const char *shim_dir)
 {
-	char *launcher = xasprintf("%s exec --", self);
-	char *cmake = xasprintf("%s;exec;--", self);
+	char *launcher, *cmake, *shim;
 	const char *pt = getenv("PYTORCH_NVCC");
+
+	launcher_of(self, &launcher, &cmake, &shim);
 
 	setenv("HEADROOM_LAUNCHER", launcher, 1);
 	set_launcher("CMAKE_C_COMPILER_LAUNCHER", cmake, ";");
@@ -181,8 +204,8 @@ static void wire_launchers(const char *self, int jobs, const char *cmd, const ch
 		}
 	}
 	if (shim_dir && is_python_build(cmd)) {
-		shim_compiler(self, shim_dir, "CC", "cc", "HEADROOM_REAL_CC", "cc");
-		shim_compiler(self, shim_dir, "CXX", "c++", "HEADROOM_REAL_CXX", "c++");
+		shim_compiler(shim, shim_dir, "CC", "cc", "HEADROOM_REAL_CC", "cc");
+		shim_compiler(shim, shim_dir, "CXX", "c++", "HEADROOM_REAL_CXX", "c++");
 	}
 	if (!getenv("MAX_JOBS")) {
 		char n[16];
@@ -191,6 +214,7 @@ static void wire_launchers(const char *self, int jobs, const char *cmd, const ch
 	}
 	free(launcher);
 	free(cmake);
+	free(shim);
 }
 
 static void remove_shims(const char *dir)
@@ -356,7 +380,7 @@ static int cmake_without_launcher(char **argv)
 	for (size_t i = 0; text && i < sizeof(langs) / sizeof(*langs); i++) {
 		char key[64];
 		snprintf(key, sizeof(key), "CMAKE_%s_COMPILER_LAUNCHER", langs[i]);
-		if (!cmake_cache_get(text, key, v, sizeof(v)) && strstr(v, ";exec;--"))
+		if (!cmake_cache_get(text, key, v, sizeof(v)) && (strstr(v, ";exec;--") || strstr(v, LAUNCH_EXEC_NAME ";--")))
 			ours = 1;
 	}
 	if (!text || ours) {
@@ -576,6 +600,7 @@ int cmd_run(int argc, char **argv)
 			shim_dir = NULL;
 		}
 		wire_launchers(self, o.jobs, o.argv[0], shim_dir);
+		o.shim_dir = shim_dir;
 	}
 	status = governor_run(&o);
 	if (shim_dir) {

@@ -22,34 +22,59 @@ static uint64_t smeared(const struct curve *c, int own, int64_t t_ms)
 	return curve_max_between(c, t_ms - w, t_ms + w);
 }
 
-uint64_t admit_job_future(const struct admit_job *j, uint64_t unknown_bytes, int64_t tau_ms)
+/* What admit_job_future() needs of a job whatever tau: computed once per job, not once
+ * per job and step (admission looks 128 steps ahead for every running job). */
+struct future {
+	const struct admit_job *j;
+	struct curve c;             /* the prediction, stretched when the job runs late */
+	int known;
+	double scale;
+};
+
+static void future_prepare(const struct admit_job *j, struct future *f)
 {
+	f->j = j;
+	f->known = j->pred && j->pred->duration_ms > 0;
+	f->scale = 1.0;
+	if (!f->known || j->frozen)
+		return;
+	f->c = *j->pred;
+	/* Running late: stretch the prediction so that the job is never assumed to have
+	 * ended while it still runs. */
+	if (j->elapsed_ms * 10 > f->c.duration_ms * 9)
+		f->c.duration_ms = j->elapsed_ms * 10 / 9 + 1;
+	uint64_t now_pred = smeared(&f->c, j->own, j->elapsed_ms);
+	if (j->current_bytes > SCALE_MIN_BYTES && now_pred && j->current_bytes > now_pred) {
+		f->scale = (double)j->current_bytes / (double)now_pred;
+		if (f->scale > MAX_SCALE)
+			f->scale = MAX_SCALE;
+	}
+}
+
+static uint64_t future_at(const struct future *f, uint64_t unknown_bytes, int64_t tau_ms)
+{
+	const struct admit_job *j = f->j;
 	uint64_t v;
 
-	if (!j->pred || j->pred->duration_ms <= 0) {
+	if (!f->known) {
 		/* Nothing known: it keeps what it has and may grow to the assumed need. */
 		v = unknown_bytes;
 		return j->current_bytes > v ? j->current_bytes : v;
 	}
 	if (j->frozen)
 		return j->current_bytes; /* held, not growing, until thawed */
-
-	struct curve c = *j->pred;
-	/* Running late: stretch the prediction so that the job is never assumed to have
-	 * ended while it still runs. */
-	if (j->elapsed_ms * 10 > c.duration_ms * 9)
-		c.duration_ms = j->elapsed_ms * 10 / 9 + 1;
-	uint64_t now_pred = smeared(&c, j->own, j->elapsed_ms);
-	double scale = 1.0;
-	if (j->current_bytes > SCALE_MIN_BYTES && now_pred && j->current_bytes > now_pred) {
-		scale = (double)j->current_bytes / (double)now_pred;
-		if (scale > MAX_SCALE)
-			scale = MAX_SCALE;
-	}
-	v = (uint64_t)((double)smeared(&c, j->own, j->elapsed_ms + tau_ms) * scale);
+	v = (uint64_t)((double)smeared(&f->c, j->own, j->elapsed_ms + tau_ms) * f->scale);
 	if (tau_ms == 0 && j->current_bytes > v)
 		v = j->current_bytes;
 	return v;
+}
+
+uint64_t admit_job_future(const struct admit_job *j, uint64_t unknown_bytes, int64_t tau_ms)
+{
+	struct future f;
+
+	future_prepare(j, &f);
+	return future_at(&f, unknown_bytes, tau_ms);
 }
 
 void admit_decide(const struct admit_snapshot *s, const struct curve *cand, int cand_own, struct admit_result *r)
@@ -61,8 +86,11 @@ void admit_decide(const struct admit_snapshot *s, const struct curve *cand, int 
 
 	if (step < 50)
 		step = 50;
-	for (size_t i = 0; i < s->njobs; i++)
+	struct future *f = xmalloc((s->njobs ? s->njobs : 1) * sizeof(*f));
+	for (size_t i = 0; i < s->njobs; i++) {
 		cur += s->jobs[i].current_bytes;
+		future_prepare(&s->jobs[i], &f[i]);
+	}
 
 	r->admit = 1;
 	r->worst_bytes = 0;
@@ -71,7 +99,7 @@ void admit_decide(const struct admit_snapshot *s, const struct curve *cand, int 
 		uint64_t total = 0, c;
 
 		for (size_t i = 0; i < s->njobs; i++)
-			total += admit_job_future(&s->jobs[i], s->unknown_bytes, tau);
+			total += future_at(&f[i], s->unknown_bytes, tau);
 		if (cand && cand->duration_ms > 0) {
 			c = smeared(cand, cand_own, tau);
 		} else {
@@ -88,6 +116,7 @@ void admit_decide(const struct admit_snapshot *s, const struct curve *cand, int 
 		if (total > s->budget_bytes || growth > s->free_bytes)
 			r->admit = 0;
 	}
+	free(f);
 }
 
 uint64_t net_default_reserve(uint64_t limit_bytes)

@@ -4,7 +4,6 @@
 #ifndef HEADROOM_GOV_H
 #define HEADROOM_GOV_H
 
-#include <poll.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <sys/types.h>
@@ -31,12 +30,15 @@ struct job {
 	struct proto_conn conn;
 	char *tool, *src, *class_key, *sig_key;
 	int attempt;
-	pid_t pid;                  /* the tool, leader of the job's process group; 0 until started */
+	pid_t pid;                  /* the tool, leader of the job's process group, learned from the
+	                             * kernel (job_sample_all, job_signal); 0 until found */
+	pid_t launcher_pid;         /* the launcher at the socket's other end (SO_PEERCRED) */
 	int tree;                   /* found in the process tree (--tree), not through a launcher */
 	int cached, check;          /* through a compiler cache; a configure check (job_sig's) */
 	int saw_compiler;           /* a compiler process was seen below it (looked for when cached) */
 	const char *not_learned;    /* why this run's curve is not learned (job_seen_untrue), or NULL */
 	int64_t t_request_ms, t_admit_ms; /* since the epoch of now_ms() */
+	int64_t t_told_ms;          /* when its waiting launcher last heard from us */
 	int frozen;
 	int64_t frozen_at_ms, frozen_total_ms;
 	const struct curve *pred;   /* points into the learned cache; NULL when unknown */
@@ -49,6 +51,8 @@ struct job {
 	int killed_by_us;
 	uint64_t oom_at_admit;
 	struct cgroup cg;           /* the job's own group, version NONE when there is none */
+	pid_t *grouped;             /* its processes moved into cg so far */
+	size_t ngrouped, capgrouped;
 };
 
 struct learned {
@@ -62,6 +66,7 @@ struct learned {
 struct gov {
 	const struct governor_opts *o;
 	int listen_fd, sig_fd;
+	int ep_fd;                  /* epoll: the listening socket, the signals, each launcher */
 	char *sock_dir, *sock_path;
 	struct job **jobs;
 	size_t njobs, capjobs;
@@ -73,6 +78,8 @@ struct gov {
 	int job_groups;             /* jobs get child groups of cg */
 	uint64_t limit_bytes, reserve_bytes, budget_bytes;
 	uint64_t seen_peak_bytes;   /* the largest peak a job of this build passed; 0: none yet */
+	size_t max_conns;           /* launcher connections open at most (descriptors less a spare) */
+	int listen_paused;          /* at max_conns: the listening socket is out of the epoll set */
 	int mem_unknown;            /* the last read of memory in use failed (warned once) */
 	int64_t longest_done_ms;    /* the longest run of a job of this build that ended; -1: none yet */
 	int net_act;                /* the safety net's last decision (enum net_action) */
@@ -84,7 +91,8 @@ struct gov {
 	int64_t t0_ms, deadline_ms, last_kill_ms;
 	uint64_t used_prev;         /* memory in use at the last tick, for its growth rate */
 	int64_t t_prev_ms;
-	struct proc_table procs;
+	struct proc_table procs;    /* the processes below the governor, read each tick */
+	int procs_whole;            /* no children lists here: procs is the whole table */
 	struct report rep;
 	int tree;                   /* governing the process tree (--tree, or fallen back to it) */
 	pid_t *skip;                /* below a build tool, but not jobs: see treescan.c */
@@ -97,6 +105,8 @@ struct gov {
 	struct build_profile last_build; /* jobs 0 when this build was not seen before */
 	char *next_class;           /* class of the last job found: what the next token is for */
 	int guard_fd;               /* the guardian's pipe; -1 without one */
+	int nice0;                  /* niceness and OOM score adjustment headroom started with, */
+	char oom_adj0[16];          /* given back to the build: guard_lock_self() changes ours */
 };
 
 /* ---- job.c: the job table, and what is done to a job's processes ---- */
@@ -113,15 +123,22 @@ void job_reset_run(struct job *j);
 /* How long it has run, in ms: frozen time left out. */
 int64_t job_elapsed(const struct job *j, int64_t now);
 /* Send sig to the job: its process group, or for a job found in the tree its process
- * and everything below it in procs (the last table read). */
-void job_signal(const struct job *j, int sig, const struct proc_table *procs);
+ * and everything below it in g->procs (the last table read). Only to a process group
+ * the governor verified as the job's (the launcher's child leading a group of its own,
+ * the launcher below the build): when no tick has found it yet, it is looked up now,
+ * and a job whose tool cannot be found is not signalled. */
+void job_signal(struct gov *g, struct job *j, int sig);
 void job_freeze(struct gov *g, struct job *j, int64_t now);
 void job_thaw(struct gov *g, struct job *j, int64_t now);
 /* Kill it to save memory; its launcher runs it again. */
 void job_kill(struct gov *g, struct job *j, int64_t now);
 void job_add_sample(struct job *j, int64_t t_ms, uint64_t bytes);
-/* Read its memory from g->procs; dt_ms since the last tick, for its growth. */
-void job_sample(struct gov *g, struct job *j, int64_t now, int64_t dt_ms);
+/* Read the running jobs' memory from g->procs (each process counts for the job it is
+ * below); dt_ms since the last tick, for their growth. A launcher's job that has run a
+ * tick gets a cgroup of its own (where g->job_groups), and each tick its new processes
+ * are moved into it: made at admission, a group would cost every job, the many that
+ * end within a tick too, a mkdir and an rmdir in the loop. */
+void job_sample_all(struct gov *g, int64_t now, int64_t dt_ms);
 
 /* ---- learned.c: the profiles the store knows and this build learns ---- */
 
@@ -147,10 +164,23 @@ void learned_free(struct gov *g);
 
 /* Listen on a new socket in a private directory of runtime_dir(). 0 or -errno. */
 int server_open(struct gov *g);
-/* Take a new launcher's connection: a job without a request yet. */
+/* Take the launchers' new connections: each a job without a request yet, watched by
+ * g->ep_fd with the job as its tag. */
 void server_accept(struct gov *g);
-/* Read and act on what the launchers sent: pf are the polled client fds. */
-void server_read(struct gov *g, const struct pollfd *pf, size_t npf, int64_t now);
+/* Take the listening socket out of the loop at the connection cap, back below it. */
+void server_listen_again(struct gov *g);
+/* Read and act on what job j's launcher sent (its connection polled readable): each
+ * whole line (one that is no JSON object, or whose numbers are out of range, is
+ * dropped); a launcher that sends a line longer than PROTO_MAX_LINE is hung up on. */
+void server_read(struct gov *g, struct job *j, int64_t now);
+/* A waiting launcher hears from the governor at least this often (a wait message), so
+ * that it can tell a governor that makes it wait from one that stopped answering. */
+#define SERVER_TELL_WAITING_MS 5000
+/* Send the waiting launchers that have not heard from us for that long a wait. */
+void server_tell_waiting(struct gov *g, int64_t now);
+/* After the build: take what the launchers sent before they exited (a launcher does
+ * not wait for the answer to a job that ended by itself), so every job is counted. */
+void server_drain(struct gov *g, int64_t now);
 /* Let a waiting job run: admit it (a launcher's) or resume it (a tree job's). */
 void server_admit(struct gov *g, struct job *j, int64_t now);
 
@@ -164,14 +194,17 @@ void treescan_fallback(struct gov *g);
 
 /* ---- guard.c: process hygiene ---- */
 
-/* Start the guardian that resumes stopped processes below build should headroom die.
+/* Start the guardian, which should headroom die (even by SIGKILL) resumes every stopped
+ * process below the build, says on stderr that the build runs on ungoverned, removes
+ * the socket's directory, and once the build has ended the shims' (g->o->shim_dir).
  * Returns the pipe end to keep open, or -1. */
-int guard_start(pid_t build, const char *proc_root);
+int guard_start(struct gov *g);
 /* Collect exited children; the build's status goes to g. */
 void guard_reap(struct gov *g);
 /* End every process below headroom: the jobs first, then anything the build left. */
 void guard_kill_everything(struct gov *g);
-/* Keep the governor in memory and out of the OOM killer's way, where permitted. */
+/* Keep the governor in memory, out of the OOM killer's way and ahead of the compilers
+ * for the CPU, where permitted. */
 void guard_lock_self(void);
 
 /* ---- governor.c ---- */

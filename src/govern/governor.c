@@ -3,11 +3,11 @@
 
 #include <errno.h>
 #include <jansson.h>
-#include <poll.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/epoll.h>
 #include <sys/prctl.h>
 #include <sys/resource.h>
 #include <sys/signalfd.h>
@@ -15,6 +15,7 @@
 
 #include "govern/admit.h"
 #include "govern/gov.h"
+#include "sys/fsutil.h"
 #include "sys/meminfo.h"
 #include "sys/psi.h"
 #include "util/log.h"
@@ -333,6 +334,20 @@ static void show_progress(struct gov *g, int64_t now, uint64_t used)
 	progress_show(&g->progress, &ps);
 }
 
+/* Everything the tick looks at is below the governor (the build, its jobs, and as a
+ * subreaper whatever they leave): read only that, not every process on the machine. */
+static void read_procs(struct gov *g)
+{
+	if (!g->procs_whole) {
+		int rc = proc_table_read_below(g->o->proc_root, getpid(), &g->procs);
+		if (rc != -ENOENT)
+			return;
+		log_debug("no /proc/PID/task/TID/children here: reading every process each tick");
+		g->procs_whole = 1;
+	}
+	proc_table_read(g->o->proc_root, &g->procs);
+}
+
 static void govern_tick(struct gov *g, int64_t now)
 {
 	struct admit_job *snap;
@@ -343,14 +358,13 @@ static void govern_tick(struct gov *g, int64_t now)
 	size_t n;
 	int tokens = 0;
 
-	proc_table_read(g->o->proc_root, &g->procs);
+	read_procs(g);
 	treescan_fallback(g);
 	if (g->tree)
 		treescan_run(g, now);
 	/* room for the running jobs and those admitted this tick */
 	snap = xmalloc((g->njobs + 1) * sizeof(*snap));
-	for (size_t i = 0; i < g->njobs; i++)
-		job_sample(g, g->jobs[i], now, now - g->t_prev_ms);
+	job_sample_all(g, now, now - g->t_prev_ms);
 	learned_provisional(g, now);
 	n = snapshot(g, now, snap, &jobs_bytes, &running);
 	if (jobs_bytes > g->rep.peak_jobs_bytes)
@@ -452,6 +466,10 @@ static pid_t start_build(struct gov *g, const sigset_t *orig_mask)
 	if (pid != 0)
 		return pid;
 	sigprocmask(SIG_SETMASK, orig_mask, NULL);
+	/* the build is not the governor: its jobs are what the OOM killer should pick */
+	if (g->oom_adj0[0])
+		fs_write("/proc/self/oom_score_adj", g->oom_adj0);
+	setpriority(PRIO_PROCESS, 0, g->nice0);
 	execvp(g->o->argv[0], g->o->argv);
 	int e = errno;
 	log_warn("cannot run %s: %s", g->o->argv[0], strerror(e));
@@ -500,15 +518,22 @@ static void on_signal(struct gov *g, int64_t now)
 		if (g->build_pid > 0 && !g->build_done)
 			kill(g->build_pid, (int)si.ssi_signo);
 		for (size_t i = 0; i < g->njobs; i++) {
-			job_signal(g->jobs[i], (int)si.ssi_signo, &g->procs);
-			job_signal(g->jobs[i], SIGCONT, &g->procs);
+			job_signal(g, g->jobs[i], (int)si.ssi_signo);
+			job_signal(g, g->jobs[i], SIGCONT);
 		}
 	}
 }
 
+static int watch_fd(struct gov *g, int fd, void *tag)
+{
+	struct epoll_event ev = { .events = EPOLLIN, .data.ptr = tag };
+
+	return epoll_ctl(g->ep_fd, EPOLL_CTL_ADD, fd, &ev);
+}
+
 int governor_run(const struct governor_opts *o)
 {
-	struct gov g = { .o = o, .longest_done_ms = -1, .listen_fd = -1, .sig_fd = -1, .js = { .rfd = -1, .wfd = -1, .own_fd = -1 },
+	struct gov g = { .o = o, .longest_done_ms = -1, .listen_fd = -1, .sig_fd = -1, .ep_fd = -1, .js = { .rfd = -1, .wfd = -1, .own_fd = -1 },
 			 .progress = { .fd = -1 }, .guard_fd = -1 };
 	sigset_t mask, orig;
 	int rc, status = EXIT_INTERNAL;
@@ -527,6 +552,9 @@ int governor_run(const struct governor_opts *o)
 	if (status)
 		goto out;
 	status = EXIT_INTERNAL;
+	g.nice0 = getpriority(PRIO_PROCESS, 0);
+	if (fs_read("/proc/self/oom_score_adj", g.oom_adj0, sizeof(g.oom_adj0)) <= 0)
+		g.oom_adj0[0] = '\0';
 	guard_lock_self();
 	/* Orphans of the build (a compiler whose launcher died) become ours to end. */
 	prctl(PR_SET_CHILD_SUBREAPER, 1);
@@ -570,43 +598,49 @@ int governor_run(const struct governor_opts *o)
 		log_warn("cannot start the build: %s", strerror(errno));
 		goto out_mask;
 	}
-	g.guard_fd = guard_start(g.build_pid, o->proc_root);
+	g.guard_fd = guard_start(&g);
 
+	/* epoll: each wakeup costs the same with 8 launchers connected or 512 */
+	g.ep_fd = epoll_create1(EPOLL_CLOEXEC);
+	if (g.ep_fd < 0 || watch_fd(&g, g.listen_fd, &g.listen_fd) || watch_fd(&g, g.sig_fd, &g.sig_fd)) {
+		log_warn("epoll: %s", strerror(errno));
+		goto out_mask;
+	}
 	int64_t next_tick = now_ms();
-	size_t max_conns = conn_cap();
+	g.max_conns = conn_cap();
 	while (!g.build_done) {
-		size_t npf = g.njobs + 2;
-		struct pollfd *pf = xcalloc(npf, sizeof(*pf));
+		struct epoll_event ev[64];
 		int64_t now = now_ms();
 		int timeout = next_tick > now ? (int)(next_tick - now) : 0;
+		int n = epoll_wait(g.ep_fd, ev, (int)(sizeof(ev) / sizeof(ev[0])), timeout);
 
-		/* at the cap, new launchers wait in the backlog until one of ours ends */
-		pf[0] = (struct pollfd){ .fd = g.njobs < max_conns ? g.listen_fd : -1, .events = POLLIN };
-		pf[1] = (struct pollfd){ .fd = g.sig_fd, .events = POLLIN };
-		for (size_t i = 0; i < g.njobs; i++)
-			pf[i + 2] = (struct pollfd){ .fd = g.jobs[i]->conn.fd, .events = POLLIN };
-		if (poll(pf, (nfds_t)npf, timeout) < 0 && errno != EINTR) {
-			free(pf);
-			log_warn("poll: %s", strerror(errno));
+		if (n < 0 && errno != EINTR) {
+			log_warn("epoll_wait: %s", strerror(errno));
 			break;
 		}
 		now = now_ms();
-		if (pf[1].revents)
-			on_signal(&g, now);
-		if (pf[0].revents)
-			server_accept(&g);
-		server_read(&g, pf + 2, npf - 2, now);
-		free(pf);
+		for (int k = 0; k < n; k++) {
+			if (ev[k].data.ptr == &g.sig_fd)
+				on_signal(&g, now);
+			else if (ev[k].data.ptr == &g.listen_fd)
+				server_accept(&g);
+			else
+				server_read(&g, ev[k].data.ptr, now);
+		}
+		server_listen_again(&g);
 		if (now >= next_tick) {
 			govern_tick(&g, now);
+			server_tell_waiting(&g, now);
 			next_tick = now + o->tick_ms;
 		}
 		if (g.interrupted && now >= g.deadline_ms)
 			break;
 	}
+	if (g.build_done)
+		server_drain(&g, now_ms());
 	if (g.tree && g.build_done) {
 		/* The last jobs ended with the build, after the last tick: learn them too. */
-		proc_table_read(o->proc_root, &g.procs);
+		read_procs(&g);
 		treescan_run(&g, now_ms());
 	}
 	progress_close(&g.progress);
@@ -662,6 +696,8 @@ out:
 		close(g.listen_fd);
 	if (g.sig_fd >= 0)
 		close(g.sig_fd);
+	if (g.ep_fd >= 0)
+		close(g.ep_fd);
 	if (g.sock_path)
 		unlink(g.sock_path);
 	if (g.sock_dir)

@@ -19,6 +19,7 @@ struct governor_opts {
 	const char *trace_path;   /* Chrome/Perfetto trace, or NULL */
 	const char *record_path;  /* headroom-trace/1 record, or NULL */
 	const char *proc_root;    /* "" for the live system */
+	const char *shim_dir;     /* the cc/c++ shims' directory, to remove should the governor die; or NULL */
 	int quiet;
 	int tree;                 /* govern the children of ninja/make found in the process tree */
 	enum jobserver_style jobserver; /* serve a make jobserver (implies tree); NONE: not */

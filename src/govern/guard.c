@@ -2,11 +2,15 @@
  * ending everything below headroom at the end, and keeping headroom itself alive. */
 #include <errno.h>
 #include <fcntl.h>
+#include <limits.h>
+#include <poll.h>
+#include <stdio.h>
 #include <signal.h>
 #include <string.h>
 #include <sys/mman.h>
 #include <sys/prctl.h>
 #include <sys/resource.h>
+#include <sys/syscall.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -28,12 +32,43 @@ void guard_reap(struct gov *g)
 	}
 }
 
+/* Resume every stopped process below build: what headroom held or froze. */
+static void resume_below(pid_t build, const char *proc_root)
+{
+	struct proc_table t = { 0 };
+
+	for (int round = 0; round < 3; round++) {
+		proc_table_read(proc_root, &t);
+		for (size_t i = 0; i < t.n; i++)
+			if ((t.v[i].state == 'T' || t.v[i].state == 't') && proc_table_is_descendant(&t, t.v[i].pid, build))
+				kill(t.v[i].pid, SIGCONT);
+		usleep(50000);
+	}
+	proc_table_free(&t);
+}
+
+/* Until build has ended: its pidfd turns readable (it is no child of ours to wait for). */
+static void wait_gone(pid_t build, int pidfd)
+{
+	struct pollfd p = { .fd = pidfd, .events = POLLIN };
+
+	if (pidfd >= 0) {
+		while (poll(&p, 1, -1) < 0 && errno == EINTR)
+			;
+		return;
+	}
+	while (!kill(build, 0))
+		usleep(200000);
+}
+
 /* A guardian: a child that sleeps on a pipe only headroom writes to. If headroom dies,
  * even by SIGKILL, the pipe reads EOF and the guardian resumes every stopped process
- * below the build, so that no held or frozen job stays stopped forever. Returns the
- * pipe's write end to keep open, or -1. */
-int guard_start(pid_t build, const char *proc_root)
+ * below the build, so that no held or frozen job stays stopped forever; then it says so
+ * and cleans up after headroom. When headroom ends normally it ends the guardian first
+ * (guard_kill_everything). Returns the pipe's write end to keep open, or -1. */
+int guard_start(struct gov *g)
 {
+	pid_t build = g->build_pid, gov = getpid();
 	int fds[2];
 	pid_t pid;
 	char c;
@@ -47,8 +82,6 @@ int guard_start(pid_t build, const char *proc_root)
 		return -1;
 	}
 	if (pid == 0) {
-		struct proc_table t = { 0 };
-
 		/* nothing of headroom's: not its socket (launchers would wait on it), not
 		 * the jobserver, not the terminal's Ctrl-C */
 		if (fds[0] > 3)
@@ -56,18 +89,31 @@ int guard_start(pid_t build, const char *proc_root)
 		close_range((unsigned)fds[0] + 1, ~0U, 0);
 		setpgid(0, 0);
 		prctl(PR_SET_NAME, "headroom-guard");
+		/* now, while the build is still ours and cannot have been reaped */
+		int pidfd = (int)syscall(SYS_pidfd_open, build, 0);
 		for (;;) { /* headroom never writes: this returns when it is gone */
 			ssize_t r = read(fds[0], &c, 1);
 			if (r < 0 && errno == EINTR)
 				continue;
 			break;
 		}
-		for (int round = 0; round < 3; round++) {
-			proc_table_read(proc_root, &t);
-			for (size_t i = 0; i < t.n; i++)
-				if ((t.v[i].state == 'T' || t.v[i].state == 't') && proc_table_is_descendant(&t, t.v[i].pid, build))
-					kill(t.v[i].pid, SIGCONT);
-			usleep(50000);
+		resume_below(build, g->o->proc_root);
+		fprintf(stderr, "headroom: the governor (pid %d) is gone: the build runs on, ungoverned\n", (int)gov);
+		if (g->sock_path)
+			unlink(g->sock_path);
+		if (g->sock_dir)
+			rmdir(g->sock_dir);
+		/* the shims are the build's compilers: they go only with it */
+		if (g->o->shim_dir) {
+			static const char *const shims[] = { "cc", "c++" };
+			char path[PATH_MAX];
+
+			wait_gone(build, pidfd);
+			for (size_t i = 0; i < sizeof(shims) / sizeof(shims[0]); i++) {
+				snprintf(path, sizeof(path), "%s/%s", g->o->shim_dir, shims[i]);
+				unlink(path);
+			}
+			rmdir(g->o->shim_dir);
 		}
 		_exit(0);
 	}
@@ -81,8 +127,8 @@ void guard_kill_everything(struct gov *g)
 	pid_t self = getpid();
 
 	for (size_t i = 0; i < g->njobs; i++) {
-		job_signal(g->jobs[i], SIGKILL, &g->procs);
-		job_signal(g->jobs[i], SIGCONT, &g->procs);
+		job_signal(g, g->jobs[i], SIGKILL);
+		job_signal(g, g->jobs[i], SIGCONT);
 		if (g->jobs[i]->cg.version != CGROUP_NONE)
 			cgroup_kill_all(&g->jobs[i]->cg);
 	}
@@ -106,6 +152,9 @@ void guard_kill_everything(struct gov *g)
 	guard_reap(g);
 }
 
+/* The governor's niceness as root (see guard_lock_self). */
+#define GUARD_NICE (-5)
+
 void guard_lock_self(void)
 {
 	struct rlimit rl;
@@ -124,4 +173,9 @@ void guard_lock_self(void)
 		log_debug("mlockall: %s", strerror(errno));
 	/* Make the kernel's OOM killer pick anything but the governor (root only). */
 	fs_write("/proc/self/oom_score_adj", "-900");
+	/* Every job waits on the governor's answer: on a machine whose CPUs the build
+	 * itself fills, it should not wait its turn behind the compilers (root only; the
+	 * build it starts gets its own niceness back). */
+	if (setpriority(PRIO_PROCESS, 0, GUARD_NICE))
+		log_debug("setpriority: %s", strerror(errno));
 }

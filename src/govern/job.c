@@ -1,9 +1,13 @@
 /* The job table, and what the governor does to a job's processes: hold, freeze, thaw,
  * kill, and sample their memory. */
+#include <errno.h>
 #include <signal.h>
+#include <stdio.h>
 #include <stdlib.h>
+#include <unistd.h>
 
 #include "govern/gov.h"
+#include "govern/governor.h"
 #include "govern/tree.h"
 #include "util/grow.h"
 #include "util/log.h"
@@ -59,11 +63,48 @@ void job_free(struct job *j)
 	free(j->class_key);
 	free(j->sig_key);
 	free(j->samples);
+	free(j->grouped);
 	free(j);
 }
 
-void job_signal(const struct job *j, int sig, const struct proc_table *procs)
+/* Is pid the build, or below it? From /proc, a bounded walk up. */
+static int below_build(const struct gov *g, pid_t pid)
 {
+	struct proc_entry e;
+
+	for (int depth = 0; depth < 256 && pid > 1; depth++) {
+		if (pid == g->build_pid)
+			return 1;
+		if (proc_read_one(g->o->proc_root, pid, &e))
+			return 0;
+		pid = e.ppid;
+	}
+	return 0;
+}
+
+/* A launcher's tool as the kernel says now, for a signal before any tick found it: the
+ * launcher's child that leads a process group of its own, the launcher being below the
+ * build. 0 when there is none. */
+static pid_t tool_now(const struct gov *g, const struct job *j)
+{
+	pid_t kids[16];
+	struct proc_entry e;
+	int n;
+
+	if (j->launcher_pid <= 0 || !below_build(g, j->launcher_pid))
+		return 0;
+	n = proc_children(g->o->proc_root, j->launcher_pid, kids, sizeof(kids) / sizeof(kids[0]));
+	for (int i = 0; i < n; i++)
+		if (!proc_read_one(g->o->proc_root, kids[i], &e) && e.ppid == j->launcher_pid && e.pgid == e.pid &&
+		    e.state != 'Z')
+			return e.pid;
+	return 0;
+}
+
+void job_signal(struct gov *g, struct job *j, int sig)
+{
+	if (!j->tree && j->pid <= 0 && j->state == JOB_RUNNING)
+		j->pid = tool_now(g, j);
 	if (j->pid <= 0)
 		return;
 	if (!j->tree) {
@@ -72,16 +113,16 @@ void job_signal(const struct job *j, int sig, const struct proc_table *procs)
 	}
 	/* A job found in the tree: the process and everything below it, as last seen. */
 	kill(j->pid, sig);
-	for (size_t i = 0; i < procs->n; i++)
-		if (procs->v[i].pid != j->pid && proc_table_is_descendant(procs, procs->v[i].pid, j->pid))
-			kill(procs->v[i].pid, sig);
+	for (size_t i = 0; i < g->procs.n; i++)
+		if (g->procs.v[i].pid != j->pid && proc_table_is_descendant(&g->procs, g->procs.v[i].pid, j->pid))
+			kill(g->procs.v[i].pid, sig);
 }
 
 void job_freeze(struct gov *g, struct job *j, int64_t now)
 {
 	/* The process group, and in v2 the job's group too: it also holds any process
 	 * that left the process group. */
-	job_signal(j, SIGSTOP, &g->procs);
+	job_signal(g, j, SIGSTOP);
 	cgroup_freeze(&j->cg, 1);
 	j->frozen = 1;
 	j->frozen_at_ms = now;
@@ -92,7 +133,7 @@ void job_freeze(struct gov *g, struct job *j, int64_t now)
 void job_thaw(struct gov *g, struct job *j, int64_t now)
 {
 	cgroup_freeze(&j->cg, 0);
-	job_signal(j, SIGCONT, &g->procs);
+	job_signal(g, j, SIGCONT);
 	j->frozen = 0;
 	j->frozen_total_ms += now - j->frozen_at_ms;
 	g->rep.thaws++;
@@ -101,8 +142,8 @@ void job_thaw(struct gov *g, struct job *j, int64_t now)
 
 void job_kill(struct gov *g, struct job *j, int64_t now)
 {
-	job_signal(j, SIGKILL, &g->procs);
-	job_signal(j, SIGCONT, &g->procs);
+	job_signal(g, j, SIGKILL);
+	job_signal(g, j, SIGCONT);
 	if (j->cg.version != CGROUP_NONE)
 		cgroup_kill_all(&j->cg);
 	j->killed_by_us = 1;
@@ -117,23 +158,144 @@ void job_add_sample(struct job *j, int64_t t_ms, uint64_t bytes)
 	j->samples[j->nsamples++] = (struct curve_sample){ t_ms, bytes };
 }
 
-void job_sample(struct gov *g, struct job *j, int64_t now, int64_t dt_ms)
+/* The job's own group, made once it has run a tick; the launcher is told, to remove it
+ * should the governor go away. 0 when it has one. */
+static int job_group(struct gov *g, struct job *j, int64_t now)
 {
-	uint64_t before = j->current_bytes;
+	char name[64];
 
-	if (j->state != JOB_RUNNING || j->pid <= 0)
-		return;
-	j->current_bytes = proc_table_tree_rss(&g->procs, j->pid);
+	if (j->cg.version != CGROUP_NONE)
+		return 0;
+	if (!g->job_groups || j->tree || job_elapsed(j, now) < g->o->tick_ms)
+		return -EAGAIN;
+	snprintf(name, sizeof(name), "headroom-%d-job%d", (int)getpid(), j->id);
+	if (cgroup_child_create(&g->cg, name, &j->cg)) {
+		j->cg.version = CGROUP_NONE;
+		return -EPERM;
+	}
+	j->ngrouped = 0;
+	if (proto_send_cgroup(j->conn.fd, &(struct proto_cgroup){ j->id, j->cg.dir }))
+		log_debug("job %d: cannot tell its launcher its cgroup", j->id);
+	return 0;
+}
+
+/* How many of a job's processes job_sample_all() remembers having moved into its group. */
+#define JOB_GROUPED_MAX 256
+
+static int grouped(const struct job *j, pid_t pid)
+{
+	for (size_t i = 0; i < j->ngrouped; i++)
+		if (j->grouped[i] == pid)
+			return 1;
+	return 0;
+}
+
+struct owner {
+	pid_t pid;
+	struct job *j;
+	uint64_t bytes;
+	int in_group;
+};
+
+static int owner_cmp(const void *a, const void *b)
+{
+	const struct owner *x = a, *y = b;
+	return (x->pid > y->pid) - (x->pid < y->pid);
+}
+
+/* The job whose tree e is in: its nearest ancestor (or itself) that is a job's pid. */
+static struct owner *owner_of(const struct proc_table *t, const struct proc_entry *e, struct owner *o, size_t n)
+{
+	/* Bounded walk: a table read while processes come and go may hold a cycle. */
+	for (int depth = 0; depth < 256 && e; depth++) {
+		struct owner key = { .pid = e->pid }, *hit = bsearch(&key, o, n, sizeof(*o), owner_cmp);
+		if (hit)
+			return hit;
+		e = proc_table_find(t, e->ppid);
+	}
+	return NULL;
+}
+
+/* One process of a job seen this tick: its memory, a compiler below a cache, its group. */
+static void sample_proc(struct owner *w, const struct proc_entry *e)
+{
+	struct job *j = w->j;
+
+	w->bytes += e->rss_bytes;
 	/* below a compiler cache, a compiler process tells a miss from a hit */
-	if (j->cached && !j->saw_compiler)
-		j->saw_compiler = tree_has_compiler(&g->procs, j->pid);
-	j->growth_bytes_per_s = j->current_bytes > before && dt_ms > 0 && before
-		? (j->current_bytes - before) * 1000 / (uint64_t)dt_ms : 0;
-	if (j->current_bytes > j->peak_bytes)
-		j->peak_bytes = j->current_bytes;
-	if (j->frozen)
+	if (j->cached && !j->saw_compiler && tree_is_compiler(e->comm))
+		j->saw_compiler = 1;
+	if (!w->in_group || e->state == 'Z' || grouped(j, e->pid))
 		return;
-	job_add_sample(j, job_elapsed(j, now), j->current_bytes);
+	cgroup_attach(&j->cg, e->pid);
+	/* a job that started this many processes starts the list again: its processes
+	 * still there are moved again, which changes nothing */
+	if (j->ngrouped == JOB_GROUPED_MAX)
+		j->ngrouped = 0;
+	ARRAY_GROW(j->grouped, j->ngrouped + 1, j->capgrouped);
+	j->grouped[j->ngrouped++] = e->pid;
+}
+
+/* The running launchers' jobs whose tool no tick has found yet: found in g->procs, the
+ * launcher's child (its pid from the socket, SO_PEERCRED) that leads a process group of
+ * its own, the launcher being below the build. Never from what a launcher says. */
+static void find_tools(struct gov *g)
+{
+	struct owner *l = xmalloc((g->njobs ? g->njobs : 1) * sizeof(*l));
+	size_t n = 0;
+
+	for (size_t i = 0; i < g->njobs; i++) {
+		struct job *j = g->jobs[i];
+		if (j->state == JOB_RUNNING && !j->tree && j->pid <= 0 && j->launcher_pid > 0 &&
+		    proc_table_is_descendant(&g->procs, j->launcher_pid, g->build_pid))
+			l[n++] = (struct owner){ .pid = j->launcher_pid, .j = j };
+	}
+	qsort(l, n, sizeof(*l), owner_cmp);
+	for (size_t i = 0; n && i < g->procs.n; i++) {
+		const struct proc_entry *e = &g->procs.v[i];
+		struct owner key = { .pid = e->ppid }, *hit;
+
+		if (e->pgid != e->pid || e->state == 'Z')
+			continue;
+		hit = bsearch(&key, l, n, sizeof(*l), owner_cmp);
+		if (hit)
+			hit->j->pid = e->pid;
+	}
+	free(l);
+}
+
+void job_sample_all(struct gov *g, int64_t now, int64_t dt_ms)
+{
+	struct owner *o = xmalloc((g->njobs ? g->njobs : 1) * sizeof(*o));
+	size_t n = 0;
+
+	find_tools(g);
+	for (size_t i = 0; i < g->njobs; i++) {
+		struct job *j = g->jobs[i];
+		if (j->state == JOB_RUNNING && j->pid > 0)
+			o[n++] = (struct owner){ j->pid, j, 0, !job_group(g, j, now) };
+	}
+	qsort(o, n, sizeof(*o), owner_cmp);
+	/* one pass over the table, each process to its job: the work grows with the
+	 * processes, not with processes times jobs */
+	for (size_t i = 0; n && i < g->procs.n; i++) {
+		struct owner *w = owner_of(&g->procs, &g->procs.v[i], o, n);
+		if (w)
+			sample_proc(w, &g->procs.v[i]);
+	}
+	for (size_t k = 0; k < n; k++) {
+		struct job *j = o[k].j;
+		uint64_t before = j->current_bytes;
+
+		j->current_bytes = o[k].bytes;
+		j->growth_bytes_per_s = j->current_bytes > before && dt_ms > 0 && before
+			? (j->current_bytes - before) * 1000 / (uint64_t)dt_ms : 0;
+		if (j->current_bytes > j->peak_bytes)
+			j->peak_bytes = j->current_bytes;
+		if (!j->frozen)
+			job_add_sample(j, job_elapsed(j, now), j->current_bytes);
+	}
+	free(o);
 }
 
 void job_remove(struct gov *g, size_t i)
@@ -142,8 +304,8 @@ void job_remove(struct gov *g, size_t i)
 
 	/* A launcher that vanished mid-job leaves its tool behind: end it. */
 	if (j->state == JOB_RUNNING) {
-		job_signal(j, SIGKILL, &g->procs);
-		job_signal(j, SIGCONT, &g->procs);
+		job_signal(g, j, SIGKILL);
+		job_signal(g, j, SIGCONT);
 	}
 	job_free(j);
 	g->jobs[i] = g->jobs[--g->njobs];

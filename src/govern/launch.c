@@ -4,6 +4,7 @@
 #include <fcntl.h>
 #include <poll.h>
 #include <signal.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/resource.h>
@@ -14,6 +15,7 @@
 #include "govern/signature.h"
 #include "sys/cgroup.h"
 #include "sys/fsutil.h"
+#include "sys/usock.h"
 #include "util/log.h"
 #include "util/path.h"
 #include "util/units.h"
@@ -61,30 +63,34 @@ static noreturn void pass_on(int wstatus)
 	exit(exit_status_of(wstatus));
 }
 
-static pid_t spawn(char **argv, const char *cgroup_dir, int errpipe)
-{
-	pid_t pid = fork();
+/* What the child does between vfork and exec, prepared by the parent: the child shares
+ * the parent's memory until it execs, so it allocates nothing and touches only this.
+ * (Its cgroup, if it lives long enough to get one, is the governor's to give.) */
+struct spawn_ctx {
+	char **argv;
+	int errpipe;
+};
 
+static pid_t spawn(struct spawn_ctx *c)
+{
+	static const int dfl[] = { SIGINT, SIGTERM, SIGHUP, SIGQUIT };
+	pid_t pid;
+
+	/* vfork: a fork would copy the launcher's page tables and then fault on every page
+	 * it writes after, as much work as the launcher's own start-up; the launcher waits
+	 * here until the child has exec'd or failed, which is all it would do anyway. */
+	pid = vfork();
 	if (pid != 0)
 		return pid;
 	/* A process group of its own: the governor freezes and kills the job as one. */
 	setpgid(0, 0);
-	signal(SIGINT, SIG_DFL);
-	signal(SIGTERM, SIG_DFL);
-	signal(SIGHUP, SIG_DFL);
-	signal(SIGQUIT, SIG_DFL);
-	if (cgroup_dir && *cgroup_dir) {
-		struct cgroup cg = { .version = CGROUP_V2, .dir = (char *)cgroup_dir };
-		cgroup_attach(&cg, getpid());
-	}
+	for (size_t i = 0; i < sizeof(dfl) / sizeof(dfl[0]); i++)
+		signal(dfl[i], SIG_DFL);
 	/* When memory runs out, the kernel should pick a compiler, never sshd. */
 	fs_write("/proc/self/oom_score_adj", "500");
-	/* A launcher inside this job (CXX and a CMake launcher both set) runs its tool
-	 * directly: the job is admitted already. */
-	setenv("HEADROOM_JOB", "1", 1);
-	execvp(argv[0], argv);
+	execvp(c->argv[0], c->argv);
 	int e = errno;
-	if (write(errpipe, &e, sizeof(e)) < 0)
+	if (write(c->errpipe, &e, sizeof(e)) < 0)
 		_exit(EXIT_INTERNAL);
 	_exit(exec_failed_status(e));
 }
@@ -94,12 +100,29 @@ static void on_sigchld(int sig)
 	(void)sig; /* only to interrupt ppoll */
 }
 
+/* Take what the governor sent while the job runs: the job's cgroup (*cg_dir, replaced). */
+static void take_messages(struct proto_conn *conn, char **cg_dir)
+{
+	json_t *msg;
+
+	while (proto_take(conn, &msg) == 1) {
+		struct proto_cgroup m;
+
+		if (!strcmp(proto_type(msg), "cgroup") && !proto_cgroup_decode(msg, &m)) {
+			free(*cg_dir);
+			*cg_dir = xstrdup(m.dir);
+		}
+		json_decref(msg);
+	}
+}
+
 /* Wait for the tool, forwarding interrupts to its process group, and watching the
  * governor: if it dies while the job is frozen, nobody else would ever thaw it.
  * *maxrss_bytes gets the largest resident set of any one process of its tree: a floor
  * under the job's peak that even a job shorter than the governor's sampling leaves.
+ * *cg_dir gets the job's cgroup when the governor gives it one.
  * Returns the wait status, or -1. */
-static int wait_child(pid_t pid, struct proto_conn *conn, uint64_t *maxrss_bytes, int *governor_gone)
+static int wait_child(pid_t pid, struct proto_conn *conn, uint64_t *maxrss_bytes, int *governor_gone, char **cg_dir)
 {
 	struct sigaction sa = { .sa_handler = on_sigchld };
 	sigset_t chld, orig;
@@ -123,15 +146,81 @@ static int wait_child(pid_t pid, struct proto_conn *conn, uint64_t *maxrss_bytes
 		if (r != 0 || *governor_gone)
 			continue;
 		struct pollfd p = { .fd = conn->fd, .events = POLLIN };
-		if (ppoll(&p, 1, NULL, &orig) > 0 && proto_fill(conn) <= 0) {
-			*governor_gone = 1;
-			kill(-pid, SIGCONT);
+		if (ppoll(&p, 1, NULL, &orig) <= 0)
+			continue;
+		if (proto_fill(conn) > 0) {
+			take_messages(conn, cg_dir);
+			continue;
 		}
+		*governor_gone = 1;
+		if (*cg_dir) {
+			struct cgroup cg = { .version = CGROUP_V2, .dir = *cg_dir };
+			cgroup_freeze(&cg, 0);
+		}
+		kill(-pid, SIGCONT);
 	}
 	sigprocmask(SIG_SETMASK, &orig, NULL);
 	if (st != -1)
 		*maxrss_bytes = (uint64_t)ru.ru_maxrss * 1024;
 	return st;
+}
+
+/* How long a launcher waits for a governor that says nothing: HEADROOM_GOVERNOR_TIMEOUT
+ * seconds, else GOVERNOR_TIMEOUT_S. A governor that makes a job wait says so every
+ * SERVER_TELL_WAITING_MS, so only one that is stopped or stuck stays silent this long. */
+#define GOVERNOR_TIMEOUT_S 30
+#define GOVERNOR_TIMEOUT_MIN_S 6
+#define GOVERNOR_TIMEOUT_MAX_S 86400
+
+static int governor_timeout_ms(void)
+{
+	const char *v = getenv("HEADROOM_GOVERNOR_TIMEOUT");
+	char *end;
+	long s;
+
+	if (!v || !*v)
+		return GOVERNOR_TIMEOUT_S * 1000;
+	errno = 0;
+	s = strtol(v, &end, 10);
+	if (errno || *end || s < GOVERNOR_TIMEOUT_MIN_S || s > GOVERNOR_TIMEOUT_MAX_S) {
+		log_warn("HEADROOM_GOVERNOR_TIMEOUT=%s is no number of seconds from %d to %d: using %d", v,
+			 GOVERNOR_TIMEOUT_MIN_S, GOVERNOR_TIMEOUT_MAX_S, GOVERNOR_TIMEOUT_S);
+		return GOVERNOR_TIMEOUT_S * 1000;
+	}
+	return (int)s * 1000;
+}
+
+static void governor_silent(int fd, const char *tool, int timeout_ms, const char *then)
+{
+	pid_t gov = 0;
+
+	usock_peer_pid(fd, &gov);
+	log_warn("the governor (pid %d) has not answered for %d s: %s %s", (int)gov, timeout_ms / 1000, then, tool);
+}
+
+/* The governor's answer of type `want`, taking the job's cgroup and the governor's
+ * waits on the way: 1 (*reply set, caller decrefs), 0 when it went away, -ETIMEDOUT when
+ * it said nothing for timeout_ms. */
+static int recv_type(struct proto_conn *conn, const char *want, int timeout_ms, json_t **reply, char **cg_dir)
+{
+	for (;;) {
+		int rc = proto_recv(conn, reply, timeout_ms);
+
+		if (rc <= 0)
+			return rc == -ETIMEDOUT ? rc : 0;
+		if (!strcmp(proto_type(*reply), want))
+			return 1;
+		if (cg_dir && !strcmp(proto_type(*reply), "cgroup")) {
+			struct proto_cgroup m;
+
+			if (!proto_cgroup_decode(*reply, &m)) {
+				free(*cg_dir);
+				*cg_dir = xstrdup(m.dir);
+			}
+		}
+		json_decref(*reply);
+		*reply = NULL;
+	}
 }
 
 /* A file for ccache's word on this job (CCACHE_STATSLOG), when the job runs through
@@ -192,45 +281,50 @@ void launch_governed(char **argv, int fd)
 	char *cache_log = cache_log_open(&sig);
 	proto_conn_init(&conn, fd);
 	sigemptyset(&sa.sa_mask);
+	int timeout_ms = governor_timeout_ms();
 
 	for (int attempt = 1; attempt <= LAUNCHER_MAX_ATTEMPTS; attempt++) {
-		struct proto_request req = { getpid(), attempt, sig.tool, sig.src, sig.class_key, sig.sig_key,
-					     sig.cached, sig.check };
+		struct proto_request req = { attempt, sig.tool, sig.src, sig.class_key, sig.sig_key, sig.cached,
+					     sig.check };
 		struct proto_admit adm;
 		struct proto_ack ack;
 		json_t *reply = NULL;
-		int errpipe[2];
+		int errpipe[2], rc;
 
 		if (proto_send_request(fd, &req))
 			goto ungoverned;
-		if (proto_recv(&conn, &reply) <= 0 || strcmp(proto_type(reply), "admit")) {
+		rc = recv_type(&conn, "admit", timeout_ms, &reply, NULL);
+		if (rc == -ETIMEDOUT)
+			governor_silent(fd, argv[0], timeout_ms, "running, ungoverned,");
+		if (rc <= 0 || proto_admit_decode(reply, &adm)) {
 			json_decref(reply);
 			goto ungoverned;
 		}
-		proto_admit_decode(reply, &adm);
 		if (pipe2(errpipe, O_CLOEXEC)) {
 			json_decref(reply);
 			die(EXIT_INTERNAL, "pipe: %s", strerror(errno));
 		}
+		struct spawn_ctx ctx = { .argv = argv, .errpipe = errpipe[1] };
+		/* Inherited by the job: a launcher inside it (CXX and a CMake launcher both
+		 * set) runs its tool directly, the job being admitted already. */
+		setenv("HEADROOM_JOB", "1", 1);
 		int64_t t0 = now_ms();
-		pid_t pid = spawn(argv, adm.cgroup, errpipe[1]);
-		char *cg_copy = adm.cgroup && *adm.cgroup ? xstrdup(adm.cgroup) : NULL;
+		pid_t pid = spawn(&ctx);
 		json_decref(reply);
-		reply = NULL; /* the ack's wait below decrefs it again if the governor goes away */
+		reply = NULL;
 		close(errpipe[1]);
 		if (pid < 0)
-			die(EXIT_INTERNAL, "fork: %s", strerror(errno));
-		setpgid(pid, pid);
+			die(EXIT_INTERNAL, "vfork: %s", strerror(errno));
 		child_pgid = pid;
 		sigaction(SIGINT, &sa, NULL);
 		sigaction(SIGTERM, &sa, NULL);
 		sigaction(SIGHUP, &sa, NULL);
 		sigaction(SIGQUIT, &sa, NULL);
-		proto_send_started(fd, &(struct proto_started){ adm.job, pid });
 
 		uint64_t maxrss = 0;
 		int gone = 0;
-		status = wait_child(pid, &conn, &maxrss, &gone);
+		char *cg_dir = NULL;
+		status = wait_child(pid, &conn, &maxrss, &gone, &cg_dir);
 		child_pgid = 0;
 		int exec_errno = 0;
 		if (read(errpipe[0], &exec_errno, sizeof(exec_errno)) == (ssize_t)sizeof(exec_errno))
@@ -239,15 +333,14 @@ void launch_governed(char **argv, int fd)
 
 		if (gone) {
 			/* Nobody else will remove the job's group now. */
-			if (cg_copy) {
-				struct cgroup cg = { .version = CGROUP_V2, .dir = cg_copy };
+			if (cg_dir) {
+				struct cgroup cg = { .version = CGROUP_V2, .dir = cg_dir };
 				cgroup_remove(&cg);
 			}
-			free(cg_copy);
+			free(cg_dir);
 			log_debug("the governor went away while %s ran", argv[0]);
 			break;
 		}
-		free(cg_copy);
 		struct proto_done done = {
 			.job = adm.job,
 			.has_exit = WIFEXITED(status),
@@ -258,15 +351,20 @@ void launch_governed(char **argv, int fd)
 			.maxrss_bytes = maxrss,
 			.cache_hit = cache_log_take(cache_log),
 		};
-		if (proto_send_done(fd, &done))
-			break;
-		if (proto_recv(&conn, &reply) <= 0) {
-			json_decref(reply);
+		int wait_ack = WIFSIGNALED(status) && WTERMSIG(status) == SIGKILL;
+		/* Only a job killed by SIGKILL (the governor's, or the kernel's for memory)
+		 * may be run again: after any other end there is no answer to wait for. */
+		if (proto_send_done(fd, &done) || !wait_ack ||
+		    (rc = recv_type(&conn, "ack", timeout_ms, &reply, &cg_dir)) <= 0) {
+			if (wait_ack && rc == -ETIMEDOUT)
+				governor_silent(fd, argv[0], timeout_ms, "not running again");
+			free(cg_dir);
 			break;
 		}
-		proto_ack_decode(reply, &ack);
+		free(cg_dir);
+		int bad = proto_ack_decode(reply, &ack);
 		json_decref(reply);
-		if (!ack.retry)
+		if (bad || !ack.retry)
 			break;
 		log_debug("job %lld: the governor requeued %s (attempt %d)", (long long)adm.job, sig.src, attempt);
 	}

@@ -1,19 +1,20 @@
 #include "govern/proto.h"
 
 #include <errno.h>
+#include <poll.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
-#include "util/grow.h"
+#include "util/units.h"
 #include "util/xalloc.h"
 
 void proto_conn_init(struct proto_conn *c, int fd)
 {
 	c->fd = fd;
 	c->buf = NULL;
-	c->len = c->cap = 0;
+	c->len = 0;
 }
 
 void proto_conn_close(struct proto_conn *c)
@@ -23,7 +24,7 @@ void proto_conn_close(struct proto_conn *c)
 	free(c->buf);
 	c->fd = -1;
 	c->buf = NULL;
-	c->len = c->cap = 0;
+	c->len = 0;
 }
 
 int proto_send(int fd, json_t *msg)
@@ -51,13 +52,19 @@ int proto_send(int fd, json_t *msg)
 	return rc;
 }
 
+/* The buffer: a whole line and its newline, never more. */
+#define CONN_BUF (PROTO_MAX_LINE + 1)
+
 int proto_fill(struct proto_conn *c)
 {
 	ssize_t n;
 
-	ARRAY_GROW(c->buf, c->len + 4096, c->cap);
+	if (c->len == CONN_BUF)
+		return -E2BIG;
+	if (!c->buf)
+		c->buf = xmalloc(CONN_BUF);
 	do
-		n = read(c->fd, c->buf + c->len, c->cap - c->len);
+		n = read(c->fd, c->buf + c->len, CONN_BUF - c->len);
 	while (n < 0 && errno == EINTR);
 	if (n < 0)
 		return -errno;
@@ -72,7 +79,7 @@ int proto_take(struct proto_conn *c, json_t **out)
 	json_t *msg;
 
 	if (!nl)
-		return c->len > PROTO_MAX_LINE ? -E2BIG : 0;
+		return c->len == CONN_BUF ? -E2BIG : 0;
 	size_t line = (size_t)(nl - c->buf);
 	msg = json_loadb(c->buf, line, 0, &err);
 	memmove(c->buf, nl + 1, c->len - line - 1);
@@ -85,12 +92,27 @@ int proto_take(struct proto_conn *c, json_t **out)
 	return 1;
 }
 
-int proto_recv(struct proto_conn *c, json_t **out)
+int proto_recv(struct proto_conn *c, json_t **out, int timeout_ms)
 {
+	int64_t deadline = timeout_ms < 0 ? -1 : now_ms() + timeout_ms;
+
 	for (;;) {
 		int rc = proto_take(c, out);
-		if (rc)
+		if (rc == 1 || rc == -E2BIG)
 			return rc;
+		if (rc == -EPROTO)
+			continue;
+		if (deadline >= 0) {
+			int64_t left = deadline - now_ms();
+			struct pollfd p = { .fd = c->fd, .events = POLLIN };
+			if (left <= 0)
+				return -ETIMEDOUT;
+			rc = poll(&p, 1, left > INT32_MAX ? INT32_MAX : (int)left);
+			if (rc < 0 && errno != EINTR)
+				return -errno;
+			if (rc <= 0)
+				continue;
+		}
 		rc = proto_fill(c);
 		if (rc <= 0)
 			return rc;
@@ -111,9 +133,33 @@ static const char *str_or_empty(json_t *msg, const char *key)
 	return v ? v : "";
 }
 
-static int64_t int_of(json_t *msg, const char *key)
+/* An integer field in [lo, hi]: 0, or -EINVAL when absent, no integer or out of range. */
+static int int_in(json_t *msg, const char *key, int64_t lo, int64_t hi, int64_t *out)
 {
-	return json_integer_value(json_object_get(msg, key));
+	json_t *v = json_object_get(msg, key);
+
+	if (!json_is_integer(v) || json_integer_value(v) < lo || json_integer_value(v) > hi)
+		return -EINVAL;
+	*out = json_integer_value(v);
+	return 0;
+}
+
+/* The same where null (or absence) means none: *has 0. */
+static int int_or_null_in(json_t *msg, const char *key, int64_t lo, int64_t hi, int *has, int64_t *out)
+{
+	json_t *v = json_object_get(msg, key);
+
+	*has = 0;
+	*out = 0;
+	if (!v || json_is_null(v))
+		return 0;
+	*has = 1;
+	return int_in(msg, key, lo, hi, out);
+}
+
+static int job_of(json_t *msg, int64_t *job)
+{
+	return int_in(msg, "job", 1, PROTO_MAX_JOB, job);
 }
 
 static json_t *int_or_null(int has, int64_t v)
@@ -131,48 +177,54 @@ static int send_new(int fd, json_t *msg)
 
 json_t *proto_request_encode(const struct proto_request *m)
 {
-	return json_pack("{s:s, s:I, s:I, s:s, s:s, s:s, s:s, s:b, s:b}", "type", "request", "pid", (json_int_t)m->pid,
-			 "attempt", (json_int_t)m->attempt, "tool", m->tool, "src", m->src, "class", m->class_key,
-			 "sig", m->sig_key, "cached", m->cached, "check", m->check);
+	return json_pack("{s:s, s:I, s:s, s:s, s:s, s:s, s:b, s:b}", "type", "request", "attempt",
+			 (json_int_t)m->attempt, "tool", m->tool, "src", m->src, "class", m->class_key, "sig", m->sig_key,
+			 "cached", m->cached, "check", m->check);
 }
 
-void proto_request_decode(json_t *msg, struct proto_request *m)
+int proto_request_decode(json_t *msg, struct proto_request *m)
 {
-	m->pid = int_of(msg, "pid");
-	m->attempt = int_of(msg, "attempt");
 	m->tool = str_or_empty(msg, "tool");
 	m->src = str_or_empty(msg, "src");
 	m->class_key = str_or_empty(msg, "class");
 	m->sig_key = str_or_empty(msg, "sig");
 	m->cached = json_is_true(json_object_get(msg, "cached"));
 	m->check = json_is_true(json_object_get(msg, "check"));
+	return int_in(msg, "attempt", 1, PROTO_MAX_ATTEMPT, &m->attempt);
+}
+
+json_t *proto_wait_encode(const struct proto_wait *m)
+{
+	return json_pack("{s:s, s:I}", "type", "wait", "job", (json_int_t)m->job);
+}
+
+int proto_wait_decode(json_t *msg, struct proto_wait *m)
+{
+	return job_of(msg, &m->job);
 }
 
 json_t *proto_admit_encode(const struct proto_admit *m)
 {
-	json_t *msg = json_pack("{s:s, s:I}", "type", "admit", "job", (json_int_t)m->job);
-
-	/* a directory that is no string in JSON (not UTF-8) is left out, not the message */
-	if (msg)
-		json_object_set_new(msg, "cgroup", m->cgroup ? json_string(m->cgroup) : json_null());
-	return msg;
+	return json_pack("{s:s, s:I}", "type", "admit", "job", (json_int_t)m->job);
 }
 
-void proto_admit_decode(json_t *msg, struct proto_admit *m)
+int proto_admit_decode(json_t *msg, struct proto_admit *m)
 {
-	m->job = int_of(msg, "job");
-	m->cgroup = json_string_value(json_object_get(msg, "cgroup"));
+	return job_of(msg, &m->job);
 }
 
-json_t *proto_started_encode(const struct proto_started *m)
+json_t *proto_cgroup_encode(const struct proto_cgroup *m)
 {
-	return json_pack("{s:s, s:I, s:I}", "type", "started", "job", (json_int_t)m->job, "pid", (json_int_t)m->pid);
+	/* NULL when the directory is no string in JSON (not UTF-8) */
+	return json_pack("{s:s, s:I, s:s}", "type", "cgroup", "job", (json_int_t)m->job, "dir", m->dir);
 }
 
-void proto_started_decode(json_t *msg, struct proto_started *m)
+int proto_cgroup_decode(json_t *msg, struct proto_cgroup *m)
 {
-	m->job = int_of(msg, "job");
-	m->pid = int_of(msg, "pid");
+	m->dir = str_or_empty(msg, "dir");
+	if (!*m->dir)
+		return -EINVAL;
+	return job_of(msg, &m->job);
 }
 
 json_t *proto_done_encode(const struct proto_done *m)
@@ -183,19 +235,20 @@ json_t *proto_done_encode(const struct proto_done *m)
 			 "cache_hit", m->cache_hit < 0 ? json_null() : json_boolean(m->cache_hit));
 }
 
-void proto_done_decode(json_t *msg, struct proto_done *m)
+int proto_done_decode(json_t *msg, struct proto_done *m)
 {
-	json_t *ex = json_object_get(msg, "exit"), *sig = json_object_get(msg, "signal");
-
-	m->job = int_of(msg, "job");
-	m->has_exit = json_is_integer(ex);
-	m->exit_code = json_integer_value(ex);
-	m->has_signal = json_is_integer(sig);
-	m->signal = json_integer_value(sig);
-	m->duration_ms = int_of(msg, "duration_ms");
-	m->maxrss_bytes = (uint64_t)int_of(msg, "maxrss_bytes");
 	json_t *hit = json_object_get(msg, "cache_hit");
+	int64_t maxrss = 0;
+
 	m->cache_hit = json_is_boolean(hit) ? json_is_true(hit) : -1;
+	if (job_of(msg, &m->job) || int_or_null_in(msg, "exit", 0, 255, &m->has_exit, &m->exit_code) ||
+	    int_or_null_in(msg, "signal", 1, PROTO_MAX_SIGNAL, &m->has_signal, &m->signal) ||
+	    (m->has_exit && m->has_signal) ||
+	    int_in(msg, "duration_ms", 0, PROTO_MAX_DURATION_MS, &m->duration_ms) ||
+	    int_in(msg, "maxrss_bytes", 0, (int64_t)PROTO_MAX_MAXRSS_BYTES, &maxrss))
+		return -EINVAL;
+	m->maxrss_bytes = (uint64_t)maxrss;
+	return 0;
 }
 
 json_t *proto_ack_encode(const struct proto_ack *m)
@@ -204,11 +257,11 @@ json_t *proto_ack_encode(const struct proto_ack *m)
 			 m->reason);
 }
 
-void proto_ack_decode(json_t *msg, struct proto_ack *m)
+int proto_ack_decode(json_t *msg, struct proto_ack *m)
 {
-	m->job = int_of(msg, "job");
 	m->retry = json_is_true(json_object_get(msg, "retry"));
 	m->reason = str_or_empty(msg, "reason");
+	return job_of(msg, &m->job);
 }
 
 int proto_send_request(int fd, const struct proto_request *m)
@@ -216,14 +269,19 @@ int proto_send_request(int fd, const struct proto_request *m)
 	return send_new(fd, proto_request_encode(m));
 }
 
+int proto_send_wait(int fd, const struct proto_wait *m)
+{
+	return send_new(fd, proto_wait_encode(m));
+}
+
 int proto_send_admit(int fd, const struct proto_admit *m)
 {
 	return send_new(fd, proto_admit_encode(m));
 }
 
-int proto_send_started(int fd, const struct proto_started *m)
+int proto_send_cgroup(int fd, const struct proto_cgroup *m)
 {
-	return send_new(fd, proto_started_encode(m));
+	return send_new(fd, proto_cgroup_encode(m));
 }
 
 int proto_send_done(int fd, const struct proto_done *m)

@@ -1,17 +1,30 @@
 /* The launcher protocol: JSON objects, one per line, over the governor's unix socket.
  *
- *   launcher -> governor  {"type":"request","pid":P,"attempt":A,"tool":T,"src":S,"class":C,"sig":K,
+ *   launcher -> governor  {"type":"request","attempt":A,"tool":T,"src":S,"class":C,"sig":K,
  *                          "cached":B,"check":B}  (through a compiler cache; a configure check)
- *   governor -> launcher  {"type":"admit","job":J,"cgroup":PATH|null}
- *   launcher -> governor  {"type":"started","job":J,"pid":CHILD}
+ *   governor -> launcher  {"type":"wait","job":J}
+ *                          (now and then while the request waits for memory: the governor
+ *                          is alive and has not forgotten it)
+ *   governor -> launcher  {"type":"admit","job":J}
+ *   governor -> launcher  {"type":"cgroup","job":J,"dir":PATH}
+ *                          (while the job runs: the cgroup the governor gave it once it had
+ *                          run a tick; the launcher removes it should the governor go away)
  *   launcher -> governor  {"type":"done","job":J,"exit":E|null,"signal":S|null,"duration_ms":D,
  *                          "maxrss_bytes":M,"cache_hit":true|false|null}
  *                          (M: largest single process of the tool's tree; cache_hit: what
  *                          the compiler cache said, null when it said nothing)
  *   governor -> launcher  {"type":"ack","job":J,"retry":true|false,"reason":R}
  *
- * After an ack with retry the launcher sends a new request (attempt A+1) on the same
- * connection. A closed connection means the other side is gone. */
+ * No message carries a pid: the governor learns the launcher's from the kernel
+ * (SO_PEERCRED) and finds the tool as the launcher's child leading a process group of
+ * its own. The launcher waits for the ack only when the tool was killed by SIGKILL,
+ * since only such a job is run again; after any other end it closes the connection at
+ * once. After an ack with retry the launcher sends a new request (attempt A+1) on the
+ * same connection. A closed connection means the other side is gone.
+ *
+ * Limits: a line is at most PROTO_MAX_LINE bytes; every number is range-checked where
+ * it is decoded (PROTO_MAX_* below), and a message with one out of range is rejected
+ * whole, like a line that is no JSON object. */
 #ifndef HEADROOM_PROTO_H
 #define HEADROOM_PROTO_H
 
@@ -19,12 +32,19 @@
 #include <stddef.h>
 #include <stdint.h>
 
+/* The longest line, its newline not counted; a connection's buffer never holds more. */
 #define PROTO_MAX_LINE 65536
+/* The ranges a decoder accepts. */
+#define PROTO_MAX_ATTEMPT 1000
+#define PROTO_MAX_JOB INT32_MAX
+#define PROTO_MAX_SIGNAL 127
+#define PROTO_MAX_DURATION_MS (INT64_C(1) << 40)     /* 34 years */
+#define PROTO_MAX_MAXRSS_BYTES (UINT64_C(1) << 50)   /* 1 PiB */
 
 struct proto_conn {
 	int fd;
-	char *buf; /* owned */
-	size_t len, cap;
+	char *buf; /* owned; at most PROTO_MAX_LINE + 1 bytes */
+	size_t len;
 };
 
 void proto_conn_init(struct proto_conn *c, int fd);
@@ -32,69 +52,79 @@ void proto_conn_init(struct proto_conn *c, int fd);
 void proto_conn_close(struct proto_conn *c);
 /* Send one message (a JSON object). 0 or -errno. Does not take the reference. */
 int proto_send(int fd, json_t *msg);
-/* Read what the socket has (one read call) into the buffer. >0 bytes read, 0 EOF, -errno. */
+/* Read what the socket has (one read call) into the buffer. >0 bytes read, 0 EOF, -errno;
+ * -E2BIG when the buffer is full without a whole line (a line over PROTO_MAX_LINE). */
 int proto_fill(struct proto_conn *c);
-/* Take one complete message out of the buffer: 1 (*out set, caller decrefs), 0 none yet,
- * -EPROTO for a line that is not a JSON object, -E2BIG for an over-long line. */
+/* Take one complete line out of the buffer: 1 (*out set, caller decrefs), 0 none yet,
+ * -EPROTO for a line that is not a JSON object (it is dropped: the next may be taken),
+ * -E2BIG when the buffer is full without a whole line. */
 int proto_take(struct proto_conn *c, json_t **out);
-/* Block until one message arrives: 1, 0 on EOF, or -errno. */
-int proto_recv(struct proto_conn *c, json_t **out);
+/* Block until one message arrives, skipping lines that are no JSON object: 1, 0 on EOF,
+ * or -errno (-E2BIG for a line too long). timeout_ms < 0 waits for ever; past it,
+ * -ETIMEDOUT. */
+int proto_recv(struct proto_conn *c, json_t **out, int timeout_ms);
 /* The "type" string of a message, "" when absent. */
 const char *proto_type(json_t *msg);
 
-/* The messages, typed. Encoding gives a new reference (NULL when a string is NULL);
- * decoding reads the fields of a message whose type the caller has checked, and a
- * field that is absent or of the wrong type reads as 0, NULL or "" as noted. The
- * strings of a decoded message point into it: valid while the caller holds msg. */
+/* The messages, typed. Encoding gives a new reference (NULL when a string is NULL or
+ * no UTF-8); decoding reads the fields of a message whose type the caller has checked
+ * and returns 0, or -EINVAL when a number is missing, of the wrong type or out of range
+ * (the message is then to be ignored). A string field that is absent or no string reads
+ * as "". The strings of a decoded message point into it: valid while the caller holds msg. */
 struct proto_request {
-	int64_t pid;              /* the launcher's */
-	int64_t attempt;          /* 1 first, +1 after each retry */
-	const char *tool, *src, *class_key, *sig_key; /* "" when absent */
+	int64_t attempt;          /* 1 first, +1 after each retry: 1..PROTO_MAX_ATTEMPT */
+	const char *tool, *src, *class_key, *sig_key;
 	int cached;               /* runs through a compiler cache (ccache, sccache); 0 when absent */
 	int check;                /* a configure check (CMake's try_compile); 0 when absent */
 };
 
 struct proto_admit {
-	int64_t job;
-	const char *cgroup;       /* the job's own cgroup directory; NULL: none */
+	int64_t job;              /* 1..PROTO_MAX_JOB, as are all job numbers */
 };
 
-struct proto_started {
+struct proto_wait {
 	int64_t job;
-	int64_t pid;              /* the tool, leader of the job's process group */
+};
+
+struct proto_cgroup {
+	int64_t job;
+	const char *dir;          /* the job's own cgroup directory; never "" */
 };
 
 struct proto_done {
 	int64_t job;
-	int has_exit;             /* exited: exit_code is its status */
+	int has_exit;             /* exited: exit_code (0..255) is its status */
 	int64_t exit_code;
-	int has_signal;           /* killed: signal is the signal */
+	int has_signal;           /* killed: signal (1..PROTO_MAX_SIGNAL) is the signal */
 	int64_t signal;
-	int64_t duration_ms;
-	uint64_t maxrss_bytes;    /* largest single process of the tool's tree */
+	int64_t duration_ms;      /* 0..PROTO_MAX_DURATION_MS */
+	uint64_t maxrss_bytes;    /* largest single process of the tool's tree; 0: unknown; at most PROTO_MAX_MAXRSS_BYTES */
 	int cache_hit;            /* the compiler cache's word: 1 a hit, 0 a miss, -1 unknown or absent */
 };
 
 struct proto_ack {
 	int64_t job;
 	int retry;                /* run the job again: a new request follows */
-	const char *reason;       /* for people; "" when absent */
+	const char *reason;       /* for people */
 };
 
 json_t *proto_request_encode(const struct proto_request *m);
-void proto_request_decode(json_t *msg, struct proto_request *m);
+int proto_request_decode(json_t *msg, struct proto_request *m);
+json_t *proto_wait_encode(const struct proto_wait *m);
+int proto_wait_decode(json_t *msg, struct proto_wait *m);
 json_t *proto_admit_encode(const struct proto_admit *m);
-void proto_admit_decode(json_t *msg, struct proto_admit *m);
-json_t *proto_started_encode(const struct proto_started *m);
-void proto_started_decode(json_t *msg, struct proto_started *m);
+int proto_admit_decode(json_t *msg, struct proto_admit *m);
+json_t *proto_cgroup_encode(const struct proto_cgroup *m);
+int proto_cgroup_decode(json_t *msg, struct proto_cgroup *m);
 json_t *proto_done_encode(const struct proto_done *m);
-void proto_done_decode(json_t *msg, struct proto_done *m);
+int proto_done_decode(json_t *msg, struct proto_done *m);
 json_t *proto_ack_encode(const struct proto_ack *m);
-void proto_ack_decode(json_t *msg, struct proto_ack *m);
+int proto_ack_decode(json_t *msg, struct proto_ack *m);
 /* Encode and send one message: 0, -ENOMEM when it cannot be encoded, or -errno. */
 int proto_send_request(int fd, const struct proto_request *m);
+int proto_send_wait(int fd, const struct proto_wait *m);
 int proto_send_admit(int fd, const struct proto_admit *m);
-int proto_send_started(int fd, const struct proto_started *m);
+int proto_send_cgroup(int fd, const struct proto_cgroup *m);
 int proto_send_done(int fd, const struct proto_done *m);
 int proto_send_ack(int fd, const struct proto_ack *m);
 

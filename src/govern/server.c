@@ -1,10 +1,10 @@
 /* The launchers' side of the governor: the listening socket, a job per connection,
- * and what each message does (request, started, done; admit and ack back). */
+ * and what each message does (request, done; wait, admit, cgroup and ack back). */
 #include <errno.h>
 #include <signal.h>
-#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/epoll.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
@@ -35,7 +35,8 @@ static void on_done(struct gov *g, struct job *j, const struct proto_done *d, in
 		else if (gov_oom_count(g) > j->oom_at_admit)
 			oom = 1;
 	}
-	if ((j->killed_by_us || oom) && j->attempt < GOV_MAX_RETRIES) {
+	/* a job we killed that ended on its own just before is done, not run again */
+	if (((j->killed_by_us && d->has_signal && d->signal == SIGKILL) || oom) && j->attempt < GOV_MAX_RETRIES) {
 		retry = 1;
 		reason = j->killed_by_us ? "killed by headroom to save memory" : "killed by the kernel (out of memory)";
 		g->rep.retries++;
@@ -80,7 +81,10 @@ static void on_message(struct gov *g, struct job *j, json_t *msg, int64_t now)
 	if (!strcmp(type, "request") && j->state == JOB_IDLE) {
 		struct proto_request r;
 
-		proto_request_decode(msg, &r);
+		if (proto_request_decode(msg, &r)) {
+			log_debug("job %d: a request with a number out of range, ignored", j->id);
+			return;
+		}
 		set_str(&j->tool, r.tool);
 		set_str(&j->src, r.src);
 		set_str(&j->class_key, r.class_key);
@@ -90,21 +94,19 @@ static void on_message(struct gov *g, struct job *j, json_t *msg, int64_t now)
 		j->check = r.check;
 		j->saw_compiler = 0;
 		j->not_learned = NULL;
-		j->t_request_ms = now;
+		j->t_request_ms = j->t_told_ms = now;
 		job_reset_run(j);
 		j->state = JOB_WAITING;
 		learned_predict(g, j);
 		/* a request that fits is answered now, not at the next tick */
 		gov_admit(g, now, 1);
-	} else if (!strcmp(type, "started") && j->state == JOB_RUNNING) {
-		struct proto_started st;
-
-		proto_started_decode(msg, &st);
-		j->pid = (pid_t)st.pid;
 	} else if (!strcmp(type, "done") && j->state == JOB_RUNNING) {
 		struct proto_done d;
 
-		proto_done_decode(msg, &d);
+		if (proto_done_decode(msg, &d) || d.job != j->id) {
+			log_debug("job %d: a done of another job or with a number out of range, ignored", j->id);
+			return;
+		}
 		on_done(g, j, &d, now);
 		gov_admit(g, now, 0); /* its room goes to the waiting jobs at once */
 	} else {
@@ -112,18 +114,97 @@ static void on_message(struct gov *g, struct job *j, json_t *msg, int64_t now)
 	}
 }
 
+/* Act on every whole line in j's buffer. -E2BIG when the buffer is full without one
+ * (a line longer than the protocol allows: the caller hangs up), else 0. */
+static int take_lines(struct gov *g, struct job *j, int64_t now)
+{
+	json_t *msg;
+	int rc;
+
+	while ((rc = proto_take(&j->conn, &msg)) != 0) {
+		if (rc == -E2BIG)
+			return rc;
+		if (rc == -EPROTO) {
+			log_debug("job %d: a line that is no JSON object, dropped", j->id);
+			continue;
+		}
+		on_message(g, j, msg, now);
+		json_decref(msg);
+	}
+	return 0;
+}
+
+static void hang_up(struct gov *g, struct job *j)
+{
+	for (size_t i = 0; i < g->njobs; i++)
+		if (g->jobs[i] == j) {
+			job_remove(g, i);
+			return;
+		}
+}
+
+void server_tell_waiting(struct gov *g, int64_t now)
+{
+	for (size_t i = 0; i < g->njobs; i++) {
+		struct job *j = g->jobs[i];
+
+		if (j->state != JOB_WAITING || j->tree || now - j->t_told_ms < SERVER_TELL_WAITING_MS)
+			continue;
+		j->t_told_ms = now;
+		if (proto_send_wait(j->conn.fd, &(struct proto_wait){ j->id }))
+			log_debug("job %d: its launcher is gone", j->id);
+	}
+}
+
 void server_accept(struct gov *g)
 {
-	int fd = accept4(g->listen_fd, NULL, NULL, SOCK_CLOEXEC | SOCK_NONBLOCK);
-	struct job *j;
+	int fd;
 
-	if (fd < 0)
-		return;
-	j = job_new(g, fd);
-	j->tool = xstrdup("");
-	j->src = xstrdup("");
-	j->class_key = xstrdup("");
-	j->sig_key = xstrdup("");
+	/* the whole backlog (a build tool starts its jobs in bursts), up to the cap */
+	while (g->njobs < g->max_conns && (fd = accept4(g->listen_fd, NULL, NULL, SOCK_CLOEXEC | SOCK_NONBLOCK)) >= 0) {
+		struct epoll_event ev = { .events = EPOLLIN };
+		struct job *j;
+		pid_t peer;
+
+		/* the launcher's pid from the kernel: what it runs is found below it */
+		if (usock_peer_pid(fd, &peer)) {
+			log_warn("a launcher's connection is refused: the kernel does not say who it is");
+			close(fd);
+			continue;
+		}
+		j = job_new(g, fd);
+		j->launcher_pid = peer;
+		ev.data.ptr = j;
+
+		j->tool = xstrdup("");
+		j->src = xstrdup("");
+		j->class_key = xstrdup("");
+		j->sig_key = xstrdup("");
+		if (epoll_ctl(g->ep_fd, EPOLL_CTL_ADD, fd, &ev)) {
+			log_warn("epoll: %s: a launcher's connection is refused", strerror(errno));
+			job_remove(g, g->njobs - 1);
+		}
+	}
+}
+
+/* At the cap, the listening socket leaves the epoll set (level-triggered, it would wake
+ * the loop for ever) and the launchers wait in its backlog; it comes back once a
+ * connection has ended. */
+static int listen_watch(struct gov *g, int on)
+{
+	struct epoll_event ev = { .events = EPOLLIN, .data.ptr = &g->listen_fd };
+
+	return epoll_ctl(g->ep_fd, on ? EPOLL_CTL_ADD : EPOLL_CTL_DEL, g->listen_fd, &ev);
+}
+
+void server_listen_again(struct gov *g)
+{
+	if (!g->listen_paused && g->njobs >= g->max_conns && !listen_watch(g, 0)) {
+		g->listen_paused = 1;
+		log_debug("%zu launchers connected: the rest wait until one ends", g->njobs);
+	} else if (g->listen_paused && g->njobs < g->max_conns && !listen_watch(g, 1)) {
+		g->listen_paused = 0;
+	}
 }
 
 int server_open(struct gov *g)
@@ -145,50 +226,50 @@ int server_open(struct gov *g)
 	return 0;
 }
 
-void server_read(struct gov *g, const struct pollfd *pf, size_t npf, int64_t now)
+void server_read(struct gov *g, struct job *j, int64_t now)
 {
-	for (size_t k = 0; k < npf; k++) {
-		if (!pf[k].revents)
-			continue;
-		for (size_t i = 0; i < g->njobs; i++) {
-			struct job *j = g->jobs[i];
-			json_t *msg;
-			int rc;
+	int rc = proto_fill(&j->conn);
 
-			if (j->conn.fd != pf[k].fd)
-				continue;
-			rc = proto_fill(&j->conn);
-			while (proto_take(&j->conn, &msg) == 1) {
-				on_message(g, j, msg, now);
-				json_decref(msg);
-			}
-			if (rc == 0 || (rc < 0 && rc != -EAGAIN && rc != -EINTR))
-				job_remove(g, i);
-			break;
+	if (take_lines(g, j, now) == -E2BIG || rc == -E2BIG) {
+		log_warn("job %d: its launcher sent a line longer than %d bytes: hanging up", j->id, PROTO_MAX_LINE);
+		hang_up(g, j);
+	} else if (rc == 0 || (rc < 0 && rc != -EAGAIN && rc != -EINTR)) {
+		hang_up(g, j);
+	}
+}
+
+void server_drain(struct gov *g, int64_t now)
+{
+	for (size_t i = 0; i < g->njobs;) {
+		struct job *j = g->jobs[i];
+		int rc = 1;
+
+		if (j->conn.fd < 0) {
+			i++;
+			continue;
 		}
+		while (rc > 0) {
+			rc = proto_fill(&j->conn);
+			if (take_lines(g, j, now))
+				rc = -E2BIG;
+		}
+		if (rc != -EAGAIN && rc != -EINTR)
+			job_remove(g, i);
+		else
+			i++;
 	}
 }
 
 void server_admit(struct gov *g, struct job *j, int64_t now)
 {
-	char name[64];
-
 	j->state = JOB_RUNNING;
 	j->t_admit_ms = now;
 	j->oom_at_admit = gov_oom_count(g);
-	/* A group of its own tells an OOM kill of this job from any other; only where the
-	 * limit we run under still covers it. */
-	if (g->job_groups && !j->tree && j->cg.version == CGROUP_NONE) {
-		snprintf(name, sizeof(name), "headroom-%d-job%d", (int)getpid(), j->id);
-		if (cgroup_child_create(&g->cg, name, &j->cg))
-			j->cg.version = CGROUP_NONE;
-	}
 	if (j->tree) {
 		/* Held since it was seen: let it go. */
-		job_signal(j, SIGCONT, &g->procs);
+		job_signal(g, j, SIGCONT);
 		return;
 	}
-	struct proto_admit a = { j->id, j->cg.version != CGROUP_NONE ? j->cg.dir : NULL };
-	if (proto_send_admit(j->conn.fd, &a))
+	if (proto_send_admit(j->conn.fd, &(struct proto_admit){ j->id }))
 		log_debug("job %d: launcher gone before admission", j->id);
 }

@@ -2,6 +2,7 @@
 
 #include <string.h>
 
+#include "govern/launch.h"
 #include "util/path.h"
 #include "util/strv.h"
 
@@ -56,11 +57,16 @@ int tree_job_argv(int argc, char **argv, int max)
 	return argc;
 }
 
+int tree_is_launcher(const char *comm, const char *self_name)
+{
+	return !strcmp(comm, self_name) || !strcmp(comm, LAUNCH_EXEC_NAME);
+}
+
 enum tree_kind tree_classify(int argc, char *const argv[], const char *self_name)
 {
 	for (int i = 0; i < argc; i++) {
 		const char *b = path_base(argv[i]);
-		if (!strcmp(b, self_name) && i + 1 < argc && !strcmp(argv[i + 1], "exec"))
+		if ((!strcmp(b, self_name) && i + 1 < argc && !strcmp(argv[i + 1], "exec")) || !strcmp(b, LAUNCH_EXEC_NAME))
 			return TREE_LAUNCHED;
 		/* the cc and c++ shims `headroom run` makes for python builds launch too */
 		if (strstr(argv[i], "/headroom-shims."))
@@ -80,7 +86,7 @@ pid_t tree_ungoverned_compiler(const struct proc_table *t, pid_t self, const cha
 		if (e->state == 'Z' || !tree_is_compiler(e->comm))
 			continue;
 		for (a = proc_table_find(t, e->ppid); a && a->pid != self; a = proc_table_find(t, a->ppid)) {
-			if (!strcmp(a->comm, self_name))
+			if (tree_is_launcher(a->comm, self_name))
 				launched = 1;
 			/* CMake identifying the compiler runs it itself, not through a build tool:
 			 * a configure step, not a job that escaped */

@@ -13,13 +13,16 @@ int tree_is_build_tool(const char *comm);
 /* Is comm a compiler process that does the heavy work (cc1plus, cicc, ptxas, nvcc...)? */
 int tree_is_compiler(const char *comm);
 
+/* Is comm a launcher: headroom (its name self_name) or headroom-exec? */
+int tree_is_launcher(const char *comm, const char *self_name);
+
 /* Does pid or a process below it in t run a compiler (tree_is_compiler)? */
 int tree_has_compiler(const struct proc_table *t, pid_t pid);
 
 enum tree_kind {
 	TREE_JOB,      /* a compile job: govern it */
 	TREE_WRAPPER,  /* runs a build tool (`cd sub && $(MAKE)`): its children's children are jobs */
-	TREE_LAUNCHED, /* goes through `headroom exec` or a compiler shim: the launcher governs it */
+	TREE_LAUNCHED, /* goes through `headroom exec`, headroom-exec or a compiler shim: the launcher governs it */
 };
 
 /* What a job runs, from its argv (argv[argc] == NULL): a `sh -c "..."` has its command

@@ -72,7 +72,7 @@ static void tree_add_job(struct gov *g, pid_t pid, int argc, char **argv, int64_
 	j->attempt = 1;
 	j->t_request_ms = now;
 	j->state = JOB_WAITING;
-	job_signal(j, SIGSTOP, &g->procs);
+	job_signal(g, j, SIGSTOP);
 	learned_predict(g, j);
 	free(g->next_class);
 	g->next_class = xstrdup(j->class_key);
@@ -90,7 +90,7 @@ static int tree_became_wrapper(struct gov *g, struct job *j, int64_t now)
 		if (j->state == JOB_RUNNING && j->frozen)
 			job_thaw(g, j, now);
 		else if (j->state == JOB_WAITING)
-			job_signal(j, SIGCONT, &g->procs);
+			job_signal(g, j, SIGCONT);
 		log_debug("tree job %d runs %s: a nested build, its jobs are governed instead", j->id, e->comm);
 		tree_skip(g, j->pid);
 		return 1;
@@ -122,7 +122,7 @@ void treescan_run(struct gov *g, int64_t now)
 	for (size_t i = 0; i < g->procs.n; i++) {
 		const struct proc_entry *e = &g->procs.v[i], *parent;
 
-		if (e->state == 'Z' || tree_is_build_tool(e->comm) || !strcmp(e->comm, g->self_name) ||
+		if (e->state == 'Z' || tree_is_build_tool(e->comm) || tree_is_launcher(e->comm, g->self_name) ||
 		    tree_job_of(g, e->pid) || tree_skipped(g, e->pid))
 			continue;
 		parent = proc_table_find(&g->procs, e->ppid);

@@ -46,3 +46,16 @@ int usock_connect(const char *path)
 	}
 	return fd;
 }
+
+int usock_peer_pid(int fd, pid_t *pid)
+{
+	struct ucred cred;
+	socklen_t len = sizeof(cred);
+
+	if (getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &cred, &len))
+		return -errno;
+	if (len != sizeof(cred) || cred.pid <= 0)
+		return -ESRCH;
+	*pid = cred.pid;
+	return 0;
+}

@@ -145,13 +145,50 @@ void prom_stop(struct prom_server *s)
 	(void)s;
 }
 #else
+#include <dlfcn.h>
 #include <microhttpd.h>
 
+/* libmicrohttpd is loaded when a server starts, not linked: linked, it and the TLS
+ * libraries it pulls in were loaded by every headroom process, the launcher that runs
+ * once per compile job included, and that loading was most of the launcher's cost. */
+struct mhd {
+	void *lib;
+	__typeof__(&MHD_start_daemon) start_daemon;
+	__typeof__(&MHD_stop_daemon) stop_daemon;
+	__typeof__(&MHD_create_response_from_buffer) create_response_from_buffer;
+	__typeof__(&MHD_add_response_header) add_response_header;
+	__typeof__(&MHD_queue_response) queue_response;
+	__typeof__(&MHD_destroy_response) destroy_response;
+};
+
 struct prom_server {
+	struct mhd m;
 	struct MHD_Daemon *d;
 	pthread_mutex_t lock;
 	char *page;
 };
+
+#define MHD_SONAME "libmicrohttpd.so.12"
+
+static int mhd_load(struct mhd *m)
+{
+	m->lib = dlopen(MHD_SONAME, RTLD_NOW | RTLD_LOCAL);
+	if (!m->lib)
+		return -ENOENT;
+	*(void **)&m->start_daemon = dlsym(m->lib, "MHD_start_daemon");
+	*(void **)&m->stop_daemon = dlsym(m->lib, "MHD_stop_daemon");
+	*(void **)&m->create_response_from_buffer = dlsym(m->lib, "MHD_create_response_from_buffer");
+	*(void **)&m->add_response_header = dlsym(m->lib, "MHD_add_response_header");
+	*(void **)&m->queue_response = dlsym(m->lib, "MHD_queue_response");
+	*(void **)&m->destroy_response = dlsym(m->lib, "MHD_destroy_response");
+	if (!m->start_daemon || !m->stop_daemon || !m->create_response_from_buffer || !m->add_response_header ||
+	    !m->queue_response || !m->destroy_response) {
+		dlclose(m->lib);
+		m->lib = NULL;
+		return -ENOSYS;
+	}
+	return 0;
+}
 
 static enum MHD_Result answer(void *cls, struct MHD_Connection *c, const char *url, const char *method,
 			      const char *version, const char *upload, size_t *upload_size, void **con_cls)
@@ -173,10 +210,10 @@ static enum MHD_Result answer(void *cls, struct MHD_Connection *c, const char *u
 		copy = xstrdup(s->page ? s->page : "");
 		pthread_mutex_unlock(&s->lock);
 	}
-	r = MHD_create_response_from_buffer(strlen(copy), copy, MHD_RESPMEM_MUST_FREE);
-	MHD_add_response_header(r, "Content-Type", "text/plain; version=0.0.4; charset=utf-8");
-	ret = MHD_queue_response(c, code, r);
-	MHD_destroy_response(r);
+	r = s->m.create_response_from_buffer(strlen(copy), copy, MHD_RESPMEM_MUST_FREE);
+	s->m.add_response_header(r, "Content-Type", "text/plain; version=0.0.4; charset=utf-8");
+	ret = s->m.queue_response(c, code, r);
+	s->m.destroy_response(r);
 	return ret;
 }
 
@@ -190,6 +227,7 @@ int prom_start(const char *addr, struct prom_server **out, const char **why)
 	char *end;
 	long port;
 	struct prom_server *s;
+	int rc;
 
 	*out = NULL;
 	errno = 0;
@@ -211,11 +249,18 @@ int prom_start(const char *addr, struct prom_server **out, const char **why)
 	}
 	sa.sin_port = htons((uint16_t)port);
 	s = xcalloc(1, sizeof(*s));
+	rc = mhd_load(&s->m);
+	if (rc) {
+		free(s);
+		*why = rc == -ENOENT ? "cannot load " MHD_SONAME " (Debian: apt install libmicrohttpd12)"
+				     : MHD_SONAME " lacks a function headroom uses";
+		return -ENOTSUP;
+	}
 	pthread_mutex_init(&s->lock, NULL);
 	/* Bounded: idle connections are closed after PROM_IDLE_TIMEOUT_S, and one address
 	 * holds at most PROM_MAX_PER_ADDRESS of the PROM_MAX_CONNECTIONS, so no client can
 	 * keep the scrapes out. */
-	s->d = MHD_start_daemon(MHD_USE_AUTO_INTERNAL_THREAD | MHD_USE_ERROR_LOG, (uint16_t)port, NULL, NULL, answer, s,
+	s->d = s->m.start_daemon(MHD_USE_AUTO_INTERNAL_THREAD | MHD_USE_ERROR_LOG, (uint16_t)port, NULL, NULL, answer, s,
 				MHD_OPTION_SOCK_ADDR, (struct sockaddr *)&sa,
 				MHD_OPTION_CONNECTION_LIMIT, (unsigned int)PROM_MAX_CONNECTIONS,
 				MHD_OPTION_PER_IP_CONNECTION_LIMIT, (unsigned int)PROM_MAX_PER_ADDRESS,
@@ -224,6 +269,7 @@ int prom_start(const char *addr, struct prom_server **out, const char **why)
 				MHD_OPTION_END);
 	if (!s->d) {
 		pthread_mutex_destroy(&s->lock);
+		dlclose(s->m.lib);
 		free(s);
 		*why = "cannot listen there (in use, or not allowed)";
 		return -EADDRINUSE;
@@ -248,7 +294,8 @@ void prom_stop(struct prom_server *s)
 {
 	if (!s)
 		return;
-	MHD_stop_daemon(s->d);
+	s->m.stop_daemon(s->d);
+	dlclose(s->m.lib);
 	pthread_mutex_destroy(&s->lock);
 	free(s->page);
 	free(s);

@@ -135,14 +135,45 @@ load helper
 }
 
 @test "run wires the launcher variables, keeping a MAX_JOBS the user set" {
+	local small="$(dirname "$HR")/headroom-exec"
+	[ -x "$small" ]
 	run "$HR" run -q --no-db -j 5 -- sh -c 'echo "L=$HEADROOM_LAUNCHER|C=$CMAKE_CXX_COMPILER_LAUNCHER|M=$MAX_JOBS|S=$HEADROOM_SOCK"'
 	[ "$status" -eq 0 ]
-	[[ "$output" == *"L=$HR exec --|"* ]]
-	[[ "$output" == *"C=$HR;exec;--|"* ]]
+	[[ "$output" == *"L=$small --|"* ]]
+	[[ "$output" == *"C=$small;--|"* ]]
 	[[ "$output" == *"M=5|"* ]]
 	[[ "$output" == *"S=/"*"gov.sock"* ]]
 	MAX_JOBS=3 CMAKE_CXX_COMPILER_LAUNCHER=ccache run "$HR" run -q --no-db -- sh -c 'echo "M=$MAX_JOBS C=$CMAKE_CXX_COMPILER_LAUNCHER"'
-	[[ "$output" == *"M=3 C=$HR;exec;--;ccache"* ]]
+	[[ "$output" == *"M=3 C=$small;--;ccache"* ]]
+	# without headroom-exec beside it, headroom is its own launcher
+	cp "$HR" "$T/hr"
+	run "$T/hr" run -q --no-db -- sh -c 'echo "L=$HEADROOM_LAUNCHER|C=$CMAKE_CXX_COMPILER_LAUNCHER|"'
+	[[ "$output" == *"L=$T/hr exec --|C=$T/hr;exec;--|"* ]]
+}
+
+@test "the build gets back the niceness and OOM score headroom started with, whatever the governor took" {
+	run nice -n 3 "$HR" run -q --no-db -- sh -c 'echo "gov $(ps -o ni= -p $PPID) $(cat /proc/$PPID/oom_score_adj) build $(ps -o ni= -p $$) $(cat /proc/self/oom_score_adj)"'
+	[ "$status" -eq 0 ]
+	read -r _ gnice gadj _ bnice badj <<< "$output"
+	[ "$bnice" -eq 3 ]
+	[ "$badj" -eq "$(cat /proc/self/oom_score_adj)" ]
+	# where permitted (root), the governor itself runs ahead of the compilers
+	if [ "$(id -u)" -eq 0 ] && nice -n -1 true 2>/dev/null; then [ "$gnice" -lt 3 ]; fi
+}
+
+@test "headroom-exec is headroom exec: governed jobs, output and exit status, the ungoverned fallback" {
+	local small="$(dirname "$HR")/headroom-exec"
+	run "$small" -- sh -c 'echo out; exit 6'
+	[ "$status" -eq 6 ]
+	[ "$output" = "out" ]
+	run -127 "$small" "$T/no-such-tool"
+	run "$small" --help
+	[[ "$output" == *"usage: headroom exec"* ]]
+	hold_build "$T/b" 3 1M 50
+	cd "$T/b"
+	run "$HR" run --no-db --report "$T/r.json" -- ninja -j3
+	[ "$status" -eq 0 ]
+	[ "$(python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))["jobs"])' "$T/r.json")" = 3 ]
 }
 
 @test "a ninja build runs every job through the governor and learns profiles" {
@@ -272,6 +303,63 @@ load helper
 	[ -z "$(pgrep -f "$MEMHOG --hold 100M")" ]
 	# the launchers removed the job groups the dead governor had made
 	sleep 0.5
+	[ -z "$(find /sys/fs/cgroup -maxdepth 6 -type d -name "headroom-$pid-job*" 2>/dev/null)" ]
+}
+
+@test "after kill -9 of the governor the terminal is told, the build runs on, and headroom's directories go with it" {
+	mkdir -p "$T/rt"
+	# fd 3 closed: the guardian outlives headroom, and bats waits for whoever holds it
+	XDG_RUNTIME_DIR="$T/rt" "$HR" run --no-db -- sh -c "sleep 1.5; touch $T/fin" 2> "$T/err" 3>&- &
+	local hr=$!
+	for i in $(seq 1 50); do ls "$T/rt" | grep -q '^headroom-shims\.' && break; sleep 0.1; done
+	ls "$T/rt" | grep -q '^headroom\.'
+	kill -KILL "$hr"
+	for i in $(seq 1 50); do [ -e "$T/fin" ] && break; sleep 0.1; done
+	[ -e "$T/fin" ]
+	sleep 0.5
+	cat "$T/err"
+	grep -q "the governor (pid $hr) is gone: the build runs on, ungoverned" "$T/err"
+	[ -z "$(ls -A "$T/rt")" ]
+}
+
+@test "a launcher does not wait for ever on a stopped governor: after HEADROOM_GOVERNOR_TIMEOUT it runs its tool ungoverned" {
+	"$HR" run --no-db -- sh -c "sleep 1; HEADROOM_GOVERNOR_TIMEOUT=6 \$HEADROOM_LAUNCHER sh -c 'echo ran > $T/out'" \
+		2> "$T/err" 3>&- &
+	local hr=$!
+	sleep 0.5
+	kill -STOP "$hr"
+	for i in $(seq 1 120); do [ -e "$T/out" ] && break; sleep 0.1; done
+	kill -CONT "$hr"
+	local st=0
+	wait "$hr" || st=$?
+	cat "$T/err"
+	[ -e "$T/out" ]
+	[ "$st" -eq 0 ]
+	grep -q "the governor (pid $hr) has not answered for 6 s: running, ungoverned, sh" "$T/err"
+}
+
+@test "a job gets a cgroup of its own once it has run a tick, with the processes it starts later; a shorter one gets none" {
+	command -v ninja || skip "ninja not installed"
+	local line dir
+	if line=$(grep -E '^[0-9]+:memory:' /proc/self/cgroup); then dir="/sys/fs/cgroup/memory${line##*:}"
+	else line=$(grep -E '^0::' /proc/self/cgroup) && dir="/sys/fs/cgroup${line##*:}"; fi
+	[ -n "$dir" ] && [ -w "$dir" ] || skip "no writable memory cgroup here"
+	mkdir -p "$T/cg" && cd "$T/cg"
+	cat > build.ninja <<-'EOF'
+	rule long
+	  command = $${HEADROOM_LAUNCHER} sh -c 'sleep 0.4; grep -E "memory|^0::" /proc/self/cgroup > $out; sh -c "sleep 0.3; grep -E \"memory|^0::\" /proc/self/cgroup" > $out.child'
+	rule short
+	  command = $${HEADROOM_LAUNCHER} sh -c 'grep -E "memory|^0::" /proc/self/cgroup > $out'
+	build long.cg: long
+	build short.cg: short
+	EOF
+	"$HR" run --no-db -j 2 -- ninja -j2 &
+	local pid=$!
+	wait "$pid"
+	grep -q "/headroom-$pid-job[0-9]*$" long.cg
+	grep -q "/headroom-$pid-job[0-9]*$" long.cg.child
+	! grep -q "headroom-" short.cg
+	# and none is left
 	[ -z "$(find /sys/fs/cgroup -maxdepth 6 -type d -name "headroom-$pid-job*" 2>/dev/null)" ]
 }
 

@@ -6,6 +6,8 @@
 #include <cmocka.h>
 
 #include <errno.h>
+#include <fcntl.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -31,19 +33,59 @@ static void test_framing(void **state)
 	json_decref(m);
 	/* a line in two pieces is one message */
 	assert_int_equal(write(sv[0], "{\"type\":\"do", 11), 11);
-	assert_int_equal(proto_recv(&c, &m), 1);
+	assert_int_equal(proto_recv(&c, &m, -1), 1);
 	assert_string_equal(proto_type(m), "request");
 	json_decref(m);
-	assert_int_equal(proto_recv(&c, &m), 1);
+	assert_int_equal(proto_recv(&c, &m, -1), 1);
 	json_decref(m);
-	assert_int_equal(write(sv[0], "ne\"}\nnot json\n[1]\n", 18), 18);
-	assert_int_equal(proto_recv(&c, &m), 1);
+	/* lines that are no JSON object are dropped, and the next line is still taken */
+	assert_int_equal(write(sv[0], "ne\"}\nnot json\n[1]\n{\"type\":\"ack\"}\n", 33), 33);
+	assert_int_equal(proto_recv(&c, &m, -1), 1);
 	assert_string_equal(proto_type(m), "done");
 	json_decref(m);
-	assert_int_equal(proto_recv(&c, &m), -EPROTO);
-	assert_int_equal(proto_recv(&c, &m), -EPROTO); /* an array is not a message */
+	assert_int_equal(proto_take(&c, &m), -EPROTO);
+	assert_int_equal(proto_take(&c, &m), -EPROTO); /* an array is not a message */
+	assert_int_equal(proto_take(&c, &m), 1);
+	assert_string_equal(proto_type(m), "ack");
+	json_decref(m);
+	/* nothing more: a bounded wait says so */
+	assert_int_equal(proto_recv(&c, &m, 50), -ETIMEDOUT);
 	close(sv[0]);
-	assert_int_equal(proto_recv(&c, &m), 0); /* EOF */
+	assert_int_equal(proto_recv(&c, &m, -1), 0); /* EOF */
+	proto_conn_close(&c);
+}
+
+/* A line longer than PROTO_MAX_LINE is refused, and the buffer never holds more than one. */
+static void test_line_limit(void **state)
+{
+	int sv[2];
+	struct proto_conn c;
+	json_t *m;
+	static char big[PROTO_MAX_LINE + 4096];
+
+	(void)state;
+	assert_int_equal(socketpair(AF_UNIX, SOCK_STREAM, 0, sv), 0);
+	proto_conn_init(&c, sv[1]);
+	memset(big, 'x', sizeof(big));
+	/* a line of exactly the limit is taken (no JSON: dropped as such) */
+	big[PROTO_MAX_LINE] = '\n';
+	assert_int_equal(write(sv[0], big, PROTO_MAX_LINE + 1), PROTO_MAX_LINE + 1);
+	while (c.len < PROTO_MAX_LINE + 1)
+		assert_true(proto_fill(&c) > 0);
+	assert_int_equal(proto_take(&c, &m), -EPROTO);
+	assert_int_equal(c.len, 0);
+	/* one byte more and no newline: the buffer is full, the line refused */
+	big[PROTO_MAX_LINE] = 'x';
+	assert_int_equal(fcntl(sv[1], F_SETFL, O_NONBLOCK), 0);
+	assert_int_equal(write(sv[0], big, sizeof(big)), (ssize_t)sizeof(big));
+	int rc;
+	while ((rc = proto_fill(&c)) > 0)
+		;
+	assert_int_equal(rc, -E2BIG);
+	assert_int_equal(c.len, PROTO_MAX_LINE + 1);
+	assert_int_equal(proto_take(&c, &m), -E2BIG);
+	assert_int_equal(proto_recv(&c, &m, 100), -E2BIG);
+	close(sv[0]);
 	proto_conn_close(&c);
 }
 
@@ -58,17 +100,24 @@ static void assert_bytes(json_t *msg, const char *want)
 	free(s);
 }
 
+static json_t *parse(const char *text)
+{
+	json_t *m = json_loads(text, 0, NULL);
+
+	assert_non_null(m);
+	return m;
+}
+
 static void test_request_roundtrip(void **state)
 {
-	struct proto_request in = { 4242, 2, "nvcc", "k.cu", "nvcc -O3", "nvcc -O3 :: k.cu", 1, 0 }, out;
+	struct proto_request in = { 2, "nvcc", "k.cu", "nvcc -O3", "nvcc -O3 :: k.cu", 1, 0 }, out;
 	json_t *m = proto_request_encode(&in);
 
 	(void)state;
-	assert_bytes(m, "{\"type\":\"request\",\"pid\":4242,\"attempt\":2,\"tool\":\"nvcc\",\"src\":\"k.cu\","
+	assert_bytes(m, "{\"type\":\"request\",\"attempt\":2,\"tool\":\"nvcc\",\"src\":\"k.cu\","
 			"\"class\":\"nvcc -O3\",\"sig\":\"nvcc -O3 :: k.cu\",\"cached\":true,\"check\":false}");
 	assert_string_equal(proto_type(m), "request");
-	proto_request_decode(m, &out);
-	assert_int_equal(out.pid, 4242);
+	assert_int_equal(proto_request_decode(m, &out), 0);
 	assert_int_equal(out.attempt, 2);
 	assert_string_equal(out.tool, "nvcc");
 	assert_string_equal(out.src, "k.cu");
@@ -77,45 +126,67 @@ static void test_request_roundtrip(void **state)
 	assert_true(out.cached);
 	assert_false(out.check);
 	json_decref(m);
-	/* fields left out read as empty */
-	m = json_pack("{s:s}", "type", "request");
-	proto_request_decode(m, &out);
-	assert_int_equal(out.attempt, 0);
+	/* strings left out read as empty */
+	m = parse("{\"type\":\"request\",\"attempt\":1}");
+	assert_int_equal(proto_request_decode(m, &out), 0);
 	assert_string_equal(out.tool, "");
 	assert_string_equal(out.sig_key, "");
 	assert_false(out.cached);
 	json_decref(m);
+	/* the attempt is a number in range, or the request is refused */
+	static const char *const bad[] = {
+		"{\"type\":\"request\"}", "{\"type\":\"request\",\"attempt\":0}",
+		"{\"type\":\"request\",\"attempt\":-1}", "{\"type\":\"request\",\"attempt\":1001}",
+		"{\"type\":\"request\",\"attempt\":4294967297}", "{\"type\":\"request\",\"attempt\":1.0}",
+		"{\"type\":\"request\",\"attempt\":\"1\"}",
+	};
+	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+		m = parse(bad[i]);
+		assert_int_equal(proto_request_decode(m, &out), -EINVAL);
+		json_decref(m);
+	}
 }
 
-static void test_admit_roundtrip(void **state)
+static void test_admit_wait_roundtrip(void **state)
 {
-	struct proto_admit in = { 7, "/sys/fs/cgroup/b/headroom-1-job7" }, out;
+	struct proto_admit in = { 7 }, out;
+	struct proto_wait win = { 9 }, wout;
 	json_t *m = proto_admit_encode(&in);
 
 	(void)state;
-	assert_bytes(m, "{\"type\":\"admit\",\"job\":7,\"cgroup\":\"/sys/fs/cgroup/b/headroom-1-job7\"}");
-	proto_admit_decode(m, &out);
+	assert_bytes(m, "{\"type\":\"admit\",\"job\":7}");
+	assert_int_equal(proto_admit_decode(m, &out), 0);
 	assert_int_equal(out.job, 7);
-	assert_string_equal(out.cgroup, in.cgroup);
 	json_decref(m);
-	in.cgroup = NULL;
-	m = proto_admit_encode(&in);
-	assert_bytes(m, "{\"type\":\"admit\",\"job\":7,\"cgroup\":null}");
-	proto_admit_decode(m, &out);
-	assert_null(out.cgroup);
+	m = proto_wait_encode(&win);
+	assert_bytes(m, "{\"type\":\"wait\",\"job\":9}");
+	assert_int_equal(proto_wait_decode(m, &wout), 0);
+	assert_int_equal(wout.job, 9);
+	json_decref(m);
+	m = parse("{\"type\":\"admit\",\"job\":0}");
+	assert_int_equal(proto_admit_decode(m, &out), -EINVAL);
+	json_decref(m);
+	m = parse("{\"type\":\"admit\",\"job\":2147483648}");
+	assert_int_equal(proto_admit_decode(m, &out), -EINVAL);
 	json_decref(m);
 }
 
-static void test_started_roundtrip(void **state)
+static void test_cgroup_roundtrip(void **state)
 {
-	struct proto_started in = { 7, 31337 }, out;
-	json_t *m = proto_started_encode(&in);
+	struct proto_cgroup in = { 7, "/sys/fs/cgroup/b/headroom-1-job7" }, out;
+	json_t *m = proto_cgroup_encode(&in);
 
 	(void)state;
-	assert_bytes(m, "{\"type\":\"started\",\"job\":7,\"pid\":31337}");
-	proto_started_decode(m, &out);
+	assert_bytes(m, "{\"type\":\"cgroup\",\"job\":7,\"dir\":\"/sys/fs/cgroup/b/headroom-1-job7\"}");
+	assert_int_equal(proto_cgroup_decode(m, &out), 0);
 	assert_int_equal(out.job, 7);
-	assert_int_equal(out.pid, 31337);
+	assert_string_equal(out.dir, in.dir);
+	json_decref(m);
+	/* a directory that is no UTF-8 cannot be sent; none is no message */
+	in.dir = "/sys/fs/cgroup/\xff";
+	assert_null(proto_cgroup_encode(&in));
+	m = parse("{\"type\":\"cgroup\",\"job\":7,\"dir\":\"\"}");
+	assert_int_equal(proto_cgroup_decode(m, &out), -EINVAL);
 	json_decref(m);
 }
 
@@ -128,7 +199,7 @@ static void test_done_roundtrip(void **state)
 	(void)state;
 	assert_bytes(m, "{\"type\":\"done\",\"job\":7,\"duration_ms\":1500,\"maxrss_bytes\":5368709120,"
 			"\"exit\":3,\"signal\":null,\"cache_hit\":null}");
-	proto_done_decode(m, &out);
+	assert_int_equal(proto_done_decode(m, &out), 0);
 	assert_int_equal(out.job, 7);
 	assert_true(out.has_exit);
 	assert_int_equal(out.exit_code, 3);
@@ -141,11 +212,36 @@ static void test_done_roundtrip(void **state)
 	m = proto_done_encode(&in);
 	assert_bytes(m, "{\"type\":\"done\",\"job\":8,\"duration_ms\":0,\"maxrss_bytes\":0,"
 			"\"exit\":null,\"signal\":9,\"cache_hit\":true}");
-	proto_done_decode(m, &out);
+	assert_int_equal(proto_done_decode(m, &out), 0);
 	assert_int_equal(out.cache_hit, 1);
 	assert_false(out.has_exit);
 	assert_true(out.has_signal);
 	assert_int_equal(out.signal, 9);
+	json_decref(m);
+	/* issue 12: a peak of -1 was stored as 16 EiB; every number is range-checked */
+	static const char *const bad[] = {
+		"{\"job\":7,\"duration_ms\":1,\"maxrss_bytes\":-1,\"exit\":0}",
+		"{\"job\":7,\"duration_ms\":1,\"maxrss_bytes\":1125899906842625,\"exit\":0}",
+		"{\"job\":7,\"duration_ms\":-5,\"maxrss_bytes\":0,\"exit\":0}",
+		"{\"job\":7,\"duration_ms\":1,\"maxrss_bytes\":0,\"exit\":256}",
+		"{\"job\":7,\"duration_ms\":1,\"maxrss_bytes\":0,\"exit\":-1}",
+		"{\"job\":7,\"duration_ms\":1,\"maxrss_bytes\":0,\"signal\":0}",
+		"{\"job\":7,\"duration_ms\":1,\"maxrss_bytes\":0,\"signal\":4294967305}",
+		"{\"job\":7,\"duration_ms\":1,\"maxrss_bytes\":0,\"exit\":0,\"signal\":9}",
+		"{\"job\":7,\"maxrss_bytes\":0,\"exit\":0}",
+		"{\"job\":-7,\"duration_ms\":1,\"maxrss_bytes\":0,\"exit\":0}",
+		"{\"duration_ms\":1,\"maxrss_bytes\":0,\"exit\":0}",
+		"{\"job\":7,\"duration_ms\":1,\"maxrss_bytes\":1e308,\"exit\":0}",
+	};
+	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+		m = parse(bad[i]);
+		assert_int_equal(proto_done_decode(m, &out), -EINVAL);
+		json_decref(m);
+	}
+	/* the largest peak accepted */
+	m = parse("{\"job\":7,\"duration_ms\":1,\"maxrss_bytes\":1125899906842624,\"exit\":0}");
+	assert_int_equal(proto_done_decode(m, &out), 0);
+	assert_int_equal(out.maxrss_bytes, PROTO_MAX_MAXRSS_BYTES);
 	json_decref(m);
 }
 
@@ -156,7 +252,7 @@ static void test_ack_roundtrip(void **state)
 
 	(void)state;
 	assert_bytes(m, "{\"type\":\"ack\",\"job\":7,\"retry\":true,\"reason\":\"killed by headroom to save memory\"}");
-	proto_ack_decode(m, &out);
+	assert_int_equal(proto_ack_decode(m, &out), 0);
 	assert_int_equal(out.job, 7);
 	assert_true(out.retry);
 	assert_string_equal(out.reason, in.reason);
@@ -165,7 +261,7 @@ static void test_ack_roundtrip(void **state)
 	in.reason = "finished";
 	m = proto_ack_encode(&in);
 	assert_bytes(m, "{\"type\":\"ack\",\"job\":7,\"retry\":false,\"reason\":\"finished\"}");
-	proto_ack_decode(m, &out);
+	assert_int_equal(proto_ack_decode(m, &out), 0);
 	assert_false(out.retry);
 	json_decref(m);
 }
@@ -178,11 +274,11 @@ static void test_send_line(void **state)
 
 	(void)state;
 	assert_int_equal(socketpair(AF_UNIX, SOCK_STREAM, 0, sv), 0);
-	assert_int_equal(proto_send_started(sv[0], &(struct proto_started){ 1, 2 }), 0);
+	assert_int_equal(proto_send_admit(sv[0], &(struct proto_admit){ 1 }), 0);
 	ssize_t n = read(sv[1], buf, sizeof(buf) - 1);
 	assert_true(n > 0);
 	buf[n] = 0;
-	assert_string_equal(buf, "{\"type\":\"started\",\"job\":1,\"pid\":2}\n");
+	assert_string_equal(buf, "{\"type\":\"admit\",\"job\":1}\n");
 	close(sv[0]);
 	close(sv[1]);
 }
@@ -218,16 +314,17 @@ static json_t *expect(struct proto_conn *c, const char *type)
 {
 	json_t *m = NULL;
 
-	assert_int_equal(proto_recv(c, &m), 1);
+	assert_int_equal(proto_recv(c, &m, -1), 1);
 	assert_string_equal(proto_type(m), type);
 	return m;
 }
 
-/* The governor kills the first attempt (says retry); the launcher runs the tool again,
- * and the build tool sees only the second attempt's success. */
+/* The first attempt dies by SIGKILL (as when the governor kills it) and the governor
+ * says retry; the launcher runs the tool again, and the build tool sees only the second
+ * attempt's success. After an end that is no SIGKILL it waits for no answer. */
 static void test_exec_retry(void **state)
 {
-	char sock[256], out[256], cmd[512];
+	char sock[256], out[256], cmd[1024];
 	struct proto_conn c;
 	int lfd, st;
 
@@ -235,7 +332,7 @@ static void test_exec_retry(void **state)
 	assert_non_null(mkdtemp(dir));
 	snprintf(sock, sizeof(sock), "%s/gov.sock", dir);
 	snprintf(out, sizeof(out), "%s/runs", dir);
-	snprintf(cmd, sizeof(cmd), "echo run >> %s", out);
+	snprintf(cmd, sizeof(cmd), "echo run >> %s; [ $(wc -l < %s) -ge 2 ] || kill -KILL $$", out, out);
 	lfd = listen_at(sock);
 	char *argv[] = { "headroom", "exec", "--", "sh", "-c", cmd, NULL };
 	pid_t pid = start_exec(sock, argv);
@@ -246,18 +343,22 @@ static void test_exec_retry(void **state)
 		assert_int_equal(json_integer_value(json_object_get(m, "attempt")), attempt);
 		assert_string_equal(json_string_value(json_object_get(m, "tool")), "sh");
 		json_decref(m);
-		m = json_pack("{s:s, s:i, s:n}", "type", "admit", "job", 7, "cgroup");
+		m = json_pack("{s:s, s:i}", "type", "admit", "job", 7);
 		proto_send(c.fd, m);
 		json_decref(m);
-		m = expect(&c, "started");
-		assert_true(json_integer_value(json_object_get(m, "pid")) > 0);
-		json_decref(m);
 		m = expect(&c, "done");
-		assert_int_equal(json_integer_value(json_object_get(m, "exit")), 0);
-		assert_true(json_is_null(json_object_get(m, "signal")));
+		if (attempt == 1) {
+			assert_true(json_is_null(json_object_get(m, "exit")));
+			assert_int_equal(json_integer_value(json_object_get(m, "signal")), SIGKILL);
+		} else {
+			assert_int_equal(json_integer_value(json_object_get(m, "exit")), 0);
+			assert_true(json_is_null(json_object_get(m, "signal")));
+		}
 		assert_true(json_integer_value(json_object_get(m, "maxrss_bytes")) > 0);
 		json_decref(m);
-		m = json_pack("{s:s, s:i, s:b}", "type", "ack", "job", 7, "retry", attempt == 1);
+		if (attempt == 2)
+			break; /* no ack: the launcher must end without one */
+		m = json_pack("{s:s, s:i, s:b}", "type", "ack", "job", 7, "retry", 1);
 		proto_send(c.fd, m);
 		json_decref(m);
 	}
@@ -296,7 +397,6 @@ static void test_exec_status_passthrough(void **state)
 	m = json_pack("{s:s, s:i}", "type", "admit", "job", 1);
 	proto_send(c.fd, m);
 	json_decref(m);
-	json_decref(expect(&c, "started"));
 	m = expect(&c, "done");
 	assert_int_equal(json_integer_value(json_object_get(m, "exit")), 3);
 	json_decref(m);
@@ -335,8 +435,9 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_framing),
 		cmocka_unit_test(test_request_roundtrip),
-		cmocka_unit_test(test_admit_roundtrip),
-		cmocka_unit_test(test_started_roundtrip),
+		cmocka_unit_test(test_line_limit),
+		cmocka_unit_test(test_admit_wait_roundtrip),
+		cmocka_unit_test(test_cgroup_roundtrip),
 		cmocka_unit_test(test_done_roundtrip),
 		cmocka_unit_test(test_ack_roundtrip),
 		cmocka_unit_test(test_send_line),

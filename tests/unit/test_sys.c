@@ -82,6 +82,38 @@ static void test_proc_tree(void **state)
 	proc_table_free(&t);
 }
 
+/* tree: 10 headroom -> 11 ninja (two threads) -> 12 sh -> 15 cicc (16 listed, gone);
+ * ninja's second thread 13 started 14 nvcc; 20 sshd is not below 10 */
+static void test_proc_below(void **state)
+{
+	struct proc_table t = { 0 };
+	long page = sysconf(_SC_PAGESIZE);
+
+	(void)state;
+	assert_int_equal(proc_table_read_below(FIX "/tree", 10, &t), 0);
+	assert_int_equal(t.n, 5);
+	for (size_t i = 1; i < t.n; i++)
+		assert_true(t.v[i - 1].pid < t.v[i].pid);
+	assert_non_null(proc_table_find(&t, 14)); /* through the second thread's list */
+	assert_non_null(proc_table_find(&t, 15));
+	assert_null(proc_table_find(&t, 16));
+	assert_null(proc_table_find(&t, 20));
+	assert_int_equal(proc_table_find(&t, 11)->threads, 2);
+	assert_true(proc_table_is_descendant(&t, 15, 10));
+	assert_int_equal(proc_table_tree_rss(&t, 12), (10ULL + 4000ULL) * (uint64_t)page);
+	/* the whole table has sshd too */
+	assert_int_equal(proc_table_read(FIX "/tree", &t), 0);
+	assert_int_equal(t.n, 6);
+	/* below 12 only */
+	assert_int_equal(proc_table_read_below(FIX "/tree", 12, &t), 0);
+	assert_int_equal(t.n, 2);
+	assert_int_equal(proc_table_read_below(FIX "/tree", 16, &t), -ESRCH);
+	/* a kernel without children lists */
+	assert_int_equal(proc_table_read_below(FIX "/v2", 100, &t), -ENOENT);
+	assert_int_equal(t.n, 0);
+	proc_table_free(&t);
+}
+
 static void test_cgroup_v2(void **state)
 {
 	struct cgroup cg;
@@ -177,7 +209,8 @@ int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_meminfo),    cmocka_unit_test(test_psi),
-		cmocka_unit_test(test_proc_parse), cmocka_unit_test(test_proc_tree), cmocka_unit_test(test_proc_cmdline),
+		cmocka_unit_test(test_proc_parse), cmocka_unit_test(test_proc_tree), cmocka_unit_test(test_proc_below),
+		cmocka_unit_test(test_proc_cmdline),
 		cmocka_unit_test(test_cgroup_v2),  cmocka_unit_test(test_cgroup_v1),
 		cmocka_unit_test(test_cgroup_none),
 	};

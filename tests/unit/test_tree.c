@@ -19,6 +19,7 @@ static void test_classify(void **state)
 	char *notlaunch[] = { "headroom-data-gen", "exec" };
 	char *mk_obj[] = { "cc", "-c", "make.c", "-o", "make.o" };
 	char *shim[] = { "/tmp/headroom-shims.Ab12Cd/c++", "-c", "t.cpp" };
+	char *small[] = { "/opt/bin/headroom-exec", "--", "nvcc", "-c", "k.cu" };
 
 	assert_int_equal(tree_classify(6, job, "headroom"), TREE_JOB);
 	assert_int_equal(tree_classify(5, rec, "headroom"), TREE_WRAPPER);
@@ -27,6 +28,10 @@ static void test_classify(void **state)
 	assert_int_equal(tree_classify(2, notlaunch, "headroom"), TREE_JOB);
 	assert_int_equal(tree_classify(5, mk_obj, "headroom"), TREE_JOB);
 	assert_int_equal(tree_classify(3, shim, "headroom"), TREE_LAUNCHED);
+	assert_int_equal(tree_classify(5, small, "headroom"), TREE_LAUNCHED);
+	assert_true(tree_is_launcher("headroom-exec", "headroom"));
+	assert_true(tree_is_launcher("hr", "hr"));
+	assert_false(tree_is_launcher("headroom", "hr"));
 	assert_true(tree_is_compiler("cc1plus"));
 	assert_true(tree_is_compiler("cicc"));
 	assert_false(tree_is_compiler("sh"));
@@ -39,15 +44,21 @@ static void test_ungoverned(void **state)
 	 *                             -> 16 sh -> 17 nvcc -> 18 cicc (not)
 	 * 30 cc1plus elsewhere on the machine (not ours) */
 	struct proc_entry v[] = {
-		{ 10, 1, 10, 'S', 0, "headroom" }, { 11, 10, 11, 'S', 0, "ninja" },
-		{ 12, 11, 11, 'S', 0, "sh" },      { 13, 12, 13, 'S', 0, "headroom" },
-		{ 14, 13, 13, 'S', 0, "g++" },     { 15, 14, 13, 'R', 0, "cc1plus" },
-		{ 16, 11, 11, 'S', 0, "sh" },      { 17, 16, 11, 'S', 0, "nvcc" },
-		{ 18, 17, 11, 'R', 0, "cicc" },    { 30, 1, 30, 'R', 0, "cc1plus" },
+		{ 10, 1, 10, 'S', 0, "headroom", 1 }, { 11, 10, 11, 'S', 0, "ninja", 1 },
+		{ 12, 11, 11, 'S', 0, "sh", 1 },      { 13, 12, 13, 'S', 0, "headroom", 1 },
+		{ 14, 13, 13, 'S', 0, "g++", 1 },     { 15, 14, 13, 'R', 0, "cc1plus", 1 },
+		{ 16, 11, 11, 'S', 0, "sh", 1 },      { 17, 16, 11, 'S', 0, "nvcc", 1 },
+		{ 18, 17, 11, 'R', 0, "cicc", 1 },    { 30, 1, 30, 'R', 0, "cc1plus", 1 },
 	};
 	struct proc_table t = { v, 10, 10 };
 
 	assert_int_equal(tree_ungoverned_compiler(&t, 10, "headroom"), 17);
+	/* 17 headroom-exec -> 18 nvcc: the launcher as a program of its own governs as well */
+	snprintf(v[7].comm, sizeof(v[7].comm), "headroom-exec");
+	snprintf(v[8].comm, sizeof(v[8].comm), "nvcc");
+	assert_int_equal(tree_ungoverned_compiler(&t, 10, "headroom"), 0);
+	snprintf(v[7].comm, sizeof(v[7].comm), "nvcc");
+	snprintf(v[8].comm, sizeof(v[8].comm), "cicc");
 	t.n = 6; /* only the governed branch */
 	assert_int_equal(tree_ungoverned_compiler(&t, 10, "headroom"), 0);
 	v[5].pid = 30; /* a compiler that is not below us */
@@ -55,8 +66,8 @@ static void test_ungoverned(void **state)
 	/* cmake identifying its compiler (cmake -> cc -> cc1) is no escape; cmake --build ->
 	 * ninja -> cc -> cc1 is */
 	struct proc_entry c[] = {
-		{ 10, 1, 10, 'S', 0, "headroom" }, { 11, 10, 11, 'S', 0, "cmake" },
-		{ 12, 11, 11, 'S', 0, "cc" },      { 13, 12, 11, 'R', 0, "cc1" },
+		{ 10, 1, 10, 'S', 0, "headroom", 1 }, { 11, 10, 11, 'S', 0, "cmake", 1 },
+		{ 12, 11, 11, 'S', 0, "cc", 1 },      { 13, 12, 11, 'R', 0, "cc1", 1 },
 	};
 	struct proc_table ct = { c, 4, 4 };
 	assert_int_equal(tree_ungoverned_compiler(&ct, 10, "headroom"), 0);
@@ -109,8 +120,8 @@ static void test_has_compiler(void **state)
 {
 	/* 20 ccache -> 21 gcc -> 22 cc1 (a miss); 30 ccache alone (a hit) */
 	struct proc_entry v[] = {
-		{ 20, 1, 20, 'S', 0, "ccache" }, { 21, 20, 20, 'S', 0, "gcc" },
-		{ 22, 21, 20, 'R', 0, "cc1" },   { 30, 1, 30, 'R', 0, "ccache" },
+		{ 20, 1, 20, 'S', 0, "ccache", 1 }, { 21, 20, 20, 'S', 0, "gcc", 1 },
+		{ 22, 21, 20, 'R', 0, "cc1", 1 },   { 30, 1, 30, 'R', 0, "ccache", 1 },
 	};
 	struct proc_table t = { v, 4, 4 };
 

@@ -38,6 +38,13 @@ static void test_listen_connect(void **state)
 	assert_int_equal(write(cfd, "hi", 2), 2);
 	assert_int_equal(read(afd, buf, sizeof(buf)), 2);
 	assert_string_equal(buf, "hi");
+	/* each end knows the other's pid from the kernel: here both are this process */
+	pid_t peer = 0;
+	assert_int_equal(usock_peer_pid(afd, &peer), 0);
+	assert_int_equal(peer, getpid());
+	peer = 0;
+	assert_int_equal(usock_peer_pid(cfd, &peer), 0);
+	assert_int_equal(peer, getpid());
 	/* The path is taken: a second listener fails and leaks nothing. */
 	assert_int_equal(usock_listen(path, 4), -EADDRINUSE);
 	close(afd);
