@@ -122,7 +122,8 @@ static void usage_print(FILE *f)
 	char *gpus = gpu_names(), *knobs = knob_names();
 
 	strbuf_add(&sb, usage_head);
-	strbuf_addf(&text, "%s (default: GPU 0 by NVML)", gpus);
+	strbuf_addf(&text, "%s, in any case or as nvidia-smi names them (h100, a100: the 80 GB cards) "
+		    "(default: GPU 0 by NVML)", gpus);
 	usage_option(&sb, "--gpu NAME", strbuf_str(&text));
 	strbuf_release(&text);
 	strbuf_add(&sb, usage_gpu);

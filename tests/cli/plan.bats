@@ -160,7 +160,9 @@ J
 	run "$HR" plan --help
 	[ "$status" -eq 0 ]
 	[[ "$output" == *"      --gpu NAME               h200, h100-80gb, h100-94gb, a100-80gb, a100-40gb, l40s,
-                               rtx-pro-6000, 4090, 3090, a10g, t4 (default: GPU 0 by NVML)
+                               rtx-pro-6000, 4090, 3090, a10g, t4, in any case or as
+                               nvidia-smi names them (h100, a100: the 80 GB cards)
+                               (default: GPU 0 by NVML)
 "* ]]
 	[[ "$output" == *"      --solve KNOB             the largest value of batch, seq, loss_chunk, lora_rank,
                                context or buffer:NAME (its count) that fits
@@ -263,4 +265,24 @@ J
 	echo "$output"
 	[ "$status" -eq 0 ]
 	[[ "$output" == "loss_chunk = 2048 fits: peak "*"; it is the largest loss_chunk (batch x seq: the loss in one chunk)" ]]
+}
+
+# Issue 13: --gpu h100, a100, H100-80GB were refused.
+@test "--gpu takes names in any case and the usual spellings, and says which card it took" {
+	llama1b
+	for spelling in h100 H100 H100-80GB "NVIDIA H100 80GB HBM3" h100-sxm; do
+		run "$HR" plan --batch 2 --gpu "$spelling" "$T/llama1b.json"
+		echo "$spelling: $output"
+		[ "$status" -eq 0 ]
+		[[ "$output" == *"GPU h100-80gb: 79.65 GiB"* ]]
+	done
+	run "$HR" plan --batch 2 --gpu a100 "$T/llama1b.json"
+	[[ "$output" == *"GPU a100-80gb: 80.00 GiB"* ]]
+	run "$HR" plan --batch 2 --gpu A100-40GB "$T/llama1b.json"
+	[[ "$output" == *"GPU a100-40gb: 40.00 GiB"* ]]
+	run "$HR" plan --batch 2 --gpu "NVIDIA L40S" "$T/llama1b.json"
+	[[ "$output" == *"GPU l40s: "* ]]
+	run "$HR" plan --batch 2 --gpu V100 "$T/llama1b.json"
+	[ "$status" -eq 2 ]
+	[[ "$output" == *"unknown --gpu 'V100'"* ]]
 }
