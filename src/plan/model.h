@@ -25,7 +25,8 @@ struct plan_result {
 /* Fill defaults for what settings leave unset. */
 void train_settings_init(struct train_settings *t);
 int64_t model_params(const struct model_shape *m);
-/* 0, or -EINVAL with *why naming the setting that makes no sense, or -E2BIG naming
+/* 0, or -EINVAL with *why naming the setting that makes no sense (ZeRO without dp > 1,
+ * or dp > 1 without ZeRO, among them), or -E2BIG naming
  * what passes the planner's limits (plan/limits.h) (static strings). */
 int plan_compute(const struct model_shape *m, const struct train_settings *t, struct plan_result *r,
 		 const char **why);

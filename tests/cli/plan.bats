@@ -286,3 +286,30 @@ J
 	[ "$status" -eq 2 ]
 	[[ "$output" == *"unknown --gpu 'V100'"* ]]
 }
+
+# Issue 13: "--zero 3 without --dp and --dp 8 without --zero are accepted silently".
+@test "--zero without --dp, and --dp without --zero, are usage errors that say what to add" {
+	llama1b
+	run "$HR" plan --gpu h200 --zero 3 "$T/llama1b.json"
+	echo "$output"
+	[ "$status" -eq 2 ]
+	[[ "$output" == *"ZeRO shards over data-parallel ranks: add --dp N"* ]]
+	run "$HR" plan --gpu h200 --dp 8 "$T/llama1b.json"
+	echo "$output"
+	[ "$status" -eq 2 ]
+	[[ "$output" == *"--dp divides only what ZeRO shards: add --zero 1, 2 or 3"* ]]
+	run "$HR" plan --gpu h200 --zero 0 --dp 8 --solve batch "$T/llama1b.json"
+	[ "$status" -eq 2 ]
+	[[ "$output" == *"add --zero 1, 2 or 3"* ]]
+	printf '{"model": %s, "train": {"zero_stage": 2}}\n' "$(cat "$T/llama1b.json")" > "$T/case.json"
+	run "$HR" plan --gpu h200 "$T/case.json"
+	[ "$status" -eq 2 ]
+	[[ "$output" == *"add --dp N (\"dp\": N)"* ]]
+	# both together, or --dp 1 alone, plan as before
+	run "$HR" plan --gpu h200 --zero 3 --dp 8 "$T/llama1b.json"
+	[ "$status" -eq 0 ]
+	run "$HR" plan --gpu h200 --dp 8 "$T/case.json"
+	[ "$status" -eq 0 ]
+	run "$HR" plan --gpu h200 --dp 1 "$T/llama1b.json"
+	[ "$status" -eq 0 ]
+}

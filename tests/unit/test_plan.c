@@ -170,7 +170,15 @@ static void test_knobs(void **state)
 	t.dp = 8;
 	assert_int_equal(plan_compute(&m, &t, &zero, &why), 0);
 	assert_int_equal(zero.bytes[C_OPT_STATES], full.bytes[C_OPT_STATES] / 8);
+	/* issue 13: ZeRO over one rank, or ranks without ZeRO (which plans one GPU all the
+	 * same), were accepted silently: each names what to add */
+	t.dp = 1;
+	assert_int_equal(plan_compute(&m, &t, &zero, &why), -EINVAL);
+	assert_non_null(strstr(why, "add --dp N"));
 	t.zero_stage = 0;
+	t.dp = 8;
+	assert_int_equal(plan_compute(&m, &t, &zero, &why), -EINVAL);
+	assert_non_null(strstr(why, "add --zero 1, 2 or 3"));
 	t.dp = 1;
 	/* a prefetch queue of 50 x 100 MB is added as it is */
 	assert_int_equal(buffer_spec_parse("queue=50x100MB", &t.buffers[0]), 0);
