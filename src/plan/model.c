@@ -306,3 +306,13 @@ const char *plan_component_name(enum plan_component c)
 	};
 	return c < C_NCOMPONENTS ? names[c] : "?";
 }
+
+const char *plan_component_key(enum plan_component c)
+{
+	static const char *const keys[C_NCOMPONENTS] = {
+		"context_bytes", "weights_bytes", "gradients_bytes", "optimizer_states_bytes",
+		"optimizer_temporaries_bytes", "activations_bytes", "logits_bytes", "kv_cache_bytes",
+		"buffers_bytes", "fragmentation_bytes",
+	};
+	return c < C_NCOMPONENTS ? keys[c] : "?";
+}

@@ -30,7 +30,10 @@ int64_t model_params(const struct model_shape *m);
  * what passes the planner's limits (plan/limits.h) (static strings). */
 int plan_compute(const struct model_shape *m, const struct train_settings *t, struct plan_result *r,
 		 const char **why);
+/* A component's name as the table prints it ("CUDA context + workspaces"), and its
+ * key in JSON ("context_bytes"). Static strings. */
 const char *plan_component_name(enum plan_component c);
+const char *plan_component_key(enum plan_component c);
 /* The CUDA context and library workspaces when nothing was measured on this machine. */
 uint64_t plan_default_context_bytes(void);
 
