@@ -10,6 +10,7 @@
 #include "cmd/cmd.h"
 #include "plan/config.h"
 #include "plan/gpus.h"
+#include "plan/hint.h"
 #include "plan/limits.h"
 #include "plan/precision.h"
 #include "plan/solve.h"
@@ -32,6 +33,9 @@ static const char usage_head[] =
 	"from its config.json (llama, mistral, qwen2, qwen3, phi3, gemma, gemma2, gpt2), per\n"
 	"component, and say whether it fits the GPU; the first lines say what was assumed\n"
 	"(precision and dtypes, optimizer, batch x seq, checkpointing, attention, use_cache).\n"
+	"When it does not fit (or no value solves), a hint names the one change that fits,\n"
+	"cheapest first: --optimizer adamw-fused, --no-cache, --loss-chunk, --grad-ckpt, a\n"
+	"smaller --batch, --lora-rank (locked knobs stay).\n"
 	"CONFIG.json may also be a case file {\"model\": {...config...}, \"train\": {...settings...}}.\n"
 	"\n"
 	"Settings (or --train FILE with the same keys: precision, param_dtype, autocast,\n"
@@ -153,6 +157,8 @@ struct plan_args {
 	double margin_pct;
 	int margin_in_bytes;      /* --margin SIZE (else a percentage of the GPU's memory) */
 	int json;
+	const char *const *locks; /* --lock's knobs: a hint changes none of them */
+	size_t nlocks;
 };
 
 static json_t *load_json(const char *path)
@@ -369,6 +375,103 @@ static void print_table(const struct plan_args *a, const struct plan_result *r)
 		printf(", %s short\n", size_format(need - a->gpu_bytes, d, sizeof(d)));
 }
 
+/* A hint's change as typed: "--grad-ckpt", "--batch 3". */
+static void hint_change_text(enum hint_change c, int64_t value, char *buf, size_t n)
+{
+	if (hint_bool(c) < 0)
+		snprintf(buf, n, "%s %lld", hint_flag(c), (long long)value);
+	else
+		snprintf(buf, n, "%s", hint_flag(c));
+}
+
+/* What a hint says, as JSON: null when no change fits; solving adds the knob's value. */
+static json_t *hint_json(const struct hint *h, int solving)
+{
+	json_t *o, *setting;
+	char change[48];
+
+	if (!h->found)
+		return json_null();
+	o = json_object();
+	setting = json_object();
+	hint_change_text(h->change, h->value, change, sizeof(change));
+	json_object_set_new(o, "change", json_string(change));
+	json_object_set_new(setting, hint_key(h->change),
+			    hint_bool(h->change) < 0 ? json_integer(h->value) : json_boolean(hint_bool(h->change)));
+	json_object_set_new(o, "setting", setting);
+	if (solving)
+		json_object_set_new(o, "value", json_integer(h->solved));
+	json_object_set_new(o, "device_peak_bytes", json_integer((json_int_t)h->plan.device_peak_bytes));
+	return o;
+}
+
+/* The changes a hint tried, as a JSON array of flags. */
+static json_t *hint_tried_json(const struct hint *h)
+{
+	json_t *a = json_array();
+	char change[48];
+
+	for (int c = 0; c < HINT_NCHANGES; c++)
+		if (h->tried & (1u << c)) {
+			hint_change_text(c, h->tried_value[c], change, sizeof(change));
+			json_array_append_new(a, json_string(change));
+		}
+	return a;
+}
+
+/* The changes tried all together: what they gave, solving: the value; null when they
+ * do not fit. */
+static json_t *hint_together_json(const struct hint *h, int solving)
+{
+	json_t *o;
+
+	if (!h->all_fit)
+		return json_null();
+	o = json_object();
+	if (solving)
+		json_object_set_new(o, "value", json_integer(h->all_solved));
+	json_object_set_new(o, "device_peak_bytes", json_integer((json_int_t)h->all_plan.device_peak_bytes));
+	return o;
+}
+
+/* The hint's line: the change and what it gives (knob: the value solved for); when no
+ * change alone fits, what all of them together give. */
+static void print_hint(const struct plan_args *a, const struct hint *h, const char *knob)
+{
+	char change[48], b[32], c[32];
+
+	if (!h->found) {
+		struct strbuf sb = STRBUF_INIT;
+		for (int i = 0, n = 0; i < HINT_NCHANGES; i++)
+			if (h->tried & (1u << i)) {
+				hint_change_text(i, h->tried_value[i], change, sizeof(change));
+				strbuf_addf(&sb, "%s%s", n++ ? ", " : "", change);
+			}
+		if (!h->tried)
+			printf("hint: none of the changes the planner tries applies\n");
+		else if (!h->all_fit)
+			printf("hint: nothing the planner can change makes it fit, not even all of %s together\n",
+			       strbuf_str(&sb));
+		else if (knob)
+			printf("hint: no single change makes it fit (%s); all of them together: %s = %lld, peak %s\n",
+			       strbuf_str(&sb), knob, (long long)h->all_solved,
+			       size_format(h->all_plan.device_peak_bytes, b, sizeof(b)));
+		else
+			printf("hint: no single change makes it fit (%s); all of them together: peak %s\n",
+			       strbuf_str(&sb), size_format(h->all_plan.device_peak_bytes, b, sizeof(b)));
+		strbuf_release(&sb);
+		return;
+	}
+	hint_change_text(h->change, h->value, change, sizeof(change));
+	if (knob)
+		printf("hint: with %s, %s = %lld fits: peak %s\n", change, knob, (long long)h->solved,
+		       size_format(h->plan.device_peak_bytes, b, sizeof(b)));
+	else
+		printf("hint: with %s it fits: peak %s, %s to spare\n", change,
+		       size_format(h->plan.device_peak_bytes, b, sizeof(b)),
+		       size_format(a->gpu_bytes - h->plan.device_peak_bytes - margin_of(a), c, sizeof(c)));
+}
+
 static int solve(const struct plan_args *a, const char *name)
 {
 	struct fit f = fit_of(a);
@@ -382,6 +485,9 @@ static int solve(const struct plan_args *a, const char *name)
 	}
 	if (rc)
 		die(EXIT_USAGE, "plan: %s", why);
+	struct hint h = { 0 };
+	if (!r.value) /* (-ENOENT cannot be: solve_knob took the knob) */
+		hint_find(&f, &a->m, &a->t, name, a->locks, a->nlocks, &h);
 	if (a->json) {
 		json_t *o = json_object();
 		json_object_set_new(o, "format", json_string(PLAN_JSON_FORMAT));
@@ -394,6 +500,11 @@ static int solve(const struct plan_args *a, const char *name)
 							: json_integer((json_int_t)r.next.device_peak_bytes));
 		json_object_set_new(o, "gpu_memory_bytes", json_integer((json_int_t)a->gpu_bytes));
 		json_object_set_new(o, "margin_bytes", json_integer((json_int_t)f.margin_bytes));
+		if (!r.value) {
+			json_object_set_new(o, "hint", hint_json(&h, 1));
+			json_object_set_new(o, "hint_tried", hint_tried_json(&h));
+			json_object_set_new(o, "hint_together", hint_together_json(&h, 1));
+		}
 		json_dumpf(o, stdout, JSON_INDENT(2));
 		putchar('\n');
 		json_decref(o);
@@ -404,6 +515,7 @@ static int solve(const struct plan_args *a, const char *name)
 			printf("no %s fits: %s = %lld needs %s, the GPU has %s with a margin of %s\n", name, name,
 			       (long long)r.next_value, size_format(r.next.device_peak_bytes, b, sizeof(b)),
 			       size_format(a->gpu_bytes, c, sizeof(c)), size_format(f.margin_bytes, d, sizeof(d)));
+			print_hint(a, &h, name);
 		} else {
 			printf("%s = %lld fits: peak %s of %s (margin %s); ", name, (long long)r.value,
 			       size_format(r.plan.device_peak_bytes, b, sizeof(b)), size_format(a->gpu_bytes, c, sizeof(c)),
@@ -681,6 +793,8 @@ int cmd_plan(int argc, char **argv)
 	}
 	if (rc)
 		die(EXIT_USAGE, "plan: %s is locked: it cannot be solved for", bad);
+	a.locks = locks;
+	a.nlocks = nlocks;
 	if (solve_name)
 		return solve(&a, solve_name);
 
@@ -688,6 +802,9 @@ int cmd_plan(int argc, char **argv)
 	compute(&a, &a.t, &r);
 	struct fit f = fit_of(&a);
 	int fits = fit_ok(&f, &r);
+	struct hint h = { 0 };
+	if (!fits)
+		hint_find(&f, &a.m, &a.t, NULL, a.locks, a.nlocks, &h);
 	if (a.json) {
 		json_t *r_json;
 		json_t *o = json_object();
@@ -698,11 +815,18 @@ int cmd_plan(int argc, char **argv)
 		json_object_set_new(o, "gpu_memory_bytes", json_integer((json_int_t)a.gpu_bytes));
 		json_object_set_new(o, "margin_bytes", json_integer((json_int_t)margin_of(&a)));
 		json_object_set_new(o, "fits", json_boolean(fits));
+		if (!fits) {
+			json_object_set_new(o, "hint", hint_json(&h, 0));
+			json_object_set_new(o, "hint_tried", hint_tried_json(&h));
+			json_object_set_new(o, "hint_together", hint_together_json(&h, 0));
+		}
 		json_dumpf(o, stdout, JSON_INDENT(2));
 		putchar('\n');
 		json_decref(o);
 	} else {
 		print_table(&a, &r);
+		if (!fits)
+			print_hint(&a, &h, NULL);
 	}
 	return fits ? 0 : 1;
 }

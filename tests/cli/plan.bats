@@ -376,3 +376,49 @@ assert a == want, a' "$output"
 	[ "$status" -eq 2 ]
 	[[ "$output" == *"'precision' sets param_dtype and autocast: give it or them, not both"* ]]
 }
+
+# Issue 13: "when nothing fits it gives no hint although one flag would fix it
+# (--optimizer adamw-fused made batch 5 fit where it said 'no batch fits')".
+@test "when it does not fit, the hint names the one change that fits, cheapest first, and it does fit" {
+	llama1b
+	# fused AdamW (no foreach temporaries) is the cheapest change
+	run "$HR" plan --gpu-memory 12100M --margin 0 --batch 1 --seq 512 "$T/llama1b.json"
+	echo "$output"
+	[ "$status" -eq 1 ]
+	[[ "${lines[-1]}" == "hint: with --optimizer adamw-fused it fits: peak "*" to spare" ]]
+	run "$HR" plan --gpu-memory 12100M --margin 0 --batch 1 --seq 512 --optimizer adamw-fused "$T/llama1b.json"
+	[ "$status" -eq 0 ]
+	run "$HR" plan --gpu-memory 12100M --margin 0 --seq 512 --solve batch "$T/llama1b.json"
+	echo "$output"
+	[ "$status" -eq 1 ]
+	[[ "${lines[-2]}" == "no batch fits: "* ]]
+	[[ "${lines[-1]}" == "hint: with --optimizer adamw-fused, batch = 2 fits: peak "* ]]
+	run "$HR" plan --gpu-memory 12100M --margin 0 --seq 512 --optimizer adamw-fused --solve batch "$T/llama1b.json"
+	[ "$status" -eq 0 ]
+	[[ "${lines[-1]}" == "batch = 2 fits: "* ]]
+	# a locked knob is never the change: with the loss chunk locked, checkpointing
+	run "$HR" plan --gpu-memory 21500M --margin 0 --batch 2 --optimizer adamw-fused --no-cache --lock loss_chunk "$T/llama1b.json"
+	echo "$output"
+	[[ "${lines[-1]}" == "hint: with --grad-ckpt it fits: peak "* ]]
+	run "$HR" plan --gpu-memory 21500M --margin 0 --batch 2 --optimizer adamw-fused --no-cache "$T/llama1b.json"
+	[[ "${lines[-1]}" == "hint: with --loss-chunk 1024 it fits: peak "* ]]
+	# a smaller batch: the largest that fits
+	run "$HR" plan --gpu-memory 40G --margin 0 --batch 16 --grad-ckpt --optimizer adamw-fused --lock loss_chunk --json "$T/llama1b.json"
+	echo "$output"
+	[ "$status" -eq 1 ]
+	local b=$(python3 -c 'import json,sys; o=json.loads(sys.argv[1]); h=o["hint"]; assert h["change"] == "--batch %d" % h["setting"]["batch"] and o["hint_together"]["device_peak_bytes"] <= h["device_peak_bytes"], o; print(h["setting"]["batch"])' "$output")
+	[ "$b" -gt 1 ]
+	run "$HR" plan --gpu-memory 40G --margin 0 --batch "$b" --grad-ckpt --optimizer adamw-fused "$T/llama1b.json"
+	[ "$status" -eq 0 ]
+	run "$HR" plan --gpu-memory 40G --margin 0 --batch "$((b + 1))" --grad-ckpt --optimizer adamw-fused "$T/llama1b.json"
+	[ "$status" -eq 1 ]
+	# nothing helps: said so, with what was tried; a plan that fits has no hint
+	run "$HR" plan --gpu-memory 3G --margin 0 --batch 16 --json "$T/llama1b.json"
+	python3 -c 'import json,sys; o=json.loads(sys.argv[1]); assert o["hint"] is None and o["hint_together"] is None and o["hint_tried"] == ["--optimizer adamw-fused", "--no-cache", "--loss-chunk 1024", "--grad-ckpt", "--batch 1", "--lora-rank 16"], o' "$output"
+	run "$HR" plan --gpu-memory 3G --margin 0 --batch 16 "$T/llama1b.json"
+	[[ "${lines[-1]}" == "hint: nothing the planner can change makes it fit, not even all of --optimizer adamw-fused, --no-cache, --loss-chunk 1024, --grad-ckpt, --batch 1, --lora-rank 16 together" ]]
+	run "$HR" plan --gpu h200 --json "$T/llama1b.json"
+	python3 -c 'import json,sys; o=json.loads(sys.argv[1]); assert o["fits"] and "hint" not in o, o' "$output"
+	run "$HR" plan --gpu h200 "$T/llama1b.json"
+	[[ "$output" != *"hint:"* ]]
+}
