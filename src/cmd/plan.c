@@ -10,7 +10,9 @@
 #include "cmd/cmd.h"
 #include "plan/config.h"
 #include "plan/gpus.h"
+#include "plan/hint.h"
 #include "plan/limits.h"
+#include "plan/precision.h"
 #include "plan/solve.h"
 #include "plan/model.h"
 #include "store/store.h"
@@ -29,12 +31,19 @@ static const char usage_head[] =
 	"\n"
 	"Predict the peak GPU memory of a training step (or inference) of a Hugging Face model\n"
 	"from its config.json (llama, mistral, qwen2, qwen3, phi3, gemma, gemma2, gpt2), per\n"
-	"component, and say whether it fits the GPU. CONFIG.json may also be a case file\n"
-	"{\"model\": {...config...}, \"train\": {...settings...}}.\n"
+	"component, and say whether it fits the GPU; the first lines say what was assumed\n"
+	"(precision and dtypes, optimizer, batch x seq, checkpointing, attention, use_cache).\n"
+	"When it does not fit (or no value solves), a hint names the one change that fits,\n"
+	"cheapest first: --optimizer adamw-fused, --no-cache, --loss-chunk, --grad-ckpt, a\n"
+	"smaller --batch, --lora-rank (locked knobs stay).\n"
+	"CONFIG.json may also be a case file {\"model\": {...config...}, \"train\": {...settings...}}.\n"
 	"\n"
-	"Settings (or --train FILE with the same keys: param_dtype, autocast, optimizer,\n"
-	"fused, momentum, grad_ckpt, use_cache, batch, seq, loss_chunk, zero_stage, dp,\n"
-	"lora_rank, lora_targets, inference, context, buffers, context_bytes):\n"
+	"Settings (or --train FILE with the same keys: precision, param_dtype, autocast,\n"
+	"optimizer, fused, momentum, grad_ckpt, use_cache, batch, seq, loss_chunk, zero_stage,\n"
+	"dp, lora_rank, lora_targets, inference, context, buffers, context_bytes):\n"
+	"      --precision P            bf16 (the default: bf16 weights, gradients and AdamW\n"
+	"                               states, no fp32 master copy), amp-bf16 (fp32 weights and\n"
+	"                               states, bf16 autocast: HF Trainer's bf16=True), fp32, fp16\n"
 	"      --dtype fp32|bf16|fp16   weights' dtype (default bf16)\n"
 	"      --autocast               bf16 autocast around the forward pass (with --dtype fp32)\n"
 	"      --optimizer adamw|adamw-fused|sgd|none   (default adamw, foreach)\n"
@@ -45,7 +54,8 @@ static const char usage_head[] =
 	"      --batch N, --seq N       micro-batch and sequence length (default 1, 2048)\n"
 	"      --loss-chunk N           tokens per lm_head + loss chunk (default: all at once)\n"
 	"      --buffer NAME=COUNTxSIZE extra device buffers, e.g. queue=50x100MB (repeatable)\n"
-	"      --zero STAGE --dp N      ZeRO-1/2/3 (3 = FSDP full shard) over N data-parallel ranks\n"
+	"      --zero STAGE --dp N      ZeRO-1/2/3 (3 = FSDP full shard) over N > 1 data-parallel\n"
+	"                               ranks: both or neither (plain DDP: plan one rank)\n"
 	"      --lora-rank R [--lora-targets q,k,v,o,gate,up,down|all]   LoRA (default q,k,v,o)\n"
 	"      --inference --context N  inference with a KV cache of batch x N tokens\n"
 	"      --context-bytes SIZE     CUDA context and workspaces (default 740M, H200/torch 2.11)\n"
@@ -56,7 +66,8 @@ static const char usage_gpu[] =
 	"      --margin SIZE|PCT        kept free, e.g. 2G or 5%\n"
 	"                               (default 4%: the model's error bound, 3%, and 1 more)\n"
 	"Output and solving:\n"
-	"      --json                   JSON: device_peak_bytes, components, fits...\n";
+	"      --json                   JSON (format headroom-plan/2): device_peak_bytes,\n"
+	"                               assumed, components (*_bytes), fits...\n";
 static const char usage_tail[] =
 	"      --lock KNOB              must stay as given (repeatable); --solve refuses it\n"
 	"      --compare A B            which components moved between two case files\n"
@@ -122,7 +133,8 @@ static void usage_print(FILE *f)
 	char *gpus = gpu_names(), *knobs = knob_names();
 
 	strbuf_add(&sb, usage_head);
-	strbuf_addf(&text, "%s (default: GPU 0 by NVML)", gpus);
+	strbuf_addf(&text, "%s, in any case or as nvidia-smi names them (h100, a100: the 80 GB cards) "
+		    "(default: GPU 0 by NVML)", gpus);
 	usage_option(&sb, "--gpu NAME", strbuf_str(&text));
 	strbuf_release(&text);
 	strbuf_add(&sb, usage_gpu);
@@ -145,6 +157,8 @@ struct plan_args {
 	double margin_pct;
 	int margin_in_bytes;      /* --margin SIZE (else a percentage of the GPU's memory) */
 	int json;
+	const char *const *locks; /* --lock's knobs: a hint changes none of them */
+	size_t nlocks;
 };
 
 static json_t *load_json(const char *path)
@@ -190,12 +204,144 @@ static void compute(const struct plan_args *a, const struct train_settings *t, s
 		die(EXIT_USAGE, "plan: %s", why);
 }
 
+/* The version of the JSON plan prints: 2 has snake_case "_bytes" component keys and
+ * "assumed" (1, without this field, had the table's names as keys). */
+#define PLAN_JSON_FORMAT "headroom-plan/2"
+
+static const char *optimizer_name(const struct train_settings *t)
+{
+	if (t->inference || t->opt == OPT_NONE)
+		return "none";
+	if (t->opt == OPT_SGD)
+		return "sgd";
+	return t->fused ? "adamw-fused" : "adamw";
+}
+
+/* The model keeps use_cache in training unless checkpointing turns it off. */
+static int cache_on(const struct train_settings *t)
+{
+	return t->inference || (t->use_cache && !t->grad_ckpt);
+}
+
+/* What a plan assumed, as JSON: the setting solved for (solving, or NULL) is null. */
+static json_t *assumed_json(const struct train_settings *t, const char *solving)
+{
+	struct precision_dtypes d;
+	const char *prec = precision_name(t);
+	json_t *o = json_object();
+
+	precision_dtypes(t, &d);
+	json_object_set_new(o, "precision", prec ? json_string(prec) : json_null());
+	json_object_set_new(o, "weights_dtype", json_string(d.weights));
+	json_object_set_new(o, "compute_dtype", json_string(d.compute));
+	json_object_set_new(o, "master_weights_dtype", json_string(d.master_weights));
+	json_object_set_new(o, "gradients_dtype", json_string(d.gradients));
+	json_object_set_new(o, "optimizer_states_dtype", json_string(d.optimizer_states));
+	json_object_set_new(o, "optimizer", json_string(optimizer_name(t)));
+	if (!t->inference && t->opt == OPT_SGD)
+		json_object_set_new(o, "momentum", json_real(t->momentum));
+	json_object_set_new(o, "inference", json_boolean(t->inference));
+	json_object_set_new(o, "batch", json_integer(t->batch));
+	json_object_set_new(o, "seq", json_integer(t->seq));
+	if (t->inference)
+		json_object_set_new(o, "context", json_integer(t->context > t->seq ? t->context : t->seq));
+	json_object_set_new(o, "grad_ckpt", json_boolean(t->grad_ckpt && !t->inference));
+	json_object_set_new(o, "attention", json_string("sdpa"));
+	json_object_set_new(o, "use_cache", json_boolean(cache_on(t)));
+	json_object_set_new(o, "loss_chunk", t->loss_chunk && !t->inference ? json_integer(t->loss_chunk) : json_null());
+	json_object_set_new(o, "lora_rank", t->lora_rank && !t->inference ? json_integer(t->lora_rank) : json_null());
+	json_object_set_new(o, "zero_stage", json_integer(t->zero_stage));
+	json_object_set_new(o, "dp", json_integer(t->dp));
+	if (solving && json_object_get(o, solving))
+		json_object_set_new(o, solving, json_null());
+	return o;
+}
+
+/* A whole-number setting as the assumptions print it: "?" when it is solved for. */
+static const char *setting_text(const char *name, int64_t v, const char *solving, char *buf, size_t n)
+{
+	if (solving && !strcmp(solving, name))
+		return "?";
+	snprintf(buf, n, "%lld", (long long)v);
+	return buf;
+}
+
+/* LoRA's targets, "q,k,v,o", into buf. */
+static const char *lora_targets_text(unsigned bits, char *buf, size_t n)
+{
+	static const char *const names[] = { "q", "k", "v", "o", "gate", "up", "down" };
+	size_t len = 0;
+
+	buf[0] = '\0';
+	for (size_t i = 0; i < sizeof(names) / sizeof(names[0]); i++)
+		if (bits & (1u << i) && len < n)
+			len += (size_t)snprintf(buf + len, n - len, "%s%s", len ? "," : "", names[i]);
+	return buf;
+}
+
+/* The plan's first lines: what it assumed (precision and each kind of tensor's dtype,
+ * the optimizer, batch x seq, checkpointing, attention, use_cache), the first line
+ * begun with label ("assumed"), the others indented under its text. */
+static void print_assumed(const char *label, const struct train_settings *t, const char *solving)
+{
+	struct precision_dtypes d;
+	const char *prec = precision_name(t);
+	char b[24], s[24], c[24], ind[24], tg[40];
+	struct strbuf sb = STRBUF_INIT;
+
+	precision_dtypes(t, &d);
+	snprintf(ind, sizeof(ind), "\n%*s", (int)strlen(label) + 2, "");
+	strbuf_addf(&sb, "%s: precision %s", label, prec ? prec : "(no preset)");
+	if (prec && !strcmp(prec, "bf16") && !t->inference && !t->lora_rank)
+		strbuf_add(&sb, " (HF Trainer's bf16=True is amp-bf16: fp32 weights)");
+	strbuf_addf(&sb, "%sweights %s%s%s", ind, d.weights, t->lora_rank && !t->inference ? " (frozen)" : "",
+		    t->autocast ? " (bf16 autocast)" : "");
+	if (t->inference)
+		strbuf_add(&sb, ", inference: no gradients or optimizer states");
+	else
+		strbuf_addf(&sb, ", master weights %s%s, gradients %s, optimizer states %s", d.master_weights,
+			    strcmp(d.master_weights, "fp32") ? "" : t->lora_rank ? " (the adapters)" : " (the weights)",
+			    d.gradients, d.optimizer_states);
+	strbuf_add(&sb, ind);
+	if (!t->inference) {
+		strbuf_addf(&sb, "optimizer %s", optimizer_name(t));
+		if (t->opt == OPT_ADAMW && !t->fused)
+			strbuf_add(&sb, " (foreach)");
+		else if (t->opt == OPT_SGD)
+			strbuf_addf(&sb, " (momentum %g)", t->momentum);
+		if (t->lora_rank)
+			strbuf_addf(&sb, " on LoRA r%s adapters (%s)", setting_text("lora_rank", t->lora_rank, solving, c,
+										   sizeof(c)),
+				    lora_targets_text(t->lora_targets, tg, sizeof(tg)));
+		strbuf_add(&sb, ", ");
+	}
+	strbuf_addf(&sb, "batch %s x seq %s", setting_text("batch", t->batch, solving, b, sizeof(b)),
+		    setting_text("seq", t->seq, solving, s, sizeof(s)));
+	if (t->inference)
+		strbuf_addf(&sb, ", KV cache of %s tokens, logits of the last position (generate)",
+			    setting_text("context", t->context > t->seq ? t->context : t->seq, solving, c, sizeof(c)));
+	else
+		strbuf_add(&sb, t->grad_ckpt ? ", gradient checkpointing" : ", no gradient checkpointing");
+	if (t->loss_chunk && !t->inference)
+		strbuf_addf(&sb, ", loss in chunks of %s tokens", setting_text("loss_chunk", t->loss_chunk, solving, c,
+										 sizeof(c)));
+	if (t->zero_stage)
+		strbuf_addf(&sb, ", ZeRO-%d over %lld ranks", t->zero_stage, (long long)t->dp);
+	strbuf_addf(&sb, "%sattention sdpa%s, use_cache %s\n", ind,
+		    strcmp(d.compute, "fp32") ? "" : " (its math kernel in fp32: it keeps the probabilities)",
+		    t->inference ? "on (the KV cache)"
+		    : cache_on(t) ? "on (keys and values held to the next step; --no-cache if off)"
+		    : t->grad_ckpt ? "off (checkpointing turns it off)" : "off");
+	fputs(strbuf_str(&sb), stdout);
+	strbuf_release(&sb);
+}
+
 static json_t *result_json(const struct plan_result *r)
 {
 	json_t *o = json_object(), *c = json_object();
 
 	for (int i = 0; i < C_NCOMPONENTS; i++)
-		json_object_set_new(c, plan_component_name(i), json_integer((json_int_t)r->bytes[i]));
+		json_object_set_new(c, plan_component_key(i), json_integer((json_int_t)r->bytes[i]));
 	json_object_set_new(o, "device_peak_bytes", json_integer((json_int_t)r->device_peak_bytes));
 	json_object_set_new(o, "allocated_peak_bytes", json_integer((json_int_t)r->allocated_peak_bytes));
 	json_object_set_new(o, "peak_phase", json_string(r->peak_phase));
@@ -209,6 +355,7 @@ static void print_table(const struct plan_args *a, const struct plan_result *r)
 {
 	char b[32], c[32], d[32];
 
+	print_assumed("assumed", &a->t, NULL);
 	printf("%s, %.1fM parameters (%.1fM trainable), peak in the %s\n", a->m.type, r->params / 1e6,
 	       r->trainable_params / 1e6, r->peak_phase);
 	printf("  %-28s %12s %7s\n", "component", "memory", "share");
@@ -228,6 +375,103 @@ static void print_table(const struct plan_args *a, const struct plan_result *r)
 		printf(", %s short\n", size_format(need - a->gpu_bytes, d, sizeof(d)));
 }
 
+/* A hint's change as typed: "--grad-ckpt", "--batch 3". */
+static void hint_change_text(enum hint_change c, int64_t value, char *buf, size_t n)
+{
+	if (hint_bool(c) < 0)
+		snprintf(buf, n, "%s %lld", hint_flag(c), (long long)value);
+	else
+		snprintf(buf, n, "%s", hint_flag(c));
+}
+
+/* What a hint says, as JSON: null when no change fits; solving adds the knob's value. */
+static json_t *hint_json(const struct hint *h, int solving)
+{
+	json_t *o, *setting;
+	char change[48];
+
+	if (!h->found)
+		return json_null();
+	o = json_object();
+	setting = json_object();
+	hint_change_text(h->change, h->value, change, sizeof(change));
+	json_object_set_new(o, "change", json_string(change));
+	json_object_set_new(setting, hint_key(h->change),
+			    hint_bool(h->change) < 0 ? json_integer(h->value) : json_boolean(hint_bool(h->change)));
+	json_object_set_new(o, "setting", setting);
+	if (solving)
+		json_object_set_new(o, "value", json_integer(h->solved));
+	json_object_set_new(o, "device_peak_bytes", json_integer((json_int_t)h->plan.device_peak_bytes));
+	return o;
+}
+
+/* The changes a hint tried, as a JSON array of flags. */
+static json_t *hint_tried_json(const struct hint *h)
+{
+	json_t *a = json_array();
+	char change[48];
+
+	for (int c = 0; c < HINT_NCHANGES; c++)
+		if (h->tried & (1u << c)) {
+			hint_change_text(c, h->tried_value[c], change, sizeof(change));
+			json_array_append_new(a, json_string(change));
+		}
+	return a;
+}
+
+/* The changes tried all together: what they gave, solving: the value; null when they
+ * do not fit. */
+static json_t *hint_together_json(const struct hint *h, int solving)
+{
+	json_t *o;
+
+	if (!h->all_fit)
+		return json_null();
+	o = json_object();
+	if (solving)
+		json_object_set_new(o, "value", json_integer(h->all_solved));
+	json_object_set_new(o, "device_peak_bytes", json_integer((json_int_t)h->all_plan.device_peak_bytes));
+	return o;
+}
+
+/* The hint's line: the change and what it gives (knob: the value solved for); when no
+ * change alone fits, what all of them together give. */
+static void print_hint(const struct plan_args *a, const struct hint *h, const char *knob)
+{
+	char change[48], b[32], c[32];
+
+	if (!h->found) {
+		struct strbuf sb = STRBUF_INIT;
+		for (int i = 0, n = 0; i < HINT_NCHANGES; i++)
+			if (h->tried & (1u << i)) {
+				hint_change_text(i, h->tried_value[i], change, sizeof(change));
+				strbuf_addf(&sb, "%s%s", n++ ? ", " : "", change);
+			}
+		if (!h->tried)
+			printf("hint: none of the changes the planner tries applies\n");
+		else if (!h->all_fit)
+			printf("hint: nothing the planner can change makes it fit, not even all of %s together\n",
+			       strbuf_str(&sb));
+		else if (knob)
+			printf("hint: no single change makes it fit (%s); all of them together: %s = %lld, peak %s\n",
+			       strbuf_str(&sb), knob, (long long)h->all_solved,
+			       size_format(h->all_plan.device_peak_bytes, b, sizeof(b)));
+		else
+			printf("hint: no single change makes it fit (%s); all of them together: peak %s\n",
+			       strbuf_str(&sb), size_format(h->all_plan.device_peak_bytes, b, sizeof(b)));
+		strbuf_release(&sb);
+		return;
+	}
+	hint_change_text(h->change, h->value, change, sizeof(change));
+	if (knob)
+		printf("hint: with %s, %s = %lld fits: peak %s\n", change, knob, (long long)h->solved,
+		       size_format(h->plan.device_peak_bytes, b, sizeof(b)));
+	else
+		printf("hint: with %s it fits: peak %s, %s to spare\n", change,
+		       size_format(h->plan.device_peak_bytes, b, sizeof(b)),
+		       size_format(a->gpu_bytes - h->plan.device_peak_bytes - margin_of(a), c, sizeof(c)));
+}
+
 static int solve(const struct plan_args *a, const char *name)
 {
 	struct fit f = fit_of(a);
@@ -241,8 +485,13 @@ static int solve(const struct plan_args *a, const char *name)
 	}
 	if (rc)
 		die(EXIT_USAGE, "plan: %s", why);
+	struct hint h = { 0 };
+	if (!r.value) /* (-ENOENT cannot be: solve_knob took the knob) */
+		hint_find(&f, &a->m, &a->t, name, a->locks, a->nlocks, &h);
 	if (a->json) {
 		json_t *o = json_object();
+		json_object_set_new(o, "format", json_string(PLAN_JSON_FORMAT));
+		json_object_set_new(o, "assumed", assumed_json(&a->t, name));
 		json_object_set_new(o, "knob", json_string(name));
 		json_object_set_new(o, "value", r.value ? json_integer(r.value) : json_null());
 		json_object_set_new(o, "plan", r.value ? result_json(&r.plan) : json_null());
@@ -251,15 +500,22 @@ static int solve(const struct plan_args *a, const char *name)
 							: json_integer((json_int_t)r.next.device_peak_bytes));
 		json_object_set_new(o, "gpu_memory_bytes", json_integer((json_int_t)a->gpu_bytes));
 		json_object_set_new(o, "margin_bytes", json_integer((json_int_t)f.margin_bytes));
+		if (!r.value) {
+			json_object_set_new(o, "hint", hint_json(&h, 1));
+			json_object_set_new(o, "hint_tried", hint_tried_json(&h));
+			json_object_set_new(o, "hint_together", hint_together_json(&h, 1));
+		}
 		json_dumpf(o, stdout, JSON_INDENT(2));
 		putchar('\n');
 		json_decref(o);
 	} else {
 		char b[32], c[32], d[32], e[32];
+		print_assumed("assumed", &a->t, name);
 		if (!r.value) {
 			printf("no %s fits: %s = %lld needs %s, the GPU has %s with a margin of %s\n", name, name,
 			       (long long)r.next_value, size_format(r.next.device_peak_bytes, b, sizeof(b)),
 			       size_format(a->gpu_bytes, c, sizeof(c)), size_format(f.margin_bytes, d, sizeof(d)));
+			print_hint(a, &h, name);
 		} else {
 			printf("%s = %lld fits: peak %s of %s (margin %s); ", name, (long long)r.value,
 			       size_format(r.plan.device_peak_bytes, b, sizeof(b)), size_format(a->gpu_bytes, c, sizeof(c)),
@@ -289,14 +545,19 @@ static int compare(struct plan_args *a, const char *pa, const char *pb)
 	compute(&x, &x.t, &ra);
 	compute(&y, &y.t, &rb);
 	if (a->json) {
-		json_t *o = json_object();
-		json_object_set_new(o, "a", result_json(&ra));
-		json_object_set_new(o, "b", result_json(&rb));
+		json_t *o = json_object(), *ja = result_json(&ra), *jb = result_json(&rb);
+		json_object_set_new(ja, "assumed", assumed_json(&x.t, NULL));
+		json_object_set_new(jb, "assumed", assumed_json(&y.t, NULL));
+		json_object_set_new(o, "format", json_string(PLAN_JSON_FORMAT));
+		json_object_set_new(o, "a", ja);
+		json_object_set_new(o, "b", jb);
 		json_dumpf(o, stdout, JSON_INDENT(2));
 		putchar('\n');
 		json_decref(o);
 		return 0;
 	}
+	print_assumed("A assumed", &x.t, NULL);
+	print_assumed("B assumed", &y.t, NULL);
 	printf("  %-28s %12s %12s %12s\n", "component", "A", "B", "B - A");
 	for (int i = 0; i < C_NCOMPONENTS; i++) {
 		if (!ra.bytes[i] && !rb.bytes[i])
@@ -349,7 +610,7 @@ static int64_t whole(const char *opt, const char *v, int64_t min, int64_t max)
 	return n;
 }
 
-enum plan_opt { O_TRAIN = 256, O_DTYPE, O_AUTOCAST, O_OPT, O_MOM, O_CKPT, O_NOCACHE, O_BATCH, O_SEQ, O_CHUNK, O_BUF, O_ZERO,
+enum plan_opt { O_TRAIN = 256, O_PREC, O_DTYPE, O_AUTOCAST, O_OPT, O_MOM, O_CKPT, O_NOCACHE, O_BATCH, O_SEQ, O_CHUNK, O_BUF, O_ZERO,
        O_DP, O_LRANK, O_LTGT, O_INF, O_CTX, O_CTXB, O_GPU, O_GPUMEM, O_MARGIN, O_JSON, O_SOLVE, O_LOCK, O_CMP,
        O_CALIB, O_DB };
 
@@ -357,10 +618,16 @@ enum plan_opt { O_TRAIN = 256, O_DTYPE, O_AUTOCAST, O_OPT, O_MOM, O_CKPT, O_NOCA
 static void apply_setting(struct train_settings *t, int c, const char *arg)
 {
 	switch (c) {
+	case O_PREC:
+		if (precision_apply(t, arg))
+			die(EXIT_USAGE, "plan: --precision wants bf16, amp-bf16 (fp32 weights, bf16 autocast), fp32 or fp16, "
+			    "not '%s'", arg);
+		break;
 	case O_DTYPE:
 		t->param_bytes = param_dtype_bytes(arg);
 		if (!t->param_bytes)
 			die(EXIT_USAGE, "plan: --dtype wants fp32, bf16 or fp16, not '%s'", arg);
+		t->fp16 = !strcmp(arg, "fp16");
 		break;
 	case O_AUTOCAST: t->autocast = 1; break;
 	case O_OPT:
@@ -409,7 +676,8 @@ static void apply_setting(struct train_settings *t, int c, const char *arg)
 int cmd_plan(int argc, char **argv)
 {
 	static const struct option opts[] = {
-		{ "train", required_argument, NULL, O_TRAIN },     { "dtype", required_argument, NULL, O_DTYPE },
+		{ "train", required_argument, NULL, O_TRAIN },     { "precision", required_argument, NULL, O_PREC },
+		{ "dtype", required_argument, NULL, O_DTYPE },
 		{ "autocast", no_argument, NULL, O_AUTOCAST },     { "optimizer", required_argument, NULL, O_OPT },
 		{ "momentum", required_argument, NULL, O_MOM },    { "grad-ckpt", no_argument, NULL, O_CKPT },
 		{ "no-cache", no_argument, NULL, O_NOCACHE },
@@ -436,7 +704,7 @@ int cmd_plan(int argc, char **argv)
 	while ((c = getopt_long(argc, argv, "h", opts, NULL)) != -1) {
 		switch (c) {
 		case O_TRAIN: train_file = optarg; break;
-		case O_DTYPE: case O_AUTOCAST: case O_OPT: case O_MOM: case O_CKPT: case O_NOCACHE: case O_BATCH: case O_SEQ:
+		case O_PREC: case O_DTYPE: case O_AUTOCAST: case O_OPT: case O_MOM: case O_CKPT: case O_NOCACHE: case O_BATCH: case O_SEQ:
 		case O_CHUNK: case O_BUF: case O_ZERO: case O_DP: case O_LRANK: case O_LTGT: case O_INF: case O_CTX:
 		case O_CTXB:
 			/* applied after the files, in order: the command line wins */
@@ -525,6 +793,8 @@ int cmd_plan(int argc, char **argv)
 	}
 	if (rc)
 		die(EXIT_USAGE, "plan: %s is locked: it cannot be solved for", bad);
+	a.locks = locks;
+	a.nlocks = nlocks;
 	if (solve_name)
 		return solve(&a, solve_name);
 
@@ -532,16 +802,31 @@ int cmd_plan(int argc, char **argv)
 	compute(&a, &a.t, &r);
 	struct fit f = fit_of(&a);
 	int fits = fit_ok(&f, &r);
+	struct hint h = { 0 };
+	if (!fits)
+		hint_find(&f, &a.m, &a.t, NULL, a.locks, a.nlocks, &h);
 	if (a.json) {
-		json_t *o = result_json(&r);
+		json_t *r_json;
+		json_t *o = json_object();
+		json_object_set_new(o, "format", json_string(PLAN_JSON_FORMAT));
+		json_object_set_new(o, "assumed", assumed_json(&a.t, NULL));
+		json_object_update(o, r_json = result_json(&r));
+		json_decref(r_json);
 		json_object_set_new(o, "gpu_memory_bytes", json_integer((json_int_t)a.gpu_bytes));
 		json_object_set_new(o, "margin_bytes", json_integer((json_int_t)margin_of(&a)));
 		json_object_set_new(o, "fits", json_boolean(fits));
+		if (!fits) {
+			json_object_set_new(o, "hint", hint_json(&h, 0));
+			json_object_set_new(o, "hint_tried", hint_tried_json(&h));
+			json_object_set_new(o, "hint_together", hint_together_json(&h, 0));
+		}
 		json_dumpf(o, stdout, JSON_INDENT(2));
 		putchar('\n');
 		json_decref(o);
 	} else {
 		print_table(&a, &r);
+		if (!fits)
+			print_hint(&a, &h, NULL);
 	}
 	return fits ? 0 : 1;
 }

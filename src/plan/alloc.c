@@ -1,5 +1,6 @@
 #include "plan/alloc.h"
 
+#include <limits.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -42,21 +43,63 @@ static void recycle(struct alloc_sim *a, int i)
 	a->spare[a->nspare++] = i;
 }
 
-static void free_add(struct alloc_sim *a, int i)
+/* Address order: segments handed out later lie lower; then the offset within. */
+static int lower(const struct sim_block *x, const struct sim_block *y)
 {
-	ARRAY_GROW(a->freel, a->nfree + 1, a->capfree);
-	a->b[i].free = 1;
-	a->b[i].fpos = (int)a->nfree;
-	a->freel[a->nfree++] = i;
+	return x->seg != y->seg ? x->seg > y->seg : x->off < y->off;
 }
 
+/* The free list's order: by pool, then size, then address (lower first), so that the
+ * best fit for a request is the first block of its pool at least its size. Keys are
+ * unique: no two blocks share an address. */
+static int before(const struct sim_block *x, const struct sim_block *y)
+{
+	if (x->pool != y->pool)
+		return x->pool < y->pool;
+	if (x->size != y->size)
+		return x->size < y->size;
+	return lower(x, y);
+}
+
+/* The place of block i in the free list, or where it goes: the first block not
+ * before it. */
+static size_t free_place(const struct alloc_sim *a, int i)
+{
+	size_t lo = 0, hi = a->nfree;
+
+	while (lo < hi) {
+		size_t mid = lo + (hi - lo) / 2;
+		if (before(&a->b[a->freel[mid]], &a->b[i]))
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	return lo;
+}
+
+static void free_add(struct alloc_sim *a, int i)
+{
+	size_t f;
+
+	ARRAY_GROW(a->freel, a->nfree + 1, a->capfree);
+	f = free_place(a, i);
+	memmove(&a->freel[f + 1], &a->freel[f], (a->nfree - f) * sizeof(a->freel[0]));
+	a->freel[f] = i;
+	a->nfree++;
+	a->b[i].free = 1;
+}
+
+static void free_remove_at(struct alloc_sim *a, size_t f)
+{
+	a->b[a->freel[f]].free = 0;
+	a->nfree--;
+	memmove(&a->freel[f], &a->freel[f + 1], (a->nfree - f) * sizeof(a->freel[0]));
+}
+
+/* Take block i off the free list (before its size changes: the size is its key). */
 static void free_del(struct alloc_sim *a, int i)
 {
-	int last = a->freel[--a->nfree];
-
-	a->freel[a->b[i].fpos] = last;
-	a->b[last].fpos = a->b[i].fpos;
-	a->b[i].free = 0;
+	free_remove_at(a, free_place(a, i));
 }
 
 /* Give back every segment with nothing allocated in it (a free block with no
@@ -67,33 +110,37 @@ static void release_cached(struct alloc_sim *a)
 		int i = a->freel[f];
 		if (a->b[i].prev < 0 && a->b[i].next < 0) {
 			a->reserved_bytes -= a->b[i].size;
-			free_del(a, i);
+			free_remove_at(a, f);
 			recycle(a, i);
 		}
 	}
 }
 
-/* Address order: segments handed out later lie lower; then the offset within. */
-static int lower(const struct sim_block *x, const struct sim_block *y)
-{
-	return x->seg != y->seg ? x->seg > y->seg : x->off < y->off;
-}
-
 int alloc_sim_malloc(struct alloc_sim *a, uint64_t size)
 {
+	struct sim_block want = { 0 };
 	int pool, best = -1;
+	size_t f;
 
 	size = size < MIN_BLOCK ? MIN_BLOCK : (size + MIN_BLOCK - 1) / MIN_BLOCK * MIN_BLOCK;
 	pool = size <= SMALL_SIZE ? 0 : 1;
-	/* best fit: the smallest free block of the pool that holds it */
-	for (size_t f = 0; f < a->nfree; f++) {
-		int i = a->freel[f];
-		struct sim_block *b = &a->b[i];
-		if (b->pool == pool && b->size >= size &&
-		    (best < 0 || b->size < a->b[best].size || (b->size == a->b[best].size && lower(b, &a->b[best]))))
-			best = i;
+	/* best fit: the smallest free block of the pool that holds it, the lowest among
+	 * equals: the first of the free list at or after (pool, size, the highest address) */
+	want.pool = pool;
+	want.size = size;
+	want.seg = INT_MAX;
+	f = 0;
+	for (size_t hi = a->nfree; f < hi;) {
+		size_t mid = f + (hi - f) / 2;
+		if (before(&a->b[a->freel[mid]], &want))
+			f = mid + 1;
+		else
+			hi = mid;
 	}
-	if (best < 0) {
+	if (f < a->nfree && a->b[a->freel[f]].pool == pool) {
+		best = a->freel[f];
+		free_remove_at(a, f);
+	} else {
 		uint64_t seg = pool == 0 ? SMALL_BUFFER
 			       : size < MIN_LARGE_ALLOC ? LARGE_BUFFER
 							: (size + ROUND_LARGE - 1) / ROUND_LARGE * ROUND_LARGE;
@@ -103,8 +150,7 @@ int alloc_sim_malloc(struct alloc_sim *a, uint64_t size)
 				a->oom = 1; /* carried on: the peak then says by how much it misses */
 		}
 		best = new_block(a);
-		a->b[best] = (struct sim_block){ seg, 0, a->nsegs++, pool, 0, -1, -1, 0 };
-		free_add(a, best);
+		a->b[best] = (struct sim_block){ seg, 0, a->nsegs++, pool, 0, -1, -1 };
 		a->reserved_bytes += seg;
 		if (a->reserved_bytes > a->max_reserved_bytes)
 			a->max_reserved_bytes = a->reserved_bytes;
@@ -113,14 +159,13 @@ int alloc_sim_malloc(struct alloc_sim *a, uint64_t size)
 	if ((pool == 0 && rest >= MIN_BLOCK) || (pool == 1 && rest > SMALL_SIZE)) {
 		int n = new_block(a);
 		a->b[n] = (struct sim_block){ rest, a->b[best].off + size, a->b[best].seg, pool, 0, best,
-					      a->b[best].next, 0 };
+					      a->b[best].next };
 		free_add(a, n);
 		if (a->b[best].next >= 0)
 			a->b[a->b[best].next].prev = n;
 		a->b[best].next = n;
 		a->b[best].size = size;
 	}
-	free_del(a, best);
 	a->allocated_bytes += a->b[best].size;
 	if (a->allocated_bytes > a->max_allocated_bytes)
 		a->max_allocated_bytes = a->allocated_bytes;
@@ -142,11 +187,13 @@ void alloc_sim_release(struct alloc_sim *a, int i)
 		recycle(a, n);
 	}
 	if (p >= 0 && a->b[p].free) {
+		free_del(a, p); /* its size, its key in the free list, grows */
 		a->b[p].size += b->size;
 		a->b[p].next = b->next;
 		if (b->next >= 0)
 			a->b[b->next].prev = p;
 		recycle(a, i);
+		free_add(a, p);
 		return;
 	}
 	free_add(a, i);

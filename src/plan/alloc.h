@@ -19,7 +19,6 @@ struct sim_block {
 	uint64_t off;              /* offset in its segment */
 	int seg, pool, free;
 	int prev, next;            /* neighbours in the segment, -1 none */
-	int fpos;                  /* its place in the free list while free */
 };
 
 struct alloc_sim {
@@ -27,7 +26,8 @@ struct alloc_sim {
 	size_t nb, capb;
 	int *spare;                /* indices of recycled block slots */
 	size_t nspare, capspare;
-	int *freel;                /* the free blocks, for the best-fit search */
+	int *freel;                /* the free blocks in best-fit order: by pool, size, then
+				    * address (lowest first) */
 	size_t nfree, capfree;
 	int nsegs;
 	uint64_t limit_bytes;      /* 0: no limit */

@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "plan/limits.h"
+#include "plan/precision.h"
 #include "util/parse.h"
 #include "util/xalloc.h"
 
@@ -280,6 +281,12 @@ int train_settings_from_json(json_t *obj, struct train_settings *t, char **err)
 		*err = xstrdup("settings: not a JSON object");
 		return -EINVAL;
 	}
+	/* a preset sets what these set: with them, which wins would hang on their order */
+	if (json_object_get(obj, "precision") &&
+	    (json_object_get(obj, "param_dtype") || json_object_get(obj, "autocast"))) {
+		*err = xstrdup("settings: 'precision' sets param_dtype and autocast: give it or them, not both");
+		return -EINVAL;
+	}
 	json_object_foreach(obj, key, v) {
 		int *flag;
 		int64_t *count, min, max;
@@ -289,6 +296,15 @@ int train_settings_from_json(json_t *obj, struct train_settings *t, char **err)
 			if (!s || !param_dtype_bytes(s))
 				return bad(err, key, "fp32, bf16 or fp16");
 			t->param_bytes = param_dtype_bytes(s);
+			t->fp16 = !strcmp(s, "fp16");
+		} else if (!strcmp(key, "precision")) {
+			const char *s = json_string_value(v);
+			if (!s || precision_apply(t, s))
+				return bad(err, key, "bf16, amp-bf16 (fp32 weights, bf16 autocast), fp32 or fp16");
+		} else if (!strcmp(key, "attn")) {
+			/* what the measuring script passes as attn_implementation */
+			if (!json_is_string(v) || strcmp(json_string_value(v), "sdpa"))
+				return bad(err, key, "sdpa (the attention the planner models)");
 		} else if ((flag = flag_of(t, key))) {
 			if (!json_is_boolean(v))
 				return bad(err, key, "true or false");
@@ -348,7 +364,7 @@ int train_settings_from_json(json_t *obj, struct train_settings *t, char **err)
 			    (uint64_t)json_integer_value(v) > PLAN_MAX_ITEM_BYTES)
 				return bad(err, key, "a number of bytes from 1 to 1 TiB");
 			t->context_bytes = (uint64_t)json_integer_value(v);
-		} else if (strcmp(key, "attn")) {
+		} else {
 			*err = xasprintf("settings: unknown key '%s'", key);
 			return -EINVAL;
 		}

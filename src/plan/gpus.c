@@ -1,5 +1,6 @@
 #include "plan/gpus.h"
 
+#include <ctype.h>
 #include <string.h>
 
 #define MIB(n) ((uint64_t)(n) << 20)
@@ -11,17 +12,83 @@ static const struct gpu_spec gpus[] = {
 	{ "a10g", MIB(23028) },         { "t4", MIB(15360) },
 };
 
+#define NGPUS (sizeof(gpus) / sizeof(gpus[0]))
+
+/* Other spellings, squashed as squash() makes them: a bare "h100" or "a100" is the
+ * 80 GB card (the output names the one taken); form factors (SXM, PCIe, NVL) and
+ * memory kinds as nvidia-smi writes them. */
+static const struct {
+	const char *alias, *name;
+} aliases[] = {
+	{ "h100", "h100-80gb" },       { "h100sxm", "h100-80gb" },      { "h100sxm5", "h100-80gb" },
+	{ "h100pcie", "h100-80gb" },   { "h100sxm580gb", "h100-80gb" }, { "h10080gbhbm3", "h100-80gb" },
+	{ "h100pcie80gb", "h100-80gb" }, { "h100nvl", "h100-94gb" },    { "h100nvl94gb", "h100-94gb" },
+	{ "h200sxm", "h200" },         { "h200141gb", "h200" },         { "h200sxm141gb", "h200" },
+	{ "h200nvl", "h200" },         { "a100", "a100-80gb" },         { "a100sxm480gb", "a100-80gb" },
+	{ "a10080gbpcie", "a100-80gb" }, { "a100pcie80gb", "a100-80gb" }, { "a100sxm440gb", "a100-40gb" },
+	{ "a100pcie40gb", "a100-40gb" }, { "l40s48gb", "l40s" },         { "rtxpro6000blackwell", "rtx-pro-6000" },
+	{ "rtxpro6000blackwellserveredition", "rtx-pro-6000" },
+	{ "rtxpro6000blackwellworkstationedition", "rtx-pro-6000" },
+	{ "t416gb", "t4" },
+};
+
+/* name lower case, letters and digits only, a word of digits and "g" as "gb" ("80G"),
+ * without a leading "nvidia", "geforce" or "tesla" (nvidia-smi's "NVIDIA GeForce RTX
+ * 4090") or "rtx" before a number ("rtx4090"): into out of n bytes; 0, or -1 when it
+ * does not fit. */
+static int squash(const char *name, char *out, size_t n)
+{
+	static const char *const prefixes[] = { "nvidia", "geforce", "tesla" };
+	size_t len = 0;
+
+	for (const char *p = name; *p;) {
+		size_t word = 0, digits = 0;
+		while (isalnum((unsigned char)p[word])) {
+			digits += isdigit((unsigned char)p[word]) != 0;
+			word++;
+		}
+		int gb = word >= 2 && digits == word - 1 && tolower((unsigned char)p[word - 1]) == 'g';
+		if (len + word + (size_t)gb >= n)
+			return -1;
+		for (size_t i = 0; i < word; i++)
+			out[len++] = (char)tolower((unsigned char)p[i]);
+		if (gb)
+			out[len++] = 'b';
+		p += word;
+		while (*p && !isalnum((unsigned char)*p))
+			p++;
+	}
+	out[len] = '\0';
+	for (size_t i = 0; i < sizeof(prefixes) / sizeof(prefixes[0]); i++) {
+		size_t k = strlen(prefixes[i]);
+		if (!strncmp(out, prefixes[i], k) && out[k]) {
+			memmove(out, out + k, strlen(out + k) + 1);
+			i = (size_t)-1; /* "nvidia geforce": from the first again */
+		}
+	}
+	if (!strncmp(out, "rtx", 3) && isdigit((unsigned char)out[3]))
+		memmove(out, out + 3, strlen(out + 3) + 1);
+	return 0;
+}
+
 const struct gpu_spec *gpus_at(size_t i)
 {
-	return i < sizeof(gpus) / sizeof(gpus[0]) ? &gpus[i] : NULL;
+	return i < NGPUS ? &gpus[i] : NULL;
 }
 
 const struct gpu_spec *gpus_find(const char *name)
 {
-	const struct gpu_spec *g;
+	char want[64], have[64];
 
-	for (size_t i = 0; (g = gpus_at(i)); i++)
-		if (!strcmp(g->name, name))
-			return g;
+	if (squash(name, want, sizeof(want)) || !*want)
+		return NULL;
+	for (size_t i = 0; i < NGPUS; i++)
+		if (!squash(gpus[i].name, have, sizeof(have)) && !strcmp(have, want))
+			return &gpus[i];
+	for (size_t i = 0; i < sizeof(aliases) / sizeof(aliases[0]); i++)
+		if (!strcmp(aliases[i].alias, want))
+			for (size_t j = 0; j < NGPUS; j++)
+				if (!strcmp(gpus[j].name, aliases[i].name))
+					return &gpus[j];
 	return NULL;
 }

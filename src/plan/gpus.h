@@ -11,7 +11,10 @@ struct gpu_spec {
 	uint64_t memory_bytes;  /* total, as the driver reports it */
 };
 
-/* The GPU called name (case matters), or NULL. The table is static: never freed. */
+/* The GPU called name, or NULL: case, spaces, hyphens and underscores do not matter,
+ * nor a leading "NVIDIA"/"GeForce"/"Tesla"; "80G" is "80GB"; the usual other
+ * spellings are aliases ("h100" and "a100" the 80 GB cards, "H100 NVL", "A100-SXM4-40GB",
+ * "RTX 4090"). The table is static: never freed. */
 const struct gpu_spec *gpus_find(const char *name);
 /* The i-th GPU of the table in the order the usage lists them, or NULL past its end. */
 const struct gpu_spec *gpus_at(size_t i);

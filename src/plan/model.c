@@ -192,6 +192,18 @@ int plan_compute(const struct model_shape *m, const struct train_settings *t, st
 		*why = "zero stage must be 0..3 and dp at least 1";
 		return -EINVAL;
 	}
+	/* dp divides only what ZeRO shards: either without the other plans one GPU while
+	 * the input says more (DDP's gradient buckets are not modelled) */
+	if (t->zero_stage && t->dp == 1) {
+		*why = "ZeRO shards over data-parallel ranks: add --dp N (\"dp\": N), N > 1 ranks, or plan one GPU "
+		       "without --zero";
+		return -EINVAL;
+	}
+	if (!t->zero_stage && t->dp > 1) {
+		*why = "--dp divides only what ZeRO shards: add --zero 1, 2 or 3 (\"zero_stage\"); plain DDP keeps a "
+		       "whole replica on each rank: plan one rank without --dp (DDP's gradient buckets are not modelled)";
+		return -EINVAL;
+	}
 	/* past the limits a product below could wrap: checked before any is computed */
 	int rc = plan_check(m, t, why);
 	if (rc)
@@ -293,4 +305,14 @@ const char *plan_component_name(enum plan_component c)
 		"buffers", "allocator fragmentation",
 	};
 	return c < C_NCOMPONENTS ? names[c] : "?";
+}
+
+const char *plan_component_key(enum plan_component c)
+{
+	static const char *const keys[C_NCOMPONENTS] = {
+		"context_bytes", "weights_bytes", "gradients_bytes", "optimizer_states_bytes",
+		"optimizer_temporaries_bytes", "activations_bytes", "logits_bytes", "kv_cache_bytes",
+		"buffers_bytes", "fragmentation_bytes",
+	};
+	return c < C_NCOMPONENTS ? keys[c] : "?";
 }

@@ -25,11 +25,15 @@ struct plan_result {
 /* Fill defaults for what settings leave unset. */
 void train_settings_init(struct train_settings *t);
 int64_t model_params(const struct model_shape *m);
-/* 0, or -EINVAL with *why naming the setting that makes no sense, or -E2BIG naming
+/* 0, or -EINVAL with *why naming the setting that makes no sense (ZeRO without dp > 1,
+ * or dp > 1 without ZeRO, among them), or -E2BIG naming
  * what passes the planner's limits (plan/limits.h) (static strings). */
 int plan_compute(const struct model_shape *m, const struct train_settings *t, struct plan_result *r,
 		 const char **why);
+/* A component's name as the table prints it ("CUDA context + workspaces"), and its
+ * key in JSON ("context_bytes"). Static strings. */
 const char *plan_component_name(enum plan_component c);
+const char *plan_component_key(enum plan_component c);
 /* The CUDA context and library workspaces when nothing was measured on this machine. */
 uint64_t plan_default_context_bytes(void);
 

@@ -35,6 +35,7 @@ struct buffer_spec {
 
 struct train_settings {
 	int param_bytes;          /* 4 fp32, 2 bf16/fp16 */
+	int fp16;                 /* 2-byte weights are fp16, not bf16 (named only: the same bytes) */
 	int autocast;             /* bf16 autocast over fp32 weights */
 	enum optimizer opt;
 	int fused;                /* AdamW fused=True (no foreach temporaries) */

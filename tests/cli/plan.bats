@@ -20,7 +20,7 @@ J
 	[[ "$output" == *"fits"* ]]
 	run "$HR" plan --gpu h200 --batch 2 --json "$T/llama1b.json"
 	[ "$status" -eq 0 ]
-	python3 -c 'import json,sys; o=json.loads(sys.argv[1]); assert o["device_peak_bytes"] == sum(o["components"].values()) and o["fits"] is True and o["params"] == 1235814400, o' "$output"
+	python3 -c 'import json,sys; o=json.loads(sys.argv[1]); assert o["device_peak_bytes"] == sum(o["components"].values()) and o["fits"] is True and o["params"] == 1235814400 and o["format"] == "headroom-plan/2" and all(k.endswith("_bytes") and " " not in k for k in o["components"]), o' "$output"
 }
 
 @test "plan exits 1 when the run does not fit the GPU" {
@@ -59,7 +59,7 @@ PY
 	run "$HR" plan --gpu h100-80gb --batch 2 --lock batch --buffer queue=1x100M --solve buffer:queue "$T/llama1b.json"
 	echo "$output"
 	[ "$status" -eq 0 ]
-	[[ "$output" == "buffer:queue = "*" fits"* ]]
+	[[ "${lines[4]}" == "buffer:queue = "*" fits"* ]]
 	local peaks=$(grep -o "[0-9.]* GiB" <<< "$output" | sed -n "1p;4p" | sort -u | wc -l)
 	[ "$peaks" -eq 2 ]   # the fitting and the next value need different memory
 }
@@ -122,9 +122,9 @@ PY
 	llama1b
 	python3 -c 'import json,sys; m=json.load(open(sys.argv[1])); json.dump({"model": m, "train": {"param_dtype": "fp32", "batch": 4, "optimizer": "adamw", "fused": True}}, open(sys.argv[2], "w"))' "$T/llama1b.json" "$T/c.json"
 	run "$HR" plan --gpu h200 --json "$T/c.json"
-	local w32=$(python3 -c 'import json,sys; print(json.loads(sys.argv[1])["components"]["weights"])' "$output")
+	local w32=$(python3 -c 'import json,sys; print(json.loads(sys.argv[1])["components"]["weights_bytes"])' "$output")
 	run "$HR" plan --gpu h200 --json --dtype bf16 --optimizer adamw "$T/c.json"
-	python3 -c 'import json,sys; o=json.loads(sys.argv[1]); assert o["components"]["weights"] * 2 == int(sys.argv[2]) and o["components"]["optimizer step temporaries"] >= 0, o' "$output" "$w32"
+	python3 -c 'import json,sys; o=json.loads(sys.argv[1]); assert o["components"]["weights_bytes"] * 2 == int(sys.argv[2]) and o["components"]["optimizer_temporaries_bytes"] >= 0, o' "$output" "$w32"
 	run "$HR" plan --gpu h200 --momentum 1.5 --optimizer sgd "$T/c.json"
 	[ "$status" -eq 2 ]
 	[[ "$output" == *"--momentum wants"* ]]
@@ -135,7 +135,7 @@ PY
 	python3 -c 'import json,sys; m=json.load(open(sys.argv[1])); json.dump({"model": m, "train": {"batch": 2, "context_bytes": 740 << 20}}, open(sys.argv[2], "w")); json.dump({"model": m, "train": {"batch": 2, "context_bytes": 940 << 20}}, open(sys.argv[3], "w"))' "$T/llama1b.json" "$T/a.json" "$T/b.json"
 	run "$HR" plan --compare --json "$T/a.json" "$T/b.json"
 	[ "$status" -eq 0 ]
-	python3 -c 'import json,sys; o=json.loads(sys.argv[1]); a, b = o["a"]["components"], o["b"]["components"]; moved = {k: b[k] - a[k] for k in a if a[k] != b[k]}; assert moved == {"CUDA context + workspaces": 200 << 20}, moved' "$output"
+	python3 -c 'import json,sys; o=json.loads(sys.argv[1]); a, b = o["a"]["components"], o["b"]["components"]; moved = {k: b[k] - a[k] for k in a if a[k] != b[k]}; assert moved == {"context_bytes": 200 << 20}, moved' "$output"
 }
 
 @test "--no-cache (use_cache=False) plans the keys and values the model would otherwise hold to the next step away" {
@@ -160,7 +160,9 @@ J
 	run "$HR" plan --help
 	[ "$status" -eq 0 ]
 	[[ "$output" == *"      --gpu NAME               h200, h100-80gb, h100-94gb, a100-80gb, a100-40gb, l40s,
-                               rtx-pro-6000, 4090, 3090, a10g, t4 (default: GPU 0 by NVML)
+                               rtx-pro-6000, 4090, 3090, a10g, t4, in any case or as
+                               nvidia-smi names them (h100, a100: the 80 GB cards)
+                               (default: GPU 0 by NVML)
 "* ]]
 	[[ "$output" == *"      --solve KNOB             the largest value of batch, seq, loss_chunk, lora_rank,
                                context or buffer:NAME (its count) that fits
@@ -223,7 +225,7 @@ J
 	run timeout 60 "$HR" plan --gpu h200 --buffer q=1x1 --solve buffer:q "$T/llama1b.json"
 	echo "$output"
 	[ "$status" -eq 0 ]
-	[[ "$output" == "buffer:q = 65536 fits: peak "*"; it is the largest buffer:q (the planner's limit)" ]]
+	[[ "${lines[4]}" == "buffer:q = 65536 fits: peak "*"; it is the largest buffer:q (the planner's limit)" ]]
 	run timeout 60 "$HR" plan --gpu h200 --buffer q=1x1 --solve buffer:q --json "$T/llama1b.json"
 	python3 -c 'import json,sys; o=json.loads(sys.argv[1]); assert o["value"] == 65536 and o["next_value"] is None and o["next_device_peak_bytes"] is None, o' "$output"
 	# too many loss chunks to simulate in reasonable time
@@ -262,5 +264,161 @@ J
 	run "$HR" plan --gpu h200 --batch 2 --seq 1024 --solve loss_chunk "$T/llama1b.json"
 	echo "$output"
 	[ "$status" -eq 0 ]
-	[[ "$output" == "loss_chunk = 2048 fits: peak "*"; it is the largest loss_chunk (batch x seq: the loss in one chunk)" ]]
+	[[ "${lines[4]}" == "loss_chunk = 2048 fits: peak "*"; it is the largest loss_chunk (batch x seq: the loss in one chunk)" ]]
+}
+
+# Issue 13: --gpu h100, a100, H100-80GB were refused.
+@test "--gpu takes names in any case and the usual spellings, and says which card it took" {
+	llama1b
+	for spelling in h100 H100 H100-80GB "NVIDIA H100 80GB HBM3" h100-sxm; do
+		run "$HR" plan --batch 2 --gpu "$spelling" "$T/llama1b.json"
+		echo "$spelling: $output"
+		[ "$status" -eq 0 ]
+		[[ "$output" == *"GPU h100-80gb: 79.65 GiB"* ]]
+	done
+	run "$HR" plan --batch 2 --gpu a100 "$T/llama1b.json"
+	[[ "$output" == *"GPU a100-80gb: 80.00 GiB"* ]]
+	run "$HR" plan --batch 2 --gpu A100-40GB "$T/llama1b.json"
+	[[ "$output" == *"GPU a100-40gb: 40.00 GiB"* ]]
+	run "$HR" plan --batch 2 --gpu "NVIDIA L40S" "$T/llama1b.json"
+	[[ "$output" == *"GPU l40s: "* ]]
+	run "$HR" plan --batch 2 --gpu V100 "$T/llama1b.json"
+	[ "$status" -eq 2 ]
+	[[ "$output" == *"unknown --gpu 'V100'"* ]]
+}
+
+# Issue 13: "--zero 3 without --dp and --dp 8 without --zero are accepted silently".
+@test "--zero without --dp, and --dp without --zero, are usage errors that say what to add" {
+	llama1b
+	run "$HR" plan --gpu h200 --zero 3 "$T/llama1b.json"
+	echo "$output"
+	[ "$status" -eq 2 ]
+	[[ "$output" == *"ZeRO shards over data-parallel ranks: add --dp N"* ]]
+	run "$HR" plan --gpu h200 --dp 8 "$T/llama1b.json"
+	echo "$output"
+	[ "$status" -eq 2 ]
+	[[ "$output" == *"--dp divides only what ZeRO shards: add --zero 1, 2 or 3"* ]]
+	run "$HR" plan --gpu h200 --zero 0 --dp 8 --solve batch "$T/llama1b.json"
+	[ "$status" -eq 2 ]
+	[[ "$output" == *"add --zero 1, 2 or 3"* ]]
+	printf '{"model": %s, "train": {"zero_stage": 2}}\n' "$(cat "$T/llama1b.json")" > "$T/case.json"
+	run "$HR" plan --gpu h200 "$T/case.json"
+	[ "$status" -eq 2 ]
+	[[ "$output" == *"add --dp N (\"dp\": N)"* ]]
+	# both together, or --dp 1 alone, plan as before
+	run "$HR" plan --gpu h200 --zero 3 --dp 8 "$T/llama1b.json"
+	[ "$status" -eq 0 ]
+	run "$HR" plan --gpu h200 --dp 8 "$T/case.json"
+	[ "$status" -eq 0 ]
+	run "$HR" plan --gpu h200 --dp 1 "$T/llama1b.json"
+	[ "$status" -eq 0 ]
+}
+
+# Issue 13 item 4: the output says what it assumed; the default (pure bf16) is named, and
+# HF Trainer's bf16=True (fp32 weights under bf16 autocast) is --precision amp-bf16.
+@test "the first lines say what was assumed: dtypes, optimizer, batch x seq, checkpointing, attention, use_cache" {
+	llama1b
+	run "$HR" plan --gpu h200 --batch 2 --seq 1024 "$T/llama1b.json"
+	echo "$output"
+	[ "$status" -eq 0 ]
+	[ "${lines[0]}" = "assumed: precision bf16 (HF Trainer's bf16=True is amp-bf16: fp32 weights)" ]
+	[ "${lines[1]}" = "         weights bf16, master weights none, gradients bf16, optimizer states bf16" ]
+	[ "${lines[2]}" = "         optimizer adamw (foreach), batch 2 x seq 1024, no gradient checkpointing" ]
+	[ "${lines[3]}" = "         attention sdpa, use_cache on (keys and values held to the next step; --no-cache if off)" ]
+	[[ "${lines[4]}" == "llama, 1235.8M parameters"* ]]
+	run "$HR" plan --gpu h200 --precision amp-bf16 --grad-ckpt --optimizer adamw-fused "$T/llama1b.json"
+	echo "$output"
+	[ "${lines[0]}" = "assumed: precision amp-bf16" ]
+	[ "${lines[1]}" = "         weights fp32 (bf16 autocast), master weights fp32 (the weights), gradients fp32, optimizer states fp32" ]
+	[ "${lines[2]}" = "         optimizer adamw-fused, batch 1 x seq 2048, gradient checkpointing" ]
+	[ "${lines[3]}" = "         attention sdpa, use_cache off (checkpointing turns it off)" ]
+	run "$HR" plan --gpu h200 --inference --context 4096 "$T/llama1b.json"
+	echo "$output"
+	[ "${lines[1]}" = "         weights bf16, inference: no gradients or optimizer states" ]
+	[ "${lines[2]}" = "         batch 1 x seq 2048, KV cache of 4096 tokens, logits of the last position (generate)" ]
+	run "$HR" plan --gpu h200 --solve batch "$T/llama1b.json"
+	[[ "${lines[2]}" == *"batch ? x seq 2048"* ]]
+	run "$HR" plan --gpu h200 --json --precision fp32 --optimizer sgd --momentum 0.9 --lora-rank 8 "$T/llama1b.json"
+	python3 -c '
+import json, sys
+o = json.loads(sys.argv[1])
+a = o["assumed"]
+assert o["format"] == "headroom-plan/2", o
+want = {"precision": "fp32", "weights_dtype": "fp32", "compute_dtype": "fp32", "master_weights_dtype": "fp32",
+        "gradients_dtype": "fp32", "optimizer_states_dtype": "fp32", "optimizer": "sgd", "momentum": 0.9,
+        "batch": 1, "seq": 2048, "grad_ckpt": False, "attention": "sdpa", "use_cache": True, "lora_rank": 8,
+        "loss_chunk": None, "inference": False, "zero_stage": 0, "dp": 1}
+assert a == want, a' "$output"
+	run "$HR" plan --gpu h200 --json --solve seq "$T/llama1b.json"
+	python3 -c 'import json,sys; o=json.loads(sys.argv[1]); assert o["format"] == "headroom-plan/2" and o["assumed"]["seq"] is None and "weights_bytes" in o["plan"]["components"], o' "$output"
+}
+
+@test "--precision and the precision key: amp-bf16 plans as --dtype fp32 --autocast, bf16 as the default" {
+	llama1b
+	peak() { "$HR" plan --gpu h200 --batch 2 --json "$@" | python3 -c 'import json,sys; print(json.load(sys.stdin)["device_peak_bytes"])'; }
+	local amp mp bf def fp32
+	amp=$(peak --precision amp-bf16 "$T/llama1b.json") mp=$(peak --dtype fp32 --autocast "$T/llama1b.json")
+	bf=$(peak --precision bf16 "$T/llama1b.json") def=$(peak "$T/llama1b.json") fp32=$(peak --precision fp32 "$T/llama1b.json")
+	echo "$amp $mp $bf $def $fp32"
+	[ "$amp" -eq "$mp" ]
+	[ "$bf" -eq "$def" ]
+	[ "$amp" -gt "$bf" ]
+	[ "$fp32" -ne "$amp" ]
+	printf '{"model": %s, "train": {"precision": "amp-bf16"}}\n' "$(cat "$T/llama1b.json")" > "$T/case.json"
+	[ "$(peak "$T/case.json")" -eq "$amp" ]
+	# the command line wins over the file, in order
+	[ "$(peak --precision bf16 "$T/case.json")" -eq "$def" ]
+	run "$HR" plan --gpu h200 --precision amp "$T/llama1b.json"
+	[ "$status" -eq 2 ]
+	[[ "$output" == *"--precision wants bf16, amp-bf16 (fp32 weights, bf16 autocast), fp32 or fp16, not 'amp'"* ]]
+	printf '{"model": %s, "train": {"precision": "bf16", "autocast": true}}\n' "$(cat "$T/llama1b.json")" > "$T/both.json"
+	run "$HR" plan --gpu h200 "$T/both.json"
+	[ "$status" -eq 2 ]
+	[[ "$output" == *"'precision' sets param_dtype and autocast: give it or them, not both"* ]]
+}
+
+# Issue 13: "when nothing fits it gives no hint although one flag would fix it
+# (--optimizer adamw-fused made batch 5 fit where it said 'no batch fits')".
+@test "when it does not fit, the hint names the one change that fits, cheapest first, and it does fit" {
+	llama1b
+	# fused AdamW (no foreach temporaries) is the cheapest change
+	run "$HR" plan --gpu-memory 12100M --margin 0 --batch 1 --seq 512 "$T/llama1b.json"
+	echo "$output"
+	[ "$status" -eq 1 ]
+	[[ "${lines[-1]}" == "hint: with --optimizer adamw-fused it fits: peak "*" to spare" ]]
+	run "$HR" plan --gpu-memory 12100M --margin 0 --batch 1 --seq 512 --optimizer adamw-fused "$T/llama1b.json"
+	[ "$status" -eq 0 ]
+	run "$HR" plan --gpu-memory 12100M --margin 0 --seq 512 --solve batch "$T/llama1b.json"
+	echo "$output"
+	[ "$status" -eq 1 ]
+	[[ "${lines[-2]}" == "no batch fits: "* ]]
+	[[ "${lines[-1]}" == "hint: with --optimizer adamw-fused, batch = 2 fits: peak "* ]]
+	run "$HR" plan --gpu-memory 12100M --margin 0 --seq 512 --optimizer adamw-fused --solve batch "$T/llama1b.json"
+	[ "$status" -eq 0 ]
+	[[ "${lines[-1]}" == "batch = 2 fits: "* ]]
+	# a locked knob is never the change: with the loss chunk locked, checkpointing
+	run "$HR" plan --gpu-memory 21500M --margin 0 --batch 2 --optimizer adamw-fused --no-cache --lock loss_chunk "$T/llama1b.json"
+	echo "$output"
+	[[ "${lines[-1]}" == "hint: with --grad-ckpt it fits: peak "* ]]
+	run "$HR" plan --gpu-memory 21500M --margin 0 --batch 2 --optimizer adamw-fused --no-cache "$T/llama1b.json"
+	[[ "${lines[-1]}" == "hint: with --loss-chunk 1024 it fits: peak "* ]]
+	# a smaller batch: the largest that fits
+	run "$HR" plan --gpu-memory 40G --margin 0 --batch 16 --grad-ckpt --optimizer adamw-fused --lock loss_chunk --json "$T/llama1b.json"
+	echo "$output"
+	[ "$status" -eq 1 ]
+	local b=$(python3 -c 'import json,sys; o=json.loads(sys.argv[1]); h=o["hint"]; assert h["change"] == "--batch %d" % h["setting"]["batch"] and o["hint_together"]["device_peak_bytes"] <= h["device_peak_bytes"], o; print(h["setting"]["batch"])' "$output")
+	[ "$b" -gt 1 ]
+	run "$HR" plan --gpu-memory 40G --margin 0 --batch "$b" --grad-ckpt --optimizer adamw-fused "$T/llama1b.json"
+	[ "$status" -eq 0 ]
+	run "$HR" plan --gpu-memory 40G --margin 0 --batch "$((b + 1))" --grad-ckpt --optimizer adamw-fused "$T/llama1b.json"
+	[ "$status" -eq 1 ]
+	# nothing helps: said so, with what was tried; a plan that fits has no hint
+	run "$HR" plan --gpu-memory 3G --margin 0 --batch 16 --json "$T/llama1b.json"
+	python3 -c 'import json,sys; o=json.loads(sys.argv[1]); assert o["hint"] is None and o["hint_together"] is None and o["hint_tried"] == ["--optimizer adamw-fused", "--no-cache", "--loss-chunk 1024", "--grad-ckpt", "--batch 1", "--lora-rank 16"], o' "$output"
+	run "$HR" plan --gpu-memory 3G --margin 0 --batch 16 "$T/llama1b.json"
+	[[ "${lines[-1]}" == "hint: nothing the planner can change makes it fit, not even all of --optimizer adamw-fused, --no-cache, --loss-chunk 1024, --grad-ckpt, --batch 1, --lora-rank 16 together" ]]
+	run "$HR" plan --gpu h200 --json "$T/llama1b.json"
+	python3 -c 'import json,sys; o=json.loads(sys.argv[1]); assert o["fits"] and "hint" not in o, o' "$output"
+	run "$HR" plan --gpu h200 "$T/llama1b.json"
+	[[ "$output" != *"hint:"* ]]
 }

@@ -1,5 +1,6 @@
 /* libFuzzer target: the planner's JSON readers (a config.json, or a case with "model"
- * and "train", as `headroom plan` and --train read them) and its option parsers. */
+ * and "train", as `headroom plan` and --train read them) and its option parsers
+ * (--buffer, --lora-targets, --precision, --gpu). */
 #include <stddef.h>
 #include <stdint.h>
 #include <stdlib.h>
@@ -8,7 +9,9 @@
 #include <jansson.h>
 
 #include "plan/config.h"
+#include "plan/gpus.h"
 #include "plan/model.h"
+#include "plan/precision.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
@@ -33,7 +36,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		free(err);
 		json_decref(j);
 	}
-	/* The same bytes as a --buffer or --lora-targets value. */
+	/* The same bytes as a --buffer, --lora-targets, --precision or --gpu value. */
 	text = malloc(size + 1);
 	if (!text)
 		return 0;
@@ -41,6 +44,9 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	text[size] = '\0';
 	buffer_spec_parse(text, &b);
 	lora_targets_parse(text, &bits);
+	train_settings_init(&t);
+	precision_apply(&t, text);
+	gpus_find(text);
 	free(text);
 	return 0;
 }

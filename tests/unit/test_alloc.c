@@ -4,6 +4,7 @@
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <stdlib.h>
 
 #include <cmocka.h>
 
@@ -151,12 +152,69 @@ static void test_release_under_limit(void **state)
 	alloc_sim_free(&a);
 }
 
+/* The free list is kept in best-fit order for a binary search (it was scanned whole):
+ * over random allocations and frees, with and without a limit, every request gets the
+ * block a scan of all free blocks picks (the smallest of its pool that holds it, the
+ * lowest address among equals), and the free list stays in that order. */
+static void test_best_fit_random(void **state)
+{
+	enum { LIVE = 600, STEPS = 6000 };
+	int live[LIVE], n = 0;
+	(void)state;
+
+	srand(13);
+	for (int trial = 0; trial < 12; trial++) {
+		struct alloc_sim a;
+		alloc_sim_init(&a);
+		a.limit_bytes = trial % 3 ? (uint64_t)(rand() % 2000 + 100) * MiB : 0;
+		n = 0;
+		for (int k = 0; k < STEPS; k++) {
+			if (n && (n == LIVE || rand() % 2)) {
+				int j = rand() % n;
+				alloc_sim_release(&a, live[j]);
+				live[j] = live[--n];
+				continue;
+			}
+			int r = rand() % 10;
+			uint64_t size = r < 4 ? (uint64_t)(rand() % 1100000) + 1
+					: r < 8 ? (uint64_t)(rand() % (12 << 20)) + 1 : (uint64_t)(rand() % (200 << 20)) + 1;
+			if (r == 9)
+				size = (uint64_t)(rand() % 4 + 1) * MiB; /* equal sizes: ties by address */
+			uint64_t want = size < 512 ? 512 : (size + 511) / 512 * 512;
+			int pool = want <= MiB ? 0 : 1, best = -1;
+			for (size_t f = 0; f < a.nfree; f++) {
+				const struct sim_block *b = &a.b[a.freel[f]], *c = best < 0 ? NULL : &a.b[best];
+				if (f) { /* in order: pool, size, then the lower address first */
+					const struct sim_block *p = &a.b[a.freel[f - 1]];
+					assert_true(p->pool < b->pool || (p->pool == b->pool && (p->size < b->size ||
+						    (p->size == b->size && (p->seg != b->seg ? p->seg > b->seg : p->off < b->off)))));
+				}
+				if (b->pool != pool || b->size < want)
+					continue;
+				if (!c || b->size < c->size ||
+				    (b->size == c->size && (b->seg != c->seg ? b->seg > c->seg : b->off < c->off)))
+					best = a.freel[f];
+			}
+			uint64_t seg = best < 0 ? 0 : (uint64_t)a.b[best].seg, off = best < 0 ? 0 : a.b[best].off;
+			live[n] = alloc_sim_malloc(&a, size);
+			if (best >= 0) {
+				assert_int_equal(a.b[live[n]].seg, seg);
+				assert_int_equal(a.b[live[n]].off, off);
+			} else {
+				assert_int_equal(a.b[live[n]].seg, a.nsegs - 1); /* a new segment */
+			}
+			n++;
+		}
+		alloc_sim_free(&a);
+	}
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_small_split),       cmocka_unit_test(test_large_pool),
 		cmocka_unit_test(test_merge),             cmocka_unit_test(test_best_fit_ties),
-		cmocka_unit_test(test_release_under_limit),
+		cmocka_unit_test(test_release_under_limit), cmocka_unit_test(test_best_fit_random),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -19,11 +19,59 @@ static void test_find(void **state)
 	assert_int_equal(gpus_find("4090")->memory_bytes, 24564 * MiB);
 	assert_int_equal(gpus_find("t4")->memory_bytes, 15360 * MiB);
 	assert_string_equal(gpus_find("rtx-pro-6000")->name, "rtx-pro-6000");
-	/* no aliases, no other spelling */
-	assert_null(gpus_find("H200"));
-	assert_null(gpus_find("h100"));
 	assert_null(gpus_find("nosuch"));
 	assert_null(gpus_find(""));
+	assert_null(gpus_find("-"));
+	assert_null(gpus_find("nvidia"));
+}
+
+/* Issue 13: names as users and nvidia-smi write them. */
+static void test_aliases(void **state)
+{
+	static const struct {
+		const char *spelling, *name;
+	} cases[] = {
+		{ "H200", "h200" },
+		{ "NVIDIA H200", "h200" },
+		{ "h100", "h100-80gb" },
+		{ "H100", "h100-80gb" },
+		{ "H100-80GB", "h100-80gb" },
+		{ "h100 80G", "h100-80gb" },
+		{ "NVIDIA H100 80GB HBM3", "h100-80gb" },
+		{ "h100-sxm", "h100-80gb" },
+		{ "H100 PCIe", "h100-80gb" },
+		{ "H100 NVL", "h100-94gb" },
+		{ "a100", "a100-80gb" },
+		{ "A100-80GB", "a100-80gb" },
+		{ "a100-40gb", "a100-40gb" },
+		{ "A100_40GB", "a100-40gb" },
+		{ "NVIDIA A100-SXM4-40GB", "a100-40gb" },
+		{ "NVIDIA A100-PCIE-40GB", "a100-40gb" },
+		{ "NVIDIA A100 80GB PCIe", "a100-80gb" },
+		{ "L40S", "l40s" },
+		{ "NVIDIA L40S", "l40s" },
+		{ "RTX 4090", "4090" },
+		{ "NVIDIA GeForce RTX 4090", "4090" },
+		{ "rtx3090", "3090" },
+		{ "RTX PRO 6000", "rtx-pro-6000" },
+		{ "NVIDIA RTX PRO 6000 Blackwell Server Edition", "rtx-pro-6000" },
+		{ "NVIDIA A10G", "a10g" },
+		{ "Tesla T4", "t4" },
+	};
+	(void)state;
+
+	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+		const struct gpu_spec *g = gpus_find(cases[i].spelling);
+		if (!g)
+			fail_msg("'%s' not found", cases[i].spelling);
+		assert_string_equal(g->name, cases[i].name);
+	}
+	/* other cards, and a near miss, stay unknown */
+	assert_null(gpus_find("v100"));
+	assert_null(gpus_find("a10"));
+	assert_null(gpus_find("h100-40gb"));
+	assert_null(gpus_find("a100-120gb"));
+	assert_null(gpus_find("l40"));
 }
 
 /* The table in the order the usage lists it, each entry found by its own name. */
@@ -43,6 +91,7 @@ static void test_at(void **state)
 
 int main(void)
 {
-	const struct CMUnitTest tests[] = { cmocka_unit_test(test_find), cmocka_unit_test(test_at) };
+	const struct CMUnitTest tests[] = { cmocka_unit_test(test_find), cmocka_unit_test(test_aliases),
+					    cmocka_unit_test(test_at) };
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

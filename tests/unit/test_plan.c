@@ -170,7 +170,15 @@ static void test_knobs(void **state)
 	t.dp = 8;
 	assert_int_equal(plan_compute(&m, &t, &zero, &why), 0);
 	assert_int_equal(zero.bytes[C_OPT_STATES], full.bytes[C_OPT_STATES] / 8);
+	/* issue 13: ZeRO over one rank, or ranks without ZeRO (which plans one GPU all the
+	 * same), were accepted silently: each names what to add */
+	t.dp = 1;
+	assert_int_equal(plan_compute(&m, &t, &zero, &why), -EINVAL);
+	assert_non_null(strstr(why, "add --dp N"));
 	t.zero_stage = 0;
+	t.dp = 8;
+	assert_int_equal(plan_compute(&m, &t, &zero, &why), -EINVAL);
+	assert_non_null(strstr(why, "add --zero 1, 2 or 3"));
 	t.dp = 1;
 	/* a prefetch queue of 50 x 100 MB is added as it is */
 	assert_int_equal(buffer_spec_parse("queue=50x100MB", &t.buffers[0]), 0);
@@ -215,6 +223,37 @@ static void test_config_limits(void **state)
 		     " \"n_positions\": 99999999999}", "n_positions must be a whole number from 1 to 16777216");
 }
 
+/* The precision key plans as the settings it stands for: amp-bf16 as fp32 weights under
+ * autocast (the fixtures' "mp" cases), bf16 as the default. */
+static void test_precision_key(void **state)
+{
+	struct model_shape m;
+	struct train_settings t, u;
+	struct plan_result a, b;
+	const char *why;
+	char *err = NULL;
+	json_t *j = json_loads("{\"model_type\": \"llama\", \"hidden_size\": 512, \"num_hidden_layers\": 4,"
+			       " \"num_attention_heads\": 8, \"intermediate_size\": 1024, \"vocab_size\": 1000}", 0, NULL),
+	       *amp = json_loads("{\"precision\": \"amp-bf16\", \"batch\": 2}", 0, NULL),
+	       *mp = json_loads("{\"param_dtype\": \"fp32\", \"autocast\": true, \"batch\": 2, \"attn\": \"sdpa\"}", 0, NULL);
+	(void)state;
+
+	assert_int_equal(model_shape_from_json(j, &m, &err), 0);
+	train_settings_init(&t);
+	train_settings_init(&u);
+	assert_int_equal(train_settings_from_json(amp, &t, &err), 0);
+	assert_int_equal(train_settings_from_json(mp, &u, &err), 0);
+	assert_int_equal(t.param_bytes, 4);
+	assert_true(t.autocast);
+	assert_int_equal(plan_compute(&m, &t, &a, &why), 0);
+	assert_int_equal(plan_compute(&m, &u, &b, &why), 0);
+	assert_memory_equal(a.bytes, b.bytes, sizeof(a.bytes));
+	assert_int_equal(a.device_peak_bytes, b.device_peak_bytes);
+	json_decref(j);
+	json_decref(amp);
+	json_decref(mp);
+}
+
 static void expect_settings_error(const char *train, const char *needle)
 {
 	json_t *j = json_loads(train, 0, NULL);
@@ -247,6 +286,13 @@ static void test_settings_limits(void **state)
 	expect_settings_error("{\"buffers\": {\"q\": \"1000000000x1\"}}", "COUNT from 1 to 65536");
 	expect_settings_error("{\"buffers\": {\"q\": \"x1G\"}}", "COUNTxSIZE");
 	expect_settings_error("{\"context_bytes\": 9223372036854775807}", "from 1 to 1 TiB");
+	/* issue 13: precision presets, refused beside the settings they set, and an
+	 * attention the planner does not model */
+	expect_settings_error("{\"precision\": \"amp\"}", "'precision' wants bf16, amp-bf16");
+	expect_settings_error("{\"precision\": 16}", "'precision' wants bf16, amp-bf16");
+	expect_settings_error("{\"precision\": \"fp32\", \"autocast\": true}", "give it or them, not both");
+	expect_settings_error("{\"param_dtype\": \"fp32\", \"precision\": \"bf16\"}", "give it or them, not both");
+	expect_settings_error("{\"attn\": \"eager\"}", "'attn' wants sdpa");
 
 	struct buffer_spec b;
 	static const char *const bad[] = { "q=x1G", "q=0x1G", "q=99999999999999999999x1", "q=65537x1", "q=-1x1",
@@ -363,7 +409,7 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_fixtures), cmocka_unit_test(test_fixtures_headroom), cmocka_unit_test(test_config_errors),
 		cmocka_unit_test(test_shapes), cmocka_unit_test(test_knobs), cmocka_unit_test(test_config_limits),
-		cmocka_unit_test(test_settings_limits), cmocka_unit_test(test_overflow),
+		cmocka_unit_test(test_settings_limits), cmocka_unit_test(test_precision_key), cmocka_unit_test(test_overflow),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

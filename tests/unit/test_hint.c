@@ -1,0 +1,158 @@
+/* The hint (plan/hint): the first change, cheapest first, that makes a plan fit, on
+ * llama-1b (the CLI tests' model); each answer checked by planning it again. */
+#include <errno.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <string.h>
+
+#include <cmocka.h>
+#include <jansson.h>
+
+#include "plan/config.h"
+#include "plan/hint.h"
+#include "plan/model.h"
+#include "plan/solve.h"
+
+#define MiB (1024ULL * 1024)
+
+static void llama1b(struct model_shape *m, struct train_settings *t)
+{
+	json_t *j = json_loads("{\"model_type\": \"llama\", \"hidden_size\": 2048, \"intermediate_size\": 8192,"
+			       " \"num_hidden_layers\": 16, \"num_attention_heads\": 32, \"num_key_value_heads\": 8,"
+			       " \"vocab_size\": 128256, \"tie_word_embeddings\": true}", 0, NULL);
+	char *err = NULL;
+
+	assert_int_equal(model_shape_from_json(j, m, &err), 0);
+	json_decref(j);
+	train_settings_init(t);
+}
+
+/* t fits f: its plan's device peak, or 0 when it does not fit. */
+static uint64_t fitting_peak(const struct fit *f, const struct model_shape *m, const struct train_settings *t)
+{
+	struct plan_result r;
+	const char *why;
+
+	assert_int_equal(fit_plan(f, m, t, &r, &why), 0);
+	return fit_ok(f, &r) ? r.device_peak_bytes : 0;
+}
+
+/* Foreach AdamW's temporaries tip a small step over: fused AdamW, the first change. */
+static void test_fused_first(void **state)
+{
+	struct model_shape m;
+	struct train_settings t;
+	struct fit f = { .gpu_bytes = 12100 * MiB };
+	struct hint h;
+	(void)state;
+
+	llama1b(&m, &t);
+	t.seq = 512;
+	assert_int_equal(fitting_peak(&f, &m, &t), 0);
+	assert_int_equal(hint_find(&f, &m, &t, NULL, NULL, 0, &h), 0);
+	assert_true(h.found);
+	assert_int_equal(h.change, HINT_FUSED);
+	assert_string_equal(hint_flag(h.change), "--optimizer adamw-fused");
+	assert_string_equal(hint_key(h.change), "fused");
+	assert_int_equal(hint_bool(h.change), 1);
+	/* what it says it gives is what the plan with the change gives */
+	t.fused = 1;
+	assert_int_equal(fitting_peak(&f, &m, &t), h.plan.device_peak_bytes);
+	t.fused = 0;
+	/* solving the batch, of which none fit: fused AdamW, and the batch it gives */
+	struct solve_result sr;
+	const char *why;
+	assert_int_equal(solve_knob(&f, &m, &t, "batch", &sr, &why), 0);
+	assert_int_equal(sr.value, 0);
+	assert_int_equal(hint_find(&f, &m, &t, "batch", NULL, 0, &h), 0);
+	assert_true(h.found);
+	assert_int_equal(h.change, HINT_FUSED);
+	t.fused = 1;
+	assert_int_equal(solve_knob(&f, &m, &t, "batch", &sr, &why), 0);
+	assert_true(sr.value >= 1);
+	assert_int_equal(h.solved, sr.value);
+	assert_int_equal(h.plan.device_peak_bytes, sr.plan.device_peak_bytes);
+	assert_int_equal(hint_find(&f, &m, &t, "nosuch", NULL, 0, &h), -ENOENT);
+}
+
+/* A locked knob, or the knob solved for, is never the change; what is already set is
+ * not tried; the largest smaller batch is found. */
+static void test_locks_and_batch(void **state)
+{
+	static const char *const lock_chunk[] = { "loss_chunk" };
+	static const char *const lock_all[] = { "loss_chunk", "batch", "lora_rank" };
+	struct model_shape m;
+	struct train_settings t;
+	struct fit f = { .gpu_bytes = 21500 * MiB };
+	struct hint h;
+	(void)state;
+
+	llama1b(&m, &t);
+	t.batch = 2;
+	t.fused = 1;
+	t.use_cache = 0;
+	assert_int_equal(hint_find(&f, &m, &t, NULL, NULL, 0, &h), 0);
+	assert_true(h.found);
+	assert_int_equal(h.change, HINT_LOSS_CHUNK);
+	assert_int_equal(h.value, HINT_LOSS_CHUNK_TOKENS);
+	assert_false(h.tried & (1u << HINT_FUSED));
+	assert_false(h.tried & (1u << HINT_NO_CACHE));
+	assert_int_equal(hint_find(&f, &m, &t, NULL, lock_chunk, 1, &h), 0);
+	assert_true(h.found);
+	assert_int_equal(h.change, HINT_GRAD_CKPT);
+	assert_false(h.tried & (1u << HINT_LOSS_CHUNK));
+
+	/* batch 16 with checkpointing on 40 GiB: the largest batch that fits */
+	f.gpu_bytes = 40 * 1024 * MiB;
+	t.batch = 16;
+	t.grad_ckpt = 1;
+	assert_int_equal(hint_find(&f, &m, &t, NULL, lock_chunk, 1, &h), 0);
+	assert_true(h.found);
+	assert_int_equal(h.change, HINT_BATCH);
+	assert_true(h.value > 1 && h.value < 16);
+	t.batch = h.value;
+	assert_int_equal(fitting_peak(&f, &m, &t), h.plan.device_peak_bytes);
+	t.batch = h.value + 1;
+	assert_int_equal(fitting_peak(&f, &m, &t), 0);
+	t.batch = 16;
+	/* nothing left to change */
+	assert_int_equal(hint_find(&f, &m, &t, NULL, lock_all, 3, &h), 0);
+	assert_false(h.found);
+	assert_int_equal(h.tried, 0);
+}
+
+/* When not even all the changes together fit, none is found, and each was tried. */
+static void test_nothing_fits(void **state)
+{
+	struct model_shape m;
+	struct train_settings t;
+	struct fit f = { .gpu_bytes = 3072 * MiB };
+	struct hint h;
+	(void)state;
+
+	llama1b(&m, &t);
+	t.batch = 16;
+	assert_int_equal(hint_find(&f, &m, &t, NULL, NULL, 0, &h), 0);
+	assert_false(h.found);
+	assert_false(h.all_fit);
+	assert_int_equal(h.tried, (1u << HINT_NCHANGES) - 1);
+	assert_int_equal(h.tried_value[HINT_BATCH], 1);
+	assert_int_equal(h.tried_value[HINT_LORA], HINT_LORA_RANK);
+	/* inference: only the batch applies */
+	t.inference = 1;
+	t.opt = OPT_NONE;
+	assert_int_equal(hint_find(&f, &m, &t, NULL, NULL, 0, &h), 0);
+	assert_int_equal(h.tried, 1u << HINT_BATCH);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_fused_first),
+		cmocka_unit_test(test_locks_and_batch),
+		cmocka_unit_test(test_nothing_fits),
+	};
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
