@@ -12,32 +12,31 @@
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
+/* Decode by type; a message that decodes (its numbers in range) is encoded again. */
+#define ROUNDTRIP(name, m, again)                                             \
+	do {                                                                  \
+		struct proto_##name x;                                        \
+		if (!proto_##name##_decode((m), &x))                          \
+			(again) = proto_##name##_encode(&x);                  \
+	} while (0)
+
 static void decode(json_t *m)
 {
 	const char *type = proto_type(m);
 	json_t *again = NULL;
 
-	if (!strcmp(type, "request")) {
-		struct proto_request r;
-		proto_request_decode(m, &r);
-		again = proto_request_encode(&r);
-	} else if (!strcmp(type, "admit")) {
-		struct proto_admit a;
-		proto_admit_decode(m, &a);
-		again = proto_admit_encode(&a);
-	} else if (!strcmp(type, "started")) {
-		struct proto_started s;
-		proto_started_decode(m, &s);
-		again = proto_started_encode(&s);
-	} else if (!strcmp(type, "done")) {
-		struct proto_done d;
-		proto_done_decode(m, &d);
-		again = proto_done_encode(&d);
-	} else if (!strcmp(type, "ack")) {
-		struct proto_ack k;
-		proto_ack_decode(m, &k);
-		again = proto_ack_encode(&k);
-	}
+	if (!strcmp(type, "request"))
+		ROUNDTRIP(request, m, again);
+	else if (!strcmp(type, "wait"))
+		ROUNDTRIP(wait, m, again);
+	else if (!strcmp(type, "admit"))
+		ROUNDTRIP(admit, m, again);
+	else if (!strcmp(type, "cgroup"))
+		ROUNDTRIP(cgroup, m, again);
+	else if (!strcmp(type, "done"))
+		ROUNDTRIP(done, m, again);
+	else if (!strcmp(type, "ack"))
+		ROUNDTRIP(ack, m, again);
 	json_decref(again);
 }
 
