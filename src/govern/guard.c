@@ -158,18 +158,19 @@ void guard_kill_everything(struct gov *g)
 void guard_lock_self(void)
 {
 	struct rlimit rl;
+	int lock = 1;
 
 #ifdef __SANITIZE_ADDRESS__
-	return; /* the sanitizer's shadow memory is terabytes of address space */
+	lock = 0; /* the sanitizer's shadow memory is terabytes of address space */
 #endif
 	/* Paged out, the governor could not act when it matters most. Only where the
 	 * limit allows all of it: a partial lock would make later allocations fail. */
-	if (geteuid() != 0 &&
+	if (lock && geteuid() != 0 &&
 	    (getrlimit(RLIMIT_MEMLOCK, &rl) || (rl.rlim_cur != RLIM_INFINITY && rl.rlim_cur < (256u << 20)))) {
 		log_debug("not locking memory: RLIMIT_MEMLOCK too small");
-		return;
+		lock = 0;
 	}
-	if (mlockall(MCL_CURRENT | MCL_FUTURE))
+	if (lock && mlockall(MCL_CURRENT | MCL_FUTURE))
 		log_debug("mlockall: %s", strerror(errno));
 	/* Make the kernel's OOM killer pick anything but the governor (root only). */
 	fs_write("/proc/self/oom_score_adj", "-900");

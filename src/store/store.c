@@ -144,10 +144,20 @@ static int only_our_tables(sqlite3 *db)
 	return ours && profiles;
 }
 
+/* Does the database hold no table at all (1), as a store another build is making right
+ * now does between its creation and its schema, or an empty file? */
+static int no_tables(sqlite3 *db)
+{
+	int n = 0, rc = query_int(db, "SELECT count(*) FROM sqlite_master", &n);
+
+	return rc ? rc : n == 0;
+}
+
 /* Is the open database headroom's? Its application_id says so; a store made before
  * headroom set one has none, schema version 1 to 3 and only headroom's tables. Reads
- * only. *version gets the schema version. 0 ours, -EMEDIUMTYPE not headroom's (*err
- * says what it is), other -errno. */
+ * only. *version gets the schema version. 0 ours, 1 empty (no id, no version, no table:
+ * a store being made by another build, to be taken as new), -EMEDIUMTYPE not
+ * headroom's (*err says what it is), other -errno. */
 static int check_ours(sqlite3 *db, const char *path, int *version, char **err)
 {
 	int app = 0, rc = query_int(db, "PRAGMA application_id", &app);
@@ -162,6 +172,8 @@ static int check_ours(sqlite3 *db, const char *path, int *version, char **err)
 		return rc;
 	if (app == STORE_APPLICATION_ID && *version >= 1 && *version <= SCHEMA_VERSION)
 		return 0;
+	if (!app && !*version && (rc = no_tables(db)))
+		return rc;
 	if (app == STORE_APPLICATION_ID) {
 		*err = xasprintf("%s is a profile store of a newer headroom (schema %d; this one knows %d): it is left as it is",
 				 path, *version, SCHEMA_VERSION);
@@ -281,6 +293,12 @@ static int open_read(struct store *st, int *version, char **err)
 		}
 		sqlite3_busy_timeout(st->db, STORE_WAIT_MS);
 		rc = check_ours(st->db, st->path, version, err);
+		if (rc == 1) {
+			/* another build is making it: nothing to read yet, as with no file */
+			close_db(st);
+			*version = SCHEMA_VERSION;
+			return 0;
+		}
 		if (!rc && (rc = prepare(st)))
 			*err = xasprintf("%s is not a usable profile store: %s", st->path, sqlite3_errmsg(st->db));
 		else if (rc && !*err)
@@ -317,8 +335,9 @@ static int make_writable(struct store *st)
 		goto fail;
 	}
 	sqlite3_busy_timeout(w.db, STORE_WAIT_MS);
-	if (!is_new(st->path, &rc) && (rc = rc ? rc : check_ours(w.db, st->path, &version, &err)))
+	if (!is_new(st->path, &rc) && (rc = rc ? rc : check_ours(w.db, st->path, &version, &err)) < 0)
 		goto fail;
+	rc = 0; /* 1: empty, made here as if new */
 	/* WAL: readers never wait for a writer. A file system without it keeps the rollback
 	 * journal, and the lookups' short wait still bounds what a lock costs the loop. */
 	rc = exec_rc(w.db, "PRAGMA journal_mode = WAL");

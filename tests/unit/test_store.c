@@ -341,6 +341,28 @@ static void test_made_by_first_write(void **state)
 	free(dirpath);
 }
 
+/* Two builds start at once on a store not made yet: the second may open the file the
+ * first has just created, before its schema is in (a database with no table, no id).
+ * That is a store being made, not someone else's: it reads as empty, and the second
+ * build's write completes it (before, the second build lost all it learned). */
+static void test_store_being_made(void **state)
+{
+	char *path = make_db("making.db", "PRAGMA journal_mode = WAL;");
+	struct build_profile b = { 1, 7, 1000 };
+	struct profile p;
+	struct store *st = NULL;
+	char *err = NULL;
+
+	(void)state;
+	assert_int_equal(store_open(path, &st, &err), 0);
+	assert_int_equal(store_get(st, PROFILE_SIG, "cc :: a.c", &p), -ENOENT);
+	assert_int_equal(store_build_put(st, "k", &b), 0);
+	assert_int_equal(int_of(path, "PRAGMA application_id"), STORE_APPLICATION_ID);
+	assert_int_equal(store_build_get(st, "k", &b), 0);
+	store_close(st);
+	free(path);
+}
+
 /* A store made before headroom set an application_id (schema 3, headroom's tables
  * only) is read as it is and marked at its first write. */
 static void test_old_store_adopted(void **state)
@@ -440,6 +462,7 @@ int main(void)
 		cmocka_unit_test(test_not_a_database),
 		cmocka_unit_test(test_unwritable_dir),
 		cmocka_unit_test(test_foreign_untouched),
+		cmocka_unit_test(test_store_being_made),
 		cmocka_unit_test(test_made_by_first_write),
 		cmocka_unit_test(test_old_store_adopted),
 		cmocka_unit_test(test_read_only_store),
