@@ -236,12 +236,12 @@ static int admit_waiting(struct gov *g, int64_t now, uint64_t avail, struct admi
 {
 	struct admit_wait *w = xmalloc((g->njobs ? g->njobs : 1) * sizeof(*w));
 	size_t nw = 0;
+	uint64_t room = avail > g->reserve_bytes ? avail - g->reserve_bytes : 0;
 
 	*s = (struct admit_snapshot){
 		.budget_bytes = g->budget_bytes,
-		.free_bytes = avail > g->reserve_bytes ? avail - g->reserve_bytes : 0,
-		.unknown_bytes = admit_unknown_need(g->budget_bytes, avail > g->reserve_bytes ? avail - g->reserve_bytes : 0,
-						    g->tree, g->seen_peak_bytes, snap, n),
+		.free_bytes = room,
+		.unknown_bytes = admit_unknown_need(g->budget_bytes, room, g->tree, g->seen_peak_bytes, snap, n),
 		.jobs = snap,
 		.njobs = n,
 	};

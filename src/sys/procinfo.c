@@ -34,14 +34,22 @@ pid_t procinfo_parse_nspid(char *status, pid_t pid)
 	return inner > 0 && inner != pid ? inner : 0;
 }
 
+/* /proc/PID/status into buf: its length, or -errno. */
+static long read_status(const char *root, pid_t pid, char *buf, size_t size)
+{
+	char path[PATH_MAX];
+
+	snprintf(path, sizeof(path), "%s/proc/%d/status", root, (int)pid);
+	return fs_read(path, buf, size);
+}
+
 int procinfo_container_pid(const char *root, pid_t pid, pid_t *inner)
 {
-	char path[PATH_MAX], buf[4096];
+	char buf[4096];
 	long n;
 
 	*inner = 0;
-	snprintf(path, sizeof(path), "%s/proc/%d/status", root, (int)pid);
-	n = fs_read(path, buf, sizeof(buf));
+	n = read_status(root, pid, buf, sizeof(buf));
 	if (n < 0)
 		return (int)n;
 	*inner = procinfo_parse_nspid(buf, pid);
@@ -67,11 +75,9 @@ int procinfo_parse_uid(const char *status, uid_t *uid)
 
 int procinfo_uid(const char *root, pid_t pid, uid_t *uid)
 {
-	char path[PATH_MAX], buf[4096];
-	long n;
+	char buf[4096];
+	long n = read_status(root, pid, buf, sizeof(buf));
 
-	snprintf(path, sizeof(path), "%s/proc/%d/status", root, (int)pid);
-	n = fs_read(path, buf, sizeof(buf));
 	if (n < 0)
 		return (int)n;
 	return procinfo_parse_uid(buf, uid);
