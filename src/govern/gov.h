@@ -84,6 +84,9 @@ struct gov {
 	int64_t longest_done_ms;    /* the longest run of a job of this build that ended; -1: none yet */
 	int net_act;                /* the safety net's last decision (enum net_action) */
 	uint64_t oom_start;
+	uint64_t oom_tick;          /* the OOM-kill count read at the last tick */
+	uint64_t avail_bytes;       /* memory that could be taken, read at avail_at_ms */
+	int64_t avail_at_ms;        /* -1: not read yet */
 	char *psi_path;
 	pid_t build_pid;
 	int build_status, build_done;

@@ -59,6 +59,25 @@ static int mem_available(struct gov *g, uint64_t *avail)
 	return err;
 }
 
+/* How old a reading of free memory an admission between ticks may use. A build starts its
+ * jobs in bursts, and a job admitted a moment ago has not yet taken its memory: the
+ * admission prices it from its prediction either way, while the running jobs' own use is
+ * a tick old. Read anew for every message, a burst costs two file reads a job. */
+#define AVAIL_FRESH_MS 5
+
+/* mem_available(), reusing a reading at most max_age_ms old (0: always read). */
+static int mem_available_at(struct gov *g, int64_t now, int64_t max_age_ms, uint64_t *avail)
+{
+	if (max_age_ms > 0 && g->avail_at_ms >= 0 && now - g->avail_at_ms <= max_age_ms) {
+		*avail = g->avail_bytes;
+		return 0;
+	}
+	int err = mem_available(g, avail);
+	g->avail_at_ms = err ? -1 : now;
+	g->avail_bytes = *avail;
+	return err;
+}
+
 /* Descriptors kept for the governor's own reads (/proc, cgroup files, the store) beside
  * its connections: with every descriptor taken by waiting launchers it could not read
  * memory, and no job could end to give one back. */
@@ -122,7 +141,7 @@ static int setup_memory(struct gov *g)
 	}
 	g->rep.limit_bytes = g->limit_bytes;
 	g->rep.budget_bytes = g->budget_bytes;
-	g->oom_start = gov_oom_count(g);
+	g->oom_start = g->oom_tick = gov_oom_count(g);
 	char a[32], b[32], c[32];
 	log_info("memory limit %s (%s), in use by others %s, budget for jobs %s",
 	      size_format(g->limit_bytes, a, sizeof(a)), g->rep.limit_source, size_format(others, b, sizeof(b)),
@@ -290,7 +309,7 @@ void gov_admit(struct gov *g, int64_t now, int on_request)
 	snap = xmalloc((g->njobs + (size_t)g->o->jobs + 1) * sizeof(*snap));
 	n = snapshot(g, now, snap, &jobs_bytes, &running);
 	uint64_t avail;
-	int err = mem_available(g, &avail);
+	int err = mem_available_at(g, now, AVAIL_FRESH_MS, &avail);
 	if (err)
 		mem_unknown(g, err);
 	else if (running < g->o->jobs)
@@ -352,13 +371,14 @@ static void govern_tick(struct gov *g, int64_t now)
 {
 	struct admit_job *snap;
 	uint64_t jobs_bytes, avail;
-	int mem_err = mem_available(g, &avail);
+	int mem_err = mem_available_at(g, now, 0, &avail);
 	int running;
 	struct psi psi;
 	size_t n;
 	int tokens = 0;
 
 	read_procs(g);
+	g->oom_tick = gov_oom_count(g);
 	treescan_fallback(g);
 	if (g->tree)
 		treescan_run(g, now);
@@ -533,7 +553,7 @@ static int watch_fd(struct gov *g, int fd, void *tag)
 
 int governor_run(const struct governor_opts *o)
 {
-	struct gov g = { .o = o, .longest_done_ms = -1, .listen_fd = -1, .sig_fd = -1, .ep_fd = -1, .js = { .rfd = -1, .wfd = -1, .own_fd = -1 },
+	struct gov g = { .o = o, .longest_done_ms = -1, .avail_at_ms = -1, .listen_fd = -1, .sig_fd = -1, .ep_fd = -1, .js = { .rfd = -1, .wfd = -1, .own_fd = -1 },
 			 .progress = { .fd = -1 }, .guard_fd = -1 };
 	sigset_t mask, orig;
 	int rc, status = EXIT_INTERNAL;

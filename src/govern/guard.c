@@ -147,7 +147,8 @@ void guard_kill_everything(struct gov *g)
 		guard_reap(g);
 		if (!found)
 			break;
-		usleep(20000);
+		/* a killed process is usually gone within a millisecond: look again soon */
+		usleep(round < 5 ? 1000u << round : 20000u);
 	}
 	guard_reap(g);
 }

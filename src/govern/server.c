@@ -68,7 +68,9 @@ static void on_done(struct gov *g, struct job *j, const struct proto_done *d, in
 		};
 		report_add_span(&g->rep, &sp);
 	}
-	proto_send_ack(j->conn.fd, &(struct proto_ack){ j->id, retry, reason });
+	/* only a launcher whose tool was SIGKILLed waits for the answer */
+	if (d->has_signal && d->signal == SIGKILL)
+		proto_send_ack(j->conn.fd, &(struct proto_ack){ j->id, retry, reason });
 	job_drop_group(j);
 	job_reset_run(j);
 	j->state = JOB_IDLE;
@@ -264,7 +266,8 @@ void server_admit(struct gov *g, struct job *j, int64_t now)
 {
 	j->state = JOB_RUNNING;
 	j->t_admit_ms = now;
-	j->oom_at_admit = gov_oom_count(g);
+	/* the last tick's count: a kill since then can only make a SIGKILLed job run again */
+	j->oom_at_admit = g->oom_tick;
 	if (j->tree) {
 		/* Held since it was seen: let it go. */
 		job_signal(g, j, SIGCONT);
