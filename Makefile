@@ -2,8 +2,7 @@
 CC      ?= cc
 # MHD=0 builds without libmicrohttpd's header (watch --prometheus then says so): for
 # machines without it (the GPU machine has it in .devdeps: tools/make-devdeps). The
-# library itself is never linked:
-# watch --prometheus loads it (src/watch/prom.c says why).
+# library itself is never linked: watch --prometheus loads it (src/watch/prom.c says why).
 MHD     ?= 1
 PKGS    := jansson sqlite3
 ifeq ($(MHD),1)
