@@ -165,7 +165,7 @@ gpu_writer() {
 }
 
 gpu_writer_run() {
-	python3 - "$T/gpus" "$1" "$2" "$3" <<'PY'
+	exec python3 - "$T/gpus" "$1" "$2" "$3" <<'PY'
 import math, os, sys, time
 path, total, expr, dur = sys.argv[1], sys.argv[2], sys.argv[3], float(sys.argv[4])
 started = os.path.join(os.path.dirname(path), "writing")
