@@ -1,8 +1,8 @@
 # headroom — build with `make`; `make check` runs every test (unit, ASan/UBSan, CLI).
 CC      ?= cc
 # MHD=0 builds without libmicrohttpd's header (watch --prometheus then says so): for
-# machines without it, such as the GPU machine. The library itself is never linked:
-# watch --prometheus loads it (src/watch/prom.c says why).
+# machines without it (the GPU machine has it in .devdeps: tools/make-devdeps). The
+# library itself is never linked: watch --prometheus loads it (src/watch/prom.c says why).
 MHD     ?= 1
 PKGS    := jansson sqlite3
 ifeq ($(MHD),1)

@@ -37,8 +37,10 @@ static const char usage[] =
 	"their environment, grouped by run id, MASTER_ADDR:MASTER_PORT, else their parent;\n"
 	"any other GPU process is a job of its own), host MemAvailable,\n"
 	"PSI and OOM kills. Events, each a line on stderr and a JSON record: low_free (a\n"
-	"GPU's free memory under a threshold), time_to_oom (its trend reaches the capacity\n"
-	"within the horizon), partial_death (a rank of a job died while others run on),\n"
+	"GPU's free memory under a threshold), time_to_oom (its memory reaches the capacity\n"
+	"within the horizon: a significantly rising trend, or growth in steps, the first\n"
+	"step that no longer fits; none for memory that only wobbles), partial_death (a\n"
+	"rank of a job died while others run on),\n"
 	"stuck (GPU memory held, unchanged, GPU idle past a timeout),\n"
 	"process_exit, read_failed, xid (critical XID errors the driver reports). With\n"
 	"COMMAND: run it, watch only its processes, exit with its status and print a\n"
@@ -48,7 +50,8 @@ static const char usage[] =
 	"      --min-interval MS      ... when a margin is narrow (default 100)\n"
 	"      --min-free SIZE        low_free under this free memory (default 1G)\n"
 	"      --min-free-pct PCT     ... or under this share of the GPU (default 5)\n"
-	"      --horizon S            time_to_oom when the trend reaches capacity within S (default 120)\n"
+	"      --horizon S            time_to_oom when the trend reaches capacity within S (default 120);\n"
+	"                             the time to OOM is shown (JSON, /metrics) within 10 x S\n"
 	"      --window S             the trend's window, at least 3 x --interval (default 30)\n"
 	"      --stuck-timeout S      stuck after S seconds unchanged and idle (default 600, 0 off)\n"
 	"      --jsonl FILE           samples and events as JSON lines (- for stdout)\n"
@@ -151,7 +154,7 @@ static void parse(int argc, char **argv, struct wopts *o)
 	}
 	if (o->lim.min_interval_ms > o->lim.interval_ms)
 		o->lim.min_interval_ms = o->lim.interval_ms;
-	/* the trend is fitted to the samples of the window: series_slope_per_s needs four */
+	/* the trend is fitted to the samples of the window: series_time_to needs four */
 	if (o->lim.window_ms < 3 * (int64_t)o->lim.interval_ms)
 		die(EXIT_USAGE, "watch: --window %.3g s is shorter than 3 x --interval %d ms: the trend needs four samples "
 		    "in it", (double)o->lim.window_ms / 1000, o->lim.interval_ms);

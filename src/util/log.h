@@ -1,4 +1,6 @@
-/* Messages to stderr, prefixed with "headroom: ". */
+/* Messages to stderr, prefixed with "headroom: ", and with the syslog priority ("<4>")
+ * before that when stderr is the journal's stream (systemd sets JOURNAL_STREAM to its
+ * device:inode), so that journald files each line at its level. */
 #ifndef HEADROOM_LOG_H
 #define HEADROOM_LOG_H
 
@@ -14,5 +16,11 @@ noreturn void die(int status, const char *fmt, ...) __attribute__((format(printf
 void log_warn(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 void log_info(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 void log_debug(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+
+/* syslog's priorities (syslog.h's LOG_ERR...), for log_prefix. */
+enum log_prio { LOG_PRIO_ERR = 3, LOG_PRIO_WARNING = 4, LOG_PRIO_INFO = 6, LOG_PRIO_DEBUG = 7 };
+/* "<N>" for a line of priority prio written to stderr when stderr is the journal's
+ * stream; "" otherwise. Decided at the first call. */
+const char *log_prefix(enum log_prio prio);
 
 #endif

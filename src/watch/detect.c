@@ -1,6 +1,7 @@
 #include "watch/detect.h"
 
 #include <limits.h>
+#include <math.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -20,33 +21,101 @@ void series_add(struct series *s, int64_t t_ms, double v)
 	s->v[i] = v;
 }
 
-double series_slope_per_s(const struct series *s, int64_t now_ms, int64_t window_ms)
+/* The least-squares line over the window, on values and times taken relative to their
+ * means so that a flat series of large byte counts fits a slope of exactly 0. *t: the
+ * slope in standard errors (INFINITY for a perfect rising line, 0 for none). */
+static double fit(const struct series *s, int64_t now_ms, int64_t window_ms, double *t)
 {
-	double sx = 0, sy = 0, sxx = 0, sxy = 0;
+	double mx = 0, my = 0, sxx = 0, sxy = 0, syy = 0, b, rss;
 	size_t n = 0;
 
+	*t = 0;
 	for (size_t k = 0; k < s->n; k++) {
 		size_t i = (s->head + k) % SERIES_POINTS;
 		if (now_ms - s->t_ms[i] > window_ms)
 			continue;
-		double x = (double)(s->t_ms[i] - now_ms) / 1000.0, y = s->v[i];
-		sx += x, sy += y, sxx += x * x, sxy += x * y;
+		mx += (double)(s->t_ms[i] - now_ms) / 1000.0;
+		my += s->v[i];
 		n++;
 	}
 	if (n < 4)
 		return 0;
-	double d = (double)n * sxx - sx * sx;
-	return d > 0 ? ((double)n * sxy - sx * sy) / d : 0;
+	mx /= (double)n;
+	my /= (double)n;
+	for (size_t k = 0; k < s->n; k++) {
+		size_t i = (s->head + k) % SERIES_POINTS;
+		if (now_ms - s->t_ms[i] > window_ms)
+			continue;
+		double x = (double)(s->t_ms[i] - now_ms) / 1000.0 - mx, y = s->v[i] - my;
+		sxx += x * x, sxy += x * y, syy += y * y;
+	}
+	if (sxx <= 0)
+		return 0;
+	b = sxy / sxx;
+	rss = syy - b * sxy;
+	if (b > 0)
+		*t = rss > 0 ? b / sqrt(rss / (double)(n - 2) / sxx) : INFINITY;
+	return b;
 }
 
-double series_time_to(const struct series *s, int64_t now_ms, int64_t window_ms, double capacity)
+double series_slope_per_s(const struct series *s, int64_t now_ms, int64_t window_ms)
 {
-	double slope = series_slope_per_s(s, now_ms, window_ms), last;
+	double t;
+	return fit(s, now_ms, window_ms, &t);
+}
 
-	if (slope <= 0 || !s->n)
+/* The steps' projection (see series_time_to), or -1. */
+static double steps_time_to(const struct series *s, int64_t now_ms, int64_t window_ms, double capacity)
+{
+	double min_step = capacity * SERIES_STEP_PCT / 100, size = 0, prev = 0, last = 0, free_bytes, spacing_s;
+	int64_t first_ms = 0, last_ms = 0;
+	int steps = 0, have = 0;
+
+	if (min_step < SERIES_STEP_MIN_BYTES)
+		min_step = SERIES_STEP_MIN_BYTES;
+	for (size_t k = 0; k < s->n; k++) {
+		size_t i = (s->head + k) % SERIES_POINTS;
+		if (now_ms - s->t_ms[i] > window_ms)
+			continue;
+		last = s->v[i];
+		if (have && last - prev >= min_step) {
+			if (!steps++)
+				first_ms = s->t_ms[i];
+			last_ms = s->t_ms[i];
+			if (last - prev > size)
+				size = last - prev;
+		} else if (have && prev - last >= min_step) {
+			return -1; /* memory given back: allocations come and go, not a climb */
+		}
+		prev = last;
+		have = 1;
+	}
+	if (steps < 2)
+		return -1;
+	spacing_s = (double)(last_ms - first_ms) / 1000.0 / (steps - 1);
+	if (spacing_s <= 0 || (double)(now_ms - last_ms) / 1000.0 > 2 * spacing_s)
+		return -1; /* the climb stopped */
+	free_bytes = capacity - last;
+	if (free_bytes <= 0)
+		return 0;
+	/* the steps that still fit, then the one that does not */
+	double t = (double)(last_ms - now_ms) / 1000.0 + (floor(free_bytes / size) + 1) * spacing_s;
+	return t > 0 ? t : 0;
+}
+
+double series_time_to(const struct series *s, int64_t now_ms, int64_t window_ms, double capacity, double max_s)
+{
+	double tstat, slope = fit(s, now_ms, window_ms, &tstat), last, best = -1, st;
+
+	if (!s->n)
 		return -1;
 	last = s->v[(s->head + s->n - 1) % SERIES_POINTS];
-	return last >= capacity ? 0 : (capacity - last) / slope;
+	if (slope > 0 && tstat >= SERIES_MIN_T)
+		best = last >= capacity ? 0 : (capacity - last) / slope;
+	st = steps_time_to(s, now_ms, window_ms, capacity);
+	if (st >= 0 && (best < 0 || st < best))
+		best = st;
+	return best >= 0 && best <= max_s ? best : -1;
 }
 
 int detect_low_free(uint64_t free_bytes, uint64_t total_bytes, uint64_t min_free_bytes, double min_free_pct)

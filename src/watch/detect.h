@@ -6,8 +6,9 @@
 #include <stddef.h>
 #include <stdint.h>
 
-/* A time series of bytes for the trend (time-to-OOM), a fixed ring. */
-#define SERIES_POINTS 64
+/* A time series of bytes for the trend (time-to-OOM), a fixed ring: at the fastest
+ * sampling (100 ms) it spans 12.8 s. */
+#define SERIES_POINTS 128
 struct series {
 	int64_t t_ms[SERIES_POINTS];
 	double v[SERIES_POINTS];
@@ -18,9 +19,21 @@ void series_add(struct series *s, int64_t t_ms, double v);
 /* Least-squares slope (per second) over the points of the last window_ms; 0 when fewer
  * than 4 points. */
 double series_slope_per_s(const struct series *s, int64_t now_ms, int64_t window_ms);
-/* Seconds until the fitted line reaches capacity, or -1 when it does not rise (or no
- * trend is known). */
-double series_time_to(const struct series *s, int64_t now_ms, int64_t window_ms, double capacity);
+
+/* Time-to-OOM: seconds until the series reaches capacity, or -1 when it is not really
+ * rising or would reach it only past max_s. Two projections, the sooner taken:
+ * - the least-squares line over the window, when its slope is significant (at least
+ *   SERIES_MIN_T standard errors above 0: memory that only wobbles has none);
+ * - the steps, when the growth comes in jumps between two samples of at least
+ *   SERIES_STEP_PCT of capacity (and SERIES_STEP_MIN_BYTES), at least two of them in
+ *   the window, none undone by a fall as large, the last no older than twice their
+ *   spacing: OOM comes with the first step of the largest size seen that no longer
+ *   fits, one spacing after another. A line fitted to a staircase sees that step only
+ *   once it has failed. */
+#define SERIES_MIN_T 4.0
+#define SERIES_STEP_PCT 1.0
+#define SERIES_STEP_MIN_BYTES (256.0 * 1024 * 1024)
+double series_time_to(const struct series *s, int64_t now_ms, int64_t window_ms, double capacity, double max_s);
 
 /* Low free memory: is free under the absolute or the relative threshold? */
 int detect_low_free(uint64_t free_bytes, uint64_t total_bytes, uint64_t min_free_bytes, double min_free_pct);

@@ -3,8 +3,12 @@
 #include <stdarg.h>
 #include <stdlib.h>
 
+#include "util/log.h"
 #include "watch/hook.h"
 #include "watch/jsonl.h"
+
+static const enum log_prio prio[] = { [EVC_INFO] = LOG_PRIO_INFO, [EVC_WARNING] = LOG_PRIO_WARNING,
+				       [EVC_ERROR] = LOG_PRIO_ERR };
 
 void notify_event(struct notifier *n, enum watch_event e, json_t *rec, const char *fmt, ...)
 {
@@ -21,7 +25,7 @@ void notify_event(struct notifier *n, enum watch_event e, json_t *rec, const cha
 	json_object_set_new(rec, "time_ms", json_integer(jsonl_wall_ms()));
 	json_object_set_new(rec, "message", json_string(msg));
 	txt = json_dumps(rec, JSON_COMPACT);
-	fprintf(stderr, "headroom watch: %s: %s\n", watch_event_name(e), msg);
+	fprintf(stderr, "%sheadroom watch: %s: %s\n", log_prefix(prio[watch_event_class(e)]), watch_event_name(e), msg);
 	if (n->jsonl && txt)
 		jsonl_put(n->jsonl, txt);
 	if (n->hook_cmd && txt)

@@ -2,6 +2,7 @@
 
 #include <arpa/inet.h>
 #include <errno.h>
+#include <math.h>
 #include <netinet/in.h>
 #include <pthread.h>
 #include <stdarg.h>
@@ -37,90 +38,106 @@ static const char *esc(const char *s, char *out, size_t size)
 	return out;
 }
 
-static void gpu_labels(char *out, size_t size, const struct watch_state *w, size_t i)
+/* dcgm-exporter's labels, so that its dashboards and rules resolve headroom's series:
+ * gpu (the NVML index), UUID, pci_bus_id, device (nvidiaN, N the index), modelName,
+ * Hostname. */
+static void gpu_labels(char *out, size_t size, const struct watch_state *w, size_t i, const char *host)
 {
-	char u[200], p[80], h[140];
+	char u[200], p[80], m[200];
 	const struct nvml_dev *d = &w->gpus[i].d;
 
-	snprintf(out, size, "gpu=\"%zu\",UUID=\"%s\",pci_bus_id=\"%s\",hostname=\"%s\"", i, esc(d->uuid, u, sizeof(u)),
-		 esc(d->bus_id, p, sizeof(p)), esc(w->hostname, h, sizeof(h)));
+	snprintf(out, size, "gpu=\"%zu\",UUID=\"%s\",pci_bus_id=\"%s\",device=\"nvidia%zu\",modelName=\"%s\",Hostname=\"%s\"", i,
+		 esc(d->uuid, u, sizeof(u)), esc(d->bus_id, p, sizeof(p)), i, esc(d->name, m, sizeof(m)), host);
 }
+
+/* One gauge a GPU, only for the GPUs whose last read worked (a failed read is missing
+ * figures, not zero). */
+static void gpu_gauge(struct strbuf *b, const struct watch_state *w, const char *host, const char *name,
+		      const char *help, double (*value)(const struct wgpu *G))
+{
+	char l[800];
+
+	head(b, name, "gauge", help);
+	for (size_t i = 0; i < w->ngpus; i++) {
+		double v = w->gpus[i].ok ? value(&w->gpus[i]) : -1;
+		if (v < 0)
+			continue;
+		gpu_labels(l, sizeof(l), w, i, host);
+		strbuf_addf(b, "%s{%s} %.15g\n", name, l, v);
+	}
+}
+
+static double fb_used_mib(const struct wgpu *G) { return (double)(G->d.used_bytes >> 20); }
+static double fb_free_mib(const struct wgpu *G) { return (double)(G->d.free_bytes >> 20); }
+static double util_pct(const struct wgpu *G) { return G->d.util_gpu_pct; }
+static double total_bytes(const struct wgpu *G) { return (double)G->d.total_bytes; }
+/* to a tenth of a second: the projection is no finer */
+static double ttoom_s(const struct wgpu *G) { return G->ttoom_s >= 0 ? round(G->ttoom_s * 10) / 10 : -1; }
 
 char *prom_render(const struct watch_state *w)
 {
 	struct strbuf b = STRBUF_INIT;
-	char l[600], j[140];
+	char l[800], j[140], host[140];
 
-	head(&b, "headroom_up", "gauge", "1 when the last NVML read worked; 0 means the GPU figures are missing, not zero");
-	strbuf_addf(&b, "headroom_up{source=\"nvml\"} %d\n", w->nvml_ok);
+	esc(w->hostname, host, sizeof(host));
+	head(&b, "headroom_up", "gauge", "1 while headroom watch runs and serves this page");
+	strbuf_addf(&b, "headroom_up{Hostname=\"%s\"} 1\n", host);
+	head(&b, "headroom_gpus", "gauge",
+	     "GPUs the NVIDIA driver sees; 0 on a host without GPU or driver (host memory is watched alone)");
+	strbuf_addf(&b, "headroom_gpus{Hostname=\"%s\"} %zu\n", host, w->ngpus);
 	head(&b, "headroom_gpu_read_ok", "gauge", "1 when this GPU's last read worked");
 	for (size_t i = 0; i < w->ngpus; i++) {
-		gpu_labels(l, sizeof(l), w, i);
+		gpu_labels(l, sizeof(l), w, i, host);
 		strbuf_addf(&b, "headroom_gpu_read_ok{%s} %d\n", l, w->gpus[i].ok);
 	}
-	head(&b, "DCGM_FI_DEV_FB_USED", "gauge", "Framebuffer memory used (in MiB).");
-	for (size_t i = 0; i < w->ngpus; i++)
-		if (w->gpus[i].ok) {
-			gpu_labels(l, sizeof(l), w, i);
-			strbuf_addf(&b, "DCGM_FI_DEV_FB_USED{%s} %llu\n", l, (unsigned long long)(w->gpus[i].d.used_bytes >> 20));
-		}
-	head(&b, "DCGM_FI_DEV_FB_FREE", "gauge", "Framebuffer memory free (in MiB).");
-	for (size_t i = 0; i < w->ngpus; i++)
-		if (w->gpus[i].ok) {
-			gpu_labels(l, sizeof(l), w, i);
-			strbuf_addf(&b, "DCGM_FI_DEV_FB_FREE{%s} %llu\n", l, (unsigned long long)(w->gpus[i].d.free_bytes >> 20));
-		}
-	head(&b, "DCGM_FI_DEV_GPU_UTIL", "gauge", "GPU utilization (in %).");
-	for (size_t i = 0; i < w->ngpus; i++)
-		if (w->gpus[i].ok && w->gpus[i].d.util_gpu_pct >= 0) {
-			gpu_labels(l, sizeof(l), w, i);
-			strbuf_addf(&b, "DCGM_FI_DEV_GPU_UTIL{%s} %d\n", l, w->gpus[i].d.util_gpu_pct);
-		}
-	head(&b, "headroom_gpu_memory_total_bytes", "gauge", "GPU memory in all");
-	for (size_t i = 0; i < w->ngpus; i++)
-		if (w->gpus[i].ok) {
-			gpu_labels(l, sizeof(l), w, i);
-			strbuf_addf(&b, "headroom_gpu_memory_total_bytes{%s} %llu\n", l, (unsigned long long)w->gpus[i].d.total_bytes);
-		}
-	head(&b, "headroom_time_to_oom_seconds", "gauge",
-	     "Seconds until the GPU's memory trend reaches its capacity; absent when it is not rising");
-	for (size_t i = 0; i < w->ngpus; i++)
-		if (w->gpus[i].ok && w->gpus[i].ttoom_s >= 0) {
-			gpu_labels(l, sizeof(l), w, i);
-			strbuf_addf(&b, "headroom_time_to_oom_seconds{%s} %.1f\n", l, w->gpus[i].ttoom_s);
-		}
+	gpu_gauge(&b, w, host, "DCGM_FI_DEV_FB_USED", "Framebuffer memory used (in MiB).", fb_used_mib);
+	gpu_gauge(&b, w, host, "DCGM_FI_DEV_FB_FREE", "Framebuffer memory free (in MiB).", fb_free_mib);
+	gpu_gauge(&b, w, host, "DCGM_FI_DEV_GPU_UTIL", "GPU utilization (in %).", util_pct);
+	gpu_gauge(&b, w, host, "headroom_gpu_memory_total_bytes", "GPU memory in all", total_bytes);
+	gpu_gauge(&b, w, host, "headroom_time_to_oom_seconds",
+		  "Seconds until the GPU's memory reaches its capacity at its growth; absent when it is not "
+		  "significantly rising or would reach it only past 10 x --horizon",
+		  ttoom_s);
 	head(&b, "headroom_gpu_process_memory_bytes", "gauge", "GPU memory of a process, by host pid");
 	for (size_t i = 0; i < w->nprocs; i++) {
 		const struct wproc *p = &w->procs[i];
 		if (!p->alive || p->used_bytes < 0 || p->gpu >= w->ngpus)
 			continue;
-		gpu_labels(l, sizeof(l), w, p->gpu);
+		gpu_labels(l, sizeof(l), w, p->gpu, host);
 		strbuf_addf(&b, "headroom_gpu_process_memory_bytes{%s,pid=\"%d\",job=\"%s\"} %lld\n", l, (int)p->pid,
 		    esc(p->job, j, sizeof(j)), (long long)p->used_bytes);
 	}
 	head(&b, "headroom_job_ranks_alive", "gauge", "GPU processes of a job still running");
 	for (size_t i = 0; i < w->njobs; i++)
-		strbuf_addf(&b, "headroom_job_ranks_alive{job=\"%s\",hostname=\"%s\"} %d\n", esc(w->jobs[i].key, j, sizeof(j)),
-		    w->hostname, w->jobs[i].alive);
+		strbuf_addf(&b, "headroom_job_ranks_alive{job=\"%s\",Hostname=\"%s\"} %d\n",
+		    esc(w->jobs[i].key, j, sizeof(j)), host, w->jobs[i].alive);
 	head(&b, "headroom_job_ranks_seen", "gauge", "GPU processes of a job seen over its life");
 	for (size_t i = 0; i < w->njobs; i++)
-		strbuf_addf(&b, "headroom_job_ranks_seen{job=\"%s\",hostname=\"%s\"} %d\n", esc(w->jobs[i].key, j, sizeof(j)),
-		    w->hostname, w->jobs[i].seen);
+		strbuf_addf(&b, "headroom_job_ranks_seen{job=\"%s\",Hostname=\"%s\"} %d\n",
+		    esc(w->jobs[i].key, j, sizeof(j)), host, w->jobs[i].seen);
 	head(&b, "headroom_events_total", "counter", "Events the watchdog raised, by type");
 	for (int e = 0; e < EV_COUNT; e++)
-		strbuf_addf(&b, "headroom_events_total{type=\"%s\"} %llu\n", watch_event_name((enum watch_event)e),
-		    (unsigned long long)w->events[e]);
+		strbuf_addf(&b, "headroom_events_total{type=\"%s\",Hostname=\"%s\"} %llu\n",
+		    watch_event_name((enum watch_event)e), host, (unsigned long long)w->events[e]);
 	if (w->has_host) {
-		head(&b, "headroom_host_memory_available_bytes", "gauge", "MemAvailable of the host");
-		strbuf_addf(&b, "headroom_host_memory_available_bytes %llu\n", (unsigned long long)w->host_available_bytes);
+		head(&b, "headroom_host_memory_available_bytes", "gauge",
+		     "Host memory available: MemAvailable, or what the memory cgroup's limit leaves when lower");
+		strbuf_addf(&b, "headroom_host_memory_available_bytes{Hostname=\"%s\"} %llu\n", host,
+		    (unsigned long long)w->host_available_bytes);
+		head(&b, "headroom_host_memory_total_bytes", "gauge",
+		     "Host memory in all, read each sample: the memory cgroup's limit where it is lower than MemTotal");
+		strbuf_addf(&b, "headroom_host_memory_total_bytes{Hostname=\"%s\"} %llu\n", host,
+		    (unsigned long long)w->host_total_bytes);
 	}
 	if (w->has_oom) {
 		head(&b, "headroom_host_oom_kills_total", "counter", "The kernel's OOM kills since boot");
-		strbuf_addf(&b, "headroom_host_oom_kills_total %llu\n", (unsigned long long)w->host_oom_kills);
+		strbuf_addf(&b, "headroom_host_oom_kills_total{Hostname=\"%s\"} %llu\n", host,
+		    (unsigned long long)w->host_oom_kills);
 	}
 	if (w->psi_full_avg10 >= 0) {
 		head(&b, "headroom_host_memory_pressure_full_avg10", "gauge", "PSI memory full avg10 (%)");
-		strbuf_addf(&b, "headroom_host_memory_pressure_full_avg10 %.2f\n", w->psi_full_avg10);
+		strbuf_addf(&b, "headroom_host_memory_pressure_full_avg10{Hostname=\"%s\"} %.2f\n", host,
+		    w->psi_full_avg10);
 	}
 	return strbuf_detach(&b);
 }

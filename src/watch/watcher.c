@@ -46,6 +46,7 @@ void watcher_open(struct watcher *x)
 	if (!n)
 		log_warn("watch: the NVIDIA driver sees no GPU: watching host memory only");
 out:
+	x->has_cg = !cgroup_find(x->root, 0, &x->cg);
 	meminfo_oom_kills(x->root, &x->oom_prev);
 }
 
@@ -248,14 +249,15 @@ static int sample_gpu(struct watcher *x, size_t g, int64_t now)
 	series_add(&G->used, now, (double)G->d.used_bytes);
 	if (G->d.used_bytes > G->peak_used_bytes)
 		G->peak_used_bytes = G->d.used_bytes;
-	G->ttoom_s = series_time_to(&G->used, now, x->lim.window_ms, (double)G->d.total_bytes);
+	G->ttoom_s = series_time_to(&G->used, now, x->lim.window_ms, (double)G->d.total_bytes,
+				    WATCH_TTOOM_HORIZONS * (double)x->lim.horizon_ms / 1000);
 	if (G->ttoom_s >= 0 && G->ttoom_s * 1000 <= (double)x->lim.horizon_ms) {
 		if (!G->ttoom_warned)
 			notify_event(&x->notify, EV_TIME_TO_OOM,
 				     json_pack("{s:i, s:s, s:f, s:I, s:I}", "gpu", (int)g, "uuid", G->d.uuid, "seconds",
 					       G->ttoom_s, "used_bytes", (json_int_t)G->d.used_bytes, "total_bytes",
 					       (json_int_t)G->d.total_bytes),
-				     "GPU %zu (%s) reaches its %.1f GiB in about %.0f s at its current growth", g,
+				     "GPU %zu (%s) reaches its %.1f GiB in about %.1f s at its current growth", g,
 				     G->d.uuid, (double)G->d.total_bytes / (1 << 30), G->ttoom_s);
 		G->ttoom_warned = 1;
 	} else {
@@ -321,10 +323,17 @@ static void sample_host(struct watcher *x)
 	struct psi psi;
 	char path[PATH_MAX];
 
+	uint64_t limit, ws;
+
 	x->w.has_host = !meminfo_read(x->root, &mi);
 	if (x->w.has_host) {
 		x->w.host_total_bytes = mi.total_bytes;
 		x->w.host_available_bytes = mi.available_bytes;
+		if (x->has_cg && !cgroup_mem_limit(&x->cg, &limit) && limit < mi.total_bytes) {
+			x->w.host_total_bytes = limit;
+			if (!cgroup_mem_working_set(&x->cg, &ws) && (ws < limit ? limit - ws : 0) < mi.available_bytes)
+				x->w.host_available_bytes = ws < limit ? limit - ws : 0;
+		}
 	}
 	x->w.has_oom = !meminfo_oom_kills(x->root, &x->w.host_oom_kills);
 	x->w.psi_some_avg10 = x->w.psi_full_avg10 = -1;
@@ -401,6 +410,9 @@ void watcher_free(struct watcher *x)
 			close(x->w.procs[i].pidfd);
 	nvml_close(x->nvml);
 	x->nvml = NULL;
+	if (x->has_cg)
+		cgroup_free(&x->cg);
+	x->has_cg = 0;
 	watch_state_free(&x->w);
 	proc_table_free(&x->procs);
 }

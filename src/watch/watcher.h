@@ -7,6 +7,7 @@
 #include <stdint.h>
 #include <sys/types.h>
 
+#include "sys/cgroup.h"
 #include "sys/nvml.h"
 #include "sys/proc.h"
 #include "watch/notify.h"
@@ -26,6 +27,9 @@ struct watch_limits {
 	int64_t grace_ms;         /* ... and SIGKILL them this much later */
 };
 
+/* The time to OOM is shown (JSON, /metrics, live view) only within this many horizons:
+ * beyond, a projection says nothing worth acting on. */
+#define WATCH_TTOOM_HORIZONS 10
 #define WATCH_REAPED 64
 
 struct watcher {
@@ -39,6 +43,8 @@ struct watcher {
 	pid_t child;              /* the command watched (`watch -- CMD`), or 0 */
 	int child_status, child_done;
 	uint64_t oom_prev;        /* the host's OOM kills at the last sample */
+	struct cgroup cg;         /* the memory cgroup we run in (found at watcher_open) */
+	int has_cg;
 	/* exit statuses of processes we reaped (our children and orphans), by pid */
 	pid_t reaped_pid[WATCH_REAPED];
 	int reaped_status[WATCH_REAPED];
@@ -47,10 +53,13 @@ struct watcher {
 
 /* No GPUs yet, no outputs: set x->notify's jsonl and hook_cmd, then watcher_open. */
 void watcher_init(struct watcher *x, const char *root, const struct watch_limits *lim);
-/* Load NVML (a warning and host memory only without it or without GPUs) and note the
- * host's OOM kills so far. */
+/* Load NVML (a warning and host memory only without it or without GPUs), find the memory
+ * cgroup we run in and note the host's OOM kills so far. */
 void watcher_open(struct watcher *x);
-/* One sample at now_ms (monotonic): refreshes x->w and raises what it shows. */
+/* One sample at now_ms (monotonic): refreshes x->w and raises what it shows. Host memory
+ * is read afresh each time (a VM's MemTotal can grow as it is used); where a cgroup
+ * limit lower than MemTotal applies, it is the total, and what it leaves above the
+ * group's working set bounds the available. */
 void watcher_sample(struct watcher *x, int64_t now_ms);
 /* Collect ended children without waiting (SIGCHLD): their statuses say how watched
  * processes ended; the command's ends the watch. */

@@ -152,6 +152,88 @@ PY
 	python3 -c 'import json,sys; e=[json.loads(l) for l in open(sys.argv[1]) if json.loads(l).get("event") == "time_to_oom"][0]; assert 0 < e["seconds"] < 30 and e["used_bytes"] < e["total_bytes"], e' "$T/o.jsonl"
 }
 
+# A writer of the double's script, on the clock however slow this machine is: GPU 0 of
+# $1 total uses $2 (a Python expression of t, the seconds since it started, in MiB),
+# rewritten every 20 ms for $3 s. It returns once the writer has begun (this machine can
+# take seconds to start Python); kill $writer after.
+gpu_writer() {
+	rm -f "$T/writing"
+	gpu_writer_run "$@" 3>&- &
+	writer=$!
+	for i in $(seq 1 500); do [ -e "$T/writing" ] && return 0; sleep 0.02; done
+	return 1
+}
+
+gpu_writer_run() {
+	exec python3 - "$T/gpus" "$1" "$2" "$3" <<'PY'
+import math, os, sys, time
+path, total, expr, dur = sys.argv[1], sys.argv[2], sys.argv[3], float(sys.argv[4])
+started = os.path.join(os.path.dirname(path), "writing")
+t0 = time.monotonic()
+while (t := time.monotonic() - t0) < dur:
+    used = int(eval(expr, {"t": t, "math": math}))
+    with open(path + ".tmp", "w") as f:
+        f.write(f"gpu uuid=GPU-a bus=00000000:04:00.0 name=H200 total={total} used={used}M util=90\n")
+    os.rename(path + ".tmp", path)
+    if not os.path.exists(started):
+        open(started, "w").close()
+    time.sleep(0.02)
+PY
+}
+
+@test "time_to_oom: memory that only wobbles has none, in JSON, in /metrics, in the events" {
+	use_double
+	command -v curl || skip "curl needed"
+	# 60 GiB, then 4 MiB more, then back, every 100 ms
+	printf 'gpu uuid=GPU-a bus=00000000:04:00.0 name=H200 total=143G used=60G util=90\n' > "$T/gpus"
+	local writer port=$((20000 + RANDOM % 20000))
+	gpu_writer 143G '61440 + 4 * (int(t * 10) % 2)' 5
+	"$HR" watch -q --interval 100 --window 3 --duration 4 --prometheus "127.0.0.1:$port" --jsonl "$T/o.jsonl" 2> "$T/err" &
+	local w=$!
+	for i in 1 2 3; do sleep 1; curl -sf "http://127.0.0.1:$port/metrics" >> "$T/metrics"; done
+	wait "$w"
+	kill "$writer" 2>/dev/null || true
+	wait "$writer" 2>/dev/null || true
+	grep -q '^DCGM_FI_DEV_FB_USED{' "$T/metrics"
+	! grep '^headroom_time_to_oom_seconds{' "$T/metrics"
+	[ "$(events "$T/o.jsonl" time_to_oom)" -eq 0 ]
+	python3 - "$T/o.jsonl" <<'PY'
+import json, sys
+s = [json.loads(l) for l in open(sys.argv[1])]
+s = [x for x in s if x["type"] == "sample"]
+used = {g["used_bytes"] for x in s for g in x["gpus"]}
+assert len(s) >= 20 and len(used) == 2, (len(s), used)   # it did see the wobble
+bad = [g["time_to_oom_s"] for x in s for g in x["gpus"] if g["time_to_oom_s"] is not None]
+assert not bad, bad
+PY
+}
+
+@test "time_to_oom: steady growth warns well ahead; growth in 8 GiB steps warns long before the step that no longer fits" {
+	use_double
+	# 1 GiB a second from 10 GiB on 80 GiB: full in 70 s
+	printf 'gpu uuid=GPU-a bus=00000000:04:00.0 name=H200 total=80G used=10G util=90\n' > "$T/gpus"
+	local writer
+	gpu_writer 80G '10240 + 1024 * t' 4
+	run timeout 20 "$HR" watch -q --interval 200 --window 3 --duration 3 --jsonl "$T/steady.jsonl"
+	kill "$writer" 2>/dev/null || true
+	wait "$writer" 2>/dev/null || true
+	python3 -c 'import json,sys; e=[json.loads(l) for l in open(sys.argv[1]) if json.loads(l).get("event") == "time_to_oom"]; assert e and 20 <= e[0]["seconds"] <= 90, e' "$T/steady.jsonl"
+	# 1 GiB, then 8 GiB more every 0.5 s: the 11th step (to 81 GiB) does not fit
+	printf 'gpu uuid=GPU-a bus=00000000:04:00.0 name=H200 total=80G used=1G util=90\n' > "$T/gpus"
+	gpu_writer 80G '1024 + 8192 * min(int(t / 0.5), 9)' 7
+	run timeout 20 "$HR" watch -q --interval 100 --window 3 --min-free 0 --min-free-pct 0 --duration 6 --jsonl "$T/steps.jsonl"
+	kill "$writer" 2>/dev/null || true
+	wait "$writer" 2>/dev/null || true
+	echo "$output"
+	python3 - "$T/steps.jsonl" <<'PY'
+import json, sys
+e = [json.loads(l) for l in open(sys.argv[1]) if json.loads(l).get("event") == "time_to_oom"]
+assert e, "no warning"
+# after the second or third step, with the time to the 11th: 8 or 9 steps of 0.5 s away
+assert e[0]["used_bytes"] <= 25 * 2**30 and 2 <= e[0]["seconds"] <= 6, e[0]
+PY
+}
+
 @test "stuck: GPU memory held, unchanged, GPU idle past the timeout" {
 	use_double
 	sleep 30 & local p=$!
@@ -180,18 +262,55 @@ import json, sys
 s = json.load(open(sys.argv[1]))
 def get(name, **lab):
     return [x for x in s if x["name"] == name and all(x["labels"].get(k) == v for k, v in lab.items())]
-used = get("DCGM_FI_DEV_FB_USED", gpu="0", UUID="GPU-a", pci_bus_id="00000000:04:00.0")
-assert used and used[0]["value"] == 20 * 1024 and "hostname" in used[0]["labels"], used
+used = get("DCGM_FI_DEV_FB_USED", gpu="0", UUID="GPU-a", pci_bus_id="00000000:04:00.0", device="nvidia0", modelName="H200")
+assert used and used[0]["value"] == 20 * 1024 and used[0]["labels"]["Hostname"], used
+# dcgm-exporter's six labels on every GPU series
+dcgm = {"gpu", "UUID", "pci_bus_id", "device", "modelName", "Hostname"}
+gpu_series = [x for x in s if "gpu" in x["labels"]]
+assert len(gpu_series) >= 6 and all(dcgm <= set(x["labels"]) for x in gpu_series), gpu_series
+assert all("Hostname" in x["labels"] and "hostname" not in x["labels"] for x in s), s
 assert get("DCGM_FI_DEV_FB_FREE", gpu="0")[0]["value"] == 60 * 1024
 assert not get("DCGM_FI_DEV_FB_USED", gpu="1"), "a failed read must not look like an idle GPU"
 assert get("headroom_gpu_read_ok", gpu="1")[0]["value"] == 0
-assert get("headroom_gpu_read_ok", gpu="0")[0]["value"] == 1
-assert get("headroom_up")[0]["value"] == 1
+assert get("headroom_gpu_read_ok", gpu="0", device="nvidia0")[0]["value"] == 1
+assert get("headroom_up")[0]["value"] == 1 and get("headroom_gpus")[0]["value"] == 2
 assert get("headroom_gpu_process_memory_bytes", gpu="0")[0]["value"] == 19 * 2**30
 assert get("headroom_events_total", type="read_failed")[0]["value"] == 1
 assert get("headroom_job_ranks_alive")
 PY
 	[ "$(events "$T/o.jsonl" read_failed)" -eq 1 ]
+}
+
+@test "prometheus: a host without GPU says so with headroom_gpus 0, not with a failure" {
+	use_double
+	command -v curl || skip "curl needed"
+	: > "$T/gpus"
+	local port=$((20000 + RANDOM % 20000))
+	"$HR" watch -q --interval 200 --duration 2 --prometheus "127.0.0.1:$port" 2> "$T/err" &
+	local w=$!
+	sleep 1
+	curl -sf "http://127.0.0.1:$port/metrics" > "$T/metrics"
+	wait "$w"
+	grep -q 'sees no GPU: watching host memory only' "$T/err"
+	python3 "$ROOT/tests/cli/promcheck.py" "$T/metrics" > /dev/null
+	grep -q '^headroom_gpus{Hostname="[^"]*"} 0$' "$T/metrics"
+	grep -q '^headroom_up{Hostname="[^"]*"} 1$' "$T/metrics"
+	! grep -q 'source="nvml"' "$T/metrics"
+	grep -q '^headroom_host_memory_total_bytes{' "$T/metrics"
+}
+
+@test "stderr to the journal (JOURNAL_STREAM names it): each line carries its syslog priority" {
+	use_double
+	printf 'gpu uuid=GPU-a bus=00000000:04:00.0 name=H200 total=80G used=79.5G util=10\n' > "$T/gpus"
+	: > "$T/err"
+	JOURNAL_STREAM="$(stat -c %d:%i "$T/err")" timeout 10 "$HR" watch -q --interval 200 --duration 0.5 2>> "$T/err"
+	JOURNAL_STREAM="$(stat -c %d:%i "$T/err")" timeout 10 "$HR" watch --interval soon 2>> "$T/err" || true
+	cat "$T/err"
+	grep -q '^<4>headroom watch: low_free: GPU 0' "$T/err"
+	grep -q '^<3>headroom: watch: --interval wants milliseconds' "$T/err"
+	# not the journal's stream (another file): no prefix
+	JOURNAL_STREAM="$(stat -c %d:%i "$T/gpus")" timeout 10 "$HR" watch -q --interval 200 --duration 0.5 2> "$T/plain"
+	grep -q '^headroom watch: low_free' "$T/plain"
 }
 
 @test "watch -- CMD: watches the command's processes, exits with its status, prints a summary" {

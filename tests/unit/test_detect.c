@@ -19,13 +19,15 @@ static void test_trend(void **state)
 	for (int i = 0; i <= 10; i++)
 		series_add(&s, i * 100, 10.0 * (1 << 30) + i * 0.1 * (1 << 30));
 	assert_true(series_slope_per_s(&s, 1000, 30000) > 0.99 * (1 << 30));
-	double t = series_time_to(&s, 1000, 30000, 80.0 * (1 << 30));
+	double t = series_time_to(&s, 1000, 30000, 80.0 * (1 << 30), 1200);
 	assert_true(t > 68.9 && t < 69.1);
+	/* ... but not when that lies past the longest projection shown */
+	assert_true(series_time_to(&s, 1000, 30000, 80.0 * (1 << 30), 60) < 0);
 	/* flat or falling: no time to OOM */
 	memset(&s, 0, sizeof(s));
 	for (int i = 0; i < 10; i++)
 		series_add(&s, i * 100, 5e9 - i * 1e6);
-	assert_true(series_time_to(&s, 900, 30000, 8e10) < 0);
+	assert_true(series_time_to(&s, 900, 30000, 8e10, 1e9) < 0);
 	/* too few points in the window: no trend */
 	memset(&s, 0, sizeof(s));
 	for (int i = 0; i < 10; i++)
@@ -36,6 +38,74 @@ static void test_trend(void **state)
 	for (int i = 0; i < 200; i++)
 		series_add(&s, i, i);
 	assert_int_equal(s.n, SERIES_POINTS);
+}
+
+/* Memory that only wobbles (60 GiB, then 4 MiB more, then back, ...) has no time to OOM,
+ * however the window falls: its slope is not significant, and where it is (a wobble
+ * caught at its rise) the projection lies far past any horizon. */
+static void test_trend_wobble(void **state)
+{
+	(void)state;
+	struct series s;
+	const double gib = 1 << 30;
+
+	memset(&s, 0, sizeof(s));
+	for (int i = 0; i < 400; i++) {
+		series_add(&s, i * 100, 60 * gib + (i % 2) * 4.0 * (1 << 20));
+		assert_true(series_time_to(&s, i * 100, 30000, 143 * gib, 1200) < 0);
+	}
+	/* flat at a large value: exactly no slope, however large the bytes */
+	memset(&s, 0, sizeof(s));
+	for (int i = 0; i < 50; i++)
+		series_add(&s, i * 100, 137438953472.0 + 12345);
+	assert_true(series_slope_per_s(&s, 4900, 30000) == 0);
+	assert_true(series_time_to(&s, 4900, 30000, 143 * gib, 1e12) < 0);
+	/* a noisy plateau: no significant slope */
+	memset(&s, 0, sizeof(s));
+	for (int i = 0; i < 100; i++)
+		series_add(&s, i * 100, 60 * gib + (double)((i * 7919) % 13) * (1 << 20));
+	assert_true(series_time_to(&s, 9900, 30000, 143 * gib, 1e12) < 0);
+}
+
+/* Growth in 8 GiB steps every 2 s on a 143 GiB GPU, sampled every 100 ms, as a rank that
+ * allocates until CUDA's OOM: the steps give the time to the step that no longer fits,
+ * and the warning (within a 120 s horizon) comes after the second step, long before
+ * that one; a line fitted to the staircase would still say over a minute at the end. */
+static void test_trend_steps(void **state)
+{
+	(void)state;
+	struct series s;
+	const double gib = 1 << 30, cap = 143 * gib;
+	double first_warning_used = -1, t_before_last = -1;
+
+	memset(&s, 0, sizeof(s));
+	/* steps at 2 s, 4 s, ... up to 136 GiB (the 18th would not fit) */
+	for (int i = 0; i <= 360; i++) {
+		int64_t now = i * 100;
+		double used = 0.5 * gib + 8 * gib * (now / 2000);
+		if (used > cap)
+			break;
+		series_add(&s, now, used);
+		double t = series_time_to(&s, now, 30000, cap, 1200);
+		if (t >= 0 && t <= 120 && first_warning_used < 0)
+			first_warning_used = used;
+		if (now == 35900)
+			t_before_last = t;
+	}
+	assert_true(first_warning_used > 0 && first_warning_used <= 17 * gib);
+	/* 100 ms before the 18th step: 0.1 s away */
+	assert_true(t_before_last >= 0 && t_before_last < 0.5);
+	/* right after the second step: 15 more fit (16 GiB .. 136 GiB), the 16th fails, 32 s */
+	memset(&s, 0, sizeof(s));
+	for (int i = 0; i <= 40; i++)
+		series_add(&s, i * 100, 0.5 * gib + 8 * gib * (i * 100 / 2000));
+	double t = series_time_to(&s, 4000, 30000, cap, 1200);
+	assert_true(t > 31.9 && t < 32.1);
+	/* steps given back (allocations that come and go): no climb */
+	memset(&s, 0, sizeof(s));
+	for (int i = 0; i < 100; i++)
+		series_add(&s, i * 100, 60 * gib + 8 * gib * ((i / 10) % 2));
+	assert_true(series_time_to(&s, 9900, 30000, cap, 1200) < 0);
 }
 
 static void test_thresholds(void **state)
@@ -99,7 +169,9 @@ static void test_ranks(void **state)
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-		cmocka_unit_test(test_trend), cmocka_unit_test(test_thresholds), cmocka_unit_test(test_jobs),
+		cmocka_unit_test(test_trend),
+		cmocka_unit_test(test_trend_wobble),
+		cmocka_unit_test(test_trend_steps), cmocka_unit_test(test_thresholds), cmocka_unit_test(test_jobs),
 		cmocka_unit_test(test_ranks),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);

@@ -222,6 +222,32 @@ static void test_next_interval(void **state)
 	assert_int_equal(watcher_next_interval_ms(&x), 1000);
 }
 
+/* Host memory under a cgroup limit (the v2 fixture: MemTotal 31.25 GiB, MemAvailable
+ * 19.5 GiB, a 4 GiB limit over a 2 GiB working set): the limit is the total and what it
+ * leaves is the available; each sample reads them afresh. */
+static void test_host_cgroup(void **state)
+{
+	struct watch_limits lim = { .interval_ms = 1000, .min_interval_ms = 100, .horizon_ms = 120000,
+				    .window_ms = 30000 };
+	struct watcher x;
+
+	(void)state;
+	watcher_init(&x, "tests/fixtures/v2", &lim);
+	x.has_cg = !cgroup_find(x.root, 0, &x.cg);
+	assert_true(x.has_cg);
+	watcher_sample(&x, 0);
+	assert_true(x.w.has_host);
+	assert_int_equal(x.w.host_total_bytes, 4 * GIB);
+	assert_int_equal(x.w.host_available_bytes, 2 * GIB);
+	/* no cgroup: /proc/meminfo as it is */
+	cgroup_free(&x.cg);
+	x.has_cg = 0;
+	watcher_sample(&x, 100);
+	assert_int_equal(x.w.host_total_bytes, 32768000ULL * 1024);
+	assert_int_equal(x.w.host_available_bytes, 20480000ULL * 1024);
+	watcher_free(&x);
+}
+
 static void test_jsonl_sample(void **state)
 {
 	struct watch_state w;
@@ -318,6 +344,7 @@ int main(void)
 		cmocka_unit_test(test_event_table),  cmocka_unit_test(test_summary_xid_only),
 		cmocka_unit_test(test_summary_events), cmocka_unit_test(test_job_key),
 		cmocka_unit_test(test_state_tables), cmocka_unit_test(test_next_interval),
+		cmocka_unit_test(test_host_cgroup),
 		cmocka_unit_test(test_jsonl_sample), cmocka_unit_test(test_view),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
