@@ -155,10 +155,13 @@ load helper
 	run nice -n 3 "$HR" run -q --no-db -- sh -c 'echo "gov $(ps -o ni= -p $PPID) $(cat /proc/$PPID/oom_score_adj) build $(ps -o ni= -p $$) $(cat /proc/self/oom_score_adj)"'
 	[ "$status" -eq 0 ]
 	read -r _ gnice gadj _ bnice badj <<< "$output"
-	[ "$bnice" -eq 3 ]
+	# three above the test's own niceness (the suite may itself run under nice)
+	local want=$(( $(ps -o ni= -p $$) + 3 ))
+	[ "$want" -le 19 ] || want=19
+	[ "$bnice" -eq "$want" ]
 	[ "$badj" -eq "$(cat /proc/self/oom_score_adj)" ]
 	# where permitted (root), the governor itself runs ahead of the compilers
-	if [ "$(id -u)" -eq 0 ] && nice -n -1 true 2>/dev/null; then [ "$gnice" -lt 3 ]; fi
+	if [ "$(id -u)" -eq 0 ] && nice -n -1 true 2>/dev/null; then [ "$gnice" -lt "$want" ]; fi
 }
 
 @test "headroom-exec is headroom exec: governed jobs, output and exit status, the ungoverned fallback" {
