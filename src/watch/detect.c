@@ -157,7 +157,10 @@ int detect_rank_from_environ(const char *env, size_t len, char *key, size_t keyl
 		return 0;
 	if ((r && !parse_int64(r, 0, INT_MAX, &v)) || (local && !parse_int64(local, 0, INT_MAX, &v)))
 		*rank = (int)v;
-	if (id)
+	/* torchrun's run id is "none" unless --rdzv-id is given: two such jobs on one host
+	 * would be one job, so the rendezvous address tells them apart first */
+	int id_shared = id && (!*id || !strcmp(id, "none"));
+	if (id && !(id_shared && addr && port && *addr && *port))
 		snprintf(key, keylen, "torchelastic:%s", id);
 	else if (addr && port && *addr && *port)
 		snprintf(key, keylen, "dist:%s:%s", addr, port);

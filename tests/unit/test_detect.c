@@ -133,6 +133,11 @@ static void test_jobs(void **state)
 	assert_true(detect_rank_from_environ(env, sizeof(env), key, sizeof(key), &rank));
 	assert_string_equal(key, "torchelastic:abc");
 	assert_int_equal(rank, 5);
+	/* torchrun's default run id "none": two such jobs on one host told apart by address */
+	const char env_none[] = "TORCHELASTIC_RUN_ID=none\0RANK=1\0MASTER_ADDR=127.0.0.1\0MASTER_PORT=29400\0";
+	assert_true(detect_rank_from_environ(env_none, sizeof(env_none), key, sizeof(key), &rank));
+	assert_string_equal(key, "dist:127.0.0.1:29400");
+	assert_int_equal(rank, 1);
 	assert_false(detect_rank_from_environ(none, sizeof(none), key, sizeof(key), &rank));
 	assert_int_equal(rank, -1);
 	assert_true(detect_partial_death(&(struct job_ranks){ 4, 2, 2 }));
