@@ -27,10 +27,12 @@ exported_families() {
 	printf 'gpu uuid=GPU-a bus=00000000:04:00.0 name=H200 total=80G used=20G util=50\nproc gpu=0 pid=%d used=19G\n' "$p" > "$T/gpus"
 	local port
 	port=$(free_port)
-	"$HR" watch -q --interval 200 --duration 3 --prometheus "127.0.0.1:$port" --jsonl "$T/fam.jsonl" 2> "$T/err" &
+	"$HR" watch -q --interval 200 --duration 60 --prometheus "127.0.0.1:$port" --jsonl "$T/fam.jsonl" 2> "$T/err" &
 	local w=$!
-	for i in $(seq 1 50); do curl -sf "http://127.0.0.1:$port/metrics" > "$T/page" && break; sleep 0.1; done
-	wait "$w"
+	# a slow (ASan, loaded) watch may take seconds to listen; a page after its first sample
+	for i in $(seq 1 300); do curl -sf "http://127.0.0.1:$port/metrics" > "$T/page" && grep -q '^DCGM_FI_DEV_FB_USED' "$T/page" && break; sleep 0.1; done
+	kill -TERM "$w"
+	wait "$w" || true
 	kill "$p"
 	awk '/^# TYPE / { print $3 }' "$T/page" > "$T/families"
 	[ -s "$T/families" ]

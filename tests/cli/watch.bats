@@ -387,7 +387,7 @@ listen_addr() {
 	python3 - "$1" <<'PY'
 import socket, struct, sys, time
 port = int(sys.argv[1])
-for _ in range(30):
+for _ in range(150):  # a slow (ASan, loaded) watch may take seconds to listen
     for line in open("/proc/net/tcp").readlines()[1:]:
         f = line.split()
         addr, p = f[1].split(":")
@@ -405,17 +405,19 @@ PY
 	local port
 	for spec in "" ":"; do
 		port=$((20000 + RANDOM % 20000))
-		"$HR" watch -q --interval 200 --duration 2 --prometheus "$spec$port" 2> "$T/err" &
+		"$HR" watch -q --interval 200 --duration 30 --prometheus "$spec$port" 2> "$T/err" &
 		local w=$!
 		run listen_addr "$port"
-		wait "$w"
+		kill -TERM "$w"
+		wait "$w" || true
 		[ "$output" = 127.0.0.1 ]
 	done
 	port=$((20000 + RANDOM % 20000))
-	"$HR" watch -q --interval 200 --duration 2 --prometheus "0.0.0.0:$port" 2> "$T/err" &
+	"$HR" watch -q --interval 200 --duration 30 --prometheus "0.0.0.0:$port" 2> "$T/err" &
 	w=$!
 	run listen_addr "$port"
-	wait "$w"
+	kill -TERM "$w"
+	wait "$w" || true
 	[ "$output" = 0.0.0.0 ]
 }
 
