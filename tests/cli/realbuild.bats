@@ -56,12 +56,13 @@ teardown() {
 
 @test "process-tree governance alone (no launcher): ninja -j16 is OOM-killed, under headroom run --tree it completes" {
 	command -v ninja || skip "ninja needed"
-	# room for an ASan-built governor (its shadow memory counts in the group) beside the jobs:
+	# room for an ASan-built governor (its shadow memory counts in the group) beside jobs that
+	# rise slowly enough for its first ticks on a loaded machine:
 	# a killed job cannot run again in --tree mode; plain -j16 still needs twice this
 	local limit=$((1600 * 1024 * 1024))
 	CG=$(make_cgroup "hr-bats-$$" "$limit") || skip "cannot create a memory cgroup here (needs root and writable cgroups)"
 	# 18 jobs of 180-330 MiB peaks, no launcher in the commands
-	python3 "$ROOT/bench/replay" generate "$ROOT/tests/fixtures/tiny-trace.json" "$T/tr" --time-scale 1 --mem-scale 3 --repeat 3
+	python3 "$ROOT/bench/replay" generate "$ROOT/tests/fixtures/tiny-trace.json" "$T/tr" --time-scale 2 --mem-scale 3 --repeat 3
 	cd "$T/tr"
 	local before=$(oom_kills)
 	run in_cgroup "$CG" timeout -s KILL 60 ninja -j16
