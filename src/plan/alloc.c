@@ -17,7 +17,9 @@
 void alloc_sim_init(struct alloc_sim *a)
 {
 	memset(a, 0, sizeof(*a));
+	a->tail[0] = a->tail[1] = -1;
 }
+
 
 void alloc_sim_free(struct alloc_sim *a)
 {
@@ -116,6 +118,38 @@ static void release_cached(struct alloc_sim *a)
 	}
 }
 
+/* Expandable segments: the pool's segment grows by whole pages to hold size at its
+ * end, into its free tail block or a new one after its last. Returns the block (off the
+ * free list, size at least size). */
+static int grow_segment(struct alloc_sim *a, int pool, uint64_t size)
+{
+	uint64_t page = pool == 0 ? SMALL_BUFFER : LARGE_BUFFER, have = 0, add;
+	int t = a->tail[pool], best;
+
+	if (t >= 0 && a->b[t].free) {
+		have = a->b[t].size;
+		free_del(a, t);
+	}
+	add = (size - have + page - 1) / page * page;
+	if (t >= 0 && have) {
+		best = t;
+		a->b[best].size += add;
+	} else {
+		best = new_block(a);
+		if (t >= 0) {
+			a->b[best] = (struct sim_block){ add, a->b[t].off + a->b[t].size, a->b[t].seg, pool, 0, t, -1 };
+			a->b[t].next = best;
+		} else {
+			a->b[best] = (struct sim_block){ add, 0, a->nsegs++, pool, 0, -1, -1 };
+		}
+		a->tail[pool] = best;
+	}
+	a->reserved_bytes += add;
+	if (a->reserved_bytes > a->max_reserved_bytes)
+		a->max_reserved_bytes = a->reserved_bytes;
+	return best;
+}
+
 int alloc_sim_malloc(struct alloc_sim *a, uint64_t size)
 {
 	struct sim_block want = { 0 };
@@ -140,6 +174,8 @@ int alloc_sim_malloc(struct alloc_sim *a, uint64_t size)
 	if (f < a->nfree && a->b[a->freel[f]].pool == pool) {
 		best = a->freel[f];
 		free_remove_at(a, f);
+	} else if (a->expandable) {
+		best = grow_segment(a, pool, size);
 	} else {
 		uint64_t seg = pool == 0 ? SMALL_BUFFER
 			       : size < MIN_LARGE_ALLOC ? LARGE_BUFFER
@@ -160,6 +196,8 @@ int alloc_sim_malloc(struct alloc_sim *a, uint64_t size)
 		int n = new_block(a);
 		a->b[n] = (struct sim_block){ rest, a->b[best].off + size, a->b[best].seg, pool, 0, best,
 					      a->b[best].next };
+		if (a->tail[pool] == best)
+			a->tail[pool] = n;
 		free_add(a, n);
 		if (a->b[best].next >= 0)
 			a->b[a->b[best].next].prev = n;
@@ -184,6 +222,8 @@ void alloc_sim_release(struct alloc_sim *a, int i)
 		b->next = a->b[n].next;
 		if (b->next >= 0)
 			a->b[b->next].prev = i;
+		if (a->tail[b->pool] == n)
+			a->tail[b->pool] = i;
 		recycle(a, n);
 	}
 	if (p >= 0 && a->b[p].free) {
@@ -192,6 +232,8 @@ void alloc_sim_release(struct alloc_sim *a, int i)
 		a->b[p].next = b->next;
 		if (b->next >= 0)
 			a->b[b->next].prev = p;
+		if (a->tail[b->pool] == i)
+			a->tail[b->pool] = p;
 		recycle(a, i);
 		free_add(a, p);
 		return;

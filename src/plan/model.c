@@ -40,6 +40,7 @@ void train_settings_init(struct train_settings *t)
 	t->dp = 1;
 	t->use_cache = 1;
 	t->lora_targets = LORA_Q | LORA_K | LORA_V | LORA_O;
+	t->freeze_last = -1;
 }
 
 uint64_t plan_default_context_bytes(void)
@@ -64,12 +65,26 @@ static int64_t layer_params(const struct model_shape *m)
 
 	if (m->family == ARCH_GPT2) /* c_attn, c_proj, c_fc, mlp c_proj with biases; 2 LayerNorms */
 		return 3 * h * h + 3 * h + h * h + h + 2 * h * I + I + h + 4 * h;
-	int64_t p = h * q + 2 * h * k + q * h + 3 * h * I + m->norms_per_layer * h;
+	int64_t mlp = m->experts ? m->experts * (3 * h * m->moe_inter + h) : 3 * h * I;
+	int64_t p = h * q + 2 * h * k + q * h + mlp + m->norms_per_layer * h;
 	if (m->qkv_bias)
 		p += q + 2 * k;
 	if (m->qk_norm)
 		p += 2 * m->head_dim;
 	return p;
+}
+
+/* The parameters that train: all but the frozen parts (a tied embedding is frozen
+ * with either of its names). */
+static int64_t trained_params(const struct model_shape *m, const struct train_settings *t)
+{
+	int64_t p = model_params(m), vh = m->vocab * m->hidden;
+
+	if (t->freeze_last >= t->freeze_first)
+		p -= (t->freeze_last - t->freeze_first + 1) * layer_params(m);
+	if (m->tied && (t->freeze_embed || t->freeze_head))
+		return p - vh;
+	return p - (t->freeze_embed ? vh : 0) - (t->freeze_head ? vh : 0);
 }
 
 int64_t model_params(const struct model_shape *m)
@@ -155,7 +170,7 @@ static int plan_inference(const struct model_shape *m, const struct train_settin
 	 * layer for the whole context, logits of the last position only (HF generate) */
 	r->bytes[C_KV_CACHE] = (uint64_t)(2 * m->layers * t->batch * ctx * kv_dim(m) * ab);
 	r->bytes[C_ACTIVATIONS] = (uint64_t)((4 * m->hidden + 3 * m->intermediate) * T * ab);
-	r->bytes[C_LOGITS] = (uint64_t)(t->batch * m->vocab * ab);
+	r->bytes[C_LOGITS] = (uint64_t)((t->logits_all ? T : t->batch) * m->vocab * ab);
 	r->peak_phase = ctx > t->seq ? "generate" : "prefill";
 	/* the simulation decides the total: what it allocates beyond the weights, cache,
 	 * logits and buffers is the layer's temporaries; reserved beyond that, fragmentation */
@@ -204,6 +219,19 @@ int plan_compute(const struct model_shape *m, const struct train_settings *t, st
 		       "whole replica on each rank: plan one rank without --dp (DDP's gradient buckets are not modelled)";
 		return -EINVAL;
 	}
+	if (t->logits_all && !t->inference) {
+		*why = "\"logits\": \"all\" is for inference (training keeps every position's logits anyway)";
+		return -EINVAL;
+	}
+	if (t->lora_rank && (t->freeze_embed || t->freeze_head || t->freeze_last >= t->freeze_first)) {
+		*why = "freeze with LoRA: LoRA already freezes every base weight";
+		return -EINVAL;
+	}
+	if (m->family == ARCH_GPT2 && (t->freeze_embed || t->freeze_head || t->freeze_last >= t->freeze_first ||
+				       t->inputs_embeds)) {
+		*why = "freeze and inputs_embeds are modelled for every family but gpt2";
+		return -EINVAL;
+	}
 	/* past the limits a product below could wrap: checked before any is computed */
 	int rc = plan_check(m, t, why);
 	if (rc)
@@ -224,7 +252,7 @@ int plan_compute(const struct model_shape *m, const struct train_settings *t, st
 		return plan_inference(m, t, r);
 	}
 
-	trainable = t->lora_rank ? lora_params(m, t) : P;
+	trainable = t->lora_rank ? lora_params(m, t) : trained_params(m, t);
 	r->trainable_params = trainable;
 	/* LoRA adapters train in fp32 next to bf16 weights (PEFT's default) */
 	uint64_t tw = t->lora_rank ? 4 : w;

@@ -40,6 +40,8 @@ struct layer_params {
 	int64_t q, k, v, qkv, o;
 	int64_t gate, up, gate_up, down;
 	int64_t norm1, norm2;            /* the input and the post-attention norm */
+	int64_t router;                  /* mixture of experts: the router's (gate_up and down are
+					  * then all experts', stacked) */
 	int64_t q_bias, k_bias, v_bias;  /* 0 without qkv_bias */
 };
 
@@ -79,6 +81,8 @@ struct step {
 	struct adapter adapters[2 * LORA_MAX_PROJS];  /* LoRA: one layer's, A then B per target */
 	int nadapters;
 	struct layer_params lp;
+	int64_t experts, topk, moe_inter;  /* mixture of experts; 0 experts: a dense MLP */
+	int router_fp32;          /* mixtral: the routing weights stay fp32 */
 	int stage;                /* what layer_forward saves now is freed at this stage */
 	struct tlist *kv;         /* training with use_cache: the cache's tensors, else NULL */
 };
@@ -262,6 +266,132 @@ static int norm(struct step *s, struct tlist *sv)
 	return norm_of(s, sv, s->tokens, s->hidden, s->resid_bytes);
 }
 
+/* A mixture-of-experts MLP as transformers 5.17 runs it (grouped_mm experts) over the
+ * output y of the post-attention norm: the router (a linear, the softmax in fp32, the top
+ * experts and their weights), then the tokens' copies sorted by expert (S = tokens x
+ * top), the grouped gate_up projection, the gate, the grouped down projection, each
+ * copy weighted (mixtral: by fp32 weights, in fp32) and summed back per token. The
+ * experts compute in the weights' dtype: fp32 under autocast too (grouped_mm casts its
+ * input to the weight's). With sv NULL, without autograd. Returns the MLP's output. */
+static int moe_forward(struct step *s, struct tlist *sv)
+{
+	int64_t T = s->tokens, h = s->hidden, E = s->experts, S = T * s->topk, I = s->moe_inter;
+	int64_t eb = s->weight_bytes, ab = s->act_bytes, rw = s->router_fp32 ? 4 : ab;
+	int64_t wb = rw > eb ? rw : eb; /* the weighted copies' */
+	struct tlist none = { 0 };
+	int keep = sv != NULL;
+
+	if (!sv)
+		sv = &none;
+	s->stage = S_MLP_IN;
+	int rl = keep ? linear(s, sv, h, E, 0, s->lp.router, s->autocast) : tensor(s, ab * T * E);
+	if (s->router_fp32) { /* router_logits.float() */
+		int f = tensor(s, 4 * T * E);
+		drop(s, rl);
+		rl = f;
+	}
+	int sm = tensor(s, 4 * T * E);
+	drop(s, rl);
+	int tv = tensor(s, 4 * T * s->topk), ti = tensor(s, 8 * T * s->topk), sum = tensor(s, 4 * T);
+	save(s, sv, sm), save(s, sv, ti), save(s, sv, sum);
+	if (rw != 4) {
+		int w = tensor(s, rw * T * s->topk);
+		save(s, sv, tv);
+		tv = w;
+	}
+	save(s, sv, tv);
+	int ids = tensor(s, 8 * S), perm = tensor(s, 8 * S), pk = tensor(s, 8 * S);
+	save(s, sv, pk);
+	int sel = tensor(s, eb * S * h);
+	save(s, sv, sel);
+	save(s, sv, tensor(s, rw * S)); /* the sorted weights */
+	save(s, sv, tensor(s, S));      /* the sentinel mask */
+	s->stage = S_MUL;
+	int gu = tensor(s, eb * S * 2 * I), gum = tensor(s, eb * S * 2 * I);
+	drop(s, gu);
+	save(s, sv, gum);
+	int act = tensor(s, eb * S * I);
+	save(s, sv, act);
+	s->stage = S_DOWN;
+	int prod = tensor(s, eb * S * I);
+	save(s, sv, prod);
+	if (!keep)
+		drop(s, act), drop(s, gum), drop(s, sel);
+	int d = tensor(s, eb * S * h), dm = tensor(s, eb * S * h);
+	drop(s, d);
+	save(s, sv, dm);
+	if (!keep)
+		drop(s, prod);
+	int wo = tensor(s, wb * S * h);
+	if (!keep)
+		drop(s, dm);
+	int inv = tensor(s, 8 * S), ar = tensor(s, 8 * S);
+	drop(s, ar);
+	int ro = tensor(s, wb * S * h);
+	drop(s, wo);
+	int out = tensor(s, wb * T * h);
+	drop(s, ro), drop(s, inv), drop(s, ids), drop(s, perm);
+	if (wb != s->resid_bytes && wb != ab) { /* .to(hidden_states.dtype) */
+		int c = tensor(s, ab * T * h);
+		drop(s, out);
+		out = c;
+	}
+	free_all(s, &none);
+	free(none.v), free(none.tag);
+	return out;
+}
+
+/* The experts' backward from the MLP output's gradient g (freed here), node by node;
+ * their weights' gradients into grads. Returns the gradient of the MLP's input. */
+static int moe_backward(struct step *s, int g, struct tlist *sv, struct tlist *grads, int64_t gw_bytes)
+{
+	int64_t T = s->tokens, h = s->hidden, S = T * s->topk, I = s->moe_inter, E = s->experts;
+	int64_t eb = s->weight_bytes, ab = s->act_bytes, rw = s->router_fp32 ? 4 : ab;
+	int64_t wb = rw > eb ? rw : eb;
+
+	int g1 = tensor(s, wb * S * h); /* the unsorting index's: zeros, then scattered */
+	drop(s, g);
+	int g2 = tensor(s, eb * S * h), tw = tensor(s, wb * S * h);
+	int gw = tensor(s, rw * S);
+	drop(s, tw), drop(s, g1);
+	int g3 = tensor(s, eb * S * h);
+	drop(s, g2);
+	if (gw_bytes)
+		push(grads, tensor(s, s->lp.down * gw_bytes));
+	int gp = tensor(s, eb * S * I);
+	drop(s, g3);
+	release(s, sv, S_DOWN);
+	int ga = tensor(s, eb * S * I), gup = tensor(s, eb * S * I);
+	drop(s, gp);
+	int gg = tensor(s, eb * S * I);
+	drop(s, ga);
+	release(s, sv, S_MUL);
+	int cat = tensor(s, eb * S * 2 * I);
+	drop(s, gg), drop(s, gup);
+	int c2 = tensor(s, eb * S * 2 * I);
+	drop(s, cat);
+	if (gw_bytes)
+		push(grads, tensor(s, s->lp.gate_up * gw_bytes));
+	int gs = tensor(s, eb * S * h);
+	drop(s, c2);
+	int gs2 = tensor(s, eb * S * h);
+	drop(s, gs);
+	int gx = tensor(s, eb * T * h);
+	drop(s, gs2);
+	/* the routing weights' gradient back through the top-k and the softmax */
+	int gt = tensor(s, 4 * T * s->topk), gsm = tensor(s, 4 * T * E);
+	drop(s, gw), drop(s, gt);
+	int gl = tensor(s, ab * T * E);
+	drop(s, gsm);
+	if (gw_bytes)
+		push(grads, tensor(s, s->lp.router * gw_bytes));
+	int gr = tensor(s, ab * T * h);
+	drop(s, gl);
+	int gy = tensor(s, ab * T * h);
+	drop(s, gr), drop(s, gx);
+	return gy;
+}
+
 /* One decoder layer's forward for training: what the backward pass needs goes into sv.
  * A frozen input (LoRA's first layer: the embedding does not train) makes the first
  * norm keep nothing. Returns the layer's output. */
@@ -364,7 +494,12 @@ static int layer_forward(struct step *s, int in, struct tlist *sv, int frozen_in
 	}
 	/* gate and up (phi3: one tensor of both), act(gate) and act x up: silu keeps gate,
 	 * the product keeps act and up, down_proj keeps the product if its weight trains */
-	int prod, g;
+	int prod, g, dn;
+	if (s->experts) {
+		dn = moe_forward(s, sv);
+		drop(s, y2);
+		goto mlp_done;
+	}
 	if (s->fused) {
 		g = linear(s, sv, h, 2 * I, LORA_GATE | LORA_UP, s->lp.gate_up, s->autocast);
 		s->stage = S_GATE;
@@ -388,12 +523,13 @@ static int layer_forward(struct step *s, int in, struct tlist *sv, int frozen_in
 		drop(s, y2);
 	prod = tensor(s, ab * T * I);
 	s->stage = S_DOWN;
-	int dn = linear(s, sv, I, h, LORA_DOWN, s->lp.down, 0);
+	dn = linear(s, sv, I, h, LORA_DOWN, s->lp.down, 0);
 	drop(s, y2);
 	if (s->base_trains)
 		save(s, sv, prod);
 	else
 		drop(s, prod);
+mlp_done:
 	dn = post_norm(s, sv, dn);
 	out = tensor(s, s->resid_bytes * T * h);
 	drop(s, dn);
@@ -404,6 +540,7 @@ static int layer_forward(struct step *s, int in, struct tlist *sv, int frozen_in
 		drop(s, h1);
 	return out;
 }
+
 
 /* The gradients of a layer's LoRA adapters of one half (1: the MLP), last first. */
 static void adapter_grads(struct step *s, struct tlist *grads, int mlp_half)
@@ -449,6 +586,10 @@ static int layer_backward(struct step *s, int gres, struct tlist *sv, struct tli
 	int t1, t2, t3, t4, gy, n1, n2, gx, cat = 0;
 
 	/* the MLP: down_proj, act x up, silu, then gate and up (phi3: gate_up) */
+	if (s->experts) {
+		gy = moe_backward(s, tensor(s, ab * T * h), sv, grads, gw_bytes);
+		goto mlp_done;
+	}
 	weight_grad(s, grads, p->down, gw_bytes);
 	adapter_grads(s, grads, 1);
 	t1 = tensor(s, ab * T * I);
@@ -466,6 +607,7 @@ static int layer_backward(struct step *s, int gres, struct tlist *sv, struct tli
 	weight_grad(s, grads, p->gate, gw_bytes);
 	gy = tensor(s, ab * T * h);
 	drop(s, t2), drop(s, t4), drop(s, cat);
+mlp_done:
 	release(s, sv, S_MLP_IN);
 	n1 = tensor(s, 4 * T * h), n2 = tensor(s, 4 * T * h);
 	drop(s, gy);
@@ -543,7 +685,13 @@ static void setup(struct step *s, const struct model_shape *m, const struct trai
 			s->adapters[s->nadapters++] = (struct adapter){ s->lora_rank * p[i].out, p[i].mlp };
 		}
 	}
-	if (s->fused) {
+	s->experts = m->experts, s->topk = m->experts_per_tok, s->moe_inter = m->moe_inter;
+	s->router_fp32 = m->router_fp32;
+	if (s->experts) { /* the experts' stacked gate_up_proj and down_proj, the router */
+		s->lp.q = h * qd, s->lp.k = h * k, s->lp.v = h * k;
+		s->lp.gate_up = s->experts * 2 * s->moe_inter * h;
+		s->lp.router = s->experts * h;
+	} else if (s->fused) {
 		s->lp.qkv = h * (qd + 2 * k);
 		s->lp.gate_up = h * 2 * I;
 	} else {
@@ -551,7 +699,7 @@ static void setup(struct step *s, const struct model_shape *m, const struct trai
 		s->lp.gate = h * I, s->lp.up = h * I;
 	}
 	s->lp.o = qd * h;
-	s->lp.down = I * h;
+	s->lp.down = s->experts ? s->experts * s->moe_inter * h : I * h;
 	s->lp.norm1 = s->lp.norm2 = h;
 	if (m->qkv_bias)
 		s->lp.q_bias = qd, s->lp.k_bias = k, s->lp.v_bias = k;
@@ -606,6 +754,11 @@ static int plain_layer(struct step *s, struct tlist *cache)
 	int h1 = tensor(s, s->resid_bytes * T * h);
 	drop(s, ao);
 	int y2 = plain_norm(s, T, h, s->resid_bytes);
+	int dn;
+	if (s->experts) {
+		dn = moe_forward(s, NULL);
+		goto mlp_done;
+	}
 	/* down(act(gate(x)) * up(x)): phi3's gate_up output lives until its product */
 	int gu = 0, a, u = 0;
 	if (s->fused) {
@@ -619,8 +772,9 @@ static int plain_layer(struct step *s, struct tlist *cache)
 	}
 	int p = tensor(s, ab * T * I);
 	drop(s, a), drop(s, u), drop(s, gu);
-	int dn = tensor(s, ab * T * h);
+	dn = tensor(s, ab * T * h);
 	drop(s, p);
+mlp_done:
 	dn = post_norm(s, NULL, dn);
 	drop(s, y2);
 	int out = tensor(s, s->resid_bytes * T * h);
@@ -639,28 +793,50 @@ static void cublas_workspace(struct step *s)
 
 /* The weights, in construction order: embedding, layers, final norm, lm_head (when
  * tied, freed again) (a ZeRO-3 shard keeps a 1/dp share); then the named buffers. */
+static int layer_frozen(const struct train_settings *t, int64_t l)
+{
+	return l >= t->freeze_first && l <= t->freeze_last;
+}
+
+/* The weights, as load makes them, and which of them train: into trained (NULL: none
+ * noted) unless frozen. */
 static void load(struct step *s, const struct model_shape *m, const struct train_settings *t,
-		 struct tlist *params, int64_t shard)
+		 struct tlist *params, struct tlist *trained, int64_t shard)
 {
 	const struct layer_params *p = &s->lp;
 	/* a layer's in construction order, 0 where the model has none: attention (phi3
 	 * makes o_proj before qkv_proj), MLP, the two norms, the biases */
-	const int64_t lp[] = { p->q,      p->k,    p->v,     p->o,      p->qkv,    p->gate, p->up,
-			       p->gate_up, p->down, p->norm1, p->norm2, p->q_bias, p->k_bias, p->v_bias };
+	const int64_t lp[] = { p->q,      p->k,    p->v,     p->o,      p->qkv,    p->gate,   p->up,
+			       p->gate_up, p->down, p->router, p->norm1, p->norm2, p->q_bias, p->k_bias,
+			       p->v_bias };
 
-	push(params, tensor(s, s->vocab * s->hidden * s->weight_bytes / shard));
+	int emb_frozen = t->freeze_embed || (m->tied && t->freeze_head), id;
+	struct tlist none = { 0 };
+
+	if (!trained)
+		trained = &none;
+	push(params, id = tensor(s, s->vocab * s->hidden * s->weight_bytes / shard));
+	if (!emb_frozen)
+		push(trained, id);
 	for (int64_t l = 0; l < s->layers; l++)
 		for (size_t i = 0; i < sizeof(lp) / sizeof(lp[0]); i++)
-			if (lp[i])
-				push(params, tensor(s, lp[i] * s->weight_bytes / shard));
-	push(params, tensor(s, s->hidden * s->weight_bytes));
-	if (!m->tied)
-		push(params, tensor(s, s->vocab * s->hidden * s->weight_bytes / shard));
-	else /* lm_head is made with its own weight, then tied to the embedding's */
+			if (lp[i]) {
+				push(params, id = tensor(s, lp[i] * s->weight_bytes / shard));
+				if (!layer_frozen(t, l))
+					push(trained, id);
+			}
+	push(params, id = tensor(s, s->hidden * s->weight_bytes));
+	push(trained, id);
+	if (!m->tied) {
+		push(params, id = tensor(s, s->vocab * s->hidden * s->weight_bytes / shard));
+		if (!t->freeze_head)
+			push(trained, id);
+	} else /* lm_head is made with its own weight, then tied to the embedding's */
 		drop(s, tensor(s, s->vocab * s->hidden * s->weight_bytes / shard));
 	for (size_t i = 0; i < t->nbuffers; i++)
 		for (int64_t c = 0; c < t->buffers[i].count; c++)
 			tensor(s, (int64_t)t->buffers[i].item_bytes);
+	free(none.v);
 }
 
 /* A training run through the simulation: the step's tensors, and what lives from one
@@ -674,7 +850,11 @@ struct train {
 	int64_t shard;            /* ZeRO-3: the weights' share kept is 1/shard */
 	int64_t chunk;            /* tokens per lm_head + loss chunk */
 	struct tlist params;      /* the weights, then LoRA's adapters */
-	size_t first_trained;     /* params from here on train: their states and temporaries */
+	struct tlist trained;     /* those of params that train: their states and temporaries */
+	int embed_trains, head_trains;
+	int64_t no_grad_layers;   /* the first layers, frozen with nothing before them to train:
+				   * they run as without autograd, and have no backward */
+	int inputs;               /* inputs_embeds: the step's hidden states, held to the next */
 	struct tlist states;      /* the optimizer's, made at the first step */
 	struct tlist grads;       /* to the optimizer step */
 	struct tlist *saved;      /* per layer: what its forward keeps for its backward */
@@ -712,19 +892,26 @@ static void train_start(struct train *tr, const struct model_shape *m, const str
 	setup(s, m, t);
 	alloc_sim_init(&s->a);
 	s->a.limit_bytes = t->limit_bytes;
+	s->a.expandable = t->expandable;
 	tensor(s, 0); /* id 0 means none */
 	tr->saved = xcalloc((size_t)s->layers, sizeof(*tr->saved));
 	/* a model called for training keeps use_cache unless checkpointing turns it off */
 	s->kv = t->grad_ckpt || !t->use_cache ? NULL : &tr->kv;
 	tr->chunk = t->loss_chunk > 0 && t->loss_chunk < s->tokens ? t->loss_chunk : s->tokens;
 	tr->shard = t->zero_stage >= 3 ? t->dp : 1;
-	load(s, m, t, &tr->params, tr->shard);
-	if (tr->lora) {
-		tr->first_trained = tr->params.n;
+	load(s, m, t, &tr->params, tr->lora ? NULL : &tr->trained, tr->shard);
+	tr->embed_trains = !tr->lora && !t->freeze_embed && !(m->tied && t->freeze_head);
+	tr->head_trains = !tr->lora && !t->freeze_head && !(m->tied && t->freeze_embed);
+	if (!tr->embed_trains || t->inputs_embeds)
+		while (tr->no_grad_layers < s->layers && layer_frozen(t, tr->no_grad_layers))
+			tr->no_grad_layers++;
+	if (tr->lora)
 		for (int64_t l = 0; l < s->layers; l++)
-			for (int i = 0; i < s->nadapters; i++)
-				push(&tr->params, tensor(s, s->adapters[i].elems * 4));
-	}
+			for (int i = 0; i < s->nadapters; i++) {
+				int id = tensor(s, s->adapters[i].elems * 4);
+				push(&tr->params, id);
+				push(&tr->trained, id);
+			}
 }
 
 /* The forward pass: the embeddings (gemma scales them: a new tensor), then the layers;
@@ -737,18 +924,25 @@ static void train_forward(struct train *tr, int step)
 
 	if (!step)
 		cublas_workspace(s);
-	if (s->gemma) {
+	if (tr->t->inputs_embeds) { /* the caller's hidden states: the last step's go now */
+		drop(s, tr->inputs);
+		tr->inputs = x;
+	} else if (s->gemma) {
 		int scaled = tensor(s, s->resid_bytes * s->tokens * s->hidden);
 		drop(s, x);
 		x = hs = scaled;
 	}
 	for (int64_t l = 0; l < s->layers; l++) {
 		int out;
-		if (tr->t->grad_ckpt) {
+		if (l < tr->no_grad_layers) {
+			out = plain_layer(s, s->kv);
+			if (hs != x)
+				drop(s, hs);
+		} else if (tr->t->grad_ckpt) {
 			push(&tr->ckpts, hs);
 			out = plain_layer(s, NULL);
 		} else {
-			out = layer_forward(s, hs, &tr->saved[l], tr->lora && l == 0);
+			out = layer_forward(s, hs, &tr->saved[l], (tr->lora && l == 0) || layer_frozen(tr->t, l));
 			/* a bf16 layer keeps no input of its own (its norm keeps an fp32 copy) */
 			if (s->resid_bytes == 2 && hs != x)
 				drop(s, hs);
@@ -768,7 +962,7 @@ static void loss_forward(struct train *tr)
 	int64_t chunk = tr->chunk;
 	int yf = norm(s, &tr->head_saved);
 
-	if (s->autocast && !tr->lora) { /* lm_head's input and weight cast to bf16, kept */
+	if (s->autocast && tr->head_trains) { /* lm_head's input and weight cast to bf16, kept */
 		int c = tensor(s, 2 * s->tokens * s->hidden);
 		drop(s, yf);
 		yf = c;
@@ -793,7 +987,7 @@ static void loss_forward(struct train *tr)
 		push(&tr->lsm, tensor(s, 4 * n * s->vocab));
 		drop(s, lf);
 	}
-	if (tr->lora) /* a frozen lm_head keeps no input */
+	if (!tr->head_trains) /* a frozen lm_head keeps no input */
 		drop(s, yf);
 	drop(s, tr->prev_logits);
 	free_all(s, &tr->prev_kv);
@@ -807,7 +1001,7 @@ static void loss_forward(struct train *tr)
 static void loss_backward(struct train *tr)
 {
 	struct step *s = &tr->s;
-	int64_t chunk = tr->chunk, gw = tr->grad_bytes;
+	int64_t chunk = tr->chunk, gw = tr->head_trains ? tr->grad_bytes : 0;
 
 	for (size_t c = 0; c < tr->lsm.n; c++) {
 		int64_t n = s->tokens - (int64_t)c * chunk < chunk ? s->tokens - (int64_t)c * chunk : chunk;
@@ -848,29 +1042,34 @@ static void layers_backward(struct train *tr)
 	const struct train_settings *t = tr->t;
 	int gres = tr->grad_res;
 
-	for (int64_t l = s->layers - 1; l >= 0; l--) {
+	for (int64_t l = s->layers - 1; l >= tr->no_grad_layers; l--) {
 		struct tlist *sv = &tr->saved[l];
+		int64_t first = tr->no_grad_layers;
 		if (t->grad_ckpt) {
-			int out = layer_forward(s, tr->ckpts.v[l], sv, tr->lora && l == 0);
+			int out = layer_forward(s, tr->ckpts.v[l - first], sv, (tr->lora && l == 0) || layer_frozen(t, l));
 			drop(s, out);
 		}
-		gres = layer_backward(s, gres, sv, &tr->grads, tr->grad_bytes);
+		gres = layer_backward(s, gres, sv, &tr->grads, layer_frozen(t, l) ? 0 : tr->grad_bytes);
 		for (size_t i = 0; i < sv->n; i++)
 			if (sv->v[i] != tr->emb)
 				drop(s, sv->v[i]);
 		sv->n = 0;
-		if (t->grad_ckpt && l > 0)
-			drop(s, tr->ckpts.v[l]);
+		if (t->grad_ckpt && l > first)
+			drop(s, tr->ckpts.v[l - first]);
 	}
+	if (t->grad_ckpt && tr->ckpts.n && tr->ckpts.v[0] != tr->emb)
+		drop(s, tr->ckpts.v[0]);
 	tr->ckpts.n = 0;
-	if (tr->grad_bytes) {
+	if (tr->grad_bytes && tr->embed_trains) {
 		int ge = tensor(s, s->vocab * s->hidden * tr->grad_bytes);
 		if (tr->m->tied)
 			drop(s, ge);
 		else
 			push(&tr->grads, ge);
 	}
-	drop(s, gres), drop(s, tr->emb), drop(s, tr->hidden);
+	drop(s, gres), drop(s, tr->hidden);
+	if (tr->emb != tr->inputs)
+		drop(s, tr->emb);
 	tr->prev_logits = tr->logits;
 	struct tlist held = tr->prev_kv;
 	tr->prev_kv = tr->kv;
@@ -887,15 +1086,15 @@ static void optimizer_step(struct train *tr)
 
 	if (t->opt == OPT_ADAMW || (t->opt == OPT_SGD && t->momentum > 0)) {
 		if (!tr->states.n)
-			for (size_t i = tr->first_trained; i < tr->params.n; i++) {
-				int64_t b = tensor_bytes(s, tr->params.v[i]) * shard / zd;
+			for (size_t i = 0; i < tr->trained.n; i++) {
+				int64_t b = tensor_bytes(s, tr->trained.v[i]) * shard / zd;
 				push(&tr->states, tensor(s, b));
 				if (t->opt == OPT_ADAMW)
 					push(&tr->states, tensor(s, b));
 			}
 		if (t->opt == OPT_ADAMW && !t->fused) {
-			for (size_t i = tr->first_trained; i < tr->params.n; i++)
-				push(&tr->tmp, tensor(s, tensor_bytes(s, tr->params.v[i]) * shard / zd));
+			for (size_t i = 0; i < tr->trained.n; i++)
+				push(&tr->tmp, tensor(s, tensor_bytes(s, tr->trained.v[i]) * shard / zd));
 			free_all(s, &tr->tmp);
 		}
 	}
@@ -911,7 +1110,7 @@ static void train_finish(struct train *tr, struct sim_result *r)
 	for (int64_t l = 0; l < s->layers; l++)
 		free(tr->saved[l].v), free(tr->saved[l].tag);
 	free(tr->saved);
-	free(tr->params.v), free(tr->states.v), free(tr->grads.v), free(tr->ckpts.v), free(tr->tmp.v);
+	free(tr->params.v), free(tr->trained.v), free(tr->states.v), free(tr->grads.v), free(tr->ckpts.v), free(tr->tmp.v);
 	free(tr->head_saved.v), free(tr->head_saved.tag), free(tr->lsm.v);
 	free(tr->kv.v), free(tr->prev_kv.v);
 	free(s->block_of);
@@ -952,8 +1151,9 @@ int sim_infer(const struct model_shape *m, const struct train_settings *t, int s
 	setup(&s, m, t);
 	alloc_sim_init(&s.a);
 	s.a.limit_bytes = t->limit_bytes;
+	s.a.expandable = t->expandable;
 	tensor(&s, 0);
-	load(&s, m, t, &params, 1);
+	load(&s, m, t, &params, NULL, 1);
 	for (int step = 0; step < steps; step++) {
 		/* the prefill of batch x seq tokens: the embeddings (held by the model's
 		 * forward to its end; gemma scales them: a new tensor), rotary cos and sin,
@@ -970,10 +1170,11 @@ int sim_infer(const struct model_shape *m, const struct train_settings *t, int s
 				drop(&s, x);
 			x = out;
 		}
-		/* the final norm, lm_head over the last position only (generate()) */
+		/* the final norm, lm_head over the last position only (generate()) or over
+		 * every position (model(input_ids)) */
 		int yf = plain_norm(&s, s.tokens, s.hidden, s.resid_bytes);
 		drop(&s, x), drop(&s, cs), drop(&s, emb);
-		int logits = tensor(&s, s.act_bytes * s.batch * s.vocab);
+		int logits = tensor(&s, s.act_bytes * (t->logits_all ? s.tokens : s.batch) * s.vocab);
 		drop(&s, yf);
 		/* generating up to the context: each layer's cache grows by concatenation;
 		 * its last growth holds the old and the new tensor at once */
