@@ -214,9 +214,17 @@ int plan_compute(const struct model_shape *m, const struct train_settings *t, st
 		       "without --zero";
 		return -EINVAL;
 	}
-	if (!t->zero_stage && t->dp > 1) {
-		*why = "--dp divides only what ZeRO shards: add --zero 1, 2 or 3 (\"zero_stage\"); plain DDP keeps a "
-		       "whole replica on each rank: plan one rank without --dp (DDP's gradient buckets are not modelled)";
+	if (t->ddp && (t->zero_stage || t->dp == 1 || t->inference)) {
+		*why = "DDP (--ddp, \"ddp\") trains over --dp N, N > 1 ranks, without ZeRO";
+		return -EINVAL;
+	}
+	if (!t->zero_stage && !t->ddp && t->dp > 1) {
+		*why = "--dp wants --zero 1, 2 or 3 (\"zero_stage\": ZeRO, 3 = FSDP2 fully_shard) or --ddp (\"ddp\": "
+		       "true, a whole replica a rank)";
+		return -EINVAL;
+	}
+	if (t->keep_gathered && t->zero_stage != 3) {
+		*why = "reshard_after_forward=False (--no-reshard) is FSDP2's: with --zero 3";
 		return -EINVAL;
 	}
 	if (t->logits_all && !t->inference) {
@@ -266,6 +274,8 @@ int plan_compute(const struct model_shape *m, const struct train_settings *t, st
 	if (t->zero_stage >= 2)
 		grads = div_up(grads, t->dp);
 	r->bytes[C_WEIGHTS] += t->lora_rank ? (uint64_t)trainable * tw : 0;
+	/* DDP's gradient buckets: a copy of the gradients, made at its construction */
+	uint64_t buckets = t->ddp ? (uint64_t)trainable * tw : 0;
 
 	act_layer = layer_activations(m, t, T);
 	act = t->grad_ckpt ? (uint64_t)m->layers * layer_input(m, t, T) : (uint64_t)m->layers * act_layer;
@@ -282,6 +292,7 @@ int plan_compute(const struct model_shape *m, const struct train_settings *t, st
 	uint64_t recompute = t->grad_ckpt ? states + grads + act + act_layer : 0;
 	uint64_t optimizer = states + grads + temp;
 	r->bytes[C_OPT_STATES] = states;
+	r->bytes[C_GRADS] = buckets;
 	if (backward >= recompute && backward >= optimizer) {
 		r->peak_phase = "backward";
 		r->bytes[C_ACTIVATIONS] = act;
@@ -289,10 +300,10 @@ int plan_compute(const struct model_shape *m, const struct train_settings *t, st
 	} else if (recompute >= optimizer) {
 		r->peak_phase = "recompute";
 		r->bytes[C_ACTIVATIONS] = act + act_layer;
-		r->bytes[C_GRADS] = grads;
+		r->bytes[C_GRADS] += grads;
 	} else {
 		r->peak_phase = "optimizer step";
-		r->bytes[C_GRADS] = grads;
+		r->bytes[C_GRADS] += grads;
 		r->bytes[C_OPT_TEMP] = temp;
 	}
 	/* The caching allocator simulation decides the total where it covers the model:

@@ -912,6 +912,19 @@ static void train_start(struct train *tr, const struct model_shape *m, const str
 				push(&tr->params, id);
 				push(&tr->trained, id);
 			}
+	/* DDP: the gradient buckets, made at its construction and kept: the parameters in
+	 * reverse order, a bucket closed once it holds 1 MiB (the first) or bucket_cap_mb,
+	 * 25 MiB (the others) */
+	if (t->ddp) {
+		int64_t bucket = 0, cap = 1LL << 20;
+		for (size_t i = tr->trained.n; i-- > 0;) {
+			bucket += tensor_bytes(s, tr->trained.v[i]);
+			if (bucket >= cap || !i) {
+				tensor(s, bucket);
+				bucket = 0, cap = 25LL << 20;
+			}
+		}
+	}
 }
 
 /* The forward pass: the embeddings (gemma scales them: a new tensor), then the layers;

@@ -26,10 +26,11 @@ static int cmp_double(const void *a, const void *b)
 	return (x > y) - (x < y);
 }
 
-/* Every case of a fixture file: the parameter count exactly, and the device peak within
- * issue 4's bounds: median absolute error at most 3 %, none off by more than 8 %, no
- * under-estimate larger than 3 %. */
-static void check_fixture_file(const char *path, size_t expect_n)
+/* Every case of a fixture file: the parameter count exactly (and the trainable count
+ * where the fixture has it), and the device peak within the bounds given: the median
+ * absolute error, the largest, the largest under-estimate (fractions). */
+static void check_fixture_file(const char *path, size_t expect_n, double median_max, double max_max,
+			       double under_max)
 {
 	json_error_t e;
 	json_t *root = json_load_file(path, 0, &e), *c;
@@ -55,6 +56,8 @@ static void check_fixture_file(const char *path, size_t expect_n)
 		/* what the model counts: LoRA's adapters besides the base weights */
 		assert_int_equal(r.params + (t.lora_rank ? r.trainable_params : 0),
 				 json_integer_value(json_object_get(meas, "n_params")));
+		if (json_object_get(meas, "n_trainable") && !t.inference)
+			assert_int_equal(r.trainable_params, json_integer_value(json_object_get(meas, "n_trainable")));
 		double used = (double)json_integer_value(json_object_get(meas, "device_used_by_process_bytes"));
 		err[n] = ((double)r.device_peak_bytes - used) / used;
 		printf("   %-42s %+6.2f%%\n", name, err[n] * 100);
@@ -68,16 +71,16 @@ static void check_fixture_file(const char *path, size_t expect_n)
 	qsort(err, n, sizeof(err[0]), cmp_double);
 	printf("   median |error| %.1f%%, max %.1f%%, worst under-estimate %.1f%%\n",
 	       err[n / 2] * 100, err[n - 1] * 100, worst * 100);
-	assert_true(err[n / 2] <= 0.03);
-	assert_true(err[n - 1] <= 0.08);
-	assert_true(worst <= 0.03);
+	assert_true(err[n / 2] <= median_max);
+	assert_true(err[n - 1] <= max_max);
+	assert_true(worst <= under_max);
 }
 
 /* the 17 cases of tests/fixtures/gpu-train/h200-torch2.11.json (the figures print as the test runs) */
 static void test_fixtures(void **state)
 {
 	(void)state;
-	check_fixture_file(FIXTURES "/gpu-train/h200-torch2.11.json", 17);
+	check_fixture_file(FIXTURES "/gpu-train/h200-torch2.11.json", 17, 0.03, 0.08, 0.03);
 }
 
 /* headroom's own 22 cases (bench/gpu-cases.json, measured on the H200 with
@@ -86,7 +89,17 @@ static void test_fixtures(void **state)
 static void test_fixtures_headroom(void **state)
 {
 	(void)state;
-	check_fixture_file(FIXTURES "/gpu-train/h200-headroom.json", 22);
+	check_fixture_file(FIXTURES "/gpu-train/h200-headroom.json", 22, 0.03, 0.08, 0.03);
+}
+
+/* issue 13's cases (bench/gpu-cases-13.json): qwen3_moe, mixtral, gemma3_text, frozen
+ * parts with hidden-state inputs, expandable segments beside the same runs without,
+ * full-logit inference, GPT-2 with checkpointing; its bounds: median 1 %, max 3 %, no
+ * under-estimate past 2 %. */
+static void test_fixtures_issue13(void **state)
+{
+	(void)state;
+	check_fixture_file(FIXTURES "/gpu-train/h200-issue13.json", 34, 0.01, 0.03, 0.02);
 }
 
 static void expect_error(const char *cfg, const char *needle)
@@ -407,7 +420,8 @@ static void test_overflow(void **state)
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-		cmocka_unit_test(test_fixtures), cmocka_unit_test(test_fixtures_headroom), cmocka_unit_test(test_config_errors),
+		cmocka_unit_test(test_fixtures), cmocka_unit_test(test_fixtures_headroom),
+		cmocka_unit_test(test_fixtures_issue13), cmocka_unit_test(test_config_errors),
 		cmocka_unit_test(test_shapes), cmocka_unit_test(test_knobs), cmocka_unit_test(test_config_limits),
 		cmocka_unit_test(test_settings_limits), cmocka_unit_test(test_precision_key), cmocka_unit_test(test_overflow),
 	};
