@@ -373,8 +373,8 @@ static void print_assumed(const char *label, const struct train_settings *t, con
 		if (t->inputs_embeds)
 			strbuf_add(&sb, "fed hidden states (inputs_embeds), no embedding lookup");
 	}
-	strbuf_addf(&sb, "%sallocator: %s", ind, t->expandable ? "expandable segments (expandable_segments:True)"
-								: "native segments (no expandable_segments)");
+	if (t->expandable) /* said only when on: the native allocator is PyTorch's default */
+		strbuf_addf(&sb, "%sallocator: expandable segments (expandable_segments:True)", ind);
 	strbuf_addf(&sb, "%sattention sdpa%s, use_cache %s\n", ind,
 		    strcmp(d.compute, "fp32") ? "" : " (its math kernel in fp32: it keeps the probabilities)",
 		    t->inference ? "on (the KV cache)"
