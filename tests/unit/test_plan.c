@@ -191,7 +191,15 @@ static void test_knobs(void **state)
 	t.zero_stage = 0;
 	t.dp = 8;
 	assert_int_equal(plan_compute(&m, &t, &zero, &why), -EINVAL);
-	assert_non_null(strstr(why, "add --zero 1, 2 or 3"));
+	assert_non_null(strstr(why, "--dp wants --zero 1, 2 or 3"));
+	/* DDP over 8 ranks plans: a whole replica a rank, and its gradient buckets */
+	t.ddp = 1;
+	assert_int_equal(plan_compute(&m, &t, &zero, &why), 0);
+	assert_true(zero.device_peak_bytes > full.device_peak_bytes);
+	t.zero_stage = 2;
+	assert_int_equal(plan_compute(&m, &t, &zero, &why), -EINVAL);
+	assert_non_null(strstr(why, "without ZeRO"));
+	t.zero_stage = 0, t.ddp = 0;
 	t.dp = 1;
 	/* a prefetch queue of 50 x 100 MB is added as it is */
 	assert_int_equal(buffer_spec_parse("queue=50x100MB", &t.buffers[0]), 0);
