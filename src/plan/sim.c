@@ -71,6 +71,8 @@ struct step {
 	int autocast;             /* bf16 autocast over fp32 weights */
 	int fp32;                 /* fp32 weights without autocast */
 	int gemma;                /* gemma's norm: (1 + weight) in fp32 */
+	int gpt2;                 /* GPT-2's blocks: LayerNorm, fused qkv, gelu_new, dropout */
+	int64_t positions;        /* GPT-2's learned positions */
 	int qk_norm;              /* qwen3's q/k norms */
 	int norms_per_layer;
 	double softcap;           /* gemma2's final logit softcapping; 0 none */
@@ -657,6 +659,207 @@ mlp_done:
 	return gx;
 }
 
+/* GPT-2's LayerNorm over the tokens' hidden units of in_bytes: the output (fp32 under
+ * autocast, which runs layer_norm in fp32), the mean and the reciprocal deviation per
+ * token (kept, with the input, for the backward pass). */
+static int layer_norm(struct step *s, struct tlist *sv, int in_bytes)
+{
+	int out = tensor(s, (s->autocast ? 4 : in_bytes) * s->tokens * s->hidden);
+	int mean = tensor(s, 4 * s->tokens), rstd = tensor(s, 4 * s->tokens);
+
+	if (sv) {
+		save(s, sv, mean), save(s, sv, rstd);
+	} else {
+		drop(s, mean), drop(s, rstd);
+	}
+	return out;
+}
+
+/* Dropout (GPT-2 trains with p 0.1): its mask (one byte a unit, kept) and output; x goes. */
+static int dropout(struct step *s, struct tlist *sv, int x, int64_t units, int64_t bytes)
+{
+	int mask = tensor(s, units), out = tensor(s, bytes * units);
+
+	if (sv)
+		save(s, sv, mask);
+	else
+		drop(s, mask);
+	drop(s, x);
+	return out;
+}
+
+/* GPT-2's gelu_new as Python ops, 0.5 x (1 + tanh(c (x + 0.044715 x^3))), over the
+ * c_fc output x: 0.5 x first, then pow, scale, add, scale, tanh, 1 + ...; autograd
+ * keeps x (pow's), tanh's output, 0.5 x and 1 + tanh for the product. Under autocast
+ * pow runs in fp32 (a cast of x kept) and the fp32 result carries on. Returns the
+ * product; x stays with the caller. */
+static int gelu_new(struct step *s, struct tlist *sv, int64_t units)
+{
+	int64_t ab = s->act_bytes, gb = s->autocast ? 4 : ab;
+	int g = tensor(s, ab * units);
+	if (s->autocast) {
+		int x32 = tensor(s, 4 * units);
+		if (sv)
+			save(s, sv, x32);
+		else
+			drop(s, x32);
+	}
+	int a = tensor(s, gb * units), b = tensor(s, gb * units);
+	drop(s, a);
+	int c = tensor(s, gb * units);
+	drop(s, b);
+	int d = tensor(s, gb * units);
+	drop(s, c);
+	int e = tensor(s, gb * units);
+	drop(s, d);
+	int f = tensor(s, gb * units);
+	if (sv)
+		save(s, sv, e);
+	else
+		drop(s, e);
+	s->stage = S_MUL;
+	int out = tensor(s, gb * units);
+	if (sv) {
+		save(s, sv, g), save(s, sv, f);
+	} else {
+		drop(s, g), drop(s, f);
+	}
+	return out;
+}
+
+/* One GPT-2 block for training (sv) or without autograd (sv NULL): ln_1, c_attn (the
+ * fused q, k, v, kept by sdpa as views), sdpa with dropout, c_proj, dropout, the
+ * residual; ln_2, c_fc, gelu_new, c_proj, dropout, the residual. Linears keep their
+ * input (their bf16 cast under autocast) when the weights train. Returns the output;
+ * the caller keeps the input. */
+static int gpt2_layer(struct step *s, int in, struct tlist *sv)
+{
+	int64_t T = s->tokens, h = s->hidden, I = s->inter, ab = s->act_bytes, rb = s->resid_bytes;
+	int keep = sv != NULL;
+
+	s->stage = S_NORM1;
+	if (keep) /* LayerNorm keeps its input itself */
+		save(s, sv, in);
+	int y = layer_norm(s, sv, (int)rb);
+	s->stage = S_QKV_IN;
+	int qkv = keep ? linear(s, sv, h, 3 * h, 0, 3 * h * h, s->autocast) : tensor(s, ab * T * 3 * h);
+	if (keep && !s->autocast)
+		save(s, sv, y), y = 0;
+	s->stage = S_SDPA;
+	if (s->kv) { /* use_cache: the keys and values copied into the cache */
+		push(s->kv, tensor(s, ab * T * h));
+		push(s->kv, tensor(s, ab * T * h));
+	}
+	int o = tensor(s, ab * T * h), lse = tensor(s, 4 * s->batch * s->heads * s->seq);
+	if (keep) {
+		save(s, sv, qkv), save(s, sv, lse);
+	} else {
+		drop(s, lse);
+	}
+	s->stage = S_O_IN;
+	int p = keep ? linear(s, sv, h, h, 0, h * h, 0) : tensor(s, ab * T * h);
+	if (keep) /* sdpa's output, kept by sdpa (and c_proj) */
+		save(s, sv, o);
+	else
+		drop(s, o);
+	if (!keep)
+		drop(s, qkv);
+	p = dropout(s, sv, p, T * h, ab);
+	int h1 = tensor(s, rb * T * h);
+	drop(s, p), drop(s, y);
+	s->stage = S_NORM2;
+	if (keep)
+		save(s, sv, h1);
+	int y2 = layer_norm(s, sv, (int)rb);
+	s->stage = S_MLP_IN;
+	int fc = keep ? linear(s, sv, h, I, 0, h * I, s->autocast) : tensor(s, ab * T * I);
+	if (keep && !s->autocast)
+		save(s, sv, y2), y2 = 0;
+	s->stage = S_GATE;
+	if (keep && !s->autocast) /* pow keeps it (under autocast, its fp32 cast) */
+		save(s, sv, fc);
+	int act = gelu_new(s, sv, T * I);
+	if (!keep || s->autocast)
+		drop(s, fc);
+	s->stage = S_DOWN;
+	int dn = keep ? linear(s, sv, I, h, 0, I * h, s->autocast) : tensor(s, ab * T * h);
+	if (keep && !s->autocast)
+		save(s, sv, act);
+	else
+		drop(s, act);
+	dn = dropout(s, sv, dn, T * h, ab);
+	int out = tensor(s, rb * T * h);
+	drop(s, dn), drop(s, y2);
+	if (!keep)
+		drop(s, h1);
+	return out;
+}
+
+/* A GPT-2 block's backward: the MLP's dropout, c_proj, gelu_new's chain rule, c_fc,
+ * ln_2; then the attention's dropout, c_proj, sdpa (its gradients of q, k and v joined
+ * into one), c_attn, ln_1; weight and bias gradients into grads. */
+static int gpt2_backward(struct step *s, int gres, struct tlist *sv, struct tlist *grads, int64_t gw)
+{
+	int64_t T = s->tokens, h = s->hidden, I = s->inter, ab = s->act_bytes, rb = s->resid_bytes;
+	int64_t gb = s->autocast ? 4 : ab;
+
+	int g1 = tensor(s, ab * T * h);
+	weight_grad(s, grads, I * h, gw), weight_grad(s, grads, h, gw);
+	int g2 = tensor(s, gb * T * I);
+	drop(s, g1);
+	release(s, sv, S_DOWN);
+	int ga = tensor(s, gb * T * I), gf = tensor(s, gb * T * I);
+	drop(s, g2);
+	release(s, sv, S_MUL);
+	int t1 = tensor(s, gb * T * I), t2 = tensor(s, gb * T * I);
+	drop(s, gf), drop(s, t1);
+	int t3 = tensor(s, gb * T * I);
+	drop(s, t2);
+	int t4 = tensor(s, gb * T * I), t5 = tensor(s, gb * T * I);
+	drop(s, t4);
+	int gx = tensor(s, gb * T * I);
+	drop(s, t3), drop(s, t5), drop(s, ga);
+	if (gb != ab) {
+		int c = tensor(s, ab * T * I);
+		drop(s, gx);
+		gx = c;
+	}
+	release(s, sv, S_GATE);
+	weight_grad(s, grads, h * I, gw), weight_grad(s, grads, I, gw);
+	int gy = tensor(s, ab * T * h);
+	drop(s, gx);
+	release(s, sv, S_MLP_IN);
+	int gn = tensor(s, rb * T * h);
+	drop(s, gy);
+	weight_grad(s, grads, h, gw), weight_grad(s, grads, h, gw);
+	release(s, sv, S_NORM2);
+	int gr = tensor(s, rb * T * h);
+	drop(s, gn), drop(s, gres);
+	/* attention */
+	g1 = tensor(s, ab * T * h);
+	weight_grad(s, grads, h * h, gw), weight_grad(s, grads, h, gw);
+	int go = tensor(s, ab * T * h);
+	drop(s, g1);
+	release(s, sv, S_O_IN);
+	int ws = tensor(s, flash_workspace(s));
+	int gq = tensor(s, ab * T * h), gk = tensor(s, ab * T * h), gv = tensor(s, ab * T * h);
+	drop(s, ws), drop(s, go);
+	release(s, sv, S_SDPA);
+	int cat = tensor(s, ab * T * 3 * h);
+	drop(s, gq), drop(s, gk), drop(s, gv);
+	weight_grad(s, grads, 3 * h * h, gw), weight_grad(s, grads, 3 * h, gw);
+	gy = tensor(s, ab * T * h);
+	drop(s, cat);
+	release(s, sv, S_QKV_IN);
+	gn = tensor(s, rb * T * h);
+	drop(s, gy);
+	weight_grad(s, grads, h, gw), weight_grad(s, grads, h, gw);
+	release(s, sv, S_NORM1);
+	int g = tensor(s, rb * T * h);
+	drop(s, gn), drop(s, gr);
+	return g;
+}
+
 static void setup(struct step *s, const struct model_shape *m, const struct train_settings *t)
 {
 	int64_t h = m->hidden, qd = m->heads * m->head_dim, k = m->kv_heads * m->head_dim, I = m->intermediate;
@@ -669,6 +872,8 @@ static void setup(struct step *s, const struct model_shape *m, const struct trai
 	s->act_bytes = s->fp32 ? 4 : 2;
 	s->resid_bytes = t->param_bytes == 4 ? 4 : 2;
 	s->gemma = m->family == ARCH_GEMMA;
+	s->gpt2 = m->family == ARCH_GPT2;
+	s->positions = m->positions;
 	s->qk_norm = m->qk_norm;
 	s->norms_per_layer = m->norms_per_layer;
 	s->kv_heads = m->kv_heads;
@@ -815,6 +1020,26 @@ static void load(struct step *s, const struct model_shape *m, const struct train
 
 	if (!trained)
 		trained = &none;
+	if (s->gpt2) { /* wte, wpe; per block ln_1, c_attn, c_proj, ln_2, c_fc, c_proj (weights,
+			* biases); ln_f; lm_head made, then tied */
+		int64_t h = s->hidden, I = s->inter;
+		const int64_t blk[] = { h, h, 3 * h * h, 3 * h, h * h, h, h, h, h * I, I, I * h, h };
+		push(params, id = tensor(s, s->vocab * h * s->weight_bytes / shard));
+		push(trained, id);
+		push(params, id = tensor(s, s->positions * h * s->weight_bytes / shard));
+		push(trained, id);
+		for (int64_t l = 0; l < s->layers; l++)
+			for (size_t i = 0; i < sizeof(blk) / sizeof(blk[0]); i++) {
+				push(params, id = tensor(s, blk[i] * s->weight_bytes / shard));
+				push(trained, id);
+			}
+		for (int i = 0; i < 2; i++) {
+			push(params, id = tensor(s, h * s->weight_bytes));
+			push(trained, id);
+		}
+		drop(s, tensor(s, s->vocab * h * s->weight_bytes / shard));
+		goto buffers;
+	}
 	push(params, id = tensor(s, s->vocab * s->hidden * s->weight_bytes / shard));
 	if (!emb_frozen)
 		push(trained, id);
@@ -833,6 +1058,7 @@ static void load(struct step *s, const struct model_shape *m, const struct train
 			push(trained, id);
 	} else /* lm_head is made with its own weight, then tied to the embedding's */
 		drop(s, tensor(s, s->vocab * s->hidden * s->weight_bytes / shard));
+buffers:
 	for (size_t i = 0; i < t->nbuffers; i++)
 		for (int64_t c = 0; c < t->buffers[i].count; c++)
 			tensor(s, (int64_t)t->buffers[i].item_bytes);
@@ -944,6 +1170,9 @@ static void train_forward(struct train *tr, int step)
 		int scaled = tensor(s, s->resid_bytes * s->tokens * s->hidden);
 		drop(s, x);
 		x = hs = scaled;
+	} else if (s->gpt2) { /* the positions' embeddings, added, the dropout */
+		int pos = tensor(s, s->resid_bytes * s->tokens * s->hidden);
+		hs = dropout(s, &tr->head_saved, pos, s->tokens * s->hidden, s->resid_bytes);
 	}
 	for (int64_t l = 0; l < s->layers; l++) {
 		int out;
@@ -953,7 +1182,9 @@ static void train_forward(struct train *tr, int step)
 				drop(s, hs);
 		} else if (tr->t->grad_ckpt) {
 			push(&tr->ckpts, hs);
-			out = plain_layer(s, NULL);
+			out = s->gpt2 ? gpt2_layer(s, hs, NULL) : plain_layer(s, NULL);
+		} else if (s->gpt2) {
+			out = gpt2_layer(s, hs, &tr->saved[l]);
 		} else {
 			out = layer_forward(s, hs, &tr->saved[l], (tr->lora && l == 0) || layer_frozen(tr->t, l));
 			/* a bf16 layer keeps no input of its own (its norm keeps an fp32 copy) */
@@ -973,7 +1204,14 @@ static void loss_forward(struct train *tr)
 {
 	struct step *s = &tr->s;
 	int64_t chunk = tr->chunk;
-	int yf = norm(s, &tr->head_saved);
+	int yf;
+
+	if (s->gpt2) { /* ln_f keeps its input */
+		push(&tr->head_saved, tr->hidden);
+		yf = layer_norm(s, &tr->head_saved, s->resid_bytes);
+	} else {
+		yf = norm(s, &tr->head_saved);
+	}
 
 	if (s->autocast && tr->head_trains) { /* lm_head's input and weight cast to bf16, kept */
 		int c = tensor(s, 2 * s->tokens * s->hidden);
@@ -1059,10 +1297,15 @@ static void layers_backward(struct train *tr)
 		struct tlist *sv = &tr->saved[l];
 		int64_t first = tr->no_grad_layers;
 		if (t->grad_ckpt) {
-			int out = layer_forward(s, tr->ckpts.v[l - first], sv, (tr->lora && l == 0) || layer_frozen(t, l));
+			int in = tr->ckpts.v[l - first];
+			int out = s->gpt2 ? gpt2_layer(s, in, sv)
+					  : layer_forward(s, in, sv, (tr->lora && l == 0) || layer_frozen(t, l));
 			drop(s, out);
 		}
-		gres = layer_backward(s, gres, sv, &tr->grads, layer_frozen(t, l) ? 0 : tr->grad_bytes);
+		if (s->gpt2)
+			gres = gpt2_backward(s, gres, sv, &tr->grads, tr->grad_bytes);
+		else
+			gres = layer_backward(s, gres, sv, &tr->grads, layer_frozen(t, l) ? 0 : tr->grad_bytes);
 		for (size_t i = 0; i < sv->n; i++)
 			if (sv->v[i] != tr->emb)
 				drop(s, sv->v[i]);
@@ -1073,6 +1316,8 @@ static void layers_backward(struct train *tr)
 	if (t->grad_ckpt && tr->ckpts.n && tr->ckpts.v[0] != tr->emb)
 		drop(s, tr->ckpts.v[0]);
 	tr->ckpts.n = 0;
+	if (s->gpt2 && tr->grad_bytes) /* wpe's */
+		push(&tr->grads, tensor(s, s->positions * s->hidden * tr->grad_bytes));
 	if (tr->grad_bytes && tr->embed_trains) {
 		int ge = tensor(s, s->vocab * s->hidden * tr->grad_bytes);
 		if (tr->m->tied)
@@ -1137,7 +1382,7 @@ int sim_train(const struct model_shape *m, const struct train_settings *t, int s
 	/* Simulated: the llama family (llama, mistral, qwen2, qwen3, phi3), gemma and
 	 * gemma2. Not yet: GPT-2 (its GELU-tanh and dropout as Python ops leave many
 	 * temporaries that a first attempt got 5-13 % low): the analytic model answers. */
-	if (t->inference || m->family == ARCH_GPT2)
+	if (t->inference)
 		return -EINVAL;
 	memset(r, 0, sizeof(*r));
 	train_start(&tr, m, t);
