@@ -1,9 +1,8 @@
 /* The plan of a step: its components (weights, gradients, optimizer states, saved
  * activations, logits, KV cache, buffers, context) counted analytically, and the phase
- * whose peak is the largest. Where the caching allocator simulation (sim.c) covers the
- * model, every architecture but GPT-2, its peak reserved memory is the total and the
- * components say where it goes, fragmentation being what it finds beyond them; for
- * GPT-2 the fragmentation is the fitted estimate below. */
+ * whose peak is the largest. The caching allocator simulation (sim.c) gives the total
+ * (its peak reserved memory) of every training step, and of inference but GPT-2's; the
+ * components say where it goes, fragmentation being what it finds beyond them. */
 #include "plan/model.h"
 
 #include "plan/limits.h"
@@ -18,17 +17,6 @@
  * the 17 H200 / torch 2.11 / CUDA 13.0 fixture cases (0.725 GiB in the two fused-AdamW
  * cases). `headroom probe` measures it per machine. */
 #define CONTEXT_BYTES (740ULL << 20)
-
-/* Allocator fragmentation where the simulation does not cover the model (GPT-2):
- * torch's reserved minus allocated at the peak. Between steps the optimizer states and
- * the logits' blocks interleave with the activations' cached blocks, so the second step
- * reserves new segments. Fitted on the 17 fixture cases of h200-torch2.11.json
- * (reserved - allocated): 1.2 x the fp32 logits of one step plus 0.2 x the optimizer
- * states. */
-#define FRAG_LOGITS_NUM 6
-#define FRAG_LOGITS_DEN 5
-#define FRAG_STATES_NUM 1
-#define FRAG_STATES_DEN 5
 
 void train_settings_init(struct train_settings *t)
 {
@@ -306,11 +294,11 @@ int plan_compute(const struct model_shape *m, const struct train_settings *t, st
 		r->bytes[C_GRADS] += grads;
 		r->bytes[C_OPT_TEMP] = temp;
 	}
-	/* The caching allocator simulation decides the total where it covers the model:
-	 * its peak reserved memory, fragmentation included, is what the device holds
-	 * besides the context; the components above say where it goes, and what the
-	 * simulation finds beyond them is fragmentation (or, short of them, comes off the
-	 * activations, the least certain of them). Elsewhere the fitted estimate. */
+	/* The caching allocator simulation decides the total: its peak reserved memory,
+	 * fragmentation included, is what the device holds besides the context; the
+	 * components above say where it goes, and what the simulation finds beyond them is
+	 * fragmentation (or, short of them, comes off the activations, the least certain
+	 * of them). */
 	struct sim_result sr;
 	if (!sim_train(m, t, 3, &sr)) {
 		uint64_t counted = 0;
@@ -326,14 +314,8 @@ int plan_compute(const struct model_shape *m, const struct train_settings *t, st
 		r->allocated_peak_bytes = sr.max_allocated_bytes;
 		return 0;
 	}
-	r->bytes[C_FRAGMENTATION] = lf * FRAG_LOGITS_NUM / FRAG_LOGITS_DEN + states * FRAG_STATES_NUM / FRAG_STATES_DEN;
-	/* GPT-2 fragments more: its GELU-tanh and dropout as Python ops leave many
-	 * MLP-sized temporaries between the cached blocks (8/5 of the logits, fitted on
-	 * the four GPT-2 fixture cases) */
-	if (m->family == ARCH_GPT2)
-		r->bytes[C_FRAGMENTATION] += lf * 2 / 5;
-	sum_result(r);
-	return 0;
+	*why = "the allocator simulation does not cover this step";
+	return -EINVAL;
 }
 
 const char *plan_component_name(enum plan_component c)

@@ -696,15 +696,13 @@ static int dropout(struct step *s, struct tlist *sv, int x, int64_t units, int64
 static int gelu_new(struct step *s, struct tlist *sv, int64_t units)
 {
 	int64_t ab = s->act_bytes, gb = s->autocast ? 4 : ab;
-	int g = tensor(s, ab * units);
-	if (s->autocast) {
-		int x32 = tensor(s, 4 * units);
-		if (sv)
-			save(s, sv, x32);
-		else
-			drop(s, x32);
-	}
-	int a = tensor(s, gb * units), b = tensor(s, gb * units);
+	int g = tensor(s, ab * units), x32 = s->autocast ? tensor(s, 4 * units) : 0;
+	int a = tensor(s, gb * units);
+	if (sv && x32)
+		save(s, sv, x32);
+	else
+		drop(s, x32);
+	int b = tensor(s, gb * units);
 	drop(s, a);
 	int c = tensor(s, gb * units);
 	drop(s, b);
@@ -727,6 +725,18 @@ static int gelu_new(struct step *s, struct tlist *sv, int64_t units)
 	return out;
 }
 
+/* A linear without autograd: under autocast the weight's bf16 cast and (cast_in) the
+ * input's are made for it and go after it. Returns the output. */
+static int plain_linear(struct step *s, int64_t in_u, int64_t out_u, int64_t w_elems, int cast_in)
+{
+	int w = s->autocast ? tensor(s, 2 * w_elems) : 0;
+	int c = s->autocast && cast_in ? tensor(s, 2 * s->tokens * in_u) : 0;
+	int out = tensor(s, s->act_bytes * s->tokens * out_u);
+
+	drop(s, c), drop(s, w);
+	return out;
+}
+
 /* One GPT-2 block for training (sv) or without autograd (sv NULL): ln_1, c_attn (the
  * fused q, k, v, kept by sdpa as views), sdpa with dropout, c_proj, dropout, the
  * residual; ln_2, c_fc, gelu_new, c_proj, dropout, the residual. Linears keep their
@@ -742,7 +752,7 @@ static int gpt2_layer(struct step *s, int in, struct tlist *sv)
 		save(s, sv, in);
 	int y = layer_norm(s, sv, (int)rb);
 	s->stage = S_QKV_IN;
-	int qkv = keep ? linear(s, sv, h, 3 * h, 0, 3 * h * h, s->autocast) : tensor(s, ab * T * 3 * h);
+	int qkv = keep ? linear(s, sv, h, 3 * h, 0, 3 * h * h, s->autocast) : plain_linear(s, h, 3 * h, 3 * h * h, 1);
 	if (keep && !s->autocast)
 		save(s, sv, y), y = 0;
 	s->stage = S_SDPA;
@@ -757,7 +767,7 @@ static int gpt2_layer(struct step *s, int in, struct tlist *sv)
 		drop(s, lse);
 	}
 	s->stage = S_O_IN;
-	int p = keep ? linear(s, sv, h, h, 0, h * h, 0) : tensor(s, ab * T * h);
+	int p = keep ? linear(s, sv, h, h, 0, h * h, 0) : plain_linear(s, h, h, h * h, 0);
 	if (keep) /* sdpa's output, kept by sdpa (and c_proj) */
 		save(s, sv, o);
 	else
@@ -772,7 +782,7 @@ static int gpt2_layer(struct step *s, int in, struct tlist *sv)
 		save(s, sv, h1);
 	int y2 = layer_norm(s, sv, (int)rb);
 	s->stage = S_MLP_IN;
-	int fc = keep ? linear(s, sv, h, I, 0, h * I, s->autocast) : tensor(s, ab * T * I);
+	int fc = keep ? linear(s, sv, h, I, 0, h * I, s->autocast) : plain_linear(s, h, I, h * I, 1);
 	if (keep && !s->autocast)
 		save(s, sv, y2), y2 = 0;
 	s->stage = S_GATE;
@@ -782,7 +792,7 @@ static int gpt2_layer(struct step *s, int in, struct tlist *sv)
 	if (!keep || s->autocast)
 		drop(s, fc);
 	s->stage = S_DOWN;
-	int dn = keep ? linear(s, sv, I, h, 0, I * h, s->autocast) : tensor(s, ab * T * h);
+	int dn = keep ? linear(s, sv, I, h, 0, I * h, s->autocast) : plain_linear(s, I, h, I * h, 1);
 	if (keep && !s->autocast)
 		save(s, sv, act);
 	else
