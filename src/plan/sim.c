@@ -87,6 +87,8 @@ struct step {
 	int router_fp32;          /* mixtral: the routing weights stay fp32 */
 	int stage;                /* what layer_forward saves now is freed at this stage */
 	struct tlist *kv;         /* training with use_cache: the cache's tensors, else NULL */
+	struct tlist *ac_cache;   /* a checkpointed forward under autocast: autocast's weight
+				   * casts, kept to the autocast region's end; else NULL */
 };
 
 static int tensor(struct step *s, int64_t bytes)
@@ -725,15 +727,21 @@ static int gelu_new(struct step *s, struct tlist *sv, int64_t units)
 	return out;
 }
 
-/* A linear without autograd: under autocast the weight's bf16 cast and (cast_in) the
- * input's are made for it and go after it. Returns the output. */
+/* A linear keeping nothing for a backward pass: under autocast the weight's bf16 cast
+ * and (cast_in) the input's are made for it and go after it, but a checkpointed
+ * forward runs with autograd on, so autocast caches the weight's cast (ac_cache).
+ * Returns the output. */
 static int plain_linear(struct step *s, int64_t in_u, int64_t out_u, int64_t w_elems, int cast_in)
 {
 	int w = s->autocast ? tensor(s, 2 * w_elems) : 0;
 	int c = s->autocast && cast_in ? tensor(s, 2 * s->tokens * in_u) : 0;
 	int out = tensor(s, s->act_bytes * s->tokens * out_u);
 
-	drop(s, c), drop(s, w);
+	drop(s, c);
+	if (w && s->ac_cache)
+		push(s->ac_cache, w);
+	else
+		drop(s, w);
 	return out;
 }
 
@@ -1098,6 +1106,7 @@ struct train {
 	struct tlist head_saved;  /* what the final norm (and under autocast lm_head) keep */
 	struct tlist tmp;         /* the loss's and the optimizer's temporaries */
 	struct tlist kv, prev_kv; /* use_cache: this step's cache, and the last step's */
+	struct tlist ac_cache;    /* autocast's weight casts in a checkpointed forward */
 	int prev_logits;          /* the last step's logits: its output holds them (and prev_kv) */
 	/* this step's */
 	int emb;                  /* the embeddings (gemma: scaled), the first layer's input */
@@ -1192,7 +1201,9 @@ static void train_forward(struct train *tr, int step)
 				drop(s, hs);
 		} else if (tr->t->grad_ckpt) {
 			push(&tr->ckpts, hs);
+			s->ac_cache = s->autocast ? &tr->ac_cache : NULL;
 			out = s->gpt2 ? gpt2_layer(s, hs, NULL) : plain_layer(s, NULL);
+			s->ac_cache = NULL;
 		} else if (s->gpt2) {
 			out = gpt2_layer(s, hs, &tr->saved[l]);
 		} else {
@@ -1223,7 +1234,9 @@ static void loss_forward(struct train *tr)
 		yf = norm(s, &tr->head_saved);
 	}
 
-	if (s->autocast && tr->head_trains) { /* lm_head's input and weight cast to bf16, kept */
+	/* lm_head's input and weight cast to bf16 under autocast; the weight's kept (for the
+	 * input's gradient, frozen or not), the input's while the weight trains */
+	if (s->autocast) {
 		int c = tensor(s, 2 * s->tokens * s->hidden);
 		drop(s, yf);
 		yf = c;
@@ -1250,6 +1263,7 @@ static void loss_forward(struct train *tr)
 	}
 	if (!tr->head_trains) /* a frozen lm_head keeps no input */
 		drop(s, yf);
+	free_all(s, &tr->ac_cache); /* the autocast region ends with the loss */
 	drop(s, tr->prev_logits);
 	free_all(s, &tr->prev_kv);
 	tr->final_out = yf;
@@ -1380,7 +1394,7 @@ static void train_finish(struct train *tr, struct sim_result *r)
 	free(tr->saved);
 	free(tr->params.v), free(tr->trained.v), free(tr->states.v), free(tr->grads.v), free(tr->ckpts.v), free(tr->tmp.v);
 	free(tr->head_saved.v), free(tr->head_saved.tag), free(tr->lsm.v);
-	free(tr->kv.v), free(tr->prev_kv.v);
+	free(tr->kv.v), free(tr->prev_kv.v), free(tr->ac_cache.v);
 	free(s->block_of);
 	alloc_sim_free(&s->a);
 }
