@@ -67,7 +67,7 @@ static void check_fixture_file_outliers(const char *path, size_t expect_n, doubl
 			assert_int_equal(r.trainable_params, json_integer_value(json_object_get(meas, "n_trainable")));
 		double used = (double)json_integer_value(json_object_get(meas, "device_used_by_process_bytes"));
 		err[n] = ((double)r.device_peak_bytes - used) / used;
-		printf("   %-56s %+6.2f%%\n", name, err[n] * 100);
+		printf("   %-42s %+6.2f%%\n", name, err[n] * 100);
 		const struct outlier *o = out;
 		while (o && o->name && strcmp(o->name, name))
 			o++;
