@@ -3,7 +3,7 @@
 (gradient buckets, bucket_cap_mb as its default) or FSDP2's fully_shard (per decoder
 layer, then the root; reshard_after_forward on or off), bf16 weights or fp32 weights
 under bf16 autocast. Run under torchrun, one process a GPU:
-  torchrun --nproc_per_node 2 bench/gpu-dist.py OUT_JSONL CASE_JSON
+  python3 -m torch.distributed.run --nproc_per_node 2 bench/gpu-dist.py OUT_JSONL CASE_JSON
 CASE_JSON as bench/gpu-measure.py's, its "train" with "dp": ranks and either "ddp": true
 or "zero_stage": 3 with "reshard_after_forward". Each rank appends its own line:
 torch's peaks, NVML's per-process device memory (the NCCL buffers included)."""
