@@ -17,7 +17,8 @@
 void alloc_sim_init(struct alloc_sim *a)
 {
 	memset(a, 0, sizeof(*a));
-	a->tail[0] = a->tail[1] = -1;
+	for (size_t i = 0; i < sizeof(a->tail) / sizeof(a->tail[0]); i++)
+		a->tail[i] = -1;
 }
 
 
@@ -123,7 +124,7 @@ static void release_cached(struct alloc_sim *a)
  * free list, size at least size). */
 static int grow_segment(struct alloc_sim *a, int pool, uint64_t size)
 {
-	uint64_t page = pool == 0 ? SMALL_BUFFER : LARGE_BUFFER, have = 0, add;
+	uint64_t page = pool % 2 == 0 ? SMALL_BUFFER : LARGE_BUFFER, have = 0, add;
 	int t = a->tail[pool], best;
 
 	if (t >= 0 && a->b[t].free) {
@@ -152,12 +153,17 @@ static int grow_segment(struct alloc_sim *a, int pool, uint64_t size)
 
 int alloc_sim_malloc(struct alloc_sim *a, uint64_t size)
 {
+	return alloc_sim_malloc_on(a, size, 0);
+}
+
+int alloc_sim_malloc_on(struct alloc_sim *a, uint64_t size, int stream)
+{
 	struct sim_block want = { 0 };
 	int pool, best = -1;
 	size_t f;
 
 	size = size < MIN_BLOCK ? MIN_BLOCK : (size + MIN_BLOCK - 1) / MIN_BLOCK * MIN_BLOCK;
-	pool = size <= SMALL_SIZE ? 0 : 1;
+	pool = (size <= SMALL_SIZE ? 0 : 1) + 2 * (stream >= 0 && stream < ALLOC_SIM_STREAMS ? stream : 0);
 	/* best fit: the smallest free block of the pool that holds it, the lowest among
 	 * equals: the first of the free list at or after (pool, size, the highest address) */
 	want.pool = pool;
@@ -177,7 +183,7 @@ int alloc_sim_malloc(struct alloc_sim *a, uint64_t size)
 	} else if (a->expandable) {
 		best = grow_segment(a, pool, size);
 	} else {
-		uint64_t seg = pool == 0 ? SMALL_BUFFER
+		uint64_t seg = pool % 2 == 0 ? SMALL_BUFFER
 			       : size < MIN_LARGE_ALLOC ? LARGE_BUFFER
 							: (size + ROUND_LARGE - 1) / ROUND_LARGE * ROUND_LARGE;
 		if (a->limit_bytes && a->reserved_bytes + seg > a->limit_bytes) {
@@ -192,7 +198,7 @@ int alloc_sim_malloc(struct alloc_sim *a, uint64_t size)
 			a->max_reserved_bytes = a->reserved_bytes;
 	}
 	uint64_t rest = a->b[best].size - size;
-	if ((pool == 0 && rest >= MIN_BLOCK) || (pool == 1 && rest > SMALL_SIZE)) {
+	if ((pool % 2 == 0 && rest >= MIN_BLOCK) || (pool % 2 == 1 && rest > SMALL_SIZE)) {
 		int n = new_block(a);
 		a->b[n] = (struct sim_block){ rest, a->b[best].off + size, a->b[best].seg, pool, 0, best,
 					      a->b[best].next };

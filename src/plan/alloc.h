@@ -18,10 +18,14 @@
 #include <stddef.h>
 #include <stdint.h>
 
+/* CUDA streams the simulation tells apart: a block allocated on one stream is reused
+ * only by that stream's allocations (each stream has its own pools), as PyTorch does. */
+#define ALLOC_SIM_STREAMS 3
+
 struct sim_block {
 	uint64_t size;
 	uint64_t off;              /* offset in its segment */
-	int seg, pool, free;
+	int seg, pool, free;       /* pool: 0 small, 1 large, + 2 x the stream */
 	int prev, next;            /* neighbours in the segment, -1 none */
 };
 
@@ -36,15 +40,17 @@ struct alloc_sim {
 	int nsegs;
 	uint64_t limit_bytes;      /* 0: no limit */
 	int expandable;            /* expandable segments: set before the first malloc */
-	int tail[2];               /* expandable: each pool's block at its segment's end, -1 none */
+	int tail[2 * ALLOC_SIM_STREAMS]; /* expandable: each pool's block at its segment's end, -1 none */
 	int oom;                   /* a segment passed limit_bytes even after the release */
 	uint64_t reserved_bytes, allocated_bytes, max_reserved_bytes, max_allocated_bytes;
 };
 
 void alloc_sim_init(struct alloc_sim *a);
 void alloc_sim_free(struct alloc_sim *a);
-/* Allocate size bytes; returns a block index (>= 0). */
+/* Allocate size bytes on the default stream; returns a block index (>= 0). */
 int alloc_sim_malloc(struct alloc_sim *a, uint64_t size);
+/* The same on stream 0 to ALLOC_SIM_STREAMS - 1 (0: the default stream). */
+int alloc_sim_malloc_on(struct alloc_sim *a, uint64_t size, int stream);
 void alloc_sim_release(struct alloc_sim *a, int block);
 
 #endif

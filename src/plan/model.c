@@ -18,6 +18,12 @@
  * cases). `headroom probe` measures it per machine. */
 #define CONTEXT_BYTES (740ULL << 20)
 
+/* A data-parallel rank's NCCL communicator and its buffers, outside PyTorch's allocator:
+ * nvidia-smi's figure less torch's reserved memory was 1600-1604 MiB a rank in the ten
+ * two-GPU H200 cases (DDP and FSDP2, bench/results/gpu-dist-h200x2.jsonl), 862 MiB more
+ * than one GPU's context. */
+#define NCCL_BYTES (862ULL << 20)
+
 void train_settings_init(struct train_settings *t)
 {
 	memset(t, 0, sizeof(*t));
@@ -236,7 +242,7 @@ int plan_compute(const struct model_shape *m, const struct train_settings *t, st
 	P = model_params(m);
 	r->params = P;
 	w = (uint64_t)t->param_bytes;
-	r->bytes[C_CONTEXT] = t->context_bytes ? t->context_bytes : CONTEXT_BYTES;
+	r->bytes[C_CONTEXT] = (t->context_bytes ? t->context_bytes : CONTEXT_BYTES) + (t->dp > 1 ? NCCL_BYTES : 0);
 	r->bytes[C_WEIGHTS] = (uint64_t)P * w;
 	if (t->zero_stage >= 3)
 		/* full shard, plus the one layer gathered at a time */

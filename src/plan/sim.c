@@ -91,11 +91,17 @@ struct step {
 				   * casts, kept to the autocast region's end; else NULL */
 };
 
-static int tensor(struct step *s, int64_t bytes)
+/* A tensor on a CUDA stream (0: the default one). */
+static int tensor_on(struct step *s, int64_t bytes, int stream)
 {
 	ARRAY_GROW(s->block_of, s->ntensors + 1, s->cap_tensors);
-	s->block_of[s->ntensors] = alloc_sim_malloc(&s->a, bytes > 0 ? (uint64_t)bytes : 1);
+	s->block_of[s->ntensors] = alloc_sim_malloc_on(&s->a, bytes > 0 ? (uint64_t)bytes : 1, stream);
 	return (int)s->ntensors++;
+}
+
+static int tensor(struct step *s, int64_t bytes)
+{
+	return tensor_on(s, bytes, 0);
 }
 
 static void drop(struct step *s, int id)
@@ -1107,6 +1113,15 @@ struct train {
 	struct tlist tmp;         /* the loss's and the optimizer's temporaries */
 	struct tlist kv, prev_kv; /* use_cache: this step's cache, and the last step's */
 	struct tlist ac_cache;    /* autocast's weight casts in a checkpointed forward */
+	/* FSDP2 (ZeRO-3): each layer's weights gathered whole around its forward and its
+	 * backward (and kept from one to the other without resharding), the root's (the
+	 * embedding, the final norm, lm_head) from the forward's start to the backward's
+	 * end; the gradients reduce-scattered to their shard */
+	int fsdp;
+	int64_t layer_bytes, root_bytes;  /* a layer's weights, the root's, whole */
+	int *gathered;            /* per layer: its gathered weights, 0 none */
+	int root;                 /* the root's gathered weights */
+	struct tlist shards;      /* the gradients reduce-scattered this step */
 	int prev_logits;          /* the last step's logits: its output holds them (and prev_kv) */
 	/* this step's */
 	int emb;                  /* the embeddings (gemma: scaled), the first layer's input */
@@ -1157,6 +1172,22 @@ static void train_start(struct train *tr, const struct model_shape *m, const str
 				push(&tr->params, id);
 				push(&tr->trained, id);
 			}
+	if (t->zero_stage == 3) {
+		const struct layer_params *p = &s->lp;
+		const int64_t lp[] = { p->q, p->k, p->v, p->o, p->qkv, p->gate, p->up, p->gate_up, p->down,
+				       p->router, p->norm1, p->norm2, p->q_bias, p->k_bias, p->v_bias };
+		int64_t h = s->hidden, I = s->inter;
+		tr->fsdp = 1;
+		tr->gathered = xcalloc((size_t)s->layers, sizeof(*tr->gathered));
+		if (s->gpt2) {
+			tr->layer_bytes = (12 * h * h + 13 * h + 2 * h * I + I) * s->weight_bytes;
+			tr->root_bytes = (s->vocab + s->positions + 2) * h * s->weight_bytes;
+		} else {
+			for (size_t i = 0; i < sizeof(lp) / sizeof(lp[0]); i++)
+				tr->layer_bytes += lp[i] * s->weight_bytes;
+			tr->root_bytes = ((m->tied ? 1 : 2) * s->vocab + 1) * h * s->weight_bytes;
+		}
+	}
 	/* DDP: the gradient buckets, made at its construction and kept: the parameters in
 	 * reverse order, a bucket closed once it holds 1 MiB (the first) or bucket_cap_mb,
 	 * 25 MiB (the others) */
@@ -1172,14 +1203,59 @@ static void train_start(struct train *tr, const struct model_shape *m, const str
 	}
 }
 
+/* FSDP2's all-gathers and reduce-scatters run on streams of their own: their buffers
+ * come from those streams' pools. */
+enum { FSDP_ALL_GATHER = 1, FSDP_REDUCE_SCATTER = 2 };
+
+/* FSDP2: gather layer l's weights (and prefetch the next in order, dir +1 or -1) unless
+ * gathered. */
+static void fsdp_gather(struct train *tr, int64_t l, int dir)
+{
+	if (!tr->fsdp)
+		return;
+	for (int64_t i = l; i == l || i == l + dir; i += dir)
+		if (i >= 0 && i < tr->s.layers && !tr->gathered[i])
+			tr->gathered[i] = tensor_on(&tr->s, tr->layer_bytes, FSDP_ALL_GATHER);
+}
+
+static void fsdp_reshard(struct train *tr, int64_t l)
+{
+	if (tr->fsdp) {
+		drop(&tr->s, tr->gathered[l]);
+		tr->gathered[l] = 0;
+	}
+}
+
+/* FSDP2 after a group's backward: the gradients from grads' entry `from` on, whole, are
+ * copied into the reduce-scatter's input and go; the shard comes back. */
+static void fsdp_reduce_scatter(struct train *tr, size_t from)
+{
+	struct step *s = &tr->s;
+	int64_t bytes = 0;
+
+	if (!tr->fsdp || from >= tr->grads.n)
+		return;
+	for (size_t i = from; i < tr->grads.n; i++)
+		bytes += tensor_bytes(s, tr->grads.v[i]);
+	int in = tensor_on(s, bytes, FSDP_REDUCE_SCATTER);
+	for (size_t i = from; i < tr->grads.n; i++)
+		drop(s, tr->grads.v[i]);
+	tr->grads.n = from;
+	push(&tr->shards, tensor_on(s, (bytes + tr->t->dp - 1) / tr->t->dp, FSDP_REDUCE_SCATTER));
+	drop(s, in);
+}
+
 /* The forward pass: the embeddings (gemma scales them: a new tensor), then the layers;
  * a checkpointed layer keeps only its input, its temporaries go as they would without
  * autograd. */
 static void train_forward(struct train *tr, int step)
 {
 	struct step *s = &tr->s;
-	int x = tensor(s, s->resid_bytes * s->tokens * s->hidden), hs = x;
+	int x, hs;
 
+	if (tr->fsdp) /* the root's weights, gathered before the embedding */
+		tr->root = tensor_on(s, tr->root_bytes, FSDP_ALL_GATHER);
+	x = hs = tensor(s, s->resid_bytes * s->tokens * s->hidden);
 	if (!step)
 		cublas_workspace(s);
 	if (tr->t->inputs_embeds) { /* the caller's hidden states: the last step's go now */
@@ -1195,6 +1271,7 @@ static void train_forward(struct train *tr, int step)
 	}
 	for (int64_t l = 0; l < s->layers; l++) {
 		int out;
+		fsdp_gather(tr, l, 1);
 		if (l < tr->no_grad_layers) {
 			out = plain_layer(s, s->kv);
 			if (hs != x)
@@ -1212,6 +1289,8 @@ static void train_forward(struct train *tr, int step)
 			if (s->resid_bytes == 2 && hs != x)
 				drop(s, hs);
 		}
+		if (!tr->t->keep_gathered)
+			fsdp_reshard(tr, l);
 		hs = out;
 	}
 	tr->emb = x;
@@ -1320,6 +1399,8 @@ static void layers_backward(struct train *tr)
 	for (int64_t l = s->layers - 1; l >= tr->no_grad_layers; l--) {
 		struct tlist *sv = &tr->saved[l];
 		int64_t first = tr->no_grad_layers;
+		size_t from = tr->grads.n;
+		fsdp_gather(tr, l, -1);
 		if (t->grad_ckpt) {
 			int in = tr->ckpts.v[l - first];
 			int out = s->gpt2 ? gpt2_layer(s, in, sv)
@@ -1336,6 +1417,8 @@ static void layers_backward(struct train *tr)
 		sv->n = 0;
 		if (t->grad_ckpt && l > first)
 			drop(s, tr->ckpts.v[l - first]);
+		fsdp_reduce_scatter(tr, from);
+		fsdp_reshard(tr, l);
 	}
 	if (t->grad_ckpt && tr->ckpts.n && tr->ckpts.v[0] != tr->emb)
 		drop(s, tr->ckpts.v[0]);
@@ -1352,6 +1435,16 @@ static void layers_backward(struct train *tr)
 	drop(s, gres), drop(s, tr->hidden);
 	if (tr->emb != tr->inputs)
 		drop(s, tr->emb);
+	if (tr->fsdp) { /* the root's gradients reduce-scattered, its weights resharded */
+		fsdp_reduce_scatter(tr, 0);
+		for (int64_t l = 0; l < s->layers; l++)
+			fsdp_reshard(tr, l);
+		drop(s, tr->root);
+		struct tlist whole = tr->grads;
+		tr->grads = tr->shards;
+		tr->shards = whole;
+		tr->shards.n = 0;
+	}
 	tr->prev_logits = tr->logits;
 	struct tlist held = tr->prev_kv;
 	tr->prev_kv = tr->kv;
@@ -1394,7 +1487,7 @@ static void train_finish(struct train *tr, struct sim_result *r)
 	free(tr->saved);
 	free(tr->params.v), free(tr->trained.v), free(tr->states.v), free(tr->grads.v), free(tr->ckpts.v), free(tr->tmp.v);
 	free(tr->head_saved.v), free(tr->head_saved.tag), free(tr->lsm.v);
-	free(tr->kv.v), free(tr->prev_kv.v), free(tr->ac_cache.v);
+	free(tr->kv.v), free(tr->prev_kv.v), free(tr->ac_cache.v), free(tr->shards.v), free(tr->gathered);
 	free(s->block_of);
 	alloc_sim_free(&s->a);
 }
