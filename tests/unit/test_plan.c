@@ -134,6 +134,28 @@ static void test_fixtures_issue13(void **state)
 	check_fixture_file_outliers(FIXTURES "/gpu-train/h200-issue13.json", 34, 0.01, 0.03, 0.02, out);
 }
 
+/* issue 13's two-GPU cases (bench/gpu-dist-cases.json on nvidia-h200-x2), one case a
+ * rank: DDP and FSDP2 (fully_shard with and without resharding after the forward), bf16
+ * and fp32 under autocast; each rank's peak within 3 % but for the named ones. */
+static void test_fixtures_dist(void **state)
+{
+	(void)state;
+	/* DDP's rank 0 held a second copy of the gradient buckets through the second step
+	 * in two of four runs (when DDP rebuilds its buckets), its rank 1 did not; llama-4.3b
+	 * under DDP, 6 % over (its tensors within 0.1 %, the fragmentation overstated); and
+	 * without resharding, 8 % low (the reduce-scatters' buffers in flight) */
+	static const struct outlier out[] = {
+		{ "qwen3-0.6b/ddpx2-bf16/b4s1024/rank0", 0.09 },
+		{ "mistral-0.4b/ddpx2-mp/b2s4096/rank0", 0.04 },
+		{ "llama-4.3b/ddpx2-bf16/b1s4096/rank0", 0.07 },
+		{ "llama-4.3b/ddpx2-bf16/b1s4096/rank1", 0.07 },
+		{ "llama-4.3b/fsdp2-keepx2-bf16/b1s4096/rank0", 0.08 },
+		{ "llama-4.3b/fsdp2-keepx2-bf16/b1s4096/rank1", 0.08 },
+		{ NULL, 0 },
+	};
+	check_fixture_file_outliers(FIXTURES "/gpu-train/h200x2-dist.json", 20, 0.03, 0.03, 0.03, out);
+}
+
 static void expect_error(const char *cfg, const char *needle)
 {
 	json_t *j = json_loads(cfg, 0, NULL);
@@ -461,7 +483,7 @@ int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_fixtures), cmocka_unit_test(test_fixtures_headroom),
-		cmocka_unit_test(test_fixtures_issue13), cmocka_unit_test(test_config_errors),
+		cmocka_unit_test(test_fixtures_issue13), cmocka_unit_test(test_fixtures_dist), cmocka_unit_test(test_config_errors),
 		cmocka_unit_test(test_shapes), cmocka_unit_test(test_knobs), cmocka_unit_test(test_config_limits),
 		cmocka_unit_test(test_settings_limits), cmocka_unit_test(test_precision_key), cmocka_unit_test(test_overflow),
 	};
