@@ -2,7 +2,9 @@
  * lines "ACTION SIZE ADDR [WHERE]") through headroom's caching allocator simulation and print
  * the real and the simulated peaks. If they agree, the simulation of the allocator is
  * right and any error of a plan lies in the tensor sequence the planner writes out.
- *   make bench/alloc-replay && bench/alloc-replay FILE.trace */
+ * With --expandable, the simulation's expandable segments (a history recorded without
+ * them, replayed as if PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True had been set).
+ *   make bench/alloc-replay && bench/alloc-replay [--expandable] FILE.trace */
 #include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -34,19 +36,22 @@ int main(int argc, char **argv)
 	uint64_t size, addr, real = 0, real_max = 0, alloc = 0, alloc_max = 0;
 	FILE *f;
 
-	if (argc != 2) {
-		fprintf(stderr, "usage: alloc-replay FILE.trace\n");
+	int expandable = argc == 3 && !strcmp(argv[1], "--expandable");
+
+	if (argc != 2 && !expandable) {
+		fprintf(stderr, "usage: alloc-replay [--expandable] FILE.trace\n");
 		return 2;
 	}
-	f = fopen(argv[1], "r");
+	f = fopen(argv[argc - 1], "r");
 	if (!f) {
-		perror(argv[1]);
+		perror(argv[argc - 1]);
 		return 2;
 	}
 	t = xmalloc(cap * sizeof(*t));
 	for (size_t i = 0; i < cap; i++)
 		t[i].block = -1;
 	alloc_sim_init(&a);
+	a.expandable = expandable;
 	while (fgets(line, sizeof(line), f)) {
 		/* "ACTION SIZE ADDR", perhaps followed by where it was allocated */
 		if (sscanf(line, "%63s %" SCNu64 " %" SCNu64, action, &size, &addr) != 3)

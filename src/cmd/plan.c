@@ -30,7 +30,8 @@ static const char usage_head[] =
 	"       headroom plan --compare A.json B.json [--json]\n"
 	"\n"
 	"Predict the peak GPU memory of a training step (or inference) of a Hugging Face model\n"
-	"from its config.json (llama, mistral, qwen2, qwen3, phi3, gemma, gemma2, gpt2), per\n"
+	"from its config.json (llama, mistral, qwen2, qwen3, phi3, gemma, gemma2, gemma3_text,\n"
+	"qwen3_moe, mixtral, gpt2), per\n"
 	"component, and say whether it fits the GPU; the first lines say what was assumed\n"
 	"(precision and dtypes, optimizer, batch x seq, checkpointing, attention, use_cache).\n"
 	"When it does not fit (or no value solves), a hint names the one change that fits,\n"
@@ -40,7 +41,8 @@ static const char usage_head[] =
 	"\n"
 	"Settings (or --train FILE with the same keys: precision, param_dtype, autocast,\n"
 	"optimizer, fused, momentum, grad_ckpt, use_cache, batch, seq, loss_chunk, zero_stage,\n"
-	"dp, lora_rank, lora_targets, inference, context, buffers, context_bytes):\n"
+	"dp, ddp, reshard_after_forward, lora_rank, lora_targets, inference, context, logits,\n"
+	"buffers, context_bytes, freeze, inputs_embeds, alloc_conf):\n"
 	"      --precision P            bf16 (the default: bf16 weights, gradients and AdamW\n"
 	"                               states, no fp32 master copy), amp-bf16 (fp32 weights and\n"
 	"                               states, bf16 autocast: HF Trainer's bf16=True), fp32, fp16\n"
@@ -54,10 +56,17 @@ static const char usage_head[] =
 	"      --batch N, --seq N       micro-batch and sequence length (default 1, 2048)\n"
 	"      --loss-chunk N           tokens per lm_head + loss chunk (default: all at once)\n"
 	"      --buffer NAME=COUNTxSIZE extra device buffers, e.g. queue=50x100MB (repeatable)\n"
-	"      --zero STAGE --dp N      ZeRO-1/2/3 (3 = FSDP full shard) over N > 1 data-parallel\n"
-	"                               ranks: both or neither (plain DDP: plan one rank)\n"
+	"      --zero STAGE --dp N      ZeRO-1/2/3 (3 = FSDP2 fully_shard) over N > 1 data-parallel\n"
+	"                               ranks, per rank; --no-reshard: reshard_after_forward=False\n"
+	"      --ddp --dp N             DDP over N > 1 ranks (a replica and gradient buckets a rank)\n"
+	"      --freeze LIST            frozen parts, no gradient or optimizer state: embed,\n"
+	"                               lm_head, layers:A-B (e.g. embed,lm_head)\n"
+	"      --inputs-embeds          fed hidden states (batch x seq x hidden), no embedding lookup\n"
+	"      --alloc-conf expandable_segments:True   PyTorch's expandable segments\n"
 	"      --lora-rank R [--lora-targets q,k,v,o,gate,up,down|all]   LoRA (default q,k,v,o)\n"
 	"      --inference --context N  inference with a KV cache of batch x N tokens\n"
+	"      --logits all|last        inference: every position's logits (model(input_ids)) or\n"
+	"                               the last one's (generate(), the default)\n"
 	"      --context-bytes SIZE     CUDA context and workspaces (default 740M, H200/torch 2.11)\n"
 	"      --calibrated [--db PATH] use what `headroom probe --torch` measured on GPU 0\n"
 	"GPU:\n";
@@ -252,6 +261,23 @@ static json_t *assumed_json(const struct train_settings *t, const char *solving)
 	json_object_set_new(o, "lora_rank", t->lora_rank && !t->inference ? json_integer(t->lora_rank) : json_null());
 	json_object_set_new(o, "zero_stage", json_integer(t->zero_stage));
 	json_object_set_new(o, "dp", json_integer(t->dp));
+	json_object_set_new(o, "ddp", json_boolean(t->ddp));
+	json_object_set_new(o, "reshard_after_forward",
+			    t->zero_stage == 3 ? json_boolean(!t->keep_gathered) : json_null());
+	json_t *fz = json_array();
+	if (t->freeze_embed)
+		json_array_append_new(fz, json_string("embed"));
+	if (t->freeze_head)
+		json_array_append_new(fz, json_string("lm_head"));
+	if (t->freeze_last >= t->freeze_first)
+		json_array_append_new(fz, json_sprintf("layers:%lld-%lld", (long long)t->freeze_first,
+						       (long long)t->freeze_last));
+	json_object_set_new(o, "freeze", fz);
+	json_object_set_new(o, "inputs_embeds", json_boolean(t->inputs_embeds));
+	json_object_set_new(o, "alloc_conf", json_string(t->expandable ? "expandable_segments:True"
+								       : "expandable_segments:False"));
+	if (t->inference)
+		json_object_set_new(o, "logits", json_string(t->logits_all ? "all" : "last"));
 	if (solving && json_object_get(o, solving))
 		json_object_set_new(o, solving, json_null());
 	return o;
@@ -318,15 +344,37 @@ static void print_assumed(const char *label, const struct train_settings *t, con
 	strbuf_addf(&sb, "batch %s x seq %s", setting_text("batch", t->batch, solving, b, sizeof(b)),
 		    setting_text("seq", t->seq, solving, s, sizeof(s)));
 	if (t->inference)
-		strbuf_addf(&sb, ", KV cache of %s tokens, logits of the last position (generate)",
-			    setting_text("context", t->context > t->seq ? t->context : t->seq, solving, c, sizeof(c)));
+		strbuf_addf(&sb, ", KV cache of %s tokens, %s",
+			    setting_text("context", t->context > t->seq ? t->context : t->seq, solving, c, sizeof(c)),
+			    t->logits_all ? "logits of every position (model(input_ids))"
+					  : "logits of the last position (generate)");
 	else
 		strbuf_add(&sb, t->grad_ckpt ? ", gradient checkpointing" : ", no gradient checkpointing");
 	if (t->loss_chunk && !t->inference)
 		strbuf_addf(&sb, ", loss in chunks of %s tokens", setting_text("loss_chunk", t->loss_chunk, solving, c,
 										 sizeof(c)));
-	if (t->zero_stage)
+	if (t->zero_stage == 3)
+		strbuf_addf(&sb, ", ZeRO-3/FSDP over %lld ranks%s", (long long)t->dp,
+			    t->keep_gathered ? " (no reshard after forward)" : "");
+	else if (t->zero_stage)
 		strbuf_addf(&sb, ", ZeRO-%d over %lld ranks", t->zero_stage, (long long)t->dp);
+	else if (t->ddp)
+		strbuf_addf(&sb, ", DDP over %lld ranks (per rank)", (long long)t->dp);
+	if (t->freeze_embed || t->freeze_head || t->freeze_last >= t->freeze_first || t->inputs_embeds) {
+		strbuf_add(&sb, ind);
+		if (t->freeze_embed || t->freeze_head || t->freeze_last >= t->freeze_first) {
+			strbuf_addf(&sb, "frozen (no gradient or optimizer state):%s%s", t->freeze_embed ? " embed" : "",
+				    t->freeze_head ? " lm_head" : "");
+			if (t->freeze_last >= t->freeze_first)
+				strbuf_addf(&sb, " layers %lld-%lld", (long long)t->freeze_first, (long long)t->freeze_last);
+			if (t->inputs_embeds)
+				strbuf_add(&sb, "; ");
+		}
+		if (t->inputs_embeds)
+			strbuf_add(&sb, "fed hidden states (inputs_embeds), no embedding lookup");
+	}
+	if (t->expandable) /* said only when on: the native allocator is PyTorch's default */
+		strbuf_addf(&sb, "%sallocator: expandable segments (expandable_segments:True)", ind);
 	strbuf_addf(&sb, "%sattention sdpa%s, use_cache %s\n", ind,
 		    strcmp(d.compute, "fp32") ? "" : " (its math kernel in fp32: it keeps the probabilities)",
 		    t->inference ? "on (the KV cache)"
@@ -612,7 +660,7 @@ static int64_t whole(const char *opt, const char *v, int64_t min, int64_t max)
 
 enum plan_opt { O_TRAIN = 256, O_PREC, O_DTYPE, O_AUTOCAST, O_OPT, O_MOM, O_CKPT, O_NOCACHE, O_BATCH, O_SEQ, O_CHUNK, O_BUF, O_ZERO,
        O_DP, O_LRANK, O_LTGT, O_INF, O_CTX, O_CTXB, O_GPU, O_GPUMEM, O_MARGIN, O_JSON, O_SOLVE, O_LOCK, O_CMP,
-       O_CALIB, O_DB };
+       O_CALIB, O_DB, O_FREEZE, O_EMBEDS, O_ALLOCCONF, O_LOGITS, O_DDP, O_NORESHARD };
 
 /* A setting from the command line, applied over what the files said. */
 static void apply_setting(struct train_settings *t, int c, const char *arg)
@@ -665,6 +713,25 @@ static void apply_setting(struct train_settings *t, int c, const char *arg)
 			die(EXIT_USAGE, "plan: --lora-targets wants a list of q k v o gate up down (or all), not '%s'", arg);
 		break;
 	case O_INF: t->inference = 1; t->opt = OPT_NONE; break;
+	case O_FREEZE:
+		if (freeze_list_parse(arg, t))
+			die(EXIT_USAGE, "plan: --freeze wants a list of embed, lm_head and layers:A-B (one range of layers, "
+			    "from 0), such as embed,lm_head, not '%s'", arg);
+		break;
+	case O_EMBEDS: t->inputs_embeds = 1; break;
+	case O_ALLOCCONF:
+		if (alloc_conf_parse(arg, &t->expandable))
+			die(EXIT_USAGE, "plan: --alloc-conf wants expandable_segments:True or expandable_segments:False (the "
+			    "PYTORCH_CUDA_ALLOC_CONF option modelled), not '%s'", arg);
+		break;
+	case O_LOGITS:
+		if (strcmp(arg, "all") && strcmp(arg, "last"))
+			die(EXIT_USAGE, "plan: --logits wants all (every position's, as model(input_ids)) or last (as "
+			    "generate()), not '%s'", arg);
+		t->logits_all = !strcmp(arg, "all");
+		break;
+	case O_DDP: t->ddp = 1; break;
+	case O_NORESHARD: t->keep_gathered = 1; break;
 	case O_CTX: t->context = whole("--context", arg, 1, PLAN_MAX_SEQ); break;
 	case O_CTXB:
 		if (parse_size(arg, 1, PLAN_MAX_ITEM_BYTES, &t->context_bytes))
@@ -691,6 +758,9 @@ int cmd_plan(int argc, char **argv)
 		{ "json", no_argument, NULL, O_JSON },             { "solve", required_argument, NULL, O_SOLVE },
 		{ "lock", required_argument, NULL, O_LOCK },       { "compare", no_argument, NULL, O_CMP },
 		{ "calibrated", no_argument, NULL, O_CALIB },      { "db", required_argument, NULL, O_DB },
+		{ "freeze", required_argument, NULL, O_FREEZE },   { "inputs-embeds", no_argument, NULL, O_EMBEDS },
+		{ "alloc-conf", required_argument, NULL, O_ALLOCCONF }, { "logits", required_argument, NULL, O_LOGITS },
+		{ "ddp", no_argument, NULL, O_DDP },               { "no-reshard", no_argument, NULL, O_NORESHARD },
 		{ "help", no_argument, NULL, 'h' },                { NULL, 0, NULL, 0 },
 	};
 	struct { int c; const char *arg; } pending[64];
@@ -706,7 +776,7 @@ int cmd_plan(int argc, char **argv)
 		case O_TRAIN: train_file = optarg; break;
 		case O_PREC: case O_DTYPE: case O_AUTOCAST: case O_OPT: case O_MOM: case O_CKPT: case O_NOCACHE: case O_BATCH: case O_SEQ:
 		case O_CHUNK: case O_BUF: case O_ZERO: case O_DP: case O_LRANK: case O_LTGT: case O_INF: case O_CTX:
-		case O_CTXB:
+		case O_CTXB: case O_FREEZE: case O_EMBEDS: case O_ALLOCCONF: case O_LOGITS: case O_DDP: case O_NORESHARD:
 			/* applied after the files, in order: the command line wins */
 			if (npending == sizeof(pending) / sizeof(pending[0]))
 				die(EXIT_USAGE, "plan: too many settings on the command line");

@@ -17,7 +17,10 @@
 void alloc_sim_init(struct alloc_sim *a)
 {
 	memset(a, 0, sizeof(*a));
+	for (size_t i = 0; i < sizeof(a->tail) / sizeof(a->tail[0]); i++)
+		a->tail[i] = -1;
 }
+
 
 void alloc_sim_free(struct alloc_sim *a)
 {
@@ -116,14 +119,51 @@ static void release_cached(struct alloc_sim *a)
 	}
 }
 
+/* Expandable segments: the pool's segment grows by whole pages to hold size at its
+ * end, into its free tail block or a new one after its last. Returns the block (off the
+ * free list, size at least size). */
+static int grow_segment(struct alloc_sim *a, int pool, uint64_t size)
+{
+	uint64_t page = pool % 2 == 0 ? SMALL_BUFFER : LARGE_BUFFER, have = 0, add;
+	int t = a->tail[pool], best;
+
+	if (t >= 0 && a->b[t].free) {
+		have = a->b[t].size;
+		free_del(a, t);
+	}
+	add = (size - have + page - 1) / page * page;
+	if (t >= 0 && have) {
+		best = t;
+		a->b[best].size += add;
+	} else {
+		best = new_block(a);
+		if (t >= 0) {
+			a->b[best] = (struct sim_block){ add, a->b[t].off + a->b[t].size, a->b[t].seg, pool, 0, t, -1 };
+			a->b[t].next = best;
+		} else {
+			a->b[best] = (struct sim_block){ add, 0, a->nsegs++, pool, 0, -1, -1 };
+		}
+		a->tail[pool] = best;
+	}
+	a->reserved_bytes += add;
+	if (a->reserved_bytes > a->max_reserved_bytes)
+		a->max_reserved_bytes = a->reserved_bytes;
+	return best;
+}
+
 int alloc_sim_malloc(struct alloc_sim *a, uint64_t size)
+{
+	return alloc_sim_malloc_on(a, size, 0);
+}
+
+int alloc_sim_malloc_on(struct alloc_sim *a, uint64_t size, int stream)
 {
 	struct sim_block want = { 0 };
 	int pool, best = -1;
 	size_t f;
 
 	size = size < MIN_BLOCK ? MIN_BLOCK : (size + MIN_BLOCK - 1) / MIN_BLOCK * MIN_BLOCK;
-	pool = size <= SMALL_SIZE ? 0 : 1;
+	pool = (size <= SMALL_SIZE ? 0 : 1) + 2 * (stream >= 0 && stream < ALLOC_SIM_STREAMS ? stream : 0);
 	/* best fit: the smallest free block of the pool that holds it, the lowest among
 	 * equals: the first of the free list at or after (pool, size, the highest address) */
 	want.pool = pool;
@@ -140,8 +180,10 @@ int alloc_sim_malloc(struct alloc_sim *a, uint64_t size)
 	if (f < a->nfree && a->b[a->freel[f]].pool == pool) {
 		best = a->freel[f];
 		free_remove_at(a, f);
+	} else if (a->expandable) {
+		best = grow_segment(a, pool, size);
 	} else {
-		uint64_t seg = pool == 0 ? SMALL_BUFFER
+		uint64_t seg = pool % 2 == 0 ? SMALL_BUFFER
 			       : size < MIN_LARGE_ALLOC ? LARGE_BUFFER
 							: (size + ROUND_LARGE - 1) / ROUND_LARGE * ROUND_LARGE;
 		if (a->limit_bytes && a->reserved_bytes + seg > a->limit_bytes) {
@@ -156,10 +198,12 @@ int alloc_sim_malloc(struct alloc_sim *a, uint64_t size)
 			a->max_reserved_bytes = a->reserved_bytes;
 	}
 	uint64_t rest = a->b[best].size - size;
-	if ((pool == 0 && rest >= MIN_BLOCK) || (pool == 1 && rest > SMALL_SIZE)) {
+	if ((pool % 2 == 0 && rest >= MIN_BLOCK) || (pool % 2 == 1 && rest > SMALL_SIZE)) {
 		int n = new_block(a);
 		a->b[n] = (struct sim_block){ rest, a->b[best].off + size, a->b[best].seg, pool, 0, best,
 					      a->b[best].next };
+		if (a->tail[pool] == best)
+			a->tail[pool] = n;
 		free_add(a, n);
 		if (a->b[best].next >= 0)
 			a->b[a->b[best].next].prev = n;
@@ -184,6 +228,8 @@ void alloc_sim_release(struct alloc_sim *a, int i)
 		b->next = a->b[n].next;
 		if (b->next >= 0)
 			a->b[b->next].prev = i;
+		if (a->tail[b->pool] == n)
+			a->tail[b->pool] = i;
 		recycle(a, n);
 	}
 	if (p >= 0 && a->b[p].free) {
@@ -192,6 +238,8 @@ void alloc_sim_release(struct alloc_sim *a, int i)
 		a->b[p].next = b->next;
 		if (b->next >= 0)
 			a->b[b->next].prev = p;
+		if (a->tail[b->pool] == i)
+			a->tail[b->pool] = p;
 		recycle(a, i);
 		free_add(a, p);
 		return;

@@ -1,4 +1,4 @@
-/* A simulation of PyTorch's CUDA caching allocator (native, no expandable segments):
+/* A simulation of PyTorch's CUDA caching allocator (native, or with expandable segments):
  * sizes rounded to 512 B; a small pool (requests up to 1 MiB, 2 MiB segments) and a
  * large pool (20 MiB segments for requests under 10 MiB, else the request rounded to
  * 2 MiB); best fit, the lowest address among equals (a newer segment lies lower, as
@@ -6,18 +6,26 @@
  * > 1 MiB large); freed blocks merge with free neighbours of their segment; segments
  * are given back only under memory pressure: when a new segment would pass limit_bytes
  * (what the device has for it), every wholly free segment is released and the segment
- * tried again, as PyTorch does before it raises OutOfMemoryError. What it gives is the
- * peak of reserved memory a sequence of tensor allocations and frees leads to. */
+ * tried again, as PyTorch does before it raises OutOfMemoryError. With expandable
+ * segments (PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True) each pool has one segment
+ * that grows at its end, by pages of 20 MiB (large) or 2 MiB (small), when no free block
+ * fits: a free block at its end is grown rather than a new segment made, and nothing is
+ * given back. What it gives is the peak of reserved memory a sequence of tensor
+ * allocations and frees leads to. */
 #ifndef HEADROOM_PLAN_ALLOC_H
 #define HEADROOM_PLAN_ALLOC_H
 
 #include <stddef.h>
 #include <stdint.h>
 
+/* CUDA streams the simulation tells apart: a block allocated on one stream is reused
+ * only by that stream's allocations (each stream has its own pools), as PyTorch does. */
+#define ALLOC_SIM_STREAMS 3
+
 struct sim_block {
 	uint64_t size;
 	uint64_t off;              /* offset in its segment */
-	int seg, pool, free;
+	int seg, pool, free;       /* pool: 0 small, 1 large, + 2 x the stream */
 	int prev, next;            /* neighbours in the segment, -1 none */
 };
 
@@ -31,14 +39,18 @@ struct alloc_sim {
 	size_t nfree, capfree;
 	int nsegs;
 	uint64_t limit_bytes;      /* 0: no limit */
+	int expandable;            /* expandable segments: set before the first malloc */
+	int tail[2 * ALLOC_SIM_STREAMS]; /* expandable: each pool's block at its segment's end, -1 none */
 	int oom;                   /* a segment passed limit_bytes even after the release */
 	uint64_t reserved_bytes, allocated_bytes, max_reserved_bytes, max_allocated_bytes;
 };
 
 void alloc_sim_init(struct alloc_sim *a);
 void alloc_sim_free(struct alloc_sim *a);
-/* Allocate size bytes; returns a block index (>= 0). */
+/* Allocate size bytes on the default stream; returns a block index (>= 0). */
 int alloc_sim_malloc(struct alloc_sim *a, uint64_t size);
+/* The same on stream 0 to ALLOC_SIM_STREAMS - 1 (0: the default stream). */
+int alloc_sim_malloc_on(struct alloc_sim *a, uint64_t size, int stream);
 void alloc_sim_release(struct alloc_sim *a, int block);
 
 #endif

@@ -21,7 +21,10 @@ static const struct {
 	{ "qwen2", ARCH_LLAMA, 0, 1, 0, 2, 0 },  { "qwen3", ARCH_LLAMA, 0, 0, 1, 2, 0 },
 	{ "phi3", ARCH_LLAMA, 0, 0, 0, 2, 1 },   { "gemma", ARCH_GEMMA, 1, 0, 0, 2, 0 },
 	{ "gemma2", ARCH_GEMMA, 1, 0, 0, 4, 0 }, { "gpt2", ARCH_GPT2, 1, 1, 0, 2, 0 },
+	{ "qwen3_moe", ARCH_LLAMA, 0, 0, 1, 2, 0 }, { "mixtral", ARCH_LLAMA, 0, 0, 0, 2, 0 },
+	{ "gemma3_text", ARCH_GEMMA, 1, 0, 1, 4, 0 },
 };
+#define FAMILY_NAMES "llama, mistral, qwen2, qwen3, phi3, gemma, gemma2, gpt2, qwen3_moe, mixtral, gemma3_text"
 
 /* The field under the first of its names present (NULL: none, or null). */
 static json_t *field(json_t *cfg, const char *const *names, const char **name)
@@ -75,6 +78,42 @@ static int maybe(json_t *cfg, const char *const *names, int64_t max, int64_t *ou
 	return rc < 0 ? rc : 0;
 }
 
+/* The experts of qwen3_moe and mixtral, with their config classes' defaults. Every layer
+ * sparse: decoder_sparse_step other than 1 and mlp_only_layers are refused. */
+static int moe_from_json(json_t *cfg, const char *type, struct model_shape *m, char **err)
+{
+	int qwen = !strcmp(type, "qwen3_moe");
+	json_t *v;
+
+	if (!qwen && strcmp(type, "mixtral"))
+		return 0;
+	m->experts = qwen ? 128 : 8;
+	m->experts_per_tok = qwen ? 8 : 2;
+	m->moe_inter = qwen ? 768 : m->intermediate;
+	m->router_fp32 = !qwen;
+	if (maybe(cfg, qwen ? NAMES("num_experts") : NAMES("num_local_experts"), PLAN_MAX_EXPERTS, &m->experts, err) ||
+	    maybe(cfg, NAMES("num_experts_per_tok"), PLAN_MAX_EXPERTS, &m->experts_per_tok, err) ||
+	    (qwen && maybe(cfg, NAMES("moe_intermediate_size"), PLAN_MAX_WIDTH, &m->moe_inter, err)))
+		return -EINVAL;
+	if (m->experts_per_tok > m->experts) {
+		*err = xasprintf("config.json: num_experts_per_tok %lld is more than the %lld experts",
+				 (long long)m->experts_per_tok, (long long)m->experts);
+		return -EINVAL;
+	}
+	v = json_object_get(cfg, "decoder_sparse_step");
+	if (v && !json_is_null(v) && !(json_is_integer(v) && json_integer_value(v) == 1)) {
+		*err = xstrdup("config.json: decoder_sparse_step other than 1 (dense layers between sparse ones) is not "
+			       "modelled");
+		return -EINVAL;
+	}
+	v = json_object_get(cfg, "mlp_only_layers");
+	if (v && !json_is_null(v) && !(json_is_array(v) && !json_array_size(v))) {
+		*err = xstrdup("config.json: mlp_only_layers (dense layers among sparse ones) is not modelled");
+		return -EINVAL;
+	}
+	return 0;
+}
+
 int model_shape_from_json(json_t *cfg, struct model_shape *m, char **err)
 {
 	const char *type = json_string_value(json_object_get(cfg, "model_type"));
@@ -88,15 +127,14 @@ int model_shape_from_json(json_t *cfg, struct model_shape *m, char **err)
 		return -EINVAL;
 	}
 	if (!type) {
-		*err = xstrdup("config.json: missing model_type (one of llama, mistral, qwen2, qwen3, phi3, gemma, gemma2, gpt2)");
+		*err = xstrdup("config.json: missing model_type (one of " FAMILY_NAMES ")");
 		return -EINVAL;
 	}
 	for (f = 0; f < sizeof(families) / sizeof(families[0]); f++)
 		if (!strcmp(type, families[f].type))
 			break;
 	if (f == sizeof(families) / sizeof(families[0])) {
-		*err = xasprintf("config.json: model_type '%s' is not supported (llama, mistral, qwen2, qwen3, phi3, "
-				 "gemma, gemma2, gpt2)", type);
+		*err = xasprintf("config.json: model_type '%s' is not supported (" FAMILY_NAMES ")", type);
 		return -EINVAL;
 	}
 	snprintf(m->type, sizeof(m->type), "%s", type);
@@ -135,9 +173,14 @@ int model_shape_from_json(json_t *cfg, struct model_shape *m, char **err)
 		if (need(cfg, NAMES("hidden_size"), PLAN_MAX_WIDTH, type, &m->hidden, err) ||
 		    need(cfg, NAMES("num_hidden_layers"), PLAN_MAX_LAYERS, type, &m->layers, err) ||
 		    need(cfg, NAMES("num_attention_heads"), PLAN_MAX_HEADS, type, &m->heads, err) ||
-		    need(cfg, NAMES("intermediate_size"), PLAN_MAX_WIDTH, type, &m->intermediate, err) ||
+		    int_field(cfg, NAMES("intermediate_size"), PLAN_MAX_WIDTH, strcmp(type, "qwen3_moe") != 0, type,
+			      &m->intermediate, err) < 0 ||
 		    need(cfg, NAMES("vocab_size"), PLAN_MAX_VOCAB, type, &m->vocab, err))
 			return -EINVAL;
+		if (moe_from_json(cfg, type, m, err))
+			return -EINVAL;
+		if (!m->intermediate) /* qwen3_moe's dense size serves no layer here */
+			m->intermediate = m->moe_inter;
 		m->kv_heads = m->heads;
 		if (maybe(cfg, NAMES("num_key_value_heads"), PLAN_MAX_HEADS, &m->kv_heads, err))
 			return -EINVAL;
@@ -216,6 +259,70 @@ int lora_targets_parse(const char *s, unsigned *bits)
 	return rc || !*bits ? -EINVAL : 0;
 }
 
+int freeze_parse(const char *s, struct train_settings *t)
+{
+	int64_t a, b;
+	const char *dash;
+	char first[24];
+
+	if (!strcmp(s, "embed")) {
+		t->freeze_embed = 1;
+		return 0;
+	}
+	if (!strcmp(s, "lm_head")) {
+		t->freeze_head = 1;
+		return 0;
+	}
+	if (strncmp(s, "layers:", 7))
+		return -EINVAL;
+	s += 7;
+	dash = strchr(s, '-');
+	if (!dash) {
+		if (parse_int64(s, 0, PLAN_MAX_LAYERS - 1, &a))
+			return -EINVAL;
+		b = a;
+	} else {
+		if ((size_t)(dash - s) >= sizeof(first))
+			return -EINVAL;
+		memcpy(first, s, (size_t)(dash - s));
+		first[dash - s] = '\0';
+		if (parse_int64(first, 0, PLAN_MAX_LAYERS - 1, &a) || parse_int64(dash + 1, a, PLAN_MAX_LAYERS - 1, &b))
+			return -EINVAL;
+	}
+	/* one range: a second widens it only where the two touch or overlap */
+	if (t->freeze_last >= t->freeze_first && (a > t->freeze_last + 1 || b + 1 < t->freeze_first))
+		return -EINVAL;
+	if (t->freeze_last >= t->freeze_first) {
+		a = a < t->freeze_first ? a : t->freeze_first;
+		b = b > t->freeze_last ? b : t->freeze_last;
+	}
+	t->freeze_first = a;
+	t->freeze_last = b;
+	return 0;
+}
+
+int freeze_list_parse(const char *s, struct train_settings *t)
+{
+	char *copy = xstrdup(s), *save = NULL;
+	int rc = 0, n = 0;
+
+	for (char *w = strtok_r(copy, ",", &save); w && !rc; w = strtok_r(NULL, ",", &save), n++)
+		rc = freeze_parse(w, t);
+	free(copy);
+	return rc || !n ? -EINVAL : 0;
+}
+
+int alloc_conf_parse(const char *s, int *expandable)
+{
+	if (!strcmp(s, "expandable_segments:True"))
+		*expandable = 1;
+	else if (!strcmp(s, "expandable_segments:False"))
+		*expandable = 0;
+	else
+		return -EINVAL;
+	return 0;
+}
+
 int param_dtype_bytes(const char *s)
 {
 	if (!strcmp(s, "fp32"))
@@ -236,6 +343,10 @@ static int *flag_of(struct train_settings *t, const char *key)
 		return &t->use_cache;
 	if (!strcmp(key, "inference"))
 		return &t->inference;
+	if (!strcmp(key, "inputs_embeds"))
+		return &t->inputs_embeds;
+	if (!strcmp(key, "ddp"))
+		return &t->ddp;
 	return NULL;
 }
 
@@ -338,6 +449,30 @@ int train_settings_from_json(json_t *obj, struct train_settings *t, char **err)
 				*count = json_integer_value(v);
 			else if (!strcmp(key, "zero_stage"))
 				t->zero_stage = (int)json_integer_value(v);
+		} else if (!strcmp(key, "freeze")) {
+			size_t i;
+			json_t *part;
+			const char *want = "a list of \"embed\", \"lm_head\" and \"layers:A-B\" (one range of layers, "
+					   "from 0)";
+			if (!json_is_array(v) || !json_array_size(v))
+				return bad(err, key, want);
+			json_array_foreach(v, i, part)
+				if (!json_is_string(part) || freeze_parse(json_string_value(part), t))
+					return bad(err, key, want);
+		} else if (!strcmp(key, "alloc_conf")) {
+			if (!json_is_string(v) || alloc_conf_parse(json_string_value(v), &t->expandable))
+				return bad(err, key, "\"expandable_segments:True\" or \"expandable_segments:False\" (the "
+					   "PYTORCH_CUDA_ALLOC_CONF option modelled)");
+		} else if (!strcmp(key, "logits")) {
+			const char *s = json_string_value(v);
+			if (!s || (strcmp(s, "all") && strcmp(s, "last")))
+				return bad(err, key, "\"all\" (every position's, as model(input_ids)) or \"last\" (as "
+					   "generate())");
+			t->logits_all = !strcmp(s, "all");
+		} else if (!strcmp(key, "reshard_after_forward")) {
+			if (!json_is_boolean(v))
+				return bad(err, key, "true or false");
+			t->keep_gathered = json_is_false(v);
 		} else if (!strcmp(key, "lora_targets")) {
 			if (!json_is_string(v) || lora_targets_parse(json_string_value(v), &t->lora_targets))
 				return bad(err, key, "a list such as \"q,k,v,o\" (q k v o gate up down, or all)");

@@ -15,6 +15,14 @@ int train_settings_from_json(json_t *obj, struct train_settings *t, char **err);
 int param_dtype_bytes(const char *s);
 /* "queue=50x100MB" into a buffer. 0 or -EINVAL. */
 int buffer_spec_parse(const char *s, struct buffer_spec *b);
+/* One part to freeze, "embed", "lm_head" or "layers:A-B" (or "layers:A"), onto t
+ * (layer ranges are checked against the model by plan_check). 0 or -EINVAL. */
+int freeze_parse(const char *s, struct train_settings *t);
+/* A comma-separated list of freeze_parse's parts. 0 or -EINVAL. */
+int freeze_list_parse(const char *s, struct train_settings *t);
+/* PYTORCH_CUDA_ALLOC_CONF's modelled option: "expandable_segments:True" (1) or
+ * ":False" (0) into *expandable. 0 or -EINVAL for anything else. */
+int alloc_conf_parse(const char *s, int *expandable);
 /* "q,k,v,o,gate,up,down" (or "all") into LORA_* bits; 0 or -EINVAL. */
 int lora_targets_parse(const char *s, unsigned *bits);
 

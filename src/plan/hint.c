@@ -84,7 +84,9 @@ static int apply(enum hint_change c, struct train_settings *s, const char *solvi
 		s->batch = *value = 1;
 		return 0;
 	case HINT_LORA:
-		if (locked("lora_rank", solving, locks, nlocks) || s->lora_rank)
+		/* frozen parts already say what trains: LoRA with them is refused */
+		if (locked("lora_rank", solving, locks, nlocks) || s->lora_rank || s->freeze_embed || s->freeze_head ||
+		    s->freeze_last >= s->freeze_first)
 			return -1;
 		s->lora_rank = *value = HINT_LORA_RANK;
 		return 0;

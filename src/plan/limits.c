@@ -42,6 +42,12 @@ static const char *out_of_range(const struct model_shape *m, const struct train_
 		{ within(m->head_dim, 1, PLAN_MAX_HEADS), "head_dim must be from 1 to " STR(PLAN_MAX_HEADS) },
 		{ within(m->vocab, 1, PLAN_MAX_VOCAB), "vocab_size must be from 1 to " STR(PLAN_MAX_VOCAB) },
 		{ within(m->positions, 0, PLAN_MAX_VOCAB), "n_positions must be from 1 to " STR(PLAN_MAX_VOCAB) },
+		{ within(m->experts, 0, PLAN_MAX_EXPERTS) && within(m->experts_per_tok, 0, m->experts) &&
+			  within(m->moe_inter, 0, PLAN_MAX_WIDTH),
+		  "num_experts (to " STR(PLAN_MAX_EXPERTS) "), num_experts_per_tok (to num_experts) and "
+		  "moe_intermediate_size (to " STR(PLAN_MAX_WIDTH) ") out of range" },
+		{ t->freeze_last < t->freeze_first || (t->freeze_first >= 0 && t->freeze_last < m->layers),
+		  "freeze: the layers frozen must be among the model's num_hidden_layers (counted from 0)" },
 		{ within(t->batch, 1, PLAN_MAX_BATCH), "batch must be from 1 to " STR(PLAN_MAX_BATCH) },
 		{ within(t->seq, 1, PLAN_MAX_SEQ), "seq must be from 1 to " STR(PLAN_MAX_SEQ) },
 		{ within(t->context, 0, PLAN_MAX_SEQ), "context must be from 1 to " STR(PLAN_MAX_SEQ) },
@@ -69,7 +75,7 @@ int plan_check(const struct model_shape *m, const struct train_settings *t, cons
 {
 	/* Upper bounds of what model.c and sim.c compute: every size there is a product of
 	 * the factors below (in elements or bytes), at most the term it falls under. */
-	uint64_t h, I, V, L, B, S, T, ctx, q, k, widths, per_layer, params, lora, buffers = 0;
+	uint64_t h, I, V, L, B, S, T, ctx, q, k, widths, per_layer, params, lora, experts, buffers = 0;
 
 	if ((*why = out_of_range(m, t)))
 		return -EINVAL;
@@ -87,6 +93,9 @@ int plan_check(const struct model_shape *m, const struct train_settings *t, cons
 	 * covers what a layer keeps and its temporaries in every precision; in fp32 without
 	 * autocast the attention keeps its probabilities, batch x heads x seq x seq */
 	widths = add(add(add(h, q), add(k, I)), add((uint64_t)t->lora_rank, 1));
+	/* mixture of experts: each token's top experts' units, a router output per expert */
+	widths = add(widths, add(mul((uint64_t)m->experts_per_tok, add(mul(3, (uint64_t)m->moe_inter), mul(2, h))),
+				 (uint64_t)m->experts));
 	per_layer = mul(mul(64, T), widths);
 	if (t->param_bytes == 4 && !t->autocast)
 		per_layer = add(per_layer, mul(mul(mul(4, B), mul((uint64_t)m->heads, S)), S));
@@ -94,6 +103,8 @@ int plan_check(const struct model_shape *m, const struct train_settings *t, cons
 	params = add(add(mul(mul(2, V), h), mul((uint64_t)m->positions, h)),
 		     add(mul(L, mul(mul(8, add(h, 1)), widths)), mul(2, h)));
 	lora = mul(mul(16, (uint64_t)t->lora_rank), mul(L, widths));
+	experts = mul(L, mul((uint64_t)m->experts, add(mul(mul(3, h), (uint64_t)m->moe_inter), h)));
+	params = add(params, experts);
 	for (size_t i = 0; i < t->nbuffers; i++)
 		buffers = add(buffers, mul((uint64_t)t->buffers[i].count, t->buffers[i].item_bytes));
 

@@ -14,6 +14,7 @@
 #define PLAN_MAX_WIDTH 4194304             /* hidden_size, intermediate_size */
 #define PLAN_MAX_LAYERS 1024               /* num_hidden_layers */
 #define PLAN_MAX_HEADS 65536               /* attention and key/value heads, head_dim */
+#define PLAN_MAX_EXPERTS 65536             /* num_experts, num_experts_per_tok */
 #define PLAN_MAX_VOCAB 16777216            /* vocab_size, GPT-2's positions */
 #define PLAN_MAX_BATCH 1048576
 #define PLAN_MAX_SEQ 16777216              /* seq, context */

@@ -1,9 +1,8 @@
 /* The plan of a step: its components (weights, gradients, optimizer states, saved
  * activations, logits, KV cache, buffers, context) counted analytically, and the phase
- * whose peak is the largest. Where the caching allocator simulation (sim.c) covers the
- * model, every architecture but GPT-2, its peak reserved memory is the total and the
- * components say where it goes, fragmentation being what it finds beyond them; for
- * GPT-2 the fragmentation is the fitted estimate below. */
+ * whose peak is the largest. The caching allocator simulation (sim.c) gives the total
+ * (its peak reserved memory) of every training step, and of inference but GPT-2's; the
+ * components say where it goes, fragmentation being what it finds beyond them. */
 #include "plan/model.h"
 
 #include "plan/limits.h"
@@ -19,16 +18,11 @@
  * cases). `headroom probe` measures it per machine. */
 #define CONTEXT_BYTES (740ULL << 20)
 
-/* Allocator fragmentation where the simulation does not cover the model (GPT-2):
- * torch's reserved minus allocated at the peak. Between steps the optimizer states and
- * the logits' blocks interleave with the activations' cached blocks, so the second step
- * reserves new segments. Fitted on the 17 fixture cases of h200-torch2.11.json
- * (reserved - allocated): 1.2 x the fp32 logits of one step plus 0.2 x the optimizer
- * states. */
-#define FRAG_LOGITS_NUM 6
-#define FRAG_LOGITS_DEN 5
-#define FRAG_STATES_NUM 1
-#define FRAG_STATES_DEN 5
+/* A data-parallel rank's NCCL communicator and its buffers, outside PyTorch's allocator:
+ * nvidia-smi's figure less torch's reserved memory was 1600-1604 MiB a rank in the ten
+ * two-GPU H200 cases (DDP and FSDP2, bench/results/gpu-dist-h200x2.jsonl), 862 MiB more
+ * than one GPU's context. */
+#define NCCL_BYTES (862ULL << 20)
 
 void train_settings_init(struct train_settings *t)
 {
@@ -40,6 +34,7 @@ void train_settings_init(struct train_settings *t)
 	t->dp = 1;
 	t->use_cache = 1;
 	t->lora_targets = LORA_Q | LORA_K | LORA_V | LORA_O;
+	t->freeze_last = -1;
 }
 
 uint64_t plan_default_context_bytes(void)
@@ -64,12 +59,26 @@ static int64_t layer_params(const struct model_shape *m)
 
 	if (m->family == ARCH_GPT2) /* c_attn, c_proj, c_fc, mlp c_proj with biases; 2 LayerNorms */
 		return 3 * h * h + 3 * h + h * h + h + 2 * h * I + I + h + 4 * h;
-	int64_t p = h * q + 2 * h * k + q * h + 3 * h * I + m->norms_per_layer * h;
+	int64_t mlp = m->experts ? m->experts * (3 * h * m->moe_inter + h) : 3 * h * I;
+	int64_t p = h * q + 2 * h * k + q * h + mlp + m->norms_per_layer * h;
 	if (m->qkv_bias)
 		p += q + 2 * k;
 	if (m->qk_norm)
 		p += 2 * m->head_dim;
 	return p;
+}
+
+/* The parameters that train: all but the frozen parts (a tied embedding is frozen
+ * with either of its names). */
+static int64_t trained_params(const struct model_shape *m, const struct train_settings *t)
+{
+	int64_t p = model_params(m), vh = m->vocab * m->hidden;
+
+	if (t->freeze_last >= t->freeze_first)
+		p -= (t->freeze_last - t->freeze_first + 1) * layer_params(m);
+	if (m->tied && (t->freeze_embed || t->freeze_head))
+		return p - vh;
+	return p - (t->freeze_embed ? vh : 0) - (t->freeze_head ? vh : 0);
 }
 
 int64_t model_params(const struct model_shape *m)
@@ -155,7 +164,7 @@ static int plan_inference(const struct model_shape *m, const struct train_settin
 	 * layer for the whole context, logits of the last position only (HF generate) */
 	r->bytes[C_KV_CACHE] = (uint64_t)(2 * m->layers * t->batch * ctx * kv_dim(m) * ab);
 	r->bytes[C_ACTIVATIONS] = (uint64_t)((4 * m->hidden + 3 * m->intermediate) * T * ab);
-	r->bytes[C_LOGITS] = (uint64_t)(t->batch * m->vocab * ab);
+	r->bytes[C_LOGITS] = (uint64_t)((t->logits_all ? T : t->batch) * m->vocab * ab);
 	r->peak_phase = ctx > t->seq ? "generate" : "prefill";
 	/* the simulation decides the total: what it allocates beyond the weights, cache,
 	 * logits and buffers is the layer's temporaries; reserved beyond that, fragmentation */
@@ -199,9 +208,30 @@ int plan_compute(const struct model_shape *m, const struct train_settings *t, st
 		       "without --zero";
 		return -EINVAL;
 	}
-	if (!t->zero_stage && t->dp > 1) {
-		*why = "--dp divides only what ZeRO shards: add --zero 1, 2 or 3 (\"zero_stage\"); plain DDP keeps a "
-		       "whole replica on each rank: plan one rank without --dp (DDP's gradient buckets are not modelled)";
+	if (t->ddp && (t->zero_stage || t->dp == 1 || t->inference)) {
+		*why = "DDP (--ddp, \"ddp\") trains over --dp N, N > 1 ranks, without ZeRO";
+		return -EINVAL;
+	}
+	if (!t->zero_stage && !t->ddp && t->dp > 1) {
+		*why = "--dp wants --zero 1, 2 or 3 (\"zero_stage\": ZeRO, 3 = FSDP2 fully_shard) or --ddp (\"ddp\": "
+		       "true, a whole replica a rank)";
+		return -EINVAL;
+	}
+	if (t->keep_gathered && t->zero_stage != 3) {
+		*why = "reshard_after_forward=False (--no-reshard) is FSDP2's: with --zero 3";
+		return -EINVAL;
+	}
+	if (t->logits_all && !t->inference) {
+		*why = "\"logits\": \"all\" is for inference (training keeps every position's logits anyway)";
+		return -EINVAL;
+	}
+	if (t->lora_rank && (t->freeze_embed || t->freeze_head || t->freeze_last >= t->freeze_first)) {
+		*why = "freeze with LoRA: LoRA already freezes every base weight";
+		return -EINVAL;
+	}
+	if (m->family == ARCH_GPT2 && (t->freeze_embed || t->freeze_head || t->freeze_last >= t->freeze_first ||
+				       t->inputs_embeds)) {
+		*why = "freeze and inputs_embeds are modelled for every family but gpt2";
 		return -EINVAL;
 	}
 	/* past the limits a product below could wrap: checked before any is computed */
@@ -212,7 +242,7 @@ int plan_compute(const struct model_shape *m, const struct train_settings *t, st
 	P = model_params(m);
 	r->params = P;
 	w = (uint64_t)t->param_bytes;
-	r->bytes[C_CONTEXT] = t->context_bytes ? t->context_bytes : CONTEXT_BYTES;
+	r->bytes[C_CONTEXT] = (t->context_bytes ? t->context_bytes : CONTEXT_BYTES) + (t->dp > 1 ? NCCL_BYTES : 0);
 	r->bytes[C_WEIGHTS] = (uint64_t)P * w;
 	if (t->zero_stage >= 3)
 		/* full shard, plus the one layer gathered at a time */
@@ -224,7 +254,7 @@ int plan_compute(const struct model_shape *m, const struct train_settings *t, st
 		return plan_inference(m, t, r);
 	}
 
-	trainable = t->lora_rank ? lora_params(m, t) : P;
+	trainable = t->lora_rank ? lora_params(m, t) : trained_params(m, t);
 	r->trainable_params = trainable;
 	/* LoRA adapters train in fp32 next to bf16 weights (PEFT's default) */
 	uint64_t tw = t->lora_rank ? 4 : w;
@@ -238,6 +268,8 @@ int plan_compute(const struct model_shape *m, const struct train_settings *t, st
 	if (t->zero_stage >= 2)
 		grads = div_up(grads, t->dp);
 	r->bytes[C_WEIGHTS] += t->lora_rank ? (uint64_t)trainable * tw : 0;
+	/* DDP's gradient buckets: a copy of the gradients, made at its construction */
+	uint64_t buckets = t->ddp ? (uint64_t)trainable * tw : 0;
 
 	act_layer = layer_activations(m, t, T);
 	act = t->grad_ckpt ? (uint64_t)m->layers * layer_input(m, t, T) : (uint64_t)m->layers * act_layer;
@@ -254,6 +286,7 @@ int plan_compute(const struct model_shape *m, const struct train_settings *t, st
 	uint64_t recompute = t->grad_ckpt ? states + grads + act + act_layer : 0;
 	uint64_t optimizer = states + grads + temp;
 	r->bytes[C_OPT_STATES] = states;
+	r->bytes[C_GRADS] = buckets;
 	if (backward >= recompute && backward >= optimizer) {
 		r->peak_phase = "backward";
 		r->bytes[C_ACTIVATIONS] = act;
@@ -261,17 +294,17 @@ int plan_compute(const struct model_shape *m, const struct train_settings *t, st
 	} else if (recompute >= optimizer) {
 		r->peak_phase = "recompute";
 		r->bytes[C_ACTIVATIONS] = act + act_layer;
-		r->bytes[C_GRADS] = grads;
+		r->bytes[C_GRADS] += grads;
 	} else {
 		r->peak_phase = "optimizer step";
-		r->bytes[C_GRADS] = grads;
+		r->bytes[C_GRADS] += grads;
 		r->bytes[C_OPT_TEMP] = temp;
 	}
-	/* The caching allocator simulation decides the total where it covers the model:
-	 * its peak reserved memory, fragmentation included, is what the device holds
-	 * besides the context; the components above say where it goes, and what the
-	 * simulation finds beyond them is fragmentation (or, short of them, comes off the
-	 * activations, the least certain of them). Elsewhere the fitted estimate. */
+	/* The caching allocator simulation decides the total: its peak reserved memory,
+	 * fragmentation included, is what the device holds besides the context; the
+	 * components above say where it goes, and what the simulation finds beyond them is
+	 * fragmentation (or, short of them, comes off the activations, the least certain
+	 * of them). */
 	struct sim_result sr;
 	if (!sim_train(m, t, 3, &sr)) {
 		uint64_t counted = 0;
@@ -287,14 +320,8 @@ int plan_compute(const struct model_shape *m, const struct train_settings *t, st
 		r->allocated_peak_bytes = sr.max_allocated_bytes;
 		return 0;
 	}
-	r->bytes[C_FRAGMENTATION] = lf * FRAG_LOGITS_NUM / FRAG_LOGITS_DEN + states * FRAG_STATES_NUM / FRAG_STATES_DEN;
-	/* GPT-2 fragments more: its GELU-tanh and dropout as Python ops leave many
-	 * MLP-sized temporaries between the cached blocks (8/5 of the logits, fitted on
-	 * the four GPT-2 fixture cases) */
-	if (m->family == ARCH_GPT2)
-		r->bytes[C_FRAGMENTATION] += lf * 2 / 5;
-	sum_result(r);
-	return 0;
+	*why = "the allocator simulation does not cover this step";
+	return -EINVAL;
 }
 
 const char *plan_component_name(enum plan_component c)

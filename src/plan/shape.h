@@ -9,7 +9,8 @@
 
 enum arch_family {
 	ARCH_LLAMA,   /* llama, mistral, qwen2, qwen3, phi3: RMSNorm, rotary, gated MLP */
-	ARCH_GEMMA,   /* gemma, gemma2: as llama with a scaled embedding; gemma2 has 4 norms a layer */
+	ARCH_GEMMA,   /* gemma, gemma2, gemma3_text: as llama with a scaled embedding; gemma2 and
+		       * gemma3_text have 4 norms a layer, gemma3_text q/k norms */
 	ARCH_GPT2,    /* LayerNorm, learned positions, 4h GELU MLP, fused qkv */
 };
 
@@ -21,6 +22,10 @@ struct model_shape {
 	int qkv_bias, qk_norm, norms_per_layer;
 	int fused_proj;           /* phi3: one qkv_proj and one gate_up_proj matrix */
 	double final_softcap;     /* gemma2's final_logit_softcapping; 0 none */
+	/* mixture of experts (qwen3_moe, mixtral): every layer's MLP is `experts` gated
+	 * experts of moe_inter units behind a router, top `experts_per_tok` a token; 0 dense */
+	int64_t experts, experts_per_tok, moe_inter;
+	int router_fp32;          /* mixtral: the routing weights stay fp32 (qwen3_moe casts them) */
 };
 
 enum optimizer { OPT_ADAMW, OPT_SGD, OPT_NONE };
@@ -56,6 +61,16 @@ struct train_settings {
 	uint64_t context_bytes;   /* CUDA context and library workspaces; 0: the default */
 	uint64_t limit_bytes;     /* what the caching allocator may reserve on the GPU (its
 				   * memory less the context and the margin); 0: unlimited */
+	/* frozen parts (no gradient, no optimizer state): the embedding, lm_head, and the
+	 * decoder layers freeze_first..freeze_last (freeze_last < freeze_first: none) */
+	int freeze_embed, freeze_head;
+	int64_t freeze_first, freeze_last;
+	int inputs_embeds;        /* fed hidden states of batch x seq x hidden: no embedding lookup */
+	int expandable;           /* PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True */
+	int logits_all;           /* inference: logits of every position (model(input_ids)), not
+				   * only the last (generate()) */
+	int ddp;                  /* DDP over dp ranks: a whole replica and gradient buckets a rank */
+	int keep_gathered;        /* FSDP2 (zero_stage 3) with reshard_after_forward=False */
 };
 
 enum { LORA_Q = 1, LORA_K = 2, LORA_V = 4, LORA_O = 8, LORA_GATE = 16, LORA_UP = 32, LORA_DOWN = 64 };

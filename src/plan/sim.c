@@ -40,6 +40,8 @@ struct layer_params {
 	int64_t q, k, v, qkv, o;
 	int64_t gate, up, gate_up, down;
 	int64_t norm1, norm2;            /* the input and the post-attention norm */
+	int64_t router;                  /* mixture of experts: the router's (gate_up and down are
+					  * then all experts', stacked) */
 	int64_t q_bias, k_bias, v_bias;  /* 0 without qkv_bias */
 };
 
@@ -69,6 +71,8 @@ struct step {
 	int autocast;             /* bf16 autocast over fp32 weights */
 	int fp32;                 /* fp32 weights without autocast */
 	int gemma;                /* gemma's norm: (1 + weight) in fp32 */
+	int gpt2;                 /* GPT-2's blocks: LayerNorm, fused qkv, gelu_new, dropout */
+	int64_t positions;        /* GPT-2's learned positions */
 	int qk_norm;              /* qwen3's q/k norms */
 	int norms_per_layer;
 	double softcap;           /* gemma2's final logit softcapping; 0 none */
@@ -79,15 +83,25 @@ struct step {
 	struct adapter adapters[2 * LORA_MAX_PROJS];  /* LoRA: one layer's, A then B per target */
 	int nadapters;
 	struct layer_params lp;
+	int64_t experts, topk, moe_inter;  /* mixture of experts; 0 experts: a dense MLP */
+	int router_fp32;          /* mixtral: the routing weights stay fp32 */
 	int stage;                /* what layer_forward saves now is freed at this stage */
 	struct tlist *kv;         /* training with use_cache: the cache's tensors, else NULL */
+	struct tlist *ac_cache;   /* a checkpointed forward under autocast: autocast's weight
+				   * casts, kept to the autocast region's end; else NULL */
 };
+
+/* A tensor on a CUDA stream (0: the default one). */
+static int tensor_on(struct step *s, int64_t bytes, int stream)
+{
+	ARRAY_GROW(s->block_of, s->ntensors + 1, s->cap_tensors);
+	s->block_of[s->ntensors] = alloc_sim_malloc_on(&s->a, bytes > 0 ? (uint64_t)bytes : 1, stream);
+	return (int)s->ntensors++;
+}
 
 static int tensor(struct step *s, int64_t bytes)
 {
-	ARRAY_GROW(s->block_of, s->ntensors + 1, s->cap_tensors);
-	s->block_of[s->ntensors] = alloc_sim_malloc(&s->a, bytes > 0 ? (uint64_t)bytes : 1);
-	return (int)s->ntensors++;
+	return tensor_on(s, bytes, 0);
 }
 
 static void drop(struct step *s, int id)
@@ -262,6 +276,132 @@ static int norm(struct step *s, struct tlist *sv)
 	return norm_of(s, sv, s->tokens, s->hidden, s->resid_bytes);
 }
 
+/* A mixture-of-experts MLP as transformers 5.17 runs it (grouped_mm experts) over the
+ * output y of the post-attention norm: the router (a linear, the softmax in fp32, the top
+ * experts and their weights), then the tokens' copies sorted by expert (S = tokens x
+ * top), the grouped gate_up projection, the gate, the grouped down projection, each
+ * copy weighted (mixtral: by fp32 weights, in fp32) and summed back per token. The
+ * experts compute in the weights' dtype: fp32 under autocast too (grouped_mm casts its
+ * input to the weight's). With sv NULL, without autograd. Returns the MLP's output. */
+static int moe_forward(struct step *s, struct tlist *sv)
+{
+	int64_t T = s->tokens, h = s->hidden, E = s->experts, S = T * s->topk, I = s->moe_inter;
+	int64_t eb = s->weight_bytes, ab = s->act_bytes, rw = s->router_fp32 ? 4 : ab;
+	int64_t wb = rw > eb ? rw : eb; /* the weighted copies' */
+	struct tlist none = { 0 };
+	int keep = sv != NULL;
+
+	if (!sv)
+		sv = &none;
+	s->stage = S_MLP_IN;
+	int rl = keep ? linear(s, sv, h, E, 0, s->lp.router, s->autocast) : tensor(s, ab * T * E);
+	if (s->router_fp32) { /* router_logits.float() */
+		int f = tensor(s, 4 * T * E);
+		drop(s, rl);
+		rl = f;
+	}
+	int sm = tensor(s, 4 * T * E);
+	drop(s, rl);
+	int tv = tensor(s, 4 * T * s->topk), ti = tensor(s, 8 * T * s->topk), sum = tensor(s, 4 * T);
+	save(s, sv, sm), save(s, sv, ti), save(s, sv, sum);
+	if (rw != 4) {
+		int w = tensor(s, rw * T * s->topk);
+		save(s, sv, tv);
+		tv = w;
+	}
+	save(s, sv, tv);
+	int ids = tensor(s, 8 * S), perm = tensor(s, 8 * S), pk = tensor(s, 8 * S);
+	save(s, sv, pk);
+	int sel = tensor(s, eb * S * h);
+	save(s, sv, sel);
+	save(s, sv, tensor(s, rw * S)); /* the sorted weights */
+	save(s, sv, tensor(s, S));      /* the sentinel mask */
+	s->stage = S_MUL;
+	int gu = tensor(s, eb * S * 2 * I), gum = tensor(s, eb * S * 2 * I);
+	drop(s, gu);
+	save(s, sv, gum);
+	int act = tensor(s, eb * S * I);
+	save(s, sv, act);
+	s->stage = S_DOWN;
+	int prod = tensor(s, eb * S * I);
+	save(s, sv, prod);
+	if (!keep)
+		drop(s, act), drop(s, gum), drop(s, sel);
+	int d = tensor(s, eb * S * h), dm = tensor(s, eb * S * h);
+	drop(s, d);
+	save(s, sv, dm);
+	if (!keep)
+		drop(s, prod);
+	int wo = tensor(s, wb * S * h);
+	if (!keep)
+		drop(s, dm);
+	int inv = tensor(s, 8 * S), ar = tensor(s, 8 * S);
+	drop(s, ar);
+	int ro = tensor(s, wb * S * h);
+	drop(s, wo);
+	int out = tensor(s, wb * T * h);
+	drop(s, ro), drop(s, inv), drop(s, ids), drop(s, perm);
+	if (wb != s->resid_bytes && wb != ab) { /* .to(hidden_states.dtype) */
+		int c = tensor(s, ab * T * h);
+		drop(s, out);
+		out = c;
+	}
+	free_all(s, &none);
+	free(none.v), free(none.tag);
+	return out;
+}
+
+/* The experts' backward from the MLP output's gradient g (freed here), node by node;
+ * their weights' gradients into grads. Returns the gradient of the MLP's input. */
+static int moe_backward(struct step *s, int g, struct tlist *sv, struct tlist *grads, int64_t gw_bytes)
+{
+	int64_t T = s->tokens, h = s->hidden, S = T * s->topk, I = s->moe_inter, E = s->experts;
+	int64_t eb = s->weight_bytes, ab = s->act_bytes, rw = s->router_fp32 ? 4 : ab;
+	int64_t wb = rw > eb ? rw : eb;
+
+	int g1 = tensor(s, wb * S * h); /* the unsorting index's: zeros, then scattered */
+	drop(s, g);
+	int g2 = tensor(s, eb * S * h), tw = tensor(s, wb * S * h);
+	int gw = tensor(s, rw * S);
+	drop(s, tw), drop(s, g1);
+	int g3 = tensor(s, eb * S * h);
+	drop(s, g2);
+	if (gw_bytes)
+		push(grads, tensor(s, s->lp.down * gw_bytes));
+	int gp = tensor(s, eb * S * I);
+	drop(s, g3);
+	release(s, sv, S_DOWN);
+	int ga = tensor(s, eb * S * I), gup = tensor(s, eb * S * I);
+	drop(s, gp);
+	int gg = tensor(s, eb * S * I);
+	drop(s, ga);
+	release(s, sv, S_MUL);
+	int cat = tensor(s, eb * S * 2 * I);
+	drop(s, gg), drop(s, gup);
+	int c2 = tensor(s, eb * S * 2 * I);
+	drop(s, cat);
+	if (gw_bytes)
+		push(grads, tensor(s, s->lp.gate_up * gw_bytes));
+	int gs = tensor(s, eb * S * h);
+	drop(s, c2);
+	int gs2 = tensor(s, eb * S * h);
+	drop(s, gs);
+	int gx = tensor(s, eb * T * h);
+	drop(s, gs2);
+	/* the routing weights' gradient back through the top-k and the softmax */
+	int gt = tensor(s, 4 * T * s->topk), gsm = tensor(s, 4 * T * E);
+	drop(s, gw), drop(s, gt);
+	int gl = tensor(s, ab * T * E);
+	drop(s, gsm);
+	if (gw_bytes)
+		push(grads, tensor(s, s->lp.router * gw_bytes));
+	int gr = tensor(s, ab * T * h);
+	drop(s, gl);
+	int gy = tensor(s, ab * T * h);
+	drop(s, gr), drop(s, gx);
+	return gy;
+}
+
 /* One decoder layer's forward for training: what the backward pass needs goes into sv.
  * A frozen input (LoRA's first layer: the embedding does not train) makes the first
  * norm keep nothing. Returns the layer's output. */
@@ -364,7 +504,12 @@ static int layer_forward(struct step *s, int in, struct tlist *sv, int frozen_in
 	}
 	/* gate and up (phi3: one tensor of both), act(gate) and act x up: silu keeps gate,
 	 * the product keeps act and up, down_proj keeps the product if its weight trains */
-	int prod, g;
+	int prod, g, dn;
+	if (s->experts) {
+		dn = moe_forward(s, sv);
+		drop(s, y2);
+		goto mlp_done;
+	}
 	if (s->fused) {
 		g = linear(s, sv, h, 2 * I, LORA_GATE | LORA_UP, s->lp.gate_up, s->autocast);
 		s->stage = S_GATE;
@@ -388,12 +533,13 @@ static int layer_forward(struct step *s, int in, struct tlist *sv, int frozen_in
 		drop(s, y2);
 	prod = tensor(s, ab * T * I);
 	s->stage = S_DOWN;
-	int dn = linear(s, sv, I, h, LORA_DOWN, s->lp.down, 0);
+	dn = linear(s, sv, I, h, LORA_DOWN, s->lp.down, 0);
 	drop(s, y2);
 	if (s->base_trains)
 		save(s, sv, prod);
 	else
 		drop(s, prod);
+mlp_done:
 	dn = post_norm(s, sv, dn);
 	out = tensor(s, s->resid_bytes * T * h);
 	drop(s, dn);
@@ -404,6 +550,7 @@ static int layer_forward(struct step *s, int in, struct tlist *sv, int frozen_in
 		drop(s, h1);
 	return out;
 }
+
 
 /* The gradients of a layer's LoRA adapters of one half (1: the MLP), last first. */
 static void adapter_grads(struct step *s, struct tlist *grads, int mlp_half)
@@ -449,6 +596,10 @@ static int layer_backward(struct step *s, int gres, struct tlist *sv, struct tli
 	int t1, t2, t3, t4, gy, n1, n2, gx, cat = 0;
 
 	/* the MLP: down_proj, act x up, silu, then gate and up (phi3: gate_up) */
+	if (s->experts) {
+		gy = moe_backward(s, tensor(s, ab * T * h), sv, grads, gw_bytes);
+		goto mlp_done;
+	}
 	weight_grad(s, grads, p->down, gw_bytes);
 	adapter_grads(s, grads, 1);
 	t1 = tensor(s, ab * T * I);
@@ -466,6 +617,7 @@ static int layer_backward(struct step *s, int gres, struct tlist *sv, struct tli
 	weight_grad(s, grads, p->gate, gw_bytes);
 	gy = tensor(s, ab * T * h);
 	drop(s, t2), drop(s, t4), drop(s, cat);
+mlp_done:
 	release(s, sv, S_MLP_IN);
 	n1 = tensor(s, 4 * T * h), n2 = tensor(s, 4 * T * h);
 	drop(s, gy);
@@ -515,6 +667,223 @@ static int layer_backward(struct step *s, int gres, struct tlist *sv, struct tli
 	return gx;
 }
 
+/* GPT-2's LayerNorm over the tokens' hidden units of in_bytes: the output (fp32 under
+ * autocast, which runs layer_norm in fp32), the mean and the reciprocal deviation per
+ * token (kept, with the input, for the backward pass). */
+static int layer_norm(struct step *s, struct tlist *sv, int in_bytes)
+{
+	int out = tensor(s, (s->autocast ? 4 : in_bytes) * s->tokens * s->hidden);
+	int mean = tensor(s, 4 * s->tokens), rstd = tensor(s, 4 * s->tokens);
+
+	if (sv) {
+		save(s, sv, mean), save(s, sv, rstd);
+	} else {
+		drop(s, mean), drop(s, rstd);
+	}
+	return out;
+}
+
+/* Dropout (GPT-2 trains with p 0.1): its mask (one byte a unit, kept) and output; x goes. */
+static int dropout(struct step *s, struct tlist *sv, int x, int64_t units, int64_t bytes)
+{
+	int mask = tensor(s, units), out = tensor(s, bytes * units);
+
+	if (sv)
+		save(s, sv, mask);
+	else
+		drop(s, mask);
+	drop(s, x);
+	return out;
+}
+
+/* GPT-2's gelu_new as Python ops, 0.5 x (1 + tanh(c (x + 0.044715 x^3))), over the
+ * c_fc output x: 0.5 x first, then pow, scale, add, scale, tanh, 1 + ...; autograd
+ * keeps x (pow's), tanh's output, 0.5 x and 1 + tanh for the product. Under autocast
+ * pow runs in fp32 (a cast of x kept) and the fp32 result carries on. Returns the
+ * product; x stays with the caller. */
+static int gelu_new(struct step *s, struct tlist *sv, int64_t units)
+{
+	int64_t ab = s->act_bytes, gb = s->autocast ? 4 : ab;
+	int g = tensor(s, ab * units), x32 = s->autocast ? tensor(s, 4 * units) : 0;
+	int a = tensor(s, gb * units);
+	if (sv && x32)
+		save(s, sv, x32);
+	else
+		drop(s, x32);
+	int b = tensor(s, gb * units);
+	drop(s, a);
+	int c = tensor(s, gb * units);
+	drop(s, b);
+	int d = tensor(s, gb * units);
+	drop(s, c);
+	int e = tensor(s, gb * units);
+	drop(s, d);
+	int f = tensor(s, gb * units);
+	if (sv)
+		save(s, sv, e);
+	else
+		drop(s, e);
+	s->stage = S_MUL;
+	int out = tensor(s, gb * units);
+	if (sv) {
+		save(s, sv, g), save(s, sv, f);
+	} else {
+		drop(s, g), drop(s, f);
+	}
+	return out;
+}
+
+/* A linear keeping nothing for a backward pass: under autocast the weight's bf16 cast
+ * and (cast_in) the input's are made for it and go after it, but a checkpointed
+ * forward runs with autograd on, so autocast caches the weight's cast (ac_cache).
+ * Returns the output. */
+static int plain_linear(struct step *s, int64_t in_u, int64_t out_u, int64_t w_elems, int cast_in)
+{
+	int w = s->autocast ? tensor(s, 2 * w_elems) : 0;
+	int c = s->autocast && cast_in ? tensor(s, 2 * s->tokens * in_u) : 0;
+	int out = tensor(s, s->act_bytes * s->tokens * out_u);
+
+	drop(s, c);
+	if (w && s->ac_cache)
+		push(s->ac_cache, w);
+	else
+		drop(s, w);
+	return out;
+}
+
+/* One GPT-2 block for training (sv) or without autograd (sv NULL): ln_1, c_attn (the
+ * fused q, k, v, kept by sdpa as views), sdpa with dropout, c_proj, dropout, the
+ * residual; ln_2, c_fc, gelu_new, c_proj, dropout, the residual. Linears keep their
+ * input (their bf16 cast under autocast) when the weights train. Returns the output;
+ * the caller keeps the input. */
+static int gpt2_layer(struct step *s, int in, struct tlist *sv)
+{
+	int64_t T = s->tokens, h = s->hidden, I = s->inter, ab = s->act_bytes, rb = s->resid_bytes;
+	int keep = sv != NULL;
+
+	s->stage = S_NORM1;
+	if (keep) /* LayerNorm keeps its input itself */
+		save(s, sv, in);
+	int y = layer_norm(s, sv, (int)rb);
+	s->stage = S_QKV_IN;
+	int qkv = keep ? linear(s, sv, h, 3 * h, 0, 3 * h * h, s->autocast) : plain_linear(s, h, 3 * h, 3 * h * h, 1);
+	if (keep && !s->autocast)
+		save(s, sv, y), y = 0;
+	s->stage = S_SDPA;
+	if (s->kv) { /* use_cache: the keys and values copied into the cache */
+		push(s->kv, tensor(s, ab * T * h));
+		push(s->kv, tensor(s, ab * T * h));
+	}
+	int o = tensor(s, ab * T * h), lse = tensor(s, 4 * s->batch * s->heads * s->seq);
+	if (keep) {
+		save(s, sv, qkv), save(s, sv, lse);
+	} else {
+		drop(s, lse);
+	}
+	s->stage = S_O_IN;
+	int p = keep ? linear(s, sv, h, h, 0, h * h, 0) : plain_linear(s, h, h, h * h, 0);
+	if (keep) /* sdpa's output, kept by sdpa (and c_proj) */
+		save(s, sv, o);
+	else
+		drop(s, o);
+	if (!keep)
+		drop(s, qkv);
+	p = dropout(s, sv, p, T * h, ab);
+	int h1 = tensor(s, rb * T * h);
+	drop(s, p), drop(s, y);
+	s->stage = S_NORM2;
+	if (keep)
+		save(s, sv, h1);
+	int y2 = layer_norm(s, sv, (int)rb);
+	s->stage = S_MLP_IN;
+	int fc = keep ? linear(s, sv, h, I, 0, h * I, s->autocast) : plain_linear(s, h, I, h * I, 1);
+	if (keep && !s->autocast)
+		save(s, sv, y2), y2 = 0;
+	s->stage = S_GATE;
+	if (keep && !s->autocast) /* pow keeps it (under autocast, its fp32 cast) */
+		save(s, sv, fc);
+	int act = gelu_new(s, sv, T * I);
+	if (!keep || s->autocast)
+		drop(s, fc);
+	s->stage = S_DOWN;
+	int dn = keep ? linear(s, sv, I, h, 0, I * h, s->autocast) : plain_linear(s, I, h, I * h, 1);
+	if (keep && !s->autocast)
+		save(s, sv, act);
+	else
+		drop(s, act);
+	dn = dropout(s, sv, dn, T * h, ab);
+	int out = tensor(s, rb * T * h);
+	drop(s, dn), drop(s, y2);
+	if (!keep)
+		drop(s, h1);
+	return out;
+}
+
+/* A GPT-2 block's backward: the MLP's dropout, c_proj, gelu_new's chain rule, c_fc,
+ * ln_2; then the attention's dropout, c_proj, sdpa (its gradients of q, k and v joined
+ * into one), c_attn, ln_1; weight and bias gradients into grads. */
+static int gpt2_backward(struct step *s, int gres, struct tlist *sv, struct tlist *grads, int64_t gw)
+{
+	int64_t T = s->tokens, h = s->hidden, I = s->inter, ab = s->act_bytes, rb = s->resid_bytes;
+	int64_t gb = s->autocast ? 4 : ab;
+
+	int g1 = tensor(s, ab * T * h);
+	weight_grad(s, grads, I * h, gw), weight_grad(s, grads, h, gw);
+	int g2 = tensor(s, gb * T * I);
+	drop(s, g1);
+	release(s, sv, S_DOWN);
+	int ga = tensor(s, gb * T * I), gf = tensor(s, gb * T * I);
+	drop(s, g2);
+	release(s, sv, S_MUL);
+	int t1 = tensor(s, gb * T * I), t2 = tensor(s, gb * T * I);
+	drop(s, gf), drop(s, t1);
+	int t3 = tensor(s, gb * T * I);
+	drop(s, t2);
+	int t4 = tensor(s, gb * T * I), t5 = tensor(s, gb * T * I);
+	drop(s, t4);
+	int gx = tensor(s, gb * T * I);
+	drop(s, t3), drop(s, t5), drop(s, ga);
+	if (gb != ab) {
+		int c = tensor(s, ab * T * I);
+		drop(s, gx);
+		gx = c;
+	}
+	release(s, sv, S_GATE);
+	weight_grad(s, grads, h * I, gw), weight_grad(s, grads, I, gw);
+	int gy = tensor(s, ab * T * h);
+	drop(s, gx);
+	release(s, sv, S_MLP_IN);
+	int gn = tensor(s, rb * T * h);
+	drop(s, gy);
+	weight_grad(s, grads, h, gw), weight_grad(s, grads, h, gw);
+	release(s, sv, S_NORM2);
+	int gr = tensor(s, rb * T * h);
+	drop(s, gn), drop(s, gres);
+	/* attention */
+	g1 = tensor(s, ab * T * h);
+	weight_grad(s, grads, h * h, gw), weight_grad(s, grads, h, gw);
+	int go = tensor(s, ab * T * h);
+	drop(s, g1);
+	release(s, sv, S_O_IN);
+	int ws = tensor(s, flash_workspace(s));
+	int gq = tensor(s, ab * T * h), gk = tensor(s, ab * T * h), gv = tensor(s, ab * T * h);
+	drop(s, ws), drop(s, go);
+	release(s, sv, S_SDPA);
+	int cat = tensor(s, ab * T * 3 * h);
+	drop(s, gq), drop(s, gk), drop(s, gv);
+	weight_grad(s, grads, 3 * h * h, gw), weight_grad(s, grads, 3 * h, gw);
+	gy = tensor(s, ab * T * h);
+	drop(s, cat);
+	release(s, sv, S_QKV_IN);
+	gn = tensor(s, rb * T * h);
+	drop(s, gy);
+	weight_grad(s, grads, h, gw), weight_grad(s, grads, h, gw);
+	release(s, sv, S_NORM1);
+	int g = tensor(s, rb * T * h);
+	drop(s, gn), drop(s, gr);
+	return g;
+}
+
 static void setup(struct step *s, const struct model_shape *m, const struct train_settings *t)
 {
 	int64_t h = m->hidden, qd = m->heads * m->head_dim, k = m->kv_heads * m->head_dim, I = m->intermediate;
@@ -527,6 +896,8 @@ static void setup(struct step *s, const struct model_shape *m, const struct trai
 	s->act_bytes = s->fp32 ? 4 : 2;
 	s->resid_bytes = t->param_bytes == 4 ? 4 : 2;
 	s->gemma = m->family == ARCH_GEMMA;
+	s->gpt2 = m->family == ARCH_GPT2;
+	s->positions = m->positions;
 	s->qk_norm = m->qk_norm;
 	s->norms_per_layer = m->norms_per_layer;
 	s->kv_heads = m->kv_heads;
@@ -543,7 +914,13 @@ static void setup(struct step *s, const struct model_shape *m, const struct trai
 			s->adapters[s->nadapters++] = (struct adapter){ s->lora_rank * p[i].out, p[i].mlp };
 		}
 	}
-	if (s->fused) {
+	s->experts = m->experts, s->topk = m->experts_per_tok, s->moe_inter = m->moe_inter;
+	s->router_fp32 = m->router_fp32;
+	if (s->experts) { /* the experts' stacked gate_up_proj and down_proj, the router */
+		s->lp.q = h * qd, s->lp.k = h * k, s->lp.v = h * k;
+		s->lp.gate_up = s->experts * 2 * s->moe_inter * h;
+		s->lp.router = s->experts * h;
+	} else if (s->fused) {
 		s->lp.qkv = h * (qd + 2 * k);
 		s->lp.gate_up = h * 2 * I;
 	} else {
@@ -551,7 +928,7 @@ static void setup(struct step *s, const struct model_shape *m, const struct trai
 		s->lp.gate = h * I, s->lp.up = h * I;
 	}
 	s->lp.o = qd * h;
-	s->lp.down = I * h;
+	s->lp.down = s->experts ? s->experts * s->moe_inter * h : I * h;
 	s->lp.norm1 = s->lp.norm2 = h;
 	if (m->qkv_bias)
 		s->lp.q_bias = qd, s->lp.k_bias = k, s->lp.v_bias = k;
@@ -606,6 +983,11 @@ static int plain_layer(struct step *s, struct tlist *cache)
 	int h1 = tensor(s, s->resid_bytes * T * h);
 	drop(s, ao);
 	int y2 = plain_norm(s, T, h, s->resid_bytes);
+	int dn;
+	if (s->experts) {
+		dn = moe_forward(s, NULL);
+		goto mlp_done;
+	}
 	/* down(act(gate(x)) * up(x)): phi3's gate_up output lives until its product */
 	int gu = 0, a, u = 0;
 	if (s->fused) {
@@ -619,8 +1001,9 @@ static int plain_layer(struct step *s, struct tlist *cache)
 	}
 	int p = tensor(s, ab * T * I);
 	drop(s, a), drop(s, u), drop(s, gu);
-	int dn = tensor(s, ab * T * h);
+	dn = tensor(s, ab * T * h);
 	drop(s, p);
+mlp_done:
 	dn = post_norm(s, NULL, dn);
 	drop(s, y2);
 	int out = tensor(s, s->resid_bytes * T * h);
@@ -639,28 +1022,71 @@ static void cublas_workspace(struct step *s)
 
 /* The weights, in construction order: embedding, layers, final norm, lm_head (when
  * tied, freed again) (a ZeRO-3 shard keeps a 1/dp share); then the named buffers. */
+static int layer_frozen(const struct train_settings *t, int64_t l)
+{
+	return l >= t->freeze_first && l <= t->freeze_last;
+}
+
+/* The weights, as load makes them, and which of them train: into trained (NULL: none
+ * noted) unless frozen. */
 static void load(struct step *s, const struct model_shape *m, const struct train_settings *t,
-		 struct tlist *params, int64_t shard)
+		 struct tlist *params, struct tlist *trained, int64_t shard)
 {
 	const struct layer_params *p = &s->lp;
 	/* a layer's in construction order, 0 where the model has none: attention (phi3
 	 * makes o_proj before qkv_proj), MLP, the two norms, the biases */
-	const int64_t lp[] = { p->q,      p->k,    p->v,     p->o,      p->qkv,    p->gate, p->up,
-			       p->gate_up, p->down, p->norm1, p->norm2, p->q_bias, p->k_bias, p->v_bias };
+	const int64_t lp[] = { p->q,      p->k,    p->v,     p->o,      p->qkv,    p->gate,   p->up,
+			       p->gate_up, p->down, p->router, p->norm1, p->norm2, p->q_bias, p->k_bias,
+			       p->v_bias };
 
-	push(params, tensor(s, s->vocab * s->hidden * s->weight_bytes / shard));
+	int emb_frozen = t->freeze_embed || (m->tied && t->freeze_head), id;
+	struct tlist none = { 0 };
+
+	if (!trained)
+		trained = &none;
+	if (s->gpt2) { /* wte, wpe; per block ln_1, c_attn, c_proj, ln_2, c_fc, c_proj (weights,
+			* biases); ln_f; lm_head made, then tied */
+		int64_t h = s->hidden, I = s->inter;
+		const int64_t blk[] = { h, h, 3 * h * h, 3 * h, h * h, h, h, h, h * I, I, I * h, h };
+		push(params, id = tensor(s, s->vocab * h * s->weight_bytes / shard));
+		push(trained, id);
+		push(params, id = tensor(s, s->positions * h * s->weight_bytes / shard));
+		push(trained, id);
+		for (int64_t l = 0; l < s->layers; l++)
+			for (size_t i = 0; i < sizeof(blk) / sizeof(blk[0]); i++) {
+				push(params, id = tensor(s, blk[i] * s->weight_bytes / shard));
+				push(trained, id);
+			}
+		for (int i = 0; i < 2; i++) {
+			push(params, id = tensor(s, h * s->weight_bytes));
+			push(trained, id);
+		}
+		drop(s, tensor(s, s->vocab * h * s->weight_bytes / shard));
+		goto buffers;
+	}
+	push(params, id = tensor(s, s->vocab * s->hidden * s->weight_bytes / shard));
+	if (!emb_frozen)
+		push(trained, id);
 	for (int64_t l = 0; l < s->layers; l++)
 		for (size_t i = 0; i < sizeof(lp) / sizeof(lp[0]); i++)
-			if (lp[i])
-				push(params, tensor(s, lp[i] * s->weight_bytes / shard));
-	push(params, tensor(s, s->hidden * s->weight_bytes));
-	if (!m->tied)
-		push(params, tensor(s, s->vocab * s->hidden * s->weight_bytes / shard));
-	else /* lm_head is made with its own weight, then tied to the embedding's */
+			if (lp[i]) {
+				push(params, id = tensor(s, lp[i] * s->weight_bytes / shard));
+				if (!layer_frozen(t, l))
+					push(trained, id);
+			}
+	push(params, id = tensor(s, s->hidden * s->weight_bytes));
+	push(trained, id);
+	if (!m->tied) {
+		push(params, id = tensor(s, s->vocab * s->hidden * s->weight_bytes / shard));
+		if (!t->freeze_head)
+			push(trained, id);
+	} else /* lm_head is made with its own weight, then tied to the embedding's */
 		drop(s, tensor(s, s->vocab * s->hidden * s->weight_bytes / shard));
+buffers:
 	for (size_t i = 0; i < t->nbuffers; i++)
 		for (int64_t c = 0; c < t->buffers[i].count; c++)
 			tensor(s, (int64_t)t->buffers[i].item_bytes);
+	free(none.v);
 }
 
 /* A training run through the simulation: the step's tensors, and what lives from one
@@ -674,7 +1100,11 @@ struct train {
 	int64_t shard;            /* ZeRO-3: the weights' share kept is 1/shard */
 	int64_t chunk;            /* tokens per lm_head + loss chunk */
 	struct tlist params;      /* the weights, then LoRA's adapters */
-	size_t first_trained;     /* params from here on train: their states and temporaries */
+	struct tlist trained;     /* those of params that train: their states and temporaries */
+	int embed_trains, head_trains;
+	int64_t no_grad_layers;   /* the first layers, frozen with nothing before them to train:
+				   * they run as without autograd, and have no backward */
+	int inputs;               /* inputs_embeds: the step's hidden states, held to the next */
 	struct tlist states;      /* the optimizer's, made at the first step */
 	struct tlist grads;       /* to the optimizer step */
 	struct tlist *saved;      /* per layer: what its forward keeps for its backward */
@@ -682,6 +1112,16 @@ struct train {
 	struct tlist head_saved;  /* what the final norm (and under autocast lm_head) keep */
 	struct tlist tmp;         /* the loss's and the optimizer's temporaries */
 	struct tlist kv, prev_kv; /* use_cache: this step's cache, and the last step's */
+	struct tlist ac_cache;    /* autocast's weight casts in a checkpointed forward */
+	/* FSDP2 (ZeRO-3): each layer's weights gathered whole around its forward and its
+	 * backward (and kept from one to the other without resharding), the root's (the
+	 * embedding, the final norm, lm_head) from the forward's start to the backward's
+	 * end; the gradients reduce-scattered to their shard */
+	int fsdp;
+	int64_t layer_bytes, root_bytes;  /* a layer's weights, the root's, whole */
+	int *gathered;            /* per layer: its gathered weights, 0 none */
+	int root;                 /* the root's gathered weights */
+	struct tlist shards;      /* the gradients reduce-scattered this step */
 	int prev_logits;          /* the last step's logits: its output holds them (and prev_kv) */
 	/* this step's */
 	int emb;                  /* the embeddings (gemma: scaled), the first layer's input */
@@ -712,19 +1152,97 @@ static void train_start(struct train *tr, const struct model_shape *m, const str
 	setup(s, m, t);
 	alloc_sim_init(&s->a);
 	s->a.limit_bytes = t->limit_bytes;
+	s->a.expandable = t->expandable;
 	tensor(s, 0); /* id 0 means none */
 	tr->saved = xcalloc((size_t)s->layers, sizeof(*tr->saved));
 	/* a model called for training keeps use_cache unless checkpointing turns it off */
 	s->kv = t->grad_ckpt || !t->use_cache ? NULL : &tr->kv;
 	tr->chunk = t->loss_chunk > 0 && t->loss_chunk < s->tokens ? t->loss_chunk : s->tokens;
 	tr->shard = t->zero_stage >= 3 ? t->dp : 1;
-	load(s, m, t, &tr->params, tr->shard);
-	if (tr->lora) {
-		tr->first_trained = tr->params.n;
+	load(s, m, t, &tr->params, tr->lora ? NULL : &tr->trained, tr->shard);
+	tr->embed_trains = !tr->lora && !t->freeze_embed && !(m->tied && t->freeze_head);
+	tr->head_trains = !tr->lora && !t->freeze_head && !(m->tied && t->freeze_embed);
+	if (!tr->embed_trains || t->inputs_embeds)
+		while (tr->no_grad_layers < s->layers && layer_frozen(t, tr->no_grad_layers))
+			tr->no_grad_layers++;
+	if (tr->lora)
 		for (int64_t l = 0; l < s->layers; l++)
-			for (int i = 0; i < s->nadapters; i++)
-				push(&tr->params, tensor(s, s->adapters[i].elems * 4));
+			for (int i = 0; i < s->nadapters; i++) {
+				int id = tensor(s, s->adapters[i].elems * 4);
+				push(&tr->params, id);
+				push(&tr->trained, id);
+			}
+	if (t->zero_stage == 3) {
+		const struct layer_params *p = &s->lp;
+		const int64_t lp[] = { p->q, p->k, p->v, p->o, p->qkv, p->gate, p->up, p->gate_up, p->down,
+				       p->router, p->norm1, p->norm2, p->q_bias, p->k_bias, p->v_bias };
+		int64_t h = s->hidden, I = s->inter;
+		tr->fsdp = 1;
+		tr->gathered = xcalloc((size_t)s->layers, sizeof(*tr->gathered));
+		if (s->gpt2) {
+			tr->layer_bytes = (12 * h * h + 13 * h + 2 * h * I + I) * s->weight_bytes;
+			tr->root_bytes = (s->vocab + s->positions + 2) * h * s->weight_bytes;
+		} else {
+			for (size_t i = 0; i < sizeof(lp) / sizeof(lp[0]); i++)
+				tr->layer_bytes += lp[i] * s->weight_bytes;
+			tr->root_bytes = ((m->tied ? 1 : 2) * s->vocab + 1) * h * s->weight_bytes;
+		}
 	}
+	/* DDP: the gradient buckets, made at its construction and kept: the parameters in
+	 * reverse order, a bucket closed once it holds 1 MiB (the first) or bucket_cap_mb,
+	 * 25 MiB (the others) */
+	if (t->ddp) {
+		int64_t bucket = 0, cap = 1LL << 20;
+		for (size_t i = tr->trained.n; i-- > 0;) {
+			bucket += tensor_bytes(s, tr->trained.v[i]);
+			if (bucket >= cap || !i) {
+				tensor(s, bucket);
+				bucket = 0, cap = 25LL << 20;
+			}
+		}
+	}
+}
+
+/* FSDP2's all-gathers and reduce-scatters run on streams of their own: their buffers
+ * come from those streams' pools. */
+enum { FSDP_ALL_GATHER = 1, FSDP_REDUCE_SCATTER = 2 };
+
+/* FSDP2: gather layer l's weights (and prefetch the next in order, dir +1 or -1) unless
+ * gathered. */
+static void fsdp_gather(struct train *tr, int64_t l, int dir)
+{
+	if (!tr->fsdp)
+		return;
+	for (int64_t i = l; i == l || i == l + dir; i += dir)
+		if (i >= 0 && i < tr->s.layers && !tr->gathered[i])
+			tr->gathered[i] = tensor_on(&tr->s, tr->layer_bytes, FSDP_ALL_GATHER);
+}
+
+static void fsdp_reshard(struct train *tr, int64_t l)
+{
+	if (tr->fsdp) {
+		drop(&tr->s, tr->gathered[l]);
+		tr->gathered[l] = 0;
+	}
+}
+
+/* FSDP2 after a group's backward: the gradients from grads' entry `from` on, whole, are
+ * copied into the reduce-scatter's input and go; the shard comes back. */
+static void fsdp_reduce_scatter(struct train *tr, size_t from)
+{
+	struct step *s = &tr->s;
+	int64_t bytes = 0;
+
+	if (!tr->fsdp || from >= tr->grads.n)
+		return;
+	for (size_t i = from; i < tr->grads.n; i++)
+		bytes += tensor_bytes(s, tr->grads.v[i]);
+	int in = tensor_on(s, bytes, FSDP_REDUCE_SCATTER);
+	for (size_t i = from; i < tr->grads.n; i++)
+		drop(s, tr->grads.v[i]);
+	tr->grads.n = from;
+	push(&tr->shards, tensor_on(s, (bytes + tr->t->dp - 1) / tr->t->dp, FSDP_REDUCE_SCATTER));
+	drop(s, in);
 }
 
 /* The forward pass: the embeddings (gemma scales them: a new tensor), then the layers;
@@ -733,26 +1251,46 @@ static void train_start(struct train *tr, const struct model_shape *m, const str
 static void train_forward(struct train *tr, int step)
 {
 	struct step *s = &tr->s;
-	int x = tensor(s, s->resid_bytes * s->tokens * s->hidden), hs = x;
+	int x, hs;
 
+	if (tr->fsdp) /* the root's weights, gathered before the embedding */
+		tr->root = tensor_on(s, tr->root_bytes, FSDP_ALL_GATHER);
+	x = hs = tensor(s, s->resid_bytes * s->tokens * s->hidden);
 	if (!step)
 		cublas_workspace(s);
-	if (s->gemma) {
+	if (tr->t->inputs_embeds) { /* the caller's hidden states: the last step's go now */
+		drop(s, tr->inputs);
+		tr->inputs = x;
+	} else if (s->gemma) {
 		int scaled = tensor(s, s->resid_bytes * s->tokens * s->hidden);
 		drop(s, x);
 		x = hs = scaled;
+	} else if (s->gpt2) { /* the positions' embeddings, added, the dropout */
+		int pos = tensor(s, s->resid_bytes * s->tokens * s->hidden);
+		hs = dropout(s, &tr->head_saved, pos, s->tokens * s->hidden, s->resid_bytes);
 	}
 	for (int64_t l = 0; l < s->layers; l++) {
 		int out;
-		if (tr->t->grad_ckpt) {
+		fsdp_gather(tr, l, 1);
+		if (l < tr->no_grad_layers) {
+			out = plain_layer(s, s->kv);
+			if (hs != x)
+				drop(s, hs);
+		} else if (tr->t->grad_ckpt) {
 			push(&tr->ckpts, hs);
-			out = plain_layer(s, NULL);
+			s->ac_cache = s->autocast ? &tr->ac_cache : NULL;
+			out = s->gpt2 ? gpt2_layer(s, hs, NULL) : plain_layer(s, NULL);
+			s->ac_cache = NULL;
+		} else if (s->gpt2) {
+			out = gpt2_layer(s, hs, &tr->saved[l]);
 		} else {
-			out = layer_forward(s, hs, &tr->saved[l], tr->lora && l == 0);
+			out = layer_forward(s, hs, &tr->saved[l], (tr->lora && l == 0) || layer_frozen(tr->t, l));
 			/* a bf16 layer keeps no input of its own (its norm keeps an fp32 copy) */
 			if (s->resid_bytes == 2 && hs != x)
 				drop(s, hs);
 		}
+		if (!tr->t->keep_gathered)
+			fsdp_reshard(tr, l);
 		hs = out;
 	}
 	tr->emb = x;
@@ -766,9 +1304,18 @@ static void loss_forward(struct train *tr)
 {
 	struct step *s = &tr->s;
 	int64_t chunk = tr->chunk;
-	int yf = norm(s, &tr->head_saved);
+	int yf;
 
-	if (s->autocast && !tr->lora) { /* lm_head's input and weight cast to bf16, kept */
+	if (s->gpt2) { /* ln_f keeps its input */
+		push(&tr->head_saved, tr->hidden);
+		yf = layer_norm(s, &tr->head_saved, s->resid_bytes);
+	} else {
+		yf = norm(s, &tr->head_saved);
+	}
+
+	/* lm_head's input and weight cast to bf16 under autocast; the weight's kept (for the
+	 * input's gradient, frozen or not), the input's while the weight trains */
+	if (s->autocast) {
 		int c = tensor(s, 2 * s->tokens * s->hidden);
 		drop(s, yf);
 		yf = c;
@@ -793,8 +1340,9 @@ static void loss_forward(struct train *tr)
 		push(&tr->lsm, tensor(s, 4 * n * s->vocab));
 		drop(s, lf);
 	}
-	if (tr->lora) /* a frozen lm_head keeps no input */
+	if (!tr->head_trains) /* a frozen lm_head keeps no input */
 		drop(s, yf);
+	free_all(s, &tr->ac_cache); /* the autocast region ends with the loss */
 	drop(s, tr->prev_logits);
 	free_all(s, &tr->prev_kv);
 	tr->final_out = yf;
@@ -807,7 +1355,7 @@ static void loss_forward(struct train *tr)
 static void loss_backward(struct train *tr)
 {
 	struct step *s = &tr->s;
-	int64_t chunk = tr->chunk, gw = tr->grad_bytes;
+	int64_t chunk = tr->chunk, gw = tr->head_trains ? tr->grad_bytes : 0;
 
 	for (size_t c = 0; c < tr->lsm.n; c++) {
 		int64_t n = s->tokens - (int64_t)c * chunk < chunk ? s->tokens - (int64_t)c * chunk : chunk;
@@ -848,29 +1396,55 @@ static void layers_backward(struct train *tr)
 	const struct train_settings *t = tr->t;
 	int gres = tr->grad_res;
 
-	for (int64_t l = s->layers - 1; l >= 0; l--) {
+	for (int64_t l = s->layers - 1; l >= tr->no_grad_layers; l--) {
 		struct tlist *sv = &tr->saved[l];
+		int64_t first = tr->no_grad_layers;
+		size_t from = tr->grads.n;
+		fsdp_gather(tr, l, -1);
 		if (t->grad_ckpt) {
-			int out = layer_forward(s, tr->ckpts.v[l], sv, tr->lora && l == 0);
+			int in = tr->ckpts.v[l - first];
+			int out = s->gpt2 ? gpt2_layer(s, in, sv)
+					  : layer_forward(s, in, sv, (tr->lora && l == 0) || layer_frozen(t, l));
 			drop(s, out);
 		}
-		gres = layer_backward(s, gres, sv, &tr->grads, tr->grad_bytes);
+		if (s->gpt2)
+			gres = gpt2_backward(s, gres, sv, &tr->grads, tr->grad_bytes);
+		else
+			gres = layer_backward(s, gres, sv, &tr->grads, layer_frozen(t, l) ? 0 : tr->grad_bytes);
 		for (size_t i = 0; i < sv->n; i++)
 			if (sv->v[i] != tr->emb)
 				drop(s, sv->v[i]);
 		sv->n = 0;
-		if (t->grad_ckpt && l > 0)
-			drop(s, tr->ckpts.v[l]);
+		if (t->grad_ckpt && l > first)
+			drop(s, tr->ckpts.v[l - first]);
+		fsdp_reduce_scatter(tr, from);
+		fsdp_reshard(tr, l);
 	}
+	if (t->grad_ckpt && tr->ckpts.n && tr->ckpts.v[0] != tr->emb)
+		drop(s, tr->ckpts.v[0]);
 	tr->ckpts.n = 0;
-	if (tr->grad_bytes) {
+	if (s->gpt2 && tr->grad_bytes) /* wpe's */
+		push(&tr->grads, tensor(s, s->positions * s->hidden * tr->grad_bytes));
+	if (tr->grad_bytes && tr->embed_trains) {
 		int ge = tensor(s, s->vocab * s->hidden * tr->grad_bytes);
 		if (tr->m->tied)
 			drop(s, ge);
 		else
 			push(&tr->grads, ge);
 	}
-	drop(s, gres), drop(s, tr->emb), drop(s, tr->hidden);
+	drop(s, gres), drop(s, tr->hidden);
+	if (tr->emb != tr->inputs)
+		drop(s, tr->emb);
+	if (tr->fsdp) { /* the root's gradients reduce-scattered, its weights resharded */
+		fsdp_reduce_scatter(tr, 0);
+		for (int64_t l = 0; l < s->layers; l++)
+			fsdp_reshard(tr, l);
+		drop(s, tr->root);
+		struct tlist whole = tr->grads;
+		tr->grads = tr->shards;
+		tr->shards = whole;
+		tr->shards.n = 0;
+	}
 	tr->prev_logits = tr->logits;
 	struct tlist held = tr->prev_kv;
 	tr->prev_kv = tr->kv;
@@ -887,15 +1461,15 @@ static void optimizer_step(struct train *tr)
 
 	if (t->opt == OPT_ADAMW || (t->opt == OPT_SGD && t->momentum > 0)) {
 		if (!tr->states.n)
-			for (size_t i = tr->first_trained; i < tr->params.n; i++) {
-				int64_t b = tensor_bytes(s, tr->params.v[i]) * shard / zd;
+			for (size_t i = 0; i < tr->trained.n; i++) {
+				int64_t b = tensor_bytes(s, tr->trained.v[i]) * shard / zd;
 				push(&tr->states, tensor(s, b));
 				if (t->opt == OPT_ADAMW)
 					push(&tr->states, tensor(s, b));
 			}
 		if (t->opt == OPT_ADAMW && !t->fused) {
-			for (size_t i = tr->first_trained; i < tr->params.n; i++)
-				push(&tr->tmp, tensor(s, tensor_bytes(s, tr->params.v[i]) * shard / zd));
+			for (size_t i = 0; i < tr->trained.n; i++)
+				push(&tr->tmp, tensor(s, tensor_bytes(s, tr->trained.v[i]) * shard / zd));
 			free_all(s, &tr->tmp);
 		}
 	}
@@ -911,9 +1485,9 @@ static void train_finish(struct train *tr, struct sim_result *r)
 	for (int64_t l = 0; l < s->layers; l++)
 		free(tr->saved[l].v), free(tr->saved[l].tag);
 	free(tr->saved);
-	free(tr->params.v), free(tr->states.v), free(tr->grads.v), free(tr->ckpts.v), free(tr->tmp.v);
+	free(tr->params.v), free(tr->trained.v), free(tr->states.v), free(tr->grads.v), free(tr->ckpts.v), free(tr->tmp.v);
 	free(tr->head_saved.v), free(tr->head_saved.tag), free(tr->lsm.v);
-	free(tr->kv.v), free(tr->prev_kv.v);
+	free(tr->kv.v), free(tr->prev_kv.v), free(tr->ac_cache.v), free(tr->shards.v), free(tr->gathered);
 	free(s->block_of);
 	alloc_sim_free(&s->a);
 }
@@ -925,7 +1499,7 @@ int sim_train(const struct model_shape *m, const struct train_settings *t, int s
 	/* Simulated: the llama family (llama, mistral, qwen2, qwen3, phi3), gemma and
 	 * gemma2. Not yet: GPT-2 (its GELU-tanh and dropout as Python ops leave many
 	 * temporaries that a first attempt got 5-13 % low): the analytic model answers. */
-	if (t->inference || m->family == ARCH_GPT2)
+	if (t->inference)
 		return -EINVAL;
 	memset(r, 0, sizeof(*r));
 	train_start(&tr, m, t);
@@ -952,8 +1526,9 @@ int sim_infer(const struct model_shape *m, const struct train_settings *t, int s
 	setup(&s, m, t);
 	alloc_sim_init(&s.a);
 	s.a.limit_bytes = t->limit_bytes;
+	s.a.expandable = t->expandable;
 	tensor(&s, 0);
-	load(&s, m, t, &params, 1);
+	load(&s, m, t, &params, NULL, 1);
 	for (int step = 0; step < steps; step++) {
 		/* the prefill of batch x seq tokens: the embeddings (held by the model's
 		 * forward to its end; gemma scales them: a new tensor), rotary cos and sin,
@@ -970,10 +1545,11 @@ int sim_infer(const struct model_shape *m, const struct train_settings *t, int s
 				drop(&s, x);
 			x = out;
 		}
-		/* the final norm, lm_head over the last position only (generate()) */
+		/* the final norm, lm_head over the last position only (generate()) or over
+		 * every position (model(input_ids)) */
 		int yf = plain_norm(&s, s.tokens, s.hidden, s.resid_bytes);
 		drop(&s, x), drop(&s, cs), drop(&s, emb);
-		int logits = tensor(&s, s.act_bytes * s.batch * s.vocab);
+		int logits = tensor(&s, s.act_bytes * (t->logits_all ? s.tokens : s.batch) * s.vocab);
 		drop(&s, yf);
 		/* generating up to the context: each layer's cache grows by concatenation;
 		 * its last growth holds the old and the new tensor at once */

@@ -15,11 +15,13 @@ struct sim_result {
 	uint64_t max_reserved_bytes;   /* as torch.cuda.max_memory_reserved */
 };
 
-/* Simulate `steps` training steps (3, as the fixtures were measured). Not for inference.
- * 0, or -EINVAL for settings the simulation does not cover. */
+/* Simulate `steps` training steps (3, as the fixtures were measured), every family.
+ * 0, or -EINVAL for inference (sim_infer's). */
 int sim_train(const struct model_shape *m, const struct train_settings *t, int steps, struct sim_result *r);
 /* Simulate `steps` batches of inference (t->inference): a prefill of batch x seq tokens
- * with the KV cache, grown to t->context when that is longer. 0, or -EINVAL. */
+ * with the KV cache, grown to t->context when that is longer; the logits of the last
+ * position, or of every one (t->logits_all). 0, or -EINVAL for GPT-2 (the analytic
+ * components answer) or training. */
 int sim_infer(const struct model_shape *m, const struct train_settings *t, int steps, struct sim_result *r);
 
 #endif

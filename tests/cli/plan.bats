@@ -297,10 +297,10 @@ J
 	run "$HR" plan --gpu h200 --dp 8 "$T/llama1b.json"
 	echo "$output"
 	[ "$status" -eq 2 ]
-	[[ "$output" == *"--dp divides only what ZeRO shards: add --zero 1, 2 or 3"* ]]
+	[[ "$output" == *"--dp wants --zero 1, 2 or 3"*"or --ddp"* ]]
 	run "$HR" plan --gpu h200 --zero 0 --dp 8 --solve batch "$T/llama1b.json"
 	[ "$status" -eq 2 ]
-	[[ "$output" == *"add --zero 1, 2 or 3"* ]]
+	[[ "$output" == *"--dp wants --zero 1, 2 or 3"* ]]
 	printf '{"model": %s, "train": {"zero_stage": 2}}\n' "$(cat "$T/llama1b.json")" > "$T/case.json"
 	run "$HR" plan --gpu h200 "$T/case.json"
 	[ "$status" -eq 2 ]
@@ -347,7 +347,9 @@ assert o["format"] == "headroom-plan/2", o
 want = {"precision": "fp32", "weights_dtype": "fp32", "compute_dtype": "fp32", "master_weights_dtype": "fp32",
         "gradients_dtype": "fp32", "optimizer_states_dtype": "fp32", "optimizer": "sgd", "momentum": 0.9,
         "batch": 1, "seq": 2048, "grad_ckpt": False, "attention": "sdpa", "use_cache": True, "lora_rank": 8,
-        "loss_chunk": None, "inference": False, "zero_stage": 0, "dp": 1}
+        "loss_chunk": None, "inference": False, "zero_stage": 0, "dp": 1, "ddp": False,
+        "reshard_after_forward": None, "freeze": [], "inputs_embeds": False,
+        "alloc_conf": "expandable_segments:False"}
 assert a == want, a' "$output"
 	run "$HR" plan --gpu h200 --json --solve seq "$T/llama1b.json"
 	python3 -c 'import json,sys; o=json.loads(sys.argv[1]); assert o["format"] == "headroom-plan/2" and o["assumed"]["seq"] is None and "weights_bytes" in o["plan"]["components"], o' "$output"
@@ -421,4 +423,41 @@ assert a == want, a' "$output"
 	python3 -c 'import json,sys; o=json.loads(sys.argv[1]); assert o["fits"] and "hint" not in o, o' "$output"
 	run "$HR" plan --gpu h200 "$T/llama1b.json"
 	[[ "$output" != *"hint:"* ]]
+}
+
+# Issue 13: frozen parts, hidden-state inputs, expandable segments, full logits, DDP.
+@test "issue 13's settings plan, say what was assumed, and bad values are usage errors" {
+	llama1b
+	run "$HR" plan --gpu h200 --freeze embed,lm_head --inputs-embeds --alloc-conf expandable_segments:True "$T/llama1b.json"
+	echo "$output"
+	[ "$status" -eq 0 ]
+	[[ "$output" == *"frozen (no gradient or optimizer state): embed lm_head; fed hidden states (inputs_embeds)"* ]]
+	[[ "$output" == *"allocator: expandable segments"* ]]
+	run "$HR" plan --gpu h200 --json "$T/llama1b.json"
+	whole=$(printf '%s' "$output" | python3 -c 'import json,sys; print(json.load(sys.stdin)["trainable_params"])')
+	run "$HR" plan --gpu h200 --json --freeze embed,lm_head "$T/llama1b.json"
+	frozen=$(printf '%s' "$output" | python3 -c 'import json,sys; j=json.load(sys.stdin); print(j["trainable_params"], j["assumed"]["freeze"])')
+	echo "$whole / $frozen"
+	[ "${frozen%% *}" -lt "$whole" ]
+	[[ "$frozen" == *"['embed', 'lm_head']"* ]]
+	run "$HR" plan --gpu h200 --inference --logits all --batch 8 "$T/llama1b.json"
+	[ "$status" -eq 0 ]
+	[[ "$output" == *"logits of every position (model(input_ids))"* ]]
+	run "$HR" plan --gpu h200 --ddp --dp 2 "$T/llama1b.json"
+	[ "$status" -eq 0 ]
+	[[ "$output" == *"DDP over 2 ranks (per rank)"* ]]
+	for bad in "--freeze embeds" "--freeze layers:3-1" "--alloc-conf expandable_segments:true" "--logits first" \
+		"--ddp" "--ddp --dp 2 --zero 2" "--no-reshard --zero 2 --dp 2" "--logits all" "--freeze layers:99"; do
+		run "$HR" plan --gpu h200 $bad "$T/llama1b.json"
+		echo "$bad: $output"
+		[ "$status" -eq 2 ]
+	done
+	for kv in '"freeze": "embed"' '"freeze": ["head"]' '"inputs_embeds": 1' '"alloc_conf": "garbage_collection_threshold:0.6"' \
+		'"logits": "some"' '"reshard_after_forward": "no"'; do
+		printf '{"model": %s, "train": {%s}}\n' "$(cat "$T/llama1b.json")" "$kv" > "$T/case.json"
+		run "$HR" plan --gpu h200 "$T/case.json"
+		echo "$kv: $output"
+		[ "$status" -eq 2 ]
+		[[ "$output" == *"wants"* ]]
+	done
 }
