@@ -13,12 +13,14 @@
  * safety net's verdict by net_decide() (only its hold is acted on; a freeze or kill it
  * would have ordered is counted, not carried out).
  *   make bench/simulate && bench/simulate TRACE [--limit SIZE] [--budget SIZE] [--slots N]
- *       [--mem-scale X] [--time-scale X] [--repeat K] [--jitter PCT]
+ *       [--mem-scale X] [--time-scale X] [--repeat K] [--jitter PCT] [--seed N]
  * --other: memory that processes other than the jobs hold all along (the build tool,
  * setup.py). --jitter: each run under headroom gives each job its own pace, its length (and its curve
  * with it) stretched by up to that share either way, so the warm run does not meet exactly
- * the lengths the fresh run learned. SIM_DEBUG=1 prints each admission, SIM_TIMELINE=1 the
- * jobs and memory each second, on stderr. */
+ * the lengths the fresh run learned; --seed picks another draw of those paces (one run is one
+ * draw: compare policies over several). SIM_DEBUG=1 prints each admission and each kill,
+ * SIM_DEBUG=2 also each refusal with the predicted total that refused it and when, and
+ * SIM_TIMELINE=1 the jobs and memory each second, on stderr. */
 #include <inttypes.h>
 #include <jansson.h>
 #include <stdio.h>
@@ -122,6 +124,13 @@ struct sim {
 	int64_t now;
 };
 
+static int debug_level(void)
+{
+	const char *d = getenv("SIM_DEBUG");
+
+	return d ? atoi(d) : 0;
+}
+
 static double gib(uint64_t b)
 {
 	return (double)b / (1ULL << 30);
@@ -184,12 +193,17 @@ static void admit_waiting(struct sim *s)
 		struct admit_result r;
 
 		admit_decide(&as, j->pred, j->own, &r);
-		if (!r.admit && as.njobs > 0)
+		if (!r.admit && as.njobs > 0) {
+			if (debug_level() >= 2)
+				fprintf(stderr, "%8.1f refuse %zu %s pred %s worst %.2f in %.1f s free %.2f\n", s->now / 1000.0,
+					w[k].idx, s->tj[w[k].idx].cls, j->pred ? (j->own ? "own" : "class") : "none",
+					gib(r.worst_bytes), r.worst_at_ms / 1000.0, gib(as.free_bytes));
 			continue;
+		}
 		j->state = 2;
 		j->t_start = s->now;
 		j->ran_ms = 0;
-		if (getenv("SIM_DEBUG"))
+		if (debug_level() >= 1)
 			fprintf(stderr, "%8.1f admit %zu %s pred %s dur %.1f peak %.2f unknown %.2f worst %.2f free %.2f\n",
 				s->now / 1000.0, w[k].idx, s->tj[w[k].idx].cls, j->pred ? "yes" : "no",
 				j->pred ? j->pred->duration_ms / 1000.0 : 0.0, j->pred ? gib(j->pred->peak_bytes) : 0.0,
@@ -355,6 +369,9 @@ static void tick(struct sim *s, int64_t *used_prev)
 	struct sjob *f = oldest(s, 1);
 	if (s->act == NET_KILL) {
 		struct sjob *v = youngest(s, 0, 1);
+		if (debug_level() >= 1)
+			fprintf(stderr, "%8.1f kill: used %.2f, free %.2f, %d running, %d frozen\n", s->now / 1000.0,
+				gib(used + s->other), gib(avail), running, frozen);
 		if (v && running + frozen > 1) {
 			/* killed: its launcher asks again, from the start */
 			v->state = 1;
@@ -573,6 +590,7 @@ int main(int argc, char **argv)
 {
 	double mem_scale = 1, time_scale = 1, jitter = 0;
 	int slots = 16, repeat = 1;
+	unsigned long seed = 1;
 	uint64_t limit = 0, budget = 0, other = 0;
 	const char *path = NULL;
 
@@ -594,11 +612,13 @@ int main(int argc, char **argv)
 			i++;
 		else if (!strcmp(a, "--time-scale") && v && (time_scale = atof(v)) > 0 && time_scale <= 1000)
 			i++;
+		else if (!strcmp(a, "--seed") && v && (seed = strtoul(v, NULL, 10)) >= 1 && seed <= 1000000)
+			i++;
 		else if (a[0] != '-' && !path)
 			path = a;
 		else {
 			fprintf(stderr, "usage: simulate TRACE --limit SIZE [--budget SIZE] [--slots N] [--repeat K] "
-					"[--other SIZE] [--mem-scale X] [--time-scale X] [--jitter PCT]\n");
+					"[--other SIZE] [--mem-scale X] [--time-scale X] [--jitter PCT] [--seed N]\n");
 			return 2;
 		}
 	}
@@ -621,7 +641,7 @@ int main(int argc, char **argv)
 	s->j = xcalloc(s->n, sizeof(*s->j));
 	s->slots = slots;
 	s->jitter = jitter / 100;
-	s->rng = 1;
+	s->rng = seed;
 	s->limit = limit;
 	s->reserve = net_default_reserve(limit);
 	s->other = other;
@@ -630,7 +650,7 @@ int main(int argc, char **argv)
 	printf("# bench/simulate — %s, time x%g, memory x%g, repeat %d, %zu jobs\n", path, time_scale, mem_scale,
 	       repeat, s->n);
 	printf("# limit %.2f GiB, budget %.2f GiB (reserve %.2f), %d slots; virtual time, no CPU contention, "
-	       "job lengths under headroom varied by ±%g %%\n", gib(limit), gib(s->budget), gib(s->reserve), slots, jitter);
+	       "job lengths under headroom varied by ±%g %% (seed %lu)\n", gib(limit), gib(s->budget), gib(s->reserve), slots, jitter, seed);
 	int best = 0;
 	int64_t best_ms = 0;
 	printf("%-22s %9s %10s %s\n", "policy", "makespan", "peak GiB", "");
