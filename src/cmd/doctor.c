@@ -478,7 +478,7 @@ int cmd_doctor(int argc, char **argv)
 		case OPT_CLEAN: d.clean = 1; break;
 		case OPT_ROOT: d.root = optarg; break;
 		case 'h': fputs(usage, stdout); return 0;
-		default: fputs(usage, stderr); return EXIT_USAGE;
+		default: opt_refused("doctor", opts, argv);
 		}
 	}
 	if (optind < argc)

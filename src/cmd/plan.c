@@ -756,7 +756,7 @@ int cmd_plan(int argc, char **argv)
 			db = optarg;
 			break;
 		case 'h': usage_print(stdout); return 0;
-		default: usage_print(stderr); return EXIT_USAGE;
+		default: opt_refused("plan", opts, argv);
 		}
 	}
 	if (cmp) {

@@ -160,17 +160,16 @@ int cmd_probe(int argc, char **argv)
 			db = xstrdup(optarg);
 			break;
 		case 'h': fputs(usage, stdout); free(db); return 0;
-		default: fputs(usage, stderr); free(db); return EXIT_USAGE;
+		default: opt_refused("probe", opts, argv);
 		}
 	}
 	if (optind < argc)
 		die(EXIT_USAGE, "probe: no arguments expected, got '%s'", argv[optind]);
 	rc = nvml_gpu_read(0, &g);
 	if (rc) {
-		log_warn("probe: no GPU found through NVML (%s); nothing to measure",
-		      rc == -ENOENT ? "no libnvidia-ml.so.1 or no GPU 0" : "NVML failed");
 		free(db);
-		return 1;
+		die(1, "probe: no GPU found through NVML (%s); nothing to measure",
+		    rc == -ENOENT ? "no libnvidia-ml.so.1 or no GPU 0" : "NVML failed");
 	}
 	out = json_object();
 	json_object_set_new(out, "gpu", json_string(g.name));

@@ -182,9 +182,7 @@ int cmd_profiles(int argc, char **argv)
 			free(db);
 			return 0;
 		default:
-			fputs(usage, stderr);
-			free(db);
-			return EXIT_USAGE;
+			opt_refused("profiles", opts, argv);
 		}
 	}
 	if (optind < argc)

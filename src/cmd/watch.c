@@ -146,7 +146,7 @@ static void parse(int argc, char **argv, struct wopts *o)
 		case O_STOP: o->lim.stop_on_partial = 1; break;
 		case 'q': o->quiet = 1; break;
 		case 'h': fputs(usage, stdout); exit(0);
-		default: fputs(usage, stderr); exit(EXIT_USAGE);
+		default: opt_refused("watch", opts, argv);
 		}
 	}
 	if (o->lim.min_interval_ms > o->lim.interval_ms)
