@@ -59,27 +59,71 @@ static size_t compile_jobs(const struct report *r)
 	return n;
 }
 
+/* The compile jobs' curves in the order the jobs started; *n how many. Caller frees. */
+static const struct curve **compile_curves(const struct report *r, size_t *n)
+{
+	const struct report_job **v = xmalloc((r->njobs ? r->njobs : 1) * sizeof(*v));
+	const struct curve **c = xmalloc((r->njobs ? r->njobs : 1) * sizeof(*c));
+
+	*n = 0;
+	for (size_t i = 0; i < r->njobs; i++)
+		if (r->jobs[i].compile)
+			v[(*n)++] = &r->jobs[i];
+	qsort(v, *n, sizeof(*v), by_start);
+	for (size_t i = 0; i < *n; i++)
+		c[i] = &v[i]->curve;
+	free(v);
+	return c;
+}
+
 int report_safe_max_jobs(const struct report *r)
 {
-	const struct report_job **v;
 	const struct curve **c;
-	size_t n = 0;
+	size_t n;
 	int safe;
 
 	if (!compile_jobs(r) || !r->budget_bytes)
 		return 0;
-	v = xmalloc(r->njobs * sizeof(*v));
-	c = xmalloc(r->njobs * sizeof(*c));
-	for (size_t i = 0; i < r->njobs; i++)
-		if (r->jobs[i].compile)
-			v[n++] = &r->jobs[i];
-	qsort(v, n, sizeof(*v), by_start);
-	for (size_t i = 0; i < n; i++)
-		c[i] = &v[i]->curve;
+	c = compile_curves(r, &n);
 	safe = admit_safe_fixed_jobs(c, n, r->budget_bytes);
-	free(v);
 	free(c);
 	return safe;
+}
+
+uint64_t report_fixed_peak_bytes(const struct report *r, int slots)
+{
+	size_t n;
+	const struct curve **c = compile_curves(r, &n);
+	uint64_t peak = admit_replay_peak(c, n, slots);
+
+	free(c);
+	return peak;
+}
+
+int64_t report_fixed_wall_ms(const struct report *r, int slots)
+{
+	size_t n;
+	const struct curve **c = compile_curves(r, &n);
+	int64_t wall = admit_replay_wall_ms(c, n, slots);
+
+	free(c);
+	return wall;
+}
+
+int64_t report_compile_wall_ms(const struct report *r)
+{
+	int64_t first = INT64_MAX, last = 0;
+
+	for (size_t i = 0; i < r->njobs; i++) {
+		const struct report_job *j = &r->jobs[i];
+		if (!j->compile)
+			continue;
+		if (j->start_ms < first)
+			first = j->start_ms;
+		if (j->start_ms + j->duration_ms > last)
+			last = j->start_ms + j->duration_ms;
+	}
+	return first == INT64_MAX ? 0 : last - first;
 }
 
 const char *report_knob_for(char *const *argv)
@@ -167,6 +211,16 @@ json_t *report_to_json(const struct report *r)
 	json_object_set_new(o, "other_jobs", json_integer((json_int_t)(r->njobs - ncompile)));
 	json_object_set_new(o, "safe_fixed_max_jobs", safe ? json_integer(safe) : json_null());
 	json_object_set_new(o, "safe_fixed_knob", json_string(r->knob ? r->knob : "-j"));
+	/* the side-by-side: the build as it asked (jobs_cap at once) and at the safe fixed count */
+	json_object_set_new(o, "plain_peak_bytes",
+			    ncompile && r->jobs_cap > 0 ? json_integer((json_int_t)report_fixed_peak_bytes(r, r->jobs_cap))
+							 : json_null());
+	json_object_set_new(o, "safe_fixed_peak_bytes",
+			    safe ? json_integer((json_int_t)report_fixed_peak_bytes(r, safe)) : json_null());
+	json_object_set_new(o, "safe_fixed_wall_ms",
+			    safe ? json_integer((json_int_t)report_fixed_wall_ms(r, safe)) : json_null());
+	json_object_set_new(o, "compile_wall_ms",
+			    ncompile ? json_integer((json_int_t)report_compile_wall_ms(r)) : json_null());
 	for (size_t i = 0; i < n; i++) {
 		size_t cnt = 0;
 		for (size_t k = 0; k < r->njobs; k++)

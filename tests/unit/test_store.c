@@ -335,7 +335,7 @@ static void test_made_by_first_write(void **state)
 	assert_int_equal(store_build_put(st, "k", &b), 0);
 	assert_int_equal(access(path, F_OK), 0);
 	assert_int_equal(int_of(path, "PRAGMA application_id"), STORE_APPLICATION_ID);
-	assert_int_equal(int_of(path, "PRAGMA user_version"), 3);
+	assert_int_equal(int_of(path, "PRAGMA user_version"), 4);
 	store_close(st);
 	free(path);
 	free(dirpath);
