@@ -18,6 +18,11 @@ int cmd_shim(int argc, char **argv);
 /* The quick doctor checks before a build; prints only problems, on stderr. */
 void doctor_preflight(void);
 
+/* The JSON in the file at path ("-": standard input) for command cmd, or die saying
+ * what is wrong: no such file (and a Hugging Face hub id given for one), a directory,
+ * empty, not JSON (where). The caller owns the result. */
+typedef struct json_t json_t;
+json_t *json_file_load(const char *cmd, const char *path);
 /* An option getopt_long refused (returned '?'; main.c sets opterr to 0): one line that
  * says what was wrong, the nearest known option and `headroom CMD --help`; exits 2. */
 struct option;
