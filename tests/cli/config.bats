@@ -127,3 +127,34 @@ settings() { # $1: file, rest: lines
 	[ "$status" -eq 2 ]
 	[ "$(js .error <<<"$output")" != null ]
 }
+
+@test "a file named for plan: a directory, empty, not JSON (where), a hub id: each said with the file" {
+	run "$HR" plan --gpu h100 "$T"
+	[ "$status" -eq 2 ]
+	[ "$output" = "headroom: plan: $T is a directory: give the config.json in it ($T/config.json)" ]
+	: > "$T/empty.json"
+	run "$HR" plan --gpu h100 "$T/empty.json"
+	[ "$output" = "headroom: plan: $T/empty.json is empty, not JSON" ]
+	printf '{"a": 1,\n' > "$T/bad.json"
+	run "$HR" plan --gpu h100 "$T/bad.json"
+	[[ "$output" == "headroom: plan: $T/bad.json is not JSON: "*"(line 2, column "* ]]
+	cd "$T"
+	run "$HR" plan --gpu h100 meta-llama/Llama-3.1-8B
+	[[ "$output" == *"meta-llama/Llama-3.1-8B: no such file; it looks like a Hugging Face hub id: download its config.json first"* ]]
+	run --separate-stderr "$HR" plan --json --gpu h100 "$T"
+	[[ "$(js .error <<<"$output")" == *"is a directory"* ]]
+}
+
+@test "the report counts in the singular for one; profiles show labels its curve" {
+	command -v ninja || skip "ninja needed"
+	printf 'rule t\n  command = $${HEADROOM_LAUNCHER} %s --hold 40M --ms 300 && touch $out\nbuild a: t\n' "$MEMHOG" > "$T/build.ninja"
+	cd "$T"
+	run "$HR" run --db "$T/p.db" -j1 -- ninja
+	[ "$status" -eq 0 ]
+	[[ "$output" == *"headroom: 1 job in "* ]]
+	[[ "$output" == *"at most 1 job at once"* ]]
+	run "$HR" profiles --db "$T/p.db" show memhog
+	[[ "$output" == *"resident memory (MiB) in 64 slices of the job's"* ]]
+	grep -qE '^ +0- 12% +[0-9]+' <<<"$output"
+	grep -qE '^ +87-100% +[0-9]+' <<<"$output"
+}
