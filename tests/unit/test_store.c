@@ -363,6 +363,15 @@ static void test_store_being_made(void **state)
 	free(path);
 }
 
+/* The tables of a schema 3 store, as headroom made them. */
+#define SCHEMA_3_TABLES \
+	"CREATE TABLE profiles (kind INTEGER NOT NULL, key TEXT NOT NULL, runs INTEGER NOT NULL," \
+	" duration_ms INTEGER NOT NULL, peak_bytes INTEGER NOT NULL, curve TEXT NOT NULL," \
+	" updated_s INTEGER NOT NULL, PRIMARY KEY (kind, key));" \
+	"CREATE TABLE builds (key TEXT PRIMARY KEY, runs INTEGER NOT NULL, jobs INTEGER NOT NULL," \
+	" wall_ms INTEGER NOT NULL, updated_s INTEGER NOT NULL);" \
+	"CREATE TABLE probes (key TEXT PRIMARY KEY, value TEXT NOT NULL, updated_s INTEGER NOT NULL);"
+
 static int collect(const struct governed_build *b, void *arg)
 {
 	struct governed_build *out = arg;
@@ -380,12 +389,7 @@ static int collect(const struct governed_build *b, void *arg)
 static void test_governed(void **state)
 {
 	char *path = make_db("v3.db",
-			     "CREATE TABLE profiles (kind INTEGER NOT NULL, key TEXT NOT NULL, runs INTEGER NOT NULL,"
-			     " duration_ms INTEGER NOT NULL, peak_bytes INTEGER NOT NULL, curve TEXT NOT NULL,"
-			     " updated_s INTEGER NOT NULL, PRIMARY KEY (kind, key));"
-			     "CREATE TABLE builds (key TEXT PRIMARY KEY, runs INTEGER NOT NULL, jobs INTEGER NOT NULL,"
-			     " wall_ms INTEGER NOT NULL, updated_s INTEGER NOT NULL);"
-			     "CREATE TABLE probes (key TEXT PRIMARY KEY, value TEXT NOT NULL, updated_s INTEGER NOT NULL);"
+			     SCHEMA_3_TABLES
 			     "PRAGMA user_version = 3; PRAGMA application_id = 1214534253;");
 	struct governed_build a = { .dir = "/src/a", .command = "ninja -j16", .ended_s = 100, .wall_ms = 5000,
 				    .jobs = 47, .compile_jobs = 46, .freezes = 3, .kills = 1, .retries = 1,
@@ -424,12 +428,7 @@ static void test_governed(void **state)
 static void test_old_store_adopted(void **state)
 {
 	char *path = make_db("old.db",
-			     "CREATE TABLE profiles (kind INTEGER NOT NULL, key TEXT NOT NULL, runs INTEGER NOT NULL,"
-			     " duration_ms INTEGER NOT NULL, peak_bytes INTEGER NOT NULL, curve TEXT NOT NULL,"
-			     " updated_s INTEGER NOT NULL, PRIMARY KEY (kind, key));"
-			     "CREATE TABLE builds (key TEXT PRIMARY KEY, runs INTEGER NOT NULL, jobs INTEGER NOT NULL,"
-			     " wall_ms INTEGER NOT NULL, updated_s INTEGER NOT NULL);"
-			     "CREATE TABLE probes (key TEXT PRIMARY KEY, value TEXT NOT NULL, updated_s INTEGER NOT NULL);"
+			     SCHEMA_3_TABLES
 			     "PRAGMA user_version = 3;");
 	struct build_profile b = { 1, 7, 1000 };
 	struct store *st;
