@@ -27,6 +27,8 @@ load helper
 
 @test "a .deb builds with dpkg-buildpackage, unpacks and runs" {
 	command -v dpkg-buildpackage && command -v dh || skip "dpkg-dev and debhelper needed"
+	# the package is built from the sources, whatever headroom is under test: once is enough
+	[ -z "${HEADROOM_BIN-}" ] || skip "built once, in the pass without HEADROOM_BIN"
 	# from a copy: dpkg-buildpackage writes ../*.deb and builds in the tree
 	mkdir -p "$T/src/headroom"
 	(cd "$ROOT" && git ls-files -z --cached --others --exclude-standard | xargs -0 tar -cf - 2>/dev/null) |
