@@ -176,18 +176,16 @@ int cmd_probe(int argc, char **argv)
 	json_object_set_new(out, "driver", json_string(g.driver));
 	json_object_set_new(out, "total_bytes", json_integer((json_int_t)g.total_bytes));
 	if (measure_context("LAZY", &lazy) || measure_context("EAGER", &eager)) {
-		log_warn("probe: could not create a CUDA context on GPU 0 through libcuda.so.1");
 		json_decref(out);
 		free(db);
-		return 1;
+		die(1, "probe: could not create a CUDA context on GPU 0 through libcuda.so.1");
 	}
 	json_object_set_new(out, "context_lazy_bytes", json_integer((json_int_t)lazy));
 	json_object_set_new(out, "context_eager_bytes", json_integer((json_int_t)eager));
 	if (torch && measure_torch(out)) {
-		log_warn("probe: the PyTorch measurement failed (is torch installed for python3?)");
 		json_decref(out);
 		free(db);
-		return 1;
+		die(1, "probe: the PyTorch measurement failed (is torch installed for python3?)");
 	}
 	if (!db)
 		db = store_default_path();

@@ -226,10 +226,8 @@ int cmd_profiles(int argc, char **argv)
 		return strcmp(verb, "list") ? 1 : 0;
 	}
 	if (store_open(db, &st, &err)) {
-		log_warn("profile store: %s", err);
-		free(err);
 		free(db);
-		return EXIT_INTERNAL;
+		die(EXIT_INTERNAL, "profiles: profile store: %s", err);
 	}
 	if (!strcmp(verb, "forget")) {
 		rc = store_forget(st, text);

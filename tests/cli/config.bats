@@ -9,7 +9,7 @@ js() { # the value at a path (.a.b) of the JSON on stdin; null when absent
 v = json.load(sys.stdin)
 for k in sys.argv[1].split(".")[1:]:
     v = v.get(k) if isinstance(v, dict) else None
-print("null" if v is None else v)' "$1"
+print("null" if v is None else v)' "$1" || echo "(not JSON)"
 }
 
 settings() { # $1: file, rest: lines
@@ -116,16 +116,16 @@ settings() { # $1: file, rest: lines
 	[ "$(js .error <<<"$output")" = "plan: unknown option '--grad-chkpt'; did you mean --grad-ckpt? try 'headroom plan --help'" ]
 	run --separate-stderr "$HR" plan --json "$T/none.json"
 	[ "$status" -eq 2 ]
-	[ "$(js .error <<<"$output")" != null ]
+	[ "$(js .error <<<"$output")" = "plan: cannot read $T/none.json: No such file or directory" ]
 	run --separate-stderr env LD_LIBRARY_PATH=/nonexistent "$HR" probe --json
 	[ "$status" -ne 0 ]
 	[[ "$(js .error <<<"$output")" == *"no GPU"* ]]
 	run --separate-stderr "$HR" profiles --json --db "$T" list
-	[ "$status" -ne 0 ]
-	[ "$(js .error <<<"$output")" != null ]
+	[ "$status" -eq 125 ]
+	[[ "$(js .error <<<"$output")" == "profiles: profile store: "*"$T"* ]]
 	run --separate-stderr "$HR" config --json extra
 	[ "$status" -eq 2 ]
-	[ "$(js .error <<<"$output")" != null ]
+	[ "$(js .error <<<"$output")" = "config: no arguments expected, got 'extra'" ]
 }
 
 @test "a file named for plan: a directory, empty, not JSON (where), a hub id: each said with the file" {

@@ -12,7 +12,7 @@ load helper
 	echo "$output" | tail -12
 	[ "$status" -eq 0 ]
 	grep -qE '^  plain ninja -j16 +[0-9.]+ [MG]iB +- +does NOT fit' <<<"$output"
-	grep -qE '^  best fixed ninja -j[0-9]+ +[0-9.]+ [MG]iB +[0-9.]+ s +measured' <<<"$output"
+	grep -qE '^  best fixed ninja -j[0-9]+ +([0-9.]+ [MG]iB +)?[0-9.]+ s +measured' <<<"$output"
 	grep -qE '^  headroom run -- ninja -j16 +[0-9.]+ [MG]iB +[0-9.]+ s +peak; exit status 0, [0-9]+ freezes?, 0 OOM kills' <<<"$output"
 	[ -z "$(left_over)" ]
 }

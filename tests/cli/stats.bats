@@ -8,7 +8,7 @@ js() { # the value at a path (.a.b or .a.0.b) of the JSON on stdin; null when ab
 v = json.load(sys.stdin)
 for k in sys.argv[1].split(".")[1:]:
     v = v[int(k)] if isinstance(v, list) and k.isdigit() and int(k) < len(v) else v.get(k) if isinstance(v, dict) else None
-print("null" if v is None else v)' "$1"
+print("null" if v is None else v)' "$1" || echo "(not JSON)"
 }
 
 @test "stats: nothing governed yet, no store made to say so; --json the same as zeros" {
