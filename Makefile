@@ -4,7 +4,7 @@ CC      ?= cc
 # machines without it (the GPU machine has it in .devdeps: tools/make-devdeps). The
 # library itself is never linked: watch --prometheus loads it (src/watch/prom.c says why).
 MHD     ?= 1
-PKGS    := jansson sqlite3
+PKGS    := jansson sqlite3 inih
 ifeq ($(MHD),1)
 MHD_CFLAGS := $(shell pkg-config --cflags libmicrohttpd)
 else
@@ -115,8 +115,27 @@ cli: all
 check: all
 	tests/run-all
 
+# make install [PREFIX=/usr/local] [DESTDIR=staging root]: the two programs, the man page
+# and the shell completions (debian/rules installs with PREFIX=/usr).
+PREFIX  ?= /usr/local
+BINDIR  ?= $(PREFIX)/bin
+MANDIR  ?= $(PREFIX)/share/man
+BASHCOMPDIR ?= $(PREFIX)/share/bash-completion/completions
+ZSHCOMPDIR  ?= $(PREFIX)/share/zsh/vendor-completions
+
+install: headroom headroom-exec
+	install -d $(DESTDIR)$(BINDIR) $(DESTDIR)$(MANDIR)/man1 $(DESTDIR)$(BASHCOMPDIR) $(DESTDIR)$(ZSHCOMPDIR)
+	install -m 755 headroom headroom-exec $(DESTDIR)$(BINDIR)/
+	install -m 644 docs/headroom.1 $(DESTDIR)$(MANDIR)/man1/headroom.1
+	install -m 644 completion/headroom.bash $(DESTDIR)$(BASHCOMPDIR)/headroom
+	install -m 644 completion/_headroom $(DESTDIR)$(ZSHCOMPDIR)/_headroom
+
+uninstall:
+	rm -f $(DESTDIR)$(BINDIR)/headroom $(DESTDIR)$(BINDIR)/headroom-exec $(DESTDIR)$(MANDIR)/man1/headroom.1 \
+	  $(DESTDIR)$(BASHCOMPDIR)/headroom $(DESTDIR)$(ZSHCOMPDIR)/_headroom
+
 clean:
 	rm -rf build build-asan build-fuzz headroom headroom-exec tools/memhog bench/alloc-replay bench/simulate
 
-.PHONY: all unit asan fuzz fuzz-bins fuzz-smoke cli check clean
+.PHONY: all unit asan fuzz fuzz-bins fuzz-smoke cli check clean install uninstall
 -include $(LIB_OBJ:.o=.d) $(CMD_OBJ:.o=.d) $(BUILD)/src/exec_main.d

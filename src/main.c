@@ -3,9 +3,13 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include <getopt.h>
+
 #include "cmd/cmd.h"
+#include "cmd/config.h"
 #include "util/log.h"
 #include "util/path.h"
+#include "util/suggest.h"
 
 #define HEADROOM_VERSION "0.1.0"
 
@@ -21,7 +25,19 @@ static const struct {
 	{ "probe", cmd_probe, "measure this GPU's CUDA context and PyTorch overhead for plan" },
 	{ "watch", cmd_watch, "watch GPU and host memory: margins, time-to-OOM, jobs that lost ranks" },
 	{ "profiles", cmd_profiles, "list, show and forget what headroom learned about jobs" },
+	{ "stats", cmd_stats, "what headroom has done for your builds: jobs, freezes, OOMs avoided, time saved" },
+	{ "config", cmd_config, "the settings in force (files, HEADROOM_* variables) and where each came from" },
 };
+
+/* Whether the command's own options (those before "--") ask for JSON: its errors are
+ * JSON then too. */
+static int wants_json(int argc, char **argv)
+{
+	for (int i = 2; i < argc && strcmp(argv[i], "--"); i++)
+		if (!strcmp(argv[i], "--json"))
+			return 1;
+	return 0;
+}
 
 static void usage(FILE *f)
 {
@@ -52,10 +68,24 @@ int main(int argc, char **argv)
 		printf("headroom %s\n", HEADROOM_VERSION);
 		return 0;
 	}
+	/* the commands say what was wrong with an option (opt_refused), not getopt */
+	opterr = 0;
+	for (size_t i = 0; i < sizeof(commands) / sizeof(commands[0]); i++) {
+		if (strcmp(argv[1], commands[i].name))
+			continue;
+		int n = argc - 1;
+		char **args = argv + 1;
+		log_set_command(commands[i].name);
+		log_set_json_errors(wants_json(argc, argv));
+		if (commands[i].fn != cmd_exec && commands[i].fn != cmd_config)
+			args = config_inject(&n, args);
+		return commands[i].fn(n, args);
+	}
+	const char *names[sizeof(commands) / sizeof(commands[0])];
 	for (size_t i = 0; i < sizeof(commands) / sizeof(commands[0]); i++)
-		if (!strcmp(argv[1], commands[i].name))
-			return commands[i].fn(argc - 1, argv + 1);
-	log_warn("unknown command '%s'", argv[1]);
-	usage(stderr);
+		names[i] = commands[i].name;
+	const char *near = suggest_closest(argv[1], names, sizeof(names) / sizeof(names[0]));
+	log_warn("unknown command '%s'%s%s%s try 'headroom --help'", argv[1], near ? "; did you mean " : ";",
+		 near ? near : "", near ? "?" : "");
 	return EXIT_USAGE;
 }

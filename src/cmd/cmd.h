@@ -2,6 +2,8 @@
 #ifndef HEADROOM_CMD_H
 #define HEADROOM_CMD_H
 
+#include <stdnoreturn.h>
+
 int cmd_run(int argc, char **argv);
 int cmd_exec(int argc, char **argv);
 int cmd_profiles(int argc, char **argv);
@@ -9,10 +11,21 @@ int cmd_doctor(int argc, char **argv);
 int cmd_plan(int argc, char **argv);
 int cmd_probe(int argc, char **argv);
 int cmd_watch(int argc, char **argv);
+int cmd_stats(int argc, char **argv);
 /* headroom started as `cc` or `c++` (a shim `headroom run` made): run the real
  * compiler from HEADROOM_REAL_CC / HEADROOM_REAL_CXX through the launcher. */
 int cmd_shim(int argc, char **argv);
 /* The quick doctor checks before a build; prints only problems, on stderr. */
 void doctor_preflight(void);
+
+/* The JSON in the file at path ("-": standard input) for command cmd, or die saying
+ * what is wrong: no such file (and a Hugging Face hub id given for one), a directory,
+ * empty, not JSON (where). The caller owns the result. */
+typedef struct json_t json_t;
+json_t *json_file_load(const char *cmd, const char *path);
+/* An option getopt_long refused (returned '?'; main.c sets opterr to 0): one line that
+ * says what was wrong, the nearest known option and `headroom CMD --help`; exits 2. */
+struct option;
+noreturn void opt_refused(const char *cmd, const struct option *opts, char **argv);
 
 #endif

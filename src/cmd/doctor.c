@@ -21,6 +21,7 @@
 #include "sys/procinfo.h"
 #include "sys/psi.h"
 #include "util/log.h"
+#include "util/parse.h"
 #include "util/strbuf.h"
 #include "util/strv.h"
 #include "util/units.h"
@@ -31,7 +32,10 @@ static const char usage[] =
 	"\n"
 	"Check the machine before a big build: memory and the limit that applies, compiler\n"
 	"processes left over from builds that are gone, memory pressure, cgroup support, build\n"
-	"tools, the CUDA toolkit against PyTorch's CUDA, Python build dependencies.\n"
+	"tools, the python3 first on PATH (its build dependencies; whether torch imports there\n"
+	"and its CUDA), the CUDA toolkit against torch's CUDA, and what TORCH_CUDA_ARCH_LIST\n"
+	"makes a torch extension compile (unset: the GPUs torch sees, or with none every\n"
+	"architecture of its list, each a full compile of every kernel).\n"
 	"\n"
 	"A leftover is a compiler process (nvcc, cicc, ptxas, cc1plus, ld...) with no live build\n"
 	"tool (ninja, make, cmake, setup.py, pip, uv, headroom) above it, whose compile steps\n"
@@ -397,12 +401,104 @@ static char *nvcc_release(const char *path)
  * is kept (not -I), so a PYTHONPATH or user site that holds torch still counts. */
 #define PYTHON_CWD "/"
 
-static void check_cuda(struct doctor *d)
+/* What python3 (the first on PATH, as a build runs it) says of itself, torch and the
+ * architectures torch.utils.cpp_extension would compile for. Strings owned; NULL unknown. */
+struct python_facts {
+	char *exe, *version, *missing; /* missing: build dependencies, "" when none */
+	char *torch, *torch_cuda;      /* torch's version and CUDA; torch NULL: no import */
+	char *torch_error;             /* why torch did not import */
+	char *archs;                   /* "8.0 9.0": what an unset TORCH_CUDA_ARCH_LIST builds */
+	int gpus;                      /* GPUs torch sees, -1 unknown */
+};
+
+/* One line a fact, in struct python_facts' order; "-" for none. The arch list comes from
+ * cpp_extension's own choice (_get_cuda_arch_flags): the GPUs torch sees, else every
+ * architecture of its list; a private function, so any failure only leaves it unknown. */
+static const char python_probe[] =
+	"import sys, importlib.util as u, os, re, warnings\n"
+	"print(sys.executable or '-'); print(sys.version.split()[0])\n"
+	"print(' '.join(m for m in ('ninja', 'packaging', 'wheel', 'psutil', 'setuptools') if u.find_spec(m) is None) or '-')\n"
+	"try:\n"
+	"    import torch\n"
+	"except Exception as e:\n"
+	"    print('-'); print('-'); print((type(e).__name__ + ': ' + str(e)).replace('\\n', ' ')[:200]); print('-'); print(-1)\n"
+	"    sys.exit(0)\n"
+	"print(torch.__version__); print(torch.version.cuda or '-'); print('-')\n"
+	"try:\n"
+	"    os.environ.pop('TORCH_CUDA_ARCH_LIST', None)\n"
+	"    from torch.utils.cpp_extension import _get_cuda_arch_flags\n"
+	"    with warnings.catch_warnings():\n"
+	"        warnings.simplefilter('ignore')\n"
+	"        f = _get_cuda_arch_flags()\n"
+	"    a = sorted({m.group(1) for x in f for m in [re.search(r'code=sm_(\\d+)', x)] if m}, key=int)\n"
+	"    print(' '.join(v[:-1] + '.' + v[-1] for v in a) or '-')\n"
+	"except Exception:\n"
+	"    print('-')\n"
+	"try:\n"
+	"    print(torch.cuda.device_count())\n"
+	"except Exception:\n"
+	"    print(-1)\n";
+
+static char *fact(char **line)
 {
-	char *const torch_argv[] = { "python3", "-c", "import torch; print(torch.version.cuda or '')", NULL };
-	const char *home = getenv("CUDA_HOME");
+	char *l = *line, *nl;
+
+	if (!l || !*l)
+		return NULL;
+	nl = strchr(l, '\n');
+	if (nl)
+		*nl = '\0';
+	*line = nl ? nl + 1 : l + strlen(l);
+	return strcmp(l, "-") ? xstrdup(l) : NULL;
+}
+
+/* 0, or -ENOENT when no python3 ran. */
+static int python_facts_read(struct python_facts *p)
+{
+	char *const argv[] = { "python3", "-c", (char *)python_probe, NULL };
+	char *out = command_output(argv, PYTHON_CWD), *l = out, *gpus;
+
+	memset(p, 0, sizeof(*p));
+	p->gpus = -1;
+	if (!out || !*out) {
+		free(out);
+		return -ENOENT;
+	}
+	p->exe = fact(&l);
+	p->version = fact(&l);
+	p->missing = fact(&l);
+	if (!p->missing)
+		p->missing = xstrdup("");
+	p->torch = fact(&l);
+	p->torch_cuda = fact(&l);
+	p->torch_error = fact(&l);
+	p->archs = fact(&l);
+	gpus = fact(&l);
+	if (gpus) {
+		int64_t n;
+		if (!parse_int64(gpus, 0, 1024, &n))
+			p->gpus = (int)n;
+		free(gpus);
+	}
+	free(out);
+	return 0;
+}
+
+static void python_facts_free(struct python_facts *p)
+{
+	free(p->exe);
+	free(p->version);
+	free(p->missing);
+	free(p->torch);
+	free(p->torch_cuda);
+	free(p->torch_error);
+	free(p->archs);
+}
+
+static void check_cuda(struct doctor *d, const struct python_facts *py)
+{
+	const char *home = getenv("CUDA_HOME"), *torch = py ? py->torch_cuda : NULL;
 	char *nvcc = nvcc_release("nvcc");
-	char *torch = command_first_line(torch_argv, PYTHON_CWD);
 	char *msg;
 
 	if (!nvcc && home && *home) {
@@ -413,40 +509,86 @@ static void check_cuda(struct doctor *d)
 	if (!nvcc) {
 		finding(d, "cuda", "warn", "no nvcc on PATH or in CUDA_HOME",
 			"for CUDA extensions, set CUDA_HOME to the toolkit or put its bin/ on PATH");
-	} else if (torch && strncmp(nvcc, torch, strcspn(torch, "."))) {
+	} else if (!py || !py->torch) {
+		msg = xasprintf("nvcc %s; no PyTorch to compare it with (%s)", nvcc,
+				py ? "torch does not import" : "no python3");
+		finding(d, "cuda", "warn", msg, "install PyTorch in the python3 the build will run (see the python check)");
+		free(msg);
+	} else if (!torch) {
+		msg = xasprintf("nvcc %s, but PyTorch %s is a CPU-only build", nvcc, py->torch);
+		finding(d, "cuda", "warn", msg, "install a PyTorch built with CUDA of nvcc's major version");
+		free(msg);
+	} else if (strncmp(nvcc, torch, strcspn(torch, "."))) {
 		msg = xasprintf("nvcc %s, but PyTorch was built with CUDA %s", nvcc, torch);
 		finding(d, "cuda", "warn", msg, "use a toolkit of PyTorch's CUDA major version (CUDA_HOME), or a PyTorch built for yours");
 		free(msg);
 	} else {
-		msg = xasprintf("nvcc %s%s%s", nvcc, torch ? ", PyTorch built with CUDA " : "", torch ? torch : "");
+		msg = xasprintf("nvcc %s, PyTorch built with CUDA %s", nvcc, torch);
 		finding(d, "cuda", "ok", msg, NULL);
 		free(msg);
 	}
 	free(nvcc);
-	free(torch);
 }
 
-static void check_python(struct doctor *d)
+static void check_python(struct doctor *d, const struct python_facts *py)
 {
-	char *const argv[] = { "python3", "-c",
-			       "import importlib.util as u; "
-			       "print(' '.join(m for m in ('ninja', 'packaging', 'wheel', 'psutil', 'setuptools') "
-			       "if u.find_spec(m) is None) or '-')",
-			       NULL };
-	char *missing = command_first_line(argv, PYTHON_CWD);
+	char *msg, *fix = NULL;
 
-	if (!missing) {
-		finding(d, "python", "warn", "no python3", NULL);
-	} else if (!strcmp(missing, "-")) {
-		finding(d, "python", "ok", "build dependencies present (ninja, packaging, wheel, psutil, setuptools)", NULL);
-	} else {
-		char *msg = xasprintf("missing Python build dependencies: %s", missing);
-		char *fix = xasprintf("pip install %s (before pip install --no-build-isolation ...)", missing);
-		finding(d, "python", "warn", msg, fix);
-		free(msg);
-		free(fix);
+	if (!py) {
+		finding(d, "python", "warn", "no python3 on PATH", "install python3 (Debian: apt-get install python3)");
+		return;
 	}
-	free(missing);
+	if (!*py->missing) {
+		msg = xasprintf("%s (Python %s): build dependencies present (ninja, packaging, wheel, psutil, setuptools)",
+				py->exe ? py->exe : "python3", py->version ? py->version : "?");
+	} else {
+		msg = xasprintf("%s (Python %s) lacks Python build dependencies: %s", py->exe ? py->exe : "python3",
+				py->version ? py->version : "?", py->missing);
+		fix = xasprintf("pip install %s (before pip install --no-build-isolation ...)", py->missing);
+	}
+	finding(d, "python", fix ? "warn" : "ok", msg, fix);
+	free(msg);
+	free(fix);
+	if (py->torch)
+		msg = xasprintf("torch %s imports in %s (CUDA %s; %d GPU%s visible to it)", py->torch,
+				py->exe ? py->exe : "python3", py->torch_cuda ? py->torch_cuda : "none: a CPU-only build",
+				py->gpus < 0 ? 0 : py->gpus, py->gpus == 1 ? "" : "s");
+	else
+		msg = xasprintf("torch does not import in %s (%s)", py->exe ? py->exe : "python3",
+				py->torch_error ? py->torch_error : "unknown error");
+	finding(d, "torch", py->torch ? "ok" : "warn", msg,
+		py->torch ? NULL : "install PyTorch into this python3, or put the one that has it first on PATH");
+	free(msg);
+}
+
+/* What TORCH_CUDA_ARCH_LIST makes a torch extension compile: every architecture is a
+ * full compile of every kernel, the largest multiplier of a flash-attn build's time and
+ * memory. */
+static void check_arch_list(struct doctor *d, const struct python_facts *py)
+{
+	const char *set = getenv("TORCH_CUDA_ARCH_LIST");
+	char *msg, *fix = NULL;
+	const char *status = "ok";
+
+	if (set && *set) {
+		msg = xasprintf("TORCH_CUDA_ARCH_LIST=%s: torch extensions compile for those", set);
+	} else if (!py || !py->torch) {
+		msg = xasprintf("TORCH_CUDA_ARCH_LIST is not set (what torch would build for is unknown: no torch)");
+		status = "warn";
+		fix = xasprintf("set TORCH_CUDA_ARCH_LIST to your GPUs' compute capability, e.g. 9.0 for H100/H200");
+	} else if (py->gpus > 0) {
+		msg = xasprintf("TORCH_CUDA_ARCH_LIST is not set: torch compiles for the GPUs it sees (%s)",
+				py->archs ? py->archs : "their architectures");
+	} else {
+		msg = xasprintf("TORCH_CUDA_ARCH_LIST is not set and torch sees no GPU: it compiles for every "
+				"architecture of its list (%s)", py->archs ? py->archs : "unknown");
+		status = "warn";
+		fix = xasprintf("set TORCH_CUDA_ARCH_LIST to the GPUs the build is for, e.g. '9.0' for H100/H200 "
+				"(flash-attn also reads FLASH_ATTN_CUDA_ARCHS, e.g. 90)");
+	}
+	finding(d, "arch list", status, msg, fix);
+	free(msg);
+	free(fix);
 }
 
 void doctor_preflight(void)
@@ -478,7 +620,7 @@ int cmd_doctor(int argc, char **argv)
 		case OPT_CLEAN: d.clean = 1; break;
 		case OPT_ROOT: d.root = optarg; break;
 		case 'h': fputs(usage, stdout); return 0;
-		default: fputs(usage, stderr); return EXIT_USAGE;
+		default: opt_refused("doctor", opts, argv);
 		}
 	}
 	if (optind < argc)
@@ -492,8 +634,13 @@ int cmd_doctor(int argc, char **argv)
 	/* Tools and Python are facts of this machine, not of a fixture root. */
 	if (!*d.root) {
 		check_tools(&d);
-		check_cuda(&d);
-		check_python(&d);
+		struct python_facts py;
+		int have_py = python_facts_read(&py) == 0;
+		check_python(&d, have_py ? &py : NULL);
+		check_cuda(&d, have_py ? &py : NULL);
+		check_arch_list(&d, have_py ? &py : NULL);
+		if (have_py)
+			python_facts_free(&py);
 	}
 	if (d.json) {
 		json_t *o = json_pack("{s:o, s:b}", "findings", d.findings, "failed", d.failed);

@@ -172,12 +172,7 @@ struct plan_args {
 
 static json_t *load_json(const char *path)
 {
-	json_error_t e;
-	json_t *j = json_load_file(path, 0, &e);
-
-	if (!j)
-		die(EXIT_USAGE, "plan: cannot read %s: %s (line %d)", path, e.text, e.line);
-	return j;
+	return json_file_load("plan", path);
 }
 
 /* A config.json, or a case file with "model" and "train". */
@@ -826,7 +821,7 @@ int cmd_plan(int argc, char **argv)
 			db = optarg;
 			break;
 		case 'h': usage_print(stdout); return 0;
-		default: usage_print(stderr); return EXIT_USAGE;
+		default: opt_refused("plan", opts, argv);
 		}
 	}
 	if (cmp) {

@@ -160,35 +160,32 @@ int cmd_probe(int argc, char **argv)
 			db = xstrdup(optarg);
 			break;
 		case 'h': fputs(usage, stdout); free(db); return 0;
-		default: fputs(usage, stderr); free(db); return EXIT_USAGE;
+		default: opt_refused("probe", opts, argv);
 		}
 	}
 	if (optind < argc)
 		die(EXIT_USAGE, "probe: no arguments expected, got '%s'", argv[optind]);
 	rc = nvml_gpu_read(0, &g);
 	if (rc) {
-		log_warn("probe: no GPU found through NVML (%s); nothing to measure",
-		      rc == -ENOENT ? "no libnvidia-ml.so.1 or no GPU 0" : "NVML failed");
 		free(db);
-		return 1;
+		die(1, "probe: no GPU found through NVML (%s); nothing to measure",
+		    rc == -ENOENT ? "no libnvidia-ml.so.1 or no GPU 0" : "NVML failed");
 	}
 	out = json_object();
 	json_object_set_new(out, "gpu", json_string(g.name));
 	json_object_set_new(out, "driver", json_string(g.driver));
 	json_object_set_new(out, "total_bytes", json_integer((json_int_t)g.total_bytes));
 	if (measure_context("LAZY", &lazy) || measure_context("EAGER", &eager)) {
-		log_warn("probe: could not create a CUDA context on GPU 0 through libcuda.so.1");
 		json_decref(out);
 		free(db);
-		return 1;
+		die(1, "probe: could not create a CUDA context on GPU 0 through libcuda.so.1");
 	}
 	json_object_set_new(out, "context_lazy_bytes", json_integer((json_int_t)lazy));
 	json_object_set_new(out, "context_eager_bytes", json_integer((json_int_t)eager));
 	if (torch && measure_torch(out)) {
-		log_warn("probe: the PyTorch measurement failed (is torch installed for python3?)");
 		json_decref(out);
 		free(db);
-		return 1;
+		die(1, "probe: the PyTorch measurement failed (is torch installed for python3?)");
 	}
 	if (!db)
 		db = store_default_path();

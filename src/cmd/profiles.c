@@ -81,10 +81,15 @@ static int one(enum profile_kind kind, const char *key, const struct profile *p,
 	printf("%-9s %5lld  %10s  %8.1f s  %s\n", kind_name(kind), (long long)p->runs,
 	       size_format(p->curve.peak_bytes, peak, sizeof(peak)), p->curve.duration_ms / 1000.0, key);
 	if (l->curves) {
-		/* The curve as 64 slices of the duration, in MiB, eight to a line. */
-		for (int i = 0; i < CURVE_POINTS; i++)
-			printf("%s%7.0f%s", i % 8 ? "" : "    ", (double)p->curve.pts[i] / (1 << 20),
-			       i % 8 == 7 ? "\n" : "");
+		/* The curve as 64 slices of the duration, in MiB, eight to a line, each line
+		 * labelled with the part of the job's life it covers. */
+		printf("    resident memory (MiB) in %d slices of the job's %.1f s, %.0f ms each:\n", CURVE_POINTS,
+		       p->curve.duration_ms / 1000.0, (double)p->curve.duration_ms / CURVE_POINTS);
+		for (int i = 0; i < CURVE_POINTS; i++) {
+			if (i % 8 == 0)
+				printf("    %3d-%3d%%", i * 100 / CURVE_POINTS, (i + 8) * 100 / CURVE_POINTS);
+			printf("%7.0f%s", (double)p->curve.pts[i] / (1 << 20), i % 8 == 7 ? "\n" : "");
+		}
 	}
 	return 0;
 }
@@ -182,9 +187,7 @@ int cmd_profiles(int argc, char **argv)
 			free(db);
 			return 0;
 		default:
-			fputs(usage, stderr);
-			free(db);
-			return EXIT_USAGE;
+			opt_refused("profiles", opts, argv);
 		}
 	}
 	if (optind < argc)
@@ -223,10 +226,8 @@ int cmd_profiles(int argc, char **argv)
 		return strcmp(verb, "list") ? 1 : 0;
 	}
 	if (store_open(db, &st, &err)) {
-		log_warn("profile store: %s", err);
-		free(err);
 		free(db);
-		return EXIT_INTERNAL;
+		die(EXIT_INTERNAL, "profiles: profile store: %s", err);
 	}
 	if (!strcmp(verb, "forget")) {
 		rc = store_forget(st, text);

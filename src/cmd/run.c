@@ -552,9 +552,7 @@ int cmd_run(int argc, char **argv)
 			free(db);
 			return 0;
 		default:
-			fputs(usage, stderr);
-			free(db);
-			return EXIT_USAGE;
+			opt_refused("run", opts, argv);
 		}
 	}
 	if (optind >= argc) {

@@ -23,7 +23,7 @@
 #include "watch/jsonl.h"
 #include "watch/prom.h"
 #include "watch/summary.h"
-#include "watch/view.h"
+#include "watch/screen.h"
 #include "watch/watcher.h"
 
 #define STR_(x) #x
@@ -149,7 +149,7 @@ static void parse(int argc, char **argv, struct wopts *o)
 		case O_STOP: o->lim.stop_on_partial = 1; break;
 		case 'q': o->quiet = 1; break;
 		case 'h': fputs(usage, stdout); exit(0);
-		default: fputs(usage, stderr); exit(EXIT_USAGE);
+		default: opt_refused("watch", opts, argv);
 		}
 	}
 	if (o->lim.min_interval_ms > o->lim.interval_ms)
@@ -251,6 +251,9 @@ int cmd_watch(int argc, char **argv)
 	}
 
 	int interrupted = 0;
+	struct screen scr = { 0 };
+	if (tty)
+		screen_enter(&scr, stdout);
 	while (!interrupted) {
 		int64_t now = now_ms();
 		watcher_sample(&x, now);
@@ -259,11 +262,12 @@ int cmd_watch(int argc, char **argv)
 		if (prom)
 			prom_publish(prom, prom_render(&x.w));
 		if (tty)
-			view_show(stdout, &x.w, x.nvml != NULL);
+			screen_view(&scr, &x.w, x.nvml != NULL);
 		if ((x.child && x.child_done) || (o.duration_ms && now - t0_ms >= o.duration_ms))
 			break;
 		wait_next(&x, sfd, now + watcher_next_interval_ms(&x), &interrupted);
 	}
+	screen_leave(&scr);
 	if (x.child) {
 		while (!x.child_done) { /* interrupted: the command was signalled; wait for it */
 			int st;

@@ -385,6 +385,28 @@ uint64_t admit_replay_peak(const struct curve *const *jobs, size_t n, int slots)
 	return replay(jobs, n, slots > (int)n ? (int)n : slots, 0);
 }
 
+int64_t admit_replay_wall_ms(const struct curve *const *jobs, size_t n, int slots)
+{
+	int64_t *free_at, end = 0;
+
+	if (!n || slots < 1)
+		return 0;
+	if (slots > (int)n)
+		slots = (int)n;
+	free_at = xcalloc((size_t)slots, sizeof(*free_at));
+	for (size_t k = 0; k < n; k++) {
+		int s = 0;
+		for (int i = 1; i < slots; i++)
+			if (free_at[i] < free_at[s])
+				s = i;
+		free_at[s] += jobs[k]->duration_ms > 0 ? jobs[k]->duration_ms : 1;
+		if (free_at[s] > end)
+			end = free_at[s];
+	}
+	free(free_at);
+	return end;
+}
+
 int admit_safe_fixed_jobs(const struct curve *const *jobs, size_t n, uint64_t budget_bytes)
 {
 	int lo = 1, hi;

@@ -106,6 +106,8 @@ int admit_at_once(const struct admit_snapshot *s, const struct curve *cand);
 /* The simulated peak of running the jobs (curves, in their observed order) with a fixed
  * number of slots: each job starts when a slot frees, then follows its curve. */
 uint64_t admit_replay_peak(const struct curve *const *jobs, size_t n, int slots);
+/* The wall time of that replay: when the last job ends. 0 without jobs. */
+int64_t admit_replay_wall_ms(const struct curve *const *jobs, size_t n, int slots);
 /* The largest fixed job count whose replayed peak fits the budget (at least 1; n when
  * all jobs at once fit); 0 without jobs. */
 int admit_safe_fixed_jobs(const struct curve *const *jobs, size_t n, uint64_t budget_bytes);

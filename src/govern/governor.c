@@ -11,6 +11,7 @@
 #include <sys/prctl.h>
 #include <sys/resource.h>
 #include <sys/signalfd.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "govern/admit.h"
@@ -479,6 +480,35 @@ static void build_history(struct gov *g)
 		memset(&g->last_build, 0, sizeof(g->last_build));
 }
 
+/* What this build did, for headroom stats: a build that ran jobs, or was interrupted. */
+static void record_governed(struct gov *g)
+{
+	const struct report *r = &g->rep;
+	struct strbuf cmd = STRBUF_INIT;
+	char cwd[4096];
+	int safe = report_safe_max_jobs(r), ncompile = 0;
+
+	if (!g->o->store || !r->njobs || !getcwd(cwd, sizeof(cwd)))
+		return;
+	for (size_t i = 0; i < r->njobs; i++)
+		ncompile += r->jobs[i].compile != 0;
+	for (char **a = g->o->argv; *a; a++)
+		strbuf_addf(&cmd, "%s%s", a == g->o->argv ? "" : " ", *a);
+	struct governed_build b = {
+		.dir = cwd, .command = strbuf_str(&cmd), .ended_s = (int64_t)time(NULL), .wall_ms = r->wall_ms,
+		.exit_status = r->exit_status, .jobs = (int64_t)r->njobs, .compile_jobs = ncompile,
+		.freezes = r->freezes, .kills = r->kills, .retries = r->retries, .oom_kills = r->oom_kills,
+		.jobs_cap = r->jobs_cap, .budget_bytes = (int64_t)r->budget_bytes,
+		.safe_jobs = safe ? safe : -1,
+		.plain_peak_bytes = ncompile && r->jobs_cap > 0 ? (int64_t)report_fixed_peak_bytes(r, r->jobs_cap) : -1,
+		.compile_wall_ms = ncompile ? report_compile_wall_ms(r) : -1,
+		.safe_fixed_wall_ms = safe ? report_fixed_wall_ms(r, safe) : -1,
+	};
+	if (store_governed_add(g->o->store, &b))
+		log_debug("could not record the build for headroom stats");
+	strbuf_release(&cmd);
+}
+
 static pid_t start_build(struct gov *g, const sigset_t *orig_mask)
 {
 	pid_t pid = fork();
@@ -679,6 +709,7 @@ int governor_run(const struct governor_opts *o)
 	if (g.cg_limited && !cgroup_mem_peak(&g.cg, &g.rep.peak_group_bytes))
 		g.rep.has_peak_group = 1;
 	learned_save(&g);
+	record_governed(&g);
 	if (status == 0 && g.build_key && g.rep.njobs) {
 		struct build_profile b = { g.last_build.runs + 1, (int64_t)g.rep.njobs, g.rep.wall_ms };
 		if (store_build_put(o->store, g.build_key, &b))

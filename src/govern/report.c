@@ -59,27 +59,71 @@ static size_t compile_jobs(const struct report *r)
 	return n;
 }
 
+/* The compile jobs' curves in the order the jobs started; *n how many. Caller frees. */
+static const struct curve **compile_curves(const struct report *r, size_t *n)
+{
+	const struct report_job **v = xmalloc((r->njobs ? r->njobs : 1) * sizeof(*v));
+	const struct curve **c = xmalloc((r->njobs ? r->njobs : 1) * sizeof(*c));
+
+	*n = 0;
+	for (size_t i = 0; i < r->njobs; i++)
+		if (r->jobs[i].compile)
+			v[(*n)++] = &r->jobs[i];
+	qsort(v, *n, sizeof(*v), by_start);
+	for (size_t i = 0; i < *n; i++)
+		c[i] = &v[i]->curve;
+	free(v);
+	return c;
+}
+
 int report_safe_max_jobs(const struct report *r)
 {
-	const struct report_job **v;
 	const struct curve **c;
-	size_t n = 0;
+	size_t n;
 	int safe;
 
 	if (!compile_jobs(r) || !r->budget_bytes)
 		return 0;
-	v = xmalloc(r->njobs * sizeof(*v));
-	c = xmalloc(r->njobs * sizeof(*c));
-	for (size_t i = 0; i < r->njobs; i++)
-		if (r->jobs[i].compile)
-			v[n++] = &r->jobs[i];
-	qsort(v, n, sizeof(*v), by_start);
-	for (size_t i = 0; i < n; i++)
-		c[i] = &v[i]->curve;
+	c = compile_curves(r, &n);
 	safe = admit_safe_fixed_jobs(c, n, r->budget_bytes);
-	free(v);
 	free(c);
 	return safe;
+}
+
+uint64_t report_fixed_peak_bytes(const struct report *r, int slots)
+{
+	size_t n;
+	const struct curve **c = compile_curves(r, &n);
+	uint64_t peak = admit_replay_peak(c, n, slots);
+
+	free(c);
+	return peak;
+}
+
+int64_t report_fixed_wall_ms(const struct report *r, int slots)
+{
+	size_t n;
+	const struct curve **c = compile_curves(r, &n);
+	int64_t wall = admit_replay_wall_ms(c, n, slots);
+
+	free(c);
+	return wall;
+}
+
+int64_t report_compile_wall_ms(const struct report *r)
+{
+	int64_t first = INT64_MAX, last = 0;
+
+	for (size_t i = 0; i < r->njobs; i++) {
+		const struct report_job *j = &r->jobs[i];
+		if (!j->compile)
+			continue;
+		if (j->start_ms < first)
+			first = j->start_ms;
+		if (j->start_ms + j->duration_ms > last)
+			last = j->start_ms + j->duration_ms;
+	}
+	return first == INT64_MAX ? 0 : last - first;
 }
 
 const char *report_knob_for(char *const *argv)
@@ -167,6 +211,16 @@ json_t *report_to_json(const struct report *r)
 	json_object_set_new(o, "other_jobs", json_integer((json_int_t)(r->njobs - ncompile)));
 	json_object_set_new(o, "safe_fixed_max_jobs", safe ? json_integer(safe) : json_null());
 	json_object_set_new(o, "safe_fixed_knob", json_string(r->knob ? r->knob : "-j"));
+	/* the side-by-side: the build as it asked (jobs_cap at once) and at the safe fixed count */
+	json_object_set_new(o, "plain_peak_bytes",
+			    ncompile && r->jobs_cap > 0 ? json_integer((json_int_t)report_fixed_peak_bytes(r, r->jobs_cap))
+							 : json_null());
+	json_object_set_new(o, "safe_fixed_peak_bytes",
+			    safe ? json_integer((json_int_t)report_fixed_peak_bytes(r, safe)) : json_null());
+	json_object_set_new(o, "safe_fixed_wall_ms",
+			    safe ? json_integer((json_int_t)report_fixed_wall_ms(r, safe)) : json_null());
+	json_object_set_new(o, "compile_wall_ms",
+			    ncompile ? json_integer((json_int_t)report_compile_wall_ms(r)) : json_null());
 	for (size_t i = 0; i < n; i++) {
 		size_t cnt = 0;
 		for (size_t k = 0; k < r->njobs; k++)
@@ -191,6 +245,12 @@ json_t *report_to_json(const struct report *r)
 	return o;
 }
 
+/* "s" after a count that is not 1: "1 job", "2 jobs". */
+static const char *plural(long long n)
+{
+	return n == 1 ? "" : "s";
+}
+
 void report_print(const struct report *r, FILE *f)
 {
 	char a[32], b[32], c[32];
@@ -198,7 +258,7 @@ void report_print(const struct report *r, FILE *f)
 	size_t n = classes(r, &cls);
 	int safe = report_safe_max_jobs(r);
 
-	fprintf(f, "headroom: %zu jobs%s in %.1f s, exit status %d\n", r->njobs,
+	fprintf(f, "headroom: %zu job%s%s in %.1f s, exit status %d\n", r->njobs, plural((long long)r->njobs),
 		r->failed_jobs ? " (some failed)" : "", r->wall_ms / 1000.0, r->exit_status);
 	fprintf(f, "  memory: limit %s (%s), budget %s, peak of the jobs %s",
 		r->limit_bytes ? size_format(r->limit_bytes, a, sizeof(a)) : "unknown",
@@ -209,16 +269,18 @@ void report_print(const struct report *r, FILE *f)
 	if (r->mode)
 		fprintf(f, "\n  jobs found: %s%s", r->mode,
 			r->tree_fallback ? " (compilers ran outside the launcher: the process tree was governed too)" : "");
-	fprintf(f, "\n  at most %d jobs at once (%s)", r->jobs_cap, r->jobs_cap_from ? r->jobs_cap_from : "cap of unknown origin");
+	fprintf(f, "\n  at most %d job%s at once (%s)", r->jobs_cap, plural(r->jobs_cap), r->jobs_cap_from ? r->jobs_cap_from : "cap of unknown origin");
 	if (r->not_learned)
-		fprintf(f, "; %d jobs not learned (cache hits, configure checks, seen in part)", r->not_learned);
-	fprintf(f, "\n  actions: %d freezes, %d thaws, %d kills, %d retries, %d OOM kills seen\n",
-		r->freezes, r->thaws, r->kills, r->retries, r->oom_kills);
+		fprintf(f, "; %d job%s not learned (cache hits, configure checks, seen in part)", r->not_learned,
+			plural(r->not_learned));
+	fprintf(f, "\n  actions: %d freeze%s, %d thaw%s, %d kill%s, %d %s, %d OOM kill%s seen\n", r->freezes,
+		plural(r->freezes), r->thaws, plural(r->thaws), r->kills, plural(r->kills), r->retries,
+		r->retries == 1 ? "retry" : "retries", r->oom_kills, plural(r->oom_kills));
 	for (size_t i = 0; i < n; i++) {
 		size_t cnt = 0;
 		for (size_t k = 0; k < r->njobs; k++)
 			cnt += !strcmp(r->jobs[k].class_key, cls[i]);
-		fprintf(f, "  %-40.40s %4zu jobs  peak p50 %s  p95 %s  max %s\n", cls[i], cnt,
+		fprintf(f, "  %-40.40s %4zu job%s peak p50 %s  p95 %s  max %s\n", cls[i], cnt, cnt == 1 ? " " : "s ",
 			size_format(report_class_percentile(r, cls[i], 50), a, sizeof(a)),
 			size_format(report_class_percentile(r, cls[i], 95), b, sizeof(b)),
 			size_format(report_class_percentile(r, cls[i], 100), c, sizeof(c)));
@@ -226,10 +288,13 @@ void report_print(const struct report *r, FILE *f)
 	if (safe) {
 		size_t ncompile = compile_jobs(r);
 		int mj = r->knob && !strcmp(r->knob, "MAX_JOBS");
-		fprintf(f, "  a fixed %s%s%d would have been safe here: the %zu compile jobs' curves replayed %d at a time "
-			"in their order fit the budget", mj ? "MAX_JOBS" : "-j", mj ? "=" : "", safe, ncompile, safe);
+		fprintf(f, "  a fixed %s%s%d would have been safe here: the %zu compile job%s curve%s replayed %d at a time "
+			"in their order fit the budget", mj ? "MAX_JOBS" : "-j", mj ? "=" : "", safe, ncompile,
+			ncompile == 1 ? "'s" : "s'", plural((long long)ncompile), safe);
 		if (r->njobs > ncompile)
-			fprintf(f, " (%zu probes, links and trivial jobs not counted)", r->njobs - ncompile);
+			fprintf(f, " (%zu probe%s, link%s and trivial job%s not counted)", r->njobs - ncompile,
+				plural((long long)(r->njobs - ncompile)), plural((long long)(r->njobs - ncompile)),
+				plural((long long)(r->njobs - ncompile)));
 		fputc('\n', f);
 	}
 	free(cls);

@@ -81,6 +81,12 @@ void report_add_job(struct report *r, const struct report_job *j);
  * compile jobs' curves, N at a time in the order they started, peaks within the budget
  * (admit_safe_fixed_jobs). 0 if no compile job finished. */
 int report_safe_max_jobs(const struct report *r);
+/* The compile jobs replayed `slots` at a time in the order they started (as
+ * report_safe_max_jobs): their peak together and their wall time. 0 without compile jobs. */
+uint64_t report_fixed_peak_bytes(const struct report *r, int slots);
+int64_t report_fixed_wall_ms(const struct report *r, int slots);
+/* From the first compile job's start to the last one's end in this build; 0 without. */
+int64_t report_compile_wall_ms(const struct report *r);
 /* How a build command sets its parallelism: "MAX_JOBS" for torch builds (setup.py, pip,
  * python -m build), else "-j" (make, ninja, CMake). */
 const char *report_knob_for(char *const *argv);

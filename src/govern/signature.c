@@ -110,9 +110,26 @@ static void append(struct strbuf *sb, const char *s)
 	strbuf_add(sb, s);
 }
 
+/* The memory flags, each once where it last appears ("-g -O2 -g -O2": "-g -O2"), as the
+ * compiler takes the last of a repeated flag; a flag and its value count as one. */
+static char *flags_joined(char **items, size_t n)
+{
+	struct strbuf sb = STRBUF_INIT;
+
+	for (size_t i = 0; i < n; i++) {
+		size_t k;
+		for (k = i + 1; k < n && strcmp(items[k], items[i]); k++)
+			;
+		if (k == n)
+			append(&sb, items[i]);
+	}
+	return strbuf_detach(&sb);
+}
+
 void job_sig_from_argv(int argc, char *const argv[], struct job_sig *out)
 {
-	struct strbuf flags = STRBUF_INIT;
+	char **items = xcalloc(argc > 0 ? (size_t)argc : 1, sizeof(*items));
+	size_t nitems = 0;
 	struct strbuf via = STRBUF_INIT;
 	const char *src = "", *remote = NULL;
 	int i = 0;
@@ -136,15 +153,18 @@ void job_sig_from_argv(int argc, char *const argv[], struct job_sig *out)
 		    !strcmp(a, "-I") || !strcmp(a, "-D") || !strcmp(a, "-include") || !strcmp(a, "-x")) {
 			i++; /* skip the value: not a source, not a memory flag */
 		} else if (mem_flag_with_value(a) && i + 1 < argc) {
-			append(&flags, a);
-			append(&flags, argv[++i]);
+			items[nitems++] = xasprintf("%s %s", a, argv[i + 1]);
+			i++;
 		} else if (mem_flag(a)) {
-			append(&flags, a);
+			items[nitems++] = xstrdup(a);
 		} else if (is_source(a)) {
 			src = a;
 		}
 	}
-	out->flags = strbuf_detach(&flags);
+	out->flags = flags_joined(items, nitems);
+	for (size_t k = 0; k < nitems; k++)
+		free(items[k]);
+	free(items);
 	out->via = strbuf_detach(&via);
 	out->src = xstrdup(src);
 	out->check |= is_check_arg(src);

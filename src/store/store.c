@@ -45,10 +45,19 @@ static const char schema[] =
 	" wall_ms INTEGER NOT NULL, updated_s INTEGER NOT NULL);"
 	"CREATE TABLE IF NOT EXISTS probes ("
 	" key TEXT PRIMARY KEY, value TEXT NOT NULL, updated_s INTEGER NOT NULL);"
-	"PRAGMA user_version = 3;";
-#define SCHEMA_VERSION 3
-/* The tables of every schema version (1: profiles, 2: builds, 3: probes). */
-static const char *const our_tables[] = { "profiles", "builds", "probes", NULL };
+	"CREATE TABLE IF NOT EXISTS governed ("
+	" id INTEGER PRIMARY KEY, dir TEXT NOT NULL, command TEXT NOT NULL, ended_s INTEGER NOT NULL,"
+	" wall_ms INTEGER NOT NULL, exit_status INTEGER NOT NULL, jobs INTEGER NOT NULL,"
+	" compile_jobs INTEGER NOT NULL, freezes INTEGER NOT NULL, kills INTEGER NOT NULL,"
+	" retries INTEGER NOT NULL, oom_kills INTEGER NOT NULL, jobs_cap INTEGER NOT NULL,"
+	" budget_bytes INTEGER NOT NULL, safe_jobs INTEGER, plain_peak_bytes INTEGER,"
+	" compile_wall_ms INTEGER, safe_fixed_wall_ms INTEGER);"
+	"PRAGMA user_version = 4;";
+#define SCHEMA_VERSION 4
+/* The tables of every schema version (1: profiles, 2: builds, 3: probes, 4: governed).
+ * A store of an older version is read as it is (a table it lacks reads as empty) and
+ * gets the tables it lacks at its first write. */
+static const char *const our_tables[] = { "profiles", "builds", "probes", "governed", NULL };
 
 char *store_default_path(void)
 {
@@ -732,6 +741,92 @@ int store_probe_put(struct store *st, const char *key, const char *value)
 	sqlite3_bind_text(q, 2, value, -1, SQLITE_TRANSIENT);
 	sqlite3_bind_int64(q, 3, (int64_t)time(NULL));
 	rc = step_write(st, q);
+	sqlite3_finalize(q);
+	return rc;
+}
+
+static void bind_known(sqlite3_stmt *q, int i, int64_t v)
+{
+	if (v < 0)
+		sqlite3_bind_null(q, i);
+	else
+		sqlite3_bind_int64(q, i, v);
+}
+
+int store_governed_add(struct store *st, const struct governed_build *b)
+{
+	sqlite3_stmt *q = NULL;
+	int rc = make_writable(st);
+
+	if (rc)
+		return rc;
+	if (sqlite3_prepare_v2(st->db, "INSERT INTO governed (dir, command, ended_s, wall_ms, exit_status, jobs,"
+				       " compile_jobs, freezes, kills, retries, oom_kills, jobs_cap, budget_bytes,"
+				       " safe_jobs, plain_peak_bytes, compile_wall_ms, safe_fixed_wall_ms)"
+				       " VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16, ?17)",
+			       -1, &q, NULL) != SQLITE_OK)
+		return -EIO;
+	sqlite3_bind_text(q, 1, b->dir, -1, SQLITE_TRANSIENT);
+	sqlite3_bind_text(q, 2, b->command, -1, SQLITE_TRANSIENT);
+	sqlite3_bind_int64(q, 3, b->ended_s);
+	sqlite3_bind_int64(q, 4, b->wall_ms);
+	sqlite3_bind_int64(q, 5, b->exit_status);
+	sqlite3_bind_int64(q, 6, b->jobs);
+	sqlite3_bind_int64(q, 7, b->compile_jobs);
+	sqlite3_bind_int64(q, 8, b->freezes);
+	sqlite3_bind_int64(q, 9, b->kills);
+	sqlite3_bind_int64(q, 10, b->retries);
+	sqlite3_bind_int64(q, 11, b->oom_kills);
+	sqlite3_bind_int64(q, 12, b->jobs_cap);
+	sqlite3_bind_int64(q, 13, b->budget_bytes);
+	bind_known(q, 14, b->safe_jobs);
+	bind_known(q, 15, b->plain_peak_bytes);
+	bind_known(q, 16, b->compile_wall_ms);
+	bind_known(q, 17, b->safe_fixed_wall_ms);
+	rc = step_write(st, q);
+	sqlite3_finalize(q);
+	return rc;
+}
+
+static int64_t column_known(sqlite3_stmt *q, int i)
+{
+	return sqlite3_column_type(q, i) == SQLITE_NULL ? -1 : sqlite3_column_int64(q, i);
+}
+
+int store_governed_each(struct store *st, int (*fn)(const struct governed_build *b, void *arg), void *arg)
+{
+	sqlite3_stmt *q = NULL;
+	int s, rc = 0;
+
+	if (!can_read(st))
+		return 0;
+	s = sqlite3_prepare_v2(st->db, "SELECT dir, command, ended_s, wall_ms, exit_status, jobs, compile_jobs,"
+				       " freezes, kills, retries, oom_kills, jobs_cap, budget_bytes, safe_jobs,"
+				       " plain_peak_bytes, compile_wall_ms, safe_fixed_wall_ms FROM governed ORDER BY id",
+			       -1, &q, NULL);
+	if (s != SQLITE_OK) {
+		/* a store older than the table: no build recorded yet */
+		int none = strstr(sqlite3_errmsg(st->db), "no such table") != NULL;
+		sqlite3_finalize(q);
+		return none ? 0 : -EIO;
+	}
+	while (!rc && (s = sqlite3_step(q)) == SQLITE_ROW) {
+		const char *dir = (const char *)sqlite3_column_text(q, 0), *cmd = (const char *)sqlite3_column_text(q, 1);
+		struct governed_build b = {
+			.dir = dir ? dir : "", .command = cmd ? cmd : "",
+			.ended_s = sqlite3_column_int64(q, 2), .wall_ms = sqlite3_column_int64(q, 3),
+			.exit_status = (int)sqlite3_column_int64(q, 4), .jobs = sqlite3_column_int64(q, 5),
+			.compile_jobs = sqlite3_column_int64(q, 6), .freezes = sqlite3_column_int64(q, 7),
+			.kills = sqlite3_column_int64(q, 8), .retries = sqlite3_column_int64(q, 9),
+			.oom_kills = sqlite3_column_int64(q, 10), .jobs_cap = sqlite3_column_int64(q, 11),
+			.budget_bytes = sqlite3_column_int64(q, 12), .safe_jobs = column_known(q, 13),
+			.plain_peak_bytes = column_known(q, 14), .compile_wall_ms = column_known(q, 15),
+			.safe_fixed_wall_ms = column_known(q, 16),
+		};
+		rc = fn(&b, arg);
+	}
+	if (!rc && s != SQLITE_DONE && s != SQLITE_ROW)
+		rc = -EIO;
 	sqlite3_finalize(q);
 	return rc;
 }

@@ -80,6 +80,28 @@ struct build_profile {
 int store_build_get(struct store *st, const char *key, struct build_profile *out);
 int store_build_put(struct store *st, const char *key, const struct build_profile *b);
 
+/* One build headroom governed, for `headroom stats`. Values that were not known: -1. */
+struct governed_build {
+	const char *dir;             /* its working directory */
+	const char *command;         /* its command line, words joined by spaces */
+	int64_t ended_s;             /* Unix time */
+	int64_t wall_ms;
+	int exit_status;
+	int64_t jobs, compile_jobs;  /* jobs admitted; of them, compile jobs */
+	int64_t freezes, kills, retries, oom_kills;
+	int64_t jobs_cap;            /* the most jobs at once it asked for (its -jN, the CPUs) */
+	int64_t budget_bytes;
+	int64_t safe_jobs;           /* the largest fixed -j whose replay fits the budget */
+	int64_t plain_peak_bytes;    /* the compile jobs replayed jobs_cap at a time */
+	int64_t compile_wall_ms;     /* first compile job's start to the last one's end */
+	int64_t safe_fixed_wall_ms;  /* the compile jobs replayed safe_jobs at a time */
+};
+
+/* 0 or -errno; store_governed_each calls fn for each build recorded, oldest first (a
+ * store older than schema 4 has none), until fn returns non-zero, which it returns. */
+int store_governed_add(struct store *st, const struct governed_build *b);
+int store_governed_each(struct store *st, int (*fn)(const struct governed_build *b, void *arg), void *arg);
+
 /* What `headroom probe` measured on one GPU and driver (JSON text). value: caller frees.
  * 0, -ENOENT when not probed, other -errno. */
 int store_probe_get(struct store *st, const char *key, char **value);

@@ -3,10 +3,37 @@
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
 int log_level = 1;
+static const char *command;
+static int json_errors;
+static const char *(*die_note)(const char *msg);
+
+void log_set_die_note(const char *(*fn)(const char *msg))
+{
+	die_note = fn;
+}
+
+void log_set_command(const char *name)
+{
+	command = name;
+}
+
+void log_set_json_errors(int on)
+{
+	json_errors = on;
+}
+
+/* Whether msg begins with "COMMAND:" already. */
+static int names_command(const char *msg)
+{
+	size_t n = command ? strlen(command) : 0;
+
+	return !command || (!strncmp(msg, command, n) && msg[n] == ':');
+}
 
 const char *log_prefix(enum log_prio prio)
 {
@@ -26,19 +53,63 @@ const char *log_prefix(enum log_prio prio)
 
 static void vmsg(enum log_prio prio, const char *fmt, va_list ap)
 {
-	fputs(log_prefix(prio), stderr);
-	fputs("headroom: ", stderr);
-	vfprintf(stderr, fmt, ap);
-	fputc('\n', stderr);
+	char buf[4096];
+
+	vsnprintf(buf, sizeof(buf), fmt, ap);
+	fprintf(stderr, "%sheadroom: %s%s%s\n", log_prefix(prio), names_command(buf) ? "" : command,
+		names_command(buf) ? "" : ": ", buf);
 }
 
-void die(int status, const char *fmt, ...)
+/* s as a JSON string, on f. */
+static void json_string_out(FILE *f, const char *s)
+{
+	fputc('"', f);
+	for (; *s; s++) {
+		unsigned char ch = (unsigned char)*s;
+		if (ch == '"' || ch == '\\')
+			fprintf(f, "\\%c", ch);
+		else if (ch == '\n')
+			fputs("\\n", f);
+		else if (ch < 0x20 || ch == 0x7f)
+			fprintf(f, "\\u%04x", ch);
+		else
+			fputc(ch, f);
+	}
+	fputc('"', f);
+}
+
+static void msg(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+static void msg(const char *fmt, ...)
 {
 	va_list ap;
 
 	va_start(ap, fmt);
 	vmsg(LOG_PRIO_ERR, fmt, ap);
 	va_end(ap);
+}
+
+void die(int status, const char *fmt, ...)
+{
+	char buf[4096];
+	const char *note;
+	va_list ap;
+
+	va_start(ap, fmt);
+	vsnprintf(buf, sizeof(buf), fmt, ap);
+	va_end(ap);
+	note = die_note ? die_note(buf) : NULL;
+	if (json_errors) {
+		fflush(stdout);
+		fputs("{\"error\": ", stdout);
+		json_string_out(stdout, buf);
+		if (note) {
+			fputs(", \"note\": ", stdout);
+			json_string_out(stdout, note);
+		}
+		fprintf(stdout, ", \"status\": %d}\n", status);
+		fflush(stdout);
+	}
+	msg("%s%s%s", buf, note ? " " : "", note ? note : "");
 	exit(status);
 }
 

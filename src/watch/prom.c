@@ -10,6 +10,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "util/log.h"
 #include "util/strbuf.h"
 #include "util/xalloc.h"
 
@@ -234,6 +235,18 @@ static enum MHD_Result answer(void *cls, struct MHD_Connection *c, const char *u
 	return ret;
 }
 
+/* libmicrohttpd's own messages, kept (not printed) to be said in headroom's words: the
+ * last one starting the daemon, and every one at HEADROOM_DEBUG=1. */
+static char mhd_said[256];
+
+static void mhd_log(void *cls, const char *fmt, va_list ap)
+{
+	(void)cls;
+	vsnprintf(mhd_said, sizeof(mhd_said), fmt, ap);
+	mhd_said[strcspn(mhd_said, "\n")] = '\0';
+	log_debug("watch: libmicrohttpd: %s", mhd_said);
+}
+
 int prom_start(const char *addr, struct prom_server **out, const char **why)
 {
 	/* A port alone (or ":PORT") is this machine's only: /metrics names pids, jobs and
@@ -283,12 +296,16 @@ int prom_start(const char *addr, struct prom_server **out, const char **why)
 				MHD_OPTION_PER_IP_CONNECTION_LIMIT, (unsigned int)PROM_MAX_PER_ADDRESS,
 				MHD_OPTION_CONNECTION_TIMEOUT, (unsigned int)PROM_IDLE_TIMEOUT_S,
 				MHD_OPTION_CONNECTION_MEMORY_LIMIT, (size_t)PROM_CONNECTION_MEMORY_BYTES,
+				MHD_OPTION_EXTERNAL_LOGGER, mhd_log, NULL,
 				MHD_OPTION_END);
 	if (!s->d) {
 		pthread_mutex_destroy(&s->lock);
 		dlclose(s->m.lib);
 		free(s);
-		*why = "cannot listen there (in use, or not allowed)";
+		*why = strstr(mhd_said, "in use") ? "cannot listen there: the address is in use (another watch, or "
+						    "another server: give another port)"
+		       : strstr(mhd_said, "ermission") ? "cannot listen there: not allowed (a port below 1024 needs root)"
+						     : "cannot listen there (HEADROOM_DEBUG=1 says why)";
 		return -EADDRINUSE;
 	}
 	*out = s;

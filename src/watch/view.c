@@ -6,7 +6,6 @@ void view_show(FILE *out, const struct watch_state *w, int have_driver)
 {
 	char a[32], b[32], c[32];
 
-	fprintf(out, "\033[H\033[2J");
 	if (w->has_host)
 		fprintf(out, "host: %s available of %s", size_format(w->host_available_bytes, a, sizeof(a)),
 			size_format(w->host_total_bytes, b, sizeof(b)));

@@ -6,7 +6,8 @@
 
 #include "watch/state.h"
 
-/* Clears the screen and draws w on out (a terminal). have_driver: NVML was loaded. */
+/* Draws w on out, from the top (watch/screen.c puts it on a terminal). have_driver:
+ * NVML was loaded. */
 void view_show(FILE *out, const struct watch_state *w, int have_driver);
 
 #endif

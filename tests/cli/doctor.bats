@@ -230,3 +230,46 @@ by = {f["check"]: f for f in json.load(sys.stdin)["findings"]}
 assert by["cuda"]["detail"].startswith("nvcc 12.4"), by["cuda"]
 '
 }
+
+@test "doctor says which python3 it asked, whether torch imports there, its CUDA, and what TORCH_CUDA_ARCH_LIST will build" {
+	mkdir -p "$T/py/torch/utils" "$T/bin"
+	cat > "$T/py/torch/__init__.py" <<'PY'
+__version__ = "2.9.0"
+class version:
+    cuda = "12.4"
+class cuda:
+    @staticmethod
+    def device_count():
+        return 0
+PY
+	cat > "$T/py/torch/utils/__init__.py" < /dev/null
+	cat > "$T/py/torch/utils/cpp_extension.py" <<'PY'
+import os
+def _get_cuda_arch_flags():
+    # as torch does: the visible GPUs, else its whole list
+    return ["-gencode=arch=compute_80,code=sm_80", "-gencode=arch=compute_90,code=sm_90",
+            "-gencode=arch=compute_75,code=sm_75"]
+PY
+	printf '#!/bin/sh\necho "Cuda compilation tools, release 12.4, V12.4.131"\n' > "$T/bin/nvcc"
+	chmod +x "$T/bin/nvcc"
+	PYTHONPATH="$T/py" PATH="$T/bin:/usr/bin:/bin" run "$HR" doctor --json
+	echo "$output" | python3 -c '
+import json, sys
+by = {f["check"]: f for f in json.load(sys.stdin)["findings"]}
+assert by["python"]["detail"].startswith("/usr/bin/python3 (Python 3."), by["python"]
+assert by["torch"]["status"] == "ok" and "torch 2.9.0 imports in /usr/bin/python3 (CUDA 12.4; 0 GPUs" in by["torch"]["detail"], by["torch"]
+assert by["cuda"]["status"] == "ok" and by["cuda"]["detail"] == "nvcc 12.4, PyTorch built with CUDA 12.4", by["cuda"]
+a = by["arch list"]
+assert a["status"] == "warn" and "(7.5 8.0 9.0)" in a["detail"] and "TORCH_CUDA_ARCH_LIST" in a["fix"], a
+'
+	TORCH_CUDA_ARCH_LIST=9.0 PYTHONPATH="$T/py" PATH="$T/bin:/usr/bin:/bin" run "$HR" doctor
+	[[ "$output" == *"TORCH_CUDA_ARCH_LIST=9.0: torch extensions compile for those"* ]]
+	# no torch: the cuda check cannot pass
+	PATH="$T/bin:/usr/bin:/bin" run "$HR" doctor --json
+	echo "$output" | python3 -c '
+import json, sys
+by = {f["check"]: f for f in json.load(sys.stdin)["findings"]}
+assert by["torch"]["status"] == "warn" and "does not import in /usr/bin/python3" in by["torch"]["detail"], by["torch"]
+assert by["cuda"]["status"] == "warn" and "no PyTorch to compare" in by["cuda"]["detail"], by["cuda"]
+'
+}

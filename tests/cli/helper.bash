@@ -9,6 +9,10 @@ setup() {
 	T="$(mktemp -d /tmp/headroom-bats.XXXXXX)"
 	export XDG_STATE_HOME="$T/state"
 	unset HEADROOM_SOCK HEADROOM_LAUNCHER MAX_JOBS
+	# no settings of this machine's (config files, HEADROOM_* variables) in the tests
+	export XDG_CONFIG_HOME="$T/config" HEADROOM_SYSTEM_CONFIG="$T/etc/headroom.conf"
+	unset HEADROOM_CONFIG $(env | sed -n 's/^\(HEADROOM_[A-Z_]*\)=.*/\1/p' |
+		grep -vxE 'HEADROOM_(BIN|DEBUG|SYSTEM_CONFIG)')
 }
 
 teardown() {

@@ -85,7 +85,7 @@ PY
 	printf 'not json' > "$T/nj.json"
 	run "$HR" plan --gpu h200 "$T/nj.json"
 	[ "$status" -eq 2 ]
-	[[ "$output" == *"cannot read"* ]]
+	[[ "$output" == *"nj.json is not JSON"* ]]
 	llama1b
 	run "$HR" plan --gpu v100 "$T/llama1b.json"
 	[ "$status" -eq 2 ]

@@ -585,6 +585,16 @@ static void test_recommendation(void **state)
 		assert_true(p <= (uint64_t)n * GiB);
 		prev = p;
 	}
+	/* wall time: list scheduling; one slot is the sum, twelve the longest */
+	int64_t sum = 0;
+	for (int i = 0; i < 12; i++)
+		sum += 6000 + 1000 * i;
+	assert_int_equal(admit_replay_wall_ms(v, 12, 1), sum);
+	assert_int_equal(admit_replay_wall_ms(v, 12, 12), 17000);
+	assert_int_equal(admit_replay_wall_ms(v, 12, 99), 17000);
+	/* two slots: 6,8,10,12,14,16 on one (66 s), 7,9,...,17 on the other (72 s) */
+	assert_int_equal(admit_replay_wall_ms(v, 12, 2), 72000);
+	assert_int_equal(admit_replay_wall_ms(v, 0, 2), 0);
 	/* the recommended N fits and N + 1 does not */
 	uint64_t budget = 3 * GiB + 512 * MiB;
 	int n = admit_safe_fixed_jobs(v, 12, budget);

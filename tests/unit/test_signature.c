@@ -38,6 +38,24 @@ static void test_wrapper_and_output(void **state)
 	job_sig_free(&s);
 }
 
+/* A flag given twice (CFLAGS and a target's own) counts once, where it last appears: the
+ * compiler takes the last; repeated -gencode pairs likewise, distinct ones all stay. */
+static void test_repeated_flags(void **state)
+{
+	char *argv[] = { "cc", "-g", "-O2", "-g", "-c", "a.c", "-g", "-O2", "-O0", "-O2" };
+	char *nv[] = { "nvcc", "-gencode", "arch=compute_80,code=sm_80", "-gencode", "arch=compute_90,code=sm_90",
+		       "-c", "k.cu", "-gencode", "arch=compute_80,code=sm_80" };
+	struct job_sig s;
+
+	(void)state;
+	job_sig_from_argv(10, argv, &s);
+	assert_string_equal(s.class_key, "cc -g -O0 -O2");
+	job_sig_free(&s);
+	job_sig_from_argv(9, nv, &s);
+	assert_string_equal(s.flags, "-gencode arch=compute_90,code=sm_90 -gencode arch=compute_80,code=sm_80");
+	job_sig_free(&s);
+}
+
 static void test_same_class_other_file(void **state)
 {
 	char *a[] = { "nvcc", "-c", "x.cu", "-arch=sm_90" };
@@ -179,6 +197,7 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_nvcc),
 		cmocka_unit_test(test_peaks),
+		cmocka_unit_test(test_repeated_flags),
 		cmocka_unit_test(test_wrapper_and_output),
 		cmocka_unit_test(test_same_class_other_file),
 		cmocka_unit_test(test_no_source),

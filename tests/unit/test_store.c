@@ -335,7 +335,7 @@ static void test_made_by_first_write(void **state)
 	assert_int_equal(store_build_put(st, "k", &b), 0);
 	assert_int_equal(access(path, F_OK), 0);
 	assert_int_equal(int_of(path, "PRAGMA application_id"), STORE_APPLICATION_ID);
-	assert_int_equal(int_of(path, "PRAGMA user_version"), 3);
+	assert_int_equal(int_of(path, "PRAGMA user_version"), 4);
 	store_close(st);
 	free(path);
 	free(dirpath);
@@ -363,17 +363,72 @@ static void test_store_being_made(void **state)
 	free(path);
 }
 
+/* The tables of a schema 3 store, as headroom made them. */
+#define SCHEMA_3_TABLES \
+	"CREATE TABLE profiles (kind INTEGER NOT NULL, key TEXT NOT NULL, runs INTEGER NOT NULL," \
+	" duration_ms INTEGER NOT NULL, peak_bytes INTEGER NOT NULL, curve TEXT NOT NULL," \
+	" updated_s INTEGER NOT NULL, PRIMARY KEY (kind, key));" \
+	"CREATE TABLE builds (key TEXT PRIMARY KEY, runs INTEGER NOT NULL, jobs INTEGER NOT NULL," \
+	" wall_ms INTEGER NOT NULL, updated_s INTEGER NOT NULL);" \
+	"CREATE TABLE probes (key TEXT PRIMARY KEY, value TEXT NOT NULL, updated_s INTEGER NOT NULL);"
+
+static int collect(const struct governed_build *b, void *arg)
+{
+	struct governed_build *out = arg;
+	int64_t n = out[0].jobs++;
+
+	out[1 + n] = *b;
+	out[1 + n].dir = NULL;
+	out[1 + n].command = NULL;
+	assert_string_equal(b->dir, n ? "/src/b" : "/src/a");
+	return 0;
+}
+
+/* headroom stats' builds: a schema 3 store has none, and gets the table when opened;
+ * unknown values come back unknown (NULL in the table, -1 here). */
+static void test_governed(void **state)
+{
+	char *path = make_db("v3.db",
+			     SCHEMA_3_TABLES
+			     "PRAGMA user_version = 3; PRAGMA application_id = 1214534253;");
+	struct governed_build a = { .dir = "/src/a", .command = "ninja -j16", .ended_s = 100, .wall_ms = 5000,
+				    .jobs = 47, .compile_jobs = 46, .freezes = 3, .kills = 1, .retries = 1,
+				    .jobs_cap = 16, .budget_bytes = 1 << 30, .safe_jobs = 5,
+				    .plain_peak_bytes = 3LL << 30, .compile_wall_ms = 4900, .safe_fixed_wall_ms = 7000 };
+	struct governed_build b = { .dir = "/src/b", .command = "make", .ended_s = 200, .wall_ms = 10, .jobs = 1,
+				    .jobs_cap = 2, .budget_bytes = 1 << 30, .safe_jobs = -1, .plain_peak_bytes = -1,
+				    .compile_wall_ms = -1, .safe_fixed_wall_ms = -1 };
+	struct governed_build got[3] = { 0 };
+	struct store *st;
+	char *err = NULL;
+
+	(void)state;
+	assert_int_equal(STORE_APPLICATION_ID, 1214534253);
+	assert_int_equal(store_open(path, &st, &err), 0);
+	assert_int_equal(store_governed_each(st, collect, got), 0);
+	assert_int_equal(got[0].jobs, 0);
+	assert_int_equal(store_governed_add(st, &a), 0);
+	assert_int_equal(store_governed_add(st, &b), 0);
+	assert_int_equal(int_of(path, "PRAGMA user_version"), 4);
+	assert_int_equal(store_governed_each(st, collect, got), 0);
+	assert_int_equal(got[0].jobs, 2);
+	assert_int_equal(got[1].freezes, 3);
+	assert_int_equal(got[1].plain_peak_bytes, 3LL << 30);
+	assert_int_equal(got[1].safe_fixed_wall_ms, 7000);
+	assert_int_equal(got[2].safe_jobs, -1);
+	assert_int_equal(got[2].plain_peak_bytes, -1);
+	assert_int_equal(got[2].compile_wall_ms, -1);
+	store_close(st);
+	free(path);
+}
+
 /* A store made before headroom set an application_id (schema 3, headroom's tables
- * only) is read as it is and marked at its first write. */
+ * only) is headroom's: opening it brings it to the current schema (schema 4's table for
+ * headroom stats), which marks it, as older schemas always were on open. */
 static void test_old_store_adopted(void **state)
 {
 	char *path = make_db("old.db",
-			     "CREATE TABLE profiles (kind INTEGER NOT NULL, key TEXT NOT NULL, runs INTEGER NOT NULL,"
-			     " duration_ms INTEGER NOT NULL, peak_bytes INTEGER NOT NULL, curve TEXT NOT NULL,"
-			     " updated_s INTEGER NOT NULL, PRIMARY KEY (kind, key));"
-			     "CREATE TABLE builds (key TEXT PRIMARY KEY, runs INTEGER NOT NULL, jobs INTEGER NOT NULL,"
-			     " wall_ms INTEGER NOT NULL, updated_s INTEGER NOT NULL);"
-			     "CREATE TABLE probes (key TEXT PRIMARY KEY, value TEXT NOT NULL, updated_s INTEGER NOT NULL);"
+			     SCHEMA_3_TABLES
 			     "PRAGMA user_version = 3;");
 	struct build_profile b = { 1, 7, 1000 };
 	struct store *st;
@@ -381,9 +436,10 @@ static void test_old_store_adopted(void **state)
 
 	(void)state;
 	assert_int_equal(store_open(path, &st, &err), 0);
-	assert_int_equal(int_of(path, "PRAGMA application_id"), 0); /* reading changes nothing */
-	assert_int_equal(store_build_put(st, "k", &b), 0);
 	assert_int_equal(int_of(path, "PRAGMA application_id"), STORE_APPLICATION_ID);
+	assert_int_equal(int_of(path, "PRAGMA user_version"), 4);
+	assert_int_equal(store_build_put(st, "k", &b), 0);
+	assert_int_equal(store_build_get(st, "k", &b), 0);
 	store_close(st);
 	free(path);
 }
@@ -465,6 +521,7 @@ int main(void)
 		cmocka_unit_test(test_store_being_made),
 		cmocka_unit_test(test_made_by_first_write),
 		cmocka_unit_test(test_old_store_adopted),
+		cmocka_unit_test(test_governed),
 		cmocka_unit_test(test_read_only_store),
 	};
 	return cmocka_run_group_tests_name("store", tests, NULL, teardown);

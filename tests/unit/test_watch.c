@@ -325,8 +325,7 @@ static void test_view(void **state)
 	w.psi_full_avg10 = -1;
 	view_show(f, &w, 1);
 	fclose(f);
-	assert_string_equal(text, "\033[H\033[2J"
-				  "host: 32.00 GiB available of 64.00 GiB\n\n"
+	assert_string_equal(text, "host: 32.00 GiB available of 64.00 GiB\n\n"
 				  "GPU  name                           free         used   free%  util    to OOM\n"
 				  "0                              60.00 GiB    20.00 GiB   75.0%     -         -\n"
 				  "1    H200                     (read failed: figures unknown)\n"

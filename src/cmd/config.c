@@ -1,0 +1,346 @@
+/* Settings from /etc/headroom.conf, the user's config file and HEADROOM_* variables. */
+#include "cmd/config.h"
+
+#include <errno.h>
+#include <getopt.h>
+#include <ini.h>
+#include <jansson.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+
+#include "cmd/cmd.h"
+#include "util/log.h"
+#include "util/strbuf.h"
+#include "util/suggest.h"
+#include "util/xalloc.h"
+
+/* One setting: its key in a file (HEADROOM_ and the key in capitals in the environment),
+ * the commands that take it and the option it stands for. A flag (no value) is given
+ * when the setting is true. */
+struct setting {
+	const char *key;
+	const char *commands; /* space-separated */
+	const char *option;
+	const char *short_option; /* or NULL */
+	int flag;
+	const char *what;
+};
+
+static const struct setting settings[] = {
+	{ "budget", "run", "--budget", "-b", 0, "memory the build's jobs may use, e.g. 24G" },
+	{ "reserve", "run", "--reserve", NULL, 0, "memory kept free for the rest of the machine, e.g. 1G" },
+	{ "jobs", "run", "--jobs", "-j", 0, "the most jobs at once" },
+	{ "tree", "run", "--tree", NULL, 1, "govern the process tree (true or false)" },
+	{ "jobserver", "run", "--jobserver", NULL, 0, "serve make's jobserver: auto, pipe or fifo" },
+	{ "db", "run plan probe profiles stats", "--db", NULL, 0, "the profile store" },
+	{ "margin", "plan", "--margin", NULL, 0, "GPU memory kept free, e.g. 2G or 5%" },
+	{ "gpu", "plan", "--gpu", NULL, 0, "the GPU planned for, e.g. h100" },
+	{ "gpu_memory", "plan", "--gpu-memory", NULL, 0, "the GPU's memory, e.g. 80G" },
+	{ "context_bytes", "plan", "--context-bytes", NULL, 0, "CUDA context and workspaces, e.g. 740M" },
+	{ "interval", "watch", "--interval", "-i", 0, "milliseconds between samples" },
+	{ "min_free", "watch", "--min-free", NULL, 0, "warn below this much free memory, e.g. 2G" },
+	{ "min_free_pct", "watch", "--min-free-pct", NULL, 0, "warn below this share free, e.g. 5" },
+	{ "horizon", "watch", "--horizon", NULL, 0, "seconds ahead a time-to-OOM warns" },
+	{ "window", "watch", "--window", NULL, 0, "seconds of samples a trend is fitted to" },
+	{ "stuck_timeout", "watch", "--stuck-timeout", NULL, 0, "seconds before a job that lost ranks is stuck" },
+	{ "prometheus", "watch", "--prometheus", NULL, 0, "address of the Prometheus endpoint, e.g. 127.0.0.1:9405" },
+	{ "jsonl", "watch", "--jsonl", NULL, 0, "file the events are appended to" },
+	{ "on_event", "watch", "--on-event", NULL, 0, "command run on each event" },
+	{ "grace", "watch", "--grace", NULL, 0, "seconds between SIGTERM and SIGKILL" },
+	{ "stop_delay", "watch", "--stop-delay", NULL, 0, "seconds before a job that lost ranks is stopped" },
+};
+enum { NSETTINGS = sizeof(settings) / sizeof(settings[0]) };
+
+/* Where each setting's value came from: a file and line, or a variable. */
+struct value {
+	char *text;
+	char *source;
+	const char *kind; /* "file", "environment" */
+};
+
+struct config {
+	struct value v[NSETTINGS];
+	char *files[2];
+	const char *file_state[2]; /* "read", "absent" */
+};
+
+struct parse_ctx {
+	struct config *c;
+	const char *path;
+	FILE *f;
+	int line; /* of the line read last (Debian's inih passes the handler none) */
+};
+
+static const struct setting *find(const char *key, size_t *at)
+{
+	for (size_t i = 0; i < NSETTINGS; i++)
+		if (!strcmp(settings[i].key, key)) {
+			*at = i;
+			return &settings[i];
+		}
+	return NULL;
+}
+
+static void set_value(struct value *v, const char *text, char *source, const char *kind)
+{
+	free(v->text);
+	free(v->source);
+	v->text = xstrdup(text);
+	v->source = source;
+	v->kind = kind;
+}
+
+/* A key unknown or misspelled: say the nearest one ("budgt": budget). */
+static noreturn void unknown_key(const char *where, const char *key)
+{
+	const char *keys[NSETTINGS];
+
+	for (size_t i = 0; i < NSETTINGS; i++)
+		keys[i] = settings[i].key;
+	const char *near = suggest_closest(key, keys, NSETTINGS);
+	die(EXIT_USAGE, "%s: unknown setting '%s'%s%s%s (`headroom config` lists them)", where, key,
+	    near ? " (did you mean " : "", near ? near : "", near ? "?)" : "");
+}
+
+static char *next_line(char *str, int num, void *user)
+{
+	struct parse_ctx *p = user;
+	char *l = fgets(str, num, p->f);
+
+	p->line += l != NULL;
+	return l;
+}
+
+static int on_line(void *user, const char *section, const char *name, const char *value)
+{
+	struct parse_ctx *p = user;
+	int line = p->line;
+	size_t at;
+
+	(void)section;
+	if (!find(name, &at)) {
+		char *where = xasprintf("%s:%d", p->path, line);
+		unknown_key(where, name);
+	}
+	set_value(&p->c->v[at], value, xasprintf("%s:%d", p->path, line), "file");
+	return 1;
+}
+
+/* A file's settings over what c holds; an absent file is no error. */
+static void read_file(struct config *c, int which, char *path)
+{
+	struct parse_ctx p = { .c = c, .path = path };
+	struct stat st;
+
+	c->files[which] = path;
+	if (stat(path, &st)) {
+		if (errno != ENOENT)
+			die(EXIT_USAGE, "cannot read the settings in %s: %s", path, strerror(errno));
+		c->file_state[which] = "absent";
+		return;
+	}
+	if (S_ISDIR(st.st_mode))
+		die(EXIT_USAGE, "%s holds settings but is a directory", path);
+	p.f = fopen(path, "r");
+	if (!p.f)
+		die(EXIT_USAGE, "cannot read the settings in %s: %s", path, strerror(errno));
+	int rc = ini_parse_stream(next_line, &p, on_line, &p);
+	fclose(p.f);
+	if (rc < 0)
+		die(EXIT_USAGE, "cannot read the settings in %s: out of memory", path);
+	if (rc > 0)
+		die(EXIT_USAGE, "%s:%d: not a setting: write 'key = value' (`headroom config` lists the keys)", path, rc);
+	c->file_state[which] = "read";
+}
+
+static char *user_file(void)
+{
+	const char *own = getenv("HEADROOM_CONFIG"), *xdg = getenv("XDG_CONFIG_HOME"), *home = getenv("HOME");
+
+	if (own && *own)
+		return xstrdup(own);
+	if (xdg && *xdg)
+		return xasprintf("%s/headroom/config", xdg);
+	return xasprintf("%s/.config/headroom/config", home && *home ? home : "");
+}
+
+static void config_load(struct config *c)
+{
+	const char *sys = getenv("HEADROOM_SYSTEM_CONFIG");
+
+	memset(c, 0, sizeof(*c));
+	read_file(c, 0, xstrdup(sys && *sys ? sys : "/etc/headroom.conf"));
+	read_file(c, 1, user_file());
+	for (size_t i = 0; i < NSETTINGS; i++) {
+		struct strbuf name = STRBUF_INIT;
+		strbuf_add(&name, "HEADROOM_");
+		for (const char *k = settings[i].key; *k; k++)
+			strbuf_addf(&name, "%c", *k >= 'a' && *k <= 'z' ? *k - 'a' + 'A' : *k);
+		const char *e = getenv(strbuf_str(&name));
+		if (e)
+			set_value(&c->v[i], e, strbuf_detach(&name), "environment");
+		else
+			strbuf_release(&name);
+	}
+}
+
+static int takes(const struct setting *s, const char *cmd)
+{
+	size_t n = strlen(cmd);
+
+	for (const char *p = s->commands; (p = strstr(p, cmd)); p += n)
+		if ((p == s->commands || p[-1] == ' ') && (!p[n] || p[n] == ' '))
+			return 1;
+	return 0;
+}
+
+/* A flag's value: 1 true, 0 false, -1 neither. */
+static int truth(const char *v)
+{
+	static const char *const yes[] = { "1", "true", "yes", "on" }, *const no[] = { "0", "false", "no", "off", "" };
+
+	for (size_t i = 0; i < 4; i++)
+		if (!strcasecmp(v, yes[i]))
+			return 1;
+	for (size_t i = 0; i < 5; i++)
+		if (!strcasecmp(v, no[i]))
+			return 0;
+	return -1;
+}
+
+/* The options config_inject gave, and from where: a message about one says so. */
+static struct {
+	const char *option;
+	char note[512];
+} given[NSETTINGS];
+static size_t ngiven;
+
+static const char *injected_note(const char *msg)
+{
+	for (size_t i = 0; i < ngiven; i++) {
+		const char *p = strstr(msg, given[i].option);
+		size_t n = strlen(given[i].option);
+		if (p && (p[n] == ' ' || p[n] == '=' || p[n] == '\0'))
+			return given[i].note;
+	}
+	return NULL;
+}
+
+/* Whether the command line gives the setting's option itself (before "--"): then it
+ * wins, and the setting is not given at all (a bad value in a file cannot fail a command
+ * line that overrides it). */
+static int on_command_line(int argc, char **argv, const struct setting *s)
+{
+	size_t n = strlen(s->option);
+
+	for (int i = 1; i < argc && strcmp(argv[i], "--"); i++) {
+		if (!strncmp(argv[i], s->option, n) && (!argv[i][n] || argv[i][n] == '='))
+			return 1;
+		if (s->short_option && !strncmp(argv[i], s->short_option, 2))
+			return 1;
+	}
+	return 0;
+}
+
+char **config_inject(int *argc, char **argv)
+{
+	struct config c;
+	char **out = xcalloc((size_t)*argc + NSETTINGS + 1, sizeof(*out));
+	int n = 0;
+
+	config_load(&c);
+	out[n++] = argv[0];
+	for (size_t i = 0; i < NSETTINGS; i++) {
+		const struct setting *s = &settings[i];
+		if (!c.v[i].text || !takes(s, argv[0]) || on_command_line(*argc, argv, s))
+			continue;
+		if (s->flag) {
+			int t = truth(c.v[i].text);
+			if (t < 0)
+				die(EXIT_USAGE, "%s: %s wants true or false, not '%s'", c.v[i].source, s->key, c.v[i].text);
+			if (t)
+				out[n++] = (char *)s->option;
+			continue;
+		}
+		if (!*c.v[i].text)
+			die(EXIT_USAGE, "%s: %s is empty (unset it, or give a value)", c.v[i].source, s->key);
+		log_debug("%s=%s from %s", s->option, c.v[i].text, c.v[i].source);
+		out[n++] = xasprintf("%s=%s", s->option, c.v[i].text);
+		given[ngiven].option = s->option;
+		snprintf(given[ngiven++].note, sizeof(given[0].note), "(%s came from %s)", s->option, c.v[i].source);
+	}
+	for (int i = 1; i < *argc; i++)
+		out[n++] = argv[i];
+	out[n] = NULL;
+	*argc = n;
+	log_set_die_note(injected_note);
+	return out;
+}
+
+static const char usage[] =
+	"usage: headroom config [--json]\n"
+	"\n"
+	"Show the settings in force and where each came from. A setting is an option's default:\n"
+	"read from /etc/headroom.conf, then $XDG_CONFIG_HOME/headroom/config (~/.config/headroom/config;\n"
+	"HEADROOM_CONFIG names another file), then HEADROOM_<KEY> variables (HEADROOM_BUDGET=24G);\n"
+	"each over the one before, and the command line over them all. A file holds lines\n"
+	"'key = value' and '# comments'.\n"
+	"\n"
+	"      --json      JSON (format headroom-config/1)\n"
+	"  -h, --help      show this help\n";
+
+int cmd_config(int argc, char **argv)
+{
+	static const struct option opts[] = {
+		{ "json", no_argument, NULL, 'J' }, { "help", no_argument, NULL, 'h' }, { NULL, 0, NULL, 0 },
+	};
+	struct config c;
+	int ch, json = 0;
+
+	while ((ch = getopt_long(argc, argv, "h", opts, NULL)) != -1) {
+		switch (ch) {
+		case 'J': json = 1; break;
+		case 'h': fputs(usage, stdout); return 0;
+		default: opt_refused("config", opts, argv);
+		}
+	}
+	if (optind < argc)
+		die(EXIT_USAGE, "config: no arguments expected, got '%s'", argv[optind]);
+	config_load(&c);
+	if (json) {
+		json_t *o = json_object(), *files = json_array(), *set = json_object();
+		json_object_set_new(o, "format", json_string("headroom-config/1"));
+		for (int i = 0; i < 2; i++)
+			json_array_append_new(files, json_pack("{s:s, s:s}", "path", c.files[i], "state", c.file_state[i]));
+		json_object_set_new(o, "files", files);
+		for (size_t i = 0; i < NSETTINGS; i++) {
+			const struct setting *s = &settings[i];
+			json_t *cmds = json_array();
+			char *list = xstrdup(s->commands), *save = NULL;
+			for (char *w = strtok_r(list, " ", &save); w; w = strtok_r(NULL, " ", &save))
+				json_array_append_new(cmds, json_string(w));
+			free(list);
+			json_object_set_new(set, s->key, json_pack("{s:o, s:o, s:o, s:s, s:o}",
+				"value", c.v[i].text ? json_string(c.v[i].text) : json_null(),
+				"source", c.v[i].source ? json_string(c.v[i].source) : json_null(),
+				"kind", c.v[i].kind ? json_string(c.v[i].kind) : json_string("default"),
+				"option", s->option, "commands", cmds));
+		}
+		json_object_set_new(o, "settings", set);
+		json_dumpf(o, stdout, JSON_INDENT(2));
+		putchar('\n');
+		json_decref(o);
+		return 0;
+	}
+	for (int i = 0; i < 2; i++)
+		printf("# %s: %s\n", c.files[i], c.file_state[i]);
+	printf("%-14s %-20s %-32s %s\n", "SETTING", "VALUE", "FROM", "OPTION OF");
+	for (size_t i = 0; i < NSETTINGS; i++) {
+		const struct setting *s = &settings[i];
+		printf("%-14s %-20s %-32s %s %s\n", s->key, c.v[i].text ? c.v[i].text : "-",
+		       c.v[i].source ? c.v[i].source : "(the command's default)", s->option, s->commands);
+	}
+	return 0;
+}

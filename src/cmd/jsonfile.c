@@ -1,0 +1,53 @@
+/* A JSON file named on the command line, or a message that says what is wrong with it. */
+#include <errno.h>
+#include <jansson.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/stat.h>
+
+#include "cmd/cmd.h"
+#include "util/log.h"
+
+/* Does it look like a Hugging Face hub id ("meta-llama/Llama-3.1-8B"): one slash, no
+ * file of that name, no ".json"? */
+static int looks_like_hub_id(const char *path)
+{
+	const char *slash = strchr(path, '/');
+	size_t n = strlen(path);
+
+	return slash && slash != path && slash[1] && !strchr(slash + 1, '/') && path[0] != '.' &&
+	       !(n > 5 && !strcmp(path + n - 5, ".json"));
+}
+
+json_t *json_file_load(const char *cmd, const char *path)
+{
+	struct stat st;
+	json_error_t e;
+	json_t *j;
+
+	if (!strcmp(path, "-")) {
+		j = json_loadf(stdin, 0, &e);
+		if (!j)
+			die(EXIT_USAGE, "%s: standard input is not JSON: %s (line %d, column %d)", cmd, e.text, e.line,
+			    e.column);
+		return j;
+	}
+	if (stat(path, &st)) {
+		int err = errno;
+		if (err == ENOENT && looks_like_hub_id(path))
+			die(EXIT_USAGE, "%s: %s: no such file; it looks like a Hugging Face hub id: download its config.json "
+			    "first (huggingface-cli download %s config.json) and give that file", cmd, path, path);
+		die(EXIT_USAGE, "%s: cannot read %s: %s", cmd, path, strerror(err));
+	}
+	if (S_ISDIR(st.st_mode))
+		die(EXIT_USAGE, "%s: %s is a directory: give the config.json in it (%s/config.json)", cmd, path, path);
+	if (!st.st_size)
+		die(EXIT_USAGE, "%s: %s is empty, not JSON", cmd, path);
+	j = json_load_file(path, 0, &e);
+	if (!j) {
+		if (e.line < 1)
+			die(EXIT_USAGE, "%s: cannot read %s: %s", cmd, path, e.text);
+		die(EXIT_USAGE, "%s: %s is not JSON: %s (line %d, column %d)", cmd, path, e.text, e.line, e.column);
+	}
+	return j;
+}

@@ -1,0 +1,160 @@
+#!/usr/bin/env bats
+# Settings (files, HEADROOM_* variables, flags), headroom config, and the messages of
+# every command: one prefix, "did you mean", JSON errors.
+
+load helper
+
+js() { # the value at a path (.a.b) of the JSON on stdin; null when absent
+	python3 -c 'import json, sys
+v = json.load(sys.stdin)
+for k in sys.argv[1].split(".")[1:]:
+    v = v.get(k) if isinstance(v, dict) else None
+print("null" if v is None else v)' "$1" || echo "(not JSON)"
+}
+
+settings() { # $1: file, rest: lines
+	local f=$1
+	shift
+	mkdir -p "$(dirname "$f")"
+	printf '%s\n' "$@" > "$f"
+}
+
+@test "config: flags over HEADROOM_* variables over the user's file over /etc; config says where each came from" {
+	settings "$HEADROOM_SYSTEM_CONFIG" "budget = 9G" "margin = 7%" "reserve = 3G"
+	settings "$XDG_CONFIG_HOME/headroom/config" "# mine" "budget = 2G" "reserve = 1G"
+	run env HEADROOM_RESERVE=512M "$HR" config
+	[ "$status" -eq 0 ]
+	grep -E "^budget +2G +$XDG_CONFIG_HOME/headroom/config:2 " <<<"$output"
+	grep -E "^reserve +512M +HEADROOM_RESERVE " <<<"$output"
+	grep -E "^margin +7% +$HEADROOM_SYSTEM_CONFIG:2 " <<<"$output"
+	grep -E "^jobs +- +\(the command's default\)" <<<"$output"
+	run env HEADROOM_RESERVE=512M "$HR" config --json
+	[ "$(js .settings.budget.source <<<"$output")" = "$XDG_CONFIG_HOME/headroom/config:2" ]
+	[ "$(js .settings.reserve.value <<<"$output")" = 512M ]
+	[ "$(js .settings.reserve.kind <<<"$output")" = environment ]
+	[ "$(js .settings.jobs.value <<<"$output")" = null ]
+
+	# the build sees what is in force: the report's budget
+	run env HEADROOM_RESERVE=512M "$HR" run --no-db --report "$T/r1.json" -- true
+	[ "$status" -eq 0 ]
+	[ "$(js .budget_bytes <"$T/r1.json")" -eq $((2 << 30)) ]
+	run env HEADROOM_BUDGET=3G "$HR" run --no-db --report "$T/r2.json" -- true
+	[ "$(js .budget_bytes <"$T/r2.json")" -eq $((3 << 30)) ]
+	run env HEADROOM_BUDGET=3G "$HR" run --no-db --budget 1G --report "$T/r3.json" -- true
+	[ "$(js .budget_bytes <"$T/r3.json")" -eq $((1 << 30)) ]
+	run env HEADROOM_BUDGET=3G "$HR" run --no-db -b 768M --report "$T/r4.json" -- true
+	[ "$(js .budget_bytes <"$T/r4.json")" -eq $((768 << 20)) ]
+}
+
+@test "config: a bad value says where it came from; a flag that overrides it is not failed by it" {
+	run env HEADROOM_BUDGET=lots "$HR" run --no-db -- true
+	[ "$status" -eq 2 ]
+	[[ "$output" == *"headroom: run: --budget wants a size"*"not 'lots' (--budget came from HEADROOM_BUDGET)"* ]]
+	run env HEADROOM_BUDGET=lots "$HR" run --no-db --budget 1G -- true
+	[ "$status" -eq 0 ]
+	settings "$XDG_CONFIG_HOME/headroom/config" "margin = much"
+	run "$HR" plan --gpu-memory 80G "$T/none.json"
+	[ "$status" -eq 2 ]
+	[[ "$output" == *"not 'much' (--margin came from $XDG_CONFIG_HOME/headroom/config:1)"* ]]
+}
+
+@test "config: an unknown key names the nearest one; a line that is no setting, a directory: said with the file" {
+	settings "$XDG_CONFIG_HOME/headroom/config" "budgt = 3G"
+	run "$HR" run --no-db -- true
+	[ "$status" -eq 2 ]
+	[[ "$output" == *"$XDG_CONFIG_HOME/headroom/config:1: unknown setting 'budgt' (did you mean budget?)"* ]]
+	settings "$XDG_CONFIG_HOME/headroom/config" "budget = 3G" "what is this"
+	run "$HR" config
+	[ "$status" -eq 2 ]
+	[[ "$output" == *"config:2: not a setting"* ]]
+	rm -rf "$XDG_CONFIG_HOME/headroom/config"
+	mkdir -p "$XDG_CONFIG_HOME/headroom/config"
+	run "$HR" config
+	[ "$status" -eq 2 ]
+	[[ "$output" == *"config holds settings but is a directory"* ]]
+	run --separate-stderr "$HR" config --json
+	[ "$(js .status <<<"$output")" = 2 ]
+	[[ "$(js .error <<<"$output")" == *"is a directory" ]]
+}
+
+@test "config: tree = true gives --tree; HEADROOM_CONFIG names the file" {
+	settings "$T/mine.conf" "tree = yes"
+	run env HEADROOM_CONFIG="$T/mine.conf" "$HR" run --no-db --report "$T/r.json" -- true
+	[ "$status" -eq 0 ]
+	[ "$(js .mode <"$T/r.json")" = "process tree" ]
+	settings "$T/mine.conf" "tree = perhaps"
+	run env HEADROOM_CONFIG="$T/mine.conf" "$HR" run --no-db -- true
+	[ "$status" -eq 2 ]
+	[[ "$output" == *"mine.conf:1: tree wants true or false, not 'perhaps'"* ]]
+}
+
+@test "an unknown option: one line, the nearest option, and where help is; the same prefix everywhere" {
+	run "$HR" plan --grad-chkpt x.json
+	[ "$status" -eq 2 ]
+	[ "${#lines[@]}" -eq 1 ]
+	[ "$output" = "headroom: plan: unknown option '--grad-chkpt'; did you mean --grad-ckpt? try 'headroom plan --help'" ]
+	run "$HR" run --bduget 3G -- true
+	[ "$output" = "headroom: run: unknown option '--bduget'; did you mean --budget? try 'headroom run --help'" ]
+	run "$HR" watch --promethues :9405
+	[[ "$output" == "headroom: watch: unknown option '--promethues'; did you mean --prometheus?"* ]]
+	run "$HR" profiles --jsn
+	[[ "$output" == "headroom: profiles: unknown option '--jsn'; did you mean --json?"* ]]
+	run "$HR" doctor --frobnicate
+	[ "$output" = "headroom: doctor: unknown option '--frobnicate'; try 'headroom doctor --help'" ]
+	run "$HR" run -j
+	[ "$output" = "headroom: run: -j wants a value (--jobs); try 'headroom run --help'" ]
+	run "$HR" plan --json=yes x.json
+	[[ "$output" == "headroom: plan: --json takes no value"* ]]
+	run "$HR" pln
+	[ "$status" -eq 2 ]
+	[ "$output" = "headroom: unknown command 'pln'; did you mean plan? try 'headroom --help'" ]
+}
+
+@test "every --json command prints JSON when it fails" {
+	run --separate-stderr "$HR" plan --json --grad-chkpt x.json
+	[ "$status" -eq 2 ]
+	[ "$(js .error <<<"$output")" = "plan: unknown option '--grad-chkpt'; did you mean --grad-ckpt? try 'headroom plan --help'" ]
+	run --separate-stderr "$HR" plan --json "$T/none.json"
+	[ "$status" -eq 2 ]
+	[ "$(js .error <<<"$output")" = "plan: cannot read $T/none.json: No such file or directory" ]
+	run --separate-stderr env LD_LIBRARY_PATH=/nonexistent "$HR" probe --json
+	[ "$status" -ne 0 ]
+	[[ "$(js .error <<<"$output")" == *"no GPU"* ]]
+	run --separate-stderr "$HR" profiles --json --db "$T" list
+	[ "$status" -eq 125 ]
+	[[ "$(js .error <<<"$output")" == "profiles: profile store: "*"$T"* ]]
+	run --separate-stderr "$HR" config --json extra
+	[ "$status" -eq 2 ]
+	[ "$(js .error <<<"$output")" = "config: no arguments expected, got 'extra'" ]
+}
+
+@test "a file named for plan: a directory, empty, not JSON (where), a hub id: each said with the file" {
+	run "$HR" plan --gpu h100 "$T"
+	[ "$status" -eq 2 ]
+	[ "$output" = "headroom: plan: $T is a directory: give the config.json in it ($T/config.json)" ]
+	: > "$T/empty.json"
+	run "$HR" plan --gpu h100 "$T/empty.json"
+	[ "$output" = "headroom: plan: $T/empty.json is empty, not JSON" ]
+	printf '{"a": 1,\n' > "$T/bad.json"
+	run "$HR" plan --gpu h100 "$T/bad.json"
+	[[ "$output" == "headroom: plan: $T/bad.json is not JSON: "*"(line 2, column "* ]]
+	cd "$T"
+	run "$HR" plan --gpu h100 meta-llama/Llama-3.1-8B
+	[[ "$output" == *"meta-llama/Llama-3.1-8B: no such file; it looks like a Hugging Face hub id: download its config.json first"* ]]
+	run --separate-stderr "$HR" plan --json --gpu h100 "$T"
+	[[ "$(js .error <<<"$output")" == *"is a directory"* ]]
+}
+
+@test "the report counts in the singular for one; profiles show labels its curve" {
+	command -v ninja || skip "ninja needed"
+	printf 'rule t\n  command = $${HEADROOM_LAUNCHER} %s --hold 40M --ms 300 && touch $out\nbuild a: t\n' "$MEMHOG" > "$T/build.ninja"
+	cd "$T"
+	run "$HR" run --db "$T/p.db" -j1 -- ninja
+	[ "$status" -eq 0 ]
+	[[ "$output" == *"headroom: 1 job in "* ]]
+	[[ "$output" == *"at most 1 job at once"* ]]
+	run "$HR" profiles --db "$T/p.db" show memhog
+	[[ "$output" == *"resident memory (MiB) in 64 slices of the job's"* ]]
+	grep -qE '^ +0- 12% +[0-9]+' <<<"$output"
+	grep -qE '^ +87-100% +[0-9]+' <<<"$output"
+}
