@@ -25,7 +25,7 @@ load helper
 	done
 }
 
-@test "a .deb builds with dpkg-buildpackage, unpacks and runs" {
+@test "a .deb builds with dpkg-buildpackage, unpacks and runs; as root it installs, runs and purges" {
 	command -v dpkg-buildpackage && command -v dh || skip "dpkg-dev and debhelper needed"
 	# the package is built from the sources, whatever headroom is under test: once is enough
 	[ -z "${HEADROOM_BIN-}" ] || skip "built once, in the pass without HEADROOM_BIN"
@@ -50,6 +50,18 @@ load helper
 		run "$T/inst/usr/bin/headroom" run --no-db -- ninja -f "$T/b.ninja" -C "$T"
 		[ "$status" -eq 0 ]
 		[ -f "$T/a" ] && [ -f "$T/b" ]
+	fi
+	# as root, where no headroom package is installed: really install it, run it, purge it
+	if [ "$(id -u)" -eq 0 ] && ! dpkg -s headroom >/dev/null 2>&1; then
+		run dpkg -i "$deb"
+		local installed=$status
+		run /usr/bin/headroom --version
+		local ran=$status out=$output
+		dpkg -P headroom >/dev/null
+		[ "$installed" -eq 0 ] && [ "$ran" -eq 0 ]
+		[[ "$out" == "headroom "[0-9]* ]]
+		! dpkg -s headroom >/dev/null 2>&1
+		[ ! -e /usr/bin/headroom ]
 	fi
 }
 
