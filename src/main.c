@@ -8,7 +8,6 @@
 #include "cmd/cmd.h"
 #include "cmd/config.h"
 #include "util/log.h"
-#include "util/path.h"
 #include "util/suggest.h"
 
 #define HEADROOM_VERSION "0.1.0"
@@ -49,12 +48,8 @@ static void usage(FILE *f)
 
 int main(int argc, char **argv)
 {
-	const char *dbg = getenv("HEADROOM_DEBUG");
-	const char *name = path_base(argv[0]);
-
-	if (dbg && *dbg && strcmp(dbg, "0"))
-		log_level = 3;
-	if (!strcmp(name, "cc") || !strcmp(name, "c++"))
+	log_level_from_env();
+	if (cmd_is_shim(argv[0]))
 		return cmd_shim(argc, argv);
 	if (argc < 2) {
 		usage(stderr);

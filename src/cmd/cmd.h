@@ -15,6 +15,8 @@ int cmd_stats(int argc, char **argv);
 /* headroom started as `cc` or `c++` (a shim `headroom run` made): run the real
  * compiler from HEADROOM_REAL_CC / HEADROOM_REAL_CXX through the launcher. */
 int cmd_shim(int argc, char **argv);
+/* Whether argv0 names a shim (cc or c++): then main runs cmd_shim. */
+int cmd_is_shim(const char *argv0);
 /* The quick doctor checks before a build; prints only problems, on stderr. */
 void doctor_preflight(void);
 

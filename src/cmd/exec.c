@@ -74,6 +74,13 @@ int cmd_exec(int argc, char **argv)
 	exec_job(argv + optind);
 }
 
+int cmd_is_shim(const char *argv0)
+{
+	const char *name = path_base(argv0);
+
+	return !strcmp(name, "cc") || !strcmp(name, "c++");
+}
+
 int cmd_shim(int argc, char **argv)
 {
 	const char *name = path_base(argv[0]);

@@ -8,6 +8,14 @@
 #include <unistd.h>
 
 int log_level = 1;
+
+void log_level_from_env(void)
+{
+	const char *dbg = getenv("HEADROOM_DEBUG");
+
+	if (dbg && *dbg && strcmp(dbg, "0"))
+		log_level = 3;
+}
 static const char *command;
 static int json_errors;
 static const char *(*die_note)(const char *msg);

@@ -11,6 +11,8 @@
 
 /* 0 quiet, 1 normal, 2 verbose (-v), 3 debug (HEADROOM_DEBUG=1). */
 extern int log_level;
+/* Debug level when HEADROOM_DEBUG is set to anything but "" or "0". */
+void log_level_from_env(void);
 
 /* The command the messages come from: "headroom: NAME: " before each message that does
  * not begin with "NAME:" itself. A static string, or NULL. */
