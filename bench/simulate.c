@@ -8,7 +8,8 @@
  * and it runs its recorded length (no CPU contention: jobs do not slow each other down).
  * The governor's inputs are built as governor.c and learned.c build them: jobs sampled
  * each tick, provisional profiles from admit_passed_peak()/admit_provisional(), the ramp
- * from admit_unknown_need(), order by admit_order(), decisions by admit_decide(), learning
+ * from admit_unknown_need(), predictions as learned_predict() makes them (own, twins, class),
+ * order by admit_order(), decisions by admit_decide(), learning
  * by curve_from_samples()/curve_learn() (signature 50 % with floor, class 80 %), the
  * safety net's verdict by net_decide() (only its hold is acted on; a freeze or kill it
  * would have ordered is counted, not carried out).
@@ -28,6 +29,7 @@
 #include <string.h>
 
 #include "govern/admit.h"
+#include "govern/signature.h"
 #include "profile/curve.h"
 #include "util/units.h"
 #include "util/xalloc.h"
@@ -45,7 +47,7 @@ struct tjob {
 };
 
 struct prof {
-	char key[512];
+	char key[512], cls[128];
 	struct curve c;
 	int known, provisional;
 };
@@ -68,6 +70,7 @@ struct sjob {
 	const struct curve *pred;
 	int passed;
 	int own;                   /* pred is its signature's profile */
+	struct curve twins;        /* the mean of its twins' profiles, when pred points here */
 };
 
 static uint64_t mem_at(const struct tjob *j, int64_t t)
@@ -93,14 +96,34 @@ static struct prof *prof_get(struct store *s, const char *key)
 	return p;
 }
 
-/* learned_predict(): the signature, else the class (learned or provisional) */
-static const struct curve *predict(struct store *sig, struct store *cls, const struct tjob *j, int *own)
+/* learned_predict(): the signature, else the mean of its twins', else the class (learned
+ * or provisional); twins is where the mean goes */
+static const struct curve *predict(struct store *sig, struct store *cls, const struct tjob *j, int *own,
+				   struct curve *twins)
 {
 	struct prof *p = prof_get(sig, j->sig);
+	double pts[CURVE_POINTS] = { 0 }, dur = 0;
+	int n = 0;
 
 	*own = p->known;
 	if (p->known)
 		return &p->c;
+	for (size_t i = 0; i < sig->n; i++) {
+		if (!sig->p[i].known || strcmp(sig->p[i].cls, j->cls) || !job_src_twins(sig->p[i].key, j->sig))
+			continue;
+		for (int k = 0; k < CURVE_POINTS; k++)
+			pts[k] += (double)sig->p[i].c.pts[k];
+		dur += (double)sig->p[i].c.duration_ms;
+		n++;
+	}
+	if (n) {
+		memset(twins, 0, sizeof(*twins));
+		for (int k = 0; k < CURVE_POINTS; k++)
+			twins->pts[k] = (uint64_t)(pts[k] / n);
+		twins->duration_ms = (int64_t)(dur / n);
+		curve_update_peak(twins);
+		return twins;
+	}
 	p = prof_get(cls, j->cls);
 	return p->known || p->provisional ? &p->c : NULL;
 }
@@ -170,12 +193,12 @@ static void admit_waiting(struct sim *s)
 		struct sjob *j = &s->j[i];
 		if (j->state == 2) {
 			if (!j->pred)
-				j->pred = predict(&s->sig, &s->cls, &s->tj[i], &j->own);
+				j->pred = predict(&s->sig, &s->cls, &s->tj[i], &j->own, &j->twins);
 			snap[nsnap++] = (struct admit_job){ j->ran_ms, j->pred, j->current, j->frozen, j->own };
 			running++;
 		} else if (j->state == 1) {
 			if (!j->pred)
-				j->pred = predict(&s->sig, &s->cls, &s->tj[i], &j->own);
+				j->pred = predict(&s->sig, &s->cls, &s->tj[i], &j->own, &j->twins);
 			w[nw++] = (struct admit_wait){ j->pred ? j->pred->duration_ms : -1, (int64_t)i, i };
 		}
 	}
@@ -286,8 +309,16 @@ static void learn_done(struct sim *s, size_t i)
 		seen.peak_bytes = maxrss;
 	}
 	struct prof *ps = prof_get(&s->sig, s->tj[i].sig), *pc = prof_get(&s->cls, s->tj[i].cls);
+	snprintf(ps->cls, sizeof(ps->cls), "%s", s->tj[i].cls);
 	curve_learn(&ps->c, &seen, !ps->known, 50, 1);
 	ps->known = 1;
+	/* its twins waiting or running take it in */
+	for (size_t k = 0; k < s->n; k++) {
+		struct sjob *o = &s->j[k];
+		if ((o->state == 1 || o->state == 2) && o->pred && !o->own && !strcmp(s->tj[k].cls, s->tj[i].cls) &&
+		    job_src_twins(s->tj[k].sig, s->tj[i].sig))
+			o->pred = predict(&s->sig, &s->cls, &s->tj[k], &o->own, &o->twins);
+	}
 	curve_learn(&pc->c, &seen, !pc->known, 80, 0);
 	pc->known = 1;
 	pc->provisional = 0;

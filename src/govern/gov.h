@@ -41,8 +41,9 @@ struct job {
 	int64_t t_told_ms;          /* when its waiting launcher last heard from us */
 	int frozen;
 	int64_t frozen_at_ms, frozen_total_ms;
-	const struct curve *pred;   /* points into the learned cache; NULL when unknown */
+	const struct curve *pred;   /* points into the learned cache or at twins; NULL when unknown */
 	int pred_own;               /* pred is its own signature's profile */
+	struct curve twins;         /* the mean of its twins' profiles, when pred points here */
 	struct curve_sample *samples;
 	size_t nsamples, capsamples;
 	uint64_t current_bytes, peak_bytes;
@@ -148,8 +149,10 @@ void job_sample_all(struct gov *g, int64_t now, int64_t dt_ms);
 /* The cached profile of kind and key, read from the store the first time (known 0
  * when there is none yet). Never NULL; the cache owns it and it never moves. */
 struct learned *learned_get(struct gov *g, enum profile_kind kind, const char *key);
-/* Set j->pred: its own signature's profile, else its class's (learned, else
- * provisional), else NULL. */
+/* Set j->pred: its own signature's profile, else the mean of its twins' (the same file
+ * name in another directory, compiled the same way: job_src_twins()) known so far, else
+ * its class's (learned, else provisional), else NULL. A job's twin learned later while it
+ * waits or runs updates its prediction (learned_job_done). */
 void learned_predict(struct gov *g, struct job *j);
 /* After sampling: mark the running jobs that passed their peak, and give each class
  * not known yet its provisional profile from its running jobs. */

@@ -32,14 +32,67 @@ struct learned *learned_get(struct gov *g, enum profile_kind kind, const char *k
 	return l;
 }
 
+/* The known signature l is of j's class, and its source is j's twin. */
+static int is_twin(const struct learned *l, const struct job *j)
+{
+	size_t n = strlen(j->class_key);
+
+	return l->kind == PROFILE_SIG && l->known && !strncmp(l->key, j->class_key, n) &&
+	       !strncmp(l->key + n, " :: ", 4) && job_src_twins(l->key + n + 4, j->src);
+}
+
+/* j->twins: the mean of its twins' curves. 0 when it has none. */
+static int twins_mean(struct gov *g, struct job *j)
+{
+	double pts[CURVE_POINTS] = { 0 }, dur = 0;
+	int n = 0;
+
+	for (size_t i = 0; i < g->ncache; i++) {
+		const struct curve *c = &g->cache[i]->p.curve;
+		if (!is_twin(g->cache[i], j))
+			continue;
+		for (int k = 0; k < CURVE_POINTS; k++)
+			pts[k] += (double)c->pts[k];
+		dur += (double)c->duration_ms;
+		n++;
+	}
+	if (!n)
+		return 0;
+	memset(&j->twins, 0, sizeof(j->twins));
+	for (int k = 0; k < CURVE_POINTS; k++)
+		j->twins.pts[k] = (uint64_t)(pts[k] / n);
+	j->twins.duration_ms = (int64_t)(dur / n);
+	curve_update_peak(&j->twins);
+	return 1;
+}
+
 void learned_predict(struct gov *g, struct job *j)
 {
 	struct learned *l = learned_get(g, PROFILE_SIG, j->sig_key);
 
 	j->pred_own = l->known;
-	if (!l->known)
-		l = learned_get(g, PROFILE_CLASS, j->class_key);
+	if (l->known) {
+		j->pred = &l->p.curve;
+		return;
+	}
+	if (*j->src && twins_mean(g, j)) {
+		j->pred = &j->twins;
+		return;
+	}
+	l = learned_get(g, PROFILE_CLASS, j->class_key);
 	j->pred = l->known || l->provisional ? &l->p.curve : NULL;
+}
+
+/* A signature learned: the waiting and running jobs that are its twins, predicted from
+ * their class or fewer twins, take it in. */
+static void twins_learned(struct gov *g, const struct learned *l)
+{
+	for (size_t i = 0; i < g->njobs; i++) {
+		struct job *o = g->jobs[i];
+		if ((o->state == JOB_WAITING || o->state == JOB_RUNNING) && o->pred && !o->pred_own &&
+		    is_twin(l, o))
+			learned_predict(g, o);
+	}
 }
 
 static struct admit_obs obs_of(const struct job *j, int64_t now)
@@ -114,6 +167,8 @@ static void learn(struct gov *g, struct job *j, const struct curve *seen)
 		/* The store folds the observation itself, into its row as it is when saved. */
 		if (g->o->store)
 			store_learn(g->o->store, l->kind, l->key, seen, how[i].keep_pct, how[i].floor || j->tree);
+		if (l->kind == PROFILE_SIG)
+			twins_learned(g, l);
 	}
 }
 

@@ -177,6 +177,12 @@ void job_sig_from_argv(int argc, char *const argv[], struct job_sig *out)
 	out->sig_key = xasprintf("%s :: %s", out->class_key, out->src);
 }
 
+int job_src_twins(const char *src_a, const char *src_b)
+{
+	return src_a && src_b && *src_a && *src_b && strcmp(src_a, src_b) &&
+	       !strcmp(path_base(src_a), path_base(src_b));
+}
+
 /* The number a flag's value starts with, clamped to [0, 1024]; -1 when it has none. */
 static int small_count(const char *v)
 {

@@ -21,6 +21,11 @@ struct job_sig {
 void job_sig_from_argv(int argc, char *const argv[], struct job_sig *out);
 void job_sig_free(struct job_sig *s);
 
+/* Whether two sources are the same file name in other directories (one tree built twice,
+ * for two architectures, or moved): a job no one has run yet is predicted from its twins
+ * of the same class before the class as a whole. Empty sources are no one's twins. */
+int job_src_twins(const char *src_a, const char *src_b);
+
 /* How many times a job of this class key ("tool flags", as job_sig_from_argv() writes
  * it) is expected to peak: nvcc runs one cicc and ptxas per -gencode pass, --threads N
  * of them at once (0: all); 1 for every other tool. */
