@@ -41,7 +41,7 @@ static int is_twin(const struct learned *l, const struct job *j)
 	       !strncmp(l->key + n, " :: ", 4) && job_src_twins(l->key + n + 4, j->src);
 }
 
-/* j->twins: the mean of its twins' curves. 0 when it has none. */
+/* j->twins: the mean of its twins' curves. How many twins it has. */
 static int twins_mean(struct gov *g, struct job *j)
 {
 	double pts[CURVE_POINTS] = { 0 }, dur = 0;
@@ -63,7 +63,9 @@ static int twins_mean(struct gov *g, struct job *j)
 		j->twins.pts[k] = (uint64_t)(pts[k] / n);
 	j->twins.duration_ms = (int64_t)(dur / n);
 	curve_update_peak(&j->twins);
-	return 1;
+	log_debug("job %d (%s) predicted from %d twin%s: peak %llu MiB", j->id, j->src, n, n == 1 ? "" : "s",
+		  (unsigned long long)(j->twins.peak_bytes >> 20));
+	return n;
 }
 
 void learned_predict(struct gov *g, struct job *j)

@@ -204,6 +204,24 @@ load helper
 	[ "$(sqlite3 "$T/p.db" 'select count(*) from profiles where kind = 1')" -eq 1 ]
 }
 
+@test "a fresh store: a job's twin (the same file in another directory) that ran predicts it, not the class" {
+	command -v ninja || skip "ninja not installed"
+	python3 "$ROOT/bench/replay" generate "$ROOT/tests/fixtures/tiny-trace.json" "$T/b" --time-scale 0.05 --mem-scale 1 \
+		--repeat 2
+	cd "$T/b"
+	# one job at a time: each rep1 job starts after its rep0 twin ended
+	HEADROOM_DEBUG=1 run "$HR" run --db "$T/p.db" -j 1 -- ninja -j1
+	echo "$output"
+	[ "$status" -eq 0 ]
+	for k in 0 1 2 3 4 5; do
+		[[ "$output" == *"(src/rep1/k$k.cu) predicted from 1 twin"* ]]
+	done
+	! [[ "$output" == *"(src/rep0/"*"twin"* ]]
+	# k5 peaks at 110 MiB, k0 at 60: each is predicted from its own twin
+	[[ "$output" =~ rep1/k5.cu\)\ predicted\ from\ 1\ twin:\ peak\ 1[01][0-9]\ MiB ]]
+	[[ "$output" =~ rep1/k0.cu\)\ predicted\ from\ 1\ twin:\ peak\ [56][0-9]\ MiB ]]
+}
+
 @test "a failing job fails the build with ninja's status, and leaves nothing running" {
 	command -v ninja || skip "ninja not installed"
 	mkdir -p "$T/f"

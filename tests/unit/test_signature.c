@@ -192,6 +192,25 @@ static void test_cache_log(void **state)
 	assert_int_equal(job_cache_log_hit("# a.c\n"), -1);
 }
 
+static void test_twins(void **state)
+{
+	(void)state;
+	/* one tree built twice, or moved: the same file name */
+	assert_true(job_src_twins("build-sm80/src/flash_bwd_hdim128_bf16_sm80.cu",
+				  "build-sm90/src/flash_bwd_hdim128_bf16_sm80.cu"));
+	assert_true(job_src_twins("/home/a/fa/csrc/k.cu", "csrc/k.cu"));
+	/* the same source is its own profile, not a twin */
+	assert_false(job_src_twins("src/k.cu", "src/k.cu"));
+	/* alike is not the same: another token, another extension, a prefix */
+	assert_false(job_src_twins("a/flash_bwd_hdim128_bf16_sm80.cu", "b/flash_bwd_hdim128_fp16_sm80.cu"));
+	assert_false(job_src_twins("a/k.cu", "b/k.cpp"));
+	assert_false(job_src_twins("a/k.cu", "b/xk.cu"));
+	/* no source: nobody's twin */
+	assert_false(job_src_twins("", ""));
+	assert_false(job_src_twins("a/k.cu", ""));
+	assert_false(job_src_twins(NULL, "a/k.cu"));
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -205,6 +224,7 @@ int main(void)
 		cmocka_unit_test(test_kinds),
 		cmocka_unit_test(test_seen_untrue),
 		cmocka_unit_test(test_cache_log),
+		cmocka_unit_test(test_twins),
 	};
 	return cmocka_run_group_tests_name("signature", tests, NULL, NULL);
 }
