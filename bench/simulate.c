@@ -14,14 +14,17 @@
  * safety net's verdict by net_decide() (only its hold is acted on; a freeze or kill it
  * would have ordered is counted, not carried out).
  *   make bench/simulate && bench/simulate TRACE [--limit SIZE] [--budget SIZE] [--slots N]
- *       [--mem-scale X] [--time-scale X] [--repeat K] [--jitter PCT] [--seed N]
+ *       [--mem-scale X] [--time-scale X] [--repeat K] [--jitter PCT] [--seed N] [--search N]
  * --other: memory that processes other than the jobs hold all along (the build tool,
  * setup.py). --jitter: each run under headroom gives each job its own pace, its length (and its curve
  * with it) stretched by up to that share either way, so the warm run does not meet exactly
  * the lengths the fresh run learned; --seed picks another draw of those paces (one run is one
  * draw: compare policies over several). SIM_DEBUG=1 prints each admission and each kill,
  * SIM_DEBUG=2 also each refusal with the predicted total that refused it and when, and
- * SIM_TIMELINE=1 the jobs and memory each second, on stderr. */
+ * SIM_TIMELINE=1 the jobs and memory each second, on stderr. The table ends with what a
+ * schedule made knowing every curve in advance, free of the build tool's window, reaches
+ * (jobs placed longest first, each at the earliest moment it fits; --search N: then N
+ * random swaps of that order kept when no worse), and the lower bound. */
 #include <inttypes.h>
 #include <jansson.h>
 #include <stdio.h>
@@ -559,6 +562,79 @@ static int64_t run_fixed(const struct tjob *tj, size_t n, int slots, uint64_t *p
 	return end;
 }
 
+/* Jobs placed one by one in `order`, each at the earliest STEP_MS at which it fits over its
+ * whole length beside those placed before (at most `slots` at once, the sum within
+ * budget), holes before later jobs included: a schedule made knowing every curve, with no
+ * build tool's window. Returns the makespan; budget too small for a job: INT64_MAX. */
+static int64_t pack(const struct tjob *tj, size_t n, const size_t *order, int slots, uint64_t budget)
+{
+	int64_t horizon = 0, end = 0;
+
+	for (size_t k = 0; k < n; k++)
+		horizon += tj[k].dur_ms / STEP_MS + 1;
+	uint64_t *mem = xcalloc((size_t)horizon + 1, sizeof(*mem));
+	int *cnt = xcalloc((size_t)horizon + 1, sizeof(*cnt));
+	for (size_t q = 0; q < n && end < INT64_MAX; q++) {
+		const struct tjob *j = &tj[order[q]];
+		int64_t len = j->dur_ms / STEP_MS + 1, st = 0;
+
+		for (; st + len <= horizon; st++) {
+			int64_t i = 0;
+			while (i < len && cnt[st + i] < slots && mem[st + i] + mem_at(j, i * STEP_MS) <= budget)
+				i++;
+			if (i == len)
+				break;
+		}
+		if (st + len > horizon) {
+			end = INT64_MAX;
+			break;
+		}
+		for (int64_t i = 0; i < len; i++) {
+			mem[st + i] += mem_at(j, i * STEP_MS);
+			cnt[st + i]++;
+		}
+		if ((st + len) * STEP_MS > end)
+			end = (st + len) * STEP_MS;
+	}
+	free(mem);
+	free(cnt);
+	return end;
+}
+
+/* The best of pack() over the longest-first order and `tries` random swaps of it that
+ * kept or improved the makespan (a local search). */
+static int64_t pack_best(const struct tjob *tj, size_t n, int slots, uint64_t budget, int tries, uint64_t seed)
+{
+	size_t *o = xmalloc(n * sizeof(*o));
+
+	for (size_t i = 0; i < n; i++)
+		o[i] = i;
+	for (size_t i = 1; i < n; i++)
+		for (size_t k = i; k > 0 && tj[o[k]].dur_ms > tj[o[k - 1]].dur_ms; k--) {
+			size_t t = o[k];
+			o[k] = o[k - 1];
+			o[k - 1] = t;
+		}
+	int64_t best = pack(tj, n, o, slots, budget);
+	for (int t = 0; t < tries && n > 1; t++) {
+		seed = seed * 6364136223846793005ULL + 1442695040888963407ULL;
+		size_t a = (size_t)(seed >> 33) % n;
+		seed = seed * 6364136223846793005ULL + 1442695040888963407ULL;
+		size_t b = (size_t)(seed >> 33) % n, x = o[a];
+		o[a] = o[b];
+		o[b] = x;
+		int64_t m = pack(tj, n, o, slots, budget);
+		if (m <= best) {
+			best = m;
+		} else {
+			o[b] = o[a];
+			o[a] = x;
+		}
+	}
+	free(o);
+	return best;
+}
+
 static const char *class_of(const char *name)
 {
 	const char *dot = strrchr(name, '.');
@@ -620,7 +696,7 @@ static size_t load(const char *path, double mem_scale, double time_scale, int re
 int main(int argc, char **argv)
 {
 	double mem_scale = 1, time_scale = 1, jitter = 0;
-	int slots = 16, repeat = 1;
+	int slots = 16, repeat = 1, search = 0;
 	unsigned long seed = 1;
 	uint64_t limit = 0, budget = 0, other = 0;
 	const char *path = NULL;
@@ -645,11 +721,13 @@ int main(int argc, char **argv)
 			i++;
 		else if (!strcmp(a, "--seed") && v && (seed = strtoul(v, NULL, 10)) >= 1 && seed <= 1000000)
 			i++;
+		else if (!strcmp(a, "--search") && v && (search = atoi(v)) >= 1 && search <= 100000)
+			i++;
 		else if (a[0] != '-' && !path)
 			path = a;
 		else {
 			fprintf(stderr, "usage: simulate TRACE --limit SIZE [--budget SIZE] [--slots N] [--repeat K] "
-					"[--other SIZE] [--mem-scale X] [--time-scale X] [--jitter PCT] [--seed N]\n");
+					"[--other SIZE] [--mem-scale X] [--time-scale X] [--jitter PCT] [--seed N] [--search N]\n");
 			return 2;
 		}
 	}
@@ -716,6 +794,14 @@ int main(int argc, char **argv)
 		       ms / 1000.0, gib(s->peak), s->peak > limit ? "OOM" : s->peak > s->budget ? "over" : "within",
 		       100.0 * s->mem_ms / ((double)ms * (double)s->budget), s->freezes, s->kills,
 		       (double)ms / (double)best_ms);
+	}
+	int64_t lf = pack_best(tj, s->n, slots, s->budget, 0, seed);
+	printf("| offline packing, every curve known, no build tool's window: longest first | %.1f s | | | | | | %.2f |\n",
+	       lf / 1000.0, (double)lf / (double)best_ms);
+	if (search) {
+		int64_t ls = pack_best(tj, s->n, slots, s->budget, search, seed);
+		printf("| the same, after a local search of %d swaps | %.1f s | | | | | | %.2f |\n", search,
+		       ls / 1000.0, (double)ls / (double)best_ms);
 	}
 	printf("| lower bound | %.1f s | | | | | | %.2f |\n", lb / 1000.0, lb / (double)best_ms);
 	for (size_t i = 0; i < s->n; i++)
