@@ -177,6 +177,11 @@ int alloc_sim_malloc_on(struct alloc_sim *a, uint64_t size, int stream)
 		else
 			hi = mid;
 	}
+	/* expandable: the free block at the segment's end counts as large as it could grow,
+	 * so any other block that fits goes first */
+	if (a->expandable && f + 1 < a->nfree && a->freel[f] == a->tail[pool] &&
+	    a->b[a->freel[f + 1]].pool == pool)
+		f++;
 	if (f < a->nfree && a->b[a->freel[f]].pool == pool) {
 		best = a->freel[f];
 		free_remove_at(a, f);
@@ -198,7 +203,7 @@ int alloc_sim_malloc_on(struct alloc_sim *a, uint64_t size, int stream)
 			a->max_reserved_bytes = a->reserved_bytes;
 	}
 	uint64_t rest = a->b[best].size - size;
-	if ((pool % 2 == 0 && rest >= MIN_BLOCK) || (pool % 2 == 1 && rest > SMALL_SIZE)) {
+	if (((pool % 2 == 0 || a->expandable) && rest >= MIN_BLOCK) || (pool % 2 == 1 && rest > SMALL_SIZE)) {
 		int n = new_block(a);
 		a->b[n] = (struct sim_block){ rest, a->b[best].off + size, a->b[best].seg, pool, 0, best,
 					      a->b[best].next };

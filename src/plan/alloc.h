@@ -10,8 +10,10 @@
  * segments (PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True) each pool has one segment
  * that grows at its end, by pages of 20 MiB (large) or 2 MiB (small), when no free block
  * fits: a free block at its end is grown rather than a new segment made, and nothing is
- * given back. What it gives is the peak of reserved memory a sequence of tensor
- * allocations and frees leads to. */
+ * given back; best fit counts that end block as large as it could grow (any other free
+ * block that fits goes first), and a large block is split when 512 B or more is left.
+ * What it gives is the peak of reserved memory a sequence of tensor allocations and
+ * frees leads to. */
 #ifndef HEADROOM_PLAN_ALLOC_H
 #define HEADROOM_PLAN_ALLOC_H
 

@@ -1107,6 +1107,7 @@ struct train {
 	int inputs;               /* inputs_embeds: the step's hidden states, held to the next */
 	struct tlist states;      /* the optimizer's, made at the first step */
 	struct tlist grads;       /* to the optimizer step */
+	int head_grad;            /* lm_head's gradient, in grads (0 none) */
 	struct tlist *saved;      /* per layer: what its forward keeps for its backward */
 	struct tlist ckpts;       /* gradient checkpointing: each layer's input */
 	struct tlist head_saved;  /* what the final norm (and under autocast lm_head) keep */
@@ -1370,14 +1371,15 @@ static void loss_backward(struct train *tr)
 	}
 	tr->lsm.n = 0;
 	int gwb = 0;
+	tr->head_grad = 0;
 	if (gw && s->autocast)
 		gwb = tensor(s, 2 * s->vocab * s->hidden);
 	else if (gw)
-		push(&tr->grads, tensor(s, s->vocab * s->hidden * gw));
+		push(&tr->grads, tr->head_grad = tensor(s, s->vocab * s->hidden * gw));
 	int gh = tensor(s, s->act_bytes * s->tokens * s->hidden);
 	free_all(s, &tr->tmp);
 	if (gwb) {
-		push(&tr->grads, tensor(s, s->vocab * s->hidden * gw));
+		push(&tr->grads, tr->head_grad = tensor(s, s->vocab * s->hidden * gw));
 		drop(s, gwb);
 	}
 	free_all(s, &tr->head_saved);
@@ -1427,10 +1429,20 @@ static void layers_backward(struct train *tr)
 		push(&tr->grads, tensor(s, s->positions * s->hidden * tr->grad_bytes));
 	if (tr->grad_bytes && tr->embed_trains) {
 		int ge = tensor(s, s->vocab * s->hidden * tr->grad_bytes);
-		if (tr->m->tied)
+		if (tr->m->tied && tr->head_grad) {
+			/* autograd adds the two out of place (lm_head's gradient, an mm's
+			 * transpose, is not one it may add into): the sum is a new tensor */
+			for (size_t i = 0; i < tr->grads.n; i++)
+				if (tr->grads.v[i] == tr->head_grad) {
+					tr->grads.v[i] = tensor(s, s->vocab * s->hidden * tr->grad_bytes);
+					drop(s, tr->head_grad);
+				}
 			drop(s, ge);
-		else
+		} else if (tr->m->tied) {
+			drop(s, ge);
+		} else {
 			push(&tr->grads, ge);
+		}
 	}
 	drop(s, gres), drop(s, tr->hidden);
 	if (tr->emb != tr->inputs)

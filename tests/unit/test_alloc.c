@@ -1,5 +1,5 @@
 /* The caching allocator simulation (plan/alloc): rounding, pools, splitting, merging,
- * best fit with its ties, and segments given back under the limit. */
+ * best fit with its ties, segments given back under the limit, expandable segments. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -209,12 +209,39 @@ static void test_best_fit_random(void **state)
 	}
 }
 
+/* Expandable segments: the pool's one segment grows by 20 MiB pages; the free block at
+ * its end counts as large as it could grow, so another free block that fits is taken
+ * first, even a larger one; and a large block is split whenever 512 B or more is left. */
+static void test_expandable(void **state)
+{
+	struct alloc_sim a;
+	(void)state;
+
+	alloc_sim_init(&a);
+	a.expandable = 1;
+	int x = alloc_sim_malloc(&a, 30 * MiB);
+	assert_int_equal(a.reserved_bytes, 40 * MiB);
+	int y = alloc_sim_malloc(&a, 5 * MiB); /* only the free end: taken */
+	assert_int_equal(a.b[y].off, 30 * MiB);
+	alloc_sim_release(&a, x); /* 30 MiB free at 0, 5 MiB free at the end */
+	int z = alloc_sim_malloc(&a, 4 * MiB);
+	assert_int_equal(a.b[z].off, 0);
+	assert_int_equal(a.b[z].seg, a.b[y].seg);
+	int w = alloc_sim_malloc(&a, 26 * MiB - 512); /* 512 B left: split off */
+	assert_int_equal(a.b[w].off, 4 * MiB);
+	assert_int_equal(a.b[w].size, 26 * MiB - 512);
+	assert_int_equal(a.reserved_bytes, 40 * MiB);
+	assert_int_equal(a.nsegs, 1);
+	alloc_sim_free(&a);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_small_split),       cmocka_unit_test(test_large_pool),
 		cmocka_unit_test(test_merge),             cmocka_unit_test(test_best_fit_ties),
 		cmocka_unit_test(test_release_under_limit), cmocka_unit_test(test_best_fit_random),
+		cmocka_unit_test(test_expandable),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
