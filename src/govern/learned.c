@@ -217,6 +217,7 @@ void learned_job_done(struct gov *g, struct job *j, int64_t ran_ms, uint64_t max
 		.peak_bytes = seen.peak_bytes,
 		.duration_ms = ran_ms,
 		.start_ms = j->t_admit_ms - g->t0_ms,
+		.request_ms = j->t_request_ms - g->t0_ms,
 		.compile = admit_is_compile_job(j->tool, *j->src != 0, ran_ms, seen.peak_bytes),
 		.curve = seen,
 	};

@@ -44,9 +44,13 @@ static int cmp_desc(const void *a, const void *b)
 	return (x < y) - (x > y);
 }
 
-static int by_start(const void *a, const void *b)
+/* The build tool's order: a fixed -jN build starts its jobs in the order it asks for them,
+ * not in the order the governor let them run (longest first). */
+static int by_request(const void *a, const void *b)
 {
 	const struct report_job *x = *(const struct report_job *const *)a, *y = *(const struct report_job *const *)b;
+	if (x->request_ms != y->request_ms)
+		return (x->request_ms > y->request_ms) - (x->request_ms < y->request_ms);
 	return (x->start_ms > y->start_ms) - (x->start_ms < y->start_ms);
 }
 
@@ -59,7 +63,8 @@ static size_t compile_jobs(const struct report *r)
 	return n;
 }
 
-/* The compile jobs' curves in the order the jobs started; *n how many. Caller frees. */
+/* The compile jobs' curves in the order the build tool asked for them; *n how many.
+ * Caller frees. */
 static const struct curve **compile_curves(const struct report *r, size_t *n)
 {
 	const struct report_job **v = xmalloc((r->njobs ? r->njobs : 1) * sizeof(*v));
@@ -69,7 +74,7 @@ static const struct curve **compile_curves(const struct report *r, size_t *n)
 	for (size_t i = 0; i < r->njobs; i++)
 		if (r->jobs[i].compile)
 			v[(*n)++] = &r->jobs[i];
-	qsort(v, *n, sizeof(*v), by_start);
+	qsort(v, *n, sizeof(*v), by_request);
 	for (size_t i = 0; i < *n; i++)
 		c[i] = &v[i]->curve;
 	free(v);

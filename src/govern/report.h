@@ -14,6 +14,7 @@ struct report_job {
 	uint64_t peak_bytes;
 	int64_t duration_ms;
 	int64_t start_ms;         /* since the build started */
+	int64_t request_ms;       /* when the build tool started it (it may have waited since) */
 	int compile;              /* admit_is_compile_job(): counted by the recommendation */
 	struct curve curve;       /* its memory over its life */
 };

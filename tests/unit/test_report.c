@@ -69,6 +69,28 @@ static void test_report_replay(void **state)
 	report_free(&r);
 }
 
+/* A fixed -jN build starts its jobs in the order the build tool asks for them, not in the
+ * order the governor let them run: the recommendation replays the former. */
+static void test_report_build_order(void **state)
+{
+	struct report r = { .budget_bytes = 10 };
+	/* asked for: two of 5, then three of 1; the governor ran the three small ones first */
+	struct report_job j[] = {
+		job("nvcc", 5, 3, 100, 1), job("nvcc", 5, 4, 100, 1), job("nvcc", 1, 0, 100, 1),
+		job("nvcc", 1, 1, 100, 1), job("nvcc", 1, 2, 100, 1),
+	};
+
+	(void)state;
+	for (size_t i = 0; i < sizeof(j) / sizeof(j[0]); i++) {
+		j[i].request_ms = (int64_t)i;
+		report_add_job(&r, &j[i]);
+	}
+	/* -j3 in the build's order starts 5 + 5 + 1 = 11 together; in the governor's, 1 + 1 + 1
+	 * and then 5 + 5 */
+	assert_int_equal(report_safe_max_jobs(&r), 2);
+	report_free(&r);
+}
+
 static void test_knob(void **state)
 {
 	char *setup[] = { "python3", "setup.py", "build_ext", NULL };
@@ -92,6 +114,7 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_report),
 		cmocka_unit_test(test_report_replay),
+		cmocka_unit_test(test_report_build_order),
 		cmocka_unit_test(test_knob),
 	};
 	return cmocka_run_group_tests_name("report", tests, NULL, NULL);
