@@ -21,7 +21,9 @@
  * the lengths the fresh run learned; --seed picks another draw of those paces (one run is one
  * draw: compare policies over several). SIM_DEBUG=1 prints each admission and each kill,
  * SIM_DEBUG=2 also each refusal with the predicted total that refused it and when, and
- * SIM_TIMELINE=1 the jobs and memory each second, on stderr. The table ends with what a
+ * SIM_TIMELINE=1 the jobs and memory each second, on stderr. After fresh and warm, a third
+ * run with a store that knows the classes but none of the files ("class only": another
+ * project built with the same flags). The table ends with what a
  * schedule made knowing every curve in advance, free of the build tool's window, reaches
  * (jobs placed longest first, each at the earliest moment it fits; --search N: then N
  * random swaps of that order kept when no worse), and the lower bound. */
@@ -448,6 +450,30 @@ static void tick(struct sim *s, int64_t *used_prev)
 		admit_waiting(s);
 }
 
+/* The store as another project compiled with the same flags leaves it: its classes known,
+ * none of these files. As learned.c's class_from_files() reads it, each class is its
+ * file's profile at the ADMIT_CLASS_PCT peak. */
+static void class_only(struct sim *s)
+{
+	uint64_t *peaks = xmalloc((s->sig.n + 1) * sizeof(*peaks));
+	size_t *idx = xmalloc((s->sig.n + 1) * sizeof(*idx));
+
+	for (size_t c = 0; c < s->cls.n; c++) {
+		size_t m = 0;
+		for (size_t k = 0; k < s->sig.n; k++)
+			if (s->sig.p[k].known && !strcmp(s->sig.p[k].cls, s->cls.p[c].key)) {
+				idx[m] = k;
+				peaks[m++] = s->sig.p[k].c.peak_bytes;
+			}
+		if (m)
+			s->cls.p[c].c = s->sig.p[idx[admit_class_pick(peaks, m)]].c;
+	}
+	for (size_t k = 0; k < s->sig.n; k++)
+		s->sig.p[k].known = 0;
+	free(peaks);
+	free(idx);
+}
+
 /* One build under headroom; sig/cls carry the store in and out. Returns the makespan. */
 static int64_t run_headroom(struct sim *s)
 {
@@ -788,9 +814,12 @@ int main(int argc, char **argv)
 	printf("\n| policy | makespan | peak GiB | vs budget | mean use of budget | freezes | kills | x best fixed |\n");
 	printf("| --- | --- | --- | --- | --- | --- | --- | --- |\n");
 	printf("| best fixed -j%d | %.1f s | | | | | | 1.00 |\n", best, best_ms / 1000.0);
-	for (int warm = 0; warm < 2; warm++) {
+	static const char *const runs[] = { "fresh", "warm", "class only" };
+	for (int warm = 0; warm < 3; warm++) {
+		if (warm == 2)
+			class_only(s);
 		int64_t ms = run_headroom(s);
-		printf("| headroom %s | %.1f s | %.2f | %s | %.0f %% | %d | %d | %.2f |\n", warm ? "warm" : "fresh",
+		printf("| headroom %s | %.1f s | %.2f | %s | %.0f %% | %d | %d | %.2f |\n", runs[warm],
 		       ms / 1000.0, gib(s->peak), s->peak > limit ? "OOM" : s->peak > s->budget ? "over" : "within",
 		       100.0 * s->mem_ms / ((double)ms * (double)s->budget), s->freezes, s->kills,
 		       (double)ms / (double)best_ms);

@@ -211,6 +211,36 @@ uint64_t admit_unknown_need(uint64_t budget_bytes, uint64_t free_bytes, int tree
 	return u;
 }
 
+struct peak_at {
+	uint64_t peak;
+	size_t i;
+};
+
+static int peak_cmp(const void *a, const void *b)
+{
+	const struct peak_at *x = a, *y = b;
+
+	if (x->peak != y->peak)
+		return x->peak < y->peak ? -1 : 1;
+	return (x->i > y->i) - (x->i < y->i);
+}
+
+size_t admit_class_pick(const uint64_t *peaks, size_t n)
+{
+	struct peak_at *v;
+	size_t best;
+
+	if (!n)
+		return 0;
+	v = xmalloc(n * sizeof(*v));
+	for (size_t i = 0; i < n; i++)
+		v[i] = (struct peak_at){ peaks[i], i };
+	qsort(v, n, sizeof(*v), peak_cmp);
+	best = v[(n - 1) * ADMIT_CLASS_PCT / 100].i;
+	free(v);
+	return best;
+}
+
 /* Under this a maximum is start-up noise, not a peak. */
 #define PEAK_MIN_BYTES (32ULL << 20)
 

@@ -53,6 +53,14 @@ uint64_t admit_job_future(const struct admit_job *j, uint64_t unknown_bytes, int
 uint64_t admit_unknown_need(uint64_t budget_bytes, uint64_t free_bytes, int tree, uint64_t seen_peak_bytes,
 			    const struct admit_job *jobs, size_t njobs);
 
+/* A class known from earlier builds, none of whose jobs this build has run yet, is
+ * predicted from one of its files' own profiles: the one at this percentile of their
+ * peaks. A class's running mean of curves of every length and size is no job's shape, and
+ * prices the large files low. */
+#define ADMIT_CLASS_PCT 75
+/* Index of the peak at ADMIT_CLASS_PCT among peaks[0..n); 0 when n is 0. */
+size_t admit_class_pick(const uint64_t *peaks, size_t n);
+
 /* What is known of a running job's memory so far. */
 struct admit_obs {
 	const struct curve_sample *samples; /* in time order, t_ms since the job's start */

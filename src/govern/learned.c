@@ -14,6 +14,45 @@
 #include "util/log.h"
 #include "util/xalloc.h"
 
+struct class_files {
+	const char *class_key;
+	size_t len;
+	struct curve *curves;
+	uint64_t *peaks;
+	size_t n, cap, cap2;
+};
+
+static int class_file(enum profile_kind kind, const char *key, const struct profile *p, void *arg)
+{
+	struct class_files *f = arg;
+
+	if (kind != PROFILE_SIG || strncmp(key, f->class_key, f->len) || strncmp(key + f->len, " :: ", 4) ||
+	    !p->curve.peak_bytes)
+		return 0;
+	ARRAY_GROW(f->curves, f->n + 1, f->cap);
+	ARRAY_GROW(f->peaks, f->n + 1, f->cap2);
+	f->curves[f->n] = p->curve;
+	f->peaks[f->n++] = p->curve.peak_bytes;
+	return 0;
+}
+
+/* A class the store knows, as its files predict it (ADMIT_CLASS_PCT): read once, when the
+ * class is first looked up in this build. */
+static void class_from_files(struct gov *g, struct learned *l)
+{
+	struct class_files f = { .class_key = l->key, .len = strlen(l->key) };
+	char *sub = xasprintf("%s :: ", l->key);
+
+	if (store_each(g->o->store, sub, class_file, &f) == 0 && f.n) {
+		l->p.curve = f.curves[admit_class_pick(f.peaks, f.n)];
+		log_debug("class %s: predicted from its file at the %d%% peak of %zu (%llu MiB)", l->key,
+			  ADMIT_CLASS_PCT, f.n, (unsigned long long)(l->p.curve.peak_bytes >> 20));
+	}
+	free(sub);
+	free(f.curves);
+	free(f.peaks);
+}
+
 struct learned *learned_get(struct gov *g, enum profile_kind kind, const char *key)
 {
 	struct learned *l;
@@ -27,8 +66,11 @@ struct learned *learned_get(struct gov *g, enum profile_kind kind, const char *k
 	g->cache[g->ncache++] = l;
 	l->kind = kind;
 	l->key = xstrdup(key);
-	if (g->o->store && store_get(g->o->store, kind, key, &l->p) == 0)
+	if (g->o->store && store_get(g->o->store, kind, key, &l->p) == 0) {
 		l->known = 1;
+		if (kind == PROFILE_CLASS)
+			class_from_files(g, l);
+	}
 	return l;
 }
 

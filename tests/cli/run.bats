@@ -222,6 +222,27 @@ load helper
 	[[ "$output" =~ rep1/k0.cu\)\ predicted\ from\ 1\ twin:\ peak\ [56][0-9]\ MiB ]]
 }
 
+@test "a store that knows the class but none of the files predicts it by a file's profile, not the class mean" {
+	command -v ninja || skip "ninja not installed"
+	python3 "$ROOT/bench/replay" generate "$ROOT/tests/fixtures/tiny-trace.json" "$T/a" --time-scale 0.05 --mem-scale 1
+	(cd "$T/a" && "$HR" run --db "$T/p.db" -j 2 -- ninja -j2)
+	# another project, the same flags: its files renamed
+	python3 - "$ROOT/tests/fixtures/tiny-trace.json" "$T/other.json" <<-'PY'
+	import json, sys
+	t = json.load(open(sys.argv[1]))
+	for j in t["jobs"]:
+	    j["name"] = "other_" + j["name"]
+	json.dump(t, open(sys.argv[2], "w"))
+	PY
+	python3 "$ROOT/bench/replay" generate "$T/other.json" "$T/b" --time-scale 0.05 --mem-scale 1
+	cd "$T/b"
+	HEADROOM_DEBUG=1 run "$HR" run --db "$T/p.db" -j 2 -- ninja -j2
+	echo "$output"
+	[ "$status" -eq 0 ]
+	# six files of 60 to 110 MiB: the fourth largest is at the 75 % peak
+	[[ "$output" =~ predicted\ from\ its\ file\ at\ the\ 75%\ peak\ of\ 6\ \(9[0-9]\ MiB\) ]]
+}
+
 @test "a failing job fails the build with ninja's status, and leaves nothing running" {
 	command -v ninja || skip "ninja not installed"
 	mkdir -p "$T/f"

@@ -884,6 +884,20 @@ static void test_safety_net_catches_wrong_predictions(void **state)
 	assert_true(freezes + kills > 0); /* the net had to act: predictions were wrong */
 }
 
+static void test_class_pick(void **state)
+{
+	const uint64_t peaks[] = { 50, 10, 40, 20, 30 };
+	const uint64_t same[] = { 7, 7, 7, 7 };
+	const uint64_t one[] = { 9 };
+
+	(void)state;
+	/* (5 - 1) x 75 % = the fourth smallest: 40, at index 2 */
+	assert_int_equal(admit_class_pick(peaks, 5), 2);
+	assert_int_equal(admit_class_pick(same, 4), 2);
+	assert_int_equal(admit_class_pick(one, 1), 0);
+	assert_int_equal(admit_class_pick(NULL, 0), 0);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -913,6 +927,7 @@ int main(void)
 		cmocka_unit_test(test_net_budget),
 		cmocka_unit_test(test_net_freeze_done),
 		cmocka_unit_test(test_safety_net_catches_wrong_predictions),
+		cmocka_unit_test(test_class_pick),
 	};
 	return cmocka_run_group_tests_name("admit", tests, NULL, NULL);
 }
