@@ -56,12 +56,23 @@ struct job {
 	size_t ngrouped, capgrouped;
 };
 
+/* A signature profile the store knows of a class: its key and peak. */
+struct class_file {
+	char *key;                  /* owned */
+	uint64_t peak_bytes;
+};
+
 struct learned {
 	enum profile_kind kind;
 	char *key;
 	int known;
 	int provisional;            /* a class not known yet: p.curve is admit_provisional()'s */
 	struct profile p;
+	/* a class: the store's profiles of its files, sorted by file name (for twins), read
+	 * once when first needed (files_read) */
+	struct class_file *files;
+	size_t nfiles, capfiles;
+	int files_read;
 };
 
 struct gov {

@@ -11,46 +11,73 @@
 #include "govern/signature.h"
 #include "profile/curve.h"
 #include "util/grow.h"
+#include "util/path.h"
 #include "util/log.h"
 #include "util/xalloc.h"
 
-struct class_files {
-	const char *class_key;
-	size_t len;
-	struct curve *curves;
-	uint64_t *peaks;
-	size_t n, cap, cap2;
-};
-
-static int class_file(enum profile_kind kind, const char *key, const struct profile *p, void *arg)
+static int add_file(const char *key, uint64_t peak_bytes, void *arg)
 {
-	struct class_files *f = arg;
+	struct learned *l = arg;
 
-	if (kind != PROFILE_SIG || strncmp(key, f->class_key, f->len) || strncmp(key + f->len, " :: ", 4) ||
-	    !p->curve.peak_bytes)
-		return 0;
-	ARRAY_GROW(f->curves, f->n + 1, f->cap);
-	ARRAY_GROW(f->peaks, f->n + 1, f->cap2);
-	f->curves[f->n] = p->curve;
-	f->peaks[f->n++] = p->curve.peak_bytes;
+	ARRAY_GROW(l->files, l->nfiles + 1, l->capfiles);
+	l->files[l->nfiles++] = (struct class_file){ xstrdup(key), peak_bytes };
 	return 0;
 }
 
-/* A class the store knows, as its files predict it (ADMIT_CLASS_PCT): read once, when the
- * class is first looked up in this build. */
+/* The file name of a signature key "class :: dir/name.cu": "name.cu". */
+static const char *key_file(const char *key, size_t class_len)
+{
+	return path_base(key + class_len + 4);
+}
+
+static size_t sort_class_len; /* for by_file_name: qsort takes no argument */
+
+static int by_file_name(const void *a, const void *b)
+{
+	const struct class_file *x = a, *y = b;
+	int c = strcmp(key_file(x->key, sort_class_len), key_file(y->key, sort_class_len));
+
+	return c ? c : strcmp(x->key, y->key);
+}
+
+/* Read the class's files from the store, once. */
+static void class_files(struct gov *g, struct learned *l)
+{
+	int rc;
+
+	if (l->files_read || !g->o->store)
+		return;
+	l->files_read = 1;
+	rc = store_each_file(g->o->store, l->key, add_file, l);
+	if (rc)
+		log_debug("class %s: the store's files could not be read (%s)", l->key, strerror(-rc));
+	sort_class_len = strlen(l->key);
+	if (l->nfiles > 1)
+		qsort(l->files, l->nfiles, sizeof(*l->files), by_file_name);
+}
+
+/* A class the store knows, as its files predict it (ADMIT_CLASS_PCT). Not in tree mode,
+ * whose classes keep an envelope of their jobs: a job killed there fails the build. */
 static void class_from_files(struct gov *g, struct learned *l)
 {
-	struct class_files f = { .class_key = l->key, .len = strlen(l->key) };
-	char *sub = xasprintf("%s :: ", l->key);
+	uint64_t *peaks;
+	struct learned *f;
 
-	if (store_each(g->o->store, sub, class_file, &f) == 0 && f.n) {
-		l->p.curve = f.curves[admit_class_pick(f.peaks, f.n)];
-		log_debug("class %s: predicted from its file at the %d%% peak of %zu (%llu MiB)", l->key,
-			  ADMIT_CLASS_PCT, f.n, (unsigned long long)(l->p.curve.peak_bytes >> 20));
-	}
-	free(sub);
-	free(f.curves);
-	free(f.peaks);
+	if (g->tree)
+		return;
+	class_files(g, l);
+	if (!l->nfiles)
+		return;
+	peaks = xmalloc(l->nfiles * sizeof(*peaks));
+	for (size_t i = 0; i < l->nfiles; i++)
+		peaks[i] = l->files[i].peak_bytes;
+	f = learned_get(g, PROFILE_SIG, l->files[admit_class_pick(peaks, l->nfiles)].key);
+	free(peaks);
+	if (!f->known)
+		return;
+	l->p.curve = f->p.curve;
+	log_debug("class %s: predicted from its file at the %d%% peak of %zu (%llu MiB)", l->key, ADMIT_CLASS_PCT,
+		  l->nfiles, (unsigned long long)(l->p.curve.peak_bytes >> 20));
 }
 
 struct learned *learned_get(struct gov *g, enum profile_kind kind, const char *key)
@@ -83,11 +110,35 @@ static int is_twin(const struct learned *l, const struct job *j)
 	       !strncmp(l->key + n, " :: ", 4) && job_src_twins(l->key + n + 4, j->src);
 }
 
-/* j->twins: the mean of its twins' curves. How many twins it has. */
+/* Bring j's twins that the store knows into the cache (learned_get). */
+static void twins_from_store(struct gov *g, struct job *j)
+{
+	struct learned *cl = learned_get(g, PROFILE_CLASS, j->class_key);
+	size_t len = strlen(cl->key), lo = 0, hi;
+	const char *name = path_base(j->src);
+
+	class_files(g, cl);
+	hi = cl->nfiles;
+	while (lo < hi) {
+		size_t mid = lo + (hi - lo) / 2;
+		if (strcmp(key_file(cl->files[mid].key, len), name) < 0)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	for (; lo < cl->nfiles && !strcmp(key_file(cl->files[lo].key, len), name); lo++)
+		if (strcmp(cl->files[lo].key + len + 4, j->src))
+			learned_get(g, PROFILE_SIG, cl->files[lo].key);
+}
+
+/* j->twins: the mean of its twins' curves, learned in this build or known to the store.
+ * How many twins it has. */
 static int twins_mean(struct gov *g, struct job *j)
 {
 	double pts[CURVE_POINTS] = { 0 }, dur = 0;
 	int n = 0;
+
+	twins_from_store(g, j);
 
 	for (size_t i = 0; i < g->ncache; i++) {
 		const struct curve *c = &g->cache[i]->p.curve;
@@ -259,7 +310,7 @@ void learned_job_done(struct gov *g, struct job *j, int64_t ran_ms, uint64_t max
 		.peak_bytes = seen.peak_bytes,
 		.duration_ms = ran_ms,
 		.start_ms = j->t_admit_ms - g->t0_ms,
-		.request_ms = j->t_request_ms - g->t0_ms,
+		.seq = j->id,
 		.compile = admit_is_compile_job(j->tool, *j->src != 0, ran_ms, seen.peak_bytes),
 		.curve = seen,
 	};
@@ -269,6 +320,9 @@ void learned_job_done(struct gov *g, struct job *j, int64_t ran_ms, uint64_t max
 void learned_free(struct gov *g)
 {
 	for (size_t i = 0; i < g->ncache; i++) {
+		for (size_t k = 0; k < g->cache[i]->nfiles; k++)
+			free(g->cache[i]->files[k].key);
+		free(g->cache[i]->files);
 		free(g->cache[i]->key);
 		free(g->cache[i]);
 	}

@@ -49,8 +49,8 @@ static int cmp_desc(const void *a, const void *b)
 static int by_request(const void *a, const void *b)
 {
 	const struct report_job *x = *(const struct report_job *const *)a, *y = *(const struct report_job *const *)b;
-	if (x->request_ms != y->request_ms)
-		return (x->request_ms > y->request_ms) - (x->request_ms < y->request_ms);
+	if (x->seq != y->seq)
+		return (x->seq > y->seq) - (x->seq < y->seq);
 	return (x->start_ms > y->start_ms) - (x->start_ms < y->start_ms);
 }
 
@@ -87,10 +87,12 @@ int report_safe_max_jobs(const struct report *r)
 	size_t n;
 	int safe;
 
-	if (!compile_jobs(r) || !r->budget_bytes)
+	uint64_t budget = r->fixed_budget_bytes ? r->fixed_budget_bytes : r->budget_bytes;
+
+	if (!compile_jobs(r) || !budget)
 		return 0;
 	c = compile_curves(r, &n);
-	safe = admit_safe_fixed_jobs(c, n, r->budget_bytes);
+	safe = admit_safe_fixed_jobs(c, n, budget);
 	free(c);
 	return safe;
 }
@@ -220,6 +222,8 @@ json_t *report_to_json(const struct report *r)
 	json_object_set_new(o, "plain_peak_bytes",
 			    ncompile && r->jobs_cap > 0 ? json_integer((json_int_t)report_fixed_peak_bytes(r, r->jobs_cap))
 							 : json_null());
+	json_object_set_new(o, "safe_fixed_budget_bytes",
+			    json_integer((json_int_t)(r->fixed_budget_bytes ? r->fixed_budget_bytes : r->budget_bytes)));
 	json_object_set_new(o, "safe_fixed_peak_bytes",
 			    safe ? json_integer((json_int_t)report_fixed_peak_bytes(r, safe)) : json_null());
 	json_object_set_new(o, "safe_fixed_wall_ms",

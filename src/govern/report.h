@@ -14,7 +14,7 @@ struct report_job {
 	uint64_t peak_bytes;
 	int64_t duration_ms;
 	int64_t start_ms;         /* since the build started */
-	int64_t request_ms;       /* when the build tool started it (it may have waited since) */
+	int seq;                  /* the build tool's order: the n-th job it started (job ids) */
 	int compile;              /* admit_is_compile_job(): counted by the recommendation */
 	struct curve curve;       /* its memory over its life */
 };
@@ -48,6 +48,7 @@ struct report {
 	uint64_t limit_bytes;
 	const char *limit_source; /* "cgroup v1", "cgroup v2", "RAM" */
 	uint64_t budget_bytes;
+	uint64_t fixed_budget_bytes; /* what the recommended fixed -jN may use; 0: budget_bytes */
 	uint64_t peak_jobs_bytes; /* largest sum of the jobs' resident memory seen */
 	int has_peak_group;       /* the cgroup's own peak could be read */
 	uint64_t peak_group_bytes;

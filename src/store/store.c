@@ -618,6 +618,37 @@ int store_each(struct store *st, const char *substr,
 	return rc;
 }
 
+int store_each_file(struct store *st, const char *class_key,
+		    int (*fn)(const char *key, uint64_t peak_bytes, void *arg), void *arg)
+{
+	sqlite3_stmt *q = NULL;
+	int rc = 0, s;
+	/* "C :: " up to "C ::!": '!' follows ' ' */
+	char *lo = xasprintf("%s :: ", class_key), *hi = xasprintf("%s ::!", class_key);
+
+	if (!can_read(st))
+		goto out;
+	if (sqlite3_prepare_v2(st->db, "SELECT key, peak_bytes FROM profiles WHERE kind = 0 AND key >= ?1 AND key < ?2"
+				       " ORDER BY key", -1, &q, NULL) != SQLITE_OK) {
+		rc = -EIO;
+		goto out;
+	}
+	sqlite3_bind_text(q, 1, lo, -1, SQLITE_TRANSIENT);
+	sqlite3_bind_text(q, 2, hi, -1, SQLITE_TRANSIENT);
+	while ((s = sqlite3_step(q)) == SQLITE_ROW) {
+		sqlite3_int64 peak = sqlite3_column_int64(q, 1);
+		if (peak > 0 && fn((const char *)sqlite3_column_text(q, 0), (uint64_t)peak, arg))
+			break;
+	}
+	if (s != SQLITE_ROW && s != SQLITE_DONE)
+		rc = -EIO;
+	sqlite3_finalize(q);
+out:
+	free(lo);
+	free(hi);
+	return rc;
+}
+
 int store_forget(struct store *st, const char *substr)
 {
 	sqlite3_stmt *q = NULL;

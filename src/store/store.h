@@ -61,6 +61,11 @@ int store_merge(struct store *st, enum profile_kind kind, const char *key, const
  * fn returns 0 to go on. Returns 0 or -errno. */
 int store_each(struct store *st, const char *substr,
 	       int (*fn)(enum profile_kind kind, const char *key, const struct profile *p, void *arg), void *arg);
+/* Call fn for each signature profile of the class class_key (keys "class_key :: src"),
+ * with its key and peak, in key order: a range of the primary key, not a scan of the
+ * table. fn returns 0 to go on. Returns 0 or -errno. */
+int store_each_file(struct store *st, const char *class_key,
+		    int (*fn)(const char *key, uint64_t peak_bytes, void *arg), void *arg);
 /* Forget the profiles whose key contains substr ("" for all). Returns how many, or -errno. */
 int store_forget(struct store *st, const char *substr);
 

@@ -222,6 +222,35 @@ load helper
 	[[ "$output" =~ rep1/k0.cu\)\ predicted\ from\ 1\ twin:\ peak\ [56][0-9]\ MiB ]]
 }
 
+@test "a job waiting while its twin runs takes the twin's profile in when the twin ends" {
+	command -v ninja || skip "ninja not installed"
+	python3 "$ROOT/bench/replay" generate "$ROOT/tests/fixtures/tiny-trace.json" "$T/b" --time-scale 0.05 --mem-scale 1 \
+		--repeat 2
+	cd "$T/b"
+	# all twelve asked for at once, run one at a time: each rep1 job waits, priced by its
+	# class, until its rep0 twin ends
+	HEADROOM_DEBUG=1 run "$HR" run --db "$T/p.db" -j 1 -- ninja -j12
+	echo "$output"
+	[ "$status" -eq 0 ]
+	for k in 1 2 3 4 5; do
+		[[ "$output" == *"(src/rep1/k$k.cu) predicted from 1 twin"* ]]
+	done
+}
+
+@test "twins an earlier build left in the store predict a job too" {
+	command -v ninja || skip "ninja not installed"
+	python3 "$ROOT/bench/replay" generate "$ROOT/tests/fixtures/tiny-trace.json" "$T/b" --time-scale 0.05 --mem-scale 1 \
+		--repeat 2
+	cd "$T/b"
+	"$HR" run --db "$T/p.db" -j 2 -- ninja -j2 $(for k in 0 1 2 3 4 5; do echo obj/rep0/k$k.cu.o; done)
+	HEADROOM_DEBUG=1 run "$HR" run --db "$T/p.db" -j 2 -- ninja -j2
+	echo "$output"
+	[ "$status" -eq 0 ]
+	for k in 0 1 2 3 4 5; do
+		[[ "$output" == *"(src/rep1/k$k.cu) predicted from 1 twin"* ]]
+	done
+}
+
 @test "a store that knows the class but none of the files predicts it by a file's profile, not the class mean" {
 	command -v ninja || skip "ninja not installed"
 	python3 "$ROOT/bench/replay" generate "$ROOT/tests/fixtures/tiny-trace.json" "$T/a" --time-scale 0.05 --mem-scale 1

@@ -82,12 +82,15 @@ static void test_report_build_order(void **state)
 
 	(void)state;
 	for (size_t i = 0; i < sizeof(j) / sizeof(j[0]); i++) {
-		j[i].request_ms = (int64_t)i;
+		j[i].seq = (int)i + 1;
 		report_add_job(&r, &j[i]);
 	}
 	/* -j3 in the build's order starts 5 + 5 + 1 = 11 together; in the governor's, 1 + 1 + 1
 	 * and then 5 + 5 */
 	assert_int_equal(report_safe_max_jobs(&r), 2);
+	/* what a fixed build may use, when it is more than the governor's budget */
+	r.fixed_budget_bytes = 11;
+	assert_int_equal(report_safe_max_jobs(&r), 3);
 	report_free(&r);
 }
 

@@ -508,6 +508,46 @@ static int teardown(void **state)
 	return 0;
 }
 
+static int count_file(const char *key, uint64_t peak_bytes, void *arg)
+{
+	int *n = arg;
+
+	assert_true(!strncmp(key, "nvcc -O2 :: ", 12));
+	assert_int_equal(peak_bytes, 7ULL << 20);
+	(*n)++;
+	return 0;
+}
+
+/* A class's files: its signature keys only, not a class whose name starts with its name,
+ * nor one that ends with it, nor the class itself. */
+static void test_each_file(void **state)
+{
+	struct store *st;
+	struct profile p = { .runs = 1 };
+	char *err = NULL, *path = NULL;
+	const char *keys[] = { "nvcc -O2 :: a.cu", "nvcc -O2 :: b/a.cu", "nvcc -O2x :: c.cu", "ccache nvcc -O2 :: d.cu",
+			       "nvcc -O2 ::e.cu" };
+	int added, n = 0;
+
+	(void)state;
+	assert_true(asprintf(&path, "%s/files.db", dir) > 0);
+	assert_int_equal(store_open(path, &st, &err), 0);
+	p.curve.duration_ms = 100;
+	for (int i = 0; i < CURVE_POINTS; i++)
+		p.curve.pts[i] = 7ULL << 20;
+	curve_update_peak(&p.curve);
+	assert_int_equal(store_begin(st), 0);
+	for (size_t i = 0; i < sizeof(keys) / sizeof(keys[0]); i++)
+		assert_int_equal(store_merge(st, PROFILE_SIG, keys[i], &p, &added), 0);
+	assert_int_equal(store_merge(st, PROFILE_CLASS, "nvcc -O2", &p, &added), 0);
+	assert_int_equal(store_commit(st), 0);
+	assert_int_equal(store_each_file(st, "nvcc -O2", count_file, &n), 0);
+	assert_int_equal(n, 2);
+	store_close(st);
+	unlink(path);
+	free(path);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -523,6 +563,7 @@ int main(void)
 		cmocka_unit_test(test_old_store_adopted),
 		cmocka_unit_test(test_governed),
 		cmocka_unit_test(test_read_only_store),
+		cmocka_unit_test(test_each_file),
 	};
 	return cmocka_run_group_tests_name("store", tests, NULL, teardown);
 }
