@@ -815,10 +815,19 @@ int main(int argc, char **argv)
 	printf("| --- | --- | --- | --- | --- | --- | --- | --- |\n");
 	printf("| best fixed -j%d | %.1f s | | | | | | 1.00 |\n", best, best_ms / 1000.0);
 	static const char *const runs[] = { "fresh", "warm", "class only" };
+	int recommended = 0;
 	for (int warm = 0; warm < 3; warm++) {
 		if (warm == 2)
 			class_only(s);
 		int64_t ms = run_headroom(s);
+		if (warm == 1) {
+			/* the report's recommendation: the curves learned, in the build's order */
+			const struct curve **c = xmalloc(s->n * sizeof(*c));
+			for (size_t i = 0; i < s->n; i++)
+				c[i] = &prof_get(&s->sig, tj[i].sig)->c;
+			recommended = admit_safe_fixed_jobs(c, s->n, s->limit - s->other);
+			free(c);
+		}
 		printf("| headroom %s | %.1f s | %.2f | %s | %.0f %% | %d | %d | %.2f |\n", runs[warm],
 		       ms / 1000.0, gib(s->peak), s->peak > limit ? "OOM" : s->peak > s->budget ? "over" : "within",
 		       100.0 * s->mem_ms / ((double)ms * (double)s->budget), s->freezes, s->kills,
@@ -833,6 +842,8 @@ int main(int argc, char **argv)
 		       ls / 1000.0, (double)ls / (double)best_ms);
 	}
 	printf("| lower bound | %.1f s | | | | | | %.2f |\n", lb / 1000.0, lb / (double)best_ms);
+	printf("\nrecommended fixed -j%d (the warm run's curves replayed in the build's order within the limit "
+	       "less others' memory, as the report does); best fixed -j%d\n", recommended, best);
 	for (size_t i = 0; i < s->n; i++)
 		free(tj[i].rss);
 	free(tj);

@@ -142,11 +142,12 @@ static int setup_memory(struct gov *g)
 	}
 	g->rep.limit_bytes = g->limit_bytes;
 	g->rep.budget_bytes = g->budget_bytes;
-	/* A fixed -jN build has no safety net to give the reserve time to act: the
-	 * recommendation keeps half the default reserve, as a margin for how far a replay of
-	 * observed curves can miss; a budget or reserve the user gave is kept whole. */
+	/* A fixed -jN build has no safety net for the default reserve to give time to: the
+	 * recommendation may use the limit, less what others hold. Its margin is the replay's
+	 * own: each curve holds its slice's maximum over the whole slice, so peaks that pass
+	 * each other count as met. A budget or reserve the user gave is kept. */
 	if (!g->o->budget_bytes && !g->o->reserve_bytes && g->limit_bytes > others + g->reserve_bytes)
-		g->rep.fixed_budget_bytes = g->budget_bytes + g->reserve_bytes / 2;
+		g->rep.fixed_budget_bytes = g->budget_bytes + g->reserve_bytes;
 	g->oom_start = g->oom_tick = gov_oom_count(g);
 	char a[32], b[32], c[32];
 	log_info("memory limit %s (%s), in use by others %s, budget for jobs %s",
