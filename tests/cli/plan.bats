@@ -446,6 +446,12 @@ assert a == want, a' "$output"
 	run "$HR" plan --gpu h200 --ddp --dp 2 "$T/llama1b.json"
 	[ "$status" -eq 0 ]
 	[[ "$output" == *"DDP over 2 ranks (per rank)"* ]]
+	[[ "$output" == *"step 2's bucket rebuild"*"that fits too"* ]]
+	# the race's extra: one more copy of the trained gradients (bf16: 2 bytes a parameter)
+	run "$HR" plan --gpu h200 --json --ddp --dp 2 "$T/llama1b.json"
+	printf '%s' "$output" | python3 -c 'import json,sys; j=json.load(sys.stdin); assert j["ddp_rebuild_extra_bytes"] == 2 * j["trainable_params"], j'
+	run "$HR" plan --gpu h200 --json "$T/llama1b.json"
+	printf '%s' "$output" | python3 -c 'import json,sys; j=json.load(sys.stdin); assert j["ddp_rebuild_extra_bytes"] is None'
 	for bad in "--freeze embeds" "--freeze layers:3-1" "--alloc-conf expandable_segments:true" "--logits first" \
 		"--ddp" "--ddp --dp 2 --zero 2" "--no-reshard --zero 2 --dp 2" "--logits all" "--freeze layers:99"; do
 		run "$HR" plan --gpu h200 $bad "$T/llama1b.json"
