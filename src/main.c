@@ -72,9 +72,12 @@ int main(int argc, char **argv)
 		char **args = argv + 1;
 		log_set_command(commands[i].name);
 		log_set_json_errors(wants_json(argc, argv));
-		if (commands[i].fn != cmd_exec && commands[i].fn != cmd_config)
-			args = config_inject(&n, args);
-		return commands[i].fn(n, args);
+		if (commands[i].fn == cmd_exec || commands[i].fn == cmd_config)
+			return commands[i].fn(n, args);
+		args = config_inject(&n, args);
+		int rc = commands[i].fn(n, args);
+		config_inject_release(args);
+		return rc;
 	}
 	const char *names[sizeof(commands) / sizeof(commands[0])];
 	for (size_t i = 0; i < sizeof(commands) / sizeof(commands[0]); i++)

@@ -92,6 +92,17 @@ static void set_value(struct value *v, const char *text, char *source, const cha
 	v->kind = kind;
 }
 
+static void config_release(struct config *c)
+{
+	for (size_t i = 0; i < NSETTINGS; i++) {
+		free(c->v[i].text);
+		free(c->v[i].source);
+	}
+	free(c->files[0]);
+	free(c->files[1]);
+	memset(c, 0, sizeof(*c));
+}
+
 /* A key unknown or misspelled: say the nearest one ("budgt": budget). */
 static noreturn void unknown_key(const char *where, const char *key)
 {
@@ -244,6 +255,19 @@ static int on_command_line(int argc, char **argv, const struct setting *s)
 	return 0;
 }
 
+/* What config_inject() allocated, for config_inject_release(): getopt permutes the
+ * array, so the strings are not known by their places. */
+static char *injected[NSETTINGS];
+static size_t ninjected;
+
+void config_inject_release(char **args)
+{
+	for (size_t i = 0; i < ninjected; i++)
+		free(injected[i]);
+	ninjected = 0;
+	free(args);
+}
+
 char **config_inject(int *argc, char **argv)
 {
 	struct config c;
@@ -267,7 +291,7 @@ char **config_inject(int *argc, char **argv)
 		if (!*c.v[i].text)
 			die(EXIT_USAGE, "%s: %s is empty (unset it, or give a value)", c.v[i].source, s->key);
 		log_debug("%s=%s from %s", s->option, c.v[i].text, c.v[i].source);
-		out[n++] = xasprintf("%s=%s", s->option, c.v[i].text);
+		out[n++] = injected[ninjected++] = xasprintf("%s=%s", s->option, c.v[i].text);
 		given[ngiven].option = s->option;
 		snprintf(given[ngiven++].note, sizeof(given[0].note), "(%s came from %s)", s->option, c.v[i].source);
 	}
@@ -275,6 +299,7 @@ char **config_inject(int *argc, char **argv)
 		out[n++] = argv[i];
 	out[n] = NULL;
 	*argc = n;
+	config_release(&c);
 	log_set_die_note(injected_note);
 	return out;
 }
@@ -332,6 +357,7 @@ int cmd_config(int argc, char **argv)
 		json_dumpf(o, stdout, JSON_INDENT(2));
 		putchar('\n');
 		json_decref(o);
+		config_release(&c);
 		return 0;
 	}
 	for (int i = 0; i < 2; i++)
@@ -342,5 +368,6 @@ int cmd_config(int argc, char **argv)
 		printf("%-14s %-20s %-32s %s %s\n", s->key, c.v[i].text ? c.v[i].text : "-",
 		       c.v[i].source ? c.v[i].source : "(the command's default)", s->option, s->commands);
 	}
+	config_release(&c);
 	return 0;
 }
