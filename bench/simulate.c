@@ -107,7 +107,6 @@ static const struct curve *predict(struct store *sig, struct store *cls, const s
 				   struct curve *twins)
 {
 	struct prof *p = prof_get(sig, j->sig);
-	double pts[CURVE_POINTS] = { 0 }, dur = 0;
 	int n = 0;
 
 	*own = p->known;
@@ -116,19 +115,14 @@ static const struct curve *predict(struct store *sig, struct store *cls, const s
 	for (size_t i = 0; i < sig->n; i++) {
 		if (!sig->p[i].known || strcmp(sig->p[i].cls, j->cls) || !job_src_twins(sig->p[i].key, j->sig))
 			continue;
-		for (int k = 0; k < CURVE_POINTS; k++)
-			pts[k] += (double)sig->p[i].c.pts[k];
-		dur += (double)sig->p[i].c.duration_ms;
+		if (n)
+			curve_merge(twins, n, &sig->p[i].c, 1, 0);
+		else
+			*twins = sig->p[i].c;
 		n++;
 	}
-	if (n) {
-		memset(twins, 0, sizeof(*twins));
-		for (int k = 0; k < CURVE_POINTS; k++)
-			twins->pts[k] = (uint64_t)(pts[k] / n);
-		twins->duration_ms = (int64_t)(dur / n);
-		curve_update_peak(twins);
+	if (n)
 		return twins;
-	}
 	p = prof_get(cls, j->cls);
 	return p->known || p->provisional ? &p->c : NULL;
 }

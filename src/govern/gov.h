@@ -59,6 +59,7 @@ struct job {
 /* A signature profile the store knows of a class: its key and peak. */
 struct class_file {
 	char *key;                  /* owned */
+	const char *name;           /* the source's file name, in key */
 	uint64_t peak_bytes;
 };
 

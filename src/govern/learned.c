@@ -18,24 +18,17 @@
 static int add_file(const char *key, uint64_t peak_bytes, void *arg)
 {
 	struct learned *l = arg;
+	char *k = xstrdup(key);
 
 	ARRAY_GROW(l->files, l->nfiles + 1, l->capfiles);
-	l->files[l->nfiles++] = (struct class_file){ xstrdup(key), peak_bytes };
+	l->files[l->nfiles++] = (struct class_file){ k, path_base(k + strlen(l->key) + 4), peak_bytes };
 	return 0;
 }
-
-/* The file name of a signature key "class :: dir/name.cu": "name.cu". */
-static const char *key_file(const char *key, size_t class_len)
-{
-	return path_base(key + class_len + 4);
-}
-
-static size_t sort_class_len; /* for by_file_name: qsort takes no argument */
 
 static int by_file_name(const void *a, const void *b)
 {
 	const struct class_file *x = a, *y = b;
-	int c = strcmp(key_file(x->key, sort_class_len), key_file(y->key, sort_class_len));
+	int c = strcmp(x->name, y->name);
 
 	return c ? c : strcmp(x->key, y->key);
 }
@@ -51,7 +44,6 @@ static void class_files(struct gov *g, struct learned *l)
 	rc = store_each_file(g->o->store, l->key, add_file, l);
 	if (rc)
 		log_debug("class %s: the store's files could not be read (%s)", l->key, strerror(-rc));
-	sort_class_len = strlen(l->key);
 	if (l->nfiles > 1)
 		qsort(l->files, l->nfiles, sizeof(*l->files), by_file_name);
 }
@@ -121,12 +113,12 @@ static void twins_from_store(struct gov *g, struct job *j)
 	hi = cl->nfiles;
 	while (lo < hi) {
 		size_t mid = lo + (hi - lo) / 2;
-		if (strcmp(key_file(cl->files[mid].key, len), name) < 0)
+		if (strcmp(cl->files[mid].name, name) < 0)
 			lo = mid + 1;
 		else
 			hi = mid;
 	}
-	for (; lo < cl->nfiles && !strcmp(key_file(cl->files[lo].key, len), name); lo++)
+	for (; lo < cl->nfiles && !strcmp(cl->files[lo].name, name); lo++)
 		if (strcmp(cl->files[lo].key + len + 4, j->src))
 			learned_get(g, PROFILE_SIG, cl->files[lo].key);
 }
@@ -135,27 +127,22 @@ static void twins_from_store(struct gov *g, struct job *j)
  * How many twins it has. */
 static int twins_mean(struct gov *g, struct job *j)
 {
-	double pts[CURVE_POINTS] = { 0 }, dur = 0;
 	int n = 0;
 
 	twins_from_store(g, j);
-
 	for (size_t i = 0; i < g->ncache; i++) {
 		const struct curve *c = &g->cache[i]->p.curve;
 		if (!is_twin(g->cache[i], j))
 			continue;
-		for (int k = 0; k < CURVE_POINTS; k++)
-			pts[k] += (double)c->pts[k];
-		dur += (double)c->duration_ms;
+		/* a running mean: n twins so far, this one more */
+		if (n)
+			curve_merge(&j->twins, n, c, 1, 0);
+		else
+			j->twins = *c;
 		n++;
 	}
 	if (!n)
 		return 0;
-	memset(&j->twins, 0, sizeof(j->twins));
-	for (int k = 0; k < CURVE_POINTS; k++)
-		j->twins.pts[k] = (uint64_t)(pts[k] / n);
-	j->twins.duration_ms = (int64_t)(dur / n);
-	curve_update_peak(&j->twins);
 	log_debug("job %d (%s) predicted from %d twin%s: peak %llu MiB", j->id, j->src, n, n == 1 ? "" : "s",
 		  (unsigned long long)(j->twins.peak_bytes >> 20));
 	return n;

@@ -204,11 +204,16 @@ load helper
 	[ "$(sqlite3 "$T/p.db" 'select count(*) from profiles where kind = 1')" -eq 1 ]
 }
 
-@test "a fresh store: a job's twin (the same file in another directory) that ran predicts it, not the class" {
-	command -v ninja || skip "ninja not installed"
+# The tiny trace built twice (src/rep0, src/rep1: each file has a twin), fast; cd into it.
+twin_tree() {
 	python3 "$ROOT/bench/replay" generate "$ROOT/tests/fixtures/tiny-trace.json" "$T/b" --time-scale 0.05 --mem-scale 1 \
 		--repeat 2
 	cd "$T/b"
+}
+
+@test "a fresh store: a job's twin (the same file in another directory) that ran predicts it, not the class" {
+	command -v ninja || skip "ninja not installed"
+	twin_tree
 	# one job at a time: each rep1 job starts after its rep0 twin ended
 	HEADROOM_DEBUG=1 run "$HR" run --db "$T/p.db" -j 1 -- ninja -j1
 	echo "$output"
@@ -224,9 +229,7 @@ load helper
 
 @test "a job waiting while its twin runs takes the twin's profile in when the twin ends" {
 	command -v ninja || skip "ninja not installed"
-	python3 "$ROOT/bench/replay" generate "$ROOT/tests/fixtures/tiny-trace.json" "$T/b" --time-scale 0.05 --mem-scale 1 \
-		--repeat 2
-	cd "$T/b"
+	twin_tree
 	# all twelve asked for at once, run one at a time: each rep1 job waits, priced by its
 	# class, until its rep0 twin ends
 	HEADROOM_DEBUG=1 run "$HR" run --db "$T/p.db" -j 1 -- ninja -j12
@@ -240,9 +243,7 @@ load helper
 
 @test "twins an earlier build left in the store predict a job too" {
 	command -v ninja || skip "ninja not installed"
-	python3 "$ROOT/bench/replay" generate "$ROOT/tests/fixtures/tiny-trace.json" "$T/b" --time-scale 0.05 --mem-scale 1 \
-		--repeat 2
-	cd "$T/b"
+	twin_tree
 	"$HR" run --db "$T/p.db" -j 2 -- ninja -j2 $(for k in 0 1 2 3 4 5; do echo obj/rep0/k$k.cu.o; done)
 	HEADROOM_DEBUG=1 run "$HR" run --db "$T/p.db" -j 2 -- ninja -j2
 	echo "$output"
