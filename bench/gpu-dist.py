@@ -6,7 +6,9 @@ under bf16 autocast. Run under torchrun, one process a GPU:
   python3 -m torch.distributed.run --nproc_per_node 2 bench/gpu-dist.py OUT_JSONL CASE_JSON
 CASE_JSON as bench/gpu-measure.py's, its "train" with "dp": ranks and either "ddp": true
 or "zero_stage": 3 with "reshard_after_forward". Each rank appends its own line:
-torch's peaks, NVML's per-process device memory (the NCCL buffers included)."""
+torch's peaks, NVML's per-process device memory (the NCCL buffers included). With
+HEADROOM_TRACE_DIR set, each rank also writes its caching allocator's history there
+(NAME.rankR.trace, lines as bench/gpu-measure.py's with HEADROOM_TRACE_STACKS=1)."""
 import json, os, subprocess, sys
 
 import torch
@@ -18,6 +20,9 @@ rank, world = int(os.environ["RANK"]), int(os.environ["WORLD_SIZE"])
 torch.cuda.set_device(int(os.environ["LOCAL_RANK"]))
 torch.empty(1, device="cuda")
 free0, total = torch.cuda.mem_get_info()
+trace_dir = os.environ.get("HEADROOM_TRACE_DIR")
+if trace_dir:
+    torch.cuda.memory._record_memory_history(context="alloc", stacks="python", max_entries=2000000)
 dist.init_process_group("nccl", device_id=torch.device("cuda", torch.cuda.current_device()))
 
 from transformers import AutoConfig, AutoModelForCausalLM
@@ -74,6 +79,17 @@ res = {"case": case, "rank": rank, "world": world, "n_params": sum(p.numel() for
        "max_reserved": torch.cuda.max_memory_reserved(), "per_step": per_step,
        "context_free_drop": total - free0, "device_total": total, "nvml_process_used_mib": used,
        "torch": torch.__version__, "cuda": torch.version.cuda, "gpu": torch.cuda.get_device_name(0)}
+if trace_dir:
+    # each rank's caching-allocator history, as gpu-measure.py writes it, with the
+    # innermost frame in transformers, torch.distributed or torch.optim that allocated
+    snap = torch.cuda.memory._snapshot()
+    with open(os.path.join(trace_dir, case["name"].replace("/", "_") + f".rank{rank}.trace"), "w") as fh:
+        for e in snap["device_traces"][torch.cuda.current_device()]:
+            fr = [f for f in e.get("frames") or [] if any(k in f["filename"] for k in
+                  ("transformers", "distributed", "optim", "parallel", "gpu-dist"))]
+            f = (fr or e.get("frames") or [None])[0]
+            where = f" {f['filename'].split('/')[-1]}:{f['line']}:{f['name']}" if f else ""
+            fh.write(f"{e['action']} {e['size']} {e['addr']}{where}\n")
 dist.barrier()
 for r in range(world):
     if r == rank:

@@ -1120,9 +1120,14 @@ struct train {
 	 * end; the gradients reduce-scattered to their shard */
 	int fsdp;
 	int64_t layer_bytes, root_bytes;  /* a layer's weights, the root's, whole */
-	int *gathered;            /* per layer: its gathered weights, 0 none */
-	int root;                 /* the root's gathered weights */
+	int64_t layer_param[16], root_param[4]; /* each weight's bytes, whole, in order */
+	int nlayer_param, nroot_param;
+	struct tlist *gathered;   /* per layer: its weights, whole (none: resharded) */
+	unsigned char *issued;    /* per layer: its all-gather is in flight */
+	struct tlist root;        /* the root's weights, whole */
+	int ag;                   /* the last all-gather's buffer */
 	struct tlist shards;      /* the gradients reduce-scattered this step */
+	struct tlist buckets;     /* DDP's gradient buckets */
 	int prev_logits;          /* the last step's logits: its output holds them (and prev_kv) */
 	/* this step's */
 	int emb;                  /* the embeddings (gemma: scaled), the first layer's input */
@@ -1180,26 +1185,52 @@ static void train_start(struct train *tr, const struct model_shape *m, const str
 		int64_t h = s->hidden, I = s->inter;
 		tr->fsdp = 1;
 		tr->gathered = xcalloc((size_t)s->layers, sizeof(*tr->gathered));
+		tr->issued = xcalloc((size_t)s->layers, 1);
 		if (s->gpt2) {
-			tr->layer_bytes = (12 * h * h + 13 * h + 2 * h * I + I) * s->weight_bytes;
-			tr->root_bytes = (s->vocab + s->positions + 2) * h * s->weight_bytes;
+			const int64_t blk[] = { h, h, 3 * h * h, 3 * h, h * h, h, h, h, h * I, I, I * h, h };
+			const int64_t root[] = { s->vocab * h, s->positions * h, h, h };
+			for (size_t i = 0; i < sizeof(blk) / sizeof(blk[0]); i++)
+				tr->layer_param[tr->nlayer_param++] = blk[i] * s->weight_bytes;
+			for (size_t i = 0; i < sizeof(root) / sizeof(root[0]); i++)
+				tr->root_param[tr->nroot_param++] = root[i] * s->weight_bytes;
 		} else {
 			for (size_t i = 0; i < sizeof(lp) / sizeof(lp[0]); i++)
-				tr->layer_bytes += lp[i] * s->weight_bytes;
-			tr->root_bytes = ((m->tied ? 1 : 2) * s->vocab + 1) * h * s->weight_bytes;
+				if (lp[i])
+					tr->layer_param[tr->nlayer_param++] = lp[i] * s->weight_bytes;
+			tr->root_param[tr->nroot_param++] = s->vocab * h * s->weight_bytes;
+			tr->root_param[tr->nroot_param++] = h * s->weight_bytes;
+			if (!m->tied)
+				tr->root_param[tr->nroot_param++] = s->vocab * h * s->weight_bytes;
 		}
+		for (int i = 0; i < tr->nlayer_param; i++)
+			tr->layer_bytes += tr->layer_param[i];
+		for (int i = 0; i < tr->nroot_param; i++)
+			tr->root_bytes += tr->root_param[i];
 	}
-	/* DDP: the gradient buckets, made at its construction and kept: the parameters in
-	 * reverse order, a bucket closed once it holds 1 MiB (the first) or bucket_cap_mb,
-	 * 25 MiB (the others) */
+	/* DDP: its construction makes the gradient buckets as one tensor */
 	if (t->ddp) {
-		int64_t bucket = 0, cap = 1LL << 20;
-		for (size_t i = tr->trained.n; i-- > 0;) {
-			bucket += tensor_bytes(s, tr->trained.v[i]);
-			if (bucket >= cap || !i) {
-				tensor(s, bucket);
-				bucket = 0, cap = 25LL << 20;
-			}
+		int64_t all = 0;
+		for (size_t i = 0; i < tr->trained.n; i++)
+			all += tensor_bytes(s, tr->trained.v[i]);
+		push(&tr->buckets, tensor(s, all));
+	}
+}
+
+/* DDP's bucket rebuild before the second step's forward: the first iteration's buckets
+ * go, and new ones are made a tensor each, in the order the gradients became ready (the
+ * parameters in reverse), a bucket closed once it holds 1 MiB (the first) or
+ * bucket_cap_mb, 25 MiB (the others). */
+static void ddp_rebuild(struct train *tr)
+{
+	struct step *s = &tr->s;
+	int64_t bucket = 0, cap = 1LL << 20;
+
+	free_all(s, &tr->buckets);
+	for (size_t i = tr->trained.n; i-- > 0;) {
+		bucket += tensor_bytes(s, tr->trained.v[i]);
+		if (bucket >= cap || !i) {
+			push(&tr->buckets, tensor(s, bucket));
+			bucket = 0, cap = 25LL << 20;
 		}
 	}
 }
@@ -1208,27 +1239,53 @@ static void train_start(struct train *tr, const struct model_shape *m, const str
  * come from those streams' pools. */
 enum { FSDP_ALL_GATHER = 1, FSDP_REDUCE_SCATTER = 2 };
 
-/* FSDP2: gather layer l's weights (and prefetch the next in order, dir +1 or -1) unless
- * gathered. */
+/* FSDP2's all-gather of bytes into a buffer on its own stream; the last one's buffer
+ * goes once this one has been made (FSDP2 holds it until the next all-gather). */
+static void fsdp_issue(struct train *tr, int64_t bytes)
+{
+	int b = tensor_on(&tr->s, bytes, FSDP_ALL_GATHER);
+
+	drop(&tr->s, tr->ag);
+	tr->ag = b;
+}
+
+/* The all-gather's copy-out: each weight whole, a tensor of its own on the default
+ * stream, into l. */
+static void fsdp_copy_out(struct train *tr, struct tlist *l, const int64_t *bytes, int n)
+{
+	for (int i = 0; i < n; i++)
+		push(l, tensor(&tr->s, bytes[i]));
+}
+
+/* FSDP2 before layer l's forward or backward: its weights whole (all-gathered unless
+ * already in flight, then copied out), unless kept from the forward; in the backward
+ * the next layer's all-gather (dir -1) issued ahead (dir 0: none, the forward's
+ * all-gathers come each at its layer's pre-forward). */
 static void fsdp_gather(struct train *tr, int64_t l, int dir)
 {
 	if (!tr->fsdp)
 		return;
-	for (int64_t i = l; i == l || i == l + dir; i += dir)
-		if (i >= 0 && i < tr->s.layers && !tr->gathered[i])
-			tr->gathered[i] = tensor_on(&tr->s, tr->layer_bytes, FSDP_ALL_GATHER);
+	if (!tr->gathered[l].n) {
+		if (!tr->issued[l])
+			fsdp_issue(tr, tr->layer_bytes);
+		tr->issued[l] = 0;
+		fsdp_copy_out(tr, &tr->gathered[l], tr->layer_param, tr->nlayer_param);
+	}
+	if (l + dir >= 0 && l + dir < tr->s.layers && !tr->gathered[l + dir].n && !tr->issued[l + dir]) {
+		fsdp_issue(tr, tr->layer_bytes);
+		tr->issued[l + dir] = 1;
+	}
 }
 
 static void fsdp_reshard(struct train *tr, int64_t l)
 {
-	if (tr->fsdp) {
-		drop(&tr->s, tr->gathered[l]);
-		tr->gathered[l] = 0;
-	}
+	if (tr->fsdp)
+		free_all(&tr->s, &tr->gathered[l]);
 }
 
 /* FSDP2 after a group's backward: the gradients from grads' entry `from` on, whole, are
- * copied into the reduce-scatter's input and go; the shard comes back. */
+ * copied into the reduce-scatter's input (on the default stream) and go; the shard
+ * comes back on the reduce-scatter's stream. */
 static void fsdp_reduce_scatter(struct train *tr, size_t from)
 {
 	struct step *s = &tr->s;
@@ -1238,7 +1295,7 @@ static void fsdp_reduce_scatter(struct train *tr, size_t from)
 		return;
 	for (size_t i = from; i < tr->grads.n; i++)
 		bytes += tensor_bytes(s, tr->grads.v[i]);
-	int in = tensor_on(s, bytes, FSDP_REDUCE_SCATTER);
+	int in = tensor(s, bytes);
 	for (size_t i = from; i < tr->grads.n; i++)
 		drop(s, tr->grads.v[i]);
 	tr->grads.n = from;
@@ -1254,8 +1311,12 @@ static void train_forward(struct train *tr, int step)
 	struct step *s = &tr->s;
 	int x, hs;
 
-	if (tr->fsdp) /* the root's weights, gathered before the embedding */
-		tr->root = tensor_on(s, tr->root_bytes, FSDP_ALL_GATHER);
+	if (tr->t->ddp && step == 1)
+		ddp_rebuild(tr);
+	if (tr->fsdp) { /* the root's weights, gathered before the embedding */
+		fsdp_issue(tr, tr->root_bytes);
+		fsdp_copy_out(tr, &tr->root, tr->root_param, tr->nroot_param);
+	}
 	x = hs = tensor(s, s->resid_bytes * s->tokens * s->hidden);
 	if (!step)
 		cublas_workspace(s);
@@ -1272,7 +1333,7 @@ static void train_forward(struct train *tr, int step)
 	}
 	for (int64_t l = 0; l < s->layers; l++) {
 		int out;
-		fsdp_gather(tr, l, 1);
+		fsdp_gather(tr, l, 0);
 		if (l < tr->no_grad_layers) {
 			out = plain_layer(s, s->kv);
 			if (hs != x)
@@ -1358,6 +1419,16 @@ static void loss_backward(struct train *tr)
 	struct step *s = &tr->s;
 	int64_t chunk = tr->chunk, gw = tr->head_trains ? tr->grad_bytes : 0;
 
+	/* FSDP2's root pre-backward: the last layer's all-gather issued ahead when it was
+	 * resharded, the forward's last buffer freed */
+	if (tr->fsdp && !tr->gathered[s->layers - 1].n) {
+		fsdp_issue(tr, tr->layer_bytes);
+		tr->issued[s->layers - 1] = 1;
+	} else if (tr->fsdp) {
+		drop(s, tr->ag);
+		tr->ag = 0;
+	}
+
 	for (size_t c = 0; c < tr->lsm.n; c++) {
 		int64_t n = s->tokens - (int64_t)c * chunk < chunk ? s->tokens - (int64_t)c * chunk : chunk;
 		int g1 = tensor(s, 4 * n * s->vocab), g2 = tensor(s, 4 * n * s->vocab);
@@ -1384,6 +1455,9 @@ static void loss_backward(struct train *tr)
 	}
 	free_all(s, &tr->head_saved);
 	drop(s, tr->final_out);
+	if (tr->grad_bytes) /* the final norm's weight (GPT-2's ln_f: and bias) */
+		for (int i = 0; i < (s->gpt2 ? 2 : 1); i++)
+			push(&tr->grads, tensor(s, s->hidden * tr->grad_bytes));
 	tr->grad_res = tensor(s, s->resid_bytes * s->tokens * s->hidden);
 	drop(s, gh);
 }
@@ -1451,7 +1525,9 @@ static void layers_backward(struct train *tr)
 		fsdp_reduce_scatter(tr, 0);
 		for (int64_t l = 0; l < s->layers; l++)
 			fsdp_reshard(tr, l);
-		drop(s, tr->root);
+		free_all(s, &tr->root);
+		drop(s, tr->ag); /* the root's post-backward frees the last all-gather's buffer */
+		tr->ag = 0;
 		struct tlist whole = tr->grads;
 		tr->grads = tr->shards;
 		tr->shards = whole;
@@ -1499,7 +1575,10 @@ static void train_finish(struct train *tr, struct sim_result *r)
 	free(tr->saved);
 	free(tr->params.v), free(tr->trained.v), free(tr->states.v), free(tr->grads.v), free(tr->ckpts.v), free(tr->tmp.v);
 	free(tr->head_saved.v), free(tr->head_saved.tag), free(tr->lsm.v);
-	free(tr->kv.v), free(tr->prev_kv.v), free(tr->ac_cache.v), free(tr->shards.v), free(tr->gathered);
+	free(tr->kv.v), free(tr->prev_kv.v), free(tr->ac_cache.v), free(tr->shards.v), free(tr->buckets.v);
+	for (int64_t l = 0; tr->gathered && l < s->layers; l++)
+		free(tr->gathered[l].v);
+	free(tr->gathered), free(tr->issued), free(tr->root.v);
 	free(s->block_of);
 	alloc_sim_free(&s->a);
 }
