@@ -1405,6 +1405,13 @@ static void loss_forward(struct train *tr)
 	if (!tr->head_trains) /* a frozen lm_head keeps no input */
 		drop(s, yf);
 	free_all(s, &tr->ac_cache); /* the autocast region ends with the loss */
+	if (tr->fsdp && !tr->t->keep_gathered) {
+		/* resharding, the root's post-forward (the loss is in its forward) frees its
+		 * weights too, and the last all-gather's buffer */
+		free_all(s, &tr->root);
+		drop(s, tr->ag);
+		tr->ag = 0;
+	}
 	drop(s, tr->prev_logits);
 	free_all(s, &tr->prev_kv);
 	tr->final_out = yf;
@@ -1419,9 +1426,14 @@ static void loss_backward(struct train *tr)
 	struct step *s = &tr->s;
 	int64_t chunk = tr->chunk, gw = tr->head_trains ? tr->grad_bytes : 0;
 
-	/* FSDP2's root pre-backward: the last layer's all-gather issued ahead when it was
-	 * resharded, the forward's last buffer freed */
-	if (tr->fsdp && !tr->gathered[s->layers - 1].n) {
+	/* FSDP2's root pre-backward: resharding, the root's weights gathered again (its
+	 * buffer freed once copied out) and the last layer's all-gather issued ahead; kept,
+	 * the forward's last all-gather buffer freed */
+	if (tr->fsdp && !tr->t->keep_gathered) {
+		fsdp_issue(tr, tr->root_bytes);
+		fsdp_copy_out(tr, &tr->root, tr->root_param, tr->nroot_param);
+		drop(s, tr->ag);
+		tr->ag = 0;
 		fsdp_issue(tr, tr->layer_bytes);
 		tr->issued[s->layers - 1] = 1;
 	} else if (tr->fsdp) {
