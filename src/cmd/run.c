@@ -12,6 +12,7 @@
 #include "cmd/cmd.h"
 #include "govern/governor.h"
 #include "sys/command.h"
+#include "sys/cpus.h"
 #include "govern/launch.h"
 #include "sys/fsutil.h"
 #include "sys/proc.h"
@@ -37,7 +38,8 @@ static const char usage[] =
 	"counted but not learned.\n"
 	"\n"
 	"  -j, --jobs N        at most N jobs at once (default: the build's own -jN, --jobs=N or\n"
-	"                      --parallel N, else a MAX_JOBS you set, else the number of CPUs)\n"
+	"                      --parallel N, else a MAX_JOBS you set, else the CPUs it may use:\n"
+	"                      its affinity mask, or a cgroup v2 CPU quota when smaller)\n"
 	"  -b, --budget SIZE   memory the jobs may use together, e.g. 24G (default: the\n"
 	"                      cgroup limit or RAM, less what others use and a reserve)\n"
 	"      --reserve SIZE  memory always kept free (default: 6% of the limit, 64M..2G)\n"
@@ -288,10 +290,9 @@ static int build_jobs(char **argv, char *flag, size_t size)
 }
 
 /* The CPU cap: headroom's -j, else the build's own -jN, else a MAX_JOBS the user set,
- * else the number of CPUs (headroom then sets the parallelism: MAX_JOBS). */
+ * else the CPUs this process may use (headroom then sets the parallelism: MAX_JOBS). */
 static void choose_cap(struct governor_opts *o, int jobs_opt, char *from, size_t size)
 {
-	long cpus = sysconf(_SC_NPROCESSORS_ONLN);
 	int n;
 
 	if (jobs_opt) {
@@ -303,8 +304,8 @@ static void choose_cap(struct governor_opts *o, int jobs_opt, char *from, size_t
 		o->jobs = n;
 		snprintf(from, size, "MAX_JOBS=%d", n);
 	} else {
-		o->jobs = cpus > 0 ? (int)cpus : 1;
-		snprintf(from, size, "%d CPUs", o->jobs);
+		o->jobs = cpus_usable("");
+		snprintf(from, size, "%d CPU%s", o->jobs, o->jobs == 1 ? "" : "s");
 	}
 	o->jobs_from = from;
 	log_info("at most %d jobs at once (%s)", o->jobs, from);

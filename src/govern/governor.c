@@ -16,6 +16,7 @@
 
 #include "govern/admit.h"
 #include "govern/gov.h"
+#include "sys/cpus.h"
 #include "sys/fsutil.h"
 #include "sys/meminfo.h"
 #include "sys/psi.h"
@@ -547,8 +548,7 @@ static void write_records(struct gov *g)
 		for (char **a = o->argv; *a; a++)
 			strbuf_addf(&desc, " %s", *a);
 		meminfo_read(o->proc_root, &mi);
-		long cpus = sysconf(_SC_NPROCESSORS_ONLN);
-		rc = report_write_record(&g->rep, o->record_path, strbuf_str(&desc), cpus > 0 ? (int)cpus : 1,
+		rc = report_write_record(&g->rep, o->record_path, strbuf_str(&desc), cpus_usable(""),
 					 mi.total_bytes);
 		if (rc)
 			log_warn("cannot write the record to %s: %s", o->record_path, strerror(-rc));

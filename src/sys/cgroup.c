@@ -142,22 +142,23 @@ static int read_in(const char *dir, const char *file, uint64_t *out)
 	return rc;
 }
 
-int cgroup_mem_limit(const struct cgroup *cg, uint64_t *out_bytes)
+/* The smallest value read(DIR/file, &v) gives on the way from cg's directory up to its
+ * mount; -ENODATA when none does. */
+static int min_up(const struct cgroup *cg, const char *file, int (*read)(const char *path, uint64_t *out),
+		  uint64_t *out)
 {
-	const char *file = cg->version == CGROUP_V1 ? "memory.limit_in_bytes" : "memory.max";
 	char dir[PATH_MAX];
 	uint64_t best = UINT64_MAX;
-	size_t mlen;
+	size_t mlen = strlen(cg->mount);
 
-	if (cg->version == CGROUP_NONE)
-		return -ENOENT;
-	mlen = strlen(cg->mount);
 	snprintf(dir, sizeof(dir), "%s", cg->dir);
 	for (;;) {
+		char *path = xasprintf("%s/%s", dir, file);
 		uint64_t v;
 
-		if (!read_in(dir, file, &v) && v < V1_UNLIMITED && v < best)
+		if (!read(path, &v) && v < best)
 			best = v;
+		free(path);
 		if (strlen(dir) <= mlen)
 			break;
 		char *slash = strrchr(dir, '/');
@@ -167,8 +168,61 @@ int cgroup_mem_limit(const struct cgroup *cg, uint64_t *out_bytes)
 	}
 	if (best == UINT64_MAX)
 		return -ENODATA;
-	*out_bytes = best;
+	*out = best;
 	return 0;
+}
+
+/* A memory limit file: v2's "max" and v1's huge number both mean none. */
+static int read_mem_limit(const char *path, uint64_t *out)
+{
+	int rc = fs_read_u64(path, out);
+
+	return rc ? rc : *out < V1_UNLIMITED ? 0 : -ENODATA;
+}
+
+int cgroup_mem_limit(const struct cgroup *cg, uint64_t *out_bytes)
+{
+	if (cg->version == CGROUP_NONE)
+		return -ENOENT;
+	return min_up(cg, cg->version == CGROUP_V1 ? "memory.limit_in_bytes" : "memory.max", read_mem_limit,
+		      out_bytes);
+}
+
+/* cpu.max: "QUOTA PERIOD" in microseconds, or "max PERIOD"; as thousandths of a CPU.
+ * The kernel keeps the period within 1 ms to 1 s and the quota at 1 ms or more. */
+static int read_cpu_max(const char *path, uint64_t *out_milli)
+{
+	char buf[64], *end;
+	unsigned long long quota, period;
+	FILE *f = fopen(path, "re");
+	int rc = -ENODATA;
+
+	if (!f)
+		return -errno;
+	if (!fgets(buf, sizeof(buf), f) || !strncmp(buf, "max", 3))
+		goto out;
+	errno = 0;
+	quota = strtoull(buf, &end, 10);
+	if (errno || end == buf || *end != ' ')
+		goto out;
+	period = strtoull(end + 1, &end, 10);
+	if (errno || (*end != '\n' && *end) || period < 1000 || period > 1000000 || quota < 1000 ||
+	    quota > (1ULL << 40))
+		goto out;
+	*out_milli = quota * 1000 / period;
+	rc = 0;
+out:
+	fclose(f);
+	return rc;
+}
+
+int cgroup_cpu_limit(const struct cgroup *cg, uint64_t *out_milli)
+{
+	if (cg->version == CGROUP_NONE)
+		return -ENOENT;
+	if (cg->version == CGROUP_V1)
+		return -ENOTSUP;
+	return min_up(cg, "cpu.max", read_cpu_max, out_milli);
 }
 
 int cgroup_mem_working_set(const struct cgroup *cg, uint64_t *out_bytes)

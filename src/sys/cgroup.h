@@ -21,6 +21,9 @@ void cgroup_free(struct cgroup *cg);
 
 /* The smallest memory limit on the way from cg up to its mount. -ENODATA when unlimited. */
 int cgroup_mem_limit(const struct cgroup *cg, uint64_t *out_bytes);
+/* The smallest CPU bandwidth limit on the way up (v2 cpu.max), in thousandths of a CPU:
+ * -ENODATA when unlimited, -ENOTSUP in v1 (its cpu controller is a hierarchy of its own). */
+int cgroup_cpu_limit(const struct cgroup *cg, uint64_t *out_milli);
 /* Charged memory minus inactive page cache (what cannot be reclaimed cheaply). */
 int cgroup_mem_working_set(const struct cgroup *cg, uint64_t *out_bytes);
 /* Highest charge seen (v2 memory.peak, v1 memory.max_usage_in_bytes). */

@@ -150,9 +150,9 @@ cap_of() {
 	python3 -c 'import json,sys; c=json.load(open(sys.argv[1]))["cap"]; print(c["jobs"], c["from"])' "$1"
 }
 
-@test "the build's own -jN is the cap, above the CPUs too; headroom's -j overrides it; MAX_JOBS counts" {
+@test "the build's own -jN is the cap, above the CPUs too; headroom's -j overrides it; MAX_JOBS counts; else the CPUs it may use" {
 	command -v ninja || skip "ninja not installed"
-	cpus=$(getconf _NPROCESSORS_ONLN)
+	cpus=$(nproc)
 	n=$(( cpus + 3 ))
 	logged_build "$T/b" "$n" 1500
 	cd "$T/b"
@@ -184,7 +184,13 @@ cap_of() {
 	[ "$(cap_of "$T/r.json")" = "3 MAX_JOBS=3" ]
 	rm -f log out*
 	run "$HR" run -q --db "$T/p.db" --report "$T/r.json" -- ninja
-	[ "$(cap_of "$T/r.json")" = "$cpus $cpus CPUs" ]
+	[ "$(cap_of "$T/r.json")" = "$cpus $cpus CPU$([ "$cpus" -eq 1 ] || echo s)" ]
+	# the CPUs it may use, not those the machine has: taskset's mask
+	rm -f log out*
+	run taskset -c 0 "$HR" run -q --db "$T/p.db" --report "$T/r.json" -- ninja
+	[ "$status" -eq 0 ]
+	[ "$(cap_of "$T/r.json")" = "1 1 CPU" ]
+	[ "$(max_overlap log)" -eq 1 ]
 }
 
 # Start distccd on a free port of 127.0.0.1 in a process group of its own; DISTCCD_PGID

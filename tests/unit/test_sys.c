@@ -6,6 +6,7 @@
 #include <cmocka.h>
 
 #include <errno.h>
+#include <sched.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -13,6 +14,7 @@
 #include <unistd.h>
 
 #include "sys/cgroup.h"
+#include "sys/cpus.h"
 #include "sys/meminfo.h"
 #include "sys/proc.h"
 #include "sys/psi.h"
@@ -134,10 +136,28 @@ static void test_cgroup_v2(void **state)
 	assert_int_equal(cgroup_oom_kills(&cg, &v), 0);
 	assert_int_equal(v, 2);
 	assert_int_equal(cgroup_freeze(&cg, 1), -ENOENT); /* fixture has no cgroup.freeze file */
+	/* the tightest CPU quota on the way up: half a CPU here, 4 above, none at the root */
+	assert_int_equal(cgroup_cpu_limit(&cg, &v), 0);
+	assert_int_equal(v, 500);
 	p = cgroup_pressure_path(&cg);
 	assert_non_null(strstr(p, "build/memory.pressure"));
 	free(p);
 	cgroup_free(&cg);
+}
+
+/* The CPUs a build may use: the affinity mask, less where a v2 quota allows fewer (the
+ * fixture's half CPU counts as one); v1 and no cgroup: the mask alone. */
+static void test_cpus(void **state)
+{
+	cpu_set_t set;
+	int mask;
+
+	(void)state;
+	assert_int_equal(sched_getaffinity(0, sizeof(set), &set), 0);
+	mask = CPU_COUNT(&set);
+	assert_int_equal(cpus_usable(FIX "/v2"), 1);
+	assert_int_equal(cpus_usable(FIX "/v1"), mask);
+	assert_int_equal(cpus_usable(FIX "/none-here"), mask);
 }
 
 static void test_cgroup_v1(void **state)
@@ -158,6 +178,7 @@ static void test_cgroup_v1(void **state)
 	assert_null(cgroup_pressure_path(&cg));
 	assert_true(cgroup_children_counted(&cg));
 	assert_int_equal(cgroup_freeze(&cg, 1), -ENOTSUP);
+	assert_int_equal(cgroup_cpu_limit(&cg, &v), -ENOTSUP);
 	cgroup_free(&cg);
 }
 
@@ -212,7 +233,7 @@ int main(void)
 		cmocka_unit_test(test_proc_parse), cmocka_unit_test(test_proc_tree), cmocka_unit_test(test_proc_below),
 		cmocka_unit_test(test_proc_cmdline),
 		cmocka_unit_test(test_cgroup_v2),  cmocka_unit_test(test_cgroup_v1),
-		cmocka_unit_test(test_cgroup_none),
+		cmocka_unit_test(test_cgroup_none),  cmocka_unit_test(test_cpus),
 	};
 	return cmocka_run_group_tests_name("sys", tests, NULL, NULL);
 }
