@@ -37,9 +37,10 @@ static const char usage[] =
 	"Compiler cache hits (ccache, sccache), configure checks and jobs seen only in part are\n"
 	"counted but not learned.\n"
 	"\n"
-	"  -j, --jobs N        at most N jobs at once (default: the build's own -jN, --jobs=N or\n"
-	"                      --parallel N, else a MAX_JOBS you set, else the CPUs it may use:\n"
-	"                      its affinity mask, or a cgroup v2 CPU quota when smaller)\n"
+	"  -j, --jobs N        at most N jobs at once (default: the build's own -jN, --jobs=N,\n"
+	"                      --parallel N or make's MAKEFLAGS -jN, else a MAX_JOBS you set,\n"
+	"                      else the CPUs it may use: its affinity mask, or a cgroup v2 CPU\n"
+	"                      quota when smaller)\n"
 	"  -b, --budget SIZE   memory the jobs may use together, e.g. 24G (default: the\n"
 	"                      cgroup limit or RAM, less what others use and a reserve)\n"
 	"      --reserve SIZE  memory always kept free (default: 6% of the limit, 64M..2G)\n"
@@ -244,43 +245,84 @@ static int jobs_number(const char *s)
 	return errno || *end || n < 1 || n > MAX_JOBS_CAP ? 0 : (int)n;
 }
 
+/* The jobs one word of a make or ninja command line asks for: -j8, --jobs=8, or a
+ * cluster of make's one-letter flags ending in j (-kj8); with next, the number may be
+ * the word after (-j 8, --jobs 8, -kj 8): then *took_next is set. 0 when none. */
+static int word_jobs(const char *w, const char *next, int cmake, int *took_next)
+{
+	const char *v = NULL;
+	int want_next = 0;
+
+	*took_next = 0;
+	if (!strcmp(w, "--jobs") || (cmake && !strcmp(w, "--parallel")))
+		want_next = 1;
+	else if (!strncmp(w, "--jobs=", 7))
+		v = w + 7;
+	else if (cmake && !strncmp(w, "--parallel=", 11))
+		v = w + 11;
+	else if (w[0] == '-' && w[1] != '-') {
+		const char *j = strchr(w, 'j');
+		if (j && strspn(w + 1, "BbeikLnpqrRsStvwj") == (size_t)(j - w)) {
+			if (j[1])
+				v = j + 1;
+			else
+				want_next = 1;
+		}
+	}
+	if (want_next && jobs_number(next)) {
+		v = next;
+		*took_next = 1;
+	}
+	return jobs_number(v);
+}
+
+/* The -jN in MAKEFLAGS ("-j8", "kj8 --jobserver-auth=...", "-j 8"): GNU make's first word
+ * is a cluster of one-letter flags, with or without its dash. 0 when none. */
+static int makeflags_jobs(const char *mf)
+{
+	char *copy = xasprintf("-%s", mf + strspn(mf, " -")), *save = NULL;
+	char *words[64];
+	size_t nw = 0;
+	int n = 0, took;
+
+	if (mf[0] == '-' && mf[1] == '-') { /* no one-letter cluster: the first word is long */
+		free(copy);
+		copy = xstrdup(mf);
+	}
+	for (char *w = strtok_r(copy, " ", &save); w && nw < 63; w = strtok_r(NULL, " ", &save))
+		words[nw++] = w;
+	words[nw] = NULL;
+	for (size_t i = 0; i < nw; i++) {
+		int m = word_jobs(words[i], words[i + 1], 0, &took);
+		if (m)
+			n = m;
+		i += (size_t)took;
+	}
+	free(copy);
+	return n;
+}
+
 /* The parallelism the build command asks for itself: -jN, -j N, --jobs=N, --jobs N (make,
- * ninja, also in make's clusters such as -kj8), cmake --build's --parallel N, -j N or
- * CMAKE_BUILD_PARALLEL_LEVEL. 0 when it names none; *flag gets the words that did. */
+ * ninja, also in make's clusters such as -kj8), make's MAKEFLAGS, cmake --build's
+ * --parallel N, -j N or CMAKE_BUILD_PARALLEL_LEVEL. 0 when it names none; *flag gets the
+ * words that did. */
 static int build_jobs(char **argv, char *flag, size_t size)
 {
 	const char *b = path_base(argv[0]);
-	int cmake = !strcmp(b, "cmake"), n = 0;
+	int cmake = !strcmp(b, "cmake"), make = !strcmp(b, "make") || !strcmp(b, "gmake"), n = 0, took;
 
-	if (!cmake && strcmp(b, "make") && strcmp(b, "gmake") && strcmp(b, "ninja") && strcmp(b, "samu"))
+	if (!cmake && !make && strcmp(b, "ninja") && strcmp(b, "samu"))
 		return 0;
 	for (char **a = argv + 1; *a && strcmp(*a, "--"); a++) {
-		const char *v = NULL;
-		int next = 0;
-
-		if (!strcmp(*a, "--jobs") || (cmake && !strcmp(*a, "--parallel")))
-			next = 1;
-		else if (!strncmp(*a, "--jobs=", 7))
-			v = *a + 7;
-		else if (cmake && !strncmp(*a, "--parallel=", 11))
-			v = *a + 11;
-		else if ((*a)[0] == '-' && (*a)[1] != '-') {
-			/* -j8, or a cluster of make's one-letter flags ending in j: -kj8, -kj 8 */
-			const char *j = strchr(*a, 'j');
-			if (j && strspn(*a + 1, "BbeikLnpqrRsStvwj") == (size_t)(j - *a)) {
-				if (j[1])
-					v = j + 1;
-				else
-					next = 1;
-			}
-		}
-		if (next && jobs_number(a[1]))
-			v = *++a;
-		if (jobs_number(v)) {
-			n = jobs_number(v);
+		int m = word_jobs(*a, a[1], cmake, &took);
+		if (m) {
+			n = m;
 			snprintf(flag, size, "build -j%d", n);
 		}
+		a += took;
 	}
+	if (!n && make && getenv("MAKEFLAGS") && (n = makeflags_jobs(getenv("MAKEFLAGS"))))
+		snprintf(flag, size, "MAKEFLAGS -j%d", n);
 	if (!n && cmake) {
 		n = jobs_number(getenv("CMAKE_BUILD_PARALLEL_LEVEL"));
 		if (n)

@@ -193,6 +193,25 @@ cap_of() {
 	[ "$(max_overlap log)" -eq 1 ]
 }
 
+@test "make's -jN in MAKEFLAGS is the build's own cap; the command line's wins" {
+	mkdir -p "$T/m"
+	cd "$T/m"
+	printf 'all:\n\t@true\n' > Makefile
+	MAKEFLAGS=-j3 run "$HR" run -q --db "$T/p.db" --report "$T/r.json" -- make
+	[ "$status" -eq 0 ]
+	[ "$(cap_of "$T/r.json")" = "3 MAKEFLAGS -j3" ]
+	# as a parent make passes it: a cluster without its dash, then the jobserver
+	MAKEFLAGS="kj5 --jobserver-auth=fifo:/nonexistent" run "$HR" run -q --db "$T/p.db" --report "$T/r.json" -- make
+	[ "$(cap_of "$T/r.json")" = "5 MAKEFLAGS -j5" ]
+	MAKEFLAGS="-j 4" run "$HR" run -q --db "$T/p.db" --report "$T/r.json" -- make
+	[ "$(cap_of "$T/r.json")" = "4 MAKEFLAGS -j4" ]
+	MAKEFLAGS=-j5 run "$HR" run -q --db "$T/p.db" --report "$T/r.json" -- make -j2
+	[ "$(cap_of "$T/r.json")" = "2 build -j2" ]
+	# a bare -j (no limit) or none: the CPUs it may use
+	MAKEFLAGS=-j run "$HR" run -q --db "$T/p.db" --report "$T/r.json" -- make
+	[ "$(cap_of "$T/r.json" | cut -d' ' -f1)" = "$(nproc)" ]
+}
+
 # Start distccd on a free port of 127.0.0.1 in a process group of its own; DISTCCD_PGID
 # and DISTCC_HOSTS are set. Teardown ends the group.
 start_distccd() {
