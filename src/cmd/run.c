@@ -112,26 +112,6 @@ static int is_python_build(const char *cmd)
 	return !strncmp(b, "python", 6) || !strncmp(b, "pip", 3) || !strcmp(b, "uv");
 }
 
-/* An executable `name` on PATH (or name itself when it has a slash); caller frees. */
-static char *which(const char *name)
-{
-	const char *path = getenv("PATH");
-	char *dirs, *save = NULL, *found = NULL;
-
-	if (strchr(name, '/'))
-		return access(name, X_OK) ? NULL : xstrdup(name);
-	dirs = xstrdup(path && *path ? path : "/usr/local/bin:/usr/bin:/bin");
-	for (char *d = strtok_r(dirs, ":", &save); d && !found; d = strtok_r(NULL, ":", &save)) {
-		char *c = xasprintf("%s/%s", *d ? d : ".", name);
-		if (!access(c, X_OK))
-			found = c;
-		else
-			free(c);
-	}
-	free(dirs);
-	return found;
-}
-
 /* Point var (CC, CXX) at a shim named shim_name in shim_dir: a link to headroom that
  * runs the real compiler through the launcher. A shim rather than "headroom exec -- c++"
  * in the variable, because build scripts look at the compiler's name and version
@@ -148,7 +128,7 @@ static void shim_compiler(const char *self, const char *shim_dir, const char *va
 	rest = strpbrk(first, " \t");
 	if (rest)
 		*rest++ = '\0';
-	real = which(first);
+	real = fs_which(first);
 	link = xasprintf("%s/%s", shim_dir, shim_name);
 	if (real && !symlink(self, link)) {
 		setenv(real_var, real, 1);

@@ -223,6 +223,22 @@ static int recv_type(struct proto_conn *conn, const char *want, int timeout_ms, 
 	}
 }
 
+/* A compiler named plainly that is a compiler cache in disguise: /usr/lib/ccache/gcc (or
+ * gcc found first there on PATH) is a link to ccache, which runs the real gcc. */
+static void cache_masquerade(const char *argv0, struct job_sig *sig)
+{
+	char *exe, *real;
+
+	if (sig->cached || !sig->compiler)
+		return;
+	exe = fs_which(argv0);
+	real = exe ? realpath(exe, NULL) : NULL;
+	if (real && job_sig_is_cache(path_base(real)))
+		job_sig_add_cache(sig, path_base(real));
+	free(real);
+	free(exe);
+}
+
 /* A file for ccache's word on this job (CCACHE_STATSLOG), when the job runs through
  * ccache and the user keeps no stats log of their own; NULL otherwise. */
 static char *cache_log_open(const struct job_sig *sig)
@@ -278,6 +294,7 @@ void launch_governed(char **argv, int fd)
 	while (argv[argc])
 		argc++;
 	job_sig_from_argv(argc, argv, &sig);
+	cache_masquerade(argv[0], &sig);
 	char *cache_log = cache_log_open(&sig);
 	proto_conn_init(&conn, fd);
 	sigemptyset(&sa.sa_mask);

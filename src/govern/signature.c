@@ -177,6 +177,20 @@ void job_sig_from_argv(int argc, char *const argv[], struct job_sig *out)
 	out->sig_key = xasprintf("%s :: %s", out->class_key, out->src);
 }
 
+void job_sig_add_cache(struct job_sig *s, const char *cache)
+{
+	char *via = *s->via ? xasprintf("%s %s", cache, s->via) : xstrdup(cache);
+
+	free(s->via);
+	s->via = via;
+	s->cached = 1;
+}
+
+int job_sig_is_cache(const char *name)
+{
+	return is_cache(name);
+}
+
 int job_src_twins(const char *src_a, const char *src_b)
 {
 	return src_a && src_b && *src_a && *src_b && strcmp(src_a, src_b) &&

@@ -20,6 +20,11 @@ struct job_sig {
 /* Build the signature of argv[0..argc). All strings are owned; free with job_sig_free. */
 void job_sig_from_argv(int argc, char *const argv[], struct job_sig *out);
 void job_sig_free(struct job_sig *s);
+/* The compiler was reached through cache (ccache, sccache) without its name on the
+ * command line: a masquerade directory's link first on PATH. Noted as its launcher. */
+void job_sig_add_cache(struct job_sig *s, const char *cache);
+/* Is name a compiler cache's (ccache, sccache)? */
+int job_sig_is_cache(const char *name);
 
 /* Whether two sources are the same file name in other directories (one tree built twice,
  * for two architectures, or moved): a job no one has run yet is predicted from its twins

@@ -102,3 +102,22 @@ char *fs_command_line(const char *cmd)
 	pclose(p);
 	return out;
 }
+
+char *fs_which(const char *name)
+{
+	const char *path = getenv("PATH");
+	char *dirs, *save = NULL, *found = NULL;
+
+	if (strchr(name, '/'))
+		return access(name, X_OK) ? NULL : xstrdup(name);
+	dirs = xstrdup(path && *path ? path : "/usr/local/bin:/usr/bin:/bin");
+	for (char *d = strtok_r(dirs, ":", &save); d && !found; d = strtok_r(NULL, ":", &save)) {
+		char *c = xasprintf("%s/%s", *d ? d : ".", name);
+		if (!access(c, X_OK))
+			found = c;
+		else
+			free(c);
+	}
+	free(dirs);
+	return found;
+}

@@ -16,5 +16,8 @@ int fs_write(const char *path, const char *s);
 /* The first line a shell command prints (without its newline), or NULL when it prints
  * nothing or cannot run. Caller frees. */
 char *fs_command_line(const char *cmd);
+/* The executable `name` on PATH (or name itself when it has a slash), or NULL; caller
+ * frees. */
+char *fs_which(const char *name);
 
 #endif

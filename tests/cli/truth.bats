@@ -64,6 +64,27 @@ print(next(p["peak_bytes"] for p in json.load(sys.stdin) if p["key"] == sys.argv
 	[ "$(profile_peak "$T/p.db" "gcc -O2 :: big.c")" -eq "$first" ]
 }
 
+@test "a ccache hit through its masquerade directory (gcc a link to ccache, first on PATH) does not lower the profile" {
+	command -v ccache || skip "ccache not installed"
+	mkdir -p "$T/b" "$T/mask" && cd "$T/b"
+	ln -s "$(command -v ccache)" "$T/mask/gcc"
+	export CCACHE_DIR="$T/ccache" PATH="$T/mask:$PATH"
+	big_c big.c
+	printf 'big.o: big.c\n\t$(HEADROOM_LAUNCHER) gcc -O2 -c big.c -o big.o\n' > Makefile
+	run "$HR" run -q --db "$T/p.db" -- make
+	[ "$status" -eq 0 ]
+	first=$(profile_peak "$T/p.db" "gcc -O2 :: big.c")
+	echo "learned from the miss: $first"
+	[ "$first" -ge $((8 << 20)) ]
+	rm big.o
+	run "$HR" run -q --db "$T/p.db" --report "$T/r.json" -- make
+	[ "$status" -eq 0 ]
+	[ -f big.o ]
+	ccache --show-stats --verbose | grep -iE 'hits|direct'
+	python3 -c 'import json,sys; r=json.load(open(sys.argv[1])); assert r["jobs"] == 1, r' "$T/r.json"
+	[ "$(profile_peak "$T/p.db" "gcc -O2 :: big.c")" -eq "$first" ]
+}
+
 # A CMake project of two C files and a program, in $1.
 cmake_project() {
 	mkdir -p "$1"

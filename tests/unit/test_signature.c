@@ -111,6 +111,15 @@ static void test_launchers(void **state)
 	assert_true(s.cached);
 	assert_true(s.compiler);
 	job_sig_free(&s);
+	/* a compiler that turned out to be ccache's link (the launcher found it so): a
+	 * cache in front of whatever else there was, the class unchanged */
+	job_sig_from_argv(7, d, &s);
+	assert_true(job_sig_is_cache("sccache") && !job_sig_is_cache("gcc"));
+	job_sig_add_cache(&s, "ccache");
+	assert_string_equal(s.via, "ccache distcc");
+	assert_true(s.cached);
+	assert_string_equal(s.class_key, "gcc -O2 via distcc");
+	job_sig_free(&s);
 }
 
 static void test_kinds(void **state)
