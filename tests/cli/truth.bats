@@ -37,12 +37,13 @@ import json, sys
 print(next(p["peak_bytes"] for p in json.load(sys.stdin) if p["key"] == sys.argv[1]))' "$2"
 }
 
-@test "a ccache hit is counted as a job but does not lower the learned profile" {
-	command -v ccache || skip "ccache not installed"
+# Build big.o with compile command $1 through make twice, in $T/b: a ccache miss, then a
+# hit, which counts as a job and leaves the profile the miss taught ($first).
+ccache_miss_then_hit() {
 	mkdir -p "$T/b" && cd "$T/b"
 	export CCACHE_DIR="$T/ccache"
 	big_c big.c
-	printf 'big.o: big.c\n\t$(HEADROOM_LAUNCHER) ccache gcc -O2 -c big.c -o big.o\n' > Makefile
+	printf 'big.o: big.c\n\t$(HEADROOM_LAUNCHER) %s -O2 -c big.c -o big.o\n' "$1" > Makefile
 	run "$HR" run -q --db "$T/p.db" -- make
 	[ "$status" -eq 0 ]
 	first=$(profile_peak "$T/p.db" "gcc -O2 :: big.c")
@@ -55,6 +56,11 @@ print(next(p["peak_bytes"] for p in json.load(sys.stdin) if p["key"] == sys.argv
 	ccache --show-stats --verbose | grep -iE 'hits|direct'
 	python3 -c 'import json,sys; r=json.load(open(sys.argv[1])); assert r["jobs"] == 1, r' "$T/r.json"
 	[ "$(profile_peak "$T/p.db" "gcc -O2 :: big.c")" -eq "$first" ]
+}
+
+@test "a ccache hit is counted as a job but does not lower the learned profile" {
+	command -v ccache || skip "ccache not installed"
+	ccache_miss_then_hit "ccache gcc"
 	[ "$(profile_peak "$T/p.db" "gcc -O2")" -eq "$first" ]
 	# a stats log of the user's own is left to them: no compiler seen below ccache says hit
 	rm big.o
@@ -66,23 +72,9 @@ print(next(p["peak_bytes"] for p in json.load(sys.stdin) if p["key"] == sys.argv
 
 @test "a ccache hit through its masquerade directory (gcc a link to ccache, first on PATH) does not lower the profile" {
 	command -v ccache || skip "ccache not installed"
-	mkdir -p "$T/b" "$T/mask" && cd "$T/b"
+	mkdir -p "$T/mask"
 	ln -s "$(command -v ccache)" "$T/mask/gcc"
-	export CCACHE_DIR="$T/ccache" PATH="$T/mask:$PATH"
-	big_c big.c
-	printf 'big.o: big.c\n\t$(HEADROOM_LAUNCHER) gcc -O2 -c big.c -o big.o\n' > Makefile
-	run "$HR" run -q --db "$T/p.db" -- make
-	[ "$status" -eq 0 ]
-	first=$(profile_peak "$T/p.db" "gcc -O2 :: big.c")
-	echo "learned from the miss: $first"
-	[ "$first" -ge $((8 << 20)) ]
-	rm big.o
-	run "$HR" run -q --db "$T/p.db" --report "$T/r.json" -- make
-	[ "$status" -eq 0 ]
-	[ -f big.o ]
-	ccache --show-stats --verbose | grep -iE 'hits|direct'
-	python3 -c 'import json,sys; r=json.load(open(sys.argv[1])); assert r["jobs"] == 1, r' "$T/r.json"
-	[ "$(profile_peak "$T/p.db" "gcc -O2 :: big.c")" -eq "$first" ]
+	PATH="$T/mask:$PATH" ccache_miss_then_hit gcc
 }
 
 # A CMake project of two C files and a program, in $1.
