@@ -21,6 +21,8 @@ struct governor_opts; /* govern/governor.h: the rooms that read the options incl
 
 /* A job killed this many times is not tried again: its failure goes to the build tool. */
 #define GOV_MAX_RETRIES 4
+/* How often the loop saves what finished jobs taught (learned_save_soon). */
+#define LEARNED_SAVE_EVERY_MS 1000
 
 enum job_state { JOB_IDLE, JOB_WAITING, JOB_RUNNING };
 
@@ -94,6 +96,8 @@ struct gov {
 	size_t max_conns;           /* launcher connections open at most (descriptors less a spare) */
 	int listen_paused;          /* at max_conns: the listening socket is out of the epoll set */
 	int mem_unknown;            /* the last read of memory in use failed (warned once) */
+	int64_t last_save_ms;       /* learned_save_soon's last try */
+	int saves_off;              /* the store cannot be written: no more tries in the loop */
 	int64_t longest_done_ms;    /* the longest run of a job of this build that ended; -1: none yet */
 	int net_act;                /* the safety net's last decision (enum net_action) */
 	uint64_t oom_start;
@@ -173,9 +177,12 @@ void learned_provisional(struct gov *g, int64_t now);
  * not) and count it in the report.
  * maxrss_bytes: its largest process's peak (0: unknown). */
 void learned_job_done(struct gov *g, struct job *j, int64_t ran_ms, uint64_t maxrss_bytes);
-/* Fold what this build learned into the store, in one transaction, after the loop:
- * the loop itself only reads the store (learned_get). */
+/* Fold what this build learned into the store, in one transaction, after the loop. */
 void learned_save(struct gov *g);
+/* While the build runs, at most every LEARNED_SAVE_EVERY_MS: the same, waiting for
+ * another process's lock no longer than a lookup does, so that a build killed (SIGKILL,
+ * a lost machine) keeps what its finished jobs taught. */
+void learned_save_soon(struct gov *g, int64_t now);
 void learned_free(struct gov *g);
 
 /* ---- server.c: the launchers' socket ---- */

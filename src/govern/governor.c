@@ -394,6 +394,7 @@ static void govern_tick(struct gov *g, int64_t now)
 	snap = xmalloc((g->njobs + 1) * sizeof(*snap));
 	job_sample_all(g, now, now - g->t_prev_ms);
 	learned_provisional(g, now);
+	learned_save_soon(g, now);
 	n = snapshot(g, now, snap, &jobs_bytes, &running);
 	if (jobs_bytes > g->rep.peak_jobs_bytes)
 		g->rep.peak_jobs_bytes = jobs_bytes;

@@ -267,6 +267,22 @@ void learned_save(struct gov *g)
 		log_warn("could not write the profile store (%s); what this build learned is lost", strerror(-rc));
 }
 
+void learned_save_soon(struct gov *g, int64_t now)
+{
+	int rc;
+
+	if (!g->o->store || g->saves_off || now - g->last_save_ms < LEARNED_SAVE_EVERY_MS)
+		return;
+	g->last_save_ms = now;
+	rc = store_flush_within(g->o->store, STORE_LOOKUP_WAIT_MS);
+	if (rc == -EBUSY) /* held by another process: try again much later */
+		g->last_save_ms = now + 9 * LEARNED_SAVE_EVERY_MS;
+	else if (rc) {
+		g->saves_off = 1; /* read-only, full...: the end's save says so */
+		log_debug("saving what was learned so far: %s", strerror(-rc));
+	}
+}
+
 /* A peak between two samples still shows in maxrss_bytes. */
 void learned_job_done(struct gov *g, struct job *j, int64_t ran_ms, uint64_t maxrss_bytes)
 {

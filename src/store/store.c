@@ -531,16 +531,13 @@ void store_learn(struct store *st, enum profile_kind kind, const char *key, cons
 	st->q[st->nq++] = (struct pending){ kind, xstrdup(key), *seen, keep_pct, floor };
 }
 
-int store_flush(struct store *st)
+/* Inside a transaction begun for it: fold every queued observation into its row as it
+ * is now, commit, and empty the queue; on failure roll back and keep the queue. */
+static int fold_queue(struct store *st)
 {
 	int64_t now = (int64_t)time(NULL);
-	int rc;
+	int rc = 0;
 
-	if (!st->nq)
-		return 0;
-	rc = store_begin(st);
-	if (rc)
-		return rc;
 	for (size_t i = 0; i < st->nq && !rc; i++) {
 		struct pending *o = &st->q[i];
 		struct profile p;
@@ -568,6 +565,33 @@ int store_flush(struct store *st)
 		free(st->q[i].key);
 	st->nq = 0;
 	return 0;
+}
+
+int store_flush(struct store *st)
+{
+	int rc;
+
+	if (!st->nq)
+		return 0;
+	rc = store_begin(st);
+	return rc ? rc : fold_queue(st);
+}
+
+int store_flush_within(struct store *st, int wait_ms)
+{
+	int rc;
+
+	if (!st->nq)
+		return 0;
+	if (st->writes_off)
+		return -EBUSY;
+	rc = make_writable(st);
+	if (rc)
+		return rc;
+	sqlite3_busy_timeout(st->db, wait_ms);
+	rc = exec_rc(st->db, "BEGIN IMMEDIATE");
+	sqlite3_busy_timeout(st->db, STORE_WAIT_MS);
+	return rc ? rc : fold_queue(st);
 }
 
 int store_merge(struct store *st, enum profile_kind kind, const char *key, const struct profile *p, int *added)

@@ -12,8 +12,8 @@ struct store;
 
 /* Sharing. Several builds (and `headroom profiles`) may use one store at once. The file
  * is in WAL mode, so reads never wait for a writer; writes take the write lock for one
- * short transaction and wait at most STORE_WAIT_MS for it. What a build learns is folded
- * into the stored row inside that transaction (read, curve_learn, write), so builds that
+ * short transaction and wait at most STORE_WAIT_MS for it (store_flush_within: less).
+ * What a build learns is folded into the stored row inside that transaction (read, curve_learn, write), so builds that
  * share a store merge what they learned instead of overwriting each other. A store
  * another process keeps locked past the wait is not waited on again by this handle:
  * its later writes fail at once with -EBUSY. */
@@ -52,6 +52,9 @@ void store_learn(struct store *st, enum profile_kind kind, const char *key, cons
 /* Fold every queued observation into the stored rows, in one transaction. 0, -EBUSY
  * when another process kept the store locked (the queue is kept), other -errno. */
 int store_flush(struct store *st);
+/* The same while a build runs: waits at most wait_ms for another process's lock, and
+ * then gives up with -EBUSY, the queue kept, later writes still allowed. */
+int store_flush_within(struct store *st, int wait_ms);
 /* Inside store_begin/store_commit: merge a profile learned elsewhere into the one stored
  * for kind and key (curve_merge: a signature keeps the envelope, a class the
  * runs-weighted mean; runs add up), or store it as it is when there is none (*added 1).

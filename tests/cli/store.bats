@@ -27,6 +27,28 @@ print(next((p["runs"] for p in json.load(sys.stdin) if p["kind"] == kind and p["
 	[ "$(runs_of "$T/p.db" signature "memhog :: ")" = 40 ]
 }
 
+@test "a build killed with SIGKILL keeps what its finished jobs taught" {
+	command -v ninja || skip "ninja not installed"
+	hold_build "$T/a" 4 8M 1500
+	(cd "$T/a" && exec setsid "$HR" run -q --db "$T/p.db" -j 1 -- ninja -j1) &
+	pid=$!
+	for i in $(seq 1 100); do [ -e "$T/a/out1" ] && break; sleep 0.1; done
+	[ -e "$T/a/out1" ]
+	sleep 1.5 # a tick and the save interval after the first job's end
+	[ ! -e "$T/a/out4" ]
+	kill -KILL -- "-$pid"
+	wait "$pid" || true
+	[ "$(runs_of "$T/p.db" class memhog)" -ge 1 ]
+	# the job running then (in a process group of ninja's making) ends by itself
+	for i in $(seq 1 40); do
+		busy=0
+		for c in /proc/[0-9]*/cwd; do [ "$(readlink "$c" 2>/dev/null)" = "$T/a" ] && busy=1; done
+		[ "$busy" = 0 ] && break
+		sleep 0.1
+	done
+	[ "$busy" = 0 ]
+}
+
 @test "a store locked by another process does not stall the build" {
 	command -v ninja || skip "ninja not installed"
 	command -v sqlite3 || skip "sqlite3 not installed"
