@@ -15,7 +15,7 @@
 
 #include "cmd/cmd.h"
 #include "store/store.h"
-#include "sys/fsutil.h"
+#include "sys/command.h"
 #include "sys/nvml.h"
 #include "util/log.h"
 #include "util/units.h"
@@ -112,16 +112,21 @@ static const char torch_script[] =
 static int measure_torch(json_t *out)
 {
 	struct nvml_gpu before;
-	char *cmd, *line;
-	json_t *j;
+	/* run from "/": a torch.py (or json.py) in the user's directory is not imported */
+	char *argv[] = { "python3", "-c", (char *)torch_script, NULL }, *text, *last;
+	json_t *j = NULL;
 
 	if (nvml_gpu_read(0, &before))
 		return -ENOENT;
-	cmd = xasprintf("python3 -c \"%s\" 2>/dev/null | tail -1", torch_script);
-	line = fs_command_line(cmd);
-	free(cmd);
-	j = line ? json_loads(line, 0, NULL) : NULL;
-	free(line);
+	text = command_output(argv, "/");
+	if (text) { /* the script's line is its last */
+		size_t n = strlen(text);
+		while (n && text[n - 1] == '\n')
+			text[--n] = '\0';
+		last = strrchr(text, '\n');
+		j = json_loads(last ? last + 1 : text, 0, NULL);
+	}
+	free(text);
 	if (!j)
 		return -EIO;
 	json_int_t used = json_integer_value(json_object_get(j, "used"));

@@ -86,23 +86,6 @@ int fs_write(const char *path, const char *s)
 	return (size_t)n == len ? 0 : -EIO;
 }
 
-char *fs_command_line(const char *cmd)
-{
-	char buf[512];
-	FILE *p = popen(cmd, "r");
-	char *out = NULL;
-
-	if (!p)
-		return NULL;
-	if (fgets(buf, sizeof(buf), p)) {
-		buf[strcspn(buf, "\n")] = '\0';
-		if (*buf)
-			out = xstrdup(buf);
-	}
-	pclose(p);
-	return out;
-}
-
 char *fs_which(const char *name)
 {
 	const char *path = getenv("PATH");

@@ -13,9 +13,6 @@ int fs_read_u64(const char *path, uint64_t *out);
 int fs_read_key_u64(const char *path, const char *key, uint64_t *out);
 /* Write a string to a file. 0 or -errno. */
 int fs_write(const char *path, const char *s);
-/* The first line a shell command prints (without its newline), or NULL when it prints
- * nothing or cannot run. Caller frees. */
-char *fs_command_line(const char *cmd);
 /* The executable `name` on PATH (or name itself when it has a slash), or NULL; caller
  * frees. */
 char *fs_which(const char *name);
