@@ -72,6 +72,7 @@ struct step {
 	int fp32;                 /* fp32 weights without autocast */
 	int gemma;                /* gemma's norm: (1 + weight) in fp32 */
 	int gpt2;                 /* GPT-2's blocks: LayerNorm, fused qkv, gelu_new, dropout */
+	int eval;                 /* the model in eval mode (inference): no dropout */
 	int64_t positions;        /* GPT-2's learned positions */
 	int qk_norm;              /* qwen3's q/k norms */
 	int norms_per_layer;
@@ -686,6 +687,8 @@ static int layer_norm(struct step *s, struct tlist *sv, int in_bytes)
 /* Dropout (GPT-2 trains with p 0.1): its mask (one byte a unit, kept) and output; x goes. */
 static int dropout(struct step *s, struct tlist *sv, int x, int64_t units, int64_t bytes)
 {
+	if (s->eval) /* nn.Dropout in eval mode hands its input back */
+		return x;
 	int mask = tensor(s, units), out = tensor(s, bytes * units);
 
 	if (sv)
@@ -1623,10 +1626,11 @@ int sim_infer(const struct model_shape *m, const struct train_settings *t, int s
 	struct tlist params = { 0 }, cache = { 0 };
 	int64_t ctx = t->context > t->seq ? t->context : t->seq;
 
-	if (!t->inference || m->family == ARCH_GPT2)
+	if (!t->inference)
 		return -EINVAL;
 	memset(r, 0, sizeof(*r));
 	setup(&s, m, t);
+	s.eval = 1;
 	alloc_sim_init(&s.a);
 	s.a.limit_bytes = t->limit_bytes;
 	s.a.expandable = t->expandable;
@@ -1634,23 +1638,30 @@ int sim_infer(const struct model_shape *m, const struct train_settings *t, int s
 	load(&s, m, t, &params, NULL, 1);
 	for (int step = 0; step < steps; step++) {
 		/* the prefill of batch x seq tokens: the embeddings (held by the model's
-		 * forward to its end; gemma scales them: a new tensor), rotary cos and sin,
-		 * the layers */
-		int emb = tensor(&s, s.weight_bytes * s.tokens * s.hidden), x = emb;
+		 * forward to its end; gemma scales them: a new tensor), rotary cos and sin
+		 * (GPT-2: its learned positions' embeddings and their sum), the layers */
+		int emb = tensor(&s, s.weight_bytes * s.tokens * s.hidden), x = emb, cs;
 		if (!step)
 			cublas_workspace(&s);
 		if (s.gemma)
 			x = tensor(&s, s.weight_bytes * s.tokens * s.hidden);
-		int cs = tensor(&s, 2 * s.act_bytes * s.tokens * (s.q_dim / s.heads));
+		if (s.gpt2) { /* GPT-2: the positions' embeddings (one sequence's, held too), added */
+			cs = tensor(&s, s.weight_bytes * s.seq * s.hidden);
+			x = tensor(&s, s.weight_bytes * s.tokens * s.hidden);
+		} else { /* rotary cos and sin */
+			cs = tensor(&s, 2 * s.act_bytes * s.tokens * (s.q_dim / s.heads));
+		}
+		s.kv = s.gpt2 ? &cache : NULL; /* (plain_layer is given the cache) */
 		for (int64_t l = 0; l < s.layers; l++) {
-			int out = plain_layer(&s, &cache);
+			int out = s.gpt2 ? gpt2_layer(&s, x, NULL) : plain_layer(&s, &cache);
 			if (x != emb)
 				drop(&s, x);
 			x = out;
 		}
+		s.kv = NULL;
 		/* the final norm, lm_head over the last position only (generate()) or over
 		 * every position (model(input_ids)) */
-		int yf = plain_norm(&s, s.tokens, s.hidden, s.resid_bytes);
+		int yf = s.gpt2 ? layer_norm(&s, NULL, s.resid_bytes) : plain_norm(&s, s.tokens, s.hidden, s.resid_bytes);
 		drop(&s, x), drop(&s, cs), drop(&s, emb);
 		int logits = tensor(&s, s.act_bytes * (t->logits_all ? s.tokens : s.batch) * s.vocab);
 		drop(&s, yf);
