@@ -56,7 +56,8 @@ struct adapter {
 struct step {
 	struct alloc_sim a;
 	int *block_of;            /* tensor id -> block, -1 when freed; id 0 unused */
-	size_t ntensors, cap_tensors;
+	int64_t *bytes_of;        /* tensor id -> the bytes asked for (its block may be larger) */
+	size_t ntensors, cap_tensors, cap_bytes;
 	/* the shape (elements); the layers' formulas write tokens, hidden, inter, q_dim,
 	 * kv_dim and act_bytes as T, h, I, qd, k and ab */
 	int64_t tokens;           /* batch x seq */
@@ -96,7 +97,9 @@ struct step {
 static int tensor_on(struct step *s, int64_t bytes, int stream)
 {
 	ARRAY_GROW(s->block_of, s->ntensors + 1, s->cap_tensors);
-	s->block_of[s->ntensors] = alloc_sim_malloc_on(&s->a, bytes > 0 ? (uint64_t)bytes : 1, stream);
+	ARRAY_GROW(s->bytes_of, s->ntensors + 1, s->cap_bytes);
+	s->bytes_of[s->ntensors] = bytes > 0 ? bytes : 1;
+	s->block_of[s->ntensors] = alloc_sim_malloc_on(&s->a, (uint64_t)s->bytes_of[s->ntensors], stream);
 	return (int)s->ntensors++;
 }
 
@@ -1144,7 +1147,7 @@ struct train {
 /* The size the allocator gave a live tensor (its request rounded up). */
 static int64_t tensor_bytes(const struct step *s, int id)
 {
-	return (int64_t)s->a.b[s->block_of[id]].size;
+	return s->bytes_of[id];
 }
 
 /* Set up the run and load the model: the weights, then LoRA's adapters, fp32, tensor
@@ -1594,7 +1597,7 @@ static void train_finish(struct train *tr, struct sim_result *r)
 	for (int64_t l = 0; tr->gathered && l < s->layers; l++)
 		free(tr->gathered[l].v);
 	free(tr->gathered), free(tr->issued), free(tr->root.v);
-	free(s->block_of);
+	free(s->block_of), free(s->bytes_of);
 	alloc_sim_free(&s->a);
 }
 
@@ -1680,7 +1683,7 @@ int sim_infer(const struct model_shape *m, const struct train_settings *t, int s
 	r->max_allocated_bytes = s.a.max_allocated_bytes;
 	r->max_reserved_bytes = s.a.max_reserved_bytes;
 	free(params.v), free(cache.v);
-	free(s.block_of);
+	free(s.block_of), free(s.bytes_of);
 	alloc_sim_free(&s.a);
 	return 0;
 }
