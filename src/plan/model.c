@@ -230,8 +230,10 @@ int plan_compute(const struct model_shape *m, const struct train_settings *t, st
 		return -EINVAL;
 	}
 	if (m->family == ARCH_GPT2 && (t->freeze_embed || t->freeze_head || t->freeze_last >= t->freeze_first ||
-				       t->inputs_embeds)) {
-		*why = "freeze and inputs_embeds are modelled for every family but gpt2";
+				       t->inputs_embeds || t->lora_rank)) {
+		/* GPT-2's fused c_attn and Conv1D layers have none of the projections LoRA's
+		 * targets name, and the simulation of its block has no adapters */
+		*why = "freeze, inputs_embeds and LoRA are modelled for every family but gpt2";
 		return -EINVAL;
 	}
 	/* past the limits a product below could wrap: checked before any is computed */

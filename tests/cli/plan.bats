@@ -458,6 +458,11 @@ assert a == want, a' "$output"
 		echo "$bad: $output"
 		[ "$status" -eq 2 ]
 	done
+	# GPT-2 has none of the projections LoRA targets, and no adapters in its simulation
+	printf '{"model": {"model_type": "gpt2", "n_embd": 768, "n_layer": 12, "n_head": 12, "vocab_size": 50257}, "train": {"lora_rank": 16}}\n' > "$T/g.json"
+	run "$HR" plan --gpu h200 "$T/g.json"
+	[ "$status" -eq 2 ]
+	[[ "$output" == *"LoRA are modelled for every family but gpt2"* ]]
 	for kv in '"freeze": "embed"' '"freeze": ["head"]' '"inputs_embeds": 1' '"alloc_conf": "garbage_collection_threshold:0.6"' \
 		'"logits": "some"' '"reshard_after_forward": "no"'; do
 		printf '{"model": %s, "train": {%s}}\n' "$(cat "$T/llama1b.json")" "$kv" > "$T/case.json"
