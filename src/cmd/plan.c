@@ -420,7 +420,8 @@ static void print_table(const struct plan_args *a, const struct plan_result *r)
 	}
 	printf("  %-28s %12s\n", "device peak", size_format(r->device_peak_bytes, b, sizeof(b)));
 	uint64_t m = margin_of(a), need = r->device_peak_bytes + m;
-	printf("GPU %s: %s, margin %s: %s", a->gpu_name ? a->gpu_name : "", size_format(a->gpu_bytes, b, sizeof(b)),
+	printf("GPU%s%s: %s, margin %s: %s", a->gpu_name ? " " : "", a->gpu_name ? a->gpu_name : "",
+	       size_format(a->gpu_bytes, b, sizeof(b)),
 	       size_format(m, c, sizeof(c)), need <= a->gpu_bytes ? "fits" : "does NOT fit");
 	if (need <= a->gpu_bytes)
 		printf(", %s to spare\n", size_format(a->gpu_bytes - need, d, sizeof(d)));

@@ -135,11 +135,19 @@ int hint_find(const struct fit *f, const struct model_shape *m, const struct tra
 		return -ENOENT;
 	/* Each change only takes memory away: when all of them together do not fit, none
 	 * alone does, and one plan says so rather than one a change. */
-	for (int c = 0; c < HINT_NCHANGES; c++)
-		if (!apply(c, &all, solving, locks, nlocks, &value)) {
-			h->tried |= 1u << c;
-			h->tried_value[c] = value;
+	for (int c = 0; c < HINT_NCHANGES; c++) {
+		struct train_settings before = all;
+		const char *why;
+
+		if (apply(c, &all, solving, locks, nlocks, &value))
+			continue;
+		if (plan_settings_check(m, &all, &why) == -EINVAL) { /* no change this model takes (LoRA on gpt2) */
+			all = before;
+			continue;
 		}
+		h->tried |= 1u << c;
+		h->tried_value[c] = value;
+	}
 	if (!h->tried || !fits_or_solves(f, m, &all, solving, &r, &value))
 		return 0;
 	h->all_fit = 1;

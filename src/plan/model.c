@@ -180,14 +180,8 @@ static int plan_inference(const struct model_shape *m, const struct train_settin
 	return 0;
 }
 
-int plan_compute(const struct model_shape *m, const struct train_settings *t, struct plan_result *r,
-		 const char **why)
+int plan_settings_check(const struct model_shape *m, const struct train_settings *t, const char **why)
 {
-	int64_t T, P, trainable;
-	uint64_t w, act_layer, act, lb, lf, grads, states, temp;
-	int64_t chunk;
-
-	memset(r, 0, sizeof(*r));
 	*why = NULL;
 	if (t->batch < 1 || t->seq < 1) {
 		*why = "batch and seq must be at least 1";
@@ -237,7 +231,19 @@ int plan_compute(const struct model_shape *m, const struct train_settings *t, st
 		return -EINVAL;
 	}
 	/* past the limits a product below could wrap: checked before any is computed */
-	int rc = plan_check(m, t, why);
+	return plan_check(m, t, why);
+}
+
+int plan_compute(const struct model_shape *m, const struct train_settings *t, struct plan_result *r,
+		 const char **why)
+{
+	int64_t T, P, trainable;
+	uint64_t w, act_layer, act, lb, lf, grads, states, temp;
+	int64_t chunk;
+	int rc;
+
+	memset(r, 0, sizeof(*r));
+	rc = plan_settings_check(m, t, why);
 	if (rc)
 		return rc;
 	T = t->batch * t->seq;

@@ -25,9 +25,12 @@ struct plan_result {
 /* Fill defaults for what settings leave unset. */
 void train_settings_init(struct train_settings *t);
 int64_t model_params(const struct model_shape *m);
-/* 0, or -EINVAL with *why naming the setting that makes no sense (ZeRO without dp > 1,
- * or dp > 1 without ZeRO, among them), or -E2BIG naming
- * what passes the planner's limits (plan/limits.h) (static strings). */
+/* Whether t can be planned for m, without planning it: 0, or -EINVAL with *why naming
+ * the setting that makes no sense (ZeRO without dp > 1, or dp > 1 without ZeRO, LoRA on
+ * gpt2, among them), or -E2BIG naming what passes the planner's limits (plan/limits.h)
+ * (static strings). */
+int plan_settings_check(const struct model_shape *m, const struct train_settings *t, const char **why);
+/* The plan: plan_settings_check's answers, or 0 and *r. */
 int plan_compute(const struct model_shape *m, const struct train_settings *t, struct plan_result *r,
 		 const char **why);
 /* A component's name as the table prints it ("CUDA context + workspaces"), and its

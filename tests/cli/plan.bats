@@ -463,6 +463,12 @@ assert a == want, a' "$output"
 	run "$HR" plan --gpu h200 "$T/g.json"
 	[ "$status" -eq 2 ]
 	[[ "$output" == *"LoRA are modelled for every family but gpt2"* ]]
+	# ...so the hint does not count on it: the changes gpt2 takes are tried, and one fits
+	printf '{"model_type": "gpt2", "n_embd": 1280, "n_layer": 36, "n_head": 20, "vocab_size": 50257, "n_positions": 2048}\n' > "$T/g.json"
+	run "$HR" plan --gpu-memory 16G --batch 16 --seq 2048 "$T/g.json"
+	[ "$status" -eq 1 ]
+	[[ "$output" == *"GPU: 16.00 GiB"* ]]
+	[[ "$output" == *"hint: with --batch 1 it fits"* ]]
 	for kv in '"freeze": "embed"' '"freeze": ["head"]' '"inputs_embeds": 1' '"alloc_conf": "garbage_collection_threshold:0.6"' \
 		'"logits": "some"' '"reshard_after_forward": "no"'; do
 		printf '{"model": %s, "train": {%s}}\n' "$(cat "$T/llama1b.json")" "$kv" > "$T/case.json"
