@@ -1033,34 +1033,53 @@ static int layer_frozen(const struct train_settings *t, int64_t l)
 	return l >= t->freeze_first && l <= t->freeze_last;
 }
 
+#define LAYER_WEIGHTS_MAX 15
+
+/* One decoder layer's weights in construction order, in elements, into w: attention
+ * (phi3 makes o_proj before qkv_proj), MLP, the two norms, the biases (GPT-2: ln_1,
+ * c_attn, c_proj, ln_2, c_fc, c_proj, weights and biases). How many. */
+static int layer_weights(const struct step *s, int64_t *w)
+{
+	const struct layer_params *p = &s->lp;
+	int64_t h = s->hidden, I = s->inter;
+	const int64_t lp[LAYER_WEIGHTS_MAX] = { p->q,      p->k,    p->v,      p->o,     p->qkv,
+						p->gate,   p->up,   p->gate_up, p->down, p->router,
+						p->norm1,  p->norm2, p->q_bias, p->k_bias, p->v_bias };
+	const int64_t blk[] = { h, h, 3 * h * h, 3 * h, h * h, h, h, h, h * I, I, I * h, h };
+	int n = 0;
+
+	if (s->gpt2) {
+		for (size_t i = 0; i < sizeof(blk) / sizeof(blk[0]); i++)
+			w[n++] = blk[i];
+		return n;
+	}
+	for (size_t i = 0; i < LAYER_WEIGHTS_MAX; i++)
+		if (lp[i]) /* 0: the model has none */
+			w[n++] = lp[i];
+	return n;
+}
+
 /* The weights, as load makes them, and which of them train: into trained (NULL: none
  * noted) unless frozen. */
 static void load(struct step *s, const struct model_shape *m, const struct train_settings *t,
 		 struct tlist *params, struct tlist *trained, int64_t shard)
 {
-	const struct layer_params *p = &s->lp;
-	/* a layer's in construction order, 0 where the model has none: attention (phi3
-	 * makes o_proj before qkv_proj), MLP, the two norms, the biases */
-	const int64_t lp[] = { p->q,      p->k,    p->v,     p->o,      p->qkv,    p->gate,   p->up,
-			       p->gate_up, p->down, p->router, p->norm1, p->norm2, p->q_bias, p->k_bias,
-			       p->v_bias };
-
+	int64_t lw[LAYER_WEIGHTS_MAX];
+	int nlw = layer_weights(s, lw);
 	int emb_frozen = t->freeze_embed || (m->tied && t->freeze_head), id;
 	struct tlist none = { 0 };
 
 	if (!trained)
 		trained = &none;
-	if (s->gpt2) { /* wte, wpe; per block ln_1, c_attn, c_proj, ln_2, c_fc, c_proj (weights,
-			* biases); ln_f; lm_head made, then tied */
-		int64_t h = s->hidden, I = s->inter;
-		const int64_t blk[] = { h, h, 3 * h * h, 3 * h, h * h, h, h, h, h * I, I, I * h, h };
+	if (s->gpt2) { /* wte, wpe; the blocks; ln_f; lm_head made, then tied */
+		int64_t h = s->hidden;
 		push(params, id = tensor(s, s->vocab * h * s->weight_bytes / shard));
 		push(trained, id);
 		push(params, id = tensor(s, s->positions * h * s->weight_bytes / shard));
 		push(trained, id);
 		for (int64_t l = 0; l < s->layers; l++)
-			for (size_t i = 0; i < sizeof(blk) / sizeof(blk[0]); i++) {
-				push(params, id = tensor(s, blk[i] * s->weight_bytes / shard));
+			for (int i = 0; i < nlw; i++) {
+				push(params, id = tensor(s, lw[i] * s->weight_bytes / shard));
 				push(trained, id);
 			}
 		for (int i = 0; i < 2; i++) {
@@ -1074,12 +1093,11 @@ static void load(struct step *s, const struct model_shape *m, const struct train
 	if (!emb_frozen)
 		push(trained, id);
 	for (int64_t l = 0; l < s->layers; l++)
-		for (size_t i = 0; i < sizeof(lp) / sizeof(lp[0]); i++)
-			if (lp[i]) {
-				push(params, id = tensor(s, lp[i] * s->weight_bytes / shard));
-				if (!layer_frozen(t, l))
-					push(trained, id);
-			}
+		for (int i = 0; i < nlw; i++) {
+			push(params, id = tensor(s, lw[i] * s->weight_bytes / shard));
+			if (!layer_frozen(t, l))
+				push(trained, id);
+		}
 	push(params, id = tensor(s, s->hidden * s->weight_bytes));
 	push(trained, id);
 	if (!m->tied) {
@@ -1126,7 +1144,7 @@ struct train {
 	 * end; the gradients reduce-scattered to their shard */
 	int fsdp;
 	int64_t layer_bytes, root_bytes;  /* a layer's weights, the root's, whole */
-	int64_t layer_param[16], root_param[4]; /* each weight's bytes, whole, in order */
+	int64_t layer_param[LAYER_WEIGHTS_MAX], root_param[4]; /* each weight's bytes, whole, in order */
 	int nlayer_param, nroot_param;
 	struct tlist *gathered;   /* per layer: its weights, whole (none: resharded) */
 	unsigned char *issued;    /* per layer: its all-gather is in flight */
@@ -1144,7 +1162,8 @@ struct train {
 	int grad_res;             /* the residual stream's gradient */
 };
 
-/* The size the allocator gave a live tensor (its request rounded up). */
+/* The bytes a live tensor asked for (its block may be larger: the allocator keeps a
+ * small remainder in it). */
 static int64_t tensor_bytes(const struct step *s, int id)
 {
 	return s->bytes_of[id];
@@ -1185,24 +1204,18 @@ static void train_start(struct train *tr, const struct model_shape *m, const str
 				push(&tr->trained, id);
 			}
 	if (t->zero_stage == 3) {
-		const struct layer_params *p = &s->lp;
-		const int64_t lp[] = { p->q, p->k, p->v, p->o, p->qkv, p->gate, p->up, p->gate_up, p->down,
-				       p->router, p->norm1, p->norm2, p->q_bias, p->k_bias, p->v_bias };
-		int64_t h = s->hidden, I = s->inter;
+		int64_t h = s->hidden;
 		tr->fsdp = 1;
 		tr->gathered = xcalloc((size_t)s->layers, sizeof(*tr->gathered));
 		tr->issued = xcalloc((size_t)s->layers, 1);
+		tr->nlayer_param = layer_weights(s, tr->layer_param);
+		for (int i = 0; i < tr->nlayer_param; i++)
+			tr->layer_param[i] *= s->weight_bytes;
 		if (s->gpt2) {
-			const int64_t blk[] = { h, h, 3 * h * h, 3 * h, h * h, h, h, h, h * I, I, I * h, h };
 			const int64_t root[] = { s->vocab * h, s->positions * h, h, h };
-			for (size_t i = 0; i < sizeof(blk) / sizeof(blk[0]); i++)
-				tr->layer_param[tr->nlayer_param++] = blk[i] * s->weight_bytes;
 			for (size_t i = 0; i < sizeof(root) / sizeof(root[0]); i++)
 				tr->root_param[tr->nroot_param++] = root[i] * s->weight_bytes;
 		} else {
-			for (size_t i = 0; i < sizeof(lp) / sizeof(lp[0]); i++)
-				if (lp[i])
-					tr->layer_param[tr->nlayer_param++] = lp[i] * s->weight_bytes;
 			tr->root_param[tr->nroot_param++] = s->vocab * h * s->weight_bytes;
 			tr->root_param[tr->nroot_param++] = h * s->weight_bytes;
 			if (!m->tied)
@@ -1253,6 +1266,14 @@ static void fsdp_issue(struct train *tr, int64_t bytes)
 
 	drop(&tr->s, tr->ag);
 	tr->ag = b;
+}
+
+/* The last all-gather's buffer freed (FSDP2's post-forward and post-backward of the
+ * root, its pre-backward once the root's weights are copied out). */
+static void fsdp_ag_free(struct train *tr)
+{
+	drop(&tr->s, tr->ag);
+	tr->ag = 0;
 }
 
 /* The all-gather's copy-out: each weight whole, a tensor of its own on the default
@@ -1415,8 +1436,7 @@ static void loss_forward(struct train *tr)
 		/* resharding, the root's post-forward (the loss is in its forward) frees its
 		 * weights too, and the last all-gather's buffer */
 		free_all(s, &tr->root);
-		drop(s, tr->ag);
-		tr->ag = 0;
+		fsdp_ag_free(tr);
 	}
 	drop(s, tr->prev_logits);
 	free_all(s, &tr->prev_kv);
@@ -1438,13 +1458,11 @@ static void loss_backward(struct train *tr)
 	if (tr->fsdp && !tr->t->keep_gathered) {
 		fsdp_issue(tr, tr->root_bytes);
 		fsdp_copy_out(tr, &tr->root, tr->root_param, tr->nroot_param);
-		drop(s, tr->ag);
-		tr->ag = 0;
+		fsdp_ag_free(tr);
 		fsdp_issue(tr, tr->layer_bytes);
 		tr->issued[s->layers - 1] = 1;
 	} else if (tr->fsdp) {
-		drop(s, tr->ag);
-		tr->ag = 0;
+		fsdp_ag_free(tr);
 	}
 
 	for (size_t c = 0; c < tr->lsm.n; c++) {
@@ -1544,8 +1562,7 @@ static void layers_backward(struct train *tr)
 		for (int64_t l = 0; l < s->layers; l++)
 			fsdp_reshard(tr, l);
 		free_all(s, &tr->root);
-		drop(s, tr->ag); /* the root's post-backward frees the last all-gather's buffer */
-		tr->ag = 0;
+		fsdp_ag_free(tr);
 		struct tlist whole = tr->grads;
 		tr->grads = tr->shards;
 		tr->shards = whole;

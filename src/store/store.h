@@ -13,8 +13,9 @@ struct store;
 /* Sharing. Several builds (and `headroom profiles`) may use one store at once. The file
  * is in WAL mode, so reads never wait for a writer; writes take the write lock for one
  * short transaction and wait at most STORE_WAIT_MS for it (store_flush_within: less).
- * What a build learns is folded into the stored row inside that transaction (read, curve_learn, write), so builds that
- * share a store merge what they learned instead of overwriting each other. A store
+ * What a build learns is folded into the stored row inside that transaction (read,
+ * curve_learn, write), so builds that share a store merge what they learned instead of
+ * overwriting each other. A store
  * another process keeps locked past the wait is not waited on again by this handle:
  * its later writes fail at once with -EBUSY. */
 #define STORE_WAIT_MS 5000
