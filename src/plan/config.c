@@ -78,6 +78,50 @@ static int maybe(json_t *cfg, const char *const *names, int64_t max, int64_t *ou
 	return rc < 0 ? rc : 0;
 }
 
+/* gemma3_text's sliding-window layers (Gemma3TextConfig: sliding_window 4096, one full
+ * attention layer in sliding_window_pattern 6, or as layer_types lists them). A
+ * layer_types list is taken when its full layers fall every N-th, as the pattern makes
+ * them; any other list is refused. */
+static int sliding_from_json(json_t *cfg, struct model_shape *m, char **err)
+{
+	json_t *v = json_object_get(cfg, "sliding_window"), *types = json_object_get(cfg, "layer_types"), *t;
+	size_t i;
+
+	m->sliding_window = 4096;
+	m->sliding_pattern = 6;
+	if (json_is_null(v)) {
+		m->sliding_window = 0;
+		return 0;
+	}
+	if (maybe(cfg, NAMES("sliding_window"), PLAN_MAX_SEQ, &m->sliding_window, err) ||
+	    maybe(cfg, NAMES("sliding_window_pattern"), PLAN_MAX_LAYERS, &m->sliding_pattern, err))
+		return -EINVAL;
+	if (!types || json_is_null(types))
+		return 0;
+	if (!json_is_array(types) || (int64_t)json_array_size(types) != m->layers)
+		goto bad;
+	m->sliding_pattern = 0;
+	json_array_foreach(types, i, t) {
+		const char *s = json_string_value(t);
+		int full = s && !strcmp(s, "full_attention");
+
+		if (!s || (!full && strcmp(s, "sliding_attention")))
+			goto bad;
+		if (full && !m->sliding_pattern)
+			m->sliding_pattern = (int64_t)i + 1;
+		if (full != (m->sliding_pattern && (int64_t)(i + 1) % m->sliding_pattern == 0))
+			goto bad;
+	}
+	if (!m->sliding_pattern) /* every layer slides */
+		m->sliding_pattern = PLAN_MAX_LAYERS + 1;
+	return 0;
+bad:
+	*err = xasprintf("config.json: layer_types must list %lld layers of \"sliding_attention\" with "
+			 "\"full_attention\" every N-th (the pattern gemma3_text uses)", (long long)m->layers);
+	return -EINVAL;
+}
+
+
 /* The experts of qwen3_moe and mixtral, with their config classes' defaults. Every layer
  * sparse: decoder_sparse_step other than 1 and mlp_only_layers are refused. */
 static int moe_from_json(json_t *cfg, const char *type, struct model_shape *m, char **err)
@@ -185,6 +229,8 @@ int model_shape_from_json(json_t *cfg, struct model_shape *m, char **err)
 		if (maybe(cfg, NAMES("num_key_value_heads"), PLAN_MAX_HEADS, &m->kv_heads, err))
 			return -EINVAL;
 	}
+	if (!strcmp(type, "gemma3_text") && sliding_from_json(cfg, m, err))
+		return -EINVAL;
 	m->head_dim = 0;
 	if (maybe(cfg, NAMES("head_dim"), PLAN_MAX_HEADS, &m->head_dim, err))
 		return -EINVAL;

@@ -26,6 +26,9 @@ struct model_shape {
 	 * experts of moe_inter units behind a router, top `experts_per_tok` a token; 0 dense */
 	int64_t experts, experts_per_tok, moe_inter;
 	int router_fp32;          /* mixtral: the routing weights stay fp32 (qwen3_moe casts them) */
+	/* gemma3_text's sliding-window layers: every layer but each sliding_pattern-th
+	 * attends within sliding_window positions (0: no sliding layers) */
+	int64_t sliding_window, sliding_pattern;
 };
 
 enum optimizer { OPT_ADAMW, OPT_SGD, OPT_NONE };

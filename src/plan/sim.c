@@ -87,6 +87,8 @@ struct step {
 	struct layer_params lp;
 	int64_t experts, topk, moe_inter;  /* mixture of experts; 0 experts: a dense MLP */
 	int router_fp32;          /* mixtral: the routing weights stay fp32 */
+	int64_t sliding_window, sliding_pattern; /* gemma3_text's sliding layers (model_shape) */
+	int64_t mask_bytes;       /* this layer's attention mask as sdpa's additive bias: 0 none */
 	int stage;                /* what layer_forward saves now is freed at this stage */
 	struct tlist *kv;         /* training with use_cache: the cache's tensors, else NULL */
 	struct tlist *ac_cache;   /* a checkpointed forward under autocast: autocast's weight
@@ -480,10 +482,14 @@ static int layer_forward(struct step *s, int in, struct tlist *sv, int frozen_in
 		if (ke)
 			save(s, sv, ke);
 	}
+	int bias = s->mask_bytes ? tensor(s, s->mask_bytes) : 0;
+	if (bias && !s->fp32) /* (the math kernel adds it and keeps nothing of it) */
+		save(s, sv, bias), bias = 0;
 	save(s, sv, tensor(s, ab * T * qd));                 /* attention output, kept by sdpa */
 	save(s, sv, tensor(s, 4 * s->batch * s->heads * s->seq)); /* log-sum-exp */
 	if (s->fp32) /* fp32 sdpa runs the math kernel, which keeps the probabilities */
 		save(s, sv, tensor(s, 4 * s->batch * s->heads * s->seq * s->seq));
+	drop(s, bias);
 	if (s->fused) /* phi3's output comes in q's layout: transpose().contiguous() copies it */
 		save(s, sv, tensor(s, ab * T * qd));
 	s->stage = S_O_IN;
@@ -922,6 +928,7 @@ static void setup(struct step *s, const struct model_shape *m, const struct trai
 	}
 	s->experts = m->experts, s->topk = m->experts_per_tok, s->moe_inter = m->moe_inter;
 	s->router_fp32 = m->router_fp32;
+	s->sliding_window = m->sliding_window, s->sliding_pattern = m->sliding_pattern;
 	if (s->experts) { /* the experts' stacked gate_up_proj and down_proj, the router */
 		s->lp.q = h * qd, s->lp.k = h * k, s->lp.v = h * k;
 		s->lp.gate_up = s->experts * 2 * s->moe_inter * h;
@@ -944,6 +951,17 @@ static void setup(struct step *s, const struct model_shape *m, const struct trai
  * first forward of a checkpointed layer): every temporary is freed as soon as Python
  * drops it; with a cache, the layer's keys and values go into it (copies: the cache
  * concatenates onto its empty start). Returns the output; the caller frees the input. */
+/* Which layer runs next: a sliding-window layer of gemma3_text whose keys reach the
+ * window (transformers passes no mask where a causal one does) hands sdpa a boolean
+ * mask, which sdpa turns into an additive bias of the query's dtype, batch x seq x seq,
+ * a layer; its efficient kernel keeps it for the backward. */
+static void layer_begin(struct step *s, int64_t l)
+{
+	int sliding = s->sliding_window && (l + 1) % s->sliding_pattern != 0;
+
+	s->mask_bytes = sliding && s->seq >= s->sliding_window ? s->act_bytes * s->batch * s->seq * s->seq : 0;
+}
+
 static int plain_layer(struct step *s, struct tlist *cache)
 {
 	int64_t T = s->tokens, h = s->hidden, I = s->inter, qd = s->q_dim, k = s->kv_dim, ab = s->act_bytes;
@@ -972,6 +990,8 @@ static int plain_layer(struct step *s, struct tlist *cache)
 		push(cache, tensor(s, ab * T * k));
 	}
 	drop(s, ke), drop(s, v);
+	if (s->mask_bytes)
+		push(&tmp, tensor(s, s->mask_bytes));
 	if (s->fp32) { /* the math kernel's probabilities */
 		int pr = tensor(s, 4 * s->batch * s->heads * s->seq * s->seq);
 		int o = tensor(s, ab * T * qd);
@@ -1360,6 +1380,7 @@ static void train_forward(struct train *tr, int step)
 	}
 	for (int64_t l = 0; l < s->layers; l++) {
 		int out;
+		layer_begin(s, l);
 		fsdp_gather(tr, l, 0);
 		if (l < tr->no_grad_layers) {
 			out = plain_layer(s, s->kv);
@@ -1512,6 +1533,7 @@ static void layers_backward(struct train *tr)
 		struct tlist *sv = &tr->saved[l];
 		int64_t first = tr->no_grad_layers;
 		size_t from = tr->grads.n;
+		layer_begin(s, l);
 		fsdp_gather(tr, l, -1);
 		if (t->grad_ckpt) {
 			int in = tr->ckpts.v[l - first];
@@ -1673,6 +1695,7 @@ int sim_infer(const struct model_shape *m, const struct train_settings *t, int s
 		}
 		s.kv = s.gpt2 ? &cache : NULL; /* (plain_layer is given the cache) */
 		for (int64_t l = 0; l < s.layers; l++) {
+			layer_begin(&s, l);
 			int out = s.gpt2 ? gpt2_layer(&s, x, NULL) : plain_layer(&s, &cache);
 			if (x != emb)
 				drop(&s, x);
