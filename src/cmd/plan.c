@@ -42,7 +42,7 @@ static const char usage_head[] =
 	"Settings (or --train FILE with the same keys: precision, param_dtype, autocast,\n"
 	"optimizer, fused, momentum, grad_ckpt, use_cache, batch, seq, loss_chunk, zero_stage,\n"
 	"dp, ddp, reshard_after_forward, lora_rank, lora_targets, inference, context, logits,\n"
-	"buffers, context_bytes, freeze, inputs_embeds, alloc_conf):\n"
+	"buffers, context_bytes, freeze, inputs_embeds, alloc_conf, steps):\n"
 	"      --precision P            bf16 (the default: bf16 weights, gradients and AdamW\n"
 	"                               states, no fp32 master copy), amp-bf16 (fp32 weights and\n"
 	"                               states, bf16 autocast: HF Trainer's bf16=True), fp32, fp16\n"
@@ -55,6 +55,9 @@ static const char usage_head[] =
 	"                               and values are cached and held to the next step)\n"
 	"      --batch N, --seq N       micro-batch and sequence length (default 1, 2048)\n"
 	"      --loss-chunk N           tokens per lm_head + loss chunk (default: all at once)\n"
+	"      --steps N                the run's training steps (default: a long run; the first\n"
+	"                               8 are simulated, past which PyTorch's allocator was not\n"
+	"                               seen to grow; its segments can still grow in the 5th)\n"
 	"      --buffer NAME=COUNTxSIZE extra device buffers, e.g. queue=50x100MB (repeatable)\n"
 	"      --zero STAGE --dp N      ZeRO-1/2/3 (3 = FSDP2 fully_shard) over N > 1 data-parallel\n"
 	"                               ranks, per rank; --no-reshard: reshard_after_forward=False\n"
@@ -247,6 +250,7 @@ static json_t *assumed_json(const struct train_settings *t, const char *solving)
 	json_object_set_new(o, "inference", json_boolean(t->inference));
 	json_object_set_new(o, "batch", json_integer(t->batch));
 	json_object_set_new(o, "seq", json_integer(t->seq));
+	json_object_set_new(o, "steps", t->steps && !t->inference ? json_integer(t->steps) : json_null());
 	if (t->inference)
 		json_object_set_new(o, "context", json_integer(t->context > t->seq ? t->context : t->seq));
 	json_object_set_new(o, "grad_ckpt", json_boolean(t->grad_ckpt && !t->inference));
@@ -672,7 +676,7 @@ static int64_t whole(const char *opt, const char *v, int64_t min, int64_t max)
 
 enum plan_opt { O_TRAIN = 256, O_PREC, O_DTYPE, O_AUTOCAST, O_OPT, O_MOM, O_CKPT, O_NOCACHE, O_BATCH, O_SEQ, O_CHUNK, O_BUF, O_ZERO,
        O_DP, O_LRANK, O_LTGT, O_INF, O_CTX, O_CTXB, O_GPU, O_GPUMEM, O_MARGIN, O_JSON, O_SOLVE, O_LOCK, O_CMP,
-       O_CALIB, O_DB, O_FREEZE, O_EMBEDS, O_ALLOCCONF, O_LOGITS, O_DDP, O_NORESHARD };
+       O_CALIB, O_DB, O_FREEZE, O_EMBEDS, O_ALLOCCONF, O_LOGITS, O_DDP, O_NORESHARD, O_STEPS };
 
 /* A setting from the command line, applied over what the files said. */
 static void apply_setting(struct train_settings *t, int c, const char *arg)
@@ -709,6 +713,7 @@ static void apply_setting(struct train_settings *t, int c, const char *arg)
 	case O_NOCACHE: t->use_cache = 0; break;
 	case O_BATCH: t->batch = whole("--batch", arg, 1, PLAN_MAX_BATCH); break;
 	case O_SEQ: t->seq = whole("--seq", arg, 1, PLAN_MAX_SEQ); break;
+	case O_STEPS: t->steps = whole("--steps", arg, 1, PLAN_MAX_STEPS); break;
 	case O_CHUNK: t->loss_chunk = whole("--loss-chunk", arg, 1, INT64_MAX); break;
 	case O_BUF:
 		if (t->nbuffers == PLAN_MAX_BUFFERS || buffer_spec_parse(arg, &t->buffers[t->nbuffers]))
@@ -773,6 +778,7 @@ int cmd_plan(int argc, char **argv)
 		{ "freeze", required_argument, NULL, O_FREEZE },   { "inputs-embeds", no_argument, NULL, O_EMBEDS },
 		{ "alloc-conf", required_argument, NULL, O_ALLOCCONF }, { "logits", required_argument, NULL, O_LOGITS },
 		{ "ddp", no_argument, NULL, O_DDP },               { "no-reshard", no_argument, NULL, O_NORESHARD },
+		{ "steps", required_argument, NULL, O_STEPS },
 		{ "help", no_argument, NULL, 'h' },                { NULL, 0, NULL, 0 },
 	};
 	struct { int c; const char *arg; } pending[64];
@@ -789,6 +795,7 @@ int cmd_plan(int argc, char **argv)
 		case O_PREC: case O_DTYPE: case O_AUTOCAST: case O_OPT: case O_MOM: case O_CKPT: case O_NOCACHE: case O_BATCH: case O_SEQ:
 		case O_CHUNK: case O_BUF: case O_ZERO: case O_DP: case O_LRANK: case O_LTGT: case O_INF: case O_CTX:
 		case O_CTXB: case O_FREEZE: case O_EMBEDS: case O_ALLOCCONF: case O_LOGITS: case O_DDP: case O_NORESHARD:
+		case O_STEPS:
 			/* applied after the files, in order: the command line wins */
 			if (npending == sizeof(pending) / sizeof(pending[0]))
 				die(EXIT_USAGE, "plan: too many settings on the command line");

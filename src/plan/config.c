@@ -396,8 +396,8 @@ static int *flag_of(struct train_settings *t, const char *key)
 	return NULL;
 }
 
-/* The whole-number setting named key and its range, or NULL (zero_stage is an int,
- * steps ignored: both read apart). */
+/* The whole-number setting named key and its range, or NULL (zero_stage, an int, is
+ * read apart). */
 static int64_t *count_of(struct train_settings *t, const char *key, int64_t *min, int64_t *max)
 {
 	static const struct {
@@ -411,6 +411,7 @@ static int64_t *count_of(struct train_settings *t, const char *key, int64_t *min
 		{ "dp", offsetof(struct train_settings, dp), 1, PLAN_MAX_DP },
 		{ "lora_rank", offsetof(struct train_settings, lora_rank), 0, PLAN_MAX_LORA_RANK },
 		{ "context", offsetof(struct train_settings, context), 0, PLAN_MAX_SEQ },
+		{ "steps", offsetof(struct train_settings, steps), 1, PLAN_MAX_STEPS },
 	};
 
 	for (size_t i = 0; i < sizeof(counts) / sizeof(counts[0]); i++)
@@ -480,9 +481,9 @@ int train_settings_from_json(json_t *obj, struct train_settings *t, char **err)
 			if (!json_is_number(v) || !(json_number_value(v) >= 0 && json_number_value(v) < 1))
 				return bad(err, key, "a number from 0 to below 1");
 			t->momentum = json_number_value(v);
-		} else if ((count = count_of(t, key, &min, &max)) || !strcmp(key, "zero_stage") || !strcmp(key, "steps")) {
+		} else if ((count = count_of(t, key, &min, &max)) || !strcmp(key, "zero_stage")) {
 			if (!count)
-				min = 0, max = !strcmp(key, "zero_stage") ? 3 : INT64_MAX;
+				min = 0, max = 3;
 			if (!json_is_integer(v) || json_integer_value(v) < min || json_integer_value(v) > max) {
 				char *want = max == INT64_MAX ? xasprintf("a whole number from %lld", (long long)min)
 							      : xasprintf("a whole number from %lld to %lld", (long long)min,

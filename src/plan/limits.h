@@ -22,6 +22,11 @@
 #define PLAN_MAX_LORA_RANK 65536
 #define PLAN_MAX_LOSS_CHUNKS 4096          /* batch x seq / loss_chunk, rounded up */
 #define PLAN_MAX_BUFFER_COUNT 65536        /* items of one buffer */
+#define PLAN_MAX_STEPS 1000000000          /* a run's training steps */
+/* Training steps simulated for a long run: with a step's tensors the same every step,
+ * PyTorch's allocator still grew its segments in the 5th step of measured runs (the
+ * simulation in the 7th) and in none after. */
+#define PLAN_SETTLE_STEPS 8
 #define PLAN_MAX_ITEM_BYTES (1ULL << 40)   /* 1 TiB: a buffer's item, context_bytes */
 
 /* Whether m and t are within the limits: 0; -EINVAL with *why (a static string) naming

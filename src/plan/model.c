@@ -314,7 +314,7 @@ int plan_compute(const struct model_shape *m, const struct train_settings *t, st
 	 * fragmentation (or, short of them, comes off the activations, the least certain
 	 * of them). */
 	struct sim_result sr;
-	if (!sim_train(m, t, 3, &sr)) {
+	if (!sim_train(m, t, t->steps > 0 && t->steps < PLAN_SETTLE_STEPS ? (int)t->steps : PLAN_SETTLE_STEPS, &sr)) {
 		uint64_t counted = 0;
 		for (int c = C_WEIGHTS; c < C_FRAGMENTATION; c++)
 			counted += r->bytes[c];

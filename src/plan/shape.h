@@ -57,6 +57,8 @@ struct train_settings {
 	int64_t dp;               /* data-parallel degree the states are sharded over */
 	int64_t lora_rank;        /* 0: full fine-tuning */
 	unsigned lora_targets;    /* LORA_* bits */
+	int64_t steps;            /* the run's training steps (0: a long run); the simulation runs
+				   * up to PLAN_SETTLE_STEPS of them */
 	int inference;            /* no gradients, no optimizer; a KV cache of batch x context */
 	int64_t context;          /* inference: tokens kept in the KV cache */
 	struct buffer_spec buffers[PLAN_MAX_BUFFERS];

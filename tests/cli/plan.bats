@@ -349,7 +349,7 @@ want = {"precision": "fp32", "weights_dtype": "fp32", "compute_dtype": "fp32", "
         "batch": 1, "seq": 2048, "grad_ckpt": False, "attention": "sdpa", "use_cache": True, "lora_rank": 8,
         "loss_chunk": None, "inference": False, "zero_stage": 0, "dp": 1, "ddp": False,
         "reshard_after_forward": None, "freeze": [], "inputs_embeds": False,
-        "alloc_conf": "expandable_segments:False"}
+        "alloc_conf": "expandable_segments:False", "steps": None}
 assert a == want, a' "$output"
 	run "$HR" plan --gpu h200 --json --solve seq "$T/llama1b.json"
 	python3 -c 'import json,sys; o=json.loads(sys.argv[1]); assert o["format"] == "headroom-plan/2" and o["assumed"]["seq"] is None and "weights_bytes" in o["plan"]["components"], o' "$output"
@@ -477,4 +477,30 @@ assert a == want, a' "$output"
 		[ "$status" -eq 2 ]
 		[[ "$output" == *"wants"* ]]
 	done
+}
+
+@test "--steps: a short run plans its own steps, a long one the allocator's settled peak" {
+	llama1b
+	peak() { "$HR" plan --gpu h200 --batch 4 --seq 2048 --alloc-conf expandable_segments:True --json "$@" "$T/llama1b.json" |
+		python3 -c 'import json,sys; o=json.load(sys.stdin); print(o["device_peak_bytes"], o["assumed"]["steps"])'; }
+	read -r long none <<<"$(peak)"
+	read -r three three_said <<<"$(peak --steps 3)"
+	read -r many many_said <<<"$(peak --steps 100000)"
+	echo "long $long ($none), 3 steps $three ($three_said), 100000 steps $many ($many_said)"
+	[ "$none" = None ] && [ "$three_said" = 3 ] && [ "$many_said" = 100000 ]
+	# this run's segments grow after its third step (as the measured one's did in its fifth)
+	[ "$long" -gt $((three + (1 << 30))) ]
+	[ "$many" -eq "$long" ]
+	# the train file's key, and bad values
+	printf '{"model": %s, "train": {"batch": 4, "alloc_conf": "expandable_segments:True", "steps": 3}}' \
+		"$(cat "$T/llama1b.json")" > "$T/case.json"
+	run "$HR" plan --gpu h200 --json "$T/case.json"
+	python3 -c 'import json,sys; o=json.loads(sys.argv[1]); assert o["device_peak_bytes"] == int(sys.argv[2]), o' "$output" "$three"
+	for bad in 0 -1 x 1000000001; do
+		run "$HR" plan --gpu h200 --steps "$bad" "$T/llama1b.json"
+		[ "$status" -eq 2 ] && [[ "$output" == *"--steps wants a whole number from 1"* ]]
+	done
+	printf '{"model": %s, "train": {"steps": 0}}' "$(cat "$T/llama1b.json")" > "$T/case.json"
+	run "$HR" plan --gpu h200 "$T/case.json"
+	[ "$status" -eq 2 ] && [[ "$output" == *"'steps' wants a whole number from 1"* ]]
 }
