@@ -15,7 +15,7 @@ struct sim_result {
 	uint64_t max_reserved_bytes;   /* as torch.cuda.max_memory_reserved */
 };
 
-/* Simulate `steps` training steps (3, as the fixtures were measured), every family.
+/* Simulate `steps` training steps (PLAN_SETTLE_STEPS, or the run's when fewer), every family.
  * 0, or -EINVAL for inference (sim_infer's). */
 int sim_train(const struct model_shape *m, const struct train_settings *t, int steps, struct sim_result *r);
 /* Simulate `steps` batches of inference (t->inference): a prefill of batch x seq tokens
