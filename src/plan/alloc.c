@@ -26,7 +26,9 @@ void alloc_sim_free(struct alloc_sim *a)
 {
 	free(a->b);
 	free(a->spare);
-	free(a->freel);
+	for (size_t p = 0; p < 2 * ALLOC_SIM_STREAMS; p++)
+		for (size_t k = 0; k < ALLOC_SIM_BUCKETS; k++)
+			free(a->freeb[p][k].v);
 	memset(a, 0, sizeof(*a));
 }
 
@@ -52,27 +54,38 @@ static int lower(const struct sim_block *x, const struct sim_block *y)
 	return x->seg != y->seg ? x->seg > y->seg : x->off < y->off;
 }
 
-/* The free list's order: by pool, then size, then address (lower first), so that the
- * best fit for a request is the first block of its pool at least its size. Keys are
+/* A bucket's order: by size, then address (lower first), so that the best fit for a
+ * request is the first block at least its size of its bucket or of a later one. Keys are
  * unique: no two blocks share an address. */
 static int before(const struct sim_block *x, const struct sim_block *y)
 {
-	if (x->pool != y->pool)
-		return x->pool < y->pool;
 	if (x->size != y->size)
 		return x->size < y->size;
 	return lower(x, y);
 }
 
-/* The place of block i in the free list, or where it goes: the first block not
- * before it. */
-static size_t free_place(const struct alloc_sim *a, int i)
+/* A size's bucket: its highest bit and the two below it, so that a later bucket holds
+ * only larger sizes (sizes are 512 B at least). */
+static int bucket(uint64_t size)
 {
-	size_t lo = 0, hi = a->nfree;
+	int h = 63 - __builtin_clzll(size);
+
+	return h * 4 + (int)(size >> (h - 2) & 3);
+}
+
+static struct sim_bucket *bucket_of(struct alloc_sim *a, int pool, uint64_t size)
+{
+	return &a->freeb[pool][bucket(size)];
+}
+
+/* The place of a block like x in bucket q, or where it goes: the first block not before it. */
+static size_t free_place(const struct alloc_sim *a, const struct sim_bucket *q, const struct sim_block *x)
+{
+	size_t lo = 0, hi = q->n;
 
 	while (lo < hi) {
 		size_t mid = lo + (hi - lo) / 2;
-		if (before(&a->b[a->freel[mid]], &a->b[i]))
+		if (before(&a->b[q->v[mid]], x))
 			lo = mid + 1;
 		else
 			hi = mid;
@@ -82,41 +95,79 @@ static size_t free_place(const struct alloc_sim *a, int i)
 
 static void free_add(struct alloc_sim *a, int i)
 {
+	struct sim_bucket *q = bucket_of(a, a->b[i].pool, a->b[i].size);
 	size_t f;
 
-	ARRAY_GROW(a->freel, a->nfree + 1, a->capfree);
-	f = free_place(a, i);
-	memmove(&a->freel[f + 1], &a->freel[f], (a->nfree - f) * sizeof(a->freel[0]));
-	a->freel[f] = i;
+	ARRAY_GROW(q->v, q->n + 1, q->cap);
+	f = free_place(a, q, &a->b[i]);
+	memmove(&q->v[f + 1], &q->v[f], (q->n - f) * sizeof(q->v[0]));
+	q->v[f] = i;
+	q->n++;
 	a->nfree++;
 	a->b[i].free = 1;
 }
 
-static void free_remove_at(struct alloc_sim *a, size_t f)
+static void free_remove_at(struct alloc_sim *a, struct sim_bucket *q, size_t f)
 {
-	a->b[a->freel[f]].free = 0;
+	a->b[q->v[f]].free = 0;
+	q->n--;
 	a->nfree--;
-	memmove(&a->freel[f], &a->freel[f + 1], (a->nfree - f) * sizeof(a->freel[0]));
+	memmove(&q->v[f], &q->v[f + 1], (q->n - f) * sizeof(q->v[0]));
 }
 
 /* Take block i off the free list (before its size changes: the size is its key). */
 static void free_del(struct alloc_sim *a, int i)
 {
-	free_remove_at(a, free_place(a, i));
+	struct sim_bucket *q = bucket_of(a, a->b[i].pool, a->b[i].size);
+
+	free_remove_at(a, q, free_place(a, q, &a->b[i]));
+}
+
+/* The free block of the pool that best fits size, and the one after it in best-fit
+ * order (*next, -1 none); -1 when none fits. */
+static int best_fit(struct alloc_sim *a, int pool, uint64_t size, int *next)
+{
+	/* the lowest among equals: the first at or after (size, the highest address) */
+	struct sim_block want = { .size = size, .seg = INT_MAX };
+	int best = -1;
+
+	*next = -1;
+	for (int k = bucket(size); k < ALLOC_SIM_BUCKETS; k++) {
+		struct sim_bucket *q = &a->freeb[pool][k];
+		size_t f = best < 0 && q->n ? free_place(a, q, &want) : 0;
+
+		if (f >= q->n)
+			continue;
+		if (best >= 0) {
+			*next = q->v[f];
+			break;
+		}
+		best = q->v[f];
+		if (f + 1 < q->n) {
+			*next = q->v[f + 1];
+			break;
+		}
+	}
+	return best;
 }
 
 /* Give back every segment with nothing allocated in it (a free block with no
  * neighbours is a whole segment). */
 static void release_cached(struct alloc_sim *a)
 {
-	for (size_t f = a->nfree; f-- > 0;) {
-		int i = a->freel[f];
-		if (a->b[i].prev < 0 && a->b[i].next < 0) {
-			a->reserved_bytes -= a->b[i].size;
-			free_remove_at(a, f);
-			recycle(a, i);
+	for (size_t p = 0; p < 2 * ALLOC_SIM_STREAMS; p++)
+		for (size_t k = 0; k < ALLOC_SIM_BUCKETS; k++) {
+			struct sim_bucket *q = &a->freeb[p][k];
+
+			for (size_t f = q->n; f-- > 0;) {
+				int i = q->v[f];
+				if (a->b[i].prev < 0 && a->b[i].next < 0) {
+					a->reserved_bytes -= a->b[i].size;
+					free_remove_at(a, q, f);
+					recycle(a, i);
+				}
+			}
 		}
-	}
 }
 
 /* Expandable segments: the pool's segment grows by whole pages to hold size at its
@@ -158,33 +209,17 @@ int alloc_sim_malloc(struct alloc_sim *a, uint64_t size)
 
 int alloc_sim_malloc_on(struct alloc_sim *a, uint64_t size, int stream)
 {
-	struct sim_block want = { 0 };
-	int pool, best = -1;
-	size_t f;
+	int pool, best, next;
 
 	size = size < MIN_BLOCK ? MIN_BLOCK : (size + MIN_BLOCK - 1) / MIN_BLOCK * MIN_BLOCK;
 	pool = (size <= SMALL_SIZE ? 0 : 1) + 2 * (stream >= 0 && stream < ALLOC_SIM_STREAMS ? stream : 0);
-	/* best fit: the smallest free block of the pool that holds it, the lowest among
-	 * equals: the first of the free list at or after (pool, size, the highest address) */
-	want.pool = pool;
-	want.size = size;
-	want.seg = INT_MAX;
-	f = 0;
-	for (size_t hi = a->nfree; f < hi;) {
-		size_t mid = f + (hi - f) / 2;
-		if (before(&a->b[a->freel[mid]], &want))
-			f = mid + 1;
-		else
-			hi = mid;
-	}
+	best = best_fit(a, pool, size, &next);
 	/* expandable: the free block at the segment's end counts as large as it could grow,
 	 * so any other block that fits goes first */
-	if (a->expandable && f + 1 < a->nfree && a->freel[f] == a->tail[pool] &&
-	    a->b[a->freel[f + 1]].pool == pool)
-		f++;
-	if (f < a->nfree && a->b[a->freel[f]].pool == pool) {
-		best = a->freel[f];
-		free_remove_at(a, f);
+	if (a->expandable && best >= 0 && best == a->tail[pool] && next >= 0)
+		best = next;
+	if (best >= 0) {
+		free_del(a, best);
 	} else if (a->expandable) {
 		best = grow_segment(a, pool, size);
 	} else {

@@ -23,6 +23,7 @@
 /* CUDA streams the simulation tells apart: a block allocated on one stream is reused
  * only by that stream's allocations (each stream has its own pools), as PyTorch does. */
 #define ALLOC_SIM_STREAMS 3
+#define ALLOC_SIM_BUCKETS 256      /* a size's highest bit, and the two below it */
 
 struct sim_block {
 	uint64_t size;
@@ -36,9 +37,13 @@ struct alloc_sim {
 	size_t nb, capb;
 	int *spare;                /* indices of recycled block slots */
 	size_t nspare, capspare;
-	int *freel;                /* the free blocks in best-fit order: by pool, size, then
-				    * address (lowest first) */
-	size_t nfree, capfree;
+	/* the free blocks by pool and by size (its highest three bits), each bucket in
+	 * best-fit order: by size, then address (lowest first) */
+	struct sim_bucket {
+		int *v;
+		size_t n, cap;
+	} freeb[2 * ALLOC_SIM_STREAMS][ALLOC_SIM_BUCKETS];
+	size_t nfree;              /* free blocks in all */
 	int nsegs;
 	uint64_t limit_bytes;      /* 0: no limit */
 	int expandable;            /* expandable segments: set before the first malloc */

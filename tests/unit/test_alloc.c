@@ -13,6 +13,21 @@
 #define KiB 1024ULL
 #define MiB (1024ULL * 1024)
 
+/* The free block when there is exactly one (its slot in a.b), found in the blocks
+ * themselves, not in the allocator's free list. */
+static int only_free(const struct alloc_sim *a)
+{
+	int found = -1;
+
+	for (size_t i = 0; i < a->nb; i++)
+		if (a->b[i].size && a->b[i].free) {
+			assert_int_equal(found, -1);
+			found = (int)i;
+		}
+	assert_int_not_equal(found, -1);
+	return found;
+}
+
 /* A small request is rounded to 512 B and split off a new 2 MiB segment; the next one
  * comes from the rest of that segment, right after it. */
 static void test_small_split(void **state)
@@ -27,7 +42,7 @@ static void test_small_split(void **state)
 	assert_int_equal(a.b[x].pool, 0);
 	assert_int_equal(a.reserved_bytes, 2 * MiB);
 	assert_int_equal(a.nfree, 1); /* the rest of the segment */
-	assert_int_equal(a.b[a.freel[0]].size, 2 * MiB - 1024);
+	assert_int_equal(a.b[only_free(&a)].size, 2 * MiB - 1024);
 	int y = alloc_sim_malloc(&a, 1);
 	assert_int_equal(a.b[y].size, 512);
 	assert_int_equal(a.b[y].off, 1024);
@@ -78,7 +93,7 @@ static void test_merge(void **state)
 	assert_int_equal(a.nfree, 2);
 	alloc_sim_release(&a, y); /* merges with both */
 	assert_int_equal(a.nfree, 1);
-	int f = a.freel[0];
+	int f = only_free(&a);
 	assert_int_equal(a.b[f].size, 2 * MiB);
 	assert_int_equal(a.b[f].off, 0);
 	assert_int_equal(a.b[f].prev, -1);
@@ -182,19 +197,20 @@ static void test_best_fit_random(void **state)
 				size = (uint64_t)(rand() % 4 + 1) * MiB; /* equal sizes: ties by address */
 			uint64_t want = size < 512 ? 512 : (size + 511) / 512 * 512;
 			int pool = want <= MiB ? 0 : 1, best = -1;
-			for (size_t f = 0; f < a.nfree; f++) {
-				const struct sim_block *b = &a.b[a.freel[f]], *c = best < 0 ? NULL : &a.b[best];
-				if (f) { /* in order: pool, size, then the lower address first */
-					const struct sim_block *p = &a.b[a.freel[f - 1]];
-					assert_true(p->pool < b->pool || (p->pool == b->pool && (p->size < b->size ||
-						    (p->size == b->size && (p->seg != b->seg ? p->seg > b->seg : p->off < b->off)))));
-				}
+			/* the best fit, from every free block (not the allocator's free list) */
+			size_t nfree = 0;
+			for (size_t f = 0; f < a.nb; f++) {
+				const struct sim_block *b = &a.b[f], *c = best < 0 ? NULL : &a.b[best];
+				if (!b->size || !b->free)
+					continue;
+				nfree++;
 				if (b->pool != pool || b->size < want)
 					continue;
 				if (!c || b->size < c->size ||
 				    (b->size == c->size && (b->seg != c->seg ? b->seg > c->seg : b->off < c->off)))
-					best = a.freel[f];
+					best = (int)f;
 			}
+			assert_int_equal(nfree, a.nfree);
 			uint64_t seg = best < 0 ? 0 : (uint64_t)a.b[best].seg, off = best < 0 ? 0 : a.b[best].off;
 			live[n] = alloc_sim_malloc(&a, size);
 			if (best >= 0) {
