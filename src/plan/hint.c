@@ -101,8 +101,13 @@ static int apply(enum hint_change c, struct train_settings *s, const char *solvi
 static int fits(const struct fit *f, const struct model_shape *m, const struct train_settings *s,
 		struct plan_result *r)
 {
+	struct train_settings shorter = *s;
 	const char *why;
 
+	/* a run too large in its first steps is too large in all: planned short first */
+	shorter.steps = solve_search_steps(s);
+	if (shorter.steps != s->steps && (fit_plan(f, m, &shorter, r, &why) || !fit_ok(f, r)))
+		return 0;
 	return !fit_plan(f, m, s, r, &why) && fit_ok(f, r);
 }
 

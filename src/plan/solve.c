@@ -119,6 +119,44 @@ static int fits_with(const struct fit *f, const struct model_shape *m, struct tr
 	return rc ? rc : fit_ok(f, r);
 }
 
+#define SEARCH_STEPS 3
+
+int64_t solve_search_steps(const struct train_settings *t)
+{
+	int64_t run = t->steps > 0 && t->steps < PLAN_SETTLE_STEPS ? t->steps : PLAN_SETTLE_STEPS;
+
+	return run < SEARCH_STEPS ? run : SEARCH_STEPS;
+}
+
+/* The largest value from lo + 1 below hi that fits as t says, hi known not to fit, lo
+ * known to fit (lo < min: nothing known): the value below hi first, as a search over a
+ * short run leaves it one that usually fits the long run too, then by doubling steps
+ * down and halving the gap. *p gets the fitting plan. Returns the value, or a -errno. */
+static int64_t largest_fitting(const struct fit *f, const struct model_shape *m, struct train_settings *s,
+			       int64_t *k, int64_t lo, int64_t hi, struct plan_result *p, const char **why)
+{
+	struct plan_result q;
+	const char *too_big;
+	int64_t step = 1;
+	int rc;
+
+	while (hi - lo > 1) {
+		int64_t mid = hi - step > lo ? hi - step : lo + (hi - lo) / 2;
+		rc = fits_with(f, m, s, k, mid, &q, why, &too_big);
+		if (rc < 0)
+			return rc;
+		if (rc) {
+			lo = mid;
+			*p = q;
+			step = (hi - lo) / 2 > 0 ? (hi - lo) / 2 : 1;
+		} else {
+			hi = mid;
+			step *= 2;
+		}
+	}
+	return lo;
+}
+
 int solve_knob(const struct fit *f, const struct model_shape *m, const struct train_settings *t, const char *knob,
 	       struct solve_result *r, const char **why)
 {
@@ -132,6 +170,7 @@ int solve_knob(const struct fit *f, const struct model_shape *m, const struct tr
 	*why = NULL;
 	if (!k || knob_range(t, knob, &min, &max, &r->max_is))
 		return -ENOENT;
+	s.steps = solve_search_steps(t);
 	/* lo fits (min - 1: nothing known to), hi is tried next: powers of two from the
 	 * least at or above min, whatever min is, so that the values tried stay the same */
 	lo = min - 1;
@@ -148,9 +187,8 @@ int solve_knob(const struct fit *f, const struct model_shape *m, const struct tr
 		lo = hi;
 		r->plan = p;
 		if (hi == max) { /* every value fits */
-			r->value = max;
-			r->largest = 1;
-			return 0;
+			hi = max + 1;
+			break;
 		}
 		hi = hi > max / 2 ? max : hi * 2;
 	}
@@ -166,6 +204,19 @@ int solve_knob(const struct fit *f, const struct model_shape *m, const struct tr
 			hi = mid;
 		}
 	}
+	/* the run as given: the value found, and below it should it not fit that */
+	s.steps = t->steps;
+	if (lo >= min) {
+		int64_t v = largest_fitting(f, m, &s, k, min - 1, lo + 1, &r->plan, why);
+		if (v < 0)
+			return (int)v;
+		lo = v;
+		if (lo == max) {
+			r->value = max;
+			r->largest = 1;
+			return 0;
+		}
+	}
 	r->next_value = lo + 1;
 	rc = fits_with(f, m, &s, k, lo + 1, &r->next, why, &r->next_too_big);
 	if (rc < 0)
@@ -175,5 +226,7 @@ int solve_knob(const struct fit *f, const struct model_shape *m, const struct tr
 		return -E2BIG;
 	}
 	r->value = lo >= min ? lo : 0;
+	if (!r->value)
+		memset(&r->plan, 0, sizeof(r->plan));
 	return 0;
 }

@@ -41,6 +41,11 @@ int knob_locks_check(struct train_settings *t, const char *const *locks, size_t 
  * 0, or -ENOENT for a knob t does not have. */
 int knob_range(const struct train_settings *t, const char *name, int64_t *min, int64_t *max, const char **max_is);
 
+/* The training steps a search plans: a short run's peak is never above a longer one's
+ * (the same steps come first), so what does not fit a short run fits no longer one; the
+ * run's own when fewer. */
+int64_t solve_search_steps(const struct train_settings *t);
+
 struct solve_result {
 	int64_t value;                /* the largest value that fits; 0 when the least does not */
 	struct plan_result plan;      /* at value; zeroed when value is 0 */
