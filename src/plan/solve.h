@@ -58,7 +58,9 @@ struct solve_result {
 
 /* The largest value of t's knob (in knob_range) with which t fits f: the peak grows
  * with each knob, so it doubles from the least until it does not fit, then halves the
- * gap; a value past the planner's limits (too large to plan) does not fit. 0, or
+ * gap, planning a short run (solve_search_steps); then the value found is planned as t
+ * says, and below it should it not fit so; a value past the planner's limits (too large
+ * to plan) does not fit. 0, or
  * -ENOENT for an unknown knob, or -EINVAL with *why from plan_compute, or -E2BIG with
  * *why when even the least value is too large to plan. */
 int solve_knob(const struct fit *f, const struct model_shape *m, const struct train_settings *t, const char *knob,
