@@ -180,6 +180,11 @@ static int plan_inference(const struct model_shape *m, const struct train_settin
 	return 0;
 }
 
+int plan_sim_steps(const struct train_settings *t)
+{
+	return t->steps > 0 && t->steps < PLAN_SETTLE_STEPS ? (int)t->steps : PLAN_SETTLE_STEPS;
+}
+
 int plan_settings_check(const struct model_shape *m, const struct train_settings *t, const char **why)
 {
 	*why = NULL;
@@ -314,7 +319,7 @@ int plan_compute(const struct model_shape *m, const struct train_settings *t, st
 	 * fragmentation (or, short of them, comes off the activations, the least certain
 	 * of them). */
 	struct sim_result sr;
-	if (!sim_train(m, t, t->steps > 0 && t->steps < PLAN_SETTLE_STEPS ? (int)t->steps : PLAN_SETTLE_STEPS, &sr)) {
+	if (!sim_train(m, t, plan_sim_steps(t), &sr)) {
 		uint64_t counted = 0;
 		for (int c = C_WEIGHTS; c < C_FRAGMENTATION; c++)
 			counted += r->bytes[c];

@@ -30,6 +30,8 @@ int64_t model_params(const struct model_shape *m);
  * gpt2, among them), or -E2BIG naming what passes the planner's limits (plan/limits.h)
  * (static strings). */
 int plan_settings_check(const struct model_shape *m, const struct train_settings *t, const char **why);
+/* The training steps the simulation runs for t: the run's, at most PLAN_SETTLE_STEPS. */
+int plan_sim_steps(const struct train_settings *t);
 /* The plan: plan_settings_check's answers, or 0 and *r. */
 int plan_compute(const struct model_shape *m, const struct train_settings *t, struct plan_result *r,
 		 const char **why);

@@ -947,10 +947,6 @@ static void setup(struct step *s, const struct model_shape *m, const struct trai
 		s->lp.q_bias = qd, s->lp.k_bias = k, s->lp.v_bias = k;
 }
 
-/* One decoder layer's forward keeping nothing for a backward pass (inference, or the
- * first forward of a checkpointed layer): every temporary is freed as soon as Python
- * drops it; with a cache, the layer's keys and values go into it (copies: the cache
- * concatenates onto its empty start). Returns the output; the caller frees the input. */
 /* Which layer runs next: a sliding-window layer of gemma3_text whose keys reach the
  * window (transformers passes no mask where a causal one does) hands sdpa a boolean
  * mask, which sdpa turns into an additive bias of the query's dtype, batch x seq x seq,
@@ -962,6 +958,10 @@ static void layer_begin(struct step *s, int64_t l)
 	s->mask_bytes = sliding && s->seq >= s->sliding_window ? s->act_bytes * s->batch * s->seq * s->seq : 0;
 }
 
+/* One decoder layer's forward keeping nothing for a backward pass (inference, or the
+ * first forward of a checkpointed layer): every temporary is freed as soon as Python
+ * drops it; with a cache, the layer's keys and values go into it (copies: the cache
+ * concatenates onto its empty start). Returns the output; the caller frees the input. */
 static int plain_layer(struct step *s, struct tlist *cache)
 {
 	int64_t T = s->tokens, h = s->hidden, I = s->inter, qd = s->q_dim, k = s->kv_dim, ab = s->act_bytes;

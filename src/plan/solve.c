@@ -123,7 +123,7 @@ static int fits_with(const struct fit *f, const struct model_shape *m, struct tr
 
 int64_t solve_search_steps(const struct train_settings *t)
 {
-	int64_t run = t->steps > 0 && t->steps < PLAN_SETTLE_STEPS ? t->steps : PLAN_SETTLE_STEPS;
+	int run = plan_sim_steps(t);
 
 	return run < SEARCH_STEPS ? run : SEARCH_STEPS;
 }
