@@ -99,6 +99,8 @@ int plan_check(const struct model_shape *m, const struct train_settings *t, cons
 	per_layer = mul(mul(64, T), widths);
 	if (t->param_bytes == 4 && !t->autocast)
 		per_layer = add(per_layer, mul(mul(mul(4, B), mul((uint64_t)m->heads, S)), S));
+	if (m->sliding_window) /* a sliding layer's mask, batch x seq x seq (sim.c, layer_begin) */
+		per_layer = add(per_layer, mul(mul(4, B), mul(S, S)));
 	/* a layer's parameters: its matrices, norms and biases */
 	params = add(add(mul(mul(2, V), h), mul((uint64_t)m->positions, h)),
 		     add(mul(L, mul(mul(8, add(h, 1)), widths)), mul(2, h)));
@@ -117,7 +119,8 @@ int plan_check(const struct model_shape *m, const struct train_settings *t, cons
 					      "parameters) pass the planner's limit of 1 PiB" },
 		{ add(mul(L, per_layer), per_layer), "the plan is too large: the activations (batch x seq x the "
 						     "layers' widths x num_hidden_layers; in fp32 batch x heads x seq x seq "
-						     "a layer) pass the planner's limit of 1 PiB" },
+						     "a layer, with sliding windows batch x seq x seq) pass the "
+						     "planner's limit of 1 PiB" },
 		{ mul(mul(32, T), V), "the plan is too large: the logits (batch x seq x vocab_size) pass the "
 				      "planner's limit of 1 PiB" },
 		{ mul(mul(8, mul(L, B)), mul(ctx, k)), "the plan is too large: the KV cache (num_hidden_layers x "

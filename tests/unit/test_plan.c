@@ -211,6 +211,27 @@ static void test_sliding_masks(void **state)
 	assert_int_equal(listed, masks);
 	/* a window longer than the sequence: causal attention, no mask */
 	assert_int_equal(gemma3_allocated(", \"sliding_window\": 1025", 1024), none);
+
+	/* masks past the planner's limit are refused, not planned: 64 x 2^24 x 2^24 x 2 B a
+	 * layer, where the other activations stay far below it */
+	json_t *j = json_loads("{\"model_type\": \"gemma3_text\", \"hidden_size\": 64, \"num_hidden_layers\": 1,"
+			       " \"num_attention_heads\": 1, \"head_dim\": 64, \"intermediate_size\": 64,"
+			       " \"vocab_size\": 100, \"sliding_window\": 512}", 0, NULL);
+	struct model_shape m;
+	struct train_settings t;
+	struct plan_result r;
+	const char *why;
+	char *err = NULL;
+
+	assert_non_null(j);
+	assert_int_equal(model_shape_from_json(j, &m, &err), 0);
+	json_decref(j);
+	train_settings_init(&t);
+	t.batch = 64, t.seq = 1 << 24;
+	assert_int_equal(plan_compute(&m, &t, &r, &why), -E2BIG);
+	assert_non_null(strstr(why, "with sliding windows batch x seq x seq"));
+	m.sliding_window = 0; /* the same without sliding layers: within the limit */
+	assert_int_equal(plan_compute(&m, &t, &r, &why), 0);
 }
 
 static void expect_error(const char *cfg, const char *needle)
