@@ -69,6 +69,10 @@ $(BUILD)/headroom-exec: $(LAUNCHER_OBJ) $(LIB)
 bench/alloc-replay: bench/alloc-replay.c $(LIB)
 	$(CC) $(ALL_CFLAGS) $(LDFLAGS) -o $@ $^ $(LDLIBS)
 
+# headroom with the plan's allocations written out (bench/plan-trace.c says how).
+bench/plan-trace: bench/plan-trace.c $(CMD_OBJ) $(LIB)
+	$(CC) $(ALL_CFLAGS) $(LDFLAGS) -Wl,--wrap=alloc_sim_malloc_on,--wrap=alloc_sim_release -o $@ $^ $(LDLIBS)
+
 bench/simulate: bench/simulate.c $(LIB)
 	$(CC) $(ALL_CFLAGS) $(LDFLAGS) -o $@ $^ $(LDLIBS)
 
@@ -135,7 +139,7 @@ uninstall:
 	  $(DESTDIR)$(BASHCOMPDIR)/headroom $(DESTDIR)$(ZSHCOMPDIR)/_headroom
 
 clean:
-	rm -rf build build-asan build-fuzz headroom headroom-exec tools/memhog bench/alloc-replay bench/simulate
+	rm -rf build build-asan build-fuzz headroom headroom-exec tools/memhog bench/alloc-replay bench/simulate bench/plan-trace
 
 .PHONY: all unit asan fuzz fuzz-bins fuzz-smoke cli check clean install uninstall
 -include $(LIB_OBJ:.o=.d) $(CMD_OBJ:.o=.d) $(BUILD)/src/exec_main.d
