@@ -391,6 +391,14 @@ static json_t *result_json(const struct plan_result *r)
 		json_object_set_new(c, plan_component_key(i), json_integer((json_int_t)r->bytes[i]));
 	json_object_set_new(o, "device_peak_bytes", json_integer((json_int_t)r->device_peak_bytes));
 	json_object_set_new(o, "allocated_peak_bytes", json_integer((json_int_t)r->allocated_peak_bytes));
+	if (r->device_peak_high_bytes) {
+		json_t *range = json_object();
+		json_object_set_new(range, "low", json_integer((json_int_t)r->device_peak_low_bytes));
+		json_object_set_new(range, "high", json_integer((json_int_t)r->device_peak_high_bytes));
+		json_object_set_new(o, "device_peak_range_bytes", range);
+	} else {
+		json_object_set_new(o, "device_peak_range_bytes", json_null());
+	}
 	json_object_set_new(o, "peak_phase", json_string(r->peak_phase));
 	json_object_set_new(o, "params", json_integer(r->params));
 	json_object_set_new(o, "trainable_params", json_integer(r->trainable_params));
@@ -431,6 +439,11 @@ static void print_table(const struct plan_args *a, const struct plan_result *r)
 		printf(", %s to spare\n", size_format(a->gpu_bytes - need, d, sizeof(d)));
 	else
 		printf(", %s short\n", size_format(need - a->gpu_bytes, d, sizeof(d)));
+	if (r->device_peak_high_bytes)
+		printf("expandable segments: %d simulated placements peak at %s to %s, the plan their mean%s\n",
+		       PLAN_PLACEMENTS, size_format(r->device_peak_low_bytes, b, sizeof(b)),
+		       size_format(r->device_peak_high_bytes, c, sizeof(c)),
+		       r->device_peak_high_bytes + m <= a->gpu_bytes ? "" : "; the highest does NOT fit");
 	uint64_t extra = ddp_rebuild_extra_bytes(&a->t, r);
 	if (extra)
 		printf("DDP: when step 2's bucket rebuild finds NCCL still holding the old buckets (a race: 2 of 3\n"

@@ -70,7 +70,7 @@ static int bucket(uint64_t size)
 {
 	int h = 63 - __builtin_clzll(size);
 
-	return h * 4 + (int)(size >> (h - 2) & 3);
+	return h * 16 + (int)(size >> (h - 4) & 15);
 }
 
 static struct sim_bucket *bucket_of(struct alloc_sim *a, int pool, uint64_t size)
@@ -102,7 +102,10 @@ static void free_add(struct alloc_sim *a, int i)
 	f = free_place(a, q, &a->b[i]);
 	memmove(&q->v[f + 1], &q->v[f], (q->n - f) * sizeof(q->v[0]));
 	q->v[f] = i;
-	q->n++;
+	if (!q->n++) {
+		int k = bucket(a->b[i].size);
+		a->held[a->b[i].pool][k / 64] |= 1ULL << (k % 64);
+	}
 	a->nfree++;
 	a->b[i].free = 1;
 }
@@ -110,7 +113,10 @@ static void free_add(struct alloc_sim *a, int i)
 static void free_remove_at(struct alloc_sim *a, struct sim_bucket *q, size_t f)
 {
 	a->b[q->v[f]].free = 0;
-	q->n--;
+	if (!--q->n) {
+		size_t at = (size_t)(q - &a->freeb[0][0]);
+		a->held[at / ALLOC_SIM_BUCKETS][at % ALLOC_SIM_BUCKETS / 64] &= ~(1ULL << (at % 64));
+	}
 	a->nfree--;
 	memmove(&q->v[f], &q->v[f + 1], (q->n - f) * sizeof(q->v[0]));
 }
@@ -123,6 +129,17 @@ static void free_del(struct alloc_sim *a, int i)
 	free_remove_at(a, q, free_place(a, q, &a->b[i]));
 }
 
+/* The first bucket from k on that holds a block, or ALLOC_SIM_BUCKETS. */
+static int next_held(const struct alloc_sim *a, int pool, int k)
+{
+	for (int w = k / 64; w < ALLOC_SIM_BUCKETS / 64; w++) {
+		uint64_t bits = a->held[pool][w] & (w == k / 64 ? ~0ULL << (k % 64) : ~0ULL);
+		if (bits)
+			return w * 64 + __builtin_ctzll(bits);
+	}
+	return ALLOC_SIM_BUCKETS;
+}
+
 /* The free block of the pool that best fits size, and the one after it in best-fit
  * order (*next, -1 none); -1 when none fits. */
 static int best_fit(struct alloc_sim *a, int pool, uint64_t size, int *next)
@@ -132,7 +149,7 @@ static int best_fit(struct alloc_sim *a, int pool, uint64_t size, int *next)
 	int best = -1;
 
 	*next = -1;
-	for (int k = bucket(size); k < ALLOC_SIM_BUCKETS; k++) {
+	for (int k = next_held(a, pool, bucket(size)); k < ALLOC_SIM_BUCKETS; k = next_held(a, pool, k + 1)) {
 		struct sim_bucket *q = &a->freeb[pool][k];
 		size_t f = best < 0 && q->n ? free_place(a, q, &want) : 0;
 

@@ -23,7 +23,7 @@
 /* CUDA streams the simulation tells apart: a block allocated on one stream is reused
  * only by that stream's allocations (each stream has its own pools), as PyTorch does. */
 #define ALLOC_SIM_STREAMS 3
-#define ALLOC_SIM_BUCKETS 256      /* a size's highest bit, and the two below it */
+#define ALLOC_SIM_BUCKETS 1024     /* a size's highest bit, and the four below it */
 
 struct sim_block {
 	uint64_t size;
@@ -43,6 +43,9 @@ struct alloc_sim {
 		int *v;
 		size_t n, cap;
 	} freeb[2 * ALLOC_SIM_STREAMS][ALLOC_SIM_BUCKETS];
+	/* which of a pool's buckets hold a block, a bit each, so that a search skips the
+	 * empty ones */
+	uint64_t held[2 * ALLOC_SIM_STREAMS][ALLOC_SIM_BUCKETS / 64];
 	size_t nfree;              /* free blocks in all */
 	int nsegs;
 	uint64_t limit_bytes;      /* 0: no limit */

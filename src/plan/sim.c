@@ -93,6 +93,8 @@ struct step {
 	struct tlist *kv;         /* training with use_cache: the cache's tensors, else NULL */
 	struct tlist *ac_cache;   /* a checkpointed forward under autocast: autocast's weight
 				   * casts, kept to the autocast region's end; else NULL */
+	uint64_t jitter;          /* sim_train's jitter: the generator's state, 0 off */
+	int jitter_id;            /* the jitter tensor held now, 0 none */
 };
 
 /* A tensor on a CUDA stream (0: the default one). */
@@ -956,6 +958,12 @@ static void layer_begin(struct step *s, int64_t l)
 	int sliding = s->sliding_window && (l + 1) % s->sliding_pattern != 0;
 
 	s->mask_bytes = sliding && s->seq >= s->sliding_window ? s->act_bytes * s->batch * s->seq * s->seq : 0;
+	if (s->jitter) { /* sim_train's stand-in for unmodelled temporaries: a new size a layer */
+		uint64_t cap = (uint64_t)(s->tokens * s->hidden * s->act_bytes);
+		s->jitter = s->jitter * 6364136223846793005ULL + 1442695040888963407ULL; /* Knuth's MMIX LCG */
+		drop(s, s->jitter_id);
+		s->jitter_id = tensor(s, (int64_t)((s->jitter >> 33) % cap) + 1);
+	}
 }
 
 /* One decoder layer's forward keeping nothing for a backward pass (inference, or the
@@ -1640,23 +1648,26 @@ static void train_finish(struct train *tr, struct sim_result *r)
 	alloc_sim_free(&s->a);
 }
 
-int sim_train(const struct model_shape *m, const struct train_settings *t, int steps, struct sim_result *r)
+int sim_train(const struct model_shape *m, const struct train_settings *t, int steps, uint64_t jitter_seed,
+	      struct sim_result *r)
 {
 	struct train tr = { 0 };
 
-	/* Simulated: the llama family (llama, mistral, qwen2, qwen3, phi3), gemma and
-	 * gemma2. Not yet: GPT-2 (its GELU-tanh and dropout as Python ops leave many
-	 * temporaries that a first attempt got 5-13 % low): the analytic model answers. */
 	if (t->inference)
+		return -EINVAL;
+	if (steps < 1 || steps > SIM_MAX_STEPS)
 		return -EINVAL;
 	memset(r, 0, sizeof(*r));
 	train_start(&tr, m, t);
+	/* the seed mixed (splitmix64's constant), so that neighbouring seeds start apart */
+	tr.s.jitter = jitter_seed ? (jitter_seed * 0x9E3779B97F4A7C15ULL) | 1 : 0;
 	for (int step = 0; step < steps; step++) {
 		train_forward(&tr, step);
 		loss_forward(&tr);
 		loss_backward(&tr);
 		layers_backward(&tr);
 		optimizer_step(&tr);
+		r->step_reserved_bytes[step] = tr.s.a.max_reserved_bytes;
 	}
 	train_finish(&tr, r);
 	return 0;

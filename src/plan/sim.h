@@ -8,16 +8,27 @@
 
 #include <stdint.h>
 
+#include "plan/limits.h"
 #include "plan/shape.h"
+
+#define SIM_MAX_STEPS PLAN_SETTLE_STEPS
 
 struct sim_result {
 	uint64_t max_allocated_bytes;  /* as torch.cuda.max_memory_allocated */
 	uint64_t max_reserved_bytes;   /* as torch.cuda.max_memory_reserved */
+	/* max_reserved_bytes as it stood after each of the first SIM_MAX_STEPS steps */
+	uint64_t step_reserved_bytes[SIM_MAX_STEPS];
 };
 
-/* Simulate `steps` training steps (PLAN_SETTLE_STEPS, or the run's when fewer), every family.
- * 0, or -EINVAL for inference (sim_infer's). */
-int sim_train(const struct model_shape *m, const struct train_settings *t, int steps, struct sim_result *r);
+/* Simulate `steps` training steps (1 to SIM_MAX_STEPS: PLAN_SETTLE_STEPS, or the run's
+ * when fewer), every family. With jitter_seed > 0, each layer's forward and backward
+ * also holds one tensor of a pseudo-random size up to a hidden state (batch x seq x
+ * hidden), drawn from the seed: a stand-in for the small temporaries the sequence
+ * leaves out, which decide where the largest tensors land when their holes are a
+ * close fit (plan_compute runs a few seeds with expandable segments). 0, or -EINVAL
+ * for inference (sim_infer's). */
+int sim_train(const struct model_shape *m, const struct train_settings *t, int steps, uint64_t jitter_seed,
+	      struct sim_result *r);
 /* Simulate `steps` batches of inference (t->inference): a prefill of batch x seq tokens
  * with the KV cache, grown to t->context when that is longer; the logits of the last
  * position, or of every one (t->logits_all). 0, or -EINVAL for GPT-2 (the analytic

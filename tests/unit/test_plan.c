@@ -66,6 +66,16 @@ static void check_fixture_file_outliers(const char *path, size_t expect_n, doubl
 		if (json_object_get(meas, "n_trainable") && !t.inference)
 			assert_int_equal(r.trainable_params, json_integer_value(json_object_get(meas, "n_trainable")));
 		double used = (double)json_integer_value(json_object_get(meas, "device_used_by_process_bytes"));
+		/* expandable segments: the run's peak among the placements simulated (within
+		 * 1 %), the plan between their extremes; otherwise no range */
+		if (t.expandable && !t.inference) {
+			assert_true(r.device_peak_low_bytes <= r.device_peak_bytes &&
+				    r.device_peak_bytes <= r.device_peak_high_bytes);
+			assert_true(used >= 0.99 * (double)r.device_peak_low_bytes &&
+				    used <= 1.01 * (double)r.device_peak_high_bytes);
+		} else {
+			assert_true(!r.device_peak_low_bytes && !r.device_peak_high_bytes);
+		}
 		err[n] = ((double)r.device_peak_bytes - used) / used;
 		printf("   %-42s %+6.2f%%\n", name, err[n] * 100);
 		const struct outlier *o = out;
@@ -125,11 +135,13 @@ static void test_fixtures_issue13(void **state)
 	/* not yet within the bounds (docs/plan.md, Accuracy): each is one large tensor that
 	 * fits a hole in the real run and not in the simulation, or the reverse, the hole a
 	 * few MiB wider or narrower there (the allocated peaks agree within 0.2 %, and the
-	 * real histories replayed through the simulated allocator come out within 2 MiB) */
+	 * real histories replayed through the simulated allocator come out within 2 MiB);
+	 * with expandable segments the plan is the mean of the placements simulated, the
+	 * run one of them */
 	static const struct outlier out[] = {
 		{ "qwen3moe-e32k4/mp-adamw/b2s2048", 0.05 },
-		{ "mixtral-e8k2/bf16-adamw/b4s2048/expandable", 0.04 },
-		{ "gemma3-1b/bf16-adamw/b4s1024/expandable", 0.08 },
+		{ "mixtral-e8k2/bf16-adamw/b4s2048/expandable", 0.03 },
+		{ "gemma3-1b/bf16-adamw/b4s1024/expandable", 0.05 },
 		{ NULL, 0 },
 	};
 	check_fixture_file_outliers(FIXTURES "/gpu-train/h200-issue13.json", 37, 0.01, 0.03, 0.02, out);
@@ -144,11 +156,21 @@ static void test_fixtures_issue13b(void **state)
 	/* expandable segments: one large tensor fits a hole a few MiB wider or narrower in
 	 * the real run than in the simulation (docs/plan.md, Accuracy) */
 	static const struct outlier out[] = {
-		{ "gemma3-1b/bf16-adamw/b2s4096/expandable", 0.09 },
-		{ "qwen3moe-e32k4/bf16-adamw/b4s1024/expandable", 0.08 },
+		{ "gemma3-1b/bf16-adamw/b2s4096/expandable", 0.05 },
+		{ "qwen3moe-e32k4/bf16-adamw/b4s1024/expandable", 0.05 },
 		{ NULL, 0 },
 	};
 	check_fixture_file_outliers(FIXTURES "/gpu-train/h200-issue13b.json", 18, 0.02, 0.04, 0.04, out);
+}
+
+/* a second held-out check of our own (bench/gpu-cases-13d.json): 16 cases planned before
+ * they ran, 13 of them with expandable segments over every family and 3 of MoE under
+ * autocast; held to the bounds of issue 13's held-out MoE, gemma3_text and expandable
+ * cases: median 3 %, max 6 %. */
+static void test_fixtures_issue13d(void **state)
+{
+	(void)state;
+	check_fixture_file(FIXTURES "/gpu-train/h200-issue13d.json", 16, 0.03, 0.06, 0.06);
 }
 
 /* issue 13's two-GPU cases (bench/gpu-dist-cases.json and -2.json on nvidia-h200-x2), one case a
@@ -571,7 +593,8 @@ int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_fixtures), cmocka_unit_test(test_fixtures_headroom),
-		cmocka_unit_test(test_fixtures_issue13), cmocka_unit_test(test_fixtures_issue13b), cmocka_unit_test(test_fixtures_dist), cmocka_unit_test(test_config_errors), cmocka_unit_test(test_sliding_masks),
+		cmocka_unit_test(test_fixtures_issue13), cmocka_unit_test(test_fixtures_issue13b),
+		cmocka_unit_test(test_fixtures_issue13d), cmocka_unit_test(test_fixtures_dist), cmocka_unit_test(test_config_errors), cmocka_unit_test(test_sliding_masks),
 		cmocka_unit_test(test_shapes), cmocka_unit_test(test_knobs), cmocka_unit_test(test_config_limits),
 		cmocka_unit_test(test_settings_limits), cmocka_unit_test(test_precision_key), cmocka_unit_test(test_overflow),
 	};
