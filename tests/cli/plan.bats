@@ -425,6 +425,25 @@ assert a == want, a' "$output"
 	[[ "$output" != *"hint:"* ]]
 }
 
+# Expandable segments: the plan is the mean of five placements, between their extremes,
+# said in the table and in JSON; without them there is no range.
+@test "plan with expandable segments gives the placements' range" {
+	llama1b
+	run "$HR" plan --gpu h200 --alloc-conf expandable_segments:True "$T/llama1b.json"
+	echo "$output"
+	[ "$status" -eq 0 ]
+	[[ "$output" == *"expandable segments: 5 simulated placements peak at "*" to "*", the plan their mean"* ]]
+	run "$HR" plan --gpu h200 --json --alloc-conf expandable_segments:True "$T/llama1b.json"
+	[ "$status" -eq 0 ]
+	printf '%s' "$output" | python3 -c 'import json,sys; j=json.load(sys.stdin); r=j["device_peak_range_bytes"]
+assert 0 < r["low"] <= j["device_peak_bytes"] <= r["high"], j'
+	run "$HR" plan --gpu h200 --json "$T/llama1b.json"
+	[ "$status" -eq 0 ]
+	printf '%s' "$output" | python3 -c 'import json,sys; assert json.load(sys.stdin)["device_peak_range_bytes"] is None'
+	run "$HR" plan --gpu h200 "$T/llama1b.json"
+	[[ "$output" != *"simulated placements"* ]]
+}
+
 # Issue 13: frozen parts, hidden-state inputs, expandable segments, full logits, DDP.
 @test "issue 13's settings plan, say what was assumed, and bad values are usage errors" {
 	llama1b
