@@ -66,21 +66,21 @@ static void check_fixture_file_outliers(const char *path, size_t expect_n, doubl
 		if (json_object_get(meas, "n_trainable") && !t.inference)
 			assert_int_equal(r.trainable_params, json_integer_value(json_object_get(meas, "n_trainable")));
 		double used = (double)json_integer_value(json_object_get(meas, "device_used_by_process_bytes"));
+		const struct outlier *o = out;
+		while (o && o->name && strcmp(o->name, name))
+			o++;
 		/* expandable segments: the run's peak among the placements simulated (within
-		 * 1 %), the plan between their extremes; otherwise no range */
+		 * 1 %, outliers aside), the plan between their extremes; otherwise no range */
 		if (t.expandable && !t.inference) {
 			assert_true(r.device_peak_low_bytes <= r.device_peak_bytes &&
 				    r.device_peak_bytes <= r.device_peak_high_bytes);
-			assert_true(used >= 0.99 * (double)r.device_peak_low_bytes &&
-				    used <= 1.01 * (double)r.device_peak_high_bytes);
+			assert_true((o && o->name) || (used >= 0.99 * (double)r.device_peak_low_bytes &&
+						       used <= 1.01 * (double)r.device_peak_high_bytes));
 		} else {
 			assert_true(!r.device_peak_low_bytes && !r.device_peak_high_bytes);
 		}
 		err[n] = ((double)r.device_peak_bytes - used) / used;
 		printf("   %-42s %+6.2f%%\n", name, err[n] * 100);
-		const struct outlier *o = out;
-		while (o && o->name && strcmp(o->name, name))
-			o++;
 		if (o && o->name) {
 			printf("   (outlier, held within %.0f%%)\n", o->bound * 100);
 			assert_true(err[n] <= o->bound && -err[n] <= o->bound);
@@ -171,6 +171,20 @@ static void test_fixtures_issue13d(void **state)
 {
 	(void)state;
 	check_fixture_file(FIXTURES "/gpu-train/h200-issue13d.json", 16, 0.03, 0.06, 0.06);
+}
+
+/* a third (bench/gpu-cases-13e.json): 14 cases with expandable segments, planned with
+ * five placements before they ran; median 3 %, max 6 % as 13d. */
+static void test_fixtures_issue13e(void **state)
+{
+	(void)state;
+	/* its third step grew the segment by 1 GiB at the same allocated peak; no simulated
+	 * placement does in three steps */
+	static const struct outlier out[] = {
+		{ "mistral-0.4b/bf16-adamw/b4s4096/expandable", 0.05 },
+		{ NULL, 0 },
+	};
+	check_fixture_file_outliers(FIXTURES "/gpu-train/h200-issue13e.json", 14, 0.03, 0.06, 0.06, out);
 }
 
 /* issue 13's two-GPU cases (bench/gpu-dist-cases.json and -2.json on nvidia-h200-x2), one case a
@@ -594,7 +608,8 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_fixtures), cmocka_unit_test(test_fixtures_headroom),
 		cmocka_unit_test(test_fixtures_issue13), cmocka_unit_test(test_fixtures_issue13b),
-		cmocka_unit_test(test_fixtures_issue13d), cmocka_unit_test(test_fixtures_dist), cmocka_unit_test(test_config_errors), cmocka_unit_test(test_sliding_masks),
+		cmocka_unit_test(test_fixtures_issue13d), cmocka_unit_test(test_fixtures_issue13e),
+		cmocka_unit_test(test_fixtures_dist), cmocka_unit_test(test_config_errors), cmocka_unit_test(test_sliding_masks),
 		cmocka_unit_test(test_shapes), cmocka_unit_test(test_knobs), cmocka_unit_test(test_config_limits),
 		cmocka_unit_test(test_settings_limits), cmocka_unit_test(test_precision_key), cmocka_unit_test(test_overflow),
 	};
