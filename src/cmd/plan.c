@@ -444,7 +444,8 @@ static void print_table(const struct plan_args *a, const struct plan_result *r)
 		printf("expandable segments: %d simulated placements peak at %s to %s, the plan their mean%s\n",
 		       PLAN_PLACEMENTS, size_format(r->device_peak_low_bytes, b, sizeof(b)),
 		       size_format(r->device_peak_high_bytes, c, sizeof(c)),
-		       r->device_peak_high_bytes + m <= a->gpu_bytes ? "" : "; the highest does NOT fit");
+		       need > a->gpu_bytes || r->device_peak_high_bytes + m <= a->gpu_bytes ? ""
+												      : "; the highest does NOT fit");
 	uint64_t extra = ddp_rebuild_extra_bytes(&a->t, r);
 	if (extra)
 		printf("DDP: when step 2's bucket rebuild finds NCCL still holding the old buckets (a race: 2 of 3\n"
