@@ -15,6 +15,7 @@
 #include "plan/config.h"
 #include "plan/limits.h"
 #include "plan/model.h"
+#include "plan/sim.h"
 
 #ifndef FIXTURES
 #define FIXTURES "tests/fixtures"
@@ -268,6 +269,48 @@ static void test_sliding_masks(void **state)
 	assert_non_null(strstr(why, "with sliding windows batch x seq x seq"));
 	m.sliding_window = 0; /* the same without sliding layers: within the limit */
 	assert_int_equal(plan_compute(&m, &t, &r, &why), 0);
+}
+
+/* Expandable segments: the plain run and the jittered ones are each the same every time
+ * (a plan is a function of its input), the reserved peak after each step never falls
+ * and ends at the run's, steps past the simulation's are refused; a plan with
+ * expandable segments lies within its placements' range, one without has none. */
+static void test_placements(void **state)
+{
+	(void)state;
+	json_t *j = json_loads("{\"model_type\": \"llama\", \"hidden_size\": 1024, \"num_hidden_layers\": 8,"
+			       " \"num_attention_heads\": 16, \"num_key_value_heads\": 4, \"intermediate_size\": 2816,"
+			       " \"vocab_size\": 32000}", 0, NULL);
+	struct model_shape m;
+	struct train_settings t;
+	struct sim_result a, b;
+	struct plan_result r;
+	const char *why;
+	char *err = NULL;
+
+	assert_non_null(j);
+	assert_int_equal(model_shape_from_json(j, &m, &err), 0);
+	json_decref(j);
+	train_settings_init(&t);
+	t.batch = 4, t.seq = 2048, t.expandable = 1;
+	for (uint64_t seed = 0; seed < 3; seed++) {
+		assert_int_equal(sim_train(&m, &t, 4, seed, &a), 0);
+		assert_int_equal(sim_train(&m, &t, 4, seed, &b), 0);
+		assert_memory_equal(&a, &b, sizeof(a));
+		for (int i = 1; i < 4; i++)
+			assert_true(a.step_reserved_bytes[i] >= a.step_reserved_bytes[i - 1]);
+		assert_int_equal(a.step_reserved_bytes[3], a.max_reserved_bytes);
+		assert_true(a.max_allocated_bytes <= a.max_reserved_bytes);
+	}
+	assert_int_equal(sim_train(&m, &t, 0, 0, &a), -EINVAL);
+	assert_int_equal(sim_train(&m, &t, SIM_MAX_STEPS + 1, 0, &a), -EINVAL);
+
+	assert_int_equal(plan_compute(&m, &t, &r, &why), 0);
+	assert_true(r.device_peak_low_bytes > 0);
+	assert_true(r.device_peak_low_bytes <= r.device_peak_bytes && r.device_peak_bytes <= r.device_peak_high_bytes);
+	t.expandable = 0;
+	assert_int_equal(plan_compute(&m, &t, &r, &why), 0);
+	assert_true(!r.device_peak_low_bytes && !r.device_peak_high_bytes);
 }
 
 static void expect_error(const char *cfg, const char *needle)
@@ -609,7 +652,7 @@ int main(void)
 		cmocka_unit_test(test_fixtures), cmocka_unit_test(test_fixtures_headroom),
 		cmocka_unit_test(test_fixtures_issue13), cmocka_unit_test(test_fixtures_issue13b),
 		cmocka_unit_test(test_fixtures_issue13d), cmocka_unit_test(test_fixtures_issue13e),
-		cmocka_unit_test(test_fixtures_dist), cmocka_unit_test(test_config_errors), cmocka_unit_test(test_sliding_masks),
+		cmocka_unit_test(test_fixtures_dist), cmocka_unit_test(test_config_errors), cmocka_unit_test(test_sliding_masks), cmocka_unit_test(test_placements),
 		cmocka_unit_test(test_shapes), cmocka_unit_test(test_knobs), cmocka_unit_test(test_config_limits),
 		cmocka_unit_test(test_settings_limits), cmocka_unit_test(test_precision_key), cmocka_unit_test(test_overflow),
 	};
