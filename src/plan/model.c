@@ -10,6 +10,7 @@
 #include "plan/sim.h"
 
 #include <errno.h>
+#include <pthread.h>
 #include <string.h>
 
 /* The CUDA context with cuBLAS/cuBLASLt workspaces and the caching allocator's own
@@ -183,36 +184,64 @@ static int plan_inference(const struct model_shape *m, const struct train_settin
 /* Expandable segments: where the largest tensors (logits and their fp32 copies) land
  * turns on whether the holes the last step left are still whole when they come back,
  * and small temporaries the simulated sequence leaves out decide that: measured runs
- * came out on either side of the plain simulation by about one logits-sized block. So
- * PLAN_PLACEMENTS - 1 variants of the first PLAN_JITTER_STEPS steps run with jitter
- * (sim_train), and the plain run's reserved peak moves by the mean of their differences
- * from its own at that step (the plain run counted as one more, a difference of 0); the
- * extremes give the range the plan reports. */
-#define PLAN_JITTER_STEPS 3
+ * came out on either side of the plain simulation by about one logits-sized block, in
+ * the first three steps or (a long run) as late as the seventh. So PLAN_PLACEMENTS - 1
+ * variants with jitter (sim_train) run as many steps beside the plain run, each on a
+ * thread of its own (the simulation shares nothing), and the plain run's reserved peak
+ * moves by the mean of their differences from it (the plain run counted as one more, a
+ * difference of 0); the extremes give the range the plan reports. */
+struct placement {
+	const struct model_shape *m;
+	const struct train_settings *t;
+	int steps;
+	uint64_t seed;
+	struct sim_result r;
+	int rc;
+};
 
 struct spread {
 	int64_t mean_bytes, low_bytes, high_bytes; /* differences from the plain run's reserved peak */
 };
 
-static int placement_spread(const struct model_shape *m, const struct train_settings *t, int steps,
-			    const struct sim_result *plain, struct spread *sp)
+static void *placement_run(void *arg)
 {
-	int n = steps < PLAN_JITTER_STEPS ? steps : PLAN_JITTER_STEPS;
+	struct placement *p = arg;
+
+	p->rc = sim_train(p->m, p->t, p->steps, p->seed, &p->r);
+	return NULL;
+}
+
+/* The plain run into *plain and, with expandable segments, the others' spread into *sp
+ * (zero without). 0, or sim_train's error. */
+static int simulate(const struct model_shape *m, const struct train_settings *t, struct sim_result *plain,
+		    struct spread *sp)
+{
+	struct placement v[PLAN_PLACEMENTS - 1];
+	pthread_t th[PLAN_PLACEMENTS - 1];
+	int started[PLAN_PLACEMENTS - 1] = { 0 };
+	int n = t->expandable ? PLAN_PLACEMENTS - 1 : 0, steps = plan_sim_steps(t), rc;
 	int64_t sum = 0;
-	struct sim_result v;
 
 	memset(sp, 0, sizeof(*sp));
-	for (uint64_t seed = 1; seed < PLAN_PLACEMENTS; seed++) {
-		int rc = sim_train(m, t, n, seed, &v);
-		if (rc)
-			return rc;
-		int64_t d = (int64_t)v.max_reserved_bytes - (int64_t)plain->step_reserved_bytes[n - 1];
+	for (int i = 0; i < n; i++) {
+		v[i] = (struct placement){ .m = m, .t = t, .steps = steps, .seed = (uint64_t)i + 1 };
+		started[i] = !pthread_create(&th[i], NULL, placement_run, &v[i]);
+		if (!started[i]) /* no thread to be had: the same, in turn */
+			placement_run(&v[i]);
+	}
+	rc = sim_train(m, t, steps, 0, plain);
+	for (int i = 0; i < n; i++)
+		if (started[i])
+			pthread_join(th[i], NULL);
+	for (int i = 0; i < n && !rc; i++) {
+		int64_t d = (int64_t)v[i].r.max_reserved_bytes - (int64_t)plain->max_reserved_bytes;
+		rc = v[i].rc;
 		sum += d;
 		sp->low_bytes = d < sp->low_bytes ? d : sp->low_bytes;
 		sp->high_bytes = d > sp->high_bytes ? d : sp->high_bytes;
 	}
 	sp->mean_bytes = sum / PLAN_PLACEMENTS;
-	return 0;
+	return rc;
 }
 
 int plan_sim_steps(const struct train_settings *t)
@@ -354,9 +383,8 @@ int plan_compute(const struct model_shape *m, const struct train_settings *t, st
 	 * fragmentation (or, short of them, comes off the activations, the least certain
 	 * of them). */
 	struct sim_result sr;
-	struct spread sp = { 0 };
-	int steps = plan_sim_steps(t);
-	if (!sim_train(m, t, steps, 0, &sr) && (!t->expandable || !placement_spread(m, t, steps, &sr, &sp))) {
+	struct spread sp;
+	if (!simulate(m, t, &sr, &sp)) {
 		uint64_t counted = 0;
 		uint64_t moved = (uint64_t)((int64_t)sr.max_reserved_bytes + sp.mean_bytes);
 		sr.max_reserved_bytes = moved > sr.max_allocated_bytes ? moved : sr.max_allocated_bytes;

@@ -1667,7 +1667,6 @@ int sim_train(const struct model_shape *m, const struct train_settings *t, int s
 		loss_backward(&tr);
 		layers_backward(&tr);
 		optimizer_step(&tr);
-		r->step_reserved_bytes[step] = tr.s.a.max_reserved_bytes;
 	}
 	train_finish(&tr, r);
 	return 0;

@@ -16,8 +16,6 @@
 struct sim_result {
 	uint64_t max_allocated_bytes;  /* as torch.cuda.max_memory_allocated */
 	uint64_t max_reserved_bytes;   /* as torch.cuda.max_memory_reserved */
-	/* max_reserved_bytes as it stood after each of the first SIM_MAX_STEPS steps */
-	uint64_t step_reserved_bytes[SIM_MAX_STEPS];
 };
 
 /* Simulate `steps` training steps (1 to SIM_MAX_STEPS: PLAN_SETTLE_STEPS, or the run's
@@ -25,7 +23,8 @@ struct sim_result {
  * also holds one tensor of a pseudo-random size up to a hidden state (batch x seq x
  * hidden), drawn from the seed: a stand-in for the small temporaries the sequence
  * leaves out, which decide where the largest tensors land when their holes are a
- * close fit (plan_compute runs a few seeds with expandable segments). 0, or -EINVAL
+ * close fit (plan_compute runs a few seeds with expandable segments, on threads of
+ * their own: a simulation shares nothing with another). 0, or -EINVAL
  * for inference (sim_infer's). */
 int sim_train(const struct model_shape *m, const struct train_settings *t, int steps, uint64_t jitter_seed,
 	      struct sim_result *r);
