@@ -4,9 +4,12 @@
  * OFFSET the block's in its pool's segments, then the reserved bytes), so that a plan's
  * tensor sequence can be laid beside a recorded one.
  *   make bench/plan-trace && bench/plan-trace plan --gpu h200 --steps 3 FILE 2> sim.trace
- * Linked with --wrap (Makefile), so the plan code is the one headroom runs. */
+ * Linked with --wrap (Makefile), so the plan code is the one headroom runs. Only the
+ * main thread's simulation is written: with expandable segments the jittered placements
+ * run on threads of their own. */
 #include <inttypes.h>
 #include <stdio.h>
+#include <unistd.h>
 
 #include "plan/alloc.h"
 
@@ -24,7 +27,8 @@ int __wrap_alloc_sim_malloc_on(struct alloc_sim *a, uint64_t size, int stream)
 {
 	int block = __real_alloc_sim_malloc_on(a, size, stream);
 
-	fprintf(stderr, "alloc %" PRIu64 " %" PRIu64 " %" PRIu64 "\n", size, where(a, block), a->reserved_bytes);
+	if (gettid() == getpid())
+		fprintf(stderr, "alloc %" PRIu64 " %" PRIu64 " %" PRIu64 "\n", size, where(a, block), a->reserved_bytes);
 	return block;
 }
 
@@ -33,5 +37,6 @@ void __wrap_alloc_sim_release(struct alloc_sim *a, int block)
 	uint64_t size = a->b[block].size, at = where(a, block);
 
 	__real_alloc_sim_release(a, block);
-	fprintf(stderr, "free_completed %" PRIu64 " %" PRIu64 " %" PRIu64 "\n", size, at, a->reserved_bytes);
+	if (gettid() == getpid())
+		fprintf(stderr, "free_completed %" PRIu64 " %" PRIu64 " %" PRIu64 "\n", size, at, a->reserved_bytes);
 }
