@@ -78,10 +78,15 @@ ccache_miss_then_hit() {
 }
 
 # A CMake project of two C files and a program, in $1.
+# A CMake project of two compiles long enough for tree mode's scan to see whole: -O2
+# (CMake's default build type has no optimization, and gcc -O0 is over in tens of
+# milliseconds on a fast machine).
 cmake_project() {
 	mkdir -p "$1"
-	printf 'cmake_minimum_required(VERSION 3.13)\nproject(p C)\nadd_executable(app a.c b.c)\n' > "$1/CMakeLists.txt"
-	echo 'int f(void); int main(void) { return f() - 1; }' > "$1/a.c"
+	printf 'cmake_minimum_required(VERSION 3.13)\nproject(p C)\nadd_compile_options(-O2)\nadd_executable(app a.c b.c)\n' \
+		> "$1/CMakeLists.txt"
+	big_c "$1/a.c" "C(3) C(4)"
+	echo 'int f(void); int main(void) { return f() - 1; }' >> "$1/a.c"
 	big_c "$1/b.c"
 	echo 'int f(void) { return 1; }' >> "$1/b.c"
 }
