@@ -14,6 +14,8 @@
 #define MIN_LARGE_ALLOC (10 * MIB)
 #define ROUND_LARGE (2 * MIB)
 
+_Static_assert(ALLOC_SIM_BUCKETS % 64 == 0, "held[] has a bit a bucket, 64 a word");
+
 void alloc_sim_init(struct alloc_sim *a)
 {
 	memset(a, 0, sizeof(*a));
@@ -64,7 +66,7 @@ static int before(const struct sim_block *x, const struct sim_block *y)
 	return lower(x, y);
 }
 
-/* A size's bucket: its highest bit and the two below it, so that a later bucket holds
+/* A size's bucket: its highest bit and the four below it, so that a later bucket holds
  * only larger sizes (sizes are 512 B at least). */
 static int bucket(uint64_t size)
 {
@@ -112,11 +114,13 @@ static void free_add(struct alloc_sim *a, int i)
 
 static void free_remove_at(struct alloc_sim *a, struct sim_bucket *q, size_t f)
 {
-	a->b[q->v[f]].free = 0;
-	if (!--q->n) {
-		size_t at = (size_t)(q - &a->freeb[0][0]);
-		a->held[at / ALLOC_SIM_BUCKETS][at % ALLOC_SIM_BUCKETS / 64] &= ~(1ULL << (at % 64));
+	const struct sim_block *x = &a->b[q->v[f]];
+
+	if (!--q->n) { /* x's size is still its bucket's key */
+		int k = bucket(x->size);
+		a->held[x->pool][k / 64] &= ~(1ULL << (k % 64));
 	}
+	a->b[q->v[f]].free = 0;
 	a->nfree--;
 	memmove(&q->v[f], &q->v[f + 1], (q->n - f) * sizeof(q->v[0]));
 }
@@ -151,7 +155,7 @@ static int best_fit(struct alloc_sim *a, int pool, uint64_t size, int *next)
 	*next = -1;
 	for (int k = next_held(a, pool, bucket(size)); k < ALLOC_SIM_BUCKETS; k = next_held(a, pool, k + 1)) {
 		struct sim_bucket *q = &a->freeb[pool][k];
-		size_t f = best < 0 && q->n ? free_place(a, q, &want) : 0;
+		size_t f = best < 0 ? free_place(a, q, &want) : 0;
 
 		if (f >= q->n)
 			continue;

@@ -37,7 +37,7 @@ struct alloc_sim {
 	size_t nb, capb;
 	int *spare;                /* indices of recycled block slots */
 	size_t nspare, capspare;
-	/* the free blocks by pool and by size (its highest three bits), each bucket in
+	/* the free blocks by pool and by size (its highest five bits), each bucket in
 	 * best-fit order: by size, then address (lowest first) */
 	struct sim_bucket {
 		int *v;

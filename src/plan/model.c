@@ -190,6 +190,8 @@ static int plan_inference(const struct model_shape *m, const struct train_settin
  * thread of its own (the simulation shares nothing), and the plain run's reserved peak
  * moves by the mean of their differences from it (the plain run counted as one more, a
  * difference of 0); the extremes give the range the plan reports. */
+_Static_assert(PLAN_PLACEMENTS >= 2, "the plain run and at least one jittered one");
+
 struct placement {
 	const struct model_shape *m;
 	const struct train_settings *t;
@@ -235,7 +237,8 @@ static int simulate(const struct model_shape *m, const struct train_settings *t,
 			pthread_join(th[i], NULL);
 	for (int i = 0; i < n && !rc; i++) {
 		int64_t d = (int64_t)v[i].r.max_reserved_bytes - (int64_t)plain->max_reserved_bytes;
-		rc = v[i].rc;
+		if ((rc = v[i].rc))
+			break;
 		sum += d;
 		sp->low_bytes = d < sp->low_bytes ? d : sp->low_bytes;
 		sp->high_bytes = d > sp->high_bytes ? d : sp->high_bytes;

@@ -22,7 +22,7 @@ struct plan_result {
 	uint64_t bytes[C_NCOMPONENTS]; /* at the peak phase */
 	uint64_t device_peak_bytes;     /* their sum */
 	uint64_t allocated_peak_bytes;  /* what torch.cuda.max_memory_allocated would say */
-	/* expandable segments: device_peak_bytes with the least and the most favourable of
+	/* expandable segments: device_peak_bytes with the most and the least favourable of
 	 * the placements simulated (model.c says why); both 0 when one was simulated */
 	uint64_t device_peak_low_bytes, device_peak_high_bytes;
 	const char *peak_phase;         /* "backward", "optimizer step", "recompute", "prefill", "generate" */

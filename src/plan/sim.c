@@ -93,7 +93,8 @@ struct step {
 	struct tlist *kv;         /* training with use_cache: the cache's tensors, else NULL */
 	struct tlist *ac_cache;   /* a checkpointed forward under autocast: autocast's weight
 				   * casts, kept to the autocast region's end; else NULL */
-	uint64_t jitter;          /* sim_train's jitter: the generator's state, 0 off */
+	int jitter;               /* sim_train's jitter: on */
+	uint64_t jitter_state;    /* its generator's state */
 	int jitter_id;            /* the jitter tensor held now, 0 none */
 };
 
@@ -952,7 +953,10 @@ static void setup(struct step *s, const struct model_shape *m, const struct trai
 /* Which layer runs next: a sliding-window layer of gemma3_text whose keys reach the
  * window (transformers passes no mask where a causal one does) hands sdpa a boolean
  * mask, which sdpa turns into an additive bias of the query's dtype, batch x seq x seq,
- * a layer; its efficient kernel keeps it for the backward. */
+ * a layer; its efficient kernel keeps it for the backward. With sim_train's jitter, the
+ * layer makes a tensor of a new pseudo-random size, held until the next layer's (the
+ * last one's through the loss, or the optimizer step: small blocks the sequence leaves
+ * out sit there too). */
 static void layer_begin(struct step *s, int64_t l)
 {
 	int sliding = s->sliding_window && (l + 1) % s->sliding_pattern != 0;
@@ -960,9 +964,10 @@ static void layer_begin(struct step *s, int64_t l)
 	s->mask_bytes = sliding && s->seq >= s->sliding_window ? s->act_bytes * s->batch * s->seq * s->seq : 0;
 	if (s->jitter) { /* sim_train's stand-in for unmodelled temporaries: a new size a layer */
 		uint64_t cap = (uint64_t)(s->tokens * s->hidden * s->act_bytes);
-		s->jitter = s->jitter * 6364136223846793005ULL + 1442695040888963407ULL; /* Knuth's MMIX LCG */
+		/* Knuth's MMIX LCG, its high 31 bits: sizes up to 2 GiB */
+		s->jitter_state = s->jitter_state * 6364136223846793005ULL + 1442695040888963407ULL;
 		drop(s, s->jitter_id);
-		s->jitter_id = tensor(s, (int64_t)((s->jitter >> 33) % cap) + 1);
+		s->jitter_id = tensor(s, (int64_t)((s->jitter_state >> 33) % (cap ? cap : 1)) + 1);
 	}
 }
 
@@ -1476,10 +1481,6 @@ static void loss_forward(struct train *tr)
 	tr->final_out = yf;
 }
 
-/* The loss's backward, chunk by chunk: the log-softmax's gradient, the logits'
- * gradient, and the bf16 cast of it. Then lm_head's: its weight's gradient (under
- * autocast a bf16 one, cast to fp32 once the logits' gradient has gone) and its
- * input's, through the final norm into the residual stream's gradient. */
 /* The backward thread's cuBLAS workspace (cublas_workspace), made once. */
 static void backward_workspace(struct train *tr)
 {
@@ -1489,6 +1490,10 @@ static void backward_workspace(struct train *tr)
 	}
 }
 
+/* The loss's backward, chunk by chunk: the log-softmax's gradient, the logits'
+ * gradient, and the bf16 cast of it. Then lm_head's: its weight's gradient (under
+ * autocast a bf16 one, cast to fp32 once the logits' gradient has gone) and its
+ * input's, through the final norm into the residual stream's gradient. */
 static void loss_backward(struct train *tr)
 {
 	struct step *s = &tr->s;
@@ -1676,7 +1681,8 @@ int sim_train(const struct model_shape *m, const struct train_settings *t, int s
 	memset(r, 0, sizeof(*r));
 	train_start(&tr, m, t);
 	/* the seed mixed (splitmix64's constant), so that neighbouring seeds start apart */
-	tr.s.jitter = jitter_seed ? (jitter_seed * 0x9E3779B97F4A7C15ULL) | 1 : 0;
+	tr.s.jitter = jitter_seed != 0;
+	tr.s.jitter_state = jitter_seed * 0x9E3779B97F4A7C15ULL;
 	for (int step = 0; step < steps; step++) {
 		train_forward(&tr, step);
 		loss_forward(&tr);

@@ -167,10 +167,19 @@ static void test_release_under_limit(void **state)
 	alloc_sim_free(&a);
 }
 
+/* A bucket's bit in held[] says whether it holds a free block (the search skips on it). */
+static void check_held(const struct alloc_sim *a)
+{
+	for (int p = 0; p < 2 * ALLOC_SIM_STREAMS; p++)
+		for (int k = 0; k < ALLOC_SIM_BUCKETS; k++)
+			assert_int_equal(!!(a->held[p][k / 64] >> (k % 64) & 1), a->freeb[p][k].n > 0);
+}
+
 /* The free list is kept in best-fit order for a binary search (it was scanned whole):
- * over random allocations and frees, with and without a limit, every request gets the
- * block a scan of all free blocks picks (the smallest of its pool that holds it, the
- * lowest address among equals), and the free list stays in that order. */
+ * over random allocations and frees, with and without a limit, on one stream and on
+ * several, every request gets the block a scan of all free blocks picks (the smallest
+ * of its pool that holds it, the lowest address among equals), the free list stays in
+ * that order and its buckets' bits say which hold a block. */
 static void test_best_fit_random(void **state)
 {
 	enum { LIVE = 600, STEPS = 6000 };
@@ -196,7 +205,8 @@ static void test_best_fit_random(void **state)
 			if (r == 9)
 				size = (uint64_t)(rand() % 4 + 1) * MiB; /* equal sizes: ties by address */
 			uint64_t want = size < 512 ? 512 : (size + 511) / 512 * 512;
-			int pool = want <= MiB ? 0 : 1, best = -1;
+			int stream = trial % 2 ? rand() % ALLOC_SIM_STREAMS : 0;
+			int pool = (want <= MiB ? 0 : 1) + 2 * stream, best = -1;
 			/* the best fit, from every free block (not the allocator's free list) */
 			size_t nfree = 0;
 			for (size_t f = 0; f < a.nb; f++) {
@@ -212,7 +222,9 @@ static void test_best_fit_random(void **state)
 			}
 			assert_int_equal(nfree, a.nfree);
 			uint64_t seg = best < 0 ? 0 : (uint64_t)a.b[best].seg, off = best < 0 ? 0 : a.b[best].off;
-			live[n] = alloc_sim_malloc(&a, size);
+			live[n] = alloc_sim_malloc_on(&a, size, stream);
+			if (k % 50 == 0)
+				check_held(&a);
 			if (best >= 0) {
 				assert_int_equal(a.b[live[n]].seg, seg);
 				assert_int_equal(a.b[live[n]].off, off);

@@ -320,6 +320,14 @@ static void test_placements(void **state)
 		assert_memory_equal(&a, &b, sizeof(a));
 		assert_true(a.max_allocated_bytes <= a.max_reserved_bytes);
 	}
+	/* the jitter moves blocks: some seed's run is not the plain one's */
+	int moved = 0;
+	assert_int_equal(sim_train(&m, &t, 4, 0, &b), 0);
+	for (uint64_t seed = 1; seed < 5; seed++) {
+		assert_int_equal(sim_train(&m, &t, 4, seed, &a), 0);
+		moved |= memcmp(&a, &b, sizeof(a)) != 0;
+	}
+	assert_true(moved);
 	assert_int_equal(sim_train(&m, &t, 0, 0, &a), -EINVAL);
 	assert_int_equal(sim_train(&m, &t, SIM_MAX_STEPS + 1, 0, &a), -EINVAL);
 
