@@ -229,8 +229,9 @@ PY
 import json, sys
 e = [json.loads(l) for l in open(sys.argv[1]) if json.loads(l).get("event") == "time_to_oom"]
 assert e, "no warning"
-# after the second or third step, with the time to the 11th: 8 or 9 steps of 0.5 s away
-assert e[0]["used_bytes"] <= 25 * 2**30 and 2 <= e[0]["seconds"] <= 6, e[0]
+# after one of the first three steps, with the time to the 11th: 8 to 10 steps of 0.5 s
+# away (after the first, the fit over the window has seen one step and says up to 8 s)
+assert e[0]["used_bytes"] <= 25 * 2**30 and 2 <= e[0]["seconds"] <= 8, e[0]
 PY
 }
 
