@@ -227,6 +227,15 @@ static void test_fixtures_dist(void **state)
 	check_fixture_file_outliers(FIXTURES "/gpu-train/h200x2-dist.json", 32, 0.03, 0.03, 0.03, out);
 }
 
+/* five DDP cases and one FSDP2 case of the two-GPU fixture run for 30 steps
+ * (bench/gpu-dist-cases-30.json), planned as long runs (eight steps simulated): each
+ * rank's peak within 3 %; none grew after its second step. */
+static void test_fixtures_dist30(void **state)
+{
+	(void)state;
+	check_fixture_file(FIXTURES "/gpu-train/h200x2-dist30.json", 12, 0.03, 0.03, 0.03);
+}
+
 /* gemma3_text's sliding layers: from a sequence as long as the window, each hands sdpa
  * a batch x seq x seq mask that its kernel keeps for the backward (as the H200 runs
  * showed: 11 such tensors at the forward's end of gemma3-1b), and layer_types says the
@@ -683,7 +692,7 @@ int main(void)
 		cmocka_unit_test(test_fixtures), cmocka_unit_test(test_fixtures_headroom),
 		cmocka_unit_test(test_fixtures_issue13), cmocka_unit_test(test_fixtures_issue13b),
 		cmocka_unit_test(test_fixtures_issue13d), cmocka_unit_test(test_fixtures_issue13e), cmocka_unit_test(test_fixtures_issue13f),
-		cmocka_unit_test(test_fixtures_dist), cmocka_unit_test(test_config_errors), cmocka_unit_test(test_sliding_masks), cmocka_unit_test(test_placements),
+		cmocka_unit_test(test_fixtures_dist), cmocka_unit_test(test_fixtures_dist30), cmocka_unit_test(test_config_errors), cmocka_unit_test(test_sliding_masks), cmocka_unit_test(test_placements),
 		cmocka_unit_test(test_shapes), cmocka_unit_test(test_knobs), cmocka_unit_test(test_config_limits),
 		cmocka_unit_test(test_settings_limits), cmocka_unit_test(test_precision_key), cmocka_unit_test(test_overflow),
 	};
