@@ -236,9 +236,9 @@ static int simulate(const struct model_shape *m, const struct train_settings *t,
 		if (started[i])
 			pthread_join(th[i], NULL);
 	for (int i = 0; i < n && !rc; i++) {
-		int64_t d = (int64_t)v[i].r.max_reserved_bytes - (int64_t)plain->max_reserved_bytes;
 		if ((rc = v[i].rc))
 			break;
+		int64_t d = (int64_t)v[i].r.max_reserved_bytes - (int64_t)plain->max_reserved_bytes;
 		sum += d;
 		sp->low_bytes = d < sp->low_bytes ? d : sp->low_bytes;
 		sp->high_bytes = d > sp->high_bytes ? d : sp->high_bytes;
