@@ -150,6 +150,14 @@ static void free_all(struct step *s, struct tlist *l)
 	l->n = 0;
 }
 
+/* Llama's RMSNorm multiplies its weight by the normalized tensor cast back to the
+ * input's dtype, outside autocast's list: with fp32 weights under autocast a bf16 input
+ * (qwen3's q and k) comes out fp32. */
+static int norm_out_bytes(const struct step *s, int in_bytes)
+{
+	return in_bytes < s->weight_bytes ? s->weight_bytes : in_bytes;
+}
+
 /* RMSNorm over rows x dim units whose input has in_bytes a unit, as Hugging Face writes
  * it: an fp32 copy of a bf16 input (saved), x^2 (a temporary), the rsqrt (saved), the
  * normalized fp32 tensor, then the weight times it: llama casts the normalized tensor
@@ -184,7 +192,7 @@ static int norm_of(struct step *s, struct tlist *sv, int64_t rows, int64_t dim, 
 		return out;
 	}
 	kept = in_bytes == 2 ? tensor(s, 2 * u) : n32;
-	int out = tensor(s, in_bytes * u);
+	int out = tensor(s, norm_out_bytes(s, in_bytes) * u);
 	if (kept != n32) /* the fp32 tensor lives to the norm's return */
 		drop(s, n32);
 	if (s->base_trains)
@@ -459,9 +467,11 @@ static int layer_forward(struct step *s, int in, struct tlist *sv, int frozen_in
 	/* rotary embedding: two temporaries each; with fp32 cos/sin (autocast) the rotated
 	 * q and k are fp32 and sdpa casts them back */
 	int rq = s->autocast ? 4 : (int)ab;
+	/* q and k as their norms left them (gemma's casts back) */
+	int64_t qb = s->qk_norm && !s->gemma ? norm_out_bytes(s, (int)ab) : ab;
 	s->stage = S_SDPA;
-	int qe = rope(s, rq * T * qd, ab * T * qd), ke;
-	ke = rope(s, rq * T * k, ab * T * k);
+	int qe = rope(s, rq * T * qd, qb * T * qd), ke;
+	ke = rope(s, rq * T * k, qb * T * k);
 	drop(s, q), drop(s, kk); /* apply_rotary_pos_emb returns both */
 	if (s->kv) {
 		/* use_cache (the model's default; off with checkpointing): the keys and
@@ -987,6 +997,9 @@ static int plain_layer(struct step *s, struct tlist *cache)
 	} else {
 		q = tensor(s, ab * T * qd), kk = tensor(s, ab * T * k), v = tensor(s, ab * T * k);
 	}
+	/* (q and k at the activations' dtype here, as the norms of layer_forward were
+	 * before they came out fp32 with fp32 weights under autocast: with them the one
+	 * measured checkpointed qwen3 run of that kind plans far over, unexplained) */
 	if (s->qk_norm) {
 		int qn = plain_norm(s, T * s->heads, qd / s->heads, (int)ab);
 		drop(s, q);

@@ -133,15 +133,7 @@ static void test_fixtures_headroom(void **state)
 static void test_fixtures_issue13(void **state)
 {
 	(void)state;
-	/* not yet within the bounds (docs/plan.md, Accuracy): a large tensor fits a hole in
-	 * the simulation that the real run had filled (the allocated peaks agree within
-	 * 0.2 %, and the real history replayed through the simulated allocator comes out
-	 * within 2 MiB): the real step makes more small blocks than the simulated one */
-	static const struct outlier out[] = {
-		{ "qwen3moe-e32k4/mp-adamw/b2s2048", 0.05 },
-		{ NULL, 0 },
-	};
-	check_fixture_file_outliers(FIXTURES "/gpu-train/h200-issue13.json", 37, 0.01, 0.03, 0.02, out);
+	check_fixture_file(FIXTURES "/gpu-train/h200-issue13.json", 37, 0.01, 0.03, 0.02);
 }
 
 /* issue 13's held-out check of our own (bench/gpu-cases-13b.json): 18 cases of shapes and
