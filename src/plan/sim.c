@@ -445,11 +445,6 @@ static int layer_forward(struct step *s, int in, struct tlist *sv, int frozen_in
 		kk = linear(s, sv, h, k, LORA_K, s->lp.k, s->autocast);
 		v = linear(s, sv, h, k, LORA_V, s->lp.v, s->autocast);
 	}
-	/* under autocast, one bf16 hidden-sized tensor a layer more than is written out
-	 * above: fitted on the fixtures' autocast cases (it was 4h + 7k bytes a token
-	 * before the cache and the casts' order were) */
-	if (s->autocast && s->base_trains)
-		save(s, sv, tensor(s, 2 * h * T));
 	s->stage = S_SDPA;
 	if (!s->kv) /* sdpa keeps v (with phi3 a slice: all of qkv) */
 		save(s, sv, v);
