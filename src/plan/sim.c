@@ -215,7 +215,7 @@ static int plain_norm(struct step *s, int64_t rows, int64_t dim, int in_bytes)
 	int cast = s->gemma ? tensor(s, 4 * u) : in_bytes == 2 ? tensor(s, 2 * u) : 0;
 	if (s->gemma)
 		drop(s, n32);
-	int out = tensor(s, in_bytes * u);
+	int out = tensor(s, (s->gemma ? in_bytes : norm_out_bytes(s, in_bytes)) * u);
 	drop(s, cast), drop(s, n32);
 	return out;
 }
@@ -992,9 +992,6 @@ static int plain_layer(struct step *s, struct tlist *cache)
 	} else {
 		q = tensor(s, ab * T * qd), kk = tensor(s, ab * T * k), v = tensor(s, ab * T * k);
 	}
-	/* (q and k at the activations' dtype here, as the norms of layer_forward were
-	 * before they came out fp32 with fp32 weights under autocast: with them the one
-	 * measured checkpointed qwen3 run of that kind plans far over, unexplained) */
 	if (s->qk_norm) {
 		int qn = plain_norm(s, T * s->heads, qd / s->heads, (int)ab);
 		drop(s, q);
@@ -1003,8 +1000,12 @@ static int plain_layer(struct step *s, struct tlist *cache)
 		drop(s, kk);
 		kk = kn;
 	}
-	int qe = rope(s, ab * T * qd, ab * T * qd);
-	int ke = rope(s, ab * T * k, ab * T * k);
+	/* q and k as their norms left them (gemma's casts back); the rotation's products
+	 * fp32 under autocast (cos and sin are) */
+	int64_t qb = s->qk_norm && !s->gemma ? norm_out_bytes(s, (int)ab) : ab;
+	int64_t rq = s->autocast ? 4 : qb;
+	int qe = rope(s, rq * T * qd, qb * T * qd);
+	int ke = rope(s, rq * T * k, qb * T * k);
 	drop(s, q), drop(s, kk);
 	if (cache) {
 		push(cache, tensor(s, ab * T * k));
