@@ -987,18 +987,23 @@ static int plain_layer(struct step *s, struct tlist *cache)
 	int q = 0, kk = 0, v = 0, qkv = 0;
 
 	int y = plain_norm(s, T, h, s->resid_bytes);
+	int ca = s->autocast; /* the linears' inputs are fp32: autocast casts each */
 	if (s->fused) {
-		qkv = tensor(s, ab * T * (qd + 2 * k));
-	} else {
-		q = tensor(s, ab * T * qd), kk = tensor(s, ab * T * k), v = tensor(s, ab * T * k);
-	}
-	if (s->qk_norm) {
-		int qn = plain_norm(s, T * s->heads, qd / s->heads, (int)ab);
-		drop(s, q);
-		q = qn;
-		int kn = plain_norm(s, T * s->kv_heads, k / s->kv_heads, (int)ab);
-		drop(s, kk);
-		kk = kn;
+		qkv = plain_linear(s, h, qd + 2 * k, s->lp.qkv, ca);
+	} else { /* each projection, then its norm (qwen3) */
+		q = plain_linear(s, h, qd, s->lp.q, ca);
+		if (s->qk_norm) {
+			int qn = plain_norm(s, T * s->heads, qd / s->heads, (int)ab);
+			drop(s, q);
+			q = qn;
+		}
+		kk = plain_linear(s, h, k, s->lp.k, ca);
+		if (s->qk_norm) {
+			int kn = plain_norm(s, T * s->kv_heads, k / s->kv_heads, (int)ab);
+			drop(s, kk);
+			kk = kn;
+		}
+		v = plain_linear(s, h, k, s->lp.v, ca);
 	}
 	/* q and k as their norms left them (gemma's casts back); the rotation's products
 	 * fp32 under autocast (cos and sin are) */
@@ -1007,13 +1012,17 @@ static int plain_layer(struct step *s, struct tlist *cache)
 	int qe = rope(s, rq * T * qd, qb * T * qd);
 	int ke = rope(s, rq * T * k, qb * T * k);
 	drop(s, q), drop(s, kk);
-	if (cache) {
-		push(cache, tensor(s, ab * T * k));
-		push(cache, tensor(s, ab * T * k));
+	if (cache) { /* the cache's copies (of k's dtype) replace k and v */
+		push(cache, tensor(s, rq * T * k));
+		push(cache, tensor(s, rq * T * k));
+		drop(s, ke), drop(s, v);
+		ke = v = 0;
 	}
-	drop(s, ke), drop(s, v);
 	if (s->mask_bytes)
 		push(&tmp, tensor(s, s->mask_bytes));
+	/* sdpa casts fp32 rotated k and q (and the cache's v) to the compute dtype */
+	int ck = rq > ab ? tensor(s, ab * T * k) : 0, cv = rq > ab && cache ? tensor(s, ab * T * k) : 0;
+	int cq = rq > ab ? tensor(s, ab * T * qd) : 0;
 	if (s->fp32) { /* the math kernel's probabilities */
 		int pr = tensor(s, 4 * s->batch * s->heads * s->seq * s->seq);
 		int o = tensor(s, ab * T * qd);
@@ -1022,9 +1031,10 @@ static int plain_layer(struct step *s, struct tlist *cache)
 	} else {
 		push(&tmp, tensor(s, ab * T * qd));
 	}
-	int ao = tensor(s, ab * T * h);
-	drop(s, qe); /* the rotated q lives to the attention's return */
+	drop(s, cq), drop(s, cv), drop(s, ck);
+	int ao = plain_linear(s, qd, h, s->lp.o, 0);
 	free_all(s, &tmp);
+	drop(s, qe), drop(s, ke), drop(s, v); /* the attention's inputs live to its return */
 	drop(s, qkv);
 	ao = post_norm(s, NULL, ao);
 	drop(s, y);
@@ -1039,17 +1049,17 @@ static int plain_layer(struct step *s, struct tlist *cache)
 	/* down(act(gate(x)) * up(x)): phi3's gate_up output lives until its product */
 	int gu = 0, a, u = 0;
 	if (s->fused) {
-		gu = tensor(s, ab * T * 2 * I);
+		gu = plain_linear(s, h, 2 * I, s->lp.gate_up, ca);
 		a = tensor(s, ab * T * I);
 	} else {
-		int g = tensor(s, ab * T * I);
+		int g = plain_linear(s, h, I, s->lp.gate, ca);
 		a = tensor(s, ab * T * I);
 		drop(s, g);
-		u = tensor(s, ab * T * I);
+		u = plain_linear(s, h, I, s->lp.up, ca);
 	}
 	int p = tensor(s, ab * T * I);
 	drop(s, a), drop(s, u), drop(s, gu);
-	dn = tensor(s, ab * T * h);
+	dn = plain_linear(s, I, h, s->lp.down, 0);
 	drop(s, p);
 mlp_done:
 	dn = post_norm(s, NULL, dn);
