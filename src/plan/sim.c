@@ -1215,6 +1215,7 @@ struct train {
 	int final_out;            /* the final norm's output, lm_head's input */
 	int logits;               /* the first chunk's, as the model returns them */
 	struct tlist lsm;         /* each loss chunk's log-softmax */
+	struct tlist capped;      /* gemma2: each loss chunk's tanh, kept by the softcap */
 	int grad_res;             /* the residual stream's gradient */
 };
 
@@ -1474,7 +1475,7 @@ static void loss_forward(struct train *tr)
 		if (s->softcap > 0) { /* logits / cap, tanh (kept), x cap */
 			int d = tensor(s, s->act_bytes * n * s->vocab);
 			drop(s, l1);
-			push(&tr->tmp, tensor(s, s->act_bytes * n * s->vocab));
+			push(&tr->capped, tensor(s, s->act_bytes * n * s->vocab));
 			drop(s, d);
 			l1 = tensor(s, s->act_bytes * n * s->vocab);
 		}
@@ -1540,9 +1541,19 @@ static void loss_backward(struct train *tr)
 			drop(s, g2);
 			g2 = gb;
 		}
+		if (c < tr->capped.n) { /* the softcap's backward: x cap, tanh's, / cap */
+			int64_t b = s->act_bytes * n * s->vocab;
+			int gm = tensor(s, b);
+			drop(s, g2);
+			int gt = tensor(s, b);
+			drop(s, gm), drop(s, tr->capped.v[c]);
+			g2 = tensor(s, b);
+			drop(s, gt);
+		}
 		push(&tr->tmp, g2);
 	}
 	tr->lsm.n = 0;
+	tr->capped.n = 0;
 	int gwb = 0;
 	tr->head_grad = 0;
 	if (gw && s->autocast)
@@ -1609,9 +1620,11 @@ static void layers_backward(struct train *tr)
 		push(&tr->grads, tensor(s, s->positions * s->hidden * tr->grad_bytes));
 	if (tr->grad_bytes && tr->embed_trains) {
 		int ge = tensor(s, s->vocab * s->hidden * tr->grad_bytes);
-		if (tr->m->tied && tr->head_grad) {
+		if (tr->m->tied && tr->head_grad && !s->autocast) {
 			/* autograd adds the two out of place (lm_head's gradient, an mm's
-			 * transpose, is not one it may add into): the sum is a new tensor */
+			 * transpose, is not one it may add into): the sum is a new tensor;
+			 * under autocast that gradient is the weight cast's backward, a new
+			 * tensor of its own, and the embedding's is added into it */
 			for (size_t i = 0; i < tr->grads.n; i++)
 				if (tr->grads.v[i] == tr->head_grad) {
 					tr->grads.v[i] = tensor(s, s->vocab * s->hidden * tr->grad_bytes);
@@ -1679,7 +1692,7 @@ static void train_finish(struct train *tr, struct sim_result *r)
 		free(tr->saved[l].v), free(tr->saved[l].tag);
 	free(tr->saved);
 	free(tr->params.v), free(tr->trained.v), free(tr->states.v), free(tr->grads.v), free(tr->ckpts.v), free(tr->tmp.v);
-	free(tr->head_saved.v), free(tr->head_saved.tag), free(tr->lsm.v);
+	free(tr->head_saved.v), free(tr->head_saved.tag), free(tr->lsm.v), free(tr->capped.v);
 	free(tr->kv.v), free(tr->prev_kv.v), free(tr->ac_cache.v), free(tr->shards.v), free(tr->buckets.v);
 	for (int64_t l = 0; tr->gathered && l < s->layers; l++)
 		free(tr->gathered[l].v);
@@ -1757,8 +1770,16 @@ int sim_infer(const struct model_shape *m, const struct train_settings *t, int s
 		 * every position (model(input_ids)) */
 		int yf = s.gpt2 ? layer_norm(&s, NULL, s.resid_bytes) : plain_norm(&s, s.tokens, s.hidden, s.resid_bytes);
 		drop(&s, x), drop(&s, cs), drop(&s, emb);
-		int logits = tensor(&s, s.act_bytes * (t->logits_all ? s.tokens : s.batch) * s.vocab);
+		int64_t lb = s.act_bytes * (t->logits_all ? s.tokens : s.batch) * s.vocab;
+		int logits = tensor(&s, lb);
 		drop(&s, yf);
+		/* gemma2's final softcapping: / cap, tanh, x cap, each a new tensor while the
+		 * last one still lives */
+		for (int i = 0; s.softcap > 0 && i < 3; i++) {
+			int next = tensor(&s, lb);
+			drop(&s, logits);
+			logits = next;
+		}
 		/* generating up to the context: each layer's cache grows by concatenation;
 		 * its last growth holds the old and the new tensor at once */
 		if (ctx > s.seq)

@@ -179,6 +179,11 @@ static void test_fixtures_issue13e(void **state)
 	 * placement does in three steps */
 	static const struct outlier out[] = {
 		{ "mistral-0.4b/bf16-adamw/b4s4096/expandable", 0.05 },
+		/* since gemma2's softcap backward is written out (three logits-sized
+		 * temporaries, as recorded), every jittered placement grows the segment by
+		 * one logits block in its third step; the run did not (it grew 1.9 GiB by its
+		 * eighth: 13f) */
+		{ "gemma2-0.5b/bf16-adamw/b4s2048/expandable", 0.10 },
 		{ NULL, 0 },
 	};
 	check_fixture_file_outliers(FIXTURES "/gpu-train/h200-issue13e.json", 14, 0.03, 0.06, 0.06, out);
@@ -193,6 +198,8 @@ static void test_fixtures_issue13f(void **state)
 	 * three-step twin in 13d) */
 	static const struct outlier out[] = {
 		{ "gemma3-sw4096/bf16-adamw/b2s4096/expandable/8steps", 0.08 },
+		/* the placements grow 3.9 GiB in the third step, the run 1.9 GiB later (13e) */
+		{ "gemma2-0.5b/bf16-adamw/b4s2048/expandable/8steps", 0.06 },
 		{ NULL, 0 },
 	};
 	check_fixture_file_outliers(FIXTURES "/gpu-train/h200-issue13f.json", 12, 0.03, 0.06, 0.06, out);
@@ -205,6 +212,16 @@ static void test_fixtures_issue13g(void **state)
 {
 	(void)state;
 	check_fixture_file(FIXTURES "/gpu-train/h200-issue13g.json", 12, 0.03, 0.06, 0.06);
+}
+
+/* a fifth (bench/gpu-cases-13i.json): 18 cases of the other families and kinds (autocast
+ * with and without checkpointing, SGD with momentum, fused AdamW, LoRA, full-logit and
+ * last-position inference), planned by 2be3f37 before they ran; issue 13's bounds for
+ * held-out full-logit inference and the rest: median 2 %, max 4 %. */
+static void test_fixtures_issue13i(void **state)
+{
+	(void)state;
+	check_fixture_file(FIXTURES "/gpu-train/h200-issue13i.json", 18, 0.02, 0.04, 0.04);
 }
 
 /* issue 13's two-GPU cases (bench/gpu-dist-cases.json and -2.json on nvidia-h200-x2), one case a
@@ -691,6 +708,7 @@ int main(void)
 		cmocka_unit_test(test_fixtures_issue13), cmocka_unit_test(test_fixtures_issue13b),
 		cmocka_unit_test(test_fixtures_issue13d), cmocka_unit_test(test_fixtures_issue13e), cmocka_unit_test(test_fixtures_issue13f),
 		cmocka_unit_test(test_fixtures_issue13g),
+		cmocka_unit_test(test_fixtures_issue13i),
 		cmocka_unit_test(test_fixtures_dist), cmocka_unit_test(test_fixtures_dist30), cmocka_unit_test(test_config_errors), cmocka_unit_test(test_sliding_masks), cmocka_unit_test(test_placements),
 		cmocka_unit_test(test_shapes), cmocka_unit_test(test_knobs), cmocka_unit_test(test_config_limits),
 		cmocka_unit_test(test_settings_limits), cmocka_unit_test(test_precision_key), cmocka_unit_test(test_overflow),
