@@ -93,6 +93,8 @@ struct step {
 	struct tlist *kv;         /* training with use_cache: the cache's tensors, else NULL */
 	struct tlist *ac_cache;   /* a checkpointed forward under autocast: autocast's weight
 				   * casts, kept to the autocast region's end; else NULL */
+	int nograd_in;            /* the next norm's input takes no gradient (the first
+				   * layer's, fed by a frozen embedding or hidden states) */
 	int jitter;               /* sim_train's jitter: on */
 	uint64_t jitter_state;    /* its generator's state */
 	int jitter_id;            /* the jitter tensor held now, 0 none */
@@ -169,13 +171,17 @@ static int norm_of(struct step *s, struct tlist *sv, int64_t rows, int64_t dim, 
 	int64_t u = rows * dim;
 	int kept;
 
-	if (in_bytes == 2)
-		save(s, sv, tensor(s, 4 * u));
+	/* an input without a gradient to take (nograd_in) keeps neither for the backward */
+	int x32 = in_bytes == 2 ? tensor(s, 4 * u) : 0;
+	if (!s->nograd_in)
+		save(s, sv, x32), x32 = 0;
 	int tmp = tensor(s, 4 * u);
 	int r = tensor(s, 4 * rows);
 	drop(s, tmp);
-	save(s, sv, r);
+	if (!s->nograd_in)
+		save(s, sv, r), r = 0;
 	int n32 = tensor(s, 4 * u);
+	drop(s, x32), drop(s, r);
 	if (s->gemma) {
 		int out;
 		if (in_bytes == 4) {
@@ -430,6 +436,7 @@ static int layer_forward(struct step *s, int in, struct tlist *sv, int frozen_in
 
 	s->stage = S_NORM1;
 	int y = norm(s, frozen_in ? &none : sv);
+	s->nograd_in = 0;
 	free_all(s, &none);
 	s->stage = S_QKV_IN;
 	free(none.v), free(none.tag);
@@ -1390,6 +1397,13 @@ static void fsdp_reduce_scatter(struct train *tr, size_t from)
 /* The forward pass: the embeddings (gemma scales them: a new tensor), then the layers;
  * a checkpointed layer keeps only its input, its temporaries go as they would without
  * autograd. */
+/* The first layer that trains takes an input without a gradient when the embedding does
+ * not train, hidden states are fed in, or layers before it run without autograd. */
+static int input_nograd(const struct train *tr, int64_t l)
+{
+	return l == tr->no_grad_layers && (!tr->embed_trains || tr->t->inputs_embeds || tr->no_grad_layers > 0);
+}
+
 static void train_forward(struct train *tr, int step)
 {
 	struct step *s = &tr->s;
@@ -1431,6 +1445,7 @@ static void train_forward(struct train *tr, int step)
 		} else if (s->gpt2) {
 			out = gpt2_layer(s, hs, &tr->saved[l]);
 		} else {
+			s->nograd_in = input_nograd(tr, l);
 			out = layer_forward(s, hs, &tr->saved[l], (tr->lora && l == 0) || layer_frozen(tr->t, l));
 			/* a bf16 layer keeps no input of its own (its norm keeps an fp32 copy) */
 			if (s->resid_bytes == 2 && hs != x)
@@ -1458,7 +1473,14 @@ static void loss_forward(struct train *tr)
 		yf = layer_norm(s, &tr->head_saved, s->resid_bytes);
 	} else {
 		yf = norm(s, &tr->head_saved);
+		if (s->resid_bytes == 2) /* the norm keeps its own fp32 copy */
+			drop(s, tr->hidden);
 	}
+	/* bf16: the model's forward returns, and with it the embeddings go, which no layer
+	 * keeps (a layer's norm keeps its fp32 copy, GPT-2's the dropout's output);
+	 * checkpointing keeps them as the first layer's input, and the caller its own */
+	if (s->resid_bytes == 2 && !tr->t->grad_ckpt && tr->emb != tr->inputs)
+		drop(s, tr->emb);
 
 	/* lm_head's input and weight cast to bf16 under autocast; the weight's kept (for the
 	 * input's gradient, frozen or not), the input's while the weight trains */
@@ -1596,8 +1618,10 @@ static void layers_backward(struct train *tr)
 		fsdp_gather(tr, l, -1);
 		if (t->grad_ckpt) {
 			int in = tr->ckpts.v[l - first];
+			s->nograd_in = input_nograd(tr, l);
 			int out = s->gpt2 ? gpt2_layer(s, in, sv)
 					  : layer_forward(s, in, sv, (tr->lora && l == 0) || layer_frozen(t, l));
+			s->nograd_in = 0;
 			drop(s, out);
 		}
 		if (s->gpt2)

@@ -44,7 +44,7 @@ static void test_fused_first(void **state)
 {
 	struct model_shape m;
 	struct train_settings t;
-	struct fit f = { .gpu_bytes = 12100 * MiB };
+	struct fit f = { .gpu_bytes = 12800 * MiB };
 	struct hint h;
 	(void)state;
 

@@ -145,7 +145,7 @@ static void test_fixtures_issue13b(void **state)
 	/* expandable segments: one large tensor fits a hole a few MiB wider or narrower in
 	 * the real run than in most simulated placements (docs/plan.md, Accuracy) */
 	static const struct outlier out[] = {
-		{ "qwen3moe-e32k4/bf16-adamw/b4s1024/expandable", 0.05 },
+		{ "qwen3moe-e32k4/bf16-adamw/b4s1024/expandable", 0.06 },
 		/* its third step grew the segment by 1.96 GiB at the same allocated peak; no
 		 * simulated placement grows in three steps */
 		{ "drafter-llama4096x5/mp-adamw-frozen-embeds/b1s8192/expandable", 0.05 },
@@ -165,6 +165,10 @@ static void test_fixtures_issue13d(void **state)
 	 * eight-step twin in 13f) */
 	static const struct outlier out[] = {
 		{ "gemma3-sw4096/bf16-adamw/b2s4096/expandable", 0.06 },
+		/* qwen3_moe in bf16 with expandable segments: the real step makes about half
+		 * as many 8, 16 and 32 MiB temporaries again as the simulated one (RMSNorm's
+		 * backward in fp32, the dispatch's), and its segment grows by 1.8 GiB more */
+		{ "qwen3moe-e16k2-i1024/bf16-adamw/b4s2048/expandable", 0.08 },
 		{ NULL, 0 },
 	};
 	check_fixture_file_outliers(FIXTURES "/gpu-train/h200-issue13d.json", 16, 0.03, 0.06, 0.06, out);
