@@ -213,6 +213,20 @@ static void test_fixtures_issue13i(void **state)
 	check_fixture_file(FIXTURES "/gpu-train/h200-issue13i.json", 18, 0.02, 0.04, 0.04);
 }
 
+/* a sixth (bench/gpu-cases-13j.json): 18 cases over issue 13's held-out kinds, planned
+ * with this round's planner before they ran; median 3 %, max 6 % as 13d. */
+static void test_fixtures_issue13j(void **state)
+{
+	(void)state;
+	/* qwen3_moe e64k8 in bf16: its second step grew its segments by two logits-sized
+	 * blocks, the simulation's by three (the allocated peaks agree to 2 MiB) */
+	static const struct outlier out[] = {
+		{ "qwen3moe-e64k8/bf16-adamw/b4s1024", 0.08 },
+		{ NULL, 0 },
+	};
+	check_fixture_file_outliers(FIXTURES "/gpu-train/h200-issue13j.json", 18, 0.03, 0.06, 0.06, out);
+}
+
 /* issue 13's two-GPU cases (bench/gpu-dist-cases.json and -2.json on nvidia-h200-x2), one case a
  * rank: DDP and FSDP2 (fully_shard with and without resharding after the forward), bf16
  * and fp32 under autocast; each rank's peak within 3 % but for the named ones. */
@@ -698,6 +712,7 @@ int main(void)
 		cmocka_unit_test(test_fixtures_issue13d), cmocka_unit_test(test_fixtures_issue13e), cmocka_unit_test(test_fixtures_issue13f),
 		cmocka_unit_test(test_fixtures_issue13g),
 		cmocka_unit_test(test_fixtures_issue13i),
+		cmocka_unit_test(test_fixtures_issue13j),
 		cmocka_unit_test(test_fixtures_dist), cmocka_unit_test(test_fixtures_dist30), cmocka_unit_test(test_config_errors), cmocka_unit_test(test_sliding_masks), cmocka_unit_test(test_placements),
 		cmocka_unit_test(test_shapes), cmocka_unit_test(test_knobs), cmocka_unit_test(test_config_limits),
 		cmocka_unit_test(test_settings_limits), cmocka_unit_test(test_precision_key), cmocka_unit_test(test_overflow),
