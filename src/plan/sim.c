@@ -1394,9 +1394,6 @@ static void fsdp_reduce_scatter(struct train *tr, size_t from)
 	drop(s, in);
 }
 
-/* The forward pass: the embeddings (gemma scales them: a new tensor), then the layers;
- * a checkpointed layer keeps only its input, its temporaries go as they would without
- * autograd. */
 /* The first layer that trains takes an input without a gradient when the embedding does
  * not train, hidden states are fed in, or layers before it run without autograd. */
 static int input_nograd(const struct train *tr, int64_t l)
@@ -1404,6 +1401,9 @@ static int input_nograd(const struct train *tr, int64_t l)
 	return l == tr->no_grad_layers && (!tr->embed_trains || tr->t->inputs_embeds || tr->no_grad_layers > 0);
 }
 
+/* The forward pass: the embeddings (gemma scales them: a new tensor), then the layers;
+ * a checkpointed layer keeps only its input, its temporaries go as they would without
+ * autograd. */
 static void train_forward(struct train *tr, int step)
 {
 	struct step *s = &tr->s;
