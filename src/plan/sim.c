@@ -93,8 +93,9 @@ struct step {
 	struct tlist *kv;         /* training with use_cache: the cache's tensors, else NULL */
 	struct tlist *ac_cache;   /* a checkpointed forward under autocast: autocast's weight
 				   * casts, kept to the autocast region's end; else NULL */
-	int nograd_in;            /* the next norm's input takes no gradient (the first
-				   * layer's, fed by a frozen embedding or hidden states) */
+	int nograd_in;            /* the next layer's input takes no gradient (the first
+				   * trained layer's, after a frozen embedding, hidden states
+				   * fed in, or frozen layers run without autograd) */
 	int jitter;               /* sim_train's jitter: on */
 	uint64_t jitter_state;    /* its generator's state */
 	int jitter_id;            /* the jitter tensor held now, 0 none */
@@ -160,6 +161,19 @@ static int norm_out_bytes(const struct step *s, int in_bytes)
 	return in_bytes < s->weight_bytes ? s->weight_bytes : in_bytes;
 }
 
+/* Bytes an element of q and k as their norms leave them (qwen3's; gemma's cast back). */
+static int64_t qk_bytes(const struct step *s)
+{
+	return s->qk_norm && !s->gemma ? norm_out_bytes(s, s->act_bytes) : s->act_bytes;
+}
+
+/* Bytes an element of the rotated q and k, and of the cache's keys and values: fp32
+ * under autocast (cos and sin are). */
+static int64_t kv_bytes(const struct step *s)
+{
+	return s->autocast ? 4 : qk_bytes(s);
+}
+
 /* RMSNorm over rows x dim units whose input has in_bytes a unit, as Hugging Face writes
  * it: an fp32 copy of a bf16 input (saved), x^2 (a temporary), the rsqrt (saved), the
  * normalized fp32 tensor, then the weight times it: llama casts the normalized tensor
@@ -173,7 +187,7 @@ static int norm_of(struct step *s, struct tlist *sv, int64_t rows, int64_t dim, 
 
 	/* an input without a gradient to take (nograd_in) keeps neither for the backward */
 	int x32 = in_bytes == 2 ? tensor(s, 4 * u) : 0;
-	if (!s->nograd_in)
+	if (x32 && !s->nograd_in)
 		save(s, sv, x32), x32 = 0;
 	int tmp = tensor(s, 4 * u);
 	int r = tensor(s, 4 * rows);
@@ -299,6 +313,24 @@ static int norm(struct step *s, struct tlist *sv)
 	return norm_of(s, sv, s->tokens, s->hidden, s->resid_bytes);
 }
 
+/* A linear keeping nothing for a backward pass: under autocast the weight's bf16 cast
+ * and (cast_in) the input's are made for it and go after it, but a checkpointed
+ * forward runs with autograd on, so autocast caches the weight's cast (ac_cache).
+ * Returns the output. */
+static int plain_linear(struct step *s, int64_t in_u, int64_t out_u, int64_t w_elems, int cast_in)
+{
+	int w = s->autocast ? tensor(s, 2 * w_elems) : 0;
+	int c = s->autocast && cast_in ? tensor(s, 2 * s->tokens * in_u) : 0;
+	int out = tensor(s, s->act_bytes * s->tokens * out_u);
+
+	drop(s, c);
+	if (w && s->ac_cache)
+		push(s->ac_cache, w);
+	else
+		drop(s, w);
+	return out;
+}
+
 /* A mixture-of-experts MLP as transformers 5.17 runs it (grouped_mm experts) over the
  * output y of the post-attention norm: the router (a linear, the softmax in fp32, the top
  * experts and their weights), then the tokens' copies sorted by expert (S = tokens x
@@ -317,7 +349,8 @@ static int moe_forward(struct step *s, struct tlist *sv)
 	if (!sv)
 		sv = &none;
 	s->stage = S_MLP_IN;
-	int rl = keep ? linear(s, sv, h, E, 0, s->lp.router, s->autocast) : tensor(s, ab * T * E);
+	int rl = keep ? linear(s, sv, h, E, 0, s->lp.router, s->autocast)
+		      : plain_linear(s, h, E, s->lp.router, s->autocast);
 	if (s->router_fp32) { /* router_logits.float() */
 		int f = tensor(s, 4 * T * E);
 		drop(s, rl);
@@ -426,13 +459,14 @@ static int moe_backward(struct step *s, int g, struct tlist *sv, struct tlist *g
 }
 
 /* One decoder layer's forward for training: what the backward pass needs goes into sv.
- * A frozen input (LoRA's first layer: the embedding does not train) makes the first
- * norm keep nothing. Returns the layer's output. */
+ * A frozen layer's first norm keeps nothing (frozen_in); an input without a gradient to
+ * take (s->nograd_in, cleared here) is kept by nothing of this layer. Returns the layer's
+ * output. */
 static int layer_forward(struct step *s, int in, struct tlist *sv, int frozen_in)
 {
 	int64_t T = s->tokens, h = s->hidden, I = s->inter, qd = s->q_dim, k = s->kv_dim, ab = s->act_bytes;
 	struct tlist none = { 0 };
-	int out;
+	int out, nograd = s->nograd_in;
 
 	s->stage = S_NORM1;
 	int y = norm(s, frozen_in ? &none : sv);
@@ -468,9 +502,7 @@ static int layer_forward(struct step *s, int in, struct tlist *sv, int frozen_in
 	}
 	/* rotary embedding: two temporaries each; with fp32 cos/sin (autocast) the rotated
 	 * q and k are fp32 and sdpa casts them back */
-	int rq = s->autocast ? 4 : (int)ab;
-	/* q and k as their norms left them (gemma's casts back) */
-	int64_t qb = s->qk_norm && !s->gemma ? norm_out_bytes(s, (int)ab) : ab;
+	int64_t rq = kv_bytes(s), qb = qk_bytes(s);
 	s->stage = S_SDPA;
 	int qe = rope(s, rq * T * qd, qb * T * qd), ke;
 	ke = rope(s, rq * T * k, qb * T * k);
@@ -516,7 +548,7 @@ static int layer_forward(struct step *s, int in, struct tlist *sv, int frozen_in
 	ao = post_norm(s, sv, ao);
 	int h1 = tensor(s, s->resid_bytes * T * h);
 	drop(s, ao);
-	if (s->resid_bytes == 4) { /* fp32 residual: the norm keeps its input itself */
+	if (s->resid_bytes == 4 && !nograd) { /* fp32 residual: the norm keeps its input itself */
 		s->stage = S_NORM1;
 		save(s, sv, in);
 	}
@@ -760,24 +792,6 @@ static int gelu_new(struct step *s, struct tlist *sv, int64_t units)
 	return out;
 }
 
-/* A linear keeping nothing for a backward pass: under autocast the weight's bf16 cast
- * and (cast_in) the input's are made for it and go after it, but a checkpointed
- * forward runs with autograd on, so autocast caches the weight's cast (ac_cache).
- * Returns the output. */
-static int plain_linear(struct step *s, int64_t in_u, int64_t out_u, int64_t w_elems, int cast_in)
-{
-	int w = s->autocast ? tensor(s, 2 * w_elems) : 0;
-	int c = s->autocast && cast_in ? tensor(s, 2 * s->tokens * in_u) : 0;
-	int out = tensor(s, s->act_bytes * s->tokens * out_u);
-
-	drop(s, c);
-	if (w && s->ac_cache)
-		push(s->ac_cache, w);
-	else
-		drop(s, w);
-	return out;
-}
-
 /* One GPT-2 block for training (sv) or without autograd (sv NULL): ln_1, c_attn (the
  * fused q, k, v, kept by sdpa as views), sdpa with dropout, c_proj, dropout, the
  * residual; ln_2, c_fc, gelu_new, c_proj, dropout, the residual. Linears keep their
@@ -983,8 +997,8 @@ static void layer_begin(struct step *s, int64_t l)
 	}
 }
 
-/* One decoder layer's forward keeping nothing for a backward pass (inference, or the
- * first forward of a checkpointed layer): every temporary is freed as soon as Python
+/* One decoder layer's forward keeping nothing for a backward pass (inference, the first
+ * forward of a checkpointed layer, a frozen layer with nothing before it to train): every temporary is freed as soon as Python
  * drops it; with a cache, the layer's keys and values go into it (copies: the cache
  * concatenates onto its empty start). Returns the output; the caller frees the input. */
 static int plain_layer(struct step *s, struct tlist *cache)
@@ -1012,10 +1026,7 @@ static int plain_layer(struct step *s, struct tlist *cache)
 		}
 		v = plain_linear(s, h, k, s->lp.v, ca);
 	}
-	/* q and k as their norms left them (gemma's casts back); the rotation's products
-	 * fp32 under autocast (cos and sin are) */
-	int64_t qb = s->qk_norm && !s->gemma ? norm_out_bytes(s, (int)ab) : ab;
-	int64_t rq = s->autocast ? 4 : qb;
+	int64_t qb = qk_bytes(s), rq = kv_bytes(s);
 	int qe = rope(s, rq * T * qd, qb * T * qd);
 	int ke = rope(s, rq * T * k, qb * T * k);
 	drop(s, q), drop(s, kk);
@@ -1395,10 +1406,11 @@ static void fsdp_reduce_scatter(struct train *tr, size_t from)
 }
 
 /* The first layer that trains takes an input without a gradient when the embedding does
- * not train, hidden states are fed in, or layers before it run without autograd. */
+ * not train or hidden states are fed in (the only cases in which layers before it run
+ * without autograd, train_start). */
 static int input_nograd(const struct train *tr, int64_t l)
 {
-	return l == tr->no_grad_layers && (!tr->embed_trains || tr->t->inputs_embeds || tr->no_grad_layers > 0);
+	return l == tr->no_grad_layers && (!tr->embed_trains || tr->t->inputs_embeds);
 }
 
 /* The forward pass: the embeddings (gemma scales them: a new tensor), then the layers;
@@ -1446,7 +1458,7 @@ static void train_forward(struct train *tr, int step)
 			out = gpt2_layer(s, hs, &tr->saved[l]);
 		} else {
 			s->nograd_in = input_nograd(tr, l);
-			out = layer_forward(s, hs, &tr->saved[l], (tr->lora && l == 0) || layer_frozen(tr->t, l));
+			out = layer_forward(s, hs, &tr->saved[l], layer_frozen(tr->t, l));
 			/* a bf16 layer keeps no input of its own (its norm keeps an fp32 copy) */
 			if (s->resid_bytes == 2 && hs != x)
 				drop(s, hs);
@@ -1477,9 +1489,9 @@ static void loss_forward(struct train *tr)
 			drop(s, tr->hidden);
 	}
 	/* bf16: the model's forward returns, and with it the embeddings go, which no layer
-	 * keeps (a layer's norm keeps its fp32 copy, GPT-2's the dropout's output);
-	 * checkpointing keeps them as the first layer's input, and the caller its own */
-	if (s->resid_bytes == 2 && !tr->t->grad_ckpt && tr->emb != tr->inputs)
+	 * keeps (a layer's norm keeps its fp32 copy, GPT-2's the dropout's output) unless
+	 * they are the first checkpoint; the caller keeps its own hidden states */
+	if (s->resid_bytes == 2 && tr->emb != tr->inputs && !(tr->ckpts.n && tr->ckpts.v[0] == tr->emb))
 		drop(s, tr->emb);
 
 	/* lm_head's input and weight cast to bf16 under autocast; the weight's kept (for the
@@ -1620,7 +1632,7 @@ static void layers_backward(struct train *tr)
 			int in = tr->ckpts.v[l - first];
 			s->nograd_in = input_nograd(tr, l);
 			int out = s->gpt2 ? gpt2_layer(s, in, sv)
-					  : layer_forward(s, in, sv, (tr->lora && l == 0) || layer_frozen(t, l));
+					  : layer_forward(s, in, sv, layer_frozen(t, l));
 			s->nograd_in = 0;
 			drop(s, out);
 		}
@@ -1808,7 +1820,7 @@ int sim_infer(const struct model_shape *m, const struct train_settings *t, int s
 		 * its last growth holds the old and the new tensor at once */
 		if (ctx > s.seq)
 			for (size_t i = 0; i < cache.n; i++) {
-				int grown = tensor(&s, s.act_bytes * s.batch * ctx * s.kv_dim);
+				int grown = tensor(&s, kv_bytes(&s) * s.batch * ctx * s.kv_dim);
 				drop(&s, cache.v[i]);
 				cache.v[i] = grown;
 			}
