@@ -33,13 +33,24 @@ struct outlier {
 	double bound;             /* |error| at most this fraction */
 };
 
+/* A fixture file and its bounds: the median absolute error, the largest, the largest
+ * under-estimate (fractions), over the cases that are not outliers (NULL: none). */
+struct fixture_check {
+	const char *path;
+	size_t n;                 /* its cases, outliers included */
+	double median_max, max_max, under_max;
+	const struct outlier *out;
+};
+
 /* Every case of a fixture file: the parameter count exactly (and the trainable count
- * where the fixture has it), and the device peak within the bounds given: the median
- * absolute error, the largest, the largest under-estimate (fractions), over the cases
- * that are not outliers; an outlier within its own bound. */
-static void check_fixture_file_outliers(const char *path, size_t expect_n, double median_max, double max_max,
-					double under_max, const struct outlier *out)
+ * where the fixture has it), and the device peak within the check's bounds; an outlier
+ * within its own bound. One test a file, state its struct fixture_check. */
+static void test_fixture_file(void **state)
 {
+	const struct fixture_check *fc = *state;
+	const char *path = fc->path;
+	const struct outlier *out = fc->out;
+	size_t expect_n = fc->n;
 	json_error_t e;
 	json_t *root = json_load_file(path, 0, &e), *c;
 	double err[64], worst = 0;
@@ -98,161 +109,121 @@ static void check_fixture_file_outliers(const char *path, size_t expect_n, doubl
 	qsort(err, n, sizeof(err[0]), cmp_double);
 	printf("   median |error| %.1f%%, max %.1f%%, worst under-estimate %.1f%%\n",
 	       err[n / 2] * 100, err[n - 1] * 100, worst * 100);
-	assert_true(err[n / 2] <= median_max);
-	assert_true(err[n - 1] <= max_max);
-	assert_true(worst <= under_max);
-}
-
-static void check_fixture_file(const char *path, size_t expect_n, double median_max, double max_max,
-			       double under_max)
-{
-	check_fixture_file_outliers(path, expect_n, median_max, max_max, under_max, NULL);
+	assert_true(err[n / 2] <= fc->median_max);
+	assert_true(err[n - 1] <= fc->max_max);
+	assert_true(worst <= fc->under_max);
 }
 
 /* the 17 cases of tests/fixtures/gpu-train/h200-torch2.11.json (the figures print as the test runs) */
-static void test_fixtures(void **state)
-{
-	(void)state;
-	check_fixture_file(FIXTURES "/gpu-train/h200-torch2.11.json", 17, 0.03, 0.08, 0.03);
-}
+static const struct fixture_check fixtures = { FIXTURES "/gpu-train/h200-torch2.11.json", 17, 0.03, 0.08, 0.03, NULL };
 
 /* headroom's own 22 cases (bench/gpu-cases.json, measured on the H200 with
  * bench/gpu-measure.py): other architectures, 16k sequences, SGD with momentum, fused
  * AdamW, LoRA, inference. */
-static void test_fixtures_headroom(void **state)
-{
-	(void)state;
-	check_fixture_file(FIXTURES "/gpu-train/h200-headroom.json", 22, 0.03, 0.08, 0.03);
-}
+static const struct fixture_check fixtures_headroom = { FIXTURES "/gpu-train/h200-headroom.json", 22, 0.03, 0.08,
+							0.03, NULL };
 
 /* issue 13's cases (bench/gpu-cases-13.json): qwen3_moe, mixtral, gemma3_text, frozen
  * parts with hidden-state inputs, expandable segments beside the same runs without,
  * full-logit inference, GPT-2 with checkpointing and GPT-2 inference (through the
  * simulation too, bench/gpu-cases-gpt2-infer.json); its bounds: median 1 %, max 3 %, no
  * under-estimate past 2 %. */
-static void test_fixtures_issue13(void **state)
-{
-	(void)state;
-	check_fixture_file(FIXTURES "/gpu-train/h200-issue13.json", 37, 0.01, 0.03, 0.02);
-}
+static const struct fixture_check fixtures_issue13 = { FIXTURES "/gpu-train/h200-issue13.json", 37, 0.01, 0.03,
+						       0.02, NULL };
 
 /* issue 13's held-out check of our own (bench/gpu-cases-13b.json): 18 cases of shapes and
  * settings in no other fixture, planned before they ran; held to the bounds of issue 13's
  * held-out cases (median 2 %, max 4 % here). */
-static void test_fixtures_issue13b(void **state)
-{
-	(void)state;
+static const struct outlier outliers_13b[] = {
 	/* expandable segments: one large tensor fits a hole a few MiB wider or narrower in
 	 * the real run than in most simulated placements (docs/plan.md, Accuracy) */
-	static const struct outlier out[] = {
-		{ "qwen3moe-e32k4/bf16-adamw/b4s1024/expandable", 0.06 },
-		/* its third step grew the segment by 1.96 GiB at the same allocated peak; no
-		 * simulated placement grows in three steps */
-		{ "drafter-llama4096x5/mp-adamw-frozen-embeds/b1s8192/expandable", 0.05 },
-		{ NULL, 0 },
-	};
-	check_fixture_file_outliers(FIXTURES "/gpu-train/h200-issue13b.json", 18, 0.02, 0.04, 0.04, out);
-}
+	{ "qwen3moe-e32k4/bf16-adamw/b4s1024/expandable", 0.06 },
+	/* its third step grew the segment by 1.96 GiB at the same allocated peak; no
+	 * simulated placement grows in three steps */
+	{ "drafter-llama4096x5/mp-adamw-frozen-embeds/b1s8192/expandable", 0.05 },
+	{ NULL, 0 },
+};
+static const struct fixture_check fixtures_issue13b = { FIXTURES "/gpu-train/h200-issue13b.json", 18, 0.02, 0.04,
+							0.04, outliers_13b };
 
 /* a second held-out check of our own (bench/gpu-cases-13d.json): 16 cases planned before
  * they ran, 13 of them with expandable segments over every family and 3 of MoE under
  * autocast; held to the bounds of issue 13's held-out MoE, gemma3_text and expandable
  * cases: median 3 %, max 6 %. */
-static void test_fixtures_issue13d(void **state)
-{
-	(void)state;
+static const struct outlier outliers_13d[] = {
 	/* qwen3_moe in bf16 with expandable segments: its third step grew the segment by
 	 * 2.3 GiB at the same allocated peak (the simulation's matches its second); the real
 	 * step makes about half as many 8, 16 and 32 MiB temporaries again as the simulated
 	 * one (RMSNorm's backward in fp32, the dispatch's) */
-	static const struct outlier out[] = {
-		{ "qwen3moe-e16k2-i1024/bf16-adamw/b4s2048/expandable", 0.08 },
-		{ NULL, 0 },
-	};
-	check_fixture_file_outliers(FIXTURES "/gpu-train/h200-issue13d.json", 16, 0.03, 0.06, 0.06, out);
-}
+	{ "qwen3moe-e16k2-i1024/bf16-adamw/b4s2048/expandable", 0.08 },
+	{ NULL, 0 },
+};
+static const struct fixture_check fixtures_issue13d = { FIXTURES "/gpu-train/h200-issue13d.json", 16, 0.03, 0.06,
+							0.06, outliers_13d };
 
 /* a third (bench/gpu-cases-13e.json): 14 cases with expandable segments, planned with
  * five placements before they ran; median 3 %, max 6 % as 13d. */
-static void test_fixtures_issue13e(void **state)
-{
-	(void)state;
-	check_fixture_file(FIXTURES "/gpu-train/h200-issue13e.json", 14, 0.03, 0.06, 0.06);
-}
+static const struct fixture_check fixtures_issue13e = { FIXTURES "/gpu-train/h200-issue13e.json", 14, 0.03, 0.06,
+							0.06, NULL };
 
 /* twelve expandable cases of 13d and 13e run for eight steps (bench/gpu-cases-13f.json),
  * planned as long runs: median 3 %, max 6 % but for the one named. */
-static void test_fixtures_issue13f(void **state)
-{
-	(void)state;
+static const struct outlier outliers_13f[] = {
 	/* the run kept its logits' hole whole, every simulated placement loses it (its
 	 * three-step twin in 13d is within 3 % since the bf16 tensors kept too long came out) */
-	static const struct outlier out[] = {
-		{ "gemma3-sw4096/bf16-adamw/b2s4096/expandable/8steps", 0.08 },
-		{ NULL, 0 },
-	};
-	check_fixture_file_outliers(FIXTURES "/gpu-train/h200-issue13f.json", 12, 0.03, 0.06, 0.06, out);
-}
+	{ "gemma3-sw4096/bf16-adamw/b2s4096/expandable/8steps", 0.08 },
+	{ NULL, 0 },
+};
+static const struct fixture_check fixtures_issue13f = { FIXTURES "/gpu-train/h200-issue13f.json", 12, 0.03, 0.06,
+							0.06, outliers_13f };
 
 /* a fourth (bench/gpu-cases-13g.json): twelve qwen3 and qwen3_moe runs with fp32 weights
  * under autocast, whose q and k norms come out fp32, planned by cd94bf7 before they ran;
  * median 3 %, max 6 % as 13d. */
-static void test_fixtures_issue13g(void **state)
-{
-	(void)state;
-	check_fixture_file(FIXTURES "/gpu-train/h200-issue13g.json", 12, 0.03, 0.06, 0.06);
-}
+static const struct fixture_check fixtures_issue13g = { FIXTURES "/gpu-train/h200-issue13g.json", 12, 0.03, 0.06,
+							0.06, NULL };
 
 /* a fifth (bench/gpu-cases-13i.json): 18 cases of the other families and kinds (autocast
  * with and without checkpointing, SGD with momentum, fused AdamW, LoRA, full-logit and
  * last-position inference), planned by 2be3f37 before they ran; issue 13's bounds for
  * held-out full-logit inference and the rest: median 2 %, max 4 %. */
-static void test_fixtures_issue13i(void **state)
-{
-	(void)state;
-	check_fixture_file(FIXTURES "/gpu-train/h200-issue13i.json", 18, 0.02, 0.04, 0.04);
-}
+static const struct fixture_check fixtures_issue13i = { FIXTURES "/gpu-train/h200-issue13i.json", 18, 0.02, 0.04,
+							0.04, NULL };
 
 /* a sixth (bench/gpu-cases-13j.json): 18 cases over issue 13's held-out kinds, planned
  * with this round's planner before they ran; median 3 %, max 6 % as 13d. */
-static void test_fixtures_issue13j(void **state)
-{
-	(void)state;
+static const struct outlier outliers_13j[] = {
 	/* qwen3_moe e64k8 in bf16: its second step grew its segments by two logits-sized
 	 * blocks, the simulation's by three (the allocated peaks agree to 2 MiB) */
-	static const struct outlier out[] = {
-		{ "qwen3moe-e64k8/bf16-adamw/b4s1024", 0.08 },
-		{ NULL, 0 },
-	};
-	check_fixture_file_outliers(FIXTURES "/gpu-train/h200-issue13j.json", 18, 0.03, 0.06, 0.06, out);
-}
+	{ "qwen3moe-e64k8/bf16-adamw/b4s1024", 0.08 },
+	{ NULL, 0 },
+};
+static const struct fixture_check fixtures_issue13j = { FIXTURES "/gpu-train/h200-issue13j.json", 18, 0.03, 0.06,
+							0.06, outliers_13j };
 
 /* issue 13's two-GPU cases (bench/gpu-dist-cases.json and -2.json on nvidia-h200-x2), one case a
  * rank: DDP and FSDP2 (fully_shard with and without resharding after the forward), bf16
  * and fp32 under autocast; each rank's peak within 3 % but for the named ones. */
-static void test_fixtures_dist(void **state)
-{
-	(void)state;
+static const struct outlier outliers_dist[] = {
 	/* DDP's rank 0 held a second copy of the gradient buckets through the second step
 	 * in two of four runs: when DDP rebuilds its buckets the old ones live on in
 	 * ProcessGroupNCCL's stash until its watchdog drops the finished work, a race either
 	 * rank may lose (bench/ddp-rebuild.py); the plan is the run without it */
-	static const struct outlier out[] = {
-		{ "qwen3-0.6b/ddpx2-bf16/b4s1024/rank0", 0.09 },
-		{ "mistral-0.4b/ddpx2-mp/b2s4096/rank0", 0.06 },
-		{ NULL, 0 },
-	};
-	check_fixture_file_outliers(FIXTURES "/gpu-train/h200x2-dist.json", 32, 0.03, 0.03, 0.03, out);
-}
+	{ "qwen3-0.6b/ddpx2-bf16/b4s1024/rank0", 0.09 },
+	{ "mistral-0.4b/ddpx2-mp/b2s4096/rank0", 0.06 },
+	{ NULL, 0 },
+};
+static const struct fixture_check fixtures_dist = { FIXTURES "/gpu-train/h200x2-dist.json", 32, 0.03, 0.03, 0.03,
+						    outliers_dist };
 
 /* five DDP cases and one FSDP2 case of the two-GPU fixture run for 30 steps
  * (bench/gpu-dist-cases-30.json), planned as long runs (eight steps simulated): each
  * rank's peak within 3 %; none grew after its second step. */
-static void test_fixtures_dist30(void **state)
-{
-	(void)state;
-	check_fixture_file(FIXTURES "/gpu-train/h200x2-dist30.json", 12, 0.03, 0.03, 0.03);
-}
+static const struct fixture_check fixtures_dist30 = { FIXTURES "/gpu-train/h200x2-dist30.json", 12, 0.03, 0.03,
+						      0.03, NULL };
+
+/* A fixture file's test, named after its check. */
+#define FIXTURE_TEST(check) { "test_" #check, test_fixture_file, NULL, NULL, (void *)&check }
 
 /* gemma3_text's sliding layers: from a sequence as long as the window, each hands sdpa
  * a batch x seq x seq mask that its kernel keeps for the backward (as the H200 runs
@@ -707,13 +678,11 @@ static void test_overflow(void **state)
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-		cmocka_unit_test(test_fixtures), cmocka_unit_test(test_fixtures_headroom),
-		cmocka_unit_test(test_fixtures_issue13), cmocka_unit_test(test_fixtures_issue13b),
-		cmocka_unit_test(test_fixtures_issue13d), cmocka_unit_test(test_fixtures_issue13e), cmocka_unit_test(test_fixtures_issue13f),
-		cmocka_unit_test(test_fixtures_issue13g),
-		cmocka_unit_test(test_fixtures_issue13i),
-		cmocka_unit_test(test_fixtures_issue13j),
-		cmocka_unit_test(test_fixtures_dist), cmocka_unit_test(test_fixtures_dist30), cmocka_unit_test(test_config_errors), cmocka_unit_test(test_sliding_masks), cmocka_unit_test(test_placements),
+		FIXTURE_TEST(fixtures), FIXTURE_TEST(fixtures_headroom), FIXTURE_TEST(fixtures_issue13),
+		FIXTURE_TEST(fixtures_issue13b), FIXTURE_TEST(fixtures_issue13d), FIXTURE_TEST(fixtures_issue13e),
+		FIXTURE_TEST(fixtures_issue13f), FIXTURE_TEST(fixtures_issue13g), FIXTURE_TEST(fixtures_issue13i),
+		FIXTURE_TEST(fixtures_issue13j), FIXTURE_TEST(fixtures_dist), FIXTURE_TEST(fixtures_dist30),
+		cmocka_unit_test(test_config_errors), cmocka_unit_test(test_sliding_masks), cmocka_unit_test(test_placements),
 		cmocka_unit_test(test_shapes), cmocka_unit_test(test_knobs), cmocka_unit_test(test_config_limits),
 		cmocka_unit_test(test_settings_limits), cmocka_unit_test(test_precision_key), cmocka_unit_test(test_overflow),
 	};
