@@ -998,9 +998,10 @@ static void layer_begin(struct step *s, int64_t l)
 }
 
 /* One decoder layer's forward keeping nothing for a backward pass (inference, the first
- * forward of a checkpointed layer, a frozen layer with nothing before it to train): every temporary is freed as soon as Python
- * drops it; with a cache, the layer's keys and values go into it (copies: the cache
- * concatenates onto its empty start). Returns the output; the caller frees the input. */
+ * forward of a checkpointed layer, a frozen layer with nothing before it to train): every
+ * temporary is freed as soon as Python drops it; with a cache, the layer's keys and
+ * values go into it (copies: the cache concatenates onto its empty start). Returns the
+ * output; the caller frees the input. */
 static int plain_layer(struct step *s, struct tlist *cache)
 {
 	int64_t T = s->tokens, h = s->hidden, I = s->inter, qd = s->q_dim, k = s->kv_dim, ab = s->act_bytes;
