@@ -71,7 +71,7 @@ bench/alloc-replay: bench/alloc-replay.c $(LIB)
 
 # headroom with the plan's allocations written out (bench/plan-trace.c says how).
 bench/plan-trace: bench/plan-trace.c $(CMD_OBJ) $(LIB)
-	$(CC) $(ALL_CFLAGS) $(LDFLAGS) -Wl,--wrap=alloc_sim_malloc_on,--wrap=alloc_sim_release -o $@ $^ $(LDLIBS)
+	$(CC) $(ALL_CFLAGS) $(LDFLAGS) -Wl,--wrap=alloc_sim_malloc_on,--wrap=alloc_sim_release,--wrap=sim_train,--wrap=sim_infer -o $@ $^ $(LDLIBS)
 
 bench/simulate: bench/simulate.c $(LIB)
 	$(CC) $(ALL_CFLAGS) $(LDFLAGS) -o $@ $^ $(LDLIBS)

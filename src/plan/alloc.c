@@ -50,20 +50,15 @@ static void recycle(struct alloc_sim *a, int i)
 	a->spare[a->nspare++] = i;
 }
 
-/* Address order: segments handed out later lie lower; then the offset within. */
-static int lower(const struct sim_block *x, const struct sim_block *y)
+/* A bucket's order: by size, then address (lower first; segments handed out later lie
+ * lower, then the offset within), so that the best fit for a request is the first entry
+ * at least its size of its bucket or of a later one. Keys are unique: no two blocks
+ * share an address. */
+static int before(const struct sim_free *e, uint64_t size, int seg, uint64_t off)
 {
-	return x->seg != y->seg ? x->seg > y->seg : x->off < y->off;
-}
-
-/* A bucket's order: by size, then address (lower first), so that the best fit for a
- * request is the first block at least its size of its bucket or of a later one. Keys are
- * unique: no two blocks share an address. */
-static int before(const struct sim_block *x, const struct sim_block *y)
-{
-	if (x->size != y->size)
-		return x->size < y->size;
-	return lower(x, y);
+	if (e->size != size)
+		return e->size < size;
+	return e->seg != seg ? e->seg > seg : e->off < off;
 }
 
 /* A size's bucket: its highest bit and the four below it, so that a later bucket holds
@@ -80,14 +75,15 @@ static struct sim_bucket *bucket_of(struct alloc_sim *a, int pool, uint64_t size
 	return &a->freeb[pool][bucket(size)];
 }
 
-/* The place of a block like x in bucket q, or where it goes: the first block not before it. */
-static size_t free_place(const struct alloc_sim *a, const struct sim_bucket *q, const struct sim_block *x)
+/* The place of a block of that key in bucket q, or where it goes: the first entry not
+ * before it. */
+static size_t free_place(const struct sim_bucket *q, uint64_t size, int seg, uint64_t off)
 {
 	size_t lo = 0, hi = q->n;
 
 	while (lo < hi) {
 		size_t mid = lo + (hi - lo) / 2;
-		if (before(&a->b[q->v[mid]], x))
+		if (before(&q->v[mid], size, seg, off))
 			lo = mid + 1;
 		else
 			hi = mid;
@@ -97,13 +93,16 @@ static size_t free_place(const struct alloc_sim *a, const struct sim_bucket *q, 
 
 static void free_add(struct alloc_sim *a, int i)
 {
-	struct sim_bucket *q = bucket_of(a, a->b[i].pool, a->b[i].size);
+	const struct sim_block *x = &a->b[i];
+	struct sim_bucket *q = bucket_of(a, x->pool, x->size);
 	size_t f;
 
 	ARRAY_GROW(q->v, q->n + 1, q->cap);
-	f = free_place(a, q, &a->b[i]);
-	memmove(&q->v[f + 1], &q->v[f], (q->n - f) * sizeof(q->v[0]));
-	q->v[f] = i;
+	f = free_place(q, x->size, x->seg, x->off);
+	/* buckets hold a few blocks: a loop beats memmove's call */
+	for (size_t j = q->n; j > f; j--)
+		q->v[j] = q->v[j - 1];
+	q->v[f] = (struct sim_free){ x->size, x->off, x->seg, i };
 	if (!q->n++) {
 		int k = bucket(a->b[i].size);
 		a->held[a->b[i].pool][k / 64] |= 1ULL << (k % 64);
@@ -114,23 +113,27 @@ static void free_add(struct alloc_sim *a, int i)
 
 static void free_remove_at(struct alloc_sim *a, struct sim_bucket *q, size_t f)
 {
-	const struct sim_block *x = &a->b[q->v[f]];
+	const struct sim_block *x = &a->b[q->v[f].block];
 
 	if (!--q->n) { /* x's size is still its bucket's key */
 		int k = bucket(x->size);
 		a->held[x->pool][k / 64] &= ~(1ULL << (k % 64));
 	}
-	a->b[q->v[f]].free = 0;
+	a->b[q->v[f].block].free = 0;
 	a->nfree--;
-	memmove(&q->v[f], &q->v[f + 1], (q->n - f) * sizeof(q->v[0]));
+	for (size_t j = f; j < q->n; j++)
+		q->v[j] = q->v[j + 1];
 }
 
 /* Take block i off the free list (before its size changes: the size is its key). */
 static void free_del(struct alloc_sim *a, int i)
 {
 	struct sim_bucket *q = bucket_of(a, a->b[i].pool, a->b[i].size);
+	size_t f = 0;
 
-	free_remove_at(a, q, free_place(a, q, &a->b[i]));
+	while (q->v[f].block != i)
+		f++;
+	free_remove_at(a, q, f);
 }
 
 /* The first bucket from k on that holds a block, or ALLOC_SIM_BUCKETS. */
@@ -148,24 +151,22 @@ static int next_held(const struct alloc_sim *a, int pool, int k)
  * order (*next, -1 none); -1 when none fits. */
 static int best_fit(struct alloc_sim *a, int pool, uint64_t size, int *next)
 {
-	/* the lowest among equals: the first at or after (size, the highest address) */
-	struct sim_block want = { .size = size, .seg = INT_MAX };
 	int best = -1;
 
 	*next = -1;
 	for (int k = next_held(a, pool, bucket(size)); k < ALLOC_SIM_BUCKETS; k = next_held(a, pool, k + 1)) {
 		struct sim_bucket *q = &a->freeb[pool][k];
-		size_t f = best < 0 ? free_place(a, q, &want) : 0;
+		size_t f = best < 0 ? free_place(q, size, INT_MAX, 0) : 0;
 
 		if (f >= q->n)
 			continue;
 		if (best >= 0) {
-			*next = q->v[f];
+			*next = q->v[f].block;
 			break;
 		}
-		best = q->v[f];
+		best = q->v[f].block;
 		if (f + 1 < q->n) {
-			*next = q->v[f + 1];
+			*next = q->v[f + 1].block;
 			break;
 		}
 	}
@@ -181,7 +182,7 @@ static void release_cached(struct alloc_sim *a)
 			struct sim_bucket *q = &a->freeb[p][k];
 
 			for (size_t f = q->n; f-- > 0;) {
-				int i = q->v[f];
+				int i = q->v[f].block;
 				if (a->b[i].prev < 0 && a->b[i].next < 0) {
 					a->reserved_bytes -= a->b[i].size;
 					free_remove_at(a, q, f);

@@ -38,9 +38,13 @@ struct alloc_sim {
 	int *spare;                /* indices of recycled block slots */
 	size_t nspare, capspare;
 	/* the free blocks by pool and by size (its highest five bits), each bucket in
-	 * best-fit order: by size, then address (lowest first) */
+	 * best-fit order: by size, then address (lowest first), with their keys, so that a
+	 * search reads the bucket alone */
 	struct sim_bucket {
-		int *v;
+		struct sim_free {
+			uint64_t size, off;
+			int seg, block;
+		} *v;
 		size_t n, cap;
 	} freeb[2 * ALLOC_SIM_STREAMS][ALLOC_SIM_BUCKETS];
 	/* which of a pool's buckets hold a block, a bit each, so that a search skips the
