@@ -80,7 +80,7 @@ struct step {
 	double softcap;           /* gemma2's final logit softcapping; 0 none */
 	int fused;                /* phi3: fused qkv_proj and gate_up_proj */
 	int base_trains;          /* the base weights train (not LoRA): linears keep their inputs */
-	unsigned lora_targets;    /* LoRA: the LORA_* targets */
+	unsigned lora_targets;    /* LoRA: the LORA_* targets; 0 without LoRA */
 	int64_t lora_rank;
 	struct adapter adapters[2 * LORA_MAX_PROJS];  /* LoRA: one layer's, A then B per target */
 	int nadapters;
@@ -283,18 +283,19 @@ static int linear(struct step *s, struct tlist *sv, int64_t in_u, int64_t out_u,
 	int64_t T = s->tokens;
 	int cast = 0;
 
-	/* under autocast: the weight's bf16 cast (autocast's cache; a trained weight's is
-	 * kept for the backward pass), and a bf16 cast of an fp32 input, kept by the
-	 * product when the weight trains */
-	if (s->autocast && s->base_trains)
-		save(s, sv, tensor(s, 2 * w_elems));
+	/* under autocast: the weight's bf16 cast (autocast caches a trained weight's, and
+	 * the backward pass keeps it; a frozen one's is made for the product alone), and a
+	 * bf16 cast of an fp32 input, kept by the product when the weight trains */
+	int wc = s->autocast ? tensor(s, 2 * w_elems) : 0;
+	if (wc && s->base_trains)
+		save(s, sv, wc), wc = 0;
 	if (cast_in) {
 		cast = tensor(s, 2 * T * in_u);
 		if (s->base_trains)
 			save(s, sv, cast), cast = 0;
 	}
 	int out = tensor(s, s->act_bytes * T * out_u);
-	drop(s, cast);
+	drop(s, cast), drop(s, wc);
 	if (s->base_trains || !(s->lora_targets & target))
 		return out;
 	save(s, sv, tensor(s, 4 * T * in_u));
@@ -315,7 +316,7 @@ static int norm(struct step *s, struct tlist *sv)
 
 /* A linear keeping nothing for a backward pass: under autocast the weight's bf16 cast
  * and (cast_in) the input's are made for it and go after it, but a checkpointed
- * forward runs with autograd on, so autocast caches the weight's cast (ac_cache).
+ * forward runs with autograd on, so autocast caches a trained weight's cast (ac_cache).
  * Returns the output. */
 static int plain_linear(struct step *s, int64_t in_u, int64_t out_u, int64_t w_elems, int cast_in)
 {
@@ -324,7 +325,7 @@ static int plain_linear(struct step *s, int64_t in_u, int64_t out_u, int64_t w_e
 	int out = tensor(s, s->act_bytes * s->tokens * out_u);
 
 	drop(s, c);
-	if (w && s->ac_cache)
+	if (w && s->ac_cache && s->base_trains)
 		push(s->ac_cache, w);
 	else
 		drop(s, w);
@@ -459,21 +460,21 @@ static int moe_backward(struct step *s, int g, struct tlist *sv, struct tlist *g
 }
 
 /* One decoder layer's forward for training: what the backward pass needs goes into sv.
- * A frozen layer's first norm keeps nothing (frozen_in); an input without a gradient to
- * take (s->nograd_in, cleared here) is kept by nothing of this layer. Returns the layer's
- * output. */
-static int layer_forward(struct step *s, int in, struct tlist *sv, int frozen_in)
+ * A frozen layer (frozen) keeps what its input's gradient needs and nothing for its
+ * weights', as LoRA's frozen base does: autograd saves a product's operand only for the
+ * other operand's gradient. An input without a gradient to take (s->nograd_in, cleared
+ * here) is kept by nothing of this layer. Returns the layer's output. */
+static int layer_forward(struct step *s, int in, struct tlist *sv, int frozen)
 {
 	int64_t T = s->tokens, h = s->hidden, I = s->inter, qd = s->q_dim, k = s->kv_dim, ab = s->act_bytes;
-	struct tlist none = { 0 };
-	int out, nograd = s->nograd_in;
+	int out, nograd = s->nograd_in, base_trains = s->base_trains;
 
+	if (frozen)
+		s->base_trains = 0;
 	s->stage = S_NORM1;
-	int y = norm(s, frozen_in ? &none : sv);
+	int y = norm(s, sv);
 	s->nograd_in = 0;
-	free_all(s, &none);
 	s->stage = S_QKV_IN;
-	free(none.v), free(none.tag);
 	if (s->base_trains && !s->autocast) { /* q, k, v keep their input (under autocast, their casts) */
 		save(s, sv, y);
 		y = 0;
@@ -605,6 +606,7 @@ mlp_done:
 		save(s, sv, h1);
 	else
 		drop(s, h1);
+	s->base_trains = base_trains;
 	return out;
 }
 
@@ -945,7 +947,7 @@ static void setup(struct step *s, const struct model_shape *m, const struct trai
 	s->softcap = m->final_softcap;
 	s->fused = m->fused_proj;
 	s->base_trains = t->lora_rank <= 0 || t->inference;
-	s->lora_targets = t->lora_targets;
+	s->lora_targets = s->base_trains ? 0 : t->lora_targets; /* (a frozen layer has no adapters) */
 	s->lora_rank = t->lora_rank;
 	if (!s->base_trains) { /* A (in x r) and B (r x out), fp32, per adapted projection */
 		struct lora_proj p[LORA_MAX_PROJS];
@@ -1451,9 +1453,12 @@ static void train_forward(struct train *tr, int step)
 			if (hs != x)
 				drop(s, hs);
 		} else if (tr->t->grad_ckpt) {
+			int base_trains = s->base_trains;
 			push(&tr->ckpts, hs);
 			s->ac_cache = s->autocast ? &tr->ac_cache : NULL;
+			s->base_trains = base_trains && !layer_frozen(tr->t, l);
 			out = s->gpt2 ? gpt2_layer(s, hs, NULL) : plain_layer(s, NULL);
+			s->base_trains = base_trains;
 			s->ac_cache = NULL;
 		} else if (s->gpt2) {
 			out = gpt2_layer(s, hs, &tr->saved[l]);

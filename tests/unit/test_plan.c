@@ -5,6 +5,7 @@
 #include <stddef.h>
 #include <stdint.h>
 #include <stdio.h>
+#include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -81,6 +82,14 @@ static void test_fixture_file(void **state)
 		const struct outlier *o = out;
 		while (o && o->name && strcmp(o->name, name))
 			o++;
+		/* one GPU: the tensors' peak as PyTorch counted it, within 1.5 % or 300 MiB (not
+		 * checked for the two-GPU ranks, whose races the outliers name) */
+		double alloc = (double)json_integer_value(json_object_get(meas, "torch_max_allocated_bytes"));
+		if (t.dp <= 1 && alloc > 0) {
+			double d = fabs((double)r.allocated_peak_bytes - alloc);
+			if (d > 0.015 * alloc && d > 300.0 * (1 << 20))
+				fail_msg("%s: allocated peak %.0f MiB off", name, d / (1 << 20));
+		}
 		/* expandable segments: the run's peak among the placements simulated (within
 		 * 3 %, outliers aside), the plan between their extremes; otherwise no range */
 		if (t.expandable && !t.inference) {
@@ -200,6 +209,14 @@ static const struct outlier outliers_13j[] = {
 };
 static const struct fixture_check fixtures_issue13j = { FIXTURES "/gpu-train/h200-issue13j.json", 18, 0.03, 0.06,
 							0.06, outliers_13j };
+
+/* a seventh (bench/gpu-cases-13k.json): 21 cases of issue 13's held-out kinds in
+ * combinations no other fixture has (MoE inference, frozen MoE, MoE and gemma3_text fed
+ * hidden states, gemma3_text inference, leading layers frozen under a trained embedding,
+ * GPT-2 and mixtral with expandable segments), planned by 6ef730c before they ran;
+ * median 3 %, max 6 % as 13d. */
+static const struct fixture_check fixtures_issue13k = { FIXTURES "/gpu-train/h200-issue13k.json", 21, 0.03, 0.06,
+							0.06, NULL };
 
 /* issue 13's two-GPU cases (bench/gpu-dist-cases.json and -2.json on nvidia-h200-x2), one case a
  * rank: DDP and FSDP2 (fully_shard with and without resharding after the forward), bf16
@@ -681,7 +698,7 @@ int main(void)
 		FIXTURE_TEST(fixtures), FIXTURE_TEST(fixtures_headroom), FIXTURE_TEST(fixtures_issue13),
 		FIXTURE_TEST(fixtures_issue13b), FIXTURE_TEST(fixtures_issue13d), FIXTURE_TEST(fixtures_issue13e),
 		FIXTURE_TEST(fixtures_issue13f), FIXTURE_TEST(fixtures_issue13g), FIXTURE_TEST(fixtures_issue13i),
-		FIXTURE_TEST(fixtures_issue13j), FIXTURE_TEST(fixtures_dist), FIXTURE_TEST(fixtures_dist30),
+		FIXTURE_TEST(fixtures_issue13j), FIXTURE_TEST(fixtures_issue13k), FIXTURE_TEST(fixtures_dist), FIXTURE_TEST(fixtures_dist30),
 		cmocka_unit_test(test_config_errors), cmocka_unit_test(test_sliding_masks), cmocka_unit_test(test_placements),
 		cmocka_unit_test(test_shapes), cmocka_unit_test(test_knobs), cmocka_unit_test(test_config_limits),
 		cmocka_unit_test(test_settings_limits), cmocka_unit_test(test_precision_key), cmocka_unit_test(test_overflow),
