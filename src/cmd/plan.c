@@ -441,7 +441,7 @@ static void print_table(const struct plan_args *a, const struct plan_result *r)
 	else
 		printf(", %s short\n", size_format(need - a->gpu_bytes, d, sizeof(d)));
 	if (r->device_peak_high_bytes)
-		printf("expandable segments: %d simulated placements peak at %s to %s, the plan their mean%s\n",
+		printf("expandable segments: %d simulated placements peak at %s to %s, the plan their middle%s\n",
 		       PLAN_PLACEMENTS, size_format(r->device_peak_low_bytes, b, sizeof(b)),
 		       size_format(r->device_peak_high_bytes, c, sizeof(c)),
 		       need > a->gpu_bytes || r->device_peak_high_bytes + m <= a->gpu_bytes ? ""

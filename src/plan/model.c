@@ -188,9 +188,11 @@ static int plan_inference(const struct model_shape *m, const struct train_settin
  * and small temporaries the simulated sequence leaves out decide that: measured runs
  * came out on either side of the plain simulation by about one logits-sized block, in
  * the first three steps or (a long run) as late as the seventh. So PLAN_PLACEMENTS - 1
- * variants with jitter (sim_train) run as many steps beside the plain run, and the
- * plain run's reserved peak moves by the mean of their differences from it (the plain run
- * counted as one more, a difference of 0); the extremes give the range the plan reports.
+ * variants with jitter (sim_train) run as many steps beside the plain run, and the plan
+ * is the middle of their reserved peaks' range (the plain run's among them): measured
+ * runs landed on the higher outcome about as often as on the lower, whatever share of
+ * the placements found it, so the middle bounds the error by half the range; the
+ * extremes give the range the plan reports.
  * The simulations share nothing: each has a thread of its own (the caller's among them),
  * but on one or two CPUs as many threads as CPUs take them in turn (measured 7 to 10 %
  * faster there than five threads: a thread's second simulation finds its memory mapped
@@ -226,7 +228,7 @@ static int cpus_usable(void)
 }
 
 struct spread {
-	int64_t mean_bytes, low_bytes, high_bytes; /* differences from the plain run's reserved peak */
+	int64_t mid_bytes, low_bytes, high_bytes; /* differences from the plain run's reserved peak */
 };
 
 /* The plain run into *plain and, with expandable segments, the others' spread into *sp
@@ -237,7 +239,6 @@ static int simulate(const struct model_shape *m, const struct train_settings *t,
 	struct placements p = { .m = m, .t = t, .steps = plan_sim_steps(t), .n = t->expandable ? PLAN_PLACEMENTS : 1 };
 	pthread_t th[PLAN_PLACEMENTS - 1];
 	int cpus = cpus_usable(), nth = 0, want = cpus <= 2 && cpus < p.n ? cpus : p.n;
-	int64_t sum = 0;
 
 	atomic_init(&p.next, 0);
 	memset(sp, 0, sizeof(*sp));
@@ -253,11 +254,10 @@ static int simulate(const struct model_shape *m, const struct train_settings *t,
 	*plain = p.v[0].r;
 	for (int i = 1; i < p.n; i++) {
 		int64_t d = (int64_t)p.v[i].r.max_reserved_bytes - (int64_t)plain->max_reserved_bytes;
-		sum += d;
 		sp->low_bytes = d < sp->low_bytes ? d : sp->low_bytes;
 		sp->high_bytes = d > sp->high_bytes ? d : sp->high_bytes;
 	}
-	sp->mean_bytes = sum / PLAN_PLACEMENTS;
+	sp->mid_bytes = (sp->low_bytes + sp->high_bytes) / 2;
 	return 0;
 }
 
@@ -403,7 +403,7 @@ int plan_compute(const struct model_shape *m, const struct train_settings *t, st
 	struct spread sp;
 	if (!simulate(m, t, &sr, &sp)) {
 		uint64_t counted = 0;
-		uint64_t moved = (uint64_t)((int64_t)sr.max_reserved_bytes + sp.mean_bytes);
+		uint64_t moved = (uint64_t)((int64_t)sr.max_reserved_bytes + sp.mid_bytes);
 		sr.max_reserved_bytes = moved > sr.max_allocated_bytes ? moved : sr.max_allocated_bytes;
 		for (int c = C_WEIGHTS; c < C_FRAGMENTATION; c++)
 			counted += r->bytes[c];
@@ -416,8 +416,8 @@ int plan_compute(const struct model_shape *m, const struct train_settings *t, st
 		sum_result(r);
 		r->allocated_peak_bytes = sr.max_allocated_bytes;
 		if (t->expandable) {
-			r->device_peak_low_bytes = r->device_peak_bytes - (uint64_t)(sp.mean_bytes - sp.low_bytes);
-			r->device_peak_high_bytes = r->device_peak_bytes + (uint64_t)(sp.high_bytes - sp.mean_bytes);
+			r->device_peak_low_bytes = r->device_peak_bytes - (uint64_t)(sp.mid_bytes - sp.low_bytes);
+			r->device_peak_high_bytes = r->device_peak_bytes + (uint64_t)(sp.high_bytes - sp.mid_bytes);
 		}
 		return 0;
 	}

@@ -432,7 +432,7 @@ assert a == want, a' "$output"
 	run "$HR" plan --gpu h200 --alloc-conf expandable_segments:True "$T/llama1b.json"
 	echo "$output"
 	[ "$status" -eq 0 ]
-	[[ "$output" == *"expandable segments: 5 simulated placements peak at "*" to "*", the plan their mean"* ]]
+	[[ "$output" == *"expandable segments: 5 simulated placements peak at "*" to "*", the plan their middle"* ]]
 	run "$HR" plan --gpu h200 --json --alloc-conf expandable_segments:True "$T/llama1b.json"
 	[ "$status" -eq 0 ]
 	printf '%s' "$output" | python3 -c 'import json,sys; j=json.load(sys.stdin); r=j["device_peak_range_bytes"]
