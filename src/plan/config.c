@@ -78,17 +78,18 @@ static int maybe(json_t *cfg, const char *const *names, int64_t max, int64_t *ou
 	return rc < 0 ? rc : 0;
 }
 
-/* gemma3_text's sliding-window layers (Gemma3TextConfig: sliding_window 4096, one full
- * attention layer in sliding_window_pattern 6, or as layer_types lists them). A
- * layer_types list is taken when its full layers fall every N-th, as the pattern makes
- * them; any other list is refused. */
-static int sliding_from_json(json_t *cfg, struct model_shape *m, char **err)
+/* gemma2's and gemma3_text's sliding-window layers (their configs: sliding_window 4096;
+ * one full attention layer in `pattern`, gemma2's 2, gemma3_text's 6, its
+ * sliding_window_pattern; or as layer_types lists them). A layer_types list is taken
+ * when its full layers fall every N-th, as the pattern makes them; any other list is
+ * refused. */
+static int sliding_from_json(json_t *cfg, struct model_shape *m, int64_t pattern, char **err)
 {
 	json_t *v = json_object_get(cfg, "sliding_window"), *types = json_object_get(cfg, "layer_types"), *t;
 	size_t i;
 
 	m->sliding_window = 4096;
-	m->sliding_pattern = 6;
+	m->sliding_pattern = pattern;
 	if (json_is_null(v)) {
 		m->sliding_window = 0;
 		return 0;
@@ -117,7 +118,7 @@ static int sliding_from_json(json_t *cfg, struct model_shape *m, char **err)
 	return 0;
 bad:
 	*err = xasprintf("config.json: layer_types must list %lld layers of \"sliding_attention\" with "
-			 "\"full_attention\" every N-th (the pattern gemma3_text uses)", (long long)m->layers);
+			 "\"full_attention\" every N-th (the pattern gemma2 and gemma3_text use)", (long long)m->layers);
 	return -EINVAL;
 }
 
@@ -229,7 +230,8 @@ int model_shape_from_json(json_t *cfg, struct model_shape *m, char **err)
 		if (maybe(cfg, NAMES("num_key_value_heads"), PLAN_MAX_HEADS, &m->kv_heads, err))
 			return -EINVAL;
 	}
-	if (!strcmp(type, "gemma3_text") && sliding_from_json(cfg, m, err))
+	if ((!strcmp(type, "gemma3_text") && sliding_from_json(cfg, m, 6, err)) ||
+	    (!strcmp(type, "gemma2") && sliding_from_json(cfg, m, 2, err)))
 		return -EINVAL;
 	m->head_dim = 0;
 	if (maybe(cfg, NAMES("head_dim"), PLAN_MAX_HEADS, &m->head_dim, err))

@@ -487,8 +487,13 @@ static int layer_forward(struct step *s, int in, struct tlist *sv, int frozen)
 		kk = linear(s, sv, h, k, LORA_K, s->lp.k, s->autocast);
 		v = linear(s, sv, h, k, LORA_V, s->lp.v, s->autocast);
 	}
+	/* with a mask sdpa is handed k and v repeated to every query head (transformers
+	 * leaves grouped queries to sdpa only without one): views of one kv head, copies
+	 * (repeat_kv's) of more, which live to sdpa's return; casts of them are q-sized */
+	int rep = s->mask_bytes && s->kv_heads < s->heads, copies = rep && s->kv_heads > 1;
+	int64_t ku = rep ? qd : k;
 	s->stage = S_SDPA;
-	if (!s->kv) /* sdpa keeps v (with phi3 a slice: all of qkv) */
+	if (!s->kv && !copies) /* sdpa keeps v (with phi3 a slice: all of qkv) */
 		save(s, sv, v);
 	if (!s->autocast) /* (under autocast the fp32 norm output lives to the attention's end) */
 		drop(s, y);
@@ -519,16 +524,22 @@ static int layer_forward(struct step *s, int in, struct tlist *sv, int frozen)
 		if (!s->fused)
 			drop(s, v);
 	}
-	if (s->autocast) { /* sdpa's bf16 casts (of the cache's fp32 v too) */
+	int krep = copies ? tensor(s, rq * T * qd) : 0, vrep = copies ? tensor(s, (s->kv ? rq : ab) * T * qd) : 0;
+	if (s->autocast) { /* sdpa's bf16 casts (of the cache's fp32 v too; a bf16 v is kept as it is) */
 		if (s->kv)
-			save(s, sv, tensor(s, 2 * T * k));
-		save(s, sv, tensor(s, 2 * T * k));
+			save(s, sv, tensor(s, 2 * T * ku));
+		else if (vrep)
+			save(s, sv, vrep), vrep = 0;
+		save(s, sv, tensor(s, 2 * T * ku));
 		save(s, sv, tensor(s, 2 * T * qd));
 		drop(s, ke);
+		ke = 0;
 	} else {
 		save(s, sv, qe);
-		if (ke)
-			save(s, sv, ke);
+		if (copies)
+			save(s, sv, krep), save(s, sv, vrep), krep = vrep = 0;
+		else if (ke)
+			save(s, sv, ke), ke = 0;
 	}
 	int bias = s->mask_bytes ? tensor(s, s->mask_bytes) : 0;
 	if (bias && !s->fp32) /* (the math kernel adds it and keeps nothing of it) */
@@ -537,13 +548,14 @@ static int layer_forward(struct step *s, int in, struct tlist *sv, int frozen)
 	save(s, sv, tensor(s, 4 * s->batch * s->heads * s->seq)); /* log-sum-exp */
 	if (s->fp32) /* fp32 sdpa runs the math kernel, which keeps the probabilities */
 		save(s, sv, tensor(s, 4 * s->batch * s->heads * s->seq * s->seq));
-	drop(s, bias);
+	drop(s, bias), drop(s, krep), drop(s, vrep);
 	if (s->fused) /* phi3's output comes in q's layout: transpose().contiguous() copies it */
 		save(s, sv, tensor(s, ab * T * qd));
 	s->stage = S_O_IN;
 	int ao = linear(s, sv, qd, h, LORA_O, s->lp.o, 0);
-	if (s->fused && s->kv) /* qkv goes at the attention's return */
+	if ((s->fused && s->kv) || (copies && !s->kv)) /* qkv goes at the attention's return, and a v or k sdpa had copies of */
 		drop(s, v);
+	drop(s, ke);
 	if (s->autocast) /* the fp32 rotated q and norm output, there too */
 		drop(s, qe), drop(s, y);
 	ao = post_norm(s, sv, ao);
@@ -1041,8 +1053,12 @@ static int plain_layer(struct step *s, struct tlist *cache)
 	}
 	if (s->mask_bytes)
 		push(&tmp, tensor(s, s->mask_bytes));
-	/* sdpa casts fp32 rotated k and q (and the cache's v) to the compute dtype */
-	int ck = rq > ab ? tensor(s, ab * T * k) : 0, cv = rq > ab && cache ? tensor(s, ab * T * k) : 0;
+	/* with a mask, k and v repeated to every query head (layer_forward); sdpa casts fp32
+	 * rotated k and q (and the cache's v) to the compute dtype */
+	int rep = s->mask_bytes && s->kv_heads < s->heads, copies = rep && s->kv_heads > 1;
+	int64_t ku = rep ? qd : k;
+	int krep = copies ? tensor(s, rq * T * qd) : 0, vrep = copies ? tensor(s, (cache ? rq : ab) * T * qd) : 0;
+	int ck = rq > ab ? tensor(s, ab * T * ku) : 0, cv = rq > ab && cache ? tensor(s, ab * T * ku) : 0;
 	int cq = rq > ab ? tensor(s, ab * T * qd) : 0;
 	if (s->fp32) { /* the math kernel's probabilities */
 		int pr = tensor(s, 4 * s->batch * s->heads * s->seq * s->seq);
@@ -1052,7 +1068,7 @@ static int plain_layer(struct step *s, struct tlist *cache)
 	} else {
 		push(&tmp, tensor(s, ab * T * qd));
 	}
-	drop(s, cq), drop(s, cv), drop(s, ck);
+	drop(s, cq), drop(s, cv), drop(s, ck), drop(s, krep), drop(s, vrep);
 	int ao = plain_linear(s, qd, h, s->lp.o, 0);
 	free_all(s, &tmp);
 	drop(s, qe), drop(s, ke), drop(s, v); /* the attention's inputs live to its return */

@@ -43,6 +43,13 @@ struct fixture_check {
 	const struct outlier *out;
 };
 
+/* Cases whose allocated peak is held to a bound of its own (MiB), not 0.5 % or 160 MiB. */
+static const struct outlier alloc_outliers[] = {
+	/* llama with fp32 weights and fused AdamW: 256 MiB under (not traced) */
+	{ "llama-0.5b-gqa/fp32-adamw-fused/b2s1024", 300 },
+	{ NULL, 0 },
+};
+
 /* Every case of a fixture file: the parameter count exactly (and the trainable count
  * where the fixture has it), and the device peak within the check's bounds; an outlier
  * within its own bound. One test a file, state its struct fixture_check. */
@@ -82,12 +89,15 @@ static void test_fixture_file(void **state)
 		const struct outlier *o = out;
 		while (o && o->name && strcmp(o->name, name))
 			o++;
-		/* one GPU: the tensors' peak as PyTorch counted it, within 1.5 % or 300 MiB (not
+		/* one GPU: the tensors' peak as PyTorch counted it, within 0.5 % or 160 MiB (not
 		 * checked for the two-GPU ranks, whose races the outliers name) */
 		double alloc = (double)json_integer_value(json_object_get(meas, "torch_max_allocated_bytes"));
 		if (t.dp <= 1 && alloc > 0) {
+			const struct outlier *ao = alloc_outliers;
+			while (ao->name && strcmp(ao->name, name))
+				ao++;
 			double d = fabs((double)r.allocated_peak_bytes - alloc);
-			if (d > 0.015 * alloc && d > 300.0 * (1 << 20))
+			if (d > 0.005 * alloc && d > (ao->name ? ao->bound : 160) * (1 << 20))
 				fail_msg("%s: allocated peak %.0f MiB off", name, d / (1 << 20));
 		}
 		/* expandable segments: the run's peak among the placements simulated (within
@@ -275,6 +285,21 @@ static void test_sliding_masks(void **state)
 	assert_int_equal(listed, masks);
 	/* a window longer than the sequence: causal attention, no mask */
 	assert_int_equal(gemma3_allocated(", \"sliding_window\": 1025", 1024), none);
+
+	/* gemma2: a window of 4096 by default on every other layer, the first sliding */
+	struct model_shape g;
+	char *gerr = NULL;
+	json_t *gj = json_loads("{\"model_type\": \"gemma2\", \"hidden_size\": 256, \"num_hidden_layers\": 4,"
+				" \"num_attention_heads\": 4, \"num_key_value_heads\": 2, \"head_dim\": 64,"
+				" \"intermediate_size\": 512, \"vocab_size\": 1000}", 0, NULL);
+	assert_non_null(gj);
+	assert_int_equal(model_shape_from_json(gj, &g, &gerr), 0);
+	assert_int_equal(g.sliding_window, 4096);
+	assert_int_equal(g.sliding_pattern, 2);
+	json_object_set_new(gj, "sliding_window", json_null());
+	assert_int_equal(model_shape_from_json(gj, &g, &gerr), 0);
+	assert_int_equal(g.sliding_window, 0);
+	json_decref(gj);
 
 	/* masks past the planner's limit are refused, not planned: 64 x 2^24 x 2^24 x 2 B a
 	 * layer, where the other activations stay far below it */
