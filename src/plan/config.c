@@ -78,19 +78,19 @@ static int maybe(json_t *cfg, const char *const *names, int64_t max, int64_t *ou
 	return rc < 0 ? rc : 0;
 }
 
-/* gemma2's and gemma3_text's sliding-window layers (their configs: sliding_window 4096;
- * one full attention layer in `pattern`, gemma2's 2, gemma3_text's 6, its
- * sliding_window_pattern; or as layer_types lists them). A layer_types list is taken
- * when its full layers fall every N-th, as the pattern makes them; any other list is
- * refused. */
-static int sliding_from_json(json_t *cfg, struct model_shape *m, int64_t pattern, char **err)
+/* Sliding-window layers, as the configs give them: a window (sliding_window; `window`
+ * by default, 0 none) on all but one layer in `pattern` (gemma2's 2, gemma3_text's 6,
+ * or its sliding_window_pattern; mistral's, mixtral's and phi3's every layer), or as
+ * layer_types lists them. A layer_types list is taken when its full layers fall every
+ * N-th, as the pattern makes them; any other list is refused. */
+static int sliding_from_json(json_t *cfg, struct model_shape *m, int64_t window, int64_t pattern, char **err)
 {
 	json_t *v = json_object_get(cfg, "sliding_window"), *types = json_object_get(cfg, "layer_types"), *t;
 	size_t i;
 
-	m->sliding_window = 4096;
+	m->sliding_window = window;
 	m->sliding_pattern = pattern;
-	if (json_is_null(v)) {
+	if (json_is_null(v) || (!v && !window)) {
 		m->sliding_window = 0;
 		return 0;
 	}
@@ -118,7 +118,7 @@ static int sliding_from_json(json_t *cfg, struct model_shape *m, int64_t pattern
 	return 0;
 bad:
 	*err = xasprintf("config.json: layer_types must list %lld layers of \"sliding_attention\" with "
-			 "\"full_attention\" every N-th (the pattern gemma2 and gemma3_text use)", (long long)m->layers);
+			 "\"full_attention\" every N-th (the pattern gemma2 and gemma3_text use), or none", (long long)m->layers);
 	return -EINVAL;
 }
 
@@ -230,8 +230,11 @@ int model_shape_from_json(json_t *cfg, struct model_shape *m, char **err)
 		if (maybe(cfg, NAMES("num_key_value_heads"), PLAN_MAX_HEADS, &m->kv_heads, err))
 			return -EINVAL;
 	}
-	if ((!strcmp(type, "gemma3_text") && sliding_from_json(cfg, m, 6, err)) ||
-	    (!strcmp(type, "gemma2") && sliding_from_json(cfg, m, 2, err)))
+	if ((!strcmp(type, "gemma3_text") && sliding_from_json(cfg, m, 4096, 6, err)) ||
+	    (!strcmp(type, "gemma2") && sliding_from_json(cfg, m, 4096, 2, err)) ||
+	    (!strcmp(type, "mistral") && sliding_from_json(cfg, m, 4096, PLAN_MAX_LAYERS + 1, err)) ||
+	    ((!strcmp(type, "mixtral") || !strcmp(type, "phi3")) &&
+	     sliding_from_json(cfg, m, 0, PLAN_MAX_LAYERS + 1, err)))
 		return -EINVAL;
 	m->head_dim = 0;
 	if (maybe(cfg, NAMES("head_dim"), PLAN_MAX_HEADS, &m->head_dim, err))

@@ -153,6 +153,13 @@ static void free_all(struct step *s, struct tlist *l)
 	l->n = 0;
 }
 
+/* Whether sdpa gets k and v repeated to every query head (with a mask: layer_forward says
+ * why). */
+static int kv_repeated(const struct step *s)
+{
+	return s->mask_bytes && s->kv_heads < s->heads;
+}
+
 /* Llama's RMSNorm multiplies its weight by the normalized tensor cast back to the
  * input's dtype, outside autocast's list: with fp32 weights under autocast a bf16 input
  * (qwen3's q and k) comes out fp32. */
@@ -490,7 +497,7 @@ static int layer_forward(struct step *s, int in, struct tlist *sv, int frozen)
 	/* with a mask sdpa is handed k and v repeated to every query head (transformers
 	 * leaves grouped queries to sdpa only without one): views of one kv head, copies
 	 * (repeat_kv's) of more, which live to sdpa's return; casts of them are q-sized */
-	int rep = s->mask_bytes && s->kv_heads < s->heads, copies = rep && s->kv_heads > 1;
+	int rep = kv_repeated(s), copies = rep && s->kv_heads > 1;
 	int64_t ku = rep ? qd : k;
 	s->stage = S_SDPA;
 	if (!s->kv && !copies) /* sdpa keeps v (with phi3 a slice: all of qkv) */
@@ -642,15 +649,16 @@ static void weight_grad(struct step *s, struct tlist *grads, int64_t elems, int6
 /* Flash attention's backward workspace, one block: dq accumulated in fp32, with grouped
  * query attention dk and dv for every query head (bf16) before they are summed per kv
  * head, and the softmax's row sums; sizes as the H200's allocator histories show them
- * (32.5 MiB for 8 x 1024 tokens of 16 heads of 64; 64.5 MiB with 4 kv heads). The math
- * kernel (fp32) works otherwise: its dq-sized fp32 temporary stands for it. */
+ * (32.5 MiB for 8 x 1024 tokens of 16 heads of 64; 64.5 MiB with 4 kv heads; without
+ * grouping where k and v come repeated). The math kernel (fp32) works otherwise: its
+ * dq-sized fp32 temporary stands for it. */
 static int64_t flash_workspace(const struct step *s)
 {
 	int64_t b = 4 * s->tokens * s->q_dim;
 
 	if (s->fp32)
 		return b;
-	if (s->kv_heads < s->heads)
+	if (s->kv_heads < s->heads && !kv_repeated(s))
 		b += 2 * 2 * s->tokens * s->q_dim;
 	return b + 4 * s->batch * s->heads * s->seq + 512;
 }
@@ -703,9 +711,18 @@ mlp_done:
 	t1 = tensor(s, ab * T * qd);
 	release(s, sv, S_O_IN);
 	t2 = tensor(s, flash_workspace(s));
-	int gq = tensor(s, ab * T * qd), gk = tensor(s, ab * T * k), gv = tensor(s, ab * T * k);
+	int64_t ku = kv_repeated(s) ? qd : k; /* repeated k and v: their gradients summed per kv head after */
+	int gq = tensor(s, ab * T * qd), gk = tensor(s, ab * T * ku), gv = tensor(s, ab * T * ku);
 	drop(s, t2), drop(s, t1);
 	release(s, sv, S_SDPA);
+	if (ku != k) {
+		int sk = tensor(s, ab * T * k);
+		drop(s, gk);
+		gk = sk;
+		int sv2 = tensor(s, ab * T * k);
+		drop(s, gv);
+		gv = sv2;
+	}
 	release(s, sv, S_ROPE);
 	if (s->fused) {
 		/* q, k, v were slices of one output: each slice's gradient is a zero-filled
@@ -1051,15 +1068,15 @@ static int plain_layer(struct step *s, struct tlist *cache)
 		drop(s, ke), drop(s, v);
 		ke = v = 0;
 	}
-	if (s->mask_bytes)
-		push(&tmp, tensor(s, s->mask_bytes));
 	/* with a mask, k and v repeated to every query head (layer_forward); sdpa casts fp32
-	 * rotated k and q (and the cache's v) to the compute dtype */
-	int rep = s->mask_bytes && s->kv_heads < s->heads, copies = rep && s->kv_heads > 1;
+	 * rotated k and q (and the cache's v) to the compute dtype, then makes the mask's
+	 * bias, which goes with its casts when it returns */
+	int rep = kv_repeated(s), copies = rep && s->kv_heads > 1;
 	int64_t ku = rep ? qd : k;
 	int krep = copies ? tensor(s, rq * T * qd) : 0, vrep = copies ? tensor(s, (cache ? rq : ab) * T * qd) : 0;
 	int ck = rq > ab ? tensor(s, ab * T * ku) : 0, cv = rq > ab && cache ? tensor(s, ab * T * ku) : 0;
 	int cq = rq > ab ? tensor(s, ab * T * qd) : 0;
+	int bias = s->mask_bytes ? tensor(s, s->mask_bytes) : 0;
 	if (s->fp32) { /* the math kernel's probabilities */
 		int pr = tensor(s, 4 * s->batch * s->heads * s->seq * s->seq);
 		int o = tensor(s, ab * T * qd);
@@ -1068,7 +1085,7 @@ static int plain_layer(struct step *s, struct tlist *cache)
 	} else {
 		push(&tmp, tensor(s, ab * T * qd));
 	}
-	drop(s, cq), drop(s, cv), drop(s, ck), drop(s, krep), drop(s, vrep);
+	drop(s, bias), drop(s, cq), drop(s, cv), drop(s, ck), drop(s, krep), drop(s, vrep);
 	int ao = plain_linear(s, qd, h, s->lp.o, 0);
 	free_all(s, &tmp);
 	drop(s, qe), drop(s, ke), drop(s, v); /* the attention's inputs live to its return */
