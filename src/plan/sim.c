@@ -376,25 +376,32 @@ static int moe_forward(struct step *s, struct tlist *sv)
 	save(s, sv, tv);
 	int ids = tensor(s, 8 * S), perm = tensor(s, 8 * S), pk = tensor(s, 8 * S);
 	save(s, sv, pk);
+	/* the sorted copies and the product are kept for the experts' weights' gradients:
+	 * not by frozen experts (LoRA's base) */
+	int wtrain = keep && s->base_trains;
 	int sel = tensor(s, eb * S * h);
-	save(s, sv, sel);
+	if (wtrain)
+		save(s, sv, sel);
 	save(s, sv, tensor(s, rw * S)); /* the sorted weights */
 	save(s, sv, tensor(s, S));      /* the sentinel mask */
 	s->stage = S_MUL;
 	int gu = tensor(s, eb * S * 2 * I), gum = tensor(s, eb * S * 2 * I);
 	drop(s, gu);
+	if (keep && !wtrain)
+		drop(s, sel);
 	save(s, sv, gum);
 	int act = tensor(s, eb * S * I);
 	save(s, sv, act);
 	s->stage = S_DOWN;
 	int prod = tensor(s, eb * S * I);
-	save(s, sv, prod);
+	if (wtrain)
+		save(s, sv, prod);
 	if (!keep)
 		drop(s, act), drop(s, gum), drop(s, sel);
 	int d = tensor(s, eb * S * h), dm = tensor(s, eb * S * h);
 	drop(s, d);
 	save(s, sv, dm);
-	if (!keep)
+	if (!wtrain)
 		drop(s, prod);
 	int wo = tensor(s, wb * S * h);
 	if (!keep)

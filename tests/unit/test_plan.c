@@ -45,8 +45,13 @@ struct fixture_check {
 
 /* Cases whose allocated peak is held to a bound of its own (MiB), not 0.5 % or 160 MiB. */
 static const struct outlier alloc_outliers[] = {
-	/* llama with fp32 weights and fused AdamW: 256 MiB under (not traced) */
+	/* fp32 weights without autocast: 256 and 352 MiB under (not traced) */
 	{ "llama-0.5b-gqa/fp32-adamw-fused/b2s1024", 300 },
+	{ "qwen2-0.5b/fp32-adamw/b2s1024", 400 },
+	/* LoRA under autocast: the adapters' sums come out fp32 there, the simulation keeps
+	 * the bf16 run's fp32 copies of their inputs instead of bf16 casts (not traced) */
+	{ "gemma2-0.5b/mp-lora16/b4s2048", 500 },
+	{ "gemma3-270m/mp-lora16/b8s1024", 700 },
 	{ NULL, 0 },
 };
 
@@ -234,6 +239,14 @@ static const struct outlier outliers_13l[] = {
 };
 static const struct fixture_check fixtures_issue13l = { FIXTURES "/gpu-train/h200-issue13l.json", 10, 0.02, 0.04,
 							0.04, outliers_13l };
+
+/* a ninth (bench/gpu-cases-13m.json): 12 cases of kinds no other set has (LoRA on mixtral,
+ * gemma3 and gemma2, 128-token sequences, a tiny model, fp32 without autocast, MoE
+ * inference, half a model frozen under a trained embedding), planned by f46d833 before
+ * they ran (then the LoRA mixtral 9.2 % over: its frozen experts kept their inputs);
+ * issue 13's bounds for the rest: median 2 %, max 4 %. */
+static const struct fixture_check fixtures_issue13m = { FIXTURES "/gpu-train/h200-issue13m.json", 12, 0.02, 0.04,
+							0.04, NULL };
 
 /* issue 13's two-GPU cases (bench/gpu-dist-cases.json and -2.json on nvidia-h200-x2), one case a
  * rank: DDP and FSDP2 (fully_shard with and without resharding after the forward), bf16
@@ -757,7 +770,7 @@ int main(void)
 		FIXTURE_TEST(fixtures_issue13b), FIXTURE_TEST(fixtures_issue13d), FIXTURE_TEST(fixtures_issue13e),
 		FIXTURE_TEST(fixtures_issue13f), FIXTURE_TEST(fixtures_issue13g), FIXTURE_TEST(fixtures_issue13i),
 		FIXTURE_TEST(fixtures_issue13j), FIXTURE_TEST(fixtures_issue13k),
-		FIXTURE_TEST(fixtures_issue13l), FIXTURE_TEST(fixtures_dist), FIXTURE_TEST(fixtures_dist30),
+		FIXTURE_TEST(fixtures_issue13l), FIXTURE_TEST(fixtures_issue13m), FIXTURE_TEST(fixtures_dist), FIXTURE_TEST(fixtures_dist30),
 		cmocka_unit_test(test_config_errors), cmocka_unit_test(test_sliding_masks), cmocka_unit_test(test_placements),
 		cmocka_unit_test(test_shapes), cmocka_unit_test(test_knobs), cmocka_unit_test(test_config_limits),
 		cmocka_unit_test(test_settings_limits), cmocka_unit_test(test_precision_key), cmocka_unit_test(test_overflow),
