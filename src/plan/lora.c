@@ -9,11 +9,21 @@ int lora_projs(const struct model_shape *m, unsigned targets, struct lora_proj *
 		{ LORA_Q, h, q, 0 }, { LORA_K, h, k, 0 },    { LORA_V, h, k, 0 },   { LORA_O, q, h, 0 },
 		{ LORA_GATE, h, I, 1 }, { LORA_UP, h, I, 1 }, { LORA_DOWN, I, h, 1 },
 	};
+	/* phi3's fused projections (o_proj made before qkv_proj): one adapter on qkv_proj
+	 * for any of q, k, v, one on gate_up_proj for gate or up */
+	const struct lora_proj fused[] = {
+		{ LORA_O, q, h, 0 },
+		{ LORA_Q | LORA_K | LORA_V, h, q + 2 * k, 0 },
+		{ LORA_GATE | LORA_UP, h, 2 * I, 1 },
+		{ LORA_DOWN, I, h, 1 },
+	};
+	const struct lora_proj *v = m->fused_proj ? fused : all;
+	size_t nv = m->fused_proj ? sizeof(fused) / sizeof(fused[0]) : LORA_MAX_PROJS;
 	int n = 0;
 
-	for (size_t i = 0; i < LORA_MAX_PROJS; i++)
-		if (targets & all[i].bit)
-			p[n++] = all[i];
+	for (size_t i = 0; i < nv; i++)
+		if (targets & v[i].bit)
+			p[n++] = v[i];
 	return n;
 }
 
