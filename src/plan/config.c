@@ -200,8 +200,11 @@ int model_shape_from_json(json_t *cfg, struct model_shape *m, char **err)
 	else if (json_is_null(v))
 		m->final_softcap = 0;
 	v = json_object_get(cfg, "attention_bias");
-	if (json_is_boolean(v))
+	if (json_is_boolean(v)) {
 		m->qkv_bias = json_is_true(v);
+		/* their attention modules give o_proj the bias as well (qwen2's is q, k, v's) */
+		m->o_bias = m->qkv_bias && strcmp(type, "qwen2") != 0;
+	}
 	if (m->family == ARCH_GPT2) {
 		if (need(cfg, NAMES("n_embd", "hidden_size"), PLAN_MAX_WIDTH, type, &m->hidden, err) ||
 		    need(cfg, NAMES("n_layer", "num_hidden_layers"), PLAN_MAX_LAYERS, type, &m->layers, err) ||

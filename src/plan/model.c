@@ -66,6 +66,8 @@ static int64_t layer_params(const struct model_shape *m)
 	int64_t p = h * q + 2 * h * k + q * h + mlp + m->norms_per_layer * h;
 	if (m->qkv_bias)
 		p += q + 2 * k;
+	if (m->o_bias)
+		p += h;
 	if (m->qk_norm)
 		p += 2 * m->head_dim;
 	return p;

@@ -20,6 +20,7 @@ struct model_shape {
 	int64_t hidden, layers, heads, kv_heads, head_dim, intermediate, vocab, positions;
 	int tied;                 /* lm_head shares the embedding */
 	int qkv_bias, qk_norm, norms_per_layer;
+	int o_bias;               /* attention_bias on o_proj too (llama, qwen3, the gemmas) */
 	int fused_proj;           /* phi3: one qkv_proj and one gate_up_proj matrix */
 	double final_softcap;     /* gemma2's final_logit_softcapping; 0 none */
 	/* mixture of experts (qwen3_moe, mixtral): every layer's MLP is `experts` gated

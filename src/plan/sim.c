@@ -43,6 +43,7 @@ struct layer_params {
 	int64_t router;                  /* mixture of experts: the router's (gate_up and down are
 					  * then all experts', stacked) */
 	int64_t q_bias, k_bias, v_bias;  /* 0 without qkv_bias */
+	int64_t o_bias;                  /* 0 without o_bias */
 };
 
 /* A LoRA adapter's tensor (A or B of one adapted projection). */
@@ -714,6 +715,7 @@ mlp_done:
 	/* attention: o_proj, sdpa, the rotations, then the q, k, v projections; norms and
 	 * biases last */
 	weight_grad(s, grads, p->o, gw_bytes);
+	weight_grad(s, grads, p->o_bias, gw_bytes);
 	adapter_grads(s, grads, 0);
 	t1 = tensor(s, ab * T * qd);
 	release(s, sv, S_O_IN);
@@ -1012,6 +1014,8 @@ static void setup(struct step *s, const struct model_shape *m, const struct trai
 	s->lp.norm1 = s->lp.norm2 = h;
 	if (m->qkv_bias)
 		s->lp.q_bias = qd, s->lp.k_bias = k, s->lp.v_bias = k;
+	if (m->o_bias)
+		s->lp.o_bias = s->hidden;
 }
 
 /* Which layer runs next: a sliding-window layer of gemma3_text whose keys reach the
@@ -1149,7 +1153,7 @@ static int layer_frozen(const struct train_settings *t, int64_t l)
 	return l >= t->freeze_first && l <= t->freeze_last;
 }
 
-#define LAYER_WEIGHTS_MAX 15
+#define LAYER_WEIGHTS_MAX 16
 
 /* One decoder layer's weights in construction order, in elements, into w: attention
  * (phi3 makes o_proj before qkv_proj), MLP, the two norms, the biases (GPT-2: ln_1,
@@ -1160,7 +1164,8 @@ static int layer_weights(const struct step *s, int64_t *w)
 	int64_t h = s->hidden, I = s->inter;
 	const int64_t lp[LAYER_WEIGHTS_MAX] = { p->q,      p->k,    p->v,      p->o,     p->qkv,
 						p->gate,   p->up,   p->gate_up, p->down, p->router,
-						p->norm1,  p->norm2, p->q_bias, p->k_bias, p->v_bias };
+						p->norm1,  p->norm2, p->q_bias, p->k_bias, p->v_bias,
+						p->o_bias };
 	const int64_t blk[] = { h, h, 3 * h * h, 3 * h, h * h, h, h, h, h * I, I, I * h, h };
 	int n = 0;
 

@@ -52,6 +52,9 @@ static const struct outlier alloc_outliers[] = {
 	 * the bf16 run's fp32 copies of their inputs instead of bf16 casts (not traced) */
 	{ "gemma2-0.5b/mp-lora16/b4s2048", 500 },
 	{ "gemma3-270m/mp-lora16/b8s1024", 700 },
+	/* LoRA on phi3's fused projections: about a bf16 hidden state a layer over */
+	{ "phi3-0.3b/bf16-lora16/b4s2048", 300 },
+	{ "phi3-0.3b/bf16-lora64-mlp/b8s1024", 400 },
 	{ NULL, 0 },
 };
 
@@ -246,6 +249,14 @@ static const struct fixture_check fixtures_issue13l = { FIXTURES "/gpu-train/h20
  * they ran (then the LoRA mixtral 9.2 % over: its frozen experts kept their inputs);
  * issue 13's bounds for the rest: median 2 %, max 4 %. */
 static const struct fixture_check fixtures_issue13m = { FIXTURES "/gpu-train/h200-issue13m.json", 12, 0.02, 0.04,
+							0.04, NULL };
+
+/* a tenth (bench/gpu-cases-13n.json and -13o.json): 13 common setups no other set has
+ * (LoRA on qwen3, all seven projections too, on phi3's fused projections and a windowed
+ * mistral; llama at 12288 tokens; gemma fed hidden states; attention biases; GPT-2 with
+ * expandable segments; qwen2 half frozen; mixtral with fused AdamW and checkpointing),
+ * planned before they ran; issue 13's bounds for the rest: median 2 %, max 4 %. */
+static const struct fixture_check fixtures_issue13n = { FIXTURES "/gpu-train/h200-issue13n.json", 13, 0.02, 0.04,
 							0.04, NULL };
 
 /* issue 13's two-GPU cases (bench/gpu-dist-cases.json and -2.json on nvidia-h200-x2), one case a
@@ -770,7 +781,8 @@ int main(void)
 		FIXTURE_TEST(fixtures_issue13b), FIXTURE_TEST(fixtures_issue13d), FIXTURE_TEST(fixtures_issue13e),
 		FIXTURE_TEST(fixtures_issue13f), FIXTURE_TEST(fixtures_issue13g), FIXTURE_TEST(fixtures_issue13i),
 		FIXTURE_TEST(fixtures_issue13j), FIXTURE_TEST(fixtures_issue13k),
-		FIXTURE_TEST(fixtures_issue13l), FIXTURE_TEST(fixtures_issue13m), FIXTURE_TEST(fixtures_dist), FIXTURE_TEST(fixtures_dist30),
+		FIXTURE_TEST(fixtures_issue13l), FIXTURE_TEST(fixtures_issue13m),
+		FIXTURE_TEST(fixtures_issue13n), FIXTURE_TEST(fixtures_dist), FIXTURE_TEST(fixtures_dist30),
 		cmocka_unit_test(test_config_errors), cmocka_unit_test(test_sliding_masks), cmocka_unit_test(test_placements),
 		cmocka_unit_test(test_shapes), cmocka_unit_test(test_knobs), cmocka_unit_test(test_config_limits),
 		cmocka_unit_test(test_settings_limits), cmocka_unit_test(test_precision_key), cmocka_unit_test(test_overflow),
