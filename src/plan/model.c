@@ -190,8 +190,10 @@ static int plan_inference(const struct model_shape *m, const struct train_settin
  * and small temporaries the simulated sequence leaves out decide that: measured runs
  * came out on either side of the plain simulation by about one logits-sized block, in
  * the first three steps or (a long run) as late as the seventh. So PLAN_PLACEMENTS - 1
- * variants with jitter (sim_train) run as many steps beside the plain run, and the plan
- * is the middle of their reserved peaks' range (the plain run's among them): measured
+ * variants with jitter (sim_train) run beside the plain run, as many steps up to
+ * JITTER_STEPS (the plain run carries a long run's late growth; the variants' steps past
+ * the fifth moved no measured long run's plan), and the plan is the middle of their
+ * reserved peaks' range (the plain run's among them): measured
  * runs landed on the higher outcome about as often as on the lower, whatever share of
  * the placements found it, so the middle bounds the error by half the range; the
  * extremes give the range the plan reports.
@@ -200,11 +202,12 @@ static int plan_inference(const struct model_shape *m, const struct train_settin
  * faster there than five threads: a thread's second simulation finds its memory mapped
  * and cached). */
 _Static_assert(PLAN_PLACEMENTS >= 2, "the plain run and at least one jittered one");
+#define JITTER_STEPS 5
 
 struct placements {
 	const struct model_shape *m;
 	const struct train_settings *t;
-	int steps, n;
+	int steps, n;              /* the plain run's steps; simulations */
 	atomic_int next;           /* the next one to take */
 	struct placement {
 		struct sim_result r;
@@ -217,7 +220,8 @@ static void *placements_work(void *arg)
 	struct placements *p = arg;
 
 	for (int i; (i = atomic_fetch_add(&p->next, 1)) < p->n;)
-		p->v[i].rc = sim_train(p->m, p->t, p->steps, (uint64_t)i, &p->v[i].r);
+		p->v[i].rc = sim_train(p->m, p->t, i && p->steps > JITTER_STEPS ? JITTER_STEPS : p->steps, (uint64_t)i,
+				       &p->v[i].r);
 	return NULL;
 }
 
