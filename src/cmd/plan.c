@@ -232,7 +232,17 @@ static int cache_on(const struct train_settings *t)
 }
 
 /* What a plan assumed, as JSON: the setting solved for (solving, or NULL) is null. */
-static json_t *assumed_json(const struct train_settings *t, const char *solving)
+/* Layers of m with a sliding window (0: none). */
+static int64_t sliding_layers(const struct model_shape *m)
+{
+	int64_t n = 0;
+
+	for (int64_t l = 0; m->sliding_window && l < m->layers; l++)
+		n += (l + 1) % m->sliding_pattern != 0;
+	return n;
+}
+
+static json_t *assumed_json(const struct model_shape *m, const struct train_settings *t, const char *solving)
 {
 	struct precision_dtypes d;
 	const char *prec = precision_name(t);
@@ -256,6 +266,8 @@ static json_t *assumed_json(const struct train_settings *t, const char *solving)
 		json_object_set_new(o, "context", json_integer(t->context > t->seq ? t->context : t->seq));
 	json_object_set_new(o, "grad_ckpt", json_boolean(t->grad_ckpt && !t->inference));
 	json_object_set_new(o, "attention", json_string("sdpa"));
+	json_object_set_new(o, "sliding_window", sliding_layers(m) ? json_integer(m->sliding_window) : json_null());
+	json_object_set_new(o, "sliding_layers", json_integer(sliding_layers(m)));
 	json_object_set_new(o, "use_cache", json_boolean(cache_on(t)));
 	json_object_set_new(o, "loss_chunk", t->loss_chunk && !t->inference ? json_integer(t->loss_chunk) : json_null());
 	json_object_set_new(o, "lora_rank", t->lora_rank && !t->inference ? json_integer(t->lora_rank) : json_null());
@@ -308,7 +320,8 @@ static const char *lora_targets_text(unsigned bits, char *buf, size_t n)
 /* The plan's first lines: what it assumed (precision and each kind of tensor's dtype,
  * the optimizer, batch x seq, checkpointing, attention, use_cache), the first line
  * begun with label ("assumed"), the others indented under its text. */
-static void print_assumed(const char *label, const struct train_settings *t, const char *solving)
+static void print_assumed(const char *label, const struct model_shape *m, const struct train_settings *t,
+			  const char *solving)
 {
 	struct precision_dtypes d;
 	const char *prec = precision_name(t);
@@ -375,8 +388,14 @@ static void print_assumed(const char *label, const struct train_settings *t, con
 	}
 	if (t->expandable) /* said only when on: the native allocator is PyTorch's default */
 		strbuf_addf(&sb, "%sallocator: expandable segments (expandable_segments:True)", ind);
-	strbuf_addf(&sb, "%sattention sdpa%s, use_cache %s\n", ind,
-		    strcmp(d.compute, "fp32") ? "" : " (its math kernel in fp32: it keeps the probabilities)",
+	strbuf_addf(&sb, "%sattention sdpa%s", ind,
+		    strcmp(d.compute, "fp32") ? "" : " (its math kernel in fp32: it keeps the probabilities)");
+	if (sliding_layers(m))
+		strbuf_addf(&sb, ", a sliding window of %lld on %lld of %lld layers (%s)", (long long)m->sliding_window,
+			    (long long)sliding_layers(m), (long long)m->layers,
+			    t->seq >= m->sliding_window ? "seq reaches it: a batch x seq x seq mask a layer"
+							: "seq within it: no masks");
+	strbuf_addf(&sb, ", use_cache %s\n",
 		    t->inference ? "on (the KV cache)"
 		    : cache_on(t) ? "on (keys and values held to the next step; --no-cache if off)"
 		    : t->grad_ckpt ? "off (checkpointing turns it off)" : "off");
@@ -421,7 +440,7 @@ static void print_table(const struct plan_args *a, const struct plan_result *r)
 {
 	char b[32], c[32], d[32];
 
-	print_assumed("assumed", &a->t, NULL);
+	print_assumed("assumed", &a->m, &a->t, NULL);
 	printf("%s, %.1fM parameters (%.1fM trainable), peak in the %s\n", a->m.type, r->params / 1e6,
 	       r->trainable_params / 1e6, r->peak_phase);
 	printf("  %-28s %12s %7s\n", "component", "memory", "share");
@@ -570,7 +589,7 @@ static int solve(const struct plan_args *a, const char *name)
 	if (a->json) {
 		json_t *o = json_object();
 		json_object_set_new(o, "format", json_string(PLAN_JSON_FORMAT));
-		json_object_set_new(o, "assumed", assumed_json(&a->t, name));
+		json_object_set_new(o, "assumed", assumed_json(&a->m, &a->t, name));
 		json_object_set_new(o, "knob", json_string(name));
 		json_object_set_new(o, "value", r.value ? json_integer(r.value) : json_null());
 		json_object_set_new(o, "plan", r.value ? result_json(&r.plan) : json_null());
@@ -589,7 +608,7 @@ static int solve(const struct plan_args *a, const char *name)
 		json_decref(o);
 	} else {
 		char b[32], c[32], d[32], e[32];
-		print_assumed("assumed", &a->t, name);
+		print_assumed("assumed", &a->m, &a->t, name);
 		if (!r.value) {
 			printf("no %s fits: %s = %lld needs %s, the GPU has %s with a margin of %s\n", name, name,
 			       (long long)r.next_value, size_format(r.next.device_peak_bytes, b, sizeof(b)),
@@ -625,8 +644,8 @@ static int compare(struct plan_args *a, const char *pa, const char *pb)
 	compute(&y, &y.t, &rb);
 	if (a->json) {
 		json_t *o = json_object(), *ja = result_json(&ra), *jb = result_json(&rb);
-		json_object_set_new(ja, "assumed", assumed_json(&x.t, NULL));
-		json_object_set_new(jb, "assumed", assumed_json(&y.t, NULL));
+		json_object_set_new(ja, "assumed", assumed_json(&x.m, &x.t, NULL));
+		json_object_set_new(jb, "assumed", assumed_json(&y.m, &y.t, NULL));
 		json_object_set_new(o, "format", json_string(PLAN_JSON_FORMAT));
 		json_object_set_new(o, "a", ja);
 		json_object_set_new(o, "b", jb);
@@ -635,8 +654,8 @@ static int compare(struct plan_args *a, const char *pa, const char *pb)
 		json_decref(o);
 		return 0;
 	}
-	print_assumed("A assumed", &x.t, NULL);
-	print_assumed("B assumed", &y.t, NULL);
+	print_assumed("A assumed", &x.m, &x.t, NULL);
+	print_assumed("B assumed", &y.m, &y.t, NULL);
 	printf("  %-28s %12s %12s %12s\n", "component", "A", "B", "B - A");
 	for (int i = 0; i < C_NCOMPONENTS; i++) {
 		if (!ra.bytes[i] && !rb.bytes[i])
@@ -913,7 +932,7 @@ int cmd_plan(int argc, char **argv)
 		json_t *r_json;
 		json_t *o = json_object();
 		json_object_set_new(o, "format", json_string(PLAN_JSON_FORMAT));
-		json_object_set_new(o, "assumed", assumed_json(&a.t, NULL));
+		json_object_set_new(o, "assumed", assumed_json(&a.m, &a.t, NULL));
 		json_object_update(o, r_json = result_json(&r));
 		json_decref(r_json);
 		json_object_set_new(o, "gpu_memory_bytes", json_integer((json_int_t)a.gpu_bytes));

@@ -346,11 +346,21 @@ a = o["assumed"]
 assert o["format"] == "headroom-plan/2", o
 want = {"precision": "fp32", "weights_dtype": "fp32", "compute_dtype": "fp32", "master_weights_dtype": "fp32",
         "gradients_dtype": "fp32", "optimizer_states_dtype": "fp32", "optimizer": "sgd", "momentum": 0.9,
-        "batch": 1, "seq": 2048, "grad_ckpt": False, "attention": "sdpa", "use_cache": True, "lora_rank": 8,
+        "batch": 1, "seq": 2048, "grad_ckpt": False, "attention": "sdpa", "sliding_window": None,
+        "sliding_layers": 0, "use_cache": True, "lora_rank": 8,
         "loss_chunk": None, "inference": False, "zero_stage": 0, "dp": 1, "ddp": False,
         "reshard_after_forward": None, "freeze": [], "inputs_embeds": False,
         "alloc_conf": "expandable_segments:False", "steps": None}
 assert a == want, a' "$output"
+	# a sliding window is said, and whether the sequence reaches it
+	python3 -c 'import json,sys; c=json.load(open(sys.argv[1])); c["model_type"]="mistral"; c["sliding_window"]=1024; json.dump(c, open(sys.argv[2], "w"))' \
+		"$T/llama1b.json" "$T/mistral-sw.json"
+	run "$HR" plan --gpu h200 --seq 2048 "$T/mistral-sw.json"
+	[[ "${lines[3]}" == "         attention sdpa, a sliding window of 1024 on 16 of 16 layers (seq reaches it: a batch x seq x seq mask a layer), use_cache on"* ]]
+	run "$HR" plan --gpu h200 --seq 512 --json "$T/mistral-sw.json"
+	python3 -c 'import json,sys; a=json.loads(sys.argv[1])["assumed"]; assert a["sliding_window"] == 1024 and a["sliding_layers"] == 16, a' "$output"
+	run "$HR" plan --gpu h200 --seq 512 "$T/mistral-sw.json"
+	[[ "${lines[3]}" == *"(seq within it: no masks)"* ]]
 	run "$HR" plan --gpu h200 --json --solve seq "$T/llama1b.json"
 	python3 -c 'import json,sys; o=json.loads(sys.argv[1]); assert o["format"] == "headroom-plan/2" and o["assumed"]["seq"] is None and "weights_bytes" in o["plan"]["components"], o' "$output"
 }
