@@ -66,7 +66,7 @@ static const char usage_head[] =
 	"                               lm_head, layers:A-B (e.g. embed,lm_head)\n"
 	"      --inputs-embeds          fed hidden states (batch x seq x hidden), no embedding lookup\n"
 	"      --alloc-conf expandable_segments:True   PyTorch's expandable segments (the\n"
-	"                               mean of 5 simulated placements; their range printed)\n"
+	"                               middle of 5 simulated placements; their range printed)\n"
 	"      --lora-rank R [--lora-targets q,k,v,o,gate,up,down|all]   LoRA (default q,k,v,o)\n"
 	"      --inference --context N  inference with a KV cache of batch x N tokens\n"
 	"      --logits all|last        inference: every position's logits (model(input_ids)) or\n"

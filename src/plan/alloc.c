@@ -128,12 +128,10 @@ static void free_remove_at(struct alloc_sim *a, struct sim_bucket *q, size_t f)
 /* Take block i off the free list (before its size changes: the size is its key). */
 static void free_del(struct alloc_sim *a, int i)
 {
-	struct sim_bucket *q = bucket_of(a, a->b[i].pool, a->b[i].size);
-	size_t f = 0;
+	const struct sim_block *x = &a->b[i];
+	struct sim_bucket *q = bucket_of(a, x->pool, x->size);
 
-	while (q->v[f].block != i)
-		f++;
-	free_remove_at(a, q, f);
+	free_remove_at(a, q, free_place(q, x->size, x->seg, x->off));
 }
 
 /* The first bucket from k on that holds a block, or ALLOC_SIM_BUCKETS. */

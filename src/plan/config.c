@@ -199,12 +199,12 @@ int model_shape_from_json(json_t *cfg, struct model_shape *m, char **err)
 		m->final_softcap = json_number_value(v);
 	else if (json_is_null(v))
 		m->final_softcap = 0;
+	/* attention_bias: q, k, v and o_proj's biases where the modeling code reads it
+	 * (qwen2's q, k, v always have one; mistral, mixtral, phi3 and GPT-2 fix theirs) */
 	v = json_object_get(cfg, "attention_bias");
-	if (json_is_boolean(v)) {
-		m->qkv_bias = json_is_true(v);
-		/* their attention modules give o_proj the bias as well (qwen2's is q, k, v's) */
-		m->o_bias = m->qkv_bias && strcmp(type, "qwen2") != 0;
-	}
+	if (json_is_boolean(v) && (!strcmp(type, "llama") || !strcmp(type, "qwen3") || !strcmp(type, "qwen3_moe") ||
+				   m->family == ARCH_GEMMA))
+		m->qkv_bias = m->o_bias = json_is_true(v);
 	if (m->family == ARCH_GPT2) {
 		if (need(cfg, NAMES("n_embd", "hidden_size"), PLAN_MAX_WIDTH, type, &m->hidden, err) ||
 		    need(cfg, NAMES("n_layer", "num_hidden_layers"), PLAN_MAX_LAYERS, type, &m->layers, err) ||

@@ -10,10 +10,12 @@
 #include "plan/sim.h"
 
 #include <errno.h>
+#include <limits.h>
 #include <pthread.h>
 #include <sched.h>
 #include <stdatomic.h>
 #include <string.h>
+#include <unistd.h>
 
 /* The CUDA context with cuBLAS/cuBLASLt workspaces and the caching allocator's own
  * bookkeeping, as nvidia-smi sees it beyond torch's reserved memory: 0.740 GiB in 15 of
@@ -191,18 +193,17 @@ static int plan_inference(const struct model_shape *m, const struct train_settin
  * came out on either side of the plain simulation by about one logits-sized block, in
  * the first three steps or (a long run) as late as the seventh. So PLAN_PLACEMENTS - 1
  * variants with jitter (sim_train) run beside the plain run, as many steps up to
- * JITTER_STEPS (the plain run carries a long run's late growth; the variants' steps past
- * the fifth moved no measured long run's plan), and the plan is the middle of their
- * reserved peaks' range (the plain run's among them): measured
- * runs landed on the higher outcome about as often as on the lower, whatever share of
- * the placements found it, so the middle bounds the error by half the range; the
- * extremes give the range the plan reports.
+ * PLAN_JITTER_STEPS (the plain run carries a long run's late growth; the variants' later
+ * steps moved the measured long runs' plans little: docs/plan.md), and the plan is the
+ * middle of their reserved peaks' range (the plain run's among them): measured runs
+ * landed on the higher outcome about as often as on the lower, whatever share of the
+ * placements found it, so the middle bounds the error by half the range; the extremes
+ * give the range the plan reports.
  * The simulations share nothing: each has a thread of its own (the caller's among them),
- * but on one or two CPUs as many threads as CPUs take them in turn (measured 7 to 10 %
- * faster there than five threads: a thread's second simulation finds its memory mapped
- * and cached). */
+ * but on one or two CPUs as many threads as CPUs take them in turn (faster there than
+ * five threads: a thread's second simulation finds its memory mapped and cached;
+ * bench/results/plan-speed-2cpu-pool.md). */
 _Static_assert(PLAN_PLACEMENTS >= 2, "the plain run and at least one jittered one");
-#define JITTER_STEPS 5
 
 struct placements {
 	const struct model_shape *m;
@@ -220,17 +221,21 @@ static void *placements_work(void *arg)
 	struct placements *p = arg;
 
 	for (int i; (i = atomic_fetch_add(&p->next, 1)) < p->n;)
-		p->v[i].rc = sim_train(p->m, p->t, i && p->steps > JITTER_STEPS ? JITTER_STEPS : p->steps, (uint64_t)i,
+		p->v[i].rc = sim_train(p->m, p->t, i && p->steps > PLAN_JITTER_STEPS ? PLAN_JITTER_STEPS : p->steps, (uint64_t)i,
 				       &p->v[i].r);
 	return NULL;
 }
 
-/* CPUs this process may run on, at least 1. */
+/* CPUs this process may run on (those online when its mask cannot be read), at least 1. */
 static int cpus_usable(void)
 {
 	cpu_set_t set;
+	long n;
 
-	return !sched_getaffinity(0, sizeof(set), &set) && CPU_COUNT(&set) > 0 ? CPU_COUNT(&set) : 1;
+	if (!sched_getaffinity(0, sizeof(set), &set) && CPU_COUNT(&set) > 0)
+		return CPU_COUNT(&set);
+	n = sysconf(_SC_NPROCESSORS_ONLN);
+	return n > 0 && n < INT_MAX ? (int)n : 1;
 }
 
 struct spread {

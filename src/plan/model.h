@@ -17,6 +17,8 @@ enum plan_component {
 /* Placements simulated with expandable segments: the plain run and jittered variants
  * (model.c says why). */
 #define PLAN_PLACEMENTS 5
+/* The most steps a jittered placement runs (the plain run runs the plan's). */
+#define PLAN_JITTER_STEPS 5
 
 struct plan_result {
 	uint64_t bytes[C_NCOMPONENTS]; /* at the peak phase */

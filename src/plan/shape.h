@@ -20,15 +20,16 @@ struct model_shape {
 	int64_t hidden, layers, heads, kv_heads, head_dim, intermediate, vocab, positions;
 	int tied;                 /* lm_head shares the embedding */
 	int qkv_bias, qk_norm, norms_per_layer;
-	int o_bias;               /* attention_bias on o_proj too (llama, qwen3, the gemmas) */
+	int o_bias;               /* attention_bias on o_proj too (llama, qwen3, qwen3_moe, the gemmas) */
 	int fused_proj;           /* phi3: one qkv_proj and one gate_up_proj matrix */
 	double final_softcap;     /* gemma2's final_logit_softcapping; 0 none */
 	/* mixture of experts (qwen3_moe, mixtral): every layer's MLP is `experts` gated
 	 * experts of moe_inter units behind a router, top `experts_per_tok` a token; 0 dense */
 	int64_t experts, experts_per_tok, moe_inter;
 	int router_fp32;          /* mixtral: the routing weights stay fp32 (qwen3_moe casts them) */
-	/* gemma3_text's sliding-window layers: every layer but each sliding_pattern-th
-	 * attends within sliding_window positions (0: no sliding layers) */
+	/* sliding-window layers (gemma2, gemma3_text, and mistral, mixtral, phi3 when their
+	 * configs give a window): every layer but each sliding_pattern-th attends within
+	 * sliding_window positions (0: no sliding layers) */
 	int64_t sliding_window, sliding_pattern;
 };
 

@@ -88,7 +88,7 @@ struct step {
 	struct layer_params lp;
 	int64_t experts, topk, moe_inter;  /* mixture of experts; 0 experts: a dense MLP */
 	int router_fp32;          /* mixtral: the routing weights stay fp32 */
-	int64_t sliding_window, sliding_pattern; /* gemma3_text's sliding layers (model_shape) */
+	int64_t sliding_window, sliding_pattern; /* sliding-window layers (model_shape) */
 	int64_t mask_bytes;       /* this layer's attention mask as sdpa's additive bias: 0 none */
 	int stage;                /* what layer_forward saves now is freed at this stage */
 	struct tlist *kv;         /* training with use_cache: the cache's tensors, else NULL */
@@ -564,10 +564,14 @@ static int layer_forward(struct step *s, int in, struct tlist *sv, int frozen)
 	if (s->fp32) /* fp32 sdpa runs the math kernel, which keeps the probabilities */
 		save(s, sv, tensor(s, 4 * s->batch * s->heads * s->seq * s->seq));
 	drop(s, bias), drop(s, krep), drop(s, vrep);
-	if (s->fused) /* phi3's output comes in q's layout: transpose().contiguous() copies it */
-		save(s, sv, tensor(s, ab * T * qd));
+	/* phi3's output comes in q's layout: transpose().contiguous() copies it, kept by
+	 * o_proj for its weight's gradient */
+	int oc = s->fused ? tensor(s, ab * T * qd) : 0;
+	if (oc && s->base_trains)
+		save(s, sv, oc), oc = 0;
 	s->stage = S_O_IN;
 	int ao = linear(s, sv, qd, h, LORA_O, s->lp.o, 0);
+	drop(s, oc);
 	if ((s->fused && s->kv) || (copies && !s->kv)) /* qkv goes at the attention's return, and a v or k sdpa had copies of */
 		drop(s, v);
 	drop(s, ke);
@@ -712,8 +716,8 @@ mlp_done:
 	drop(s, n1), drop(s, n2), drop(s, gres);
 	release(s, sv, S_NORM2);
 	gres = gx;
-	/* attention: o_proj, sdpa, the rotations, then the q, k, v projections; norms and
-	 * biases last */
+	/* attention: o_proj (its bias's gradient with its weight's), sdpa, the rotations,
+	 * then the q, k, v projections; the norms and q, k, v's biases last */
 	weight_grad(s, grads, p->o, gw_bytes);
 	weight_grad(s, grads, p->o_bias, gw_bytes);
 	adapter_grads(s, grads, 0);
@@ -725,12 +729,12 @@ mlp_done:
 	drop(s, t2), drop(s, t1);
 	release(s, sv, S_SDPA);
 	if (ku != k) {
-		int sk = tensor(s, ab * T * k);
+		int gk_sum = tensor(s, ab * T * k);
 		drop(s, gk);
-		gk = sk;
-		int sv2 = tensor(s, ab * T * k);
+		gk = gk_sum;
+		int gv_sum = tensor(s, ab * T * k);
 		drop(s, gv);
-		gv = sv2;
+		gv = gv_sum;
 	}
 	release(s, sv, S_ROPE);
 	if (s->fused) {
@@ -985,7 +989,8 @@ static void setup(struct step *s, const struct model_shape *m, const struct trai
 	s->softcap = m->final_softcap;
 	s->fused = m->fused_proj;
 	s->base_trains = t->lora_rank <= 0 || t->inference;
-	s->lora_targets = s->base_trains ? 0 : t->lora_targets; /* (a frozen layer has no adapters) */
+	/* full fine-tuning: a layer frozen for the moment takes no adapter path */
+	s->lora_targets = s->base_trains ? 0 : t->lora_targets;
 	s->lora_rank = t->lora_rank;
 	if (!s->base_trains) { /* A (in x r) and B (r x out), fp32, per adapted projection */
 		struct lora_proj p[LORA_MAX_PROJS];
@@ -1018,7 +1023,7 @@ static void setup(struct step *s, const struct model_shape *m, const struct trai
 		s->lp.o_bias = s->hidden;
 }
 
-/* Which layer runs next: a sliding-window layer of gemma3_text whose keys reach the
+/* Which layer runs next: a sliding-window layer whose keys reach the
  * window (transformers passes no mask where a causal one does) hands sdpa a boolean
  * mask, which sdpa turns into an additive bias of the query's dtype, batch x seq x seq,
  * a layer; its efficient kernel keeps it for the backward. With sim_train's jitter, the

@@ -24,8 +24,7 @@ struct sim_result {
  * hidden; at most 2 GiB), held until the next layer's, drawn from the seed: a stand-in
  * for the small temporaries the sequence leaves out, which decide where the largest
  * tensors land when their holes are a close fit (plan_compute runs a few seeds with
- * expandable segments, on threads of their own: a simulation shares nothing with
- * another). 0, or -EINVAL for inference (sim_infer's) or steps outside 1..SIM_MAX_STEPS. */
+ * expandable segments, on threads: a simulation shares nothing with another). 0, or -EINVAL for inference (sim_infer's) or steps outside 1..SIM_MAX_STEPS. */
 int sim_train(const struct model_shape *m, const struct train_settings *t, int steps, uint64_t jitter_seed,
 	      struct sim_result *r);
 /* Simulate `steps` batches of inference (t->inference): a prefill of batch x seq tokens
