@@ -97,6 +97,8 @@ struct step {
 	int nograd_in;            /* the next layer's input takes no gradient (the first
 				   * trained layer's, after a frozen embedding, hidden states
 				   * fed in, or frozen layers run without autograd) */
+	int in_nograd;            /* the linears' input now takes no gradient (LoRA's first
+				   * layer fed a frozen embedding: its norm's output) */
 	int jitter;               /* sim_train's jitter: on */
 	uint64_t jitter_state;    /* its generator's state */
 	int jitter_id;            /* the jitter tensor held now, 0 none */
@@ -291,11 +293,12 @@ static int linear(struct step *s, struct tlist *sv, int64_t in_u, int64_t out_u,
 	int64_t T = s->tokens;
 	int cast = 0;
 
-	/* under autocast: the weight's bf16 cast (autocast caches a trained weight's, and
-	 * the backward pass keeps it; a frozen one's is made for the product alone), and a
-	 * bf16 cast of an fp32 input, kept by the product when the weight trains */
+	/* under autocast: the weight's bf16 cast (autocast caches a trained weight's), kept
+	 * by the product for the input's gradient or the weight's (a frozen weight's goes
+	 * with the product when the input takes none: s->in_nograd), and a bf16 cast of an
+	 * fp32 input, kept by the product when the weight trains */
 	int wc = s->autocast ? tensor(s, 2 * w_elems) : 0;
-	if (wc && s->base_trains)
+	if (wc && (s->base_trains || !s->in_nograd))
 		save(s, sv, wc), wc = 0;
 	if (cast_in) {
 		cast = tensor(s, 2 * T * in_u);
@@ -306,6 +309,23 @@ static int linear(struct step *s, struct tlist *sv, int64_t in_u, int64_t out_u,
 	drop(s, cast), drop(s, wc);
 	if (s->base_trains || !(s->lora_targets & target))
 		return out;
+	if (s->autocast) {
+		/* the adapter under autocast: x.to(fp32) copies a bf16 input, A's autocast casts
+		 * it to bf16 (kept for A's gradient), A's output (kept for B's), B's, scaled,
+		 * cast to x's dtype and added: an fp32 input (cast_in) gives an fp32 sum */
+		int x32 = cast_in ? 0 : tensor(s, 4 * T * in_u);
+		save(s, sv, tensor(s, 2 * T * in_u));
+		drop(s, x32);
+		save(s, sv, tensor(s, 2 * T * s->lora_rank));
+		int b = tensor(s, 2 * T * out_u), sc = tensor(s, 2 * T * out_u);
+		drop(s, b);
+		int c = cast_in ? tensor(s, 4 * T * out_u) : 0;
+		if (c)
+			drop(s, sc), sc = 0;
+		int sum = tensor(s, (cast_in ? 4 : 2) * T * out_u);
+		drop(s, out), drop(s, c), drop(s, sc);
+		return sum;
+	}
 	save(s, sv, tensor(s, 4 * T * in_u));
 	save(s, sv, tensor(s, 4 * T * s->lora_rank));
 	int b = tensor(s, 4 * T * out_u), sc = tensor(s, 4 * T * out_u);
@@ -495,6 +515,7 @@ static int layer_forward(struct step *s, int in, struct tlist *sv, int frozen)
 		y = 0;
 	}
 	int q = 0, kk = 0, v;
+	s->in_nograd = nograd && !s->base_trains; /* a frozen norm over an input without one */
 	if (s->fused) { /* q, k and v are views of one output */
 		v = linear(s, sv, h, qd + 2 * k, LORA_Q | LORA_K | LORA_V, s->lp.qkv, s->autocast);
 	} else {
@@ -502,6 +523,7 @@ static int layer_forward(struct step *s, int in, struct tlist *sv, int frozen)
 		kk = linear(s, sv, h, k, LORA_K, s->lp.k, s->autocast);
 		v = linear(s, sv, h, k, LORA_V, s->lp.v, s->autocast);
 	}
+	s->in_nograd = 0;
 	/* with a mask sdpa is handed k and v repeated to every query head (transformers
 	 * leaves grouped queries to sdpa only without one): views of one kv head, copies
 	 * (repeat_kv's) of more, which live to sdpa's return; casts of them are q-sized */

@@ -48,10 +48,6 @@ static const struct outlier alloc_outliers[] = {
 	/* fp32 weights without autocast: under (not traced) */
 	{ "llama-0.5b-gqa/fp32-adamw-fused/b2s1024", 300 },
 	{ "qwen2-0.5b/fp32-adamw/b2s1024", 400 },
-	/* LoRA under autocast: the adapters' sums come out fp32 there, the simulation keeps
-	 * the bf16 run's fp32 copies of their inputs instead of bf16 casts (not traced) */
-	{ "gemma2-0.5b/mp-lora16/b4s2048", 500 },
-	{ "gemma3-270m/mp-lora16/b8s1024", 700 },
 	{ NULL, 0 },
 };
 
@@ -255,6 +251,20 @@ static const struct fixture_check fixtures_issue13m = { FIXTURES "/gpu-train/h20
  * planned before they ran; issue 13's bounds for the rest: median 2 %, max 4 %. */
 static const struct fixture_check fixtures_issue13n = { FIXTURES "/gpu-train/h200-issue13n.json", 13, 0.02, 0.04,
 							0.04, NULL };
+
+/* an eleventh (bench/gpu-cases-13p.json): 12 runs with frozen layers under a trained
+ * embedding (MoE, under autocast), LoRA under autocast and on the gemmas, GPT-2 under
+ * autocast with expandable segments, planned by 73ec486 before they ran (then a frozen
+ * llama under autocast 3.1 % under: its frozen weights' casts are kept for the input's
+ * gradient; LoRA under autocast 3.6 % over); median 2 %, max 4 % but the one named. */
+static const struct outlier outliers_13p[] = {
+	/* phi3 under autocast with its masks, checkpointed: as 13l's (its allocated peak
+	 * within 49 MiB) */
+	{ "phi3-0.3b-sw2047/mp-adamw-ckpt/b2s4096", 0.06 },
+	{ NULL, 0 },
+};
+static const struct fixture_check fixtures_issue13p = { FIXTURES "/gpu-train/h200-issue13p.json", 12, 0.02, 0.04,
+							0.04, outliers_13p };
 
 /* issue 13's two-GPU cases (bench/gpu-dist-cases.json and -2.json on nvidia-h200-x2), one case a
  * rank: DDP and FSDP2 (fully_shard with and without resharding after the forward), bf16
@@ -791,7 +801,7 @@ int main(void)
 		FIXTURE_TEST(fixtures_issue13f), FIXTURE_TEST(fixtures_issue13g), FIXTURE_TEST(fixtures_issue13i),
 		FIXTURE_TEST(fixtures_issue13j), FIXTURE_TEST(fixtures_issue13k),
 		FIXTURE_TEST(fixtures_issue13l), FIXTURE_TEST(fixtures_issue13m),
-		FIXTURE_TEST(fixtures_issue13n), FIXTURE_TEST(fixtures_dist), FIXTURE_TEST(fixtures_dist30),
+		FIXTURE_TEST(fixtures_issue13n), FIXTURE_TEST(fixtures_issue13p), FIXTURE_TEST(fixtures_dist), FIXTURE_TEST(fixtures_dist30),
 		cmocka_unit_test(test_config_errors), cmocka_unit_test(test_sliding_masks), cmocka_unit_test(test_placements),
 		cmocka_unit_test(test_shapes), cmocka_unit_test(test_knobs), cmocka_unit_test(test_config_limits),
 		cmocka_unit_test(test_settings_limits), cmocka_unit_test(test_precision_key), cmocka_unit_test(test_overflow),
