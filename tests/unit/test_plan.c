@@ -48,6 +48,9 @@ static const struct outlier alloc_outliers[] = {
 	/* fp32 weights without autocast: under (not traced) */
 	{ "llama-0.5b-gqa/fp32-adamw-fused/b2s1024", 300 },
 	{ "qwen2-0.5b/fp32-adamw/b2s1024", 400 },
+	/* LoRA under autocast on the MLP too: about a bf16 intermediate tensor a layer
+	 * under (the adapters' fp32 sums downstream, not traced) */
+	{ "qwen3-0.6b/mp-lora16-all/b4s2048", 1400 },
 	{ NULL, 0 },
 };
 
@@ -265,6 +268,12 @@ static const struct outlier outliers_13p[] = {
 };
 static const struct fixture_check fixtures_issue13p = { FIXTURES "/gpu-train/h200-issue13p.json", 12, 0.02, 0.04,
 							0.04, outliers_13p };
+
+/* a twelfth (bench/gpu-cases-13q.json): 12 runs of LoRA under autocast, layers frozen in
+ * the middle and at the end, hidden states fed under autocast, a 3B llama, planned by
+ * 736cd9f before they ran; median 2 %, max 4 %. */
+static const struct fixture_check fixtures_issue13q = { FIXTURES "/gpu-train/h200-issue13q.json", 12, 0.02, 0.04,
+							0.04, NULL };
 
 /* issue 13's two-GPU cases (bench/gpu-dist-cases.json and -2.json on nvidia-h200-x2), one case a
  * rank: DDP and FSDP2 (fully_shard with and without resharding after the forward), bf16
@@ -801,7 +810,8 @@ int main(void)
 		FIXTURE_TEST(fixtures_issue13f), FIXTURE_TEST(fixtures_issue13g), FIXTURE_TEST(fixtures_issue13i),
 		FIXTURE_TEST(fixtures_issue13j), FIXTURE_TEST(fixtures_issue13k),
 		FIXTURE_TEST(fixtures_issue13l), FIXTURE_TEST(fixtures_issue13m),
-		FIXTURE_TEST(fixtures_issue13n), FIXTURE_TEST(fixtures_issue13p), FIXTURE_TEST(fixtures_dist), FIXTURE_TEST(fixtures_dist30),
+		FIXTURE_TEST(fixtures_issue13n), FIXTURE_TEST(fixtures_issue13p),
+		FIXTURE_TEST(fixtures_issue13q), FIXTURE_TEST(fixtures_dist), FIXTURE_TEST(fixtures_dist30),
 		cmocka_unit_test(test_config_errors), cmocka_unit_test(test_sliding_masks), cmocka_unit_test(test_placements),
 		cmocka_unit_test(test_shapes), cmocka_unit_test(test_knobs), cmocka_unit_test(test_config_limits),
 		cmocka_unit_test(test_settings_limits), cmocka_unit_test(test_precision_key), cmocka_unit_test(test_overflow),
