@@ -156,6 +156,13 @@ static void free_all(struct step *s, struct tlist *l)
 	l->n = 0;
 }
 
+/* Whether a projection (target) is LoRA-adapted under autocast with an fp32 input, which
+ * makes its output fp32 (linear). */
+static int lora_fp32(const struct step *s, unsigned target)
+{
+	return s->autocast && !s->base_trains && (s->lora_targets & target);
+}
+
 /* Whether sdpa gets k and v repeated to every query head (with a mask: layer_forward says
  * why). */
 static int kv_repeated(const struct step *s)
@@ -614,7 +621,10 @@ static int layer_forward(struct step *s, int in, struct tlist *sv, int frozen)
 		y2 = 0;
 	}
 	/* gate and up (phi3: one tensor of both), act(gate) and act x up: silu keeps gate,
-	 * the product keeps act and up, down_proj keeps the product if its weight trains */
+	 * the product keeps act and up, down_proj keeps the product if its weight trains.
+	 * Under autocast a LoRA-adapted gate or up comes out fp32 (linear), and what is
+	 * made of it is fp32 too: act, the product, down's input */
+	int64_t gb = lora_fp32(s, LORA_GATE) ? 4 : ab, pb = gb > ab || lora_fp32(s, LORA_UP) ? 4 : ab;
 	int prod, g, dn;
 	if (s->experts) {
 		dn = moe_forward(s, sv);
@@ -630,7 +640,7 @@ static int layer_forward(struct step *s, int in, struct tlist *sv, int frozen)
 		s->stage = S_GATE;
 		save(s, sv, g);
 		s->stage = S_MUL;
-		save(s, sv, tensor(s, ab * T * I)); /* act(gate) */
+		save(s, sv, tensor(s, gb * T * I)); /* act(gate) */
 		s->stage = S_MLP_IN;
 		int u = linear(s, sv, h, I, LORA_UP, s->lp.up, s->autocast);
 		s->stage = S_MUL;
@@ -638,13 +648,13 @@ static int layer_forward(struct step *s, int in, struct tlist *sv, int frozen)
 	}
 	if (s->fused) {
 		s->stage = S_MUL;
-		save(s, sv, tensor(s, ab * T * I)); /* act(gate) */
+		save(s, sv, tensor(s, gb * T * I)); /* act(gate) */
 	}
 	if (!s->autocast)
 		drop(s, y2);
-	prod = tensor(s, ab * T * I);
+	prod = tensor(s, pb * T * I);
 	s->stage = S_DOWN;
-	dn = linear(s, sv, I, h, LORA_DOWN, s->lp.down, 0);
+	dn = linear(s, sv, I, h, LORA_DOWN, s->lp.down, pb == 4 && s->autocast);
 	drop(s, y2);
 	if (s->base_trains)
 		save(s, sv, prod);
