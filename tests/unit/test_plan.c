@@ -277,6 +277,13 @@ static const struct fixture_check fixtures_issue13q = { FIXTURES "/gpu-train/h20
 static const struct fixture_check fixtures_issue13r = { FIXTURES "/gpu-train/h200-issue13r.json", 10, 0.02, 0.04,
 							0.04, NULL };
 
+/* the story's drafter at its 32,768 tokens a step (bench/gpu-cases-13s.json), planned by
+ * ce6d3be before it ran, without and with expandable segments; issue 13's bound for
+ * held-out frozen/hidden-state and expandable cases, max 6 % (of two, the median the test
+ * takes is the larger). */
+static const struct fixture_check fixtures_issue13s = { FIXTURES "/gpu-train/h200-issue13s.json", 2, 0.06, 0.06,
+							0.06, NULL };
+
 /* issue 13's two-GPU cases (bench/gpu-dist-cases.json and -2.json on nvidia-h200-x2), one case a
  * rank: DDP and FSDP2 (fully_shard with and without resharding after the forward), bf16
  * and fp32 under autocast; each rank's peak within 3 % but for the named ones. */
@@ -813,7 +820,8 @@ int main(void)
 		FIXTURE_TEST(fixtures_issue13j), FIXTURE_TEST(fixtures_issue13k),
 		FIXTURE_TEST(fixtures_issue13l), FIXTURE_TEST(fixtures_issue13m),
 		FIXTURE_TEST(fixtures_issue13n), FIXTURE_TEST(fixtures_issue13p),
-		FIXTURE_TEST(fixtures_issue13q), FIXTURE_TEST(fixtures_issue13r), FIXTURE_TEST(fixtures_dist), FIXTURE_TEST(fixtures_dist30),
+		FIXTURE_TEST(fixtures_issue13q), FIXTURE_TEST(fixtures_issue13r),
+		FIXTURE_TEST(fixtures_issue13s), FIXTURE_TEST(fixtures_dist), FIXTURE_TEST(fixtures_dist30),
 		cmocka_unit_test(test_config_errors), cmocka_unit_test(test_sliding_masks), cmocka_unit_test(test_placements),
 		cmocka_unit_test(test_shapes), cmocka_unit_test(test_knobs), cmocka_unit_test(test_config_limits),
 		cmocka_unit_test(test_settings_limits), cmocka_unit_test(test_precision_key), cmocka_unit_test(test_overflow),
