@@ -156,13 +156,6 @@ static void free_all(struct step *s, struct tlist *l)
 	l->n = 0;
 }
 
-/* Whether a projection (target) is LoRA-adapted under autocast with an fp32 input, which
- * makes its output fp32 (linear). */
-static int lora_fp32(const struct step *s, unsigned target)
-{
-	return s->autocast && !s->base_trains && (s->lora_targets & target);
-}
-
 /* Whether sdpa gets k and v repeated to every query head (with a mask: layer_forward says
  * why). */
 static int kv_repeated(const struct step *s)
@@ -291,9 +284,11 @@ static int rope(struct step *s, int64_t bytes, int64_t in_bytes)
 
 /* A linear layer's output over the step's tokens, in_u units in, out_u out, w_elems
  * weights; cast_in: its input is fp32 under autocast. With full fine-tuning the caller
- * keeps its input (for the weight's gradient); a frozen base keeps nothing, and a LoRA
- * adapter on it (PEFT's: base(x) + B(A(x.to(fp32))) x scale,
- * cast back) keeps its fp32 copy of the input and A's output. */
+ * keeps its input (for the weight's gradient); a frozen base keeps no input (under
+ * autocast its weight's cast, for the input's gradient), and a LoRA adapter on it
+ * (PEFT's: base(x) + B(A(x in A's dtype, fp32)) x scale, in the base output's dtype)
+ * keeps its fp32 copy of the input and A's output, under autocast A's bf16 cast of the
+ * input and A's bf16 output instead. */
 static int linear(struct step *s, struct tlist *sv, int64_t in_u, int64_t out_u, unsigned target, int64_t w_elems,
 		  int cast_in)
 {
@@ -317,20 +312,17 @@ static int linear(struct step *s, struct tlist *sv, int64_t in_u, int64_t out_u,
 	if (s->base_trains || !(s->lora_targets & target))
 		return out;
 	if (s->autocast) {
-		/* the adapter under autocast: x.to(fp32) copies a bf16 input, A's autocast casts
+		/* the adapter under autocast: x in fp32 copies a bf16 input, A's autocast casts
 		 * it to bf16 (kept for A's gradient), A's output (kept for B's), B's, scaled,
-		 * cast to x's dtype and added: an fp32 input (cast_in) gives an fp32 sum */
+		 * added in bf16 */
 		int x32 = cast_in ? 0 : tensor(s, 4 * T * in_u);
 		save(s, sv, tensor(s, 2 * T * in_u));
 		drop(s, x32);
 		save(s, sv, tensor(s, 2 * T * s->lora_rank));
 		int b = tensor(s, 2 * T * out_u), sc = tensor(s, 2 * T * out_u);
 		drop(s, b);
-		int c = cast_in ? tensor(s, 4 * T * out_u) : 0;
-		if (c)
-			drop(s, sc), sc = 0;
-		int sum = tensor(s, (cast_in ? 4 : 2) * T * out_u);
-		drop(s, out), drop(s, c), drop(s, sc);
+		int sum = tensor(s, 2 * T * out_u);
+		drop(s, out), drop(s, sc);
 		return sum;
 	}
 	save(s, sv, tensor(s, 4 * T * in_u));
@@ -621,10 +613,7 @@ static int layer_forward(struct step *s, int in, struct tlist *sv, int frozen)
 		y2 = 0;
 	}
 	/* gate and up (phi3: one tensor of both), act(gate) and act x up: silu keeps gate,
-	 * the product keeps act and up, down_proj keeps the product if its weight trains.
-	 * Under autocast a LoRA-adapted gate or up comes out fp32 (linear), and what is
-	 * made of it is fp32 too: act, the product, down's input */
-	int64_t gb = lora_fp32(s, LORA_GATE) ? 4 : ab, pb = gb > ab || lora_fp32(s, LORA_UP) ? 4 : ab;
+	 * the product keeps act and up, down_proj keeps the product if its weight trains */
 	int prod, g, dn;
 	if (s->experts) {
 		dn = moe_forward(s, sv);
@@ -640,7 +629,7 @@ static int layer_forward(struct step *s, int in, struct tlist *sv, int frozen)
 		s->stage = S_GATE;
 		save(s, sv, g);
 		s->stage = S_MUL;
-		save(s, sv, tensor(s, gb * T * I)); /* act(gate) */
+		save(s, sv, tensor(s, ab * T * I)); /* act(gate) */
 		s->stage = S_MLP_IN;
 		int u = linear(s, sv, h, I, LORA_UP, s->lp.up, s->autocast);
 		s->stage = S_MUL;
@@ -648,13 +637,13 @@ static int layer_forward(struct step *s, int in, struct tlist *sv, int frozen)
 	}
 	if (s->fused) {
 		s->stage = S_MUL;
-		save(s, sv, tensor(s, gb * T * I)); /* act(gate) */
+		save(s, sv, tensor(s, ab * T * I)); /* act(gate) */
 	}
 	if (!s->autocast)
 		drop(s, y2);
-	prod = tensor(s, pb * T * I);
+	prod = tensor(s, ab * T * I);
 	s->stage = S_DOWN;
-	dn = linear(s, sv, I, h, LORA_DOWN, s->lp.down, pb == 4 && s->autocast);
+	dn = linear(s, sv, I, h, LORA_DOWN, s->lp.down, 0);
 	drop(s, y2);
 	if (s->base_trains)
 		save(s, sv, prod);
