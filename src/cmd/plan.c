@@ -231,7 +231,6 @@ static int cache_on(const struct train_settings *t)
 	return t->inference || (t->use_cache && !t->grad_ckpt);
 }
 
-/* What a plan assumed, as JSON: the setting solved for (solving, or NULL) is null. */
 /* Layers of m with a sliding window (0: none). */
 static int64_t sliding_layers(const struct model_shape *m)
 {
@@ -242,6 +241,7 @@ static int64_t sliding_layers(const struct model_shape *m)
 	return n;
 }
 
+/* What a plan assumed, as JSON: the setting solved for (solving, or NULL) is null. */
 static json_t *assumed_json(const struct model_shape *m, const struct train_settings *t, const char *solving)
 {
 	struct precision_dtypes d;

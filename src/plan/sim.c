@@ -514,6 +514,9 @@ static int layer_forward(struct step *s, int in, struct tlist *sv, int frozen)
 		y = 0;
 	}
 	int q = 0, kk = 0, v;
+	/* LoRA's first layer fed a frozen embedding: a projection's input takes a gradient
+	 * only once an adapter before it has run */
+	unsigned before = 0;
 	s->in_nograd = nograd && !s->base_trains; /* a frozen norm over an input without one */
 	if (s->fused) { /* q, k and v are views of one output */
 		v = linear(s, sv, h, qd + 2 * k, LORA_Q | LORA_K | LORA_V, s->lp.qkv, s->autocast);
@@ -522,7 +525,7 @@ static int layer_forward(struct step *s, int in, struct tlist *sv, int frozen)
 		kk = linear(s, sv, h, k, LORA_K, s->lp.k, s->autocast);
 		v = linear(s, sv, h, k, LORA_V, s->lp.v, s->autocast);
 	}
-	s->in_nograd = 0;
+	before |= LORA_Q | LORA_K | LORA_V;
 	/* with a mask sdpa is handed k and v repeated to every query head (transformers
 	 * leaves grouped queries to sdpa only without one): views of one kv head, copies
 	 * (repeat_kv's) of more, which live to sdpa's return; casts of them are q-sized */
@@ -591,7 +594,9 @@ static int layer_forward(struct step *s, int in, struct tlist *sv, int frozen)
 	if (oc && s->base_trains)
 		save(s, sv, oc), oc = 0;
 	s->stage = S_O_IN;
+	s->in_nograd = nograd && !s->base_trains && !(s->lora_targets & before);
 	int ao = linear(s, sv, qd, h, LORA_O, s->lp.o, 0);
+	before |= LORA_O;
 	drop(s, oc);
 	if ((s->fused && s->kv) || (copies && !s->kv)) /* qkv goes at the attention's return, and a v or k sdpa had copies of */
 		drop(s, v);
@@ -615,6 +620,7 @@ static int layer_forward(struct step *s, int in, struct tlist *sv, int frozen)
 	/* gate and up (phi3: one tensor of both), act(gate) and act x up: silu keeps gate,
 	 * the product keeps act and up, down_proj keeps the product if its weight trains */
 	int prod, g, dn;
+	s->in_nograd = nograd && !s->base_trains && !(s->lora_targets & before);
 	if (s->experts) {
 		dn = moe_forward(s, sv);
 		drop(s, y2);
@@ -643,6 +649,7 @@ static int layer_forward(struct step *s, int in, struct tlist *sv, int frozen)
 		drop(s, y2);
 	prod = tensor(s, ab * T * I);
 	s->stage = S_DOWN;
+	s->in_nograd = nograd && !s->base_trains && !(s->lora_targets & (before | LORA_GATE | LORA_UP));
 	dn = linear(s, sv, I, h, LORA_DOWN, s->lp.down, 0);
 	drop(s, y2);
 	if (s->base_trains)
@@ -650,6 +657,7 @@ static int layer_forward(struct step *s, int in, struct tlist *sv, int frozen)
 	else
 		drop(s, prod);
 mlp_done:
+	s->in_nograd = 0;
 	dn = post_norm(s, sv, dn);
 	out = tensor(s, s->resid_bytes * T * h);
 	drop(s, dn);

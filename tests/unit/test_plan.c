@@ -259,7 +259,7 @@ static const struct fixture_check fixtures_issue13n = { FIXTURES "/gpu-train/h20
  * gradient; LoRA under autocast 3.6 % over); median 2 %, max 4 % but the one named. */
 static const struct outlier outliers_13p[] = {
 	/* phi3 under autocast with its masks, checkpointed: as 13l's (its allocated peak
-	 * within 49 MiB) */
+	 * right, the simulation's segments grow by a logits block where the run's did not) */
 	{ "phi3-0.3b-sw2047/mp-adamw-ckpt/b2s4096", 0.06 },
 	{ NULL, 0 },
 };
