@@ -291,6 +291,18 @@ static const struct fixture_check fixtures_issue13t = { FIXTURES "/gpu-train/h20
 static const struct fixture_check fixtures_issue13s = { FIXTURES "/gpu-train/h200-issue13s.json", 2, 0.06, 0.06,
 							0.06, NULL };
 
+/* 8 MoE runs in bf16, native and with expandable segments (bench/gpu-cases-13u.json),
+ * planned by 0875cd6 before they ran; issue 13's held-out MoE bounds, median 3 %, max
+ * 6 %, but the one named. */
+static const struct outlier outliers_13u[] = {
+	/* qwen3_moe e64k8 in bf16 again (13j's at 4 x 1024 is the same): its second step
+	 * grows its segments by one logits-sized block less than the simulation's */
+	{ "qwen3moe-e64k8/bf16-adamw/b2s2048", 0.08 },
+	{ NULL, 0 },
+};
+static const struct fixture_check fixtures_issue13u = { FIXTURES "/gpu-train/h200-issue13u.json", 8, 0.03, 0.06,
+							0.06, outliers_13u };
+
 /* issue 13's two-GPU cases (bench/gpu-dist-cases.json and -2.json on nvidia-h200-x2), one case a
  * rank: DDP and FSDP2 (fully_shard with and without resharding after the forward), bf16
  * and fp32 under autocast; each rank's peak within 3 % but for the named ones. */
@@ -828,7 +840,8 @@ int main(void)
 		FIXTURE_TEST(fixtures_issue13l), FIXTURE_TEST(fixtures_issue13m),
 		FIXTURE_TEST(fixtures_issue13n), FIXTURE_TEST(fixtures_issue13p),
 		FIXTURE_TEST(fixtures_issue13q), FIXTURE_TEST(fixtures_issue13r),
-		FIXTURE_TEST(fixtures_issue13s), FIXTURE_TEST(fixtures_issue13t), FIXTURE_TEST(fixtures_dist), FIXTURE_TEST(fixtures_dist30),
+		FIXTURE_TEST(fixtures_issue13s), FIXTURE_TEST(fixtures_issue13t),
+		FIXTURE_TEST(fixtures_issue13u), FIXTURE_TEST(fixtures_dist), FIXTURE_TEST(fixtures_dist30),
 		cmocka_unit_test(test_config_errors), cmocka_unit_test(test_sliding_masks), cmocka_unit_test(test_placements),
 		cmocka_unit_test(test_shapes), cmocka_unit_test(test_knobs), cmocka_unit_test(test_config_limits),
 		cmocka_unit_test(test_settings_limits), cmocka_unit_test(test_precision_key), cmocka_unit_test(test_overflow),
