@@ -266,8 +266,9 @@ static json_t *assumed_json(const struct model_shape *m, const struct train_sett
 		json_object_set_new(o, "context", json_integer(t->context > t->seq ? t->context : t->seq));
 	json_object_set_new(o, "grad_ckpt", json_boolean(t->grad_ckpt && !t->inference));
 	json_object_set_new(o, "attention", json_string("sdpa"));
-	json_object_set_new(o, "sliding_window", sliding_layers(m) ? json_integer(m->sliding_window) : json_null());
-	json_object_set_new(o, "sliding_layers", json_integer(sliding_layers(m)));
+	int64_t sliding = sliding_layers(m);
+	json_object_set_new(o, "sliding_window", sliding ? json_integer(m->sliding_window) : json_null());
+	json_object_set_new(o, "sliding_layers", json_integer(sliding));
 	json_object_set_new(o, "use_cache", json_boolean(cache_on(t)));
 	json_object_set_new(o, "loss_chunk", t->loss_chunk && !t->inference ? json_integer(t->loss_chunk) : json_null());
 	json_object_set_new(o, "lora_rank", t->lora_rank && !t->inference ? json_integer(t->lora_rank) : json_null());
@@ -390,9 +391,10 @@ static void print_assumed(const char *label, const struct model_shape *m, const 
 		strbuf_addf(&sb, "%sallocator: expandable segments (expandable_segments:True)", ind);
 	strbuf_addf(&sb, "%sattention sdpa%s", ind,
 		    strcmp(d.compute, "fp32") ? "" : " (its math kernel in fp32: it keeps the probabilities)");
-	if (sliding_layers(m))
+	int64_t sliding = sliding_layers(m);
+	if (sliding)
 		strbuf_addf(&sb, ", a sliding window of %lld on %lld of %lld layers (%s)", (long long)m->sliding_window,
-			    (long long)sliding_layers(m), (long long)m->layers,
+			    (long long)sliding, (long long)m->layers,
 			    t->seq >= m->sliding_window ? "seq reaches it: a batch x seq x seq mask a layer"
 							: "seq within it: no masks");
 	strbuf_addf(&sb, ", use_cache %s\n",

@@ -163,6 +163,19 @@ static int kv_repeated(const struct step *s)
 	return s->mask_bytes && s->kv_heads < s->heads;
 }
 
+/* Units of a token's k and v as sdpa gets them: repeated, q's. */
+static int64_t kv_units(const struct step *s)
+{
+	return kv_repeated(s) ? s->q_dim : s->kv_dim;
+}
+
+/* Whether the repeated k and v are copies (repeat_kv's, of more than one kv head; one
+ * kv head repeats as a view). */
+static int kv_copies(const struct step *s)
+{
+	return kv_repeated(s) && s->kv_heads > 1;
+}
+
 /* Llama's RMSNorm multiplies its weight by the normalized tensor cast back to the
  * input's dtype, outside autocast's list: with fp32 weights under autocast a bf16 input
  * (qwen3's q and k) comes out fp32. */
@@ -514,10 +527,12 @@ static int layer_forward(struct step *s, int in, struct tlist *sv, int frozen)
 		y = 0;
 	}
 	int q = 0, kk = 0, v;
-	/* LoRA's first layer fed a frozen embedding: a projection's input takes a gradient
-	 * only once an adapter before it has run */
-	unsigned before = 0;
-	s->in_nograd = nograd && !s->base_trains; /* a frozen norm over an input without one */
+	/* LoRA's first layer fed a frozen embedding (a frozen norm over an input without a
+	 * gradient): a projection's input takes a gradient only once an adapter before it
+	 * (ran) has run */
+	int lora0 = nograd && !s->base_trains;
+	unsigned ran = 0;
+	s->in_nograd = lora0;
 	if (s->fused) { /* q, k and v are views of one output */
 		v = linear(s, sv, h, qd + 2 * k, LORA_Q | LORA_K | LORA_V, s->lp.qkv, s->autocast);
 	} else {
@@ -525,12 +540,12 @@ static int layer_forward(struct step *s, int in, struct tlist *sv, int frozen)
 		kk = linear(s, sv, h, k, LORA_K, s->lp.k, s->autocast);
 		v = linear(s, sv, h, k, LORA_V, s->lp.v, s->autocast);
 	}
-	before |= LORA_Q | LORA_K | LORA_V;
+	ran |= LORA_Q | LORA_K | LORA_V;
 	/* with a mask sdpa is handed k and v repeated to every query head (transformers
 	 * leaves grouped queries to sdpa only without one): views of one kv head, copies
 	 * (repeat_kv's) of more, which live to sdpa's return; casts of them are q-sized */
-	int rep = kv_repeated(s), copies = rep && s->kv_heads > 1;
-	int64_t ku = rep ? qd : k;
+	int copies = kv_copies(s);
+	int64_t ku = kv_units(s);
 	s->stage = S_SDPA;
 	if (!s->kv && !copies) /* sdpa keeps v (with phi3 a slice: all of qkv) */
 		save(s, sv, v);
@@ -594,11 +609,12 @@ static int layer_forward(struct step *s, int in, struct tlist *sv, int frozen)
 	if (oc && s->base_trains)
 		save(s, sv, oc), oc = 0;
 	s->stage = S_O_IN;
-	s->in_nograd = nograd && !s->base_trains && !(s->lora_targets & before);
+	s->in_nograd = lora0 && !(s->lora_targets & ran);
 	int ao = linear(s, sv, qd, h, LORA_O, s->lp.o, 0);
-	before |= LORA_O;
+	ran |= LORA_O;
 	drop(s, oc);
-	if ((s->fused && s->kv) || (copies && !s->kv)) /* qkv goes at the attention's return, and a v or k sdpa had copies of */
+	/* at the attention's return: phi3's qkv, a v that sdpa had copies of */
+	if ((s->fused && s->kv) || (copies && !s->kv))
 		drop(s, v);
 	drop(s, ke);
 	if (s->autocast) /* the fp32 rotated q and norm output, there too */
@@ -620,7 +636,7 @@ static int layer_forward(struct step *s, int in, struct tlist *sv, int frozen)
 	/* gate and up (phi3: one tensor of both), act(gate) and act x up: silu keeps gate,
 	 * the product keeps act and up, down_proj keeps the product if its weight trains */
 	int prod, g, dn;
-	s->in_nograd = nograd && !s->base_trains && !(s->lora_targets & before);
+	s->in_nograd = lora0 && !(s->lora_targets & ran);
 	if (s->experts) {
 		dn = moe_forward(s, sv);
 		drop(s, y2);
@@ -649,7 +665,8 @@ static int layer_forward(struct step *s, int in, struct tlist *sv, int frozen)
 		drop(s, y2);
 	prod = tensor(s, ab * T * I);
 	s->stage = S_DOWN;
-	s->in_nograd = nograd && !s->base_trains && !(s->lora_targets & (before | LORA_GATE | LORA_UP));
+	ran |= LORA_GATE | LORA_UP;
+	s->in_nograd = lora0 && !(s->lora_targets & ran);
 	dn = linear(s, sv, I, h, LORA_DOWN, s->lp.down, 0);
 	drop(s, y2);
 	if (s->base_trains)
@@ -753,7 +770,7 @@ mlp_done:
 	t1 = tensor(s, ab * T * qd);
 	release(s, sv, S_O_IN);
 	t2 = tensor(s, flash_workspace(s));
-	int64_t ku = kv_repeated(s) ? qd : k; /* repeated k and v: their gradients summed per kv head after */
+	int64_t ku = kv_units(s); /* repeated k and v: their gradients summed per kv head after */
 	int gq = tensor(s, ab * T * qd), gk = tensor(s, ab * T * ku), gv = tensor(s, ab * T * ku);
 	drop(s, t2), drop(s, t1);
 	release(s, sv, S_SDPA);
@@ -1116,8 +1133,8 @@ static int plain_layer(struct step *s, struct tlist *cache)
 	/* with a mask, k and v repeated to every query head (layer_forward); sdpa casts fp32
 	 * rotated k and q (and the cache's v) to the compute dtype, then makes the mask's
 	 * bias, which goes with its casts when it returns */
-	int rep = kv_repeated(s), copies = rep && s->kv_heads > 1;
-	int64_t ku = rep ? qd : k;
+	int copies = kv_copies(s);
+	int64_t ku = kv_units(s);
 	int krep = copies ? tensor(s, rq * T * qd) : 0, vrep = copies ? tensor(s, (cache ? rq : ab) * T * qd) : 0;
 	int ck = rq > ab ? tensor(s, ab * T * ku) : 0, cv = rq > ab && cache ? tensor(s, ab * T * ku) : 0;
 	int cq = rq > ab ? tensor(s, ab * T * qd) : 0;
