@@ -21,16 +21,20 @@ struct tlist {
 /* Where in a layer's backward pass autograd frees what the forward saved: each node
  * drops its saved tensors once it has run. In backward order. */
 enum stage {
+	S_WEIGH,   /* the experts' weighting: their masked output */
 	S_DOWN,    /* down_proj: its input (the product) */
-	S_MUL,     /* act x up: act and up */
-	S_GATE,    /* silu: gate (phi3: gate_up) */
+	S_MUL,     /* act x up: act and up (the experts': act) */
+	S_GATE,    /* silu: gate (phi3: gate_up; the experts': gate_up's masked output) */
+	S_SORTED,  /* the experts' gate_up: the tokens' sorted copies */
 	S_MLP_IN,  /* gate/up projections: their input or autocast's casts */
-	S_NORM2,   /* the post-attention norm */
+	S_NORM2_W, /* the post-attention norm's weight: the normalized tensor */
+	S_NORM2,   /* the post-attention norm: the rest */
 	S_O_IN,    /* o_proj's adapter; gemma2's post-attention norm */
 	S_SDPA,    /* attention: q, k, v, output, log-sum-exp */
 	S_ROPE,    /* qwen3's q/k norms */
 	S_QKV_IN,  /* q/k/v projections: their input or autocast's casts */
-	S_NORM1,   /* the input norm */
+	S_NORM1_W, /* the input norm's weight: the normalized tensor */
+	S_NORM1,   /* the input norm: the rest */
 };
 
 /* One decoder layer's parameter tensors, in elements. phi3 fuses q, k and v into one
@@ -238,10 +242,15 @@ static int norm_of(struct step *s, struct tlist *sv, int64_t rows, int64_t dim, 
 	int out = tensor(s, norm_out_bytes(s, in_bytes) * u);
 	if (kept != n32) /* the fp32 tensor lives to the norm's return */
 		drop(s, n32);
-	if (s->base_trains)
+	if (s->base_trains) {
+		int st = s->stage;
+		/* the weight's product node goes first in the backward */
+		s->stage = st == S_NORM2 ? S_NORM2_W : st == S_NORM1 ? S_NORM1_W : st;
 		save(s, sv, kept);
-	else
+		s->stage = st;
+	} else {
 		drop(s, kept);
+	}
 	return out;
 }
 
@@ -354,6 +363,61 @@ static int norm(struct step *s, struct tlist *sv)
 	return norm_of(s, sv, s->tokens, s->hidden, s->resid_bytes);
 }
 
+/* The backward of norm()'s RMSNorm (not gemma's) from the gradient g of its output, of
+ * g_bytes a unit (freed here), node by node as autograd runs it: autocast's cast of the
+ * output back; the weight's product (g x weight, and for a trained weight g x the
+ * normalized tensor, summed over the tokens through a temporary of twice its fp32
+ * size); the cast to the input's dtype back to fp32; the rsqrt's product (for the rsqrt
+ * and for the input); the variance's (mean, pow, two products). The input's gradient is
+ * added into gres in place (autograd accumulates into a buffer it alone holds), or is
+ * it when gres is 0. What the norm saved goes at its nodes: the normalized tensor with
+ * w_st, the rest with st. Returns the residual stream's gradient. */
+static int norm_backward(struct step *s, int g, int g_bytes, struct tlist *sv, enum stage w_st, enum stage st,
+			 int gres)
+{
+	int64_t u = s->tokens * s->hidden;
+	int ib = s->resid_bytes, ob = norm_out_bytes(s, ib);
+
+	if (g_bytes != ob) {
+		int c = tensor(s, ob * u);
+		drop(s, g);
+		g = c;
+	}
+	int a = tensor(s, ob * u);
+	if (s->base_trains) {
+		int b = tensor(s, ob * u), t = tensor(s, 8 * u);
+		drop(s, t), drop(s, b);
+	}
+	drop(s, g);
+	release(s, sv, w_st);
+	if (ib == 2) {
+		int c = tensor(s, 4 * u);
+		drop(s, a);
+		a = c;
+	}
+	int d = tensor(s, 4 * u), e = tensor(s, 4 * u);
+	drop(s, d), drop(s, a);
+	if (ib == 4 && gres) {
+		drop(s, e);
+		e = gres;
+	}
+	int f1 = tensor(s, 4 * u), f2 = tensor(s, 4 * u), f3 = tensor(s, 4 * u), f4 = tensor(s, 4 * u);
+	drop(s, f3), drop(s, f2), drop(s, f1);
+	release(s, sv, st);
+	drop(s, f4); /* added into e */
+	if (ib == 2) {
+		int o = tensor(s, 2 * u);
+		drop(s, e);
+		if (gres)
+			drop(s, o);
+		else
+			gres = o;
+	} else if (!gres) {
+		gres = e;
+	}
+	return gres;
+}
+
 /* A linear keeping nothing for a backward pass: under autocast the weight's bf16 cast
  * and (cast_in) the input's are made for it and go after it, but a checkpointed
  * forward runs with autograd on, so autocast caches a trained weight's cast (ac_cache).
@@ -413,17 +477,19 @@ static int moe_forward(struct step *s, struct tlist *sv)
 	 * not by frozen experts (LoRA's base) */
 	int wtrain = keep && s->base_trains;
 	int sel = tensor(s, eb * S * h);
-	if (wtrain)
-		save(s, sv, sel);
 	save(s, sv, tensor(s, rw * S)); /* the sorted weights */
 	save(s, sv, tensor(s, S));      /* the sentinel mask */
-	s->stage = S_MUL;
+	s->stage = S_SORTED;
+	if (wtrain)
+		save(s, sv, sel);
 	int gu = tensor(s, eb * S * 2 * I), gum = tensor(s, eb * S * 2 * I);
 	drop(s, gu);
 	if (keep && !wtrain)
 		drop(s, sel);
+	s->stage = S_GATE;
 	save(s, sv, gum);
 	int act = tensor(s, eb * S * I);
+	s->stage = S_MUL;
 	save(s, sv, act);
 	s->stage = S_DOWN;
 	int prod = tensor(s, eb * S * I);
@@ -433,6 +499,7 @@ static int moe_forward(struct step *s, struct tlist *sv)
 		drop(s, act), drop(s, gum), drop(s, sel);
 	int d = tensor(s, eb * S * h), dm = tensor(s, eb * S * h);
 	drop(s, d);
+	s->stage = S_WEIGH;
 	save(s, sv, dm);
 	if (!wtrain)
 		drop(s, prod);
@@ -463,31 +530,37 @@ static int moe_backward(struct step *s, int g, struct tlist *sv, struct tlist *g
 	int64_t eb = s->weight_bytes, ab = s->act_bytes, rw = s->router_fp32 ? 4 : ab;
 	int64_t wb = rw > eb ? rw : eb;
 
-	int g1 = tensor(s, wb * S * h); /* the unsorting index's: zeros, then scattered */
+	int g1 = tensor(s, wb * S * h); /* the per-token sum's, expanded: a copy for the view */
 	drop(s, g);
-	int g2 = tensor(s, eb * S * h), tw = tensor(s, wb * S * h);
+	int g2 = tensor(s, wb * S * h); /* the unsorting index's: zeros, then scattered */
+	drop(s, g1);
+	/* the weighting's, for the weights (then summed per copy) and for the masked output */
+	int tw = tensor(s, wb * S * h), g3 = tensor(s, eb * S * h);
 	int gw = tensor(s, rw * S);
-	drop(s, tw), drop(s, g1);
-	int g3 = tensor(s, eb * S * h);
-	drop(s, g2);
+	drop(s, tw), drop(s, g2);
+	release(s, sv, S_WEIGH);
+	int g4 = tensor(s, eb * S * h); /* the mask's */
+	drop(s, g3);
 	if (gw_bytes)
 		push(grads, tensor(s, s->lp.down * gw_bytes));
 	int gp = tensor(s, eb * S * I);
-	drop(s, g3);
+	drop(s, g4);
 	release(s, sv, S_DOWN);
-	int ga = tensor(s, eb * S * I), gup = tensor(s, eb * S * I);
+	int gu = tensor(s, eb * S * I), ga = tensor(s, eb * S * I); /* up's, act's */
 	drop(s, gp);
+	release(s, sv, S_MUL);
 	int gg = tensor(s, eb * S * I);
 	drop(s, ga);
-	release(s, sv, S_MUL);
+	release(s, sv, S_GATE);
 	int cat = tensor(s, eb * S * 2 * I);
-	drop(s, gg), drop(s, gup);
+	drop(s, gg), drop(s, gu);
 	int c2 = tensor(s, eb * S * 2 * I);
 	drop(s, cat);
 	if (gw_bytes)
 		push(grads, tensor(s, s->lp.gate_up * gw_bytes));
 	int gs = tensor(s, eb * S * h);
 	drop(s, c2);
+	release(s, sv, S_SORTED);
 	int gs2 = tensor(s, eb * S * h);
 	drop(s, gs);
 	int gx = tensor(s, eb * T * h);
@@ -734,7 +807,7 @@ static int layer_backward(struct step *s, int gres, struct tlist *sv, struct tli
 
 	/* the MLP: down_proj, act x up, silu, then gate and up (phi3: gate_up) */
 	if (s->experts) {
-		gy = moe_backward(s, tensor(s, ab * T * h), sv, grads, gw_bytes);
+		gy = moe_backward(s, 0, sv, grads, gw_bytes); /* from gres itself */
 		goto mlp_done;
 	}
 	weight_grad(s, grads, p->down, gw_bytes);
@@ -756,12 +829,16 @@ static int layer_backward(struct step *s, int gres, struct tlist *sv, struct tli
 	drop(s, t2), drop(s, t4), drop(s, cat);
 mlp_done:
 	release(s, sv, S_MLP_IN);
-	n1 = tensor(s, 4 * T * h), n2 = tensor(s, 4 * T * h);
-	drop(s, gy);
-	gx = tensor(s, s->resid_bytes * T * h);
-	drop(s, n1), drop(s, n2), drop(s, gres);
-	release(s, sv, S_NORM2);
-	gres = gx;
+	if (s->gemma) {
+		n1 = tensor(s, 4 * T * h), n2 = tensor(s, 4 * T * h);
+		drop(s, gy);
+		gx = tensor(s, s->resid_bytes * T * h);
+		drop(s, n1), drop(s, n2), drop(s, gres);
+		release(s, sv, S_NORM2_W), release(s, sv, S_NORM2);
+		gres = gx;
+	} else {
+		gres = norm_backward(s, gy, (int)ab, sv, S_NORM2_W, S_NORM2, gres);
+	}
 	/* attention: o_proj (its bias's gradient with its weight's), sdpa, the rotations,
 	 * then the q, k, v projections; the norms and q, k, v's biases last */
 	weight_grad(s, grads, p->o, gw_bytes);
@@ -801,11 +878,15 @@ mlp_done:
 	gy = tensor(s, ab * T * h);
 	drop(s, gq), drop(s, gk), drop(s, gv), drop(s, cat);
 	release(s, sv, S_QKV_IN);
-	n1 = tensor(s, 4 * T * h), n2 = tensor(s, 4 * T * h);
-	drop(s, gy);
-	gx = tensor(s, s->resid_bytes * T * h);
-	drop(s, n1), drop(s, n2), drop(s, gres);
-	release(s, sv, S_NORM1);
+	if (s->gemma) {
+		n1 = tensor(s, 4 * T * h), n2 = tensor(s, 4 * T * h);
+		drop(s, gy);
+		gx = tensor(s, s->resid_bytes * T * h);
+		drop(s, n1), drop(s, n2), drop(s, gres);
+		release(s, sv, S_NORM1_W), release(s, sv, S_NORM1);
+	} else {
+		gx = norm_backward(s, gy, (int)ab, sv, S_NORM1_W, S_NORM1, gres);
+	}
 	weight_grad(s, grads, p->v_bias, gw_bytes);
 	weight_grad(s, grads, p->k_bias, gw_bytes);
 	weight_grad(s, grads, p->q_bias, gw_bytes);
@@ -1307,7 +1388,8 @@ struct train {
 	int head_grad;            /* lm_head's gradient, in grads (0 none) */
 	struct tlist *saved;      /* per layer: what its forward keeps for its backward */
 	struct tlist ckpts;       /* gradient checkpointing: each layer's input */
-	struct tlist head_saved;  /* what the final norm (and under autocast lm_head) keep */
+	struct tlist head_saved;  /* what lm_head (under autocast), GPT-2's and gemma's final norm keep */
+	struct tlist norm_saved;  /* what the final norm keeps (not GPT-2's, not gemma's) */
 	struct tlist tmp;         /* the loss's and the optimizer's temporaries */
 	struct tlist kv, prev_kv; /* use_cache: this step's cache, and the last step's */
 	struct tlist ac_cache;    /* autocast's weight casts in a checkpointed forward */
@@ -1585,8 +1667,15 @@ static void loss_forward(struct train *tr)
 	if (s->gpt2) { /* ln_f keeps its input */
 		push(&tr->head_saved, tr->hidden);
 		yf = layer_norm(s, &tr->head_saved, s->resid_bytes);
-	} else {
+	} else if (s->gemma) {
 		yf = norm(s, &tr->head_saved);
+		if (s->resid_bytes == 2) /* the norm keeps its own fp32 copy */
+			drop(s, tr->hidden);
+	} else {
+		s->stage = S_NORM1;
+		if (s->resid_bytes == 4) /* fp32: the norm keeps its input itself */
+			save(s, &tr->norm_saved, tr->hidden);
+		yf = norm(s, &tr->norm_saved);
 		if (s->resid_bytes == 2) /* the norm keeps its own fp32 copy */
 			drop(s, tr->hidden);
 	}
@@ -1701,6 +1790,17 @@ static void loss_backward(struct train *tr)
 	int gh = tensor(s, s->act_bytes * s->tokens * s->hidden);
 	backward_workspace(tr);
 	free_all(s, &tr->tmp);
+	int op = !s->gpt2 && !s->gemma; /* the final norm's backward node by node */
+	int gb = (int)s->act_bytes, ob = norm_out_bytes(s, s->resid_bytes);
+	if (op) {
+		free_all(s, &tr->head_saved);
+		drop(s, tr->final_out);
+		if (gb != ob) { /* autocast's cast for lm_head, backward */
+			int c = tensor(s, ob * s->tokens * s->hidden);
+			drop(s, gh);
+			gh = c, gb = ob;
+		}
+	}
 	if (gwb) {
 		push(&tr->grads, tr->head_grad = tensor(s, s->vocab * s->hidden * gw));
 		drop(s, gwb);
@@ -1710,6 +1810,11 @@ static void loss_backward(struct train *tr)
 	if (tr->grad_bytes) /* the final norm's weight (GPT-2's ln_f: and bias) */
 		for (int i = 0; i < (s->gpt2 ? 2 : 1); i++)
 			push(&tr->grads, tensor(s, s->hidden * tr->grad_bytes));
+	if (op) {
+		tr->grad_res = norm_backward(s, gh, gb, &tr->norm_saved, S_NORM1_W, S_NORM1, 0);
+		free_all(s, &tr->norm_saved);
+		return;
+	}
 	tr->grad_res = tensor(s, s->resid_bytes * s->tokens * s->hidden);
 	drop(s, gh);
 }
@@ -1830,7 +1935,7 @@ static void train_finish(struct train *tr, struct sim_result *r)
 		free(tr->saved[l].v), free(tr->saved[l].tag);
 	free(tr->saved);
 	free(tr->params.v), free(tr->trained.v), free(tr->states.v), free(tr->grads.v), free(tr->ckpts.v), free(tr->tmp.v);
-	free(tr->head_saved.v), free(tr->head_saved.tag), free(tr->lsm.v), free(tr->capped.v);
+	free(tr->head_saved.v), free(tr->head_saved.tag), free(tr->norm_saved.v), free(tr->norm_saved.tag), free(tr->lsm.v), free(tr->capped.v);
 	free(tr->kv.v), free(tr->prev_kv.v), free(tr->ac_cache.v), free(tr->shards.v), free(tr->buckets.v);
 	for (int64_t l = 0; tr->gathered && l < s->layers; l++)
 		free(tr->gathered[l].v);
