@@ -1416,6 +1416,8 @@ struct train {
 	struct tlist lsm;         /* each loss chunk's log-softmax */
 	struct tlist capped;      /* gemma2: each loss chunk's tanh, kept by the softcap */
 	int grad_res;             /* the residual stream's gradient */
+	int mask;                 /* a sliding window's boolean mask, seq x seq (0 none):
+				   * through the layers, checkpointed ones to their backward */
 };
 
 /* The bytes a live tensor asked for (its block may be larger: the allocator keeps a
@@ -1622,6 +1624,16 @@ static void train_forward(struct train *tr, int step)
 		int pos = tensor(s, s->resid_bytes * s->tokens * s->hidden);
 		hs = dropout(s, &tr->head_saved, pos, s->tokens * s->hidden, s->resid_bytes);
 	}
+	/* a sliding window the keys reach: the model builds its boolean mask once (the
+	 * window's comparison and the causal one, each and-ed in) for every layer's sdpa */
+	if (s->sliding_window && s->seq >= s->sliding_window) {
+		int64_t b = s->seq * s->seq;
+		int m1 = tensor(s, b), m2 = tensor(s, b);
+		drop(s, m1);
+		int m3 = tensor(s, b);
+		tr->mask = tensor(s, b);
+		drop(s, m3), drop(s, m2);
+	}
 	for (int64_t l = 0; l < s->layers; l++) {
 		int out;
 		layer_begin(s, l);
@@ -1679,19 +1691,24 @@ static void loss_forward(struct train *tr)
 		if (s->resid_bytes == 2) /* the norm keeps its own fp32 copy */
 			drop(s, tr->hidden);
 	}
+	if (!tr->t->grad_ckpt) { /* the model's forward returns: its mask goes */
+		drop(s, tr->mask);
+		tr->mask = 0;
+	}
 	/* bf16: the model's forward returns, and with it the embeddings go, which no layer
 	 * keeps (a layer's norm keeps its fp32 copy, GPT-2's the dropout's output) unless
 	 * they are the first checkpoint; the caller keeps its own hidden states */
 	if (s->resid_bytes == 2 && tr->emb != tr->inputs && !(tr->ckpts.n && tr->ckpts.v[0] == tr->emb))
 		drop(s, tr->emb);
 
-	/* lm_head's input and weight cast to bf16 under autocast; the weight's kept (for the
-	 * input's gradient, frozen or not), the input's while the weight trains */
+	/* lm_head's weight and input cast to bf16 under autocast; the weight's kept (for the
+	 * input's gradient, frozen or not), the input's while the weight trains; the fp32
+	 * norm output lives on in the model's forward until the loss is computed */
+	int y32 = 0;
 	if (s->autocast) {
-		int c = tensor(s, 2 * s->tokens * s->hidden);
-		drop(s, yf);
-		yf = c;
 		push(&tr->head_saved, tensor(s, 2 * s->vocab * s->hidden));
+		y32 = yf;
+		yf = tensor(s, 2 * s->tokens * s->hidden);
 	}
 	tr->logits = 0;
 	for (int64_t done = 0; done < s->tokens; done += chunk) {
@@ -1722,6 +1739,7 @@ static void loss_forward(struct train *tr)
 		fsdp_ag_free(tr);
 	}
 	drop(s, tr->prev_logits);
+	drop(s, y32);
 	free_all(s, &tr->prev_kv);
 	tr->final_out = yf;
 }
@@ -1859,6 +1877,8 @@ static void layers_backward(struct train *tr)
 	if (t->grad_ckpt && tr->ckpts.n && tr->ckpts.v[0] != tr->emb)
 		drop(s, tr->ckpts.v[0]);
 	tr->ckpts.n = 0;
+	drop(s, tr->mask);
+	tr->mask = 0;
 	if (s->gpt2 && tr->grad_bytes) /* wpe's */
 		push(&tr->grads, tensor(s, s->positions * s->hidden * tr->grad_bytes));
 	if (tr->grad_bytes && tr->embed_trains) {
