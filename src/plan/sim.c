@@ -1150,6 +1150,21 @@ static void setup(struct step *s, const struct model_shape *m, const struct trai
 		s->lp.o_bias = s->hidden;
 }
 
+/* A sliding window the keys reach: the model builds its boolean mask, seq x seq, once a
+ * forward (the window's comparison and the causal one, each and-ed in) for every
+ * layer's sdpa. Returns it (0: none). */
+static int sliding_mask(struct step *s)
+{
+	if (!s->sliding_window || s->seq < s->sliding_window)
+		return 0;
+	int64_t b = s->seq * s->seq;
+	int m1 = tensor(s, b), m2 = tensor(s, b);
+	drop(s, m1);
+	int m3 = tensor(s, b), mask = tensor(s, b);
+	drop(s, m3), drop(s, m2);
+	return mask;
+}
+
 /* Which layer runs next: a sliding-window layer whose keys reach the
  * window (transformers passes no mask where a causal one does) hands sdpa a boolean
  * mask, which sdpa turns into an additive bias of the query's dtype, batch x seq x seq,
@@ -1624,16 +1639,7 @@ static void train_forward(struct train *tr, int step)
 		int pos = tensor(s, s->resid_bytes * s->tokens * s->hidden);
 		hs = dropout(s, &tr->head_saved, pos, s->tokens * s->hidden, s->resid_bytes);
 	}
-	/* a sliding window the keys reach: the model builds its boolean mask once (the
-	 * window's comparison and the causal one, each and-ed in) for every layer's sdpa */
-	if (s->sliding_window && s->seq >= s->sliding_window) {
-		int64_t b = s->seq * s->seq;
-		int m1 = tensor(s, b), m2 = tensor(s, b);
-		drop(s, m1);
-		int m3 = tensor(s, b);
-		tr->mask = tensor(s, b);
-		drop(s, m3), drop(s, m2);
-	}
+	tr->mask = sliding_mask(s);
 	for (int64_t l = 0; l < s->layers; l++) {
 		int out;
 		layer_begin(s, l);
