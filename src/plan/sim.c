@@ -530,12 +530,23 @@ static int moe_backward(struct step *s, int g, struct tlist *sv, struct tlist *g
 	int64_t eb = s->weight_bytes, ab = s->act_bytes, rw = s->router_fp32 ? 4 : ab;
 	int64_t wb = rw > eb ? rw : eb;
 
+	if (wb != s->resid_bytes && wb != ab) { /* the output's cast to the hidden dtype */
+		int c = tensor(s, wb * T * h);
+		drop(s, g);
+		g = c;
+	}
 	int g1 = tensor(s, wb * S * h); /* the per-token sum's, expanded: a copy for the view */
 	drop(s, g);
 	int g2 = tensor(s, wb * S * h); /* the unsorting index's: zeros, then scattered */
 	drop(s, g1);
-	/* the weighting's, for the weights (then summed per copy) and for the masked output */
-	int tw = tensor(s, wb * S * h), g3 = tensor(s, eb * S * h);
+	/* the weighting's, for the weights (then summed per copy) and for the masked output
+	 * (cast to its dtype when the weights' is wider) */
+	int tw = tensor(s, wb * S * h), g3 = tensor(s, wb * S * h);
+	if (wb != eb) {
+		int c = tensor(s, eb * S * h);
+		drop(s, g3);
+		g3 = c;
+	}
 	int gw = tensor(s, rw * S);
 	drop(s, tw), drop(s, g2);
 	release(s, sv, S_WEIGH);
