@@ -26,7 +26,8 @@ enum stage {
 	S_MUL,     /* act x up: act and up (the experts': act) */
 	S_GATE,    /* silu: gate (phi3: gate_up; the experts': gate_up's masked output) */
 	S_SORTED,  /* the experts' gate_up: the tokens' sorted copies */
-	S_MLP_IN,  /* gate/up projections: their input or autocast's casts */
+	S_UP_IN,   /* up_proj under autocast: its casts */
+	S_MLP_IN,  /* gate/up projections: their input or autocast's casts (gate's) */
 	S_NORM2_W, /* the post-attention norm's weight: the normalized tensor */
 	S_NORM2,   /* the post-attention norm: the rest */
 	S_O_IN,    /* o_proj's adapter; gemma2's post-attention norm */
@@ -736,7 +737,7 @@ static int layer_forward(struct step *s, int in, struct tlist *sv, int frozen)
 		save(s, sv, g);
 		s->stage = S_MUL;
 		save(s, sv, tensor(s, ab * T * I)); /* act(gate) */
-		s->stage = S_MLP_IN;
+		s->stage = S_UP_IN;
 		int u = linear(s, sv, h, I, LORA_UP, s->lp.up, s->autocast);
 		s->stage = S_MUL;
 		save(s, sv, u);
@@ -805,6 +806,70 @@ static int64_t flash_workspace(const struct step *s)
 	return b + 4 * s->batch * s->heads * s->seq + 512;
 }
 
+/* A trained projection's node in the backward from the gradient g of its output (g_bytes
+ * a unit; freed here): the weight's gradient, then the input's (in_u units a token);
+ * under autocast the weight's in bf16, cast to fp32 after the input's cast back (an fp32
+ * input's: added in place into acc when there is one), and an fp32 g cast to bf16 first.
+ * What the projection saved goes with stage st once it has run. Returns the input's
+ * gradient (acc when added into it). */
+static int proj_backward(struct step *s, int g, int g_bytes, int64_t in_u, int64_t w_elems, int cast_in, int acc,
+			 struct tlist *sv, enum stage st, struct tlist *grads, int64_t gw_bytes)
+{
+	int64_t T = s->tokens;
+	int gc = s->autocast && g_bytes == 4 ? tensor(s, 2 * T * (w_elems / in_u)) : 0;
+	int wb = s->autocast ? tensor(s, 2 * w_elems) : 0;
+
+	if (!wb)
+		push(grads, tensor(s, w_elems * gw_bytes));
+	int gi = tensor(s, (s->autocast ? 2 : s->act_bytes) * T * in_u);
+	drop(s, gc), drop(s, g);
+	release(s, sv, st);
+	if (cast_in) {
+		int c = tensor(s, 4 * T * in_u);
+		drop(s, gi);
+		gi = c;
+		if (acc) {
+			drop(s, gi);
+			gi = acc;
+		}
+	}
+	if (wb) {
+		push(grads, tensor(s, w_elems * gw_bytes));
+		drop(s, wb);
+	}
+	return gi;
+}
+
+/* The MLP's backward (llama's: silu, gate and up apart, trained, no adapters) from the
+ * residual stream's gradient (g_bytes a unit, not freed), node by node: down_proj's, act
+ * x up's (up's gradient, act's), up_proj's, silu's, gate_proj's, the two inputs'
+ * gradients summed (under autocast gate's cast to fp32 added into up's in place).
+ * Returns the gradient of the MLP's input and its bytes a unit in *bytes. */
+static int mlp_backward(struct step *s, int g_bytes, struct tlist *sv, struct tlist *grads, int64_t gw_bytes,
+			int *bytes)
+{
+	int64_t T = s->tokens, h = s->hidden, I = s->inter, ab = s->act_bytes;
+	const struct layer_params *p = &s->lp;
+
+	int gd = proj_backward(s, 0, g_bytes, I, p->down, 0, 0, sv, S_DOWN, grads, gw_bytes);
+	int gup = tensor(s, ab * T * I), gact = tensor(s, ab * T * I);
+	drop(s, gd);
+	release(s, sv, S_MUL);
+	int gu = proj_backward(s, gup, (int)ab, h, p->up, s->autocast, 0, sv, S_UP_IN, grads, gw_bytes);
+	int gg = tensor(s, ab * T * I);
+	drop(s, gact);
+	release(s, sv, S_GATE);
+	int gi = proj_backward(s, gg, (int)ab, h, p->gate, s->autocast, gu, sv, S_MLP_IN, grads, gw_bytes);
+	if (gi == gu) {
+		*bytes = 4;
+		return gu;
+	}
+	int sum = tensor(s, ab * T * h);
+	drop(s, gu), drop(s, gi);
+	*bytes = (int)ab;
+	return sum;
+}
+
 /* One layer's backward, node by node as autograd runs it: gradient temporaries, the
  * weight gradients (into grads, which live to the optimizer step) when each projection's
  * node runs, the input's gradient; what the layer saved (sv) goes stage by stage. A
@@ -814,11 +879,15 @@ static int layer_backward(struct step *s, int gres, struct tlist *sv, struct tli
 {
 	int64_t T = s->tokens, h = s->hidden, I = s->inter, qd = s->q_dim, k = s->kv_dim, ab = s->act_bytes;
 	const struct layer_params *p = &s->lp;
-	int t1, t2, t3, t4, gy, n1, n2, gx, cat = 0;
+	int t1, t2, t3, t4, gy, n1, n2, gx, cat = 0, gy_bytes = (int)ab;
 
 	/* the MLP: down_proj, act x up, silu, then gate and up (phi3: gate_up) */
 	if (s->experts) {
 		gy = moe_backward(s, 0, sv, grads, gw_bytes); /* from gres itself */
+		goto mlp_done;
+	}
+	if (!s->fused && !s->gemma && s->base_trains && !s->nadapters && gw_bytes) {
+		gy = mlp_backward(s, s->resid_bytes, sv, grads, gw_bytes, &gy_bytes);
 		goto mlp_done;
 	}
 	weight_grad(s, grads, p->down, gw_bytes);
@@ -848,7 +917,7 @@ mlp_done:
 		release(s, sv, S_NORM2_W), release(s, sv, S_NORM2);
 		gres = gx;
 	} else {
-		gres = norm_backward(s, gy, (int)ab, sv, S_NORM2_W, S_NORM2, gres);
+		gres = norm_backward(s, gy, gy_bytes, sv, S_NORM2_W, S_NORM2, gres);
 	}
 	/* attention: o_proj (its bias's gradient with its weight's), sdpa, the rotations,
 	 * then the q, k, v projections; the norms and q, k, v's biases last */
@@ -1189,7 +1258,7 @@ static void layer_begin(struct step *s, int64_t l)
 
 	s->mask_bytes = sliding && s->seq >= s->sliding_window ? s->act_bytes * s->batch * s->seq * s->seq : 0;
 	if (s->jitter) { /* sim_train's stand-in for unmodelled temporaries: a new size a layer */
-		uint64_t cap = (uint64_t)(s->tokens * s->hidden * s->act_bytes);
+		uint64_t cap = (uint64_t)s->jitter * (uint64_t)(s->tokens * s->hidden * s->act_bytes);
 		/* Knuth's MMIX LCG, its high 31 bits: sizes up to 2 GiB */
 		s->jitter_state = s->jitter_state * 6364136223846793005ULL + 1442695040888963407ULL;
 		drop(s, s->jitter_id);
@@ -1993,7 +2062,7 @@ int sim_train(const struct model_shape *m, const struct train_settings *t, int s
 	memset(r, 0, sizeof(*r));
 	train_start(&tr, m, t);
 	/* the seed mixed (splitmix64's constant), so that neighbouring seeds start apart */
-	tr.s.jitter = jitter_seed != 0;
+	tr.s.jitter = jitter_seed ? 1 << ((jitter_seed - 1) % 4) : 0;
 	tr.s.jitter_state = jitter_seed * 0x9E3779B97F4A7C15ULL;
 	for (int step = 0; step < steps; step++) {
 		train_forward(&tr, step);
