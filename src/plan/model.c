@@ -192,7 +192,8 @@ static int plan_inference(const struct model_shape *m, const struct train_settin
  * and small temporaries the simulated sequence leaves out decide that: measured runs
  * came out on either side of the plain simulation by about one logits-sized block, in
  * the first three steps or (a long run) as late as the seventh. So PLAN_PLACEMENTS - 1
- * variants with jitter (sim_train) run beside the plain run, as many steps up to
+ * variants with jitter (sim_train: each at its own scale of the temporaries left out)
+ * run beside the plain run, as many steps up to
  * PLAN_JITTER_STEPS (the plain run carries a long run's late growth; the variants' later
  * steps moved the measured long runs' plans little: docs/plan.md), and the plan is the
  * middle of their reserved peaks' range (the plain run's among them): measured runs

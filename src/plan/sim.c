@@ -104,7 +104,7 @@ struct step {
 				   * fed in, or frozen layers run without autograd) */
 	int in_nograd;            /* the linears' input now takes no gradient (LoRA's first
 				   * layer fed a frozen embedding: its norm's output) */
-	int jitter;               /* sim_train's jitter: on */
+	int jitter;               /* sim_train's jitter: its scale in hidden states, 0 off */
 	uint64_t jitter_state;    /* its generator's state */
 	int jitter_id;            /* the jitter tensor held now, 0 none */
 };
