@@ -364,8 +364,9 @@ static int norm(struct step *s, struct tlist *sv)
 	return norm_of(s, sv, s->tokens, s->hidden, s->resid_bytes);
 }
 
-/* The backward of norm()'s RMSNorm (not gemma's) from the gradient g of its output, of
- * g_bytes a unit (freed here), node by node as autograd runs it: autocast's cast of the
+/* The backward of norm()'s RMSNorm from the gradient g of its output, of g_bytes a unit
+ * (freed here); gemma's as two fp32 temporaries and a new residual gradient (gres
+ * freed), the others' node by node as autograd runs it: autocast's cast of the
  * output back; the weight's product (g x weight, and for a trained weight g x the
  * normalized tensor, summed over the tokens through a temporary of twice its fp32
  * size); the cast to the input's dtype back to fp32; the rsqrt's product (for the rsqrt
@@ -379,6 +380,14 @@ static int norm_backward(struct step *s, int g, int g_bytes, struct tlist *sv, e
 	int64_t u = s->tokens * s->hidden;
 	int ib = s->resid_bytes, ob = norm_out_bytes(s, ib);
 
+	if (s->gemma) {
+		int n1 = tensor(s, 4 * u), n2 = tensor(s, 4 * u);
+		drop(s, g);
+		int gx = tensor(s, ib * u);
+		drop(s, n1), drop(s, n2), drop(s, gres);
+		release(s, sv, w_st), release(s, sv, st);
+		return gx;
+	}
 	if (g_bytes != ob) {
 		int c = tensor(s, ob * u);
 		drop(s, g);
@@ -879,7 +888,7 @@ static int layer_backward(struct step *s, int gres, struct tlist *sv, struct tli
 {
 	int64_t T = s->tokens, h = s->hidden, I = s->inter, qd = s->q_dim, k = s->kv_dim, ab = s->act_bytes;
 	const struct layer_params *p = &s->lp;
-	int t1, t2, t3, t4, gy, n1, n2, gx, cat = 0, gy_bytes = (int)ab;
+	int t1, t2, t3, t4, gy, gx, cat = 0, gy_bytes = (int)ab;
 
 	/* the MLP: down_proj, act x up, silu, then gate and up (phi3: gate_up) */
 	if (s->experts) {
@@ -909,16 +918,7 @@ static int layer_backward(struct step *s, int gres, struct tlist *sv, struct tli
 	drop(s, t2), drop(s, t4), drop(s, cat);
 mlp_done:
 	release(s, sv, S_MLP_IN);
-	if (s->gemma) {
-		n1 = tensor(s, 4 * T * h), n2 = tensor(s, 4 * T * h);
-		drop(s, gy);
-		gx = tensor(s, s->resid_bytes * T * h);
-		drop(s, n1), drop(s, n2), drop(s, gres);
-		release(s, sv, S_NORM2_W), release(s, sv, S_NORM2);
-		gres = gx;
-	} else {
-		gres = norm_backward(s, gy, gy_bytes, sv, S_NORM2_W, S_NORM2, gres);
-	}
+	gres = norm_backward(s, gy, gy_bytes, sv, S_NORM2_W, S_NORM2, gres);
 	/* attention: o_proj (its bias's gradient with its weight's), sdpa, the rotations,
 	 * then the q, k, v projections; the norms and q, k, v's biases last */
 	weight_grad(s, grads, p->o, gw_bytes);
@@ -958,15 +958,7 @@ mlp_done:
 	gy = tensor(s, ab * T * h);
 	drop(s, gq), drop(s, gk), drop(s, gv), drop(s, cat);
 	release(s, sv, S_QKV_IN);
-	if (s->gemma) {
-		n1 = tensor(s, 4 * T * h), n2 = tensor(s, 4 * T * h);
-		drop(s, gy);
-		gx = tensor(s, s->resid_bytes * T * h);
-		drop(s, n1), drop(s, n2), drop(s, gres);
-		release(s, sv, S_NORM1_W), release(s, sv, S_NORM1);
-	} else {
-		gx = norm_backward(s, gy, (int)ab, sv, S_NORM1_W, S_NORM1, gres);
-	}
+	gx = norm_backward(s, gy, (int)ab, sv, S_NORM1_W, S_NORM1, gres);
 	weight_grad(s, grads, p->v_bias, gw_bytes);
 	weight_grad(s, grads, p->k_bias, gw_bytes);
 	weight_grad(s, grads, p->q_bias, gw_bytes);
