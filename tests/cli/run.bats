@@ -384,7 +384,9 @@ twin_tree() {
 	# fd 3 closed: the guardian outlives headroom, and bats waits for whoever holds it
 	XDG_RUNTIME_DIR="$T/rt" "$HR" run --no-db -- sh -c "sleep 1.5; touch $T/fin" 2> "$T/err" 3>&- &
 	local hr=$!
-	for i in $(seq 1 50); do ls "$T/rt" | grep -q '^headroom-shims\.' && break; sleep 0.1; done
+	# the launchers' shims come first, the governor's socket directory after them
+	for i in $(seq 1 50); do ls "$T/rt" | grep -q '^headroom\.' && break; sleep 0.1; done
+	ls "$T/rt" | grep -q '^headroom-shims\.'
 	ls "$T/rt" | grep -q '^headroom\.'
 	kill -KILL "$hr"
 	for i in $(seq 1 50); do [ -e "$T/fin" ] && break; sleep 0.1; done
