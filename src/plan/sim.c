@@ -917,7 +917,7 @@ static int layer_backward(struct step *s, int gres, struct tlist *sv, struct tli
 	gy = tensor(s, ab * T * h);
 	drop(s, t2), drop(s, t4), drop(s, cat);
 mlp_done:
-	release(s, sv, S_MLP_IN);
+	release(s, sv, S_UP_IN), release(s, sv, S_MLP_IN);
 	gres = norm_backward(s, gy, gy_bytes, sv, S_NORM2_W, S_NORM2, gres);
 	/* attention: o_proj (its bias's gradient with its weight's), sdpa, the rotations,
 	 * then the q, k, v projections; the norms and q, k, v's biases last */
