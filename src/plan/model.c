@@ -221,9 +221,10 @@ static void *placements_work(void *arg)
 {
 	struct placements *p = arg;
 
-	for (int i; (i = atomic_fetch_add(&p->next, 1)) < p->n;)
-		p->v[i].rc = sim_train(p->m, p->t, i && p->steps > PLAN_JITTER_STEPS ? PLAN_JITTER_STEPS : p->steps, (uint64_t)i,
-				       &p->v[i].r);
+	for (int i; (i = atomic_fetch_add(&p->next, 1)) < p->n;) {
+		int steps = i && p->steps > PLAN_JITTER_STEPS ? PLAN_JITTER_STEPS : p->steps;
+		p->v[i].rc = sim_train(p->m, p->t, steps, (uint64_t)i, &p->v[i].r);
+	}
 	return NULL;
 }
 

@@ -829,7 +829,7 @@ static int proj_backward(struct step *s, int g, int g_bytes, int64_t in_u, int64
 	int wb = s->autocast ? tensor(s, 2 * w_elems) : 0;
 
 	if (!wb)
-		push(grads, tensor(s, w_elems * gw_bytes));
+		weight_grad(s, grads, w_elems, gw_bytes);
 	int gi = tensor(s, (s->autocast ? 2 : s->act_bytes) * T * in_u);
 	drop(s, gc), drop(s, g);
 	release(s, sv, st);
@@ -843,7 +843,7 @@ static int proj_backward(struct step *s, int g, int g_bytes, int64_t in_u, int64
 		}
 	}
 	if (wb) {
-		push(grads, tensor(s, w_elems * gw_bytes));
+		weight_grad(s, grads, w_elems, gw_bytes);
 		drop(s, wb);
 	}
 	return gi;
@@ -1901,8 +1901,10 @@ static void loss_backward(struct train *tr)
 		push(&tr->grads, tr->head_grad = tensor(s, s->vocab * s->hidden * gw));
 		drop(s, gwb);
 	}
-	free_all(s, &tr->head_saved);
-	drop(s, tr->final_out);
+	if (!op) {
+		free_all(s, &tr->head_saved);
+		drop(s, tr->final_out);
+	}
 	if (tr->grad_bytes) /* the final norm's weight (GPT-2's ln_f: and bias) */
 		for (int i = 0; i < (s->gpt2 ? 2 : 1); i++)
 			push(&tr->grads, tensor(s, s->hidden * tr->grad_bytes));
@@ -2033,7 +2035,8 @@ static void train_finish(struct train *tr, struct sim_result *r)
 		free(tr->saved[l].v), free(tr->saved[l].tag);
 	free(tr->saved);
 	free(tr->params.v), free(tr->trained.v), free(tr->states.v), free(tr->grads.v), free(tr->ckpts.v), free(tr->tmp.v);
-	free(tr->head_saved.v), free(tr->head_saved.tag), free(tr->norm_saved.v), free(tr->norm_saved.tag), free(tr->lsm.v), free(tr->capped.v);
+	free(tr->head_saved.v), free(tr->head_saved.tag), free(tr->norm_saved.v), free(tr->norm_saved.tag);
+	free(tr->lsm.v), free(tr->capped.v);
 	free(tr->kv.v), free(tr->prev_kv.v), free(tr->ac_cache.v), free(tr->shards.v), free(tr->buckets.v);
 	for (int64_t l = 0; tr->gathered && l < s->layers; l++)
 		free(tr->gathered[l].v);

@@ -22,10 +22,11 @@ struct sim_result {
  * when fewer), every family. With jitter_seed > 0, each layer's forward and backward
  * also makes one tensor of a pseudo-random size up to 1, 2, 4 or 8 hidden states (by
  * the seed, in turn; batch x seq x hidden; at most 2 GiB), held until the next layer's,
- * drawn from the seed: a stand-in
- * for the small temporaries the sequence leaves out, which decide where the largest
- * tensors land when their holes are a close fit (plan_compute runs a few seeds with
- * expandable segments, on threads: a simulation shares nothing with another). 0, or -EINVAL for inference (sim_infer's) or steps outside 1..SIM_MAX_STEPS. */
+ * drawn from the seed: a stand-in for the small temporaries the sequence leaves out,
+ * which decide where the largest tensors land when their holes are a close fit
+ * (plan_compute runs a few seeds with expandable segments, on threads: a simulation
+ * shares nothing with another). 0, or -EINVAL for inference (sim_infer's) or steps
+ * outside 1..SIM_MAX_STEPS. */
 int sim_train(const struct model_shape *m, const struct train_settings *t, int steps, uint64_t jitter_seed,
 	      struct sim_result *r);
 /* Simulate `steps` batches of inference (t->inference): a prefill of batch x seq tokens
