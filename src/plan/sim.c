@@ -1475,7 +1475,8 @@ struct train {
 	int head_grad;            /* lm_head's gradient, in grads (0 none) */
 	struct tlist *saved;      /* per layer: what its forward keeps for its backward */
 	struct tlist ckpts;       /* gradient checkpointing: each layer's input */
-	struct tlist head_saved;  /* what lm_head (under autocast), GPT-2's and gemma's final norm keep */
+	struct tlist head_saved;  /* what GPT-2's and gemma's final norm keep */
+	int head_wcast;           /* lm_head's weight cast to bf16 under autocast (0 none) */
 	struct tlist norm_saved;  /* what the final norm keeps (not GPT-2's, not gemma's) */
 	struct tlist tmp;         /* the loss's and the optimizer's temporaries */
 	struct tlist kv, prev_kv; /* use_cache: this step's cache, and the last step's */
@@ -1784,7 +1785,7 @@ static void loss_forward(struct train *tr)
 	 * norm output lives on in the model's forward until the loss is computed */
 	int y32 = 0;
 	if (s->autocast) {
-		push(&tr->head_saved, tensor(s, 2 * s->vocab * s->hidden));
+		tr->head_wcast = tensor(s, 2 * s->vocab * s->hidden);
 		y32 = yf;
 		yf = tensor(s, 2 * s->tokens * s->hidden);
 	}
@@ -1886,25 +1887,24 @@ static void loss_backward(struct train *tr)
 	int gh = tensor(s, s->act_bytes * s->tokens * s->hidden);
 	backward_workspace(tr);
 	free_all(s, &tr->tmp);
+	/* lm_head's node lets go of what it saved (the weight's cast, its input) as it
+	 * returns, before its gradients go on: the input's cast back under autocast, then
+	 * the weight's */
+	drop(s, tr->head_wcast);
+	tr->head_wcast = 0;
+	drop(s, tr->final_out);
 	int op = !s->gpt2 && !s->gemma; /* the final norm's backward node by node */
 	int gb = (int)s->act_bytes, ob = norm_out_bytes(s, s->resid_bytes);
-	if (op) {
-		free_all(s, &tr->head_saved);
-		drop(s, tr->final_out);
-		if (gb != ob) { /* autocast's cast for lm_head, backward */
-			int c = tensor(s, ob * s->tokens * s->hidden);
-			drop(s, gh);
-			gh = c, gb = ob;
-		}
+	if (gb != ob) { /* autocast's cast for lm_head, backward */
+		int c = tensor(s, ob * s->tokens * s->hidden);
+		drop(s, gh);
+		gh = c, gb = ob;
 	}
 	if (gwb) {
 		push(&tr->grads, tr->head_grad = tensor(s, s->vocab * s->hidden * gw));
 		drop(s, gwb);
 	}
-	if (!op) {
-		free_all(s, &tr->head_saved);
-		drop(s, tr->final_out);
-	}
+	free_all(s, &tr->head_saved);
 	if (tr->grad_bytes) /* the final norm's weight (GPT-2's ln_f: and bias) */
 		for (int i = 0; i < (s->gpt2 ? 2 : 1); i++)
 			push(&tr->grads, tensor(s, s->hidden * tr->grad_bytes));

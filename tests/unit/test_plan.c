@@ -203,15 +203,8 @@ static const struct fixture_check fixtures_issue13j = { FIXTURES "/gpu-train/h20
  * hidden states, gemma3_text inference, leading layers frozen under a trained embedding,
  * GPT-2 and mixtral with expandable segments), planned by 6ef730c before they ran;
  * median 3 %, max 6 % as 13d. */
-static const struct outlier outliers_13k[] = {
-	/* gemma2 under autocast with expandable segments at 2 x 4096: all five placements
-	 * grow by a logits block more than the run (its allocated peak within 0.1 %), an
-	 * over-estimate */
-	{ "gemma2-0.5b/mp-adamw/b2s4096/expandable", 0.08 },
-	{ NULL, 0 },
-};
 static const struct fixture_check fixtures_issue13k = { FIXTURES "/gpu-train/h200-issue13k.json", 21, 0.03, 0.06,
-							0.06, outliers_13k };
+							0.06, NULL };
 
 /* an eighth (bench/gpu-cases-13l.json): 10 cases whose sliding windows their sequences
  * reach (phi3 and mistral with a window in their configs, gemma2 at 8192, a mixtral),
