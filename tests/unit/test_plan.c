@@ -275,6 +275,20 @@ static const struct fixture_check fixtures_issue13u = { FIXTURES "/gpu-train/h20
 static const struct fixture_check fixtures_issue13v = { FIXTURES "/gpu-train/h200-issue13v.json", 18, 0.02, 0.04,
 							0.04, NULL };
 
+/* 18 more in shapes no other set has (bench/gpu-cases-13w.json), planned by d01ce61
+ * before they ran, after lm_head's traced frees; issue 13's bounds for the rest: median
+ * 2 %, max 4 %, one named. */
+static const struct outlier outliers_13w[] = {
+	/* gemma3 under autocast at 4 x 2048: traced, step 3's lm_head weight cast (448 MiB)
+	 * fitted the run's last hole of its 8 GiB logits segment by 5 MiB; the simulation's
+	 * hole, laid out by gemma's coarse norm backward, is 42 MiB smaller, so its logits take
+	 * a new 8 GiB segment: an over-estimate */
+	{ "gemma3-h896x14/mp-adamw/b4s2048", 0.17 },
+	{ NULL, 0 },
+};
+static const struct fixture_check fixtures_issue13w = { FIXTURES "/gpu-train/h200-issue13w.json", 18, 0.02, 0.04,
+							0.04, outliers_13w };
+
 /* issue 13's two-GPU cases (bench/gpu-dist-cases.json and -2.json on nvidia-h200-x2), one case a
  * rank: DDP and FSDP2 (fully_shard with and without resharding after the forward), bf16
  * and fp32 under autocast; each rank's peak within 3 % but for the named ones. */
@@ -820,7 +834,8 @@ int main(void)
 		FIXTURE_TEST(fixtures_issue13n), FIXTURE_TEST(fixtures_issue13p),
 		FIXTURE_TEST(fixtures_issue13q), FIXTURE_TEST(fixtures_issue13r),
 		FIXTURE_TEST(fixtures_issue13s), FIXTURE_TEST(fixtures_issue13t),
-		FIXTURE_TEST(fixtures_issue13u), FIXTURE_TEST(fixtures_issue13v), FIXTURE_TEST(fixtures_dist), FIXTURE_TEST(fixtures_dist30),
+		FIXTURE_TEST(fixtures_issue13u), FIXTURE_TEST(fixtures_issue13v), FIXTURE_TEST(fixtures_issue13w),
+		FIXTURE_TEST(fixtures_dist), FIXTURE_TEST(fixtures_dist30),
 		cmocka_unit_test(test_config_errors), cmocka_unit_test(test_sliding_masks), cmocka_unit_test(test_placements),
 		cmocka_unit_test(test_shapes), cmocka_unit_test(test_knobs), cmocka_unit_test(test_config_limits),
 		cmocka_unit_test(test_settings_limits), cmocka_unit_test(test_precision_key), cmocka_unit_test(test_overflow),
