@@ -21,6 +21,8 @@ struct tlist {
 /* Where in a layer's backward pass autograd frees what the forward saved: each node
  * drops its saved tensors once it has run. In backward order. */
 enum stage {
+	S_PNORM2_W, /* gemma2's and gemma3's post-feedforward norm's weight: the normalized tensor */
+	S_PNORM2,  /* that norm: the rest */
 	S_WEIGH,   /* the experts' weighting: their masked output */
 	S_DOWN,    /* down_proj: its input (the product) */
 	S_MUL,     /* act x up: act and up (the experts': act) */
@@ -30,7 +32,9 @@ enum stage {
 	S_MLP_IN,  /* gate/up projections: their input or autocast's casts (gate's) */
 	S_NORM2_W, /* the post-attention norm's weight: the normalized tensor */
 	S_NORM2,   /* the post-attention norm: the rest */
-	S_O_IN,    /* o_proj's adapter; gemma2's post-attention norm */
+	S_PNORM1_W, /* gemma2's and gemma3's post-attention norm's weight: the normalized tensor */
+	S_PNORM1,  /* that norm: the rest */
+	S_O_IN,    /* o_proj's adapter */
 	S_SDPA,    /* attention: q, k, v, output, log-sum-exp */
 	S_ROPE,    /* qwen3's q/k norms */
 	S_QKV_IN,  /* q/k/v projections: their input or autocast's casts */
@@ -202,6 +206,24 @@ static int64_t kv_bytes(const struct step *s)
 	return s->autocast ? 4 : qk_bytes(s);
 }
 
+/* The stage of a norm's normalized tensor, which its weight's product keeps (the
+ * product's node goes first in the backward), from the norm's own. */
+static enum stage weight_stage(enum stage st)
+{
+	switch (st) {
+	case S_NORM1:
+		return S_NORM1_W;
+	case S_NORM2:
+		return S_NORM2_W;
+	case S_PNORM1:
+		return S_PNORM1_W;
+	case S_PNORM2:
+		return S_PNORM2_W;
+	default:
+		return st;
+	}
+}
+
 /* RMSNorm over rows x dim units whose input has in_bytes a unit, as Hugging Face writes
  * it: an fp32 copy of a bf16 input (saved), x^2 (a temporary), the rsqrt (saved), the
  * normalized fp32 tensor, then the weight times it: llama casts the normalized tensor
@@ -233,10 +255,14 @@ static int norm_of(struct step *s, struct tlist *sv, int64_t rows, int64_t dim, 
 			out = tensor(s, 2 * u);
 			drop(s, p32);
 		}
-		if (s->base_trains)
+		if (s->base_trains) {
+			int st = s->stage;
+			s->stage = weight_stage(st);
 			save(s, sv, n32);
-		else
+			s->stage = st;
+		} else {
 			drop(s, n32);
+		}
 		return out;
 	}
 	kept = in_bytes == 2 ? tensor(s, 2 * u) : n32;
@@ -245,8 +271,7 @@ static int norm_of(struct step *s, struct tlist *sv, int64_t rows, int64_t dim, 
 		drop(s, n32);
 	if (s->base_trains) {
 		int st = s->stage;
-		/* the weight's product node goes first in the backward */
-		s->stage = st == S_NORM2 ? S_NORM2_W : st == S_NORM1 ? S_NORM1_W : st;
+		s->stage = weight_stage(st);
 		save(s, sv, kept);
 		s->stage = st;
 	} else {
@@ -273,14 +298,17 @@ static int plain_norm(struct step *s, int64_t rows, int64_t dim, int in_bytes)
 	return out;
 }
 
-/* gemma2 normalizes a sublayer's output (attention's, the MLP's) before the residual
- * add: x goes, the norm's output comes back; with sv NULL, without autograd. Other
- * models return x as it is. */
-static int post_norm(struct step *s, struct tlist *sv, int x)
+/* gemma2 and gemma3 normalize a sublayer's output (attention's, the MLP's) before the
+ * residual add: x goes, the norm's output comes back; what the norm keeps is of stage
+ * st; with sv NULL, without autograd. Other models return x as it is. */
+static int post_norm(struct step *s, struct tlist *sv, int x, enum stage st)
 {
 	if (s->norms_per_layer != 4)
 		return x;
-	int n = sv ? norm_of(s, sv, s->tokens, s->hidden, (int)s->act_bytes) : plain_norm(s, s->tokens, s->hidden, (int)s->act_bytes);
+	int was = s->stage, n;
+	s->stage = st;
+	n = sv ? norm_of(s, sv, s->tokens, s->hidden, (int)s->act_bytes) : plain_norm(s, s->tokens, s->hidden, (int)s->act_bytes);
+	s->stage = was;
 	drop(s, x);
 	return n;
 }
@@ -364,48 +392,17 @@ static int norm(struct step *s, struct tlist *sv)
 	return norm_of(s, sv, s->tokens, s->hidden, s->resid_bytes);
 }
 
-/* The backward of norm()'s RMSNorm from the gradient g of its output, of g_bytes a unit
- * (freed here); gemma's as two fp32 temporaries and a new residual gradient (gres
- * freed), the others' node by node as autograd runs it: autocast's cast of the
- * output back; the weight's product (g x weight, and for a trained weight g x the
- * normalized tensor, summed over the tokens through a temporary of twice its fp32
- * size); the cast to the input's dtype back to fp32; the rsqrt's product (for the rsqrt
- * and for the input); the variance's (mean, pow, two products). The input's gradient is
+/* The rsqrt's product's and the variance's nodes of an RMSNorm's backward (its input
+ * of ib bytes a unit), from a, the gradient of the normalized tensor (fp32, freed
+ * here): the product's (for the rsqrt and for the input); the variance's (mean, pow, two
+ * products), what the norm saved of stage st going after it. The input's gradient is
  * added into gres in place (autograd accumulates into a buffer it alone holds), or is
- * it when gres is 0. What the norm saved goes at its nodes: the normalized tensor with
- * w_st, the rest with st. Returns the residual stream's gradient. */
-static int norm_backward(struct step *s, int g, int g_bytes, struct tlist *sv, enum stage w_st, enum stage st,
-			 int gres)
+ * it when gres is 0 (in the input's dtype: a cast back from fp32). Returns it. */
+static int rsqrt_backward(struct step *s, int a, int ib, struct tlist *sv, enum stage st, int gres)
 {
 	int64_t u = s->tokens * s->hidden;
-	int ib = s->resid_bytes, ob = norm_out_bytes(s, ib);
-
-	if (s->gemma) {
-		int n1 = tensor(s, 4 * u), n2 = tensor(s, 4 * u);
-		drop(s, g);
-		int gx = tensor(s, ib * u);
-		drop(s, n1), drop(s, n2), drop(s, gres);
-		release(s, sv, w_st), release(s, sv, st);
-		return gx;
-	}
-	if (g_bytes != ob) {
-		int c = tensor(s, ob * u);
-		drop(s, g);
-		g = c;
-	}
-	int a = tensor(s, ob * u);
-	if (s->base_trains) {
-		int b = tensor(s, ob * u), t = tensor(s, 8 * u);
-		drop(s, t), drop(s, b);
-	}
-	drop(s, g);
-	release(s, sv, w_st);
-	if (ib == 2) {
-		int c = tensor(s, 4 * u);
-		drop(s, a);
-		a = c;
-	}
 	int d = tensor(s, 4 * u), e = tensor(s, 4 * u);
+
 	drop(s, d), drop(s, a);
 	if (ib == 4 && gres) {
 		drop(s, e);
@@ -426,6 +423,85 @@ static int norm_backward(struct step *s, int g, int g_bytes, struct tlist *sv, e
 		gres = e;
 	}
 	return gres;
+}
+
+/* gemma's RMSNorm backward (its input ib bytes a unit, the output cast to that dtype,
+ * the weight taken as (1 + weight) in fp32) from the gradient g of its output (g_bytes a
+ * unit; freed here unless keep_g: a post-norm's is the residual stream's gradient
+ * itself), node by node: the output cast's back to fp32; the weight's product (for a
+ * trained weight g x the normalized tensor first, summed over the tokens through a
+ * temporary of twice its size, then g x (1 + weight)); then rsqrt_backward. What the
+ * norm saved goes at its nodes: the normalized tensor with w_st, the rest with st.
+ * Returns the input's gradient (added into gres when there is one). */
+static int gemma_norm_backward(struct step *s, int g, int g_bytes, int keep_g, int ib, struct tlist *sv,
+			       enum stage w_st, enum stage st, int gres)
+{
+	int64_t u = s->tokens * s->hidden;
+
+	if (g_bytes != 4) {
+		int c = tensor(s, 4 * u);
+		if (!keep_g)
+			drop(s, g);
+		g = c, keep_g = 0;
+	}
+	int b = s->base_trains ? tensor(s, 4 * u) : 0, a = tensor(s, 4 * u);
+	if (b) {
+		int t = tensor(s, 8 * u);
+		drop(s, t), drop(s, b);
+	}
+	if (!keep_g)
+		drop(s, g);
+	release(s, sv, w_st);
+	return rsqrt_backward(s, a, ib, sv, st, gres);
+}
+
+/* gemma2's and gemma3's post-norm's backward (post_norm's, stage st, w_st its weight's)
+ * from the residual stream's gradient gres (not freed): the residual add hands it on
+ * (cast to the sublayer's dtype when the stream's is wider). Returns the gradient of the
+ * sublayer's output, of act_bytes a unit. */
+static int post_norm_backward(struct step *s, int gres, struct tlist *sv, enum stage w_st, enum stage st)
+{
+	int ab = (int)s->act_bytes, g = gres, keep = 1;
+
+	if (s->resid_bytes != ab)
+		g = tensor(s, ab * s->tokens * s->hidden), keep = 0;
+	return gemma_norm_backward(s, g, ab, keep, ab, sv, w_st, st, 0);
+}
+
+/* The backward of norm()'s RMSNorm (its input ib bytes a unit, the residual stream's)
+ * from the gradient g of its output, of g_bytes a unit (freed here), node by node as
+ * autograd runs it: autocast's cast of the output back; the weight's product (g x
+ * weight, and for a trained weight g x the normalized tensor, summed over the tokens
+ * through a temporary of twice its fp32 size); the cast to the input's dtype back to
+ * fp32; then rsqrt_backward. What the norm saved goes at its nodes: the normalized
+ * tensor with w_st, the rest with st. Returns the residual stream's gradient (gres,
+ * the input's gradient added into it when there is one). gemma's: gemma_norm_backward. */
+static int norm_backward(struct step *s, int g, int g_bytes, struct tlist *sv, enum stage w_st, enum stage st,
+			 int gres)
+{
+	int64_t u = s->tokens * s->hidden;
+	int ib = s->resid_bytes, ob = norm_out_bytes(s, ib);
+
+	if (s->gemma)
+		return gemma_norm_backward(s, g, g_bytes, 0, ib, sv, w_st, st, gres);
+	if (g_bytes != ob) {
+		int c = tensor(s, ob * u);
+		drop(s, g);
+		g = c;
+	}
+	int a = tensor(s, ob * u);
+	if (s->base_trains) {
+		int b = tensor(s, ob * u), t = tensor(s, 8 * u);
+		drop(s, t), drop(s, b);
+	}
+	drop(s, g);
+	release(s, sv, w_st);
+	if (ib == 2) {
+		int c = tensor(s, 4 * u);
+		drop(s, a);
+		a = c;
+	}
+	return rsqrt_backward(s, a, ib, sv, st, gres);
 }
 
 /* A linear keeping nothing for a backward pass: under autocast the weight's bf16 cast
@@ -713,7 +789,7 @@ static int layer_forward(struct step *s, int in, struct tlist *sv, int frozen)
 	drop(s, ke);
 	if (s->autocast) /* the fp32 rotated q and norm output, there too */
 		drop(s, qe), drop(s, y);
-	ao = post_norm(s, sv, ao);
+	ao = post_norm(s, sv, ao, S_PNORM1);
 	int h1 = tensor(s, s->resid_bytes * T * h);
 	drop(s, ao);
 	if (s->resid_bytes == 4 && !nograd) { /* fp32 residual: the norm keeps its input itself */
@@ -769,7 +845,7 @@ static int layer_forward(struct step *s, int in, struct tlist *sv, int frozen)
 		drop(s, prod);
 mlp_done:
 	s->in_nograd = 0;
-	dn = post_norm(s, sv, dn);
+	dn = post_norm(s, sv, dn, S_PNORM2);
 	out = tensor(s, s->resid_bytes * T * h);
 	drop(s, dn);
 	s->stage = S_NORM2;
@@ -849,18 +925,19 @@ static int proj_backward(struct step *s, int g, int g_bytes, int64_t in_u, int64
 	return gi;
 }
 
-/* The MLP's backward (llama's: silu, gate and up apart, trained, no adapters) from the
- * residual stream's gradient (g_bytes a unit, not freed), node by node: down_proj's, act
+/* The MLP's backward (llama's and gemma's: an activation, gate and up apart, trained, no
+ * adapters) from the gradient g of its output (g_bytes a unit; freed, 0: the residual
+ * stream's, not freed), node by node: down_proj's, act
  * x up's (up's gradient, act's), up_proj's, silu's, gate_proj's, the two inputs'
  * gradients summed (under autocast gate's cast to fp32 added into up's in place).
  * Returns the gradient of the MLP's input and its bytes a unit in *bytes. */
-static int mlp_backward(struct step *s, int g_bytes, struct tlist *sv, struct tlist *grads, int64_t gw_bytes,
+static int mlp_backward(struct step *s, int g, int g_bytes, struct tlist *sv, struct tlist *grads, int64_t gw_bytes,
 			int *bytes)
 {
 	int64_t T = s->tokens, h = s->hidden, I = s->inter, ab = s->act_bytes;
 	const struct layer_params *p = &s->lp;
 
-	int gd = proj_backward(s, 0, g_bytes, I, p->down, 0, 0, sv, S_DOWN, grads, gw_bytes);
+	int gd = proj_backward(s, g, g_bytes, I, p->down, 0, 0, sv, S_DOWN, grads, gw_bytes);
 	int gup = tensor(s, ab * T * I), gact = tensor(s, ab * T * I);
 	drop(s, gd);
 	release(s, sv, S_MUL);
@@ -889,19 +966,23 @@ static int layer_backward(struct step *s, int gres, struct tlist *sv, struct tli
 	int64_t T = s->tokens, h = s->hidden, I = s->inter, qd = s->q_dim, k = s->kv_dim, ab = s->act_bytes;
 	const struct layer_params *p = &s->lp;
 	int t1, t2, t3, t4, gy, gx, cat = 0, gy_bytes = (int)ab;
+	int gp = 0; /* gemma2's and gemma3's: the sublayer output's gradient, its post-norm's */
 
 	/* the MLP: down_proj, act x up, silu, then gate and up (phi3: gate_up) */
+	if (s->norms_per_layer == 4)
+		gp = post_norm_backward(s, gres, sv, S_PNORM2_W, S_PNORM2);
 	if (s->experts) {
 		gy = moe_backward(s, 0, sv, grads, gw_bytes); /* from gres itself */
 		goto mlp_done;
 	}
-	if (!s->fused && !s->gemma && s->base_trains && !s->nadapters && gw_bytes) {
-		gy = mlp_backward(s, s->resid_bytes, sv, grads, gw_bytes, &gy_bytes);
+	if (!s->fused && s->base_trains && !s->nadapters && gw_bytes) {
+		gy = mlp_backward(s, gp, gp ? (int)ab : s->resid_bytes, sv, grads, gw_bytes, &gy_bytes);
 		goto mlp_done;
 	}
 	weight_grad(s, grads, p->down, gw_bytes);
 	adapter_grads(s, grads, 1);
 	t1 = tensor(s, ab * T * I);
+	drop(s, gp);
 	release(s, sv, S_DOWN);
 	t2 = tensor(s, ab * T * I), t3 = tensor(s, ab * T * I);
 	drop(s, t1);
@@ -921,10 +1002,12 @@ mlp_done:
 	gres = norm_backward(s, gy, gy_bytes, sv, S_NORM2_W, S_NORM2, gres);
 	/* attention: o_proj (its bias's gradient with its weight's), sdpa, the rotations,
 	 * then the q, k, v projections; the norms and q, k, v's biases last */
+	gp = s->norms_per_layer == 4 ? post_norm_backward(s, gres, sv, S_PNORM1_W, S_PNORM1) : 0;
 	weight_grad(s, grads, p->o, gw_bytes);
 	weight_grad(s, grads, p->o_bias, gw_bytes);
 	adapter_grads(s, grads, 0);
 	t1 = tensor(s, ab * T * qd);
+	drop(s, gp);
 	release(s, sv, S_O_IN);
 	t2 = tensor(s, flash_workspace(s));
 	int64_t ku = kv_units(s); /* repeated k and v: their gradients summed per kv head after */
@@ -1320,7 +1403,7 @@ static int plain_layer(struct step *s, struct tlist *cache)
 	free_all(s, &tmp);
 	drop(s, qe), drop(s, ke), drop(s, v); /* the attention's inputs live to its return */
 	drop(s, qkv);
-	ao = post_norm(s, NULL, ao);
+	ao = post_norm(s, NULL, ao, S_PNORM1);
 	drop(s, y);
 	int h1 = tensor(s, s->resid_bytes * T * h);
 	drop(s, ao);
@@ -1346,7 +1429,7 @@ static int plain_layer(struct step *s, struct tlist *cache)
 	dn = plain_linear(s, I, h, s->lp.down, 0);
 	drop(s, p);
 mlp_done:
-	dn = post_norm(s, NULL, dn);
+	dn = post_norm(s, NULL, dn, S_PNORM2);
 	drop(s, y2);
 	int out = tensor(s, s->resid_bytes * T * h);
 	drop(s, dn), drop(s, h1);
@@ -1475,9 +1558,9 @@ struct train {
 	int head_grad;            /* lm_head's gradient, in grads (0 none) */
 	struct tlist *saved;      /* per layer: what its forward keeps for its backward */
 	struct tlist ckpts;       /* gradient checkpointing: each layer's input */
-	struct tlist head_saved;  /* what GPT-2's and gemma's final norm keep */
+	struct tlist head_saved;  /* what GPT-2's final norm keeps */
 	int head_wcast;           /* lm_head's weight cast to bf16 under autocast (0 none) */
-	struct tlist norm_saved;  /* what the final norm keeps (not GPT-2's, not gemma's) */
+	struct tlist norm_saved;  /* what the final norm keeps (not GPT-2's) */
 	struct tlist tmp;         /* the loss's and the optimizer's temporaries */
 	struct tlist kv, prev_kv; /* use_cache: this step's cache, and the last step's */
 	struct tlist ac_cache;    /* autocast's weight casts in a checkpointed forward */
@@ -1758,10 +1841,6 @@ static void loss_forward(struct train *tr)
 	if (s->gpt2) { /* ln_f keeps its input */
 		push(&tr->head_saved, tr->hidden);
 		yf = layer_norm(s, &tr->head_saved, s->resid_bytes);
-	} else if (s->gemma) {
-		yf = norm(s, &tr->head_saved);
-		if (s->resid_bytes == 2) /* the norm keeps its own fp32 copy */
-			drop(s, tr->hidden);
 	} else {
 		s->stage = S_NORM1;
 		if (s->resid_bytes == 4) /* fp32: the norm keeps its input itself */
@@ -1893,7 +1972,7 @@ static void loss_backward(struct train *tr)
 	drop(s, tr->head_wcast);
 	tr->head_wcast = 0;
 	drop(s, tr->final_out);
-	int op = !s->gpt2 && !s->gemma; /* the final norm's backward node by node */
+	int op = !s->gpt2; /* the final norm's backward node by node */
 	int gb = (int)s->act_bytes, ob = norm_out_bytes(s, s->resid_bytes);
 	if (gb != ob) { /* autocast's cast for lm_head, backward */
 		int c = tensor(s, ob * s->tokens * s->hidden);
