@@ -65,8 +65,9 @@ static const char usage_head[] =
 	"      --freeze LIST            frozen parts, no gradient or optimizer state: embed,\n"
 	"                               lm_head, layers:A-B (e.g. embed,lm_head)\n"
 	"      --inputs-embeds          fed hidden states (batch x seq x hidden), no embedding lookup\n"
-	"      --alloc-conf expandable_segments:True   PyTorch's expandable segments (the\n"
-	"                               middle of 5 simulated placements; their range printed)\n"
+	"      --alloc-conf expandable_segments:True   PyTorch's expandable segments (5 simulated\n"
+	"                               placements, the plan 2/5 of the way from the plain run's\n"
+	"                               peak to the highest; their range printed)\n"
 	"      --lora-rank R [--lora-targets q,k,v,o,gate,up,down|all]   LoRA (default q,k,v,o)\n"
 	"      --inference --context N  inference with a KV cache of batch x N tokens\n"
 	"      --logits all|last        inference: every position's logits (model(input_ids)) or\n"
@@ -462,7 +463,8 @@ static void print_table(const struct plan_args *a, const struct plan_result *r)
 	else
 		printf(", %s short\n", size_format(need - a->gpu_bytes, d, sizeof(d)));
 	if (r->device_peak_high_bytes)
-		printf("expandable segments: %d simulated placements peak at %s to %s, the plan their middle%s\n",
+		printf("expandable segments: %d simulated placements peak at %s to %s, the plan 2/5 of the way "
+		       "from the plain run's to the highest%s\n",
 		       PLAN_PLACEMENTS, size_format(r->device_peak_low_bytes, b, sizeof(b)),
 		       size_format(r->device_peak_high_bytes, c, sizeof(c)),
 		       need > a->gpu_bytes || r->device_peak_high_bytes + m <= a->gpu_bytes ? ""

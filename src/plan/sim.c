@@ -36,8 +36,13 @@ enum stage {
 	S_PNORM1,  /* that norm: the rest */
 	S_O_IN,    /* o_proj's adapter */
 	S_SDPA,    /* attention: q, k, v, output, log-sum-exp */
-	S_ROPE,    /* qwen3's q/k norms */
-	S_QKV_IN,  /* q/k/v projections: their input or autocast's casts */
+	S_KNORM_W, /* k's norm (qwen3's, gemma3's) weight: the normalized tensor */
+	S_KNORM,   /* k's norm: the rest */
+	S_QNORM_W, /* q's norm's weight: the normalized tensor */
+	S_QNORM,   /* q's norm: the rest */
+	S_V_IN,    /* v_proj under autocast: its casts */
+	S_K_IN,    /* k_proj under autocast: its casts */
+	S_QKV_IN,  /* q/k/v projections: their input or autocast's casts (q's) */
 	S_NORM1_W, /* the input norm's weight: the normalized tensor */
 	S_NORM1,   /* the input norm: the rest */
 };
@@ -219,6 +224,10 @@ static enum stage weight_stage(enum stage st)
 		return S_PNORM1_W;
 	case S_PNORM2:
 		return S_PNORM2_W;
+	case S_QNORM:
+		return S_QNORM_W;
+	case S_KNORM:
+		return S_KNORM_W;
 	default:
 		return st;
 	}
@@ -392,15 +401,14 @@ static int norm(struct step *s, struct tlist *sv)
 	return norm_of(s, sv, s->tokens, s->hidden, s->resid_bytes);
 }
 
-/* The rsqrt's product's and the variance's nodes of an RMSNorm's backward (its input
- * of ib bytes a unit), from a, the gradient of the normalized tensor (fp32, freed
- * here): the product's (for the rsqrt and for the input); the variance's (mean, pow, two
+/* The rsqrt's product's and the variance's nodes of an RMSNorm's backward over u units
+ * (its input of ib bytes a unit), from a, the gradient of the normalized tensor (fp32,
+ * freed here): the product's (for the rsqrt and for the input); the variance's (mean, pow, two
  * products), what the norm saved of stage st going after it. The input's gradient is
  * added into gres in place (autograd accumulates into a buffer it alone holds), or is
  * it when gres is 0 (in the input's dtype: a cast back from fp32). Returns it. */
-static int rsqrt_backward(struct step *s, int a, int ib, struct tlist *sv, enum stage st, int gres)
+static int rsqrt_backward(struct step *s, int64_t u, int a, int ib, struct tlist *sv, enum stage st, int gres)
 {
-	int64_t u = s->tokens * s->hidden;
 	int d = tensor(s, 4 * u), e = tensor(s, 4 * u);
 
 	drop(s, d), drop(s, a);
@@ -425,7 +433,7 @@ static int rsqrt_backward(struct step *s, int a, int ib, struct tlist *sv, enum 
 	return gres;
 }
 
-/* gemma's RMSNorm backward (its input ib bytes a unit, the output cast to that dtype,
+/* gemma's RMSNorm backward over u units (its input ib bytes a unit, the output cast to that dtype,
  * the weight taken as (1 + weight) in fp32) from the gradient g of its output (g_bytes a
  * unit; freed here unless keep_g: a post-norm's is the residual stream's gradient
  * itself), node by node: the output cast's back to fp32; the weight's product (for a
@@ -433,11 +441,9 @@ static int rsqrt_backward(struct step *s, int a, int ib, struct tlist *sv, enum 
  * temporary of twice its size, then g x (1 + weight)); then rsqrt_backward. What the
  * norm saved goes at its nodes: the normalized tensor with w_st, the rest with st.
  * Returns the input's gradient (added into gres when there is one). */
-static int gemma_norm_backward(struct step *s, int g, int g_bytes, int keep_g, int ib, struct tlist *sv,
+static int gemma_norm_backward(struct step *s, int64_t u, int g, int g_bytes, int keep_g, int ib, struct tlist *sv,
 			       enum stage w_st, enum stage st, int gres)
 {
-	int64_t u = s->tokens * s->hidden;
-
 	if (g_bytes != 4) {
 		int c = tensor(s, 4 * u);
 		if (!keep_g)
@@ -452,7 +458,7 @@ static int gemma_norm_backward(struct step *s, int g, int g_bytes, int keep_g, i
 	if (!keep_g)
 		drop(s, g);
 	release(s, sv, w_st);
-	return rsqrt_backward(s, a, ib, sv, st, gres);
+	return rsqrt_backward(s, u, a, ib, sv, st, gres);
 }
 
 /* gemma2's and gemma3's post-norm's backward (post_norm's, stage st, w_st its weight's)
@@ -465,25 +471,25 @@ static int post_norm_backward(struct step *s, int gres, struct tlist *sv, enum s
 
 	if (s->resid_bytes != ab)
 		g = tensor(s, ab * s->tokens * s->hidden), keep = 0;
-	return gemma_norm_backward(s, g, ab, keep, ab, sv, w_st, st, 0);
+	return gemma_norm_backward(s, s->tokens * s->hidden, g, ab, keep, ab, sv, w_st, st, 0);
 }
 
-/* The backward of norm()'s RMSNorm (its input ib bytes a unit, the residual stream's)
- * from the gradient g of its output, of g_bytes a unit (freed here), node by node as
- * autograd runs it: autocast's cast of the output back; the weight's product (g x
- * weight, and for a trained weight g x the normalized tensor, summed over the tokens
- * through a temporary of twice its fp32 size); the cast to the input's dtype back to
- * fp32; then rsqrt_backward. What the norm saved goes at its nodes: the normalized
- * tensor with w_st, the rest with st. Returns the residual stream's gradient (gres,
- * the input's gradient added into it when there is one). gemma's: gemma_norm_backward. */
-static int norm_backward(struct step *s, int g, int g_bytes, struct tlist *sv, enum stage w_st, enum stage st,
-			 int gres)
+/* The backward of an RMSNorm over u units (its input ib bytes a unit) from the gradient
+ * g of its output, of g_bytes a unit (freed here), node by node as autograd runs it:
+ * autocast's cast of the output back; the weight's product (g x weight, and for a
+ * trained weight g x the normalized tensor, summed over the tokens through a temporary
+ * of twice its fp32 size; a bf16 input's gradient cast to its dtype when the product is
+ * wider); the cast to the input's dtype back to fp32; then rsqrt_backward. What the
+ * norm saved goes at its nodes: the normalized tensor with w_st, the rest with st.
+ * Returns the input's gradient (gres, when given, with it added in). gemma's:
+ * gemma_norm_backward. */
+static int rms_backward(struct step *s, int64_t u, int g, int g_bytes, int ib, struct tlist *sv, enum stage w_st,
+			enum stage st, int gres)
 {
-	int64_t u = s->tokens * s->hidden;
-	int ib = s->resid_bytes, ob = norm_out_bytes(s, ib);
+	int ob = norm_out_bytes(s, ib);
 
 	if (s->gemma)
-		return gemma_norm_backward(s, g, g_bytes, 0, ib, sv, w_st, st, gres);
+		return gemma_norm_backward(s, u, g, g_bytes, 0, ib, sv, w_st, st, gres);
 	if (g_bytes != ob) {
 		int c = tensor(s, ob * u);
 		drop(s, g);
@@ -494,6 +500,11 @@ static int norm_backward(struct step *s, int g, int g_bytes, struct tlist *sv, e
 		int b = tensor(s, ob * u), t = tensor(s, 8 * u);
 		drop(s, t), drop(s, b);
 	}
+	if (ib == 2 && ob != 2) { /* to the bf16 input's dtype first */
+		int c = tensor(s, 2 * u);
+		drop(s, a);
+		a = c;
+	}
 	drop(s, g);
 	release(s, sv, w_st);
 	if (ib == 2) {
@@ -501,7 +512,14 @@ static int norm_backward(struct step *s, int g, int g_bytes, struct tlist *sv, e
 		drop(s, a);
 		a = c;
 	}
-	return rsqrt_backward(s, a, ib, sv, st, gres);
+	return rsqrt_backward(s, u, a, ib, sv, st, gres);
+}
+
+/* The backward of norm()'s RMSNorm, over the residual stream (rms_backward). */
+static int norm_backward(struct step *s, int g, int g_bytes, struct tlist *sv, enum stage w_st, enum stage st,
+			 int gres)
+{
+	return rms_backward(s, s->tokens * s->hidden, g, g_bytes, s->resid_bytes, sv, w_st, st, gres);
 }
 
 /* A linear keeping nothing for a backward pass: under autocast the weight's bf16 cast
@@ -566,7 +584,7 @@ static int moe_forward(struct step *s, struct tlist *sv)
 	save(s, sv, tensor(s, rw * S)); /* the sorted weights */
 	save(s, sv, tensor(s, S));      /* the sentinel mask */
 	s->stage = S_SORTED;
-	if (wtrain)
+	if (wtrain || !keep) /* (without autograd: a local to the experts' return) */
 		save(s, sv, sel);
 	int gu = tensor(s, eb * S * 2 * I), gum = tensor(s, eb * S * 2 * I);
 	drop(s, gu);
@@ -582,25 +600,33 @@ static int moe_forward(struct step *s, struct tlist *sv)
 	if (wtrain)
 		save(s, sv, prod);
 	if (!keep)
-		drop(s, act), drop(s, gum), drop(s, sel);
-	int d = tensor(s, eb * S * h), dm = tensor(s, eb * S * h);
+		drop(s, act), drop(s, gum);
+	int d = tensor(s, eb * S * h);
+	if (!keep)
+		drop(s, prod);
+	int dm = tensor(s, eb * S * h);
 	drop(s, d);
 	s->stage = S_WEIGH;
 	save(s, sv, dm);
-	if (!wtrain)
+	if (keep && !wtrain)
 		drop(s, prod);
 	int wo = tensor(s, wb * S * h);
-	if (!keep)
-		drop(s, dm);
 	int inv = tensor(s, 8 * S), ar = tensor(s, 8 * S);
 	drop(s, ar);
 	int ro = tensor(s, wb * S * h);
 	drop(s, wo);
 	int out = tensor(s, wb * T * h);
-	drop(s, ro), drop(s, inv), drop(s, ids), drop(s, perm);
+	if (keep)
+		drop(s, ro);
+	else /* without autograd the locals go at the experts' return */
+		save(s, sv, ro);
+	drop(s, inv), drop(s, ids), drop(s, perm);
 	if (wb != s->resid_bytes && wb != ab) { /* .to(hidden_states.dtype) */
 		int c = tensor(s, ab * T * h);
-		drop(s, out);
+		if (keep)
+			drop(s, out);
+		else
+			save(s, sv, out);
 		out = c;
 	}
 	free_all(s, &none);
@@ -676,6 +702,19 @@ static int moe_backward(struct step *s, int g, struct tlist *sv, struct tlist *g
 	return gy;
 }
 
+/* q's or k's per-head norm (qwen3's, gemma3's) over the tokens' heads x dim units,
+ * what it keeps of stage st: x goes, the norm's output comes back. */
+static int head_norm(struct step *s, struct tlist *sv, int x, int64_t heads, int64_t dim, enum stage st)
+{
+	int was = s->stage;
+
+	s->stage = st;
+	int n = norm_of(s, sv, s->tokens * heads, dim / heads, (int)s->act_bytes);
+	s->stage = was;
+	drop(s, x);
+	return n;
+}
+
 /* One decoder layer's forward for training: what the backward pass needs goes into sv.
  * A frozen layer (frozen) keeps what its input's gradient needs and nothing for its
  * weights', as LoRA's frozen base does: autograd saves a product's operand only for the
@@ -706,9 +745,23 @@ static int layer_forward(struct step *s, int in, struct tlist *sv, int frozen)
 	if (s->fused) { /* q, k and v are views of one output */
 		v = linear(s, sv, h, qd + 2 * k, LORA_Q | LORA_K | LORA_V, s->lp.qkv, s->autocast);
 	} else {
+		/* qwen3 normalizes q and k per head as each projection returns, gemma3 after
+		 * all three */
+		int inl = s->qk_norm && !s->gemma;
 		q = linear(s, sv, h, qd, LORA_Q, s->lp.q, s->autocast);
+		if (inl)
+			q = head_norm(s, sv, q, s->heads, qd, S_QNORM);
+		s->stage = S_K_IN;
 		kk = linear(s, sv, h, k, LORA_K, s->lp.k, s->autocast);
+		if (inl)
+			kk = head_norm(s, sv, kk, s->kv_heads, k, S_KNORM);
+		s->stage = S_V_IN;
 		v = linear(s, sv, h, k, LORA_V, s->lp.v, s->autocast);
+		s->stage = S_QKV_IN;
+		if (s->qk_norm && s->gemma) {
+			q = head_norm(s, sv, q, s->heads, qd, S_QNORM);
+			kk = head_norm(s, sv, kk, s->kv_heads, k, S_KNORM);
+		}
 	}
 	ran |= LORA_Q | LORA_K | LORA_V;
 	/* with a mask sdpa is handed k and v repeated to every query head (transformers
@@ -721,15 +774,6 @@ static int layer_forward(struct step *s, int in, struct tlist *sv, int frozen)
 		save(s, sv, v);
 	if (!s->autocast) /* (under autocast the fp32 norm output lives to the attention's end) */
 		drop(s, y);
-	s->stage = S_ROPE;
-	if (s->qk_norm) { /* qwen3 normalizes q and k per head before the rotation */
-		int qn = norm_of(s, sv, T * s->heads, qd / s->heads, (int)ab);
-		drop(s, q);
-		q = qn;
-		int kn = norm_of(s, sv, T * s->kv_heads, k / s->kv_heads, (int)ab);
-		drop(s, kk);
-		kk = kn;
-	}
 	/* rotary embedding: two temporaries each; with fp32 cos/sin (autocast) the rotated
 	 * q and k are fp32 and sdpa casts them back */
 	int64_t rq = kv_bytes(s), qb = qk_bytes(s);
@@ -956,6 +1000,102 @@ static int mlp_backward(struct step *s, int g, int g_bytes, struct tlist *sv, st
 	return sum;
 }
 
+/* The backward of the rotation of a tensor of n units (its gradient g, b bytes a unit:
+ * fp32 under autocast, whose cos and sin are; freed here), node by node: g x sin (cast
+ * to the dtype the rotation's input had), rotate_half's negation and its two halves'
+ * slices (the second added into the first), g x cos (cast, added in). Returns the first
+ * slice: the gradient of the rotation's input. */
+static int rope_backward(struct step *s, int g, int64_t n, int64_t b)
+{
+	int64_t o = qk_bytes(s);
+	int m = tensor(s, b * n);
+
+	if (b != o) {
+		int c = tensor(s, o * n);
+		drop(s, m);
+		m = c;
+	}
+	int ng = tensor(s, o * n / 2), s1 = tensor(s, o * n);
+	drop(s, ng);
+	int s2 = tensor(s, o * n);
+	drop(s, m), drop(s, s2);
+	m = tensor(s, b * n);
+	if (b != o) {
+		int c = tensor(s, o * n);
+		drop(s, m), drop(s, g);
+		m = c;
+	} else {
+		drop(s, g);
+	}
+	drop(s, m);
+	return s1;
+}
+
+/* The attention's backward (q, k and v apart, trained, no adapters, no biases, no mask:
+ * sdpa's efficient kernels) from the gradient g of its output (g_bytes a unit; freed, 0:
+ * the residual stream's, not freed), node by node as traced: o_proj's; sdpa's (dq, dk,
+ * dv, then its workspace); under autocast q's and k's casts back to fp32 (and v's from
+ * the cache's fp32 copy, then to v's dtype); k's rotation, q's; v's projection; then k's
+ * norm (qwen3's, gemma3's) and projection, q's; each projection from a copy of its
+ * gradient's view, their inputs' gradients summed (under autocast k's and q's added in
+ * place into v's fp32 one; else v's and k's added, q's into the sum). Returns the
+ * gradient of the attention's input and its bytes a unit in *bytes. */
+static int attn_backward(struct step *s, int g, int g_bytes, struct tlist *sv, struct tlist *grads, int64_t gw_bytes,
+			 int *bytes)
+{
+	int64_t T = s->tokens, h = s->hidden, qd = s->q_dim, k = s->kv_dim, ab = s->act_bytes, rq = kv_bytes(s);
+	int qb = (int)qk_bytes(s);
+	const struct layer_params *p = &s->lp;
+
+	int go = proj_backward(s, g, g_bytes, qd, p->o, 0, 0, sv, S_O_IN, grads, gw_bytes);
+	int dq = tensor(s, ab * T * qd), dk = tensor(s, ab * T * k), dv = tensor(s, ab * T * k);
+	int ws = tensor(s, flash_workspace(s));
+	drop(s, ws), drop(s, go);
+	release(s, sv, S_SDPA);
+	if (rq != ab) { /* sdpa's casts of the fp32 rotated q and k */
+		int c = tensor(s, rq * T * qd);
+		drop(s, dq);
+		dq = c;
+		c = tensor(s, rq * T * k);
+		drop(s, dk);
+		dk = c;
+		if (s->kv) { /* v from the cache's fp32 copy */
+			c = tensor(s, rq * T * k);
+			drop(s, dv);
+			dv = tensor(s, ab * T * k);
+			drop(s, c);
+		}
+	}
+	int gk = rope_backward(s, dk, T * k, rq), gq = rope_backward(s, dq, T * qd, rq);
+	if (s->qk_norm && s->gemma) { /* normalized after all three projections: first back */
+		gk = rms_backward(s, T * k, gk, qb, (int)ab, sv, S_KNORM_W, S_KNORM, 0);
+		gq = rms_backward(s, T * qd, gq, qb, (int)ab, sv, S_QNORM_W, S_QNORM, 0);
+	}
+	int vw = tensor(s, ab * T * k);
+	drop(s, dv);
+	int acc = proj_backward(s, vw, (int)ab, h, p->v, s->autocast, 0, sv, S_V_IN, grads, gw_bytes);
+	if (s->qk_norm && !s->gemma)
+		gk = rms_backward(s, T * k, gk, qb, (int)ab, sv, S_KNORM_W, S_KNORM, 0);
+	int kw = tensor(s, ab * T * k);
+	drop(s, gk);
+	int gi = proj_backward(s, kw, (int)ab, h, p->k, s->autocast, s->autocast ? acc : 0, sv, S_K_IN, grads,
+			       gw_bytes);
+	if (gi != acc) {
+		int sum = tensor(s, ab * T * h);
+		drop(s, acc), drop(s, gi);
+		acc = sum;
+	}
+	if (s->qk_norm && !s->gemma)
+		gq = rms_backward(s, T * qd, gq, qb, (int)ab, sv, S_QNORM_W, S_QNORM, 0);
+	int qw = tensor(s, ab * T * qd);
+	drop(s, gq);
+	gi = proj_backward(s, qw, (int)ab, h, p->q, s->autocast, acc, sv, S_QKV_IN, grads, gw_bytes);
+	if (gi != acc)
+		drop(s, gi); /* added into the sum in place */
+	*bytes = s->autocast ? 4 : (int)ab;
+	return acc;
+}
+
 /* One layer's backward, node by node as autograd runs it: gradient temporaries, the
  * weight gradients (into grads, which live to the optimizer step) when each projection's
  * node runs, the input's gradient; what the layer saved (sv) goes stage by stage. A
@@ -1000,9 +1140,15 @@ static int layer_backward(struct step *s, int gres, struct tlist *sv, struct tli
 mlp_done:
 	release(s, sv, S_UP_IN), release(s, sv, S_MLP_IN);
 	gres = norm_backward(s, gy, gy_bytes, sv, S_NORM2_W, S_NORM2, gres);
+	gp = s->norms_per_layer == 4 ? post_norm_backward(s, gres, sv, S_PNORM1_W, S_PNORM1) : 0;
+	if (!s->fused && !s->mask_bytes && !s->fp32 && !p->o_bias && !p->q_bias && s->base_trains && !s->nadapters &&
+	    gw_bytes) {
+		gy = attn_backward(s, gp, gp ? (int)ab : s->resid_bytes, sv, grads, gw_bytes, &gy_bytes);
+		goto attn_done;
+	}
+	gy_bytes = (int)ab;
 	/* attention: o_proj (its bias's gradient with its weight's), sdpa, the rotations,
 	 * then the q, k, v projections; the norms and q, k, v's biases last */
-	gp = s->norms_per_layer == 4 ? post_norm_backward(s, gres, sv, S_PNORM1_W, S_PNORM1) : 0;
 	weight_grad(s, grads, p->o, gw_bytes);
 	weight_grad(s, grads, p->o_bias, gw_bytes);
 	adapter_grads(s, grads, 0);
@@ -1022,7 +1168,7 @@ mlp_done:
 		drop(s, gv);
 		gv = gv_sum;
 	}
-	release(s, sv, S_ROPE);
+	release(s, sv, S_QNORM_W), release(s, sv, S_QNORM), release(s, sv, S_KNORM_W), release(s, sv, S_KNORM);
 	if (s->fused) {
 		/* q, k, v were slices of one output: each slice's gradient is a zero-filled
 		 * tensor of its size, added into the first */
@@ -1040,8 +1186,9 @@ mlp_done:
 	weight_grad(s, grads, p->q, gw_bytes);
 	gy = tensor(s, ab * T * h);
 	drop(s, gq), drop(s, gk), drop(s, gv), drop(s, cat);
-	release(s, sv, S_QKV_IN);
-	gx = norm_backward(s, gy, (int)ab, sv, S_NORM1_W, S_NORM1, gres);
+	release(s, sv, S_V_IN), release(s, sv, S_K_IN), release(s, sv, S_QKV_IN);
+attn_done:
+	gx = norm_backward(s, gy, gy_bytes, sv, S_NORM1_W, S_NORM1, gres);
 	weight_grad(s, grads, p->v_bias, gw_bytes);
 	weight_grad(s, grads, p->k_bias, gw_bytes);
 	weight_grad(s, grads, p->q_bias, gw_bytes);
@@ -1562,6 +1709,7 @@ struct train {
 	int head_wcast;           /* lm_head's weight cast to bf16 under autocast (0 none) */
 	struct tlist norm_saved;  /* what the final norm keeps (not GPT-2's) */
 	struct tlist tmp;         /* the loss's and the optimizer's temporaries */
+	struct tlist rot;         /* the rotary embedding's cos and sin, held to the backward's end */
 	struct tlist kv, prev_kv; /* use_cache: this step's cache, and the last step's */
 	struct tlist ac_cache;    /* autocast's weight casts in a checkpointed forward */
 	/* FSDP2 (ZeRO-3): each layer's weights gathered whole around its forward and its
@@ -1767,6 +1915,35 @@ static int input_nograd(const struct train *tr, int64_t l)
 	return l == tr->no_grad_layers && (!tr->embed_trains || tr->t->inputs_embeds);
 }
 
+/* The rotary embedding's cos and sin for the step (the model's, once a forward: one
+ * sequence's positions, head_dim wide; gemma3's local and global layers each have a
+ * set): the frequencies' product and their concatenation (fp32), cos and sin scaled,
+ * cast to the residual stream's dtype when it is narrower. Held in tr->rot. */
+static void rotary(struct train *tr)
+{
+	struct step *s = &tr->s;
+	int64_t u = s->seq * (s->q_dim / s->heads);
+	int sets = s->gemma && s->qk_norm ? 2 : 1;
+
+	for (int i = 0; i < sets && !s->gpt2; i++) {
+		int f = tensor(s, 2 * u), c = tensor(s, 4 * u), t = tensor(s, 4 * u);
+		drop(s, t);
+		int cm = tensor(s, 4 * u);
+		t = tensor(s, 4 * u);
+		int sm = tensor(s, 4 * u);
+		drop(s, t);
+		if (s->resid_bytes == 2) {
+			push(&tr->rot, tensor(s, 2 * u));
+			push(&tr->rot, tensor(s, 2 * u));
+			drop(s, f), drop(s, c), drop(s, cm), drop(s, sm);
+		} else {
+			drop(s, f), drop(s, c);
+			push(&tr->rot, cm);
+			push(&tr->rot, sm);
+		}
+	}
+}
+
 /* The forward pass: the embeddings (gemma scales them: a new tensor), then the layers;
  * a checkpointed layer keeps only its input, its temporaries go as they would without
  * autograd. */
@@ -1782,8 +1959,6 @@ static void train_forward(struct train *tr, int step)
 		fsdp_copy_out(tr, &tr->root, tr->root_param, tr->nroot_param);
 	}
 	x = hs = tensor(s, s->resid_bytes * s->tokens * s->hidden);
-	if (!step)
-		cublas_workspace(s);
 	if (tr->t->inputs_embeds) { /* the caller's hidden states: the last step's go now */
 		drop(s, tr->inputs);
 		tr->inputs = x;
@@ -1791,10 +1966,14 @@ static void train_forward(struct train *tr, int step)
 		int scaled = tensor(s, s->resid_bytes * s->tokens * s->hidden);
 		drop(s, x);
 		x = hs = scaled;
-	} else if (s->gpt2) { /* the positions' embeddings, added, the dropout */
+	}
+	if (!step) /* at the rotary frequencies' product (GPT-2: the first layer's) */
+		cublas_workspace(s);
+	if (s->gpt2) { /* the positions' embeddings, added, the dropout */
 		int pos = tensor(s, s->resid_bytes * s->tokens * s->hidden);
 		hs = dropout(s, &tr->head_saved, pos, s->tokens * s->hidden, s->resid_bytes);
 	}
+	rotary(tr);
 	tr->mask = sliding_mask(s);
 	for (int64_t l = 0; l < s->layers; l++) {
 		int out;
@@ -2036,6 +2215,7 @@ static void layers_backward(struct train *tr)
 	if (t->grad_ckpt && tr->ckpts.n && tr->ckpts.v[0] != tr->emb)
 		drop(s, tr->ckpts.v[0]);
 	tr->ckpts.n = 0;
+	free_all(s, &tr->rot);
 	drop(s, tr->mask);
 	tr->mask = 0;
 	if (s->gpt2 && tr->grad_bytes) /* wpe's */
@@ -2115,6 +2295,7 @@ static void train_finish(struct train *tr, struct sim_result *r)
 	free(tr->saved);
 	free(tr->params.v), free(tr->trained.v), free(tr->states.v), free(tr->grads.v), free(tr->ckpts.v), free(tr->tmp.v);
 	free(tr->head_saved.v), free(tr->head_saved.tag), free(tr->norm_saved.v), free(tr->norm_saved.tag);
+	free(tr->rot.v), free(tr->rot.tag);
 	free(tr->lsm.v), free(tr->capped.v);
 	free(tr->kv.v), free(tr->prev_kv.v), free(tr->ac_cache.v), free(tr->shards.v), free(tr->buckets.v);
 	for (int64_t l = 0; tr->gathered && l < s->layers; l++)

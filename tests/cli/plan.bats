@@ -435,14 +435,15 @@ assert a == want, a' "$output"
 	[[ "$output" != *"hint:"* ]]
 }
 
-# Expandable segments: the plan is the mean of five placements, between their extremes,
-# said in the table and in JSON; without them there is no range.
+# Expandable segments: the plan lies between five placements' extremes (2/5 of the way
+# from the plain run's peak to the highest), said in the table and in JSON; without
+# them there is no range.
 @test "plan with expandable segments gives the placements' range" {
 	llama1b
 	run "$HR" plan --gpu h200 --alloc-conf expandable_segments:True "$T/llama1b.json"
 	echo "$output"
 	[ "$status" -eq 0 ]
-	[[ "$output" == *"expandable segments: 5 simulated placements peak at "*" to "*", the plan their middle"* ]]
+	[[ "$output" == *"expandable segments: 5 simulated placements peak at "*" to "*", the plan 2/5 of the way from the plain run's to the highest"* ]]
 	run "$HR" plan --gpu h200 --json --alloc-conf expandable_segments:True "$T/llama1b.json"
 	[ "$status" -eq 0 ]
 	printf '%s' "$output" | python3 -c 'import json,sys; j=json.load(sys.stdin); r=j["device_peak_range_bytes"]

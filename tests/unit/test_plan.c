@@ -155,8 +155,9 @@ static const struct fixture_check fixtures_issue13 = { FIXTURES "/gpu-train/h200
  * settings in no other fixture, planned before they ran; held to the bounds of issue 13's
  * held-out cases (median 2 %, max 4 % here). */
 static const struct outlier outliers_13b[] = {
-	/* expandable segments, held to issue 13's bound for them (6 %): its placements
-	 * split by one logits block and the run kept the hole; the plan is their middle */
+	/* expandable segments, held to issue 13's bound for them (6 %): its plain placement
+	 * is 4 % over (gemma3's masked attention's backward is still written coarsely), its
+	 * highest 8 % */
 	{ "gemma3-1b/bf16-adamw/b2s4096/expandable", 0.06 },
 	{ NULL, 0 },
 };
@@ -276,18 +277,11 @@ static const struct fixture_check fixtures_issue13v = { FIXTURES "/gpu-train/h20
 							0.04, NULL };
 
 /* 18 more in shapes no other set has (bench/gpu-cases-13w.json), planned by d01ce61
- * before they ran, after lm_head's traced frees; issue 13's bounds for the rest: median
- * 2 %, max 4 %, one named. */
-static const struct outlier outliers_13w[] = {
-	/* gemma3 under autocast at 4 x 2048: traced, step 3's lm_head weight cast (448 MiB)
-	 * fitted the run's last hole of its 8 GiB logits segment by 5 MiB; the simulation's
-	 * hole, laid out by gemma's coarse norm backward, is 42 MiB smaller, so its logits take
-	 * a new 8 GiB segment: an over-estimate */
-	{ "gemma3-h896x14/mp-adamw/b4s2048", 0.17 },
-	{ NULL, 0 },
-};
+ * before they ran, after lm_head's traced frees (then gemma3 under autocast at 4 x 2048
+ * 15.8 % over, until the attention's backward was traced); issue 13's bounds for the
+ * rest: median 2 %, max 4 %. */
 static const struct fixture_check fixtures_issue13w = { FIXTURES "/gpu-train/h200-issue13w.json", 18, 0.02, 0.04,
-							0.04, outliers_13w };
+							0.04, NULL };
 
 /* issue 13's two-GPU cases (bench/gpu-dist-cases.json and -2.json on nvidia-h200-x2), one case a
  * rank: DDP and FSDP2 (fully_shard with and without resharding after the forward), bf16
@@ -306,16 +300,11 @@ static const struct fixture_check fixtures_dist = { FIXTURES "/gpu-train/h200x2-
 
 /* five DDP cases and one FSDP2 case of the two-GPU fixture run for 30 steps
  * (bench/gpu-dist-cases-30.json), planned as long runs (eight steps simulated): each
- * rank's peak within 3 % but the one named; none grew after its second step. */
-static const struct outlier outliers_dist30[] = {
-	/* the simulation grows its segments by a 1 GiB loss block in its sixth step; the
-	 * run did not in thirty (a three-step plan is exact) */
-	{ "mistral-0.4b/ddpx2-mp/b2s4096/30steps/rank0", 0.06 },
-	{ "mistral-0.4b/ddpx2-mp/b2s4096/30steps/rank1", 0.06 },
-	{ NULL, 0 },
-};
+ * rank's peak within 3 % (the DDP mistral under autocast was 5.4 % over, its simulation
+ * growing in its sixth step, until the attention's backward was traced); none grew after
+ * its second step. */
 static const struct fixture_check fixtures_dist30 = { FIXTURES "/gpu-train/h200x2-dist30.json", 12, 0.03, 0.03,
-						      0.03, outliers_dist30 };
+						      0.03, NULL };
 
 /* A fixture file's test, named after its check. */
 #define FIXTURE_TEST(check) { "test_" #check, test_fixture_file, NULL, NULL, (void *)&check }
@@ -465,9 +454,9 @@ static void test_placements(void **state)
 	assert_int_equal(plan_compute(&m, &t, &r, &why), 0);
 	assert_true(r.device_peak_low_bytes > 0);
 	assert_true(r.device_peak_low_bytes <= r.device_peak_bytes && r.device_peak_bytes <= r.device_peak_high_bytes);
-	/* the plan is the middle of the placements' reserved peaks: the plain run over the
-	 * plan's steps, the jittered ones over at most PLAN_JITTER_STEPS (to the byte,
-	 * rounding aside), the context beside it */
+	/* the plan is two fifths of the way from the plain run's reserved peak (over the
+	 * plan's steps) to the highest placement's (the jittered ones over at most
+	 * PLAN_JITTER_STEPS), to the byte, rounding aside; the context beside it */
 	int steps = plan_sim_steps(&t), js = steps < PLAN_JITTER_STEPS ? steps : PLAN_JITTER_STEPS;
 	int64_t lo = 0, hi = 0;
 	assert_int_equal(sim_train(&m, &t, steps, 0, &b), 0);
@@ -476,8 +465,8 @@ static void test_placements(void **state)
 		int64_t d = (int64_t)a.max_reserved_bytes - (int64_t)b.max_reserved_bytes;
 		lo = d < lo ? d : lo, hi = d > hi ? d : hi;
 	}
-	assert_true(hi > lo); /* (else any plan would pass) */
-	int64_t want = (int64_t)b.max_reserved_bytes + (lo + hi) / 2;
+	assert_true(hi > 0 && hi > lo); /* (else any plan would pass) */
+	int64_t want = (int64_t)b.max_reserved_bytes + hi * 2 / 5;
 	assert_true(llabs((int64_t)(r.device_peak_bytes - r.bytes[C_CONTEXT]) - want) <= 1);
 	assert_int_equal(r.device_peak_high_bytes - r.device_peak_low_bytes, (uint64_t)(hi - lo));
 	for (int i = 0; i < 8; i++) {
