@@ -116,6 +116,8 @@ struct step {
 	int jitter;               /* sim_train's jitter: its scale in hidden states, 0 off */
 	uint64_t jitter_state;    /* its generator's state */
 	int jitter_id;            /* the jitter tensor held now, 0 none */
+	struct tlist *rot_last;   /* the rotary cos and sin (pairs), to go at their last use (the
+				   * lowest trained layer's q rotation); NULL in other layers */
 };
 
 /* A tensor on a CUDA stream (0: the default one). */
@@ -1003,12 +1005,16 @@ static int mlp_backward(struct step *s, int g, int g_bytes, struct tlist *sv, st
 /* The backward of the rotation of a tensor of n units (its gradient g, b bytes a unit:
  * fp32 under autocast, whose cos and sin are; freed here), node by node: g x sin (cast
  * to the dtype the rotation's input had), rotate_half's negation and its two halves'
- * slices (the second added into the first), g x cos (cast, added in). Returns the first
- * slice: the gradient of the rotation's input. */
-static int rope_backward(struct step *s, int g, int64_t n, int64_t b)
+ * slices (the second added into the first), g x cos (cast, added in); the model's sin
+ * and cos (rot, when given) after their last products. Returns the first slice: the
+ * gradient of the rotation's input. */
+static int rope_backward(struct step *s, int g, int64_t n, int64_t b, struct tlist *rot)
 {
 	int64_t o = qk_bytes(s);
 	int m = tensor(s, b * n);
+
+	for (size_t i = 1; rot && i < rot->n; i += 2) /* sin's last product */
+		drop(s, rot->v[i]);
 
 	if (b != o) {
 		int c = tensor(s, o * n);
@@ -1027,8 +1033,23 @@ static int rope_backward(struct step *s, int g, int64_t n, int64_t b)
 	} else {
 		drop(s, g);
 	}
+	for (size_t i = 0; rot && i < rot->n; i += 2) /* cos's */
+		drop(s, rot->v[i]);
+	if (rot)
+		rot->n = 0;
 	drop(s, m);
 	return s1;
+}
+
+/* A head-major gradient (g, of heads heads, bytes in all) taken back to the projection's
+ * token-major view: a copy (g freed) unless one head makes it a view. */
+static int view_copy(struct step *s, int g, int64_t heads, int64_t bytes)
+{
+	if (heads < 2)
+		return g;
+	int c = tensor(s, bytes);
+	drop(s, g);
+	return c;
 }
 
 /* The attention's backward (q, k and v apart, trained, no adapters, no biases, no mask:
@@ -1036,8 +1057,8 @@ static int rope_backward(struct step *s, int g, int64_t n, int64_t b)
  * the residual stream's, not freed), node by node as traced: o_proj's; sdpa's (dq, dk,
  * dv, then its workspace); under autocast q's and k's casts back to fp32 (and v's from
  * the cache's fp32 copy, then to v's dtype); k's rotation, q's; v's projection; then k's
- * norm (qwen3's, gemma3's) and projection, q's; each projection from a copy of its
- * gradient's view, their inputs' gradients summed (under autocast k's and q's added in
+ * norm (qwen3's, gemma3's) and projection, q's; each projection from its gradient's
+ * view (view_copy), their inputs' gradients summed (under autocast k's and q's added in
  * place into v's fp32 one; else v's and k's added, q's into the sum). Returns the
  * gradient of the attention's input and its bytes a unit in *bytes. */
 static int attn_backward(struct step *s, int g, int g_bytes, struct tlist *sv, struct tlist *grads, int64_t gw_bytes,
@@ -1047,37 +1068,49 @@ static int attn_backward(struct step *s, int g, int g_bytes, struct tlist *sv, s
 	int qb = (int)qk_bytes(s);
 	const struct layer_params *p = &s->lp;
 
+	int64_t ku = kv_units(s); /* k and v as sdpa had them: repeated with a mask */
 	int go = proj_backward(s, g, g_bytes, qd, p->o, 0, 0, sv, S_O_IN, grads, gw_bytes);
-	int dq = tensor(s, ab * T * qd), dk = tensor(s, ab * T * k), dv = tensor(s, ab * T * k);
+	int dq = tensor(s, ab * T * qd), dk = tensor(s, ab * T * ku), dv = tensor(s, ab * T * ku);
 	int ws = tensor(s, flash_workspace(s));
 	drop(s, ws), drop(s, go);
 	release(s, sv, S_SDPA);
-	if (rq != ab) { /* sdpa's casts of the fp32 rotated q and k */
+	int vb = s->kv ? rq : ab; /* v from the cache's copy, in k's dtype */
+	if (rq != ab) { /* sdpa's casts of the fp32 rotated q and k (and the cache's v) */
 		int c = tensor(s, rq * T * qd);
 		drop(s, dq);
 		dq = c;
+		c = tensor(s, rq * T * ku);
+		drop(s, dk);
+		dk = c;
+		if (vb != ab) {
+			c = tensor(s, vb * T * ku);
+			drop(s, dv);
+			dv = c;
+		}
+	}
+	if (ku != k) { /* repeat_kv's backward: the copies' gradients summed per kv head */
+		int c = tensor(s, vb * T * k);
+		drop(s, dv);
+		dv = c;
 		c = tensor(s, rq * T * k);
 		drop(s, dk);
 		dk = c;
-		if (s->kv) { /* v from the cache's fp32 copy */
-			c = tensor(s, rq * T * k);
-			drop(s, dv);
-			dv = tensor(s, ab * T * k);
-			drop(s, c);
-		}
 	}
-	int gk = rope_backward(s, dk, T * k, rq), gq = rope_backward(s, dq, T * qd, rq);
+	if (vb != ab) { /* to v's dtype */
+		int c = tensor(s, ab * T * k);
+		drop(s, dv);
+		dv = c;
+	}
+	int gk = rope_backward(s, dk, T * k, rq, NULL), gq = rope_backward(s, dq, T * qd, rq, s->rot_last);
 	if (s->qk_norm && s->gemma) { /* normalized after all three projections: first back */
 		gk = rms_backward(s, T * k, gk, qb, (int)ab, sv, S_KNORM_W, S_KNORM, 0);
 		gq = rms_backward(s, T * qd, gq, qb, (int)ab, sv, S_QNORM_W, S_QNORM, 0);
 	}
-	int vw = tensor(s, ab * T * k);
-	drop(s, dv);
+	int vw = view_copy(s, dv, s->kv_heads, ab * T * k);
 	int acc = proj_backward(s, vw, (int)ab, h, p->v, s->autocast, 0, sv, S_V_IN, grads, gw_bytes);
 	if (s->qk_norm && !s->gemma)
 		gk = rms_backward(s, T * k, gk, qb, (int)ab, sv, S_KNORM_W, S_KNORM, 0);
-	int kw = tensor(s, ab * T * k);
-	drop(s, gk);
+	int kw = view_copy(s, gk, s->kv_heads, ab * T * k);
 	int gi = proj_backward(s, kw, (int)ab, h, p->k, s->autocast, s->autocast ? acc : 0, sv, S_K_IN, grads,
 			       gw_bytes);
 	if (gi != acc) {
@@ -1087,8 +1120,7 @@ static int attn_backward(struct step *s, int g, int g_bytes, struct tlist *sv, s
 	}
 	if (s->qk_norm && !s->gemma)
 		gq = rms_backward(s, T * qd, gq, qb, (int)ab, sv, S_QNORM_W, S_QNORM, 0);
-	int qw = tensor(s, ab * T * qd);
-	drop(s, gq);
+	int qw = view_copy(s, gq, s->heads, ab * T * qd);
 	gi = proj_backward(s, qw, (int)ab, h, p->q, s->autocast, acc, sv, S_QKV_IN, grads, gw_bytes);
 	if (gi != acc)
 		drop(s, gi); /* added into the sum in place */
@@ -1141,8 +1173,7 @@ mlp_done:
 	release(s, sv, S_UP_IN), release(s, sv, S_MLP_IN);
 	gres = norm_backward(s, gy, gy_bytes, sv, S_NORM2_W, S_NORM2, gres);
 	gp = s->norms_per_layer == 4 ? post_norm_backward(s, gres, sv, S_PNORM1_W, S_PNORM1) : 0;
-	if (!s->fused && !s->mask_bytes && !s->fp32 && !p->o_bias && !p->q_bias && s->base_trains && !s->nadapters &&
-	    gw_bytes) {
+	if (!s->fused && !s->fp32 && !p->o_bias && !p->q_bias && s->base_trains && !s->nadapters && gw_bytes) {
 		gy = attn_backward(s, gp, gp ? (int)ab : s->resid_bytes, sv, grads, gw_bytes, &gy_bytes);
 		goto attn_done;
 	}
@@ -1917,18 +1948,21 @@ static int input_nograd(const struct train *tr, int64_t l)
 
 /* The rotary embedding's cos and sin for the step (the model's, once a forward: one
  * sequence's positions, head_dim wide; gemma3's local and global layers each have a
- * set): the frequencies' product and their concatenation (fp32), cos and sin scaled,
- * cast to the residual stream's dtype when it is narrower. Held in tr->rot. */
-static void rotary(struct train *tr)
+ * set): the frequencies' product (at step 0 the first product: cuBLAS's workspace
+ * after it) and their concatenation (fp32), cos and sin scaled, cast to the residual
+ * stream's dtype when it is narrower. Held in tr->rot. */
+static void rotary(struct train *tr, int step)
 {
 	struct step *s = &tr->s;
 	int64_t u = s->seq * (s->q_dim / s->heads);
 	int sets = s->gemma && s->qk_norm ? 2 : 1;
 
 	for (int i = 0; i < sets && !s->gpt2; i++) {
-		int f = tensor(s, 2 * u), c = tensor(s, 4 * u), t = tensor(s, 4 * u);
+		int f = tensor(s, 2 * u);
+		if (!step && !i)
+			cublas_workspace(s);
+		int c = tensor(s, 4 * u), t = tensor(s, 4 * u), cm = tensor(s, 4 * u);
 		drop(s, t);
-		int cm = tensor(s, 4 * u);
 		t = tensor(s, 4 * u);
 		int sm = tensor(s, 4 * u);
 		drop(s, t);
@@ -1967,14 +2001,14 @@ static void train_forward(struct train *tr, int step)
 		drop(s, x);
 		x = hs = scaled;
 	}
-	if (!step) /* at the rotary frequencies' product (GPT-2: the first layer's) */
-		cublas_workspace(s);
 	if (s->gpt2) { /* the positions' embeddings, added, the dropout */
+		if (!step) /* (at the first layer's product) */
+			cublas_workspace(s);
 		int pos = tensor(s, s->resid_bytes * s->tokens * s->hidden);
 		hs = dropout(s, &tr->head_saved, pos, s->tokens * s->hidden, s->resid_bytes);
 	}
-	rotary(tr);
 	tr->mask = sliding_mask(s);
+	rotary(tr, step);
 	for (int64_t l = 0; l < s->layers; l++) {
 		int out;
 		layer_begin(s, l);
@@ -2199,10 +2233,12 @@ static void layers_backward(struct train *tr)
 			s->nograd_in = 0;
 			drop(s, out);
 		}
+		s->rot_last = l == first ? &tr->rot : NULL;
 		if (s->gpt2)
 			gres = gpt2_backward(s, gres, sv, &tr->grads, tr->grad_bytes);
 		else
 			gres = layer_backward(s, gres, sv, &tr->grads, layer_frozen(t, l) ? 0 : tr->grad_bytes);
+		s->rot_last = NULL;
 		for (size_t i = 0; i < sv->n; i++)
 			if (sv->v[i] != tr->emb)
 				drop(s, sv->v[i]);
@@ -2221,7 +2257,18 @@ static void layers_backward(struct train *tr)
 	if (s->gpt2 && tr->grad_bytes) /* wpe's */
 		push(&tr->grads, tensor(s, s->positions * s->hidden * tr->grad_bytes));
 	if (tr->grad_bytes && tr->embed_trains) {
+		int64_t T = s->tokens;
+		if (s->gemma) { /* the embeddings' scaling's backward */
+			int m = tensor(s, s->resid_bytes * T * s->hidden);
+			drop(s, gres);
+			gres = m;
+		}
+		/* the dense gradient, then the kernel's partial sums per segment of sorted
+		 * indices (as traced: a tenth more rows than tokens, fp32) */
 		int ge = tensor(s, s->vocab * s->hidden * tr->grad_bytes);
+		int ps = tensor(s, (T + T / 10) * s->hidden * 4);
+		drop(s, ps), drop(s, gres);
+		gres = 0;
 		if (tr->m->tied && tr->head_grad && !s->autocast) {
 			/* autograd adds the two out of place (lm_head's gradient, an mm's
 			 * transpose, is not one it may add into): the sum is a new tensor;
