@@ -1041,15 +1041,20 @@ static int rope_backward(struct step *s, int g, int64_t n, int64_t b, struct tli
 	return s1;
 }
 
+/* A tensor made from x (a cast, a copy, a sum) of bytes: x goes once it exists. */
+static int remake(struct step *s, int x, int64_t bytes)
+{
+	int c = tensor(s, bytes);
+
+	drop(s, x);
+	return c;
+}
+
 /* A head-major gradient (g, of heads heads, bytes in all) taken back to the projection's
  * token-major view: a copy (g freed) unless one head makes it a view. */
 static int view_copy(struct step *s, int g, int64_t heads, int64_t bytes)
 {
-	if (heads < 2)
-		return g;
-	int c = tensor(s, bytes);
-	drop(s, g);
-	return c;
+	return heads < 2 ? g : remake(s, g, bytes);
 }
 
 /* The attention's backward (q, k and v apart, trained, no adapters, no biases, no mask:
@@ -1076,31 +1081,17 @@ static int attn_backward(struct step *s, int g, int g_bytes, struct tlist *sv, s
 	release(s, sv, S_SDPA);
 	int vb = s->kv ? rq : ab; /* v from the cache's copy, in k's dtype */
 	if (rq != ab) { /* sdpa's casts of the fp32 rotated q and k (and the cache's v) */
-		int c = tensor(s, rq * T * qd);
-		drop(s, dq);
-		dq = c;
-		c = tensor(s, rq * T * ku);
-		drop(s, dk);
-		dk = c;
-		if (vb != ab) {
-			c = tensor(s, vb * T * ku);
-			drop(s, dv);
-			dv = c;
-		}
+		dq = remake(s, dq, rq * T * qd);
+		dk = remake(s, dk, rq * T * ku);
+		if (vb != ab)
+			dv = remake(s, dv, vb * T * ku);
 	}
 	if (ku != k) { /* repeat_kv's backward: the copies' gradients summed per kv head */
-		int c = tensor(s, vb * T * k);
-		drop(s, dv);
-		dv = c;
-		c = tensor(s, rq * T * k);
-		drop(s, dk);
-		dk = c;
+		dv = remake(s, dv, vb * T * k);
+		dk = remake(s, dk, rq * T * k);
 	}
-	if (vb != ab) { /* to v's dtype */
-		int c = tensor(s, ab * T * k);
-		drop(s, dv);
-		dv = c;
-	}
+	if (vb != ab) /* to v's dtype */
+		dv = remake(s, dv, ab * T * k);
 	int gk = rope_backward(s, dk, T * k, rq, NULL), gq = rope_backward(s, dq, T * qd, rq, s->rot_last);
 	if (s->qk_norm && s->gemma) { /* normalized after all three projections: first back */
 		gk = rms_backward(s, T * k, gk, qb, (int)ab, sv, S_KNORM_W, S_KNORM, 0);
