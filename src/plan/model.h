@@ -18,7 +18,7 @@ enum plan_component {
  * (model.c says why). */
 #define PLAN_PLACEMENTS 5
 /* The most steps a jittered placement runs (the plain run runs the plan's). */
-#define PLAN_JITTER_STEPS 4
+#define PLAN_JITTER_STEPS 3
 
 struct plan_result {
 	uint64_t bytes[C_NCOMPONENTS]; /* at the peak phase */
