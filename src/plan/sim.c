@@ -116,8 +116,8 @@ struct step {
 	int jitter;               /* sim_train's jitter: its scale in hidden states, 0 off */
 	uint64_t jitter_state;    /* its generator's state */
 	int jitter_id;            /* the jitter tensor held now, 0 none */
-	struct tlist *rot_last;   /* the rotary cos and sin (pairs), to go at their last use (the
-				   * lowest trained layer's q rotation); NULL in other layers */
+	struct tlist *rot_last;   /* a rotary set's cos and sin, to go at their last use (the q
+				   * rotation of the lowest trained layer using it); NULL in others */
 };
 
 /* A tensor on a CUDA stream (0: the default one). */
@@ -1937,6 +1937,13 @@ static int input_nograd(const struct train *tr, int64_t l)
 	return l == tr->no_grad_layers && (!tr->embed_trains || tr->t->inputs_embeds);
 }
 
+/* The rotary set layer l uses (rotary's): gemma3's global layers, every
+ * sliding_pattern-th, the second. */
+static int rotary_set(const struct step *s, int64_t l)
+{
+	return s->gemma && s->qk_norm && s->sliding_window && (l + 1) % s->sliding_pattern == 0;
+}
+
 /* The rotary embedding's cos and sin for the step (the model's, once a forward: one
  * sequence's positions, head_dim wide; gemma3's local and global layers each have a
  * set): the frequencies' product (at step 0 the first product: cuBLAS's workspace
@@ -2209,6 +2216,11 @@ static void layers_backward(struct train *tr)
 	struct step *s = &tr->s;
 	const struct train_settings *t = tr->t;
 	int gres = tr->grad_res;
+	int64_t low[2] = { -1, -1 }; /* the lowest trained layer using each rotary set */
+
+	for (int64_t l = tr->no_grad_layers; l < s->layers; l++)
+		if (low[rotary_set(s, l)] < 0)
+			low[rotary_set(s, l)] = l;
 
 	for (int64_t l = s->layers - 1; l >= tr->no_grad_layers; l--) {
 		struct tlist *sv = &tr->saved[l];
@@ -2224,7 +2236,11 @@ static void layers_backward(struct train *tr)
 			s->nograd_in = 0;
 			drop(s, out);
 		}
-		s->rot_last = l == first ? &tr->rot : NULL;
+		int k = rotary_set(s, l);
+		struct tlist last = { 0 };
+		if (low[k] == l && tr->rot.n >= 2 * (size_t)k + 2) /* its set's last user */
+			last.v = &tr->rot.v[2 * k], last.n = 2;
+		s->rot_last = last.n ? &last : NULL;
 		if (s->gpt2)
 			gres = gpt2_backward(s, gres, sv, &tr->grads, tr->grad_bytes);
 		else

@@ -154,16 +154,8 @@ static const struct fixture_check fixtures_issue13 = { FIXTURES "/gpu-train/h200
 /* issue 13's held-out check of our own (bench/gpu-cases-13b.json): 18 cases of shapes and
  * settings in no other fixture, planned before they ran; held to the bounds of issue 13's
  * held-out cases (median 2 %, max 4 % here). */
-static const struct outlier outliers_13b[] = {
-	/* expandable segments: traced, the simulation's sequence is the run's but for a few
-	 * holes of the last layers' second forward (66 MiB in all) the run left and the
-	 * simulation filled, so its plain placement takes the highest placement's outcome, a
-	 * logits block (8 %) over the run, in the third step; the run did not */
-	{ "gemma3-1b/bf16-adamw/b2s4096/expandable", 0.09 },
-	{ NULL, 0 },
-};
 static const struct fixture_check fixtures_issue13b = { FIXTURES "/gpu-train/h200-issue13b.json", 18, 0.02, 0.04,
-							0.04, outliers_13b };
+							0.04, NULL };
 
 /* a second held-out check of our own (bench/gpu-cases-13d.json): 16 cases planned before
  * they ran, 13 of them with expandable segments over every family and 3 of MoE under
