@@ -143,6 +143,15 @@ static void drop(struct step *s, int id)
 	}
 }
 
+/* A tensor made from x (a cast, a copy, a sum) of bytes: x goes once it exists. */
+static int remake(struct step *s, int x, int64_t bytes)
+{
+	int c = tensor(s, bytes);
+
+	drop(s, x);
+	return c;
+}
+
 static void push(struct tlist *l, int id)
 {
 	ARRAY_GROW(l->v, l->n + 1, l->cap);
@@ -235,6 +244,21 @@ static enum stage weight_stage(enum stage st)
 	}
 }
 
+/* A norm's normalized tensor n: kept by the weight's product (at its weight stage) when
+ * the weight trains, else gone. */
+static void keep_normed(struct step *s, struct tlist *sv, int n)
+{
+	int st = s->stage;
+
+	if (!s->base_trains) {
+		drop(s, n);
+		return;
+	}
+	s->stage = weight_stage(st);
+	save(s, sv, n);
+	s->stage = st;
+}
+
 /* RMSNorm over rows x dim units whose input has in_bytes a unit, as Hugging Face writes
  * it: an fp32 copy of a bf16 input (saved), x^2 (a temporary), the rsqrt (saved), the
  * normalized fp32 tensor, then the weight times it: llama casts the normalized tensor
@@ -266,28 +290,14 @@ static int norm_of(struct step *s, struct tlist *sv, int64_t rows, int64_t dim, 
 			out = tensor(s, 2 * u);
 			drop(s, p32);
 		}
-		if (s->base_trains) {
-			int st = s->stage;
-			s->stage = weight_stage(st);
-			save(s, sv, n32);
-			s->stage = st;
-		} else {
-			drop(s, n32);
-		}
+		keep_normed(s, sv, n32);
 		return out;
 	}
 	kept = in_bytes == 2 ? tensor(s, 2 * u) : n32;
 	int out = tensor(s, norm_out_bytes(s, in_bytes) * u);
 	if (kept != n32) /* the fp32 tensor lives to the norm's return */
 		drop(s, n32);
-	if (s->base_trains) {
-		int st = s->stage;
-		s->stage = weight_stage(st);
-		save(s, sv, kept);
-		s->stage = st;
-	} else {
-		drop(s, kept);
-	}
+	keep_normed(s, sv, kept);
 	return out;
 }
 
@@ -309,6 +319,17 @@ static int plain_norm(struct step *s, int64_t rows, int64_t dim, int in_bytes)
 	return out;
 }
 
+/* norm_of over rows x dim units of the activations' dtype, what it keeps of stage st. */
+static int norm_at(struct step *s, struct tlist *sv, int64_t rows, int64_t dim, enum stage st)
+{
+	int was = s->stage;
+
+	s->stage = st;
+	int n = norm_of(s, sv, rows, dim, (int)s->act_bytes);
+	s->stage = was;
+	return n;
+}
+
 /* gemma2 and gemma3 normalize a sublayer's output (attention's, the MLP's) before the
  * residual add: x goes, the norm's output comes back; what the norm keeps is of stage
  * st; with sv NULL, without autograd. Other models return x as it is. */
@@ -316,10 +337,7 @@ static int post_norm(struct step *s, struct tlist *sv, int x, enum stage st)
 {
 	if (s->norms_per_layer != 4)
 		return x;
-	int was = s->stage, n;
-	s->stage = st;
-	n = sv ? norm_of(s, sv, s->tokens, s->hidden, (int)s->act_bytes) : plain_norm(s, s->tokens, s->hidden, (int)s->act_bytes);
-	s->stage = was;
+	int n = sv ? norm_at(s, sv, s->tokens, s->hidden, st) : plain_norm(s, s->tokens, s->hidden, (int)s->act_bytes);
 	drop(s, x);
 	return n;
 }
@@ -492,28 +510,19 @@ static int rms_backward(struct step *s, int64_t u, int g, int g_bytes, int ib, s
 
 	if (s->gemma)
 		return gemma_norm_backward(s, u, g, g_bytes, 0, ib, sv, w_st, st, gres);
-	if (g_bytes != ob) {
-		int c = tensor(s, ob * u);
-		drop(s, g);
-		g = c;
-	}
+	if (g_bytes != ob)
+		g = remake(s, g, ob * u);
 	int a = tensor(s, ob * u);
 	if (s->base_trains) {
 		int b = tensor(s, ob * u), t = tensor(s, 8 * u);
 		drop(s, t), drop(s, b);
 	}
-	if (ib == 2 && ob != 2) { /* to the bf16 input's dtype first */
-		int c = tensor(s, 2 * u);
-		drop(s, a);
-		a = c;
-	}
+	if (ib == 2 && ob != 2) /* to the bf16 input's dtype first */
+		a = remake(s, a, 2 * u);
 	drop(s, g);
 	release(s, sv, w_st);
-	if (ib == 2) {
-		int c = tensor(s, 4 * u);
-		drop(s, a);
-		a = c;
-	}
+	if (ib == 2)
+		a = remake(s, a, 4 * u);
 	return rsqrt_backward(s, u, a, ib, sv, st, gres);
 }
 
@@ -644,11 +653,8 @@ static int moe_backward(struct step *s, int g, struct tlist *sv, struct tlist *g
 	int64_t eb = s->weight_bytes, ab = s->act_bytes, rw = s->router_fp32 ? 4 : ab;
 	int64_t wb = rw > eb ? rw : eb;
 
-	if (wb != s->resid_bytes && wb != ab) { /* the output's cast to the hidden dtype */
-		int c = tensor(s, wb * T * h);
-		drop(s, g);
-		g = c;
-	}
+	if (wb != s->resid_bytes && wb != ab) /* the output's cast to the hidden dtype */
+		g = remake(s, g, wb * T * h);
 	int g1 = tensor(s, wb * S * h); /* the per-token sum's, expanded: a copy for the view */
 	drop(s, g);
 	int g2 = tensor(s, wb * S * h); /* the unsorting index's: zeros, then scattered */
@@ -656,11 +662,8 @@ static int moe_backward(struct step *s, int g, struct tlist *sv, struct tlist *g
 	/* the weighting's, for the weights (then summed per copy) and for the masked output
 	 * (cast to its dtype when the weights' is wider) */
 	int tw = tensor(s, wb * S * h), g3 = tensor(s, wb * S * h);
-	if (wb != eb) {
-		int c = tensor(s, eb * S * h);
-		drop(s, g3);
-		g3 = c;
-	}
+	if (wb != eb)
+		g3 = remake(s, g3, eb * S * h);
 	int gw = tensor(s, rw * S);
 	drop(s, tw), drop(s, g2);
 	release(s, sv, S_WEIGH);
@@ -708,11 +711,8 @@ static int moe_backward(struct step *s, int g, struct tlist *sv, struct tlist *g
  * what it keeps of stage st: x goes, the norm's output comes back. */
 static int head_norm(struct step *s, struct tlist *sv, int x, int64_t heads, int64_t dim, enum stage st)
 {
-	int was = s->stage;
+	int n = norm_at(s, sv, s->tokens * heads, dim / heads, st);
 
-	s->stage = st;
-	int n = norm_of(s, sv, s->tokens * heads, dim / heads, (int)s->act_bytes);
-	s->stage = was;
 	drop(s, x);
 	return n;
 }
@@ -956,9 +956,7 @@ static int proj_backward(struct step *s, int g, int g_bytes, int64_t in_u, int64
 	drop(s, gc), drop(s, g);
 	release(s, sv, st);
 	if (cast_in) {
-		int c = tensor(s, 4 * T * in_u);
-		drop(s, gi);
-		gi = c;
+		gi = remake(s, gi, 4 * T * in_u);
 		if (acc) {
 			drop(s, gi);
 			gi = acc;
@@ -1016,38 +1014,22 @@ static int rope_backward(struct step *s, int g, int64_t n, int64_t b, struct tli
 	for (size_t i = 1; rot && i < rot->n; i += 2) /* sin's last product */
 		drop(s, rot->v[i]);
 
-	if (b != o) {
-		int c = tensor(s, o * n);
-		drop(s, m);
-		m = c;
-	}
+	if (b != o)
+		m = remake(s, m, o * n);
 	int ng = tensor(s, o * n / 2), s1 = tensor(s, o * n);
 	drop(s, ng);
 	int s2 = tensor(s, o * n);
 	drop(s, m), drop(s, s2);
 	m = tensor(s, b * n);
-	if (b != o) {
-		int c = tensor(s, o * n);
-		drop(s, m), drop(s, g);
-		m = c;
-	} else {
-		drop(s, g);
-	}
+	if (b != o)
+		m = remake(s, m, o * n);
+	drop(s, g);
 	for (size_t i = 0; rot && i < rot->n; i += 2) /* cos's */
 		drop(s, rot->v[i]);
 	if (rot)
 		rot->n = 0;
 	drop(s, m);
 	return s1;
-}
-
-/* A tensor made from x (a cast, a copy, a sum) of bytes: x goes once it exists. */
-static int remake(struct step *s, int x, int64_t bytes)
-{
-	int c = tensor(s, bytes);
-
-	drop(s, x);
-	return c;
 }
 
 /* A head-major gradient (g, of heads heads, bytes in all) taken back to the projection's
@@ -1727,7 +1709,7 @@ struct train {
 	int head_grad;            /* lm_head's gradient, in grads (0 none) */
 	struct tlist *saved;      /* per layer: what its forward keeps for its backward */
 	struct tlist ckpts;       /* gradient checkpointing: each layer's input */
-	struct tlist head_saved;  /* what GPT-2's final norm keeps */
+	struct tlist head_saved;  /* what GPT-2's final norm and its embeddings' dropout keep */
 	int head_wcast;           /* lm_head's weight cast to bf16 under autocast (0 none) */
 	struct tlist norm_saved;  /* what the final norm keeps (not GPT-2's) */
 	struct tlist tmp;         /* the loss's and the optimizer's temporaries */
@@ -1937,11 +1919,18 @@ static int input_nograd(const struct train *tr, int64_t l)
 	return l == tr->no_grad_layers && (!tr->embed_trains || tr->t->inputs_embeds);
 }
 
+/* The rotary embedding's sets of cos and sin: gemma3's (gemma's norms with q/k norms)
+ * local and global layers have one each; GPT-2 has none. */
+static int rotary_sets(const struct step *s)
+{
+	return s->gpt2 ? 0 : s->gemma && s->qk_norm ? 2 : 1;
+}
+
 /* The rotary set layer l uses (rotary's): gemma3's global layers, every
  * sliding_pattern-th, the second. */
 static int rotary_set(const struct step *s, int64_t l)
 {
-	return s->gemma && s->qk_norm && s->sliding_window && (l + 1) % s->sliding_pattern == 0;
+	return rotary_sets(s) == 2 && s->sliding_window && (l + 1) % s->sliding_pattern == 0;
 }
 
 /* The rotary embedding's cos and sin for the step (the model's, once a forward: one
@@ -1953,9 +1942,7 @@ static void rotary(struct train *tr, int step)
 {
 	struct step *s = &tr->s;
 	int64_t u = s->seq * (s->q_dim / s->heads);
-	int sets = s->gemma && s->qk_norm ? 2 : 1;
-
-	for (int i = 0; i < sets && !s->gpt2; i++) {
+	for (int i = 0; i < rotary_sets(s); i++) {
 		int f = tensor(s, 2 * u);
 		if (!step && !i)
 			cublas_workspace(s);
@@ -2183,13 +2170,9 @@ static void loss_backward(struct train *tr)
 	drop(s, tr->head_wcast);
 	tr->head_wcast = 0;
 	drop(s, tr->final_out);
-	int op = !s->gpt2; /* the final norm's backward node by node */
 	int gb = (int)s->act_bytes, ob = norm_out_bytes(s, s->resid_bytes);
-	if (gb != ob) { /* autocast's cast for lm_head, backward */
-		int c = tensor(s, ob * s->tokens * s->hidden);
-		drop(s, gh);
-		gh = c, gb = ob;
-	}
+	if (gb != ob) /* autocast's cast for lm_head, backward */
+		gh = remake(s, gh, ob * s->tokens * s->hidden), gb = ob;
 	if (gwb) {
 		push(&tr->grads, tr->head_grad = tensor(s, s->vocab * s->hidden * gw));
 		drop(s, gwb);
@@ -2198,7 +2181,7 @@ static void loss_backward(struct train *tr)
 	if (tr->grad_bytes) /* the final norm's weight (GPT-2's ln_f: and bias) */
 		for (int i = 0; i < (s->gpt2 ? 2 : 1); i++)
 			push(&tr->grads, tensor(s, s->hidden * tr->grad_bytes));
-	if (op) {
+	if (!s->gpt2) { /* the final norm's backward node by node */
 		tr->grad_res = norm_backward(s, gh, gb, &tr->norm_saved, S_NORM1_W, S_NORM1, 0);
 		free_all(s, &tr->norm_saved);
 		return;
@@ -2218,9 +2201,11 @@ static void layers_backward(struct train *tr)
 	int gres = tr->grad_res;
 	int64_t low[2] = { -1, -1 }; /* the lowest trained layer using each rotary set */
 
-	for (int64_t l = tr->no_grad_layers; l < s->layers; l++)
-		if (low[rotary_set(s, l)] < 0)
-			low[rotary_set(s, l)] = l;
+	for (int64_t l = tr->no_grad_layers; l < s->layers; l++) {
+		int k = rotary_set(s, l);
+		if (low[k] < 0)
+			low[k] = l;
+	}
 
 	for (int64_t l = s->layers - 1; l >= tr->no_grad_layers; l--) {
 		struct tlist *sv = &tr->saved[l];
