@@ -29,6 +29,9 @@
  * than one GPU's context. */
 #define NCCL_BYTES (862ULL << 20)
 
+/* Inference batches simulated: the cache of one batch goes before the next's prefill. */
+#define INFER_STEPS 3
+
 void train_settings_init(struct train_settings *t)
 {
 	memset(t, 0, sizeof(*t));
@@ -97,94 +100,21 @@ int64_t model_params(const struct model_shape *m)
 	return emb + m->layers * layer_params(m) + m->hidden;
 }
 
-/* Bytes one decoder layer saves for its backward pass over T tokens, from the tensors
- * each op of the Hugging Face implementation (sdpa attention) keeps:
- *  - bf16 weights: each RMSNorm keeps its fp32 input copy (4), the normalized bf16 (2)
- *    and its output for the next linears (2): 8 per hidden unit, twice; rotary q and
- *    the attention output (kept by sdpa and o_proj) 2 + 2 per query unit; k and v
- *    2 + 2 per kv unit; the gated MLP keeps gate, act(gate), up and their product:
- *    8 per intermediate unit; sdpa's log-sum-exp 4 per head.
- *  - autocast over fp32 weights: the residual stream stays fp32, every linear keeps its
- *    own bf16 cast of its input and of its weight (the autocast weight cache): 35 per
- *    hidden unit and 11 per kv unit (fitted on the fixtures; 31 and 4 are counted) and
- *    2 bytes per layer parameter.
- *  - fp32 without autocast: everything twice as wide, and sdpa runs the math kernel for
- *    fp32, which keeps the attention probabilities (4 x heads x S x S per sequence).
- *  GPT-2 (LayerNorm, GELU-tanh with its Python temporaries, dropout masks): fitted per
- *  precision on the fixtures, 20/28/40 per hidden unit and 11/16/21 per MLP unit. */
-static uint64_t layer_activations(const struct model_shape *m, const struct train_settings *t, int64_t T)
+/* The plan from a simulation: each component as the simulation tagged its blocks at
+ * the allocated peak, fragmentation what it reserved beyond them (moved by the placements'
+ * spread with expandable segments), the context besides. */
+static void from_sim(struct plan_result *r, const struct sim_result *sr, int64_t spread_bytes)
 {
-	int64_t h = m->hidden, q = q_dim(m), k = kv_dim(m), I = m->intermediate;
-	int64_t lse = 4 * t->batch * m->heads * t->seq;
-	int fp32 = t->param_bytes == 4 && !t->autocast;
-	int64_t probs = fp32 ? 4 * t->batch * m->heads * t->seq * t->seq : 0;
-	int64_t b;
+	int64_t moved = (int64_t)sr->max_reserved_bytes + spread_bytes;
+	uint64_t reserved = moved > (int64_t)sr->max_allocated_bytes ? (uint64_t)moved : sr->max_allocated_bytes;
 
-	if (m->family == ARCH_GPT2) {
-		if (t->autocast)
-			return (uint64_t)((28 * h + 16 * I) * T + lse + 2 * layer_params(m));
-		if (fp32)
-			return (uint64_t)((40 * h + 21 * I) * T + lse);
-		return (uint64_t)((20 * h + 11 * I) * T + lse);
-	}
-	if (t->autocast)
-		b = (31 * h + 4 * q + 11 * k + 8 * I) * T + lse + 2 * layer_params(m);
-	else if (fp32)
-		b = (24 * h + 8 * q + 8 * k + 16 * I) * T + lse + probs;
-	else
-		b = (16 * h + 4 * q + 4 * k + 8 * I) * T + lse;
-	/* gemma2's extra pre/post feed-forward norms, qwen3's q/k norms: a norm's 6 bytes
-	 * (bf16) per unit normalized */
-	if (m->norms_per_layer > 2)
-		b += (m->norms_per_layer - 2) * 6 * h * T * (fp32 ? 2 : 1);
-	if (m->qk_norm)
-		b += 6 * (q + k) * T * (fp32 ? 2 : 1);
-	return (uint64_t)b;
-}
-
-/* What a layer's input costs when gradient checkpointing keeps only that. */
-static uint64_t layer_input(const struct model_shape *m, const struct train_settings *t, int64_t T)
-{
-	return (uint64_t)((t->param_bytes == 4 || t->autocast ? 4 : 2) * m->hidden * T);
-}
-
-static void sum_result(struct plan_result *r)
-{
-	r->device_peak_bytes = 0;
-	for (int c = 0; c < C_NCOMPONENTS; c++)
-		r->device_peak_bytes += r->bytes[c];
-	r->allocated_peak_bytes = r->device_peak_bytes - r->bytes[C_CONTEXT] - r->bytes[C_FRAGMENTATION];
-}
-
-static uint64_t div_up(uint64_t a, int64_t n)
-{
-	return n > 1 ? (a + (uint64_t)n - 1) / (uint64_t)n : a;
-}
-
-static int plan_inference(const struct model_shape *m, const struct train_settings *t, struct plan_result *r)
-{
-	int64_t T = t->batch * t->seq, ctx = t->context > t->seq ? t->context : t->seq;
-	int ab = t->param_bytes == 4 && !t->autocast ? 4 : 2;
-	struct sim_result sr;
-
-	/* prefill: one layer's temporaries at a time (no autograd), the KV cache of every
-	 * layer for the whole context, logits of the last position only (HF generate) */
-	r->bytes[C_KV_CACHE] = (uint64_t)(2 * m->layers * t->batch * ctx * kv_dim(m) * ab);
-	r->bytes[C_ACTIVATIONS] = (uint64_t)((4 * m->hidden + 3 * m->intermediate) * T * ab);
-	r->bytes[C_LOGITS] = (uint64_t)((t->logits_all ? T : t->batch) * m->vocab * ab);
-	r->peak_phase = ctx > t->seq ? "generate" : "prefill";
-	/* the simulation decides the total: what it allocates beyond the weights, cache,
-	 * logits and buffers is the layer's temporaries; reserved beyond that, fragmentation */
-	if (!sim_infer(m, t, 3, &sr)) {
-		uint64_t fixed = r->bytes[C_WEIGHTS] + r->bytes[C_KV_CACHE] + r->bytes[C_LOGITS] + r->bytes[C_BUFFERS];
-		r->bytes[C_ACTIVATIONS] = sr.max_allocated_bytes > fixed ? sr.max_allocated_bytes - fixed : 0;
-		r->bytes[C_FRAGMENTATION] = sr.max_reserved_bytes - sr.max_allocated_bytes;
-		sum_result(r);
-		r->allocated_peak_bytes = sr.max_allocated_bytes;
-		return 0;
-	}
-	sum_result(r);
-	return 0;
+	for (int c = C_WEIGHTS; c < C_FRAGMENTATION; c++)
+		r->bytes[c] = sr->parts[c];
+	r->bytes[C_FRAGMENTATION] = reserved - sr->max_allocated_bytes;
+	r->allocated_peak_bytes = sr->max_allocated_bytes;
+	r->device_peak_bytes = r->bytes[C_CONTEXT] + reserved;
+	r->peak_phase = sr->peak_phase;
+	r->oom = sr->oom;
 }
 
 /* Expandable segments: where the largest tensors (logits and their fp32 copies) land
@@ -339,114 +269,37 @@ int plan_settings_check(const struct model_shape *m, const struct train_settings
 int plan_compute(const struct model_shape *m, const struct train_settings *t, struct plan_result *r,
 		 const char **why)
 {
-	int64_t T, P, trainable;
-	uint64_t w, act_layer, act, lb, lf, grads, states, temp;
-	int64_t chunk;
+	struct sim_result sr;
+	struct spread sp = { 0 };
 	int rc;
 
 	memset(r, 0, sizeof(*r));
 	rc = plan_settings_check(m, t, why);
 	if (rc)
 		return rc;
-	T = t->batch * t->seq;
-	P = model_params(m);
-	r->params = P;
-	w = (uint64_t)t->param_bytes;
+	r->params = model_params(m);
+	r->trainable_params = t->inference ? 0 : t->lora_rank ? lora_params(m, t) : trained_params(m, t);
 	r->bytes[C_CONTEXT] = (t->context_bytes ? t->context_bytes : CONTEXT_BYTES) + (t->dp > 1 ? NCCL_BYTES : 0);
-	r->bytes[C_WEIGHTS] = (uint64_t)P * w;
-	if (t->zero_stage >= 3)
-		/* full shard, plus the one layer gathered at a time */
-		r->bytes[C_WEIGHTS] = div_up((uint64_t)P * w, t->dp) + (uint64_t)layer_params(m) * w;
-	for (size_t i = 0; i < t->nbuffers; i++)
-		r->bytes[C_BUFFERS] += (uint64_t)t->buffers[i].count * t->buffers[i].item_bytes;
-	if (t->inference) {
-		r->trainable_params = 0;
-		return plan_inference(m, t, r);
+	/* inference: a prefill, then the cache grown to the context; three batches */
+	rc = t->inference ? sim_infer(m, t, INFER_STEPS, &sr) : simulate(m, t, &sr, &sp);
+	if (rc) {
+		*why = "the allocator simulation does not cover this step";
+		return -EINVAL;
 	}
-
-	trainable = t->lora_rank ? lora_params(m, t) : trained_params(m, t);
-	r->trainable_params = trainable;
-	/* LoRA adapters train in fp32 next to bf16 weights (PEFT's default) */
-	uint64_t tw = t->lora_rank ? 4 : w;
-	grads = (uint64_t)trainable * tw;
-	states = t->opt == OPT_ADAMW ? 2 * (uint64_t)trainable * tw
-		 : t->opt == OPT_SGD && t->momentum > 0 ? (uint64_t)trainable * tw : 0;
-	/* foreach AdamW: _foreach_sqrt(exp_avg_sq) is a full copy of the states' size */
-	temp = t->opt == OPT_ADAMW && !t->fused ? (uint64_t)trainable * tw : 0;
-	if (t->zero_stage >= 1)
-		states = div_up(states, t->dp), temp = div_up(temp, t->dp);
-	if (t->zero_stage >= 2)
-		grads = div_up(grads, t->dp);
-	r->bytes[C_WEIGHTS] += t->lora_rank ? (uint64_t)trainable * tw : 0;
-	/* DDP's gradient buckets: a copy of the gradients, made at its construction */
-	uint64_t buckets = t->ddp ? (uint64_t)trainable * tw : 0;
-
-	act_layer = layer_activations(m, t, T);
-	act = t->grad_ckpt ? (uint64_t)m->layers * layer_input(m, t, T) : (uint64_t)m->layers * act_layer;
-	/* The loss: logits as the model returns them (bf16 unless fp32 without autocast),
-	 * an fp32 copy for the loss, and in the loss's backward the log-softmax output, its
-	 * gradient and the logits' gradient in fp32 together: lb + 3 lf at the start of the
-	 * backward pass, over the tokens of one chunk when the loss is chunked. */
-	chunk = t->loss_chunk > 0 && t->loss_chunk < T ? t->loss_chunk : T;
-	lb = (uint64_t)((t->param_bytes == 4 && !t->autocast ? 4 : 2) * chunk * m->vocab);
-	lf = (uint64_t)(4 * chunk * m->vocab);
-
-	/* The phases' peaks (weights, buffers and context are in all of them). */
-	uint64_t backward = states + act + lb + 3 * lf;
-	uint64_t recompute = t->grad_ckpt ? states + grads + act + act_layer : 0;
-	uint64_t optimizer = states + grads + temp;
-	r->bytes[C_OPT_STATES] = states;
-	r->bytes[C_GRADS] = buckets;
-	if (backward >= recompute && backward >= optimizer) {
-		r->peak_phase = "backward";
-		r->bytes[C_ACTIVATIONS] = act;
-		r->bytes[C_LOGITS] = lb + 3 * lf;
-	} else if (recompute >= optimizer) {
-		r->peak_phase = "recompute";
-		r->bytes[C_ACTIVATIONS] = act + act_layer;
-		r->bytes[C_GRADS] += grads;
-	} else {
-		r->peak_phase = "optimizer step";
-		r->bytes[C_GRADS] += grads;
-		r->bytes[C_OPT_TEMP] = temp;
+	from_sim(r, &sr, sp.plan_bytes);
+	if (t->expandable && !t->inference) {
+		r->device_peak_low_bytes = r->device_peak_bytes - (uint64_t)(sp.plan_bytes - sp.low_bytes);
+		r->device_peak_high_bytes = r->device_peak_bytes + (uint64_t)(sp.high_bytes - sp.plan_bytes);
 	}
-	/* The caching allocator simulation decides the total: its peak reserved memory,
-	 * fragmentation included, is what the device holds besides the context; the
-	 * components above say where it goes, and what the simulation finds beyond them is
-	 * fragmentation (or, short of them, comes off the activations, the least certain
-	 * of them). */
-	struct sim_result sr;
-	struct spread sp;
-	if (!simulate(m, t, &sr, &sp)) {
-		uint64_t counted = 0;
-		uint64_t moved = (uint64_t)((int64_t)sr.max_reserved_bytes + sp.plan_bytes);
-		sr.max_reserved_bytes = moved > sr.max_allocated_bytes ? moved : sr.max_allocated_bytes;
-		for (int c = C_WEIGHTS; c < C_FRAGMENTATION; c++)
-			counted += r->bytes[c];
-		if (sr.max_reserved_bytes >= counted) {
-			r->bytes[C_FRAGMENTATION] = sr.max_reserved_bytes - counted;
-		} else {
-			uint64_t over = counted - sr.max_reserved_bytes;
-			r->bytes[C_ACTIVATIONS] -= over < r->bytes[C_ACTIVATIONS] ? over : r->bytes[C_ACTIVATIONS];
-		}
-		sum_result(r);
-		r->allocated_peak_bytes = sr.max_allocated_bytes;
-		if (t->expandable) {
-			r->device_peak_low_bytes = r->device_peak_bytes - (uint64_t)(sp.plan_bytes - sp.low_bytes);
-			r->device_peak_high_bytes = r->device_peak_bytes + (uint64_t)(sp.high_bytes - sp.plan_bytes);
-		}
-		return 0;
-	}
-	*why = "the allocator simulation does not cover this step";
-	return -EINVAL;
+	return 0;
 }
 
 const char *plan_component_name(enum plan_component c)
 {
 	static const char *const names[C_NCOMPONENTS] = {
-		"CUDA context + workspaces", "weights", "gradients", "optimizer states",
-		"optimizer step temporaries", "saved activations", "logits + loss", "KV cache",
-		"buffers", "allocator fragmentation",
+		"CUDA context", "weights", "gathered parameters", "gradients", "optimizer states",
+		"optimizer step temporaries", "activations", "backward temporaries", "logits + loss",
+		"KV cache", "collective buffers", "cuBLAS workspaces", "buffers", "allocator fragmentation",
 	};
 	return c < C_NCOMPONENTS ? names[c] : "?";
 }
@@ -454,9 +307,10 @@ const char *plan_component_name(enum plan_component c)
 const char *plan_component_key(enum plan_component c)
 {
 	static const char *const keys[C_NCOMPONENTS] = {
-		"context_bytes", "weights_bytes", "gradients_bytes", "optimizer_states_bytes",
-		"optimizer_temporaries_bytes", "activations_bytes", "logits_bytes", "kv_cache_bytes",
-		"buffers_bytes", "fragmentation_bytes",
+		"context_bytes", "weights_bytes", "gathered_params_bytes", "gradients_bytes",
+		"optimizer_states_bytes", "optimizer_temporaries_bytes", "activations_bytes",
+		"backward_temporaries_bytes", "logits_bytes", "kv_cache_bytes", "collective_bytes",
+		"workspace_bytes", "buffers_bytes", "fragmentation_bytes",
 	};
 	return c < C_NCOMPONENTS ? keys[c] : "?";
 }

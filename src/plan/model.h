@@ -7,12 +7,9 @@
 
 #include <stdint.h>
 
+#include "plan/component.h"
 #include "plan/shape.h"
 
-enum plan_component {
-	C_CONTEXT, C_WEIGHTS, C_GRADS, C_OPT_STATES, C_OPT_TEMP, C_ACTIVATIONS, C_LOGITS,
-	C_KV_CACHE, C_BUFFERS, C_FRAGMENTATION, C_NCOMPONENTS
-};
 
 /* Placements simulated with expandable segments: the plain run and jittered variants
  * (model.c says why). */
@@ -29,6 +26,7 @@ struct plan_result {
 	uint64_t device_peak_low_bytes, device_peak_high_bytes;
 	const char *peak_phase;         /* "backward", "optimizer step", "recompute", "prefill", "generate" */
 	int64_t params, trainable_params;
+	int oom;                        /* past t->limit_bytes even with the cache given back */
 };
 
 /* Fill defaults for what settings leave unset. */

@@ -5,6 +5,7 @@
 #include <string.h>
 
 #include "plan/alloc.h"
+#include "plan/component.h"
 #include "plan/lora.h"
 #include "util/grow.h"
 #include "util/xalloc.h"
@@ -72,7 +73,15 @@ struct step {
 	struct alloc_sim a;
 	int *block_of;            /* tensor id -> block, -1 when freed; id 0 unused */
 	int64_t *bytes_of;        /* tensor id -> the bytes asked for (its block may be larger) */
-	size_t ntensors, cap_tensors, cap_bytes;
+	unsigned char *part_of;   /* tensor id -> its enum plan_component */
+	size_t ntensors, cap_tensors, cap_bytes, cap_parts;
+	/* the breakdown: the blocks live now by component, and as they were at the allocated
+	 * peak (taken once the tensor that made the peak is tagged, at the next event) */
+	int part;                 /* what tensors made now are for (enum plan_component) */
+	const char *phase;        /* the step's phase now: "forward", "backward"... */
+	uint64_t live[C_NCOMPONENTS], peak_parts[C_NCOMPONENTS], peak_allocated;
+	const char *peak_phase;
+	int peak_pending;         /* a new allocated peak not yet taken */
 	/* the shape (elements); the layers' formulas write tokens, hidden, inter, q_dim,
 	 * kv_dim and act_bytes as T, h, I, qd, k and ab */
 	int64_t tokens;           /* batch x seq */
@@ -120,24 +129,55 @@ struct step {
 				   * rotation of the lowest trained layer using it); NULL in others */
 };
 
-/* A tensor on a CUDA stream (0: the default one). */
-static int tensor_on(struct step *s, int64_t bytes, int stream)
+/* Take the breakdown at the allocated peak the last allocation made, once every tensor
+ * alive then has its final tag (before the next allocation or free). */
+static void peak_take(struct step *s)
 {
-	ARRAY_GROW(s->block_of, s->ntensors + 1, s->cap_tensors);
-	ARRAY_GROW(s->bytes_of, s->ntensors + 1, s->cap_bytes);
-	s->bytes_of[s->ntensors] = bytes > 0 ? bytes : 1;
-	s->block_of[s->ntensors] = alloc_sim_malloc_on(&s->a, (uint64_t)s->bytes_of[s->ntensors], stream);
-	return (int)s->ntensors++;
+	if (s->peak_pending) {
+		memcpy(s->peak_parts, s->live, sizeof(s->live));
+		s->peak_pending = 0;
+	}
 }
 
+/* A tensor on a CUDA stream (0: the default one), for part. */
+static int tensor_for(struct step *s, int64_t bytes, int stream, int part)
+{
+	int id = (int)s->ntensors;
+
+	peak_take(s);
+	ARRAY_GROW(s->block_of, s->ntensors + 1, s->cap_tensors);
+	ARRAY_GROW(s->bytes_of, s->ntensors + 1, s->cap_bytes);
+	ARRAY_GROW(s->part_of, s->ntensors + 1, s->cap_parts);
+	s->bytes_of[id] = bytes > 0 ? bytes : 1;
+	s->block_of[id] = alloc_sim_malloc_on(&s->a, (uint64_t)s->bytes_of[id], stream);
+	s->part_of[id] = (unsigned char)part;
+	s->live[part] += s->a.b[s->block_of[id]].size;
+	if (s->a.allocated_bytes > s->peak_allocated) {
+		s->peak_allocated = s->a.allocated_bytes;
+		s->peak_phase = s->phase;
+		s->peak_pending = 1;
+	}
+	s->ntensors++;
+	return id;
+}
+
+/* A tensor for what the step does now (s->part). */
 static int tensor(struct step *s, int64_t bytes)
 {
-	return tensor_on(s, bytes, 0);
+	return tensor_for(s, bytes, 0, s->part);
+}
+
+/* A tensor for another component than the phase's. */
+static int tensor_as(struct step *s, int64_t bytes, enum plan_component part)
+{
+	return tensor_for(s, bytes, 0, (int)part);
 }
 
 static void drop(struct step *s, int id)
 {
 	if (id > 0 && s->block_of[id] >= 0) {
+		peak_take(s);
+		s->live[s->part_of[id]] -= s->a.b[s->block_of[id]].size;
 		alloc_sim_release(&s->a, s->block_of[id]);
 		s->block_of[id] = -1;
 	}
@@ -670,7 +710,7 @@ static int moe_backward(struct step *s, int g, struct tlist *sv, struct tlist *g
 	int g4 = tensor(s, eb * S * h); /* the mask's */
 	drop(s, g3);
 	if (gw_bytes)
-		push(grads, tensor(s, s->lp.down * gw_bytes));
+		push(grads, tensor_as(s, s->lp.down * gw_bytes, C_GRADS));
 	int gp = tensor(s, eb * S * I);
 	drop(s, g4);
 	release(s, sv, S_DOWN);
@@ -685,7 +725,7 @@ static int moe_backward(struct step *s, int g, struct tlist *sv, struct tlist *g
 	int c2 = tensor(s, eb * S * 2 * I);
 	drop(s, cat);
 	if (gw_bytes)
-		push(grads, tensor(s, s->lp.gate_up * gw_bytes));
+		push(grads, tensor_as(s, s->lp.gate_up * gw_bytes, C_GRADS));
 	int gs = tensor(s, eb * S * h);
 	drop(s, c2);
 	release(s, sv, S_SORTED);
@@ -699,7 +739,7 @@ static int moe_backward(struct step *s, int g, struct tlist *sv, struct tlist *g
 	int gl = tensor(s, ab * T * E);
 	drop(s, gsm);
 	if (gw_bytes)
-		push(grads, tensor(s, s->lp.router * gw_bytes));
+		push(grads, tensor_as(s, s->lp.router * gw_bytes, C_GRADS));
 	int gr = tensor(s, ab * T * h);
 	drop(s, gl);
 	int gy = tensor(s, ab * T * h);
@@ -787,8 +827,8 @@ static int layer_forward(struct step *s, int in, struct tlist *sv, int frozen)
 		/* use_cache (the model's default; off with checkpointing): the keys and
 		 * values are copied into the DynamicCache, and sdpa works on (and keeps)
 		 * the copies; the model's output holds the cache until the caller drops it */
-		push(s->kv, tensor(s, rq * T * k));
-		push(s->kv, tensor(s, rq * T * k)); /* concatenated onto an empty tensor of k's dtype */
+		push(s->kv, tensor_as(s, rq * T * k, C_KV_CACHE));
+		push(s->kv, tensor_as(s, rq * T * k, C_KV_CACHE)); /* concatenated onto an empty tensor of k's dtype */
 		drop(s, ke);
 		ke = 0;
 		if (!s->fused)
@@ -909,7 +949,7 @@ static void adapter_grads(struct step *s, struct tlist *grads, int mlp_half)
 {
 	for (int i = s->nadapters - 1; i >= 0; i--)
 		if (s->adapters[i].mlp == mlp_half)
-			push(grads, tensor(s, s->adapters[i].elems * 4));
+			push(grads, tensor_as(s, s->adapters[i].elems * 4, C_GRADS));
 }
 
 /* A weight's gradient, into grads (they live to the optimizer step), when the weights
@@ -917,7 +957,7 @@ static void adapter_grads(struct step *s, struct tlist *grads, int mlp_half)
 static void weight_grad(struct step *s, struct tlist *grads, int64_t elems, int64_t gw_bytes)
 {
 	if (gw_bytes && elems)
-		push(grads, tensor(s, elems * gw_bytes));
+		push(grads, tensor_as(s, elems * gw_bytes, C_GRADS));
 }
 
 /* Flash attention's backward workspace, one block: dq accumulated in fp32, with grouped
@@ -1289,8 +1329,8 @@ static int gpt2_layer(struct step *s, int in, struct tlist *sv)
 		save(s, sv, y), y = 0;
 	s->stage = S_SDPA;
 	if (s->kv) { /* use_cache: the keys and values copied into the cache */
-		push(s->kv, tensor(s, ab * T * h));
-		push(s->kv, tensor(s, ab * T * h));
+		push(s->kv, tensor_as(s, ab * T * h, C_KV_CACHE));
+		push(s->kv, tensor_as(s, ab * T * h, C_KV_CACHE));
 	}
 	int o = tensor(s, ab * T * h), lse = tensor(s, 4 * s->batch * s->heads * s->seq);
 	if (keep) {
@@ -1527,8 +1567,8 @@ static int plain_layer(struct step *s, struct tlist *cache)
 	int ke = rope(s, rq * T * k, qb * T * k);
 	drop(s, q), drop(s, kk);
 	if (cache) { /* the cache's copies (of k's dtype) replace k and v */
-		push(cache, tensor(s, rq * T * k));
-		push(cache, tensor(s, rq * T * k));
+		push(cache, tensor_as(s, rq * T * k, C_KV_CACHE));
+		push(cache, tensor_as(s, rq * T * k, C_KV_CACHE));
 		drop(s, ke), drop(s, v);
 		ke = v = 0;
 	}
@@ -1594,9 +1634,11 @@ mlp_done:
  * cuBLAS handle's, and handles are a thread's: autograd's backward thread makes a second
  * one at its first product, lm_head's, after that product's first output (every
  * training history recorded on the H200 has both). */
+#define CUBLAS_WORKSPACE_BYTES (32LL << 20)
+
 static void cublas_workspace(struct step *s)
 {
-	tensor(s, 32LL << 20);
+	tensor_as(s, CUBLAS_WORKSPACE_BYTES, C_WORKSPACE);
 }
 
 /* The weights, in construction order: embedding, layers, final norm, lm_head (when
@@ -1683,7 +1725,7 @@ static void load(struct step *s, const struct model_shape *m, const struct train
 buffers:
 	for (size_t i = 0; i < t->nbuffers; i++)
 		for (int64_t c = 0; c < t->buffers[i].count; c++)
-			tensor(s, (int64_t)t->buffers[i].item_bytes);
+			tensor_as(s, (int64_t)t->buffers[i].item_bytes, C_BUFFERS);
 	free(none.v);
 }
 
@@ -1765,6 +1807,7 @@ static void train_start(struct train *tr, const struct model_shape *m, const str
 	alloc_sim_init(&s->a);
 	s->a.limit_bytes = t->limit_bytes;
 	s->a.expandable = t->expandable;
+	s->part = C_WEIGHTS, s->phase = "load";
 	tensor(s, 0); /* id 0 means none */
 	tr->saved = xcalloc((size_t)s->layers, sizeof(*tr->saved));
 	/* a model called for training keeps use_cache unless checkpointing turns it off */
@@ -1812,7 +1855,7 @@ static void train_start(struct train *tr, const struct model_shape *m, const str
 		int64_t all = 0;
 		for (size_t i = 0; i < tr->trained.n; i++)
 			all += tensor_bytes(s, tr->trained.v[i]);
-		push(&tr->buckets, tensor(s, all));
+		push(&tr->buckets, tensor_as(s, all, C_COLLECTIVE));
 	}
 }
 
@@ -1829,7 +1872,7 @@ static void ddp_rebuild(struct train *tr)
 	for (size_t i = tr->trained.n; i-- > 0;) {
 		bucket += tensor_bytes(s, tr->trained.v[i]);
 		if (bucket >= cap || !i) {
-			push(&tr->buckets, tensor(s, bucket));
+			push(&tr->buckets, tensor_as(s, bucket, C_COLLECTIVE));
 			bucket = 0, cap = 25LL << 20;
 		}
 	}
@@ -1843,7 +1886,7 @@ enum { FSDP_ALL_GATHER = 1, FSDP_REDUCE_SCATTER = 2 };
  * goes once this one has been made (FSDP2 holds it until the next all-gather). */
 static void fsdp_issue(struct train *tr, int64_t bytes)
 {
-	int b = tensor_on(&tr->s, bytes, FSDP_ALL_GATHER);
+	int b = tensor_for(&tr->s, bytes, FSDP_ALL_GATHER, C_COLLECTIVE);
 
 	drop(&tr->s, tr->ag);
 	tr->ag = b;
@@ -1862,7 +1905,7 @@ static void fsdp_ag_free(struct train *tr)
 static void fsdp_copy_out(struct train *tr, struct tlist *l, const int64_t *bytes, int n)
 {
 	for (int i = 0; i < n; i++)
-		push(l, tensor(&tr->s, bytes[i]));
+		push(l, tensor_as(&tr->s, bytes[i], C_GATHERED));
 }
 
 /* FSDP2 before layer l's forward or backward: its weights whole (all-gathered unless
@@ -1903,11 +1946,11 @@ static void fsdp_reduce_scatter(struct train *tr, size_t from)
 		return;
 	for (size_t i = from; i < tr->grads.n; i++)
 		bytes += tensor_bytes(s, tr->grads.v[i]);
-	int in = tensor(s, bytes);
+	int in = tensor_as(s, bytes, C_COLLECTIVE);
 	for (size_t i = from; i < tr->grads.n; i++)
 		drop(s, tr->grads.v[i]);
 	tr->grads.n = from;
-	push(&tr->shards, tensor_on(s, (bytes + tr->t->dp - 1) / tr->t->dp, FSDP_REDUCE_SCATTER));
+	push(&tr->shards, tensor_for(s, (bytes + tr->t->dp - 1) / tr->t->dp, FSDP_REDUCE_SCATTER, C_GRADS));
 	drop(s, in);
 }
 
@@ -1971,6 +2014,7 @@ static void train_forward(struct train *tr, int step)
 	struct step *s = &tr->s;
 	int x, hs;
 
+	s->part = C_ACTIVATIONS, s->phase = "forward";
 	if (tr->t->ddp && step == 1)
 		ddp_rebuild(tr);
 	if (tr->fsdp) { /* the root's weights, gathered before the embedding */
@@ -2061,6 +2105,7 @@ static void loss_forward(struct train *tr)
 	 * input's gradient, frozen or not), the input's while the weight trains; the fp32
 	 * norm output lives on in the model's forward until the loss is computed */
 	int y32 = 0;
+	s->part = C_LOGITS;
 	if (s->autocast) {
 		tr->head_wcast = tensor(s, 2 * s->vocab * s->hidden);
 		y32 = yf;
@@ -2118,6 +2163,7 @@ static void loss_backward(struct train *tr)
 	struct step *s = &tr->s;
 	int64_t chunk = tr->chunk, gw = tr->head_trains ? tr->grad_bytes : 0;
 
+	s->part = C_LOGITS, s->phase = "backward";
 	/* FSDP2's root pre-backward: resharding, the root's weights gathered again (its
 	 * buffer freed once copied out) and the last layer's all-gather issued ahead; kept,
 	 * the forward's last all-gather buffer freed */
@@ -2153,12 +2199,13 @@ static void loss_backward(struct train *tr)
 	}
 	tr->lsm.n = 0;
 	tr->capped.n = 0;
+	s->part = C_BWD_TEMP;
 	int gwb = 0;
 	tr->head_grad = 0;
 	if (gw && s->autocast)
 		gwb = tensor(s, 2 * s->vocab * s->hidden);
 	else if (gw)
-		push(&tr->grads, tr->head_grad = tensor(s, s->vocab * s->hidden * gw));
+		push(&tr->grads, tr->head_grad = tensor_as(s, s->vocab * s->hidden * gw, C_GRADS));
 	if (gw)
 		backward_workspace(tr);
 	int gh = tensor(s, s->act_bytes * s->tokens * s->hidden);
@@ -2174,13 +2221,13 @@ static void loss_backward(struct train *tr)
 	if (gb != ob) /* autocast's cast for lm_head, backward */
 		gh = remake(s, gh, ob * s->tokens * s->hidden), gb = ob;
 	if (gwb) {
-		push(&tr->grads, tr->head_grad = tensor(s, s->vocab * s->hidden * gw));
+		push(&tr->grads, tr->head_grad = tensor_as(s, s->vocab * s->hidden * gw, C_GRADS));
 		drop(s, gwb);
 	}
 	free_all(s, &tr->head_saved);
 	if (tr->grad_bytes) /* the final norm's weight (GPT-2's ln_f: and bias) */
 		for (int i = 0; i < (s->gpt2 ? 2 : 1); i++)
-			push(&tr->grads, tensor(s, s->hidden * tr->grad_bytes));
+			push(&tr->grads, tensor_as(s, s->hidden * tr->grad_bytes, C_GRADS));
 	if (!s->gpt2) { /* the final norm's backward node by node */
 		tr->grad_res = norm_backward(s, gh, gb, &tr->norm_saved, S_NORM1_W, S_NORM1, 0);
 		free_all(s, &tr->norm_saved);
@@ -2216,8 +2263,10 @@ static void layers_backward(struct train *tr)
 		if (t->grad_ckpt) {
 			int in = tr->ckpts.v[l - first];
 			s->nograd_in = input_nograd(tr, l);
+			s->part = C_ACTIVATIONS, s->phase = "recompute";
 			int out = s->gpt2 ? gpt2_layer(s, in, sv)
 					  : layer_forward(s, in, sv, layer_frozen(t, l));
+			s->part = C_BWD_TEMP, s->phase = "backward";
 			s->nograd_in = 0;
 			drop(s, out);
 		}
@@ -2247,7 +2296,7 @@ static void layers_backward(struct train *tr)
 	drop(s, tr->mask);
 	tr->mask = 0;
 	if (s->gpt2 && tr->grad_bytes) /* wpe's */
-		push(&tr->grads, tensor(s, s->positions * s->hidden * tr->grad_bytes));
+		push(&tr->grads, tensor_as(s, s->positions * s->hidden * tr->grad_bytes, C_GRADS));
 	if (tr->grad_bytes && tr->embed_trains) {
 		int64_t T = s->tokens;
 		if (s->gemma) { /* the embeddings' scaling's backward */
@@ -2257,7 +2306,7 @@ static void layers_backward(struct train *tr)
 		}
 		/* the dense gradient, then the kernel's partial sums per segment of sorted
 		 * indices (as traced: a tenth more rows than tokens, fp32) */
-		int ge = tensor(s, s->vocab * s->hidden * tr->grad_bytes);
+		int ge = tensor_as(s, s->vocab * s->hidden * tr->grad_bytes, C_GRADS);
 		int ps = tensor(s, (T + T / 10) * s->hidden * 4);
 		drop(s, ps), drop(s, gres);
 		gres = 0;
@@ -2268,7 +2317,7 @@ static void layers_backward(struct train *tr)
 			 * tensor of its own, and the embedding's is added into it */
 			for (size_t i = 0; i < tr->grads.n; i++)
 				if (tr->grads.v[i] == tr->head_grad) {
-					tr->grads.v[i] = tensor(s, s->vocab * s->hidden * tr->grad_bytes);
+					tr->grads.v[i] = tensor_as(s, s->vocab * s->hidden * tr->grad_bytes, C_GRADS);
 					drop(s, tr->head_grad);
 				}
 			drop(s, ge);
@@ -2306,29 +2355,40 @@ static void optimizer_step(struct train *tr)
 	const struct train_settings *t = tr->t;
 	int64_t zd = t->zero_stage >= 1 ? t->dp : 1, shard = tr->lora ? 1 : tr->shard;
 
+	s->part = C_OPT_TEMP, s->phase = "optimizer step";
 	if (t->opt == OPT_ADAMW || (t->opt == OPT_SGD && t->momentum > 0)) {
 		if (!tr->states.n)
 			for (size_t i = 0; i < tr->trained.n; i++) {
 				int64_t b = tensor_bytes(s, tr->trained.v[i]) * shard / zd;
-				push(&tr->states, tensor(s, b));
+				push(&tr->states, tensor_as(s, b, C_OPT_STATES));
 				if (t->opt == OPT_ADAMW)
-					push(&tr->states, tensor(s, b));
+					push(&tr->states, tensor_as(s, b, C_OPT_STATES));
 			}
 		if (t->opt == OPT_ADAMW && !t->fused) {
 			for (size_t i = 0; i < tr->trained.n; i++)
-				push(&tr->tmp, tensor(s, tensor_bytes(s, tr->trained.v[i]) * shard / zd));
+				push(&tr->tmp, tensor_as(s, tensor_bytes(s, tr->trained.v[i]) * shard / zd, C_OPT_TEMP));
 			free_all(s, &tr->tmp);
 		}
 	}
 	free_all(s, &tr->grads);
 }
 
+/* The run's peaks and the breakdown at its allocated peak. */
+static void step_result(struct step *s, struct sim_result *r)
+{
+	peak_take(s);
+	r->max_allocated_bytes = s->a.max_allocated_bytes;
+	r->max_reserved_bytes = s->a.max_reserved_bytes;
+	memcpy(r->parts, s->peak_parts, sizeof(r->parts));
+	r->peak_phase = s->peak_phase;
+	r->oom = s->a.oom;
+}
+
 static void train_finish(struct train *tr, struct sim_result *r)
 {
 	struct step *s = &tr->s;
 
-	r->max_allocated_bytes = s->a.max_allocated_bytes;
-	r->max_reserved_bytes = s->a.max_reserved_bytes;
+	step_result(s, r);
 	for (int64_t l = 0; l < s->layers; l++)
 		free(tr->saved[l].v), free(tr->saved[l].tag);
 	free(tr->saved);
@@ -2340,7 +2400,7 @@ static void train_finish(struct train *tr, struct sim_result *r)
 	for (int64_t l = 0; tr->gathered && l < s->layers; l++)
 		free(tr->gathered[l].v);
 	free(tr->gathered), free(tr->issued), free(tr->root.v);
-	free(s->block_of), free(s->bytes_of);
+	free(s->block_of), free(s->bytes_of), free(s->part_of);
 	alloc_sim_free(&s->a);
 }
 
@@ -2383,9 +2443,11 @@ int sim_infer(const struct model_shape *m, const struct train_settings *t, int s
 	alloc_sim_init(&s.a);
 	s.a.limit_bytes = t->limit_bytes;
 	s.a.expandable = t->expandable;
+	s.part = C_WEIGHTS, s.phase = "load";
 	tensor(&s, 0);
 	load(&s, m, t, &params, NULL, 1);
 	for (int step = 0; step < steps; step++) {
+		s.part = C_ACTIVATIONS, s.phase = "prefill";
 		/* the prefill of batch x seq tokens: the embeddings (held by the model's
 		 * forward to its end; gemma scales them: a new tensor), rotary cos and sin
 		 * (GPT-2: its learned positions' embeddings and their sum), the layers */
@@ -2414,6 +2476,7 @@ int sim_infer(const struct model_shape *m, const struct train_settings *t, int s
 		int yf = s.gpt2 ? layer_norm(&s, NULL, s.resid_bytes) : plain_norm(&s, s.tokens, s.hidden, s.resid_bytes);
 		drop(&s, x), drop(&s, cs), drop(&s, emb);
 		int64_t lb = s.act_bytes * (t->logits_all ? s.tokens : s.batch) * s.vocab;
+		s.part = C_LOGITS;
 		int logits = tensor(&s, lb);
 		drop(&s, yf);
 		/* gemma2's final softcapping: / cap, tanh, x cap, each a new tensor while the
@@ -2425,9 +2488,10 @@ int sim_infer(const struct model_shape *m, const struct train_settings *t, int s
 		}
 		/* generating up to the context: each layer's cache grows by concatenation;
 		 * its last growth holds the old and the new tensor at once */
+		s.phase = "generate";
 		if (ctx > s.seq)
 			for (size_t i = 0; i < cache.n; i++) {
-				int grown = tensor(&s, kv_bytes(&s) * s.batch * ctx * s.kv_dim);
+				int grown = tensor_as(&s, kv_bytes(&s) * s.batch * ctx * s.kv_dim, C_KV_CACHE);
 				drop(&s, cache.v[i]);
 				cache.v[i] = grown;
 			}
@@ -2435,10 +2499,9 @@ int sim_infer(const struct model_shape *m, const struct train_settings *t, int s
 		free_all(&s, &cache);
 		drop(&s, logits);
 	}
-	r->max_allocated_bytes = s.a.max_allocated_bytes;
-	r->max_reserved_bytes = s.a.max_reserved_bytes;
+	step_result(&s, r);
 	free(params.v), free(cache.v);
-	free(s.block_of), free(s.bytes_of);
+	free(s.block_of), free(s.bytes_of), free(s.part_of);
 	alloc_sim_free(&s.a);
 	return 0;
 }

@@ -8,6 +8,7 @@
 
 #include <stdint.h>
 
+#include "plan/component.h"
 #include "plan/limits.h"
 #include "plan/shape.h"
 
@@ -16,6 +17,12 @@
 struct sim_result {
 	uint64_t max_allocated_bytes;  /* as torch.cuda.max_memory_allocated */
 	uint64_t max_reserved_bytes;   /* as torch.cuda.max_memory_reserved */
+	/* the blocks allocated at the allocated peak by what they are for (C_CONTEXT and
+	 * C_FRAGMENTATION 0): their sum is max_allocated_bytes */
+	uint64_t parts[C_NCOMPONENTS];
+	const char *peak_phase;        /* the allocated peak's: "forward", "backward", "recompute",
+					* "optimizer step", "prefill", "generate" (static) */
+	int oom;                       /* past t->limit_bytes even with the cache given back */
 };
 
 /* Simulate `steps` training steps (1 to SIM_MAX_STEPS: PLAN_SETTLE_STEPS, or the run's
