@@ -414,6 +414,8 @@ static json_t *result_json(const struct plan_result *r)
 		json_object_set_new(c, plan_component_key(i), json_integer((json_int_t)r->bytes[i]));
 	json_object_set_new(o, "device_peak_bytes", json_integer((json_int_t)r->device_peak_bytes));
 	json_object_set_new(o, "allocated_peak_bytes", json_integer((json_int_t)r->allocated_peak_bytes));
+	json_object_set_new(o, "plentiful_peak_bytes", json_integer((json_int_t)r->plentiful_peak_bytes));
+	json_object_set_new(o, "min_device_bytes", json_integer((json_int_t)r->min_device_bytes));
 	if (r->device_peak_high_bytes) {
 		json_t *range = json_object();
 		json_object_set_new(range, "low", json_integer((json_int_t)r->device_peak_low_bytes));
@@ -454,10 +456,17 @@ static void print_table(const struct plan_args *a, const struct plan_result *r)
 		       100.0 * (double)r->bytes[i] / (double)r->device_peak_bytes);
 	}
 	printf("  %-28s %12s\n", "device peak", size_format(r->device_peak_bytes, b, sizeof(b)));
-	uint64_t m = margin_of(a), need = r->device_peak_bytes + m;
+	if (r->plentiful_peak_bytes != r->device_peak_bytes)
+		printf("with plenty of memory it would reserve %s; near the GPU's size PyTorch gives back\n"
+		       "its unused cached memory and retries, and the peak above is this GPU's\n",
+		       size_format(r->plentiful_peak_bytes, b, sizeof(b)));
+	uint64_t m = margin_of(a), need = r->min_device_bytes + m;
+	int fits = !r->oom && need <= a->gpu_bytes;
+	printf("least GPU memory it runs in: %s%s\n", size_format(r->min_device_bytes, b, sizeof(b)),
+	       r->oom ? " (more than this GPU: it runs out of memory even with its cache given back)" : "");
 	printf("GPU%s%s: %s, margin %s: %s", a->gpu_name ? " " : "", a->gpu_name ? a->gpu_name : "",
 	       size_format(a->gpu_bytes, b, sizeof(b)),
-	       size_format(m, c, sizeof(c)), need <= a->gpu_bytes ? "fits" : "does NOT fit");
+	       size_format(m, c, sizeof(c)), fits ? "fits" : "does NOT fit");
 	if (need <= a->gpu_bytes)
 		printf(", %s to spare\n", size_format(a->gpu_bytes - need, d, sizeof(d)));
 	else
@@ -467,8 +476,8 @@ static void print_table(const struct plan_args *a, const struct plan_result *r)
 		       "from the plain run's to the highest%s\n",
 		       PLAN_PLACEMENTS, size_format(r->device_peak_low_bytes, b, sizeof(b)),
 		       size_format(r->device_peak_high_bytes, c, sizeof(c)),
-		       need > a->gpu_bytes || r->device_peak_high_bytes + m <= a->gpu_bytes ? ""
-												      : "; the highest does NOT fit");
+		       !fits || r->device_peak_high_bytes <= a->gpu_bytes ? ""
+							: "; the highest passes the GPU (its cache given back)");
 	uint64_t extra = ddp_rebuild_extra_bytes(&a->t, r);
 	if (extra)
 		printf("DDP: when step 2's bucket rebuild finds NCCL still holding the old buckets (a race: 2 of 3\n"
@@ -942,6 +951,8 @@ int cmd_plan(int argc, char **argv)
 		json_object_set_new(o, "gpu_memory_bytes", json_integer((json_int_t)a.gpu_bytes));
 		json_object_set_new(o, "margin_bytes", json_integer((json_int_t)margin_of(&a)));
 		json_object_set_new(o, "fits", json_boolean(fits));
+		json_object_set_new(o, "spare_bytes", json_integer((json_int_t)a.gpu_bytes -
+								    (json_int_t)(r.min_device_bytes + margin_of(&a))));
 		uint64_t extra = ddp_rebuild_extra_bytes(&a.t, &r);
 		json_object_set_new(o, "ddp_rebuild_extra_bytes", extra ? json_integer((json_int_t)extra) : json_null());
 		if (!fits) {

@@ -28,6 +28,8 @@ void alloc_sim_free(struct alloc_sim *a)
 {
 	free(a->b);
 	free(a->spare);
+	free(a->seg_live);
+	free(a->seg_bytes);
 	for (size_t p = 0; p < 2 * ALLOC_SIM_STREAMS; p++)
 		for (size_t k = 0; k < ALLOC_SIM_BUCKETS; k++)
 			free(a->freeb[p][k].v);
@@ -190,6 +192,51 @@ static void release_cached(struct alloc_sim *a)
 		}
 }
 
+/* A new segment of bytes; its number. */
+static int new_segment(struct alloc_sim *a, uint64_t bytes)
+{
+	ARRAY_GROW(a->seg_live, (size_t)a->nsegs + 1, a->cap_seg_live);
+	ARRAY_GROW(a->seg_bytes, (size_t)a->nsegs + 1, a->cap_seg_bytes);
+	a->seg_live[a->nsegs] = 0;
+	a->seg_bytes[a->nsegs] = bytes;
+	return a->nsegs++;
+}
+
+static void reserve(struct alloc_sim *a, uint64_t bytes)
+{
+	a->reserved_bytes += bytes;
+	if (a->reserved_bytes > a->max_reserved_bytes)
+		a->max_reserved_bytes = a->reserved_bytes;
+}
+
+/* Expandable segments under pressure: every free page is unmapped (at most what is
+ * reserved beyond the live blocks); then, if growing by add still passes the limit, the
+ * run is out of memory. */
+static void unmap_free(struct alloc_sim *a, uint64_t add)
+{
+	if (!a->limit_bytes || a->reserved_bytes + add <= a->limit_bytes)
+		return;
+	uint64_t spare = a->reserved_bytes - a->allocated_bytes;
+	a->unmapped_bytes += spare;
+	a->reserved_bytes -= spare;
+	if (a->reserved_bytes + add > a->limit_bytes)
+		a->oom = 1;
+}
+
+/* Expandable: size bytes handed out of free blocks whose pages may have been unmapped
+ * map them again (as many as were unmapped, at most). */
+static void remap(struct alloc_sim *a, uint64_t size, uint64_t page)
+{
+	uint64_t want = (size + page - 1) / page * page;
+
+	if (!a->unmapped_bytes)
+		return;
+	want = want < a->unmapped_bytes ? want : a->unmapped_bytes;
+	unmap_free(a, want);
+	a->unmapped_bytes -= want;
+	reserve(a, want);
+}
+
 /* Expandable segments: the pool's segment grows by whole pages to hold size at its
  * end, into its free tail block or a new one after its last. Returns the block (off the
  * free list, size at least size). */
@@ -203,6 +250,9 @@ static int grow_segment(struct alloc_sim *a, int pool, uint64_t size)
 		free_del(a, t);
 	}
 	add = (size - have + page - 1) / page * page;
+	unmap_free(a, add);
+	if (have)
+		remap(a, have, page);
 	if (t >= 0 && have) {
 		best = t;
 		a->b[best].size += add;
@@ -212,14 +262,30 @@ static int grow_segment(struct alloc_sim *a, int pool, uint64_t size)
 			a->b[best] = (struct sim_block){ add, a->b[t].off + a->b[t].size, a->b[t].seg, pool, 0, t, -1 };
 			a->b[t].next = best;
 		} else {
-			a->b[best] = (struct sim_block){ add, 0, a->nsegs++, pool, 0, -1, -1 };
+			a->b[best] = (struct sim_block){ add, 0, new_segment(a, 0), pool, 0, -1, -1 };
 		}
 		a->tail[pool] = best;
 	}
-	a->reserved_bytes += add;
-	if (a->reserved_bytes > a->max_reserved_bytes)
-		a->max_reserved_bytes = a->reserved_bytes;
+	reserve(a, add);
 	return best;
+}
+
+/* A block of segment seg taken (+1) or freed (-1): a segment holding a live block
+ * counts whole (with expandable segments, which give back any free page, the live blocks
+ * alone do). */
+static void occupy(struct alloc_sim *a, int seg, int d)
+{
+	int was = a->seg_live[seg];
+
+	a->seg_live[seg] += d;
+	if (a->expandable)
+		a->occupied_bytes = a->allocated_bytes;
+	else if (!was && d > 0)
+		a->occupied_bytes += a->seg_bytes[seg];
+	else if (was && !a->seg_live[seg])
+		a->occupied_bytes -= a->seg_bytes[seg];
+	if (a->occupied_bytes > a->max_occupied_bytes)
+		a->max_occupied_bytes = a->occupied_bytes;
 }
 
 int alloc_sim_malloc(struct alloc_sim *a, uint64_t size)
@@ -240,6 +306,8 @@ int alloc_sim_malloc_on(struct alloc_sim *a, uint64_t size, int stream)
 		best = next;
 	if (best >= 0) {
 		free_del(a, best);
+		if (a->expandable)
+			remap(a, size, pool % 2 == 0 ? SMALL_BUFFER : LARGE_BUFFER);
 	} else if (a->expandable) {
 		best = grow_segment(a, pool, size);
 	} else {
@@ -252,10 +320,8 @@ int alloc_sim_malloc_on(struct alloc_sim *a, uint64_t size, int stream)
 				a->oom = 1; /* carried on: the peak then says by how much it misses */
 		}
 		best = new_block(a);
-		a->b[best] = (struct sim_block){ seg, 0, a->nsegs++, pool, 0, -1, -1 };
-		a->reserved_bytes += seg;
-		if (a->reserved_bytes > a->max_reserved_bytes)
-			a->max_reserved_bytes = a->reserved_bytes;
+		a->b[best] = (struct sim_block){ seg, 0, new_segment(a, seg), pool, 0, -1, -1 };
+		reserve(a, seg);
 	}
 	uint64_t rest = a->b[best].size - size;
 	if (((pool % 2 == 0 || a->expandable) && rest >= MIN_BLOCK) || (pool % 2 == 1 && rest > SMALL_SIZE)) {
@@ -273,6 +339,7 @@ int alloc_sim_malloc_on(struct alloc_sim *a, uint64_t size, int stream)
 	a->allocated_bytes += a->b[best].size;
 	if (a->allocated_bytes > a->max_allocated_bytes)
 		a->max_allocated_bytes = a->allocated_bytes;
+	occupy(a, a->b[best].seg, 1);
 	return best;
 }
 
@@ -282,6 +349,7 @@ void alloc_sim_release(struct alloc_sim *a, int i)
 	int p = b->prev, n = b->next;
 
 	a->allocated_bytes -= b->size;
+	occupy(a, b->seg, -1);
 	if (n >= 0 && a->b[n].free) {
 		free_del(a, n);
 		b->size += a->b[n].size;

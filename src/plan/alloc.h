@@ -9,11 +9,15 @@
  * tried again, as PyTorch does before it raises OutOfMemoryError. With expandable
  * segments (PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True) each pool has one segment
  * that grows at its end, by pages of 20 MiB (large) or 2 MiB (small), when no free block
- * fits: a free block at its end is grown rather than a new segment made, and nothing is
- * given back; best fit counts that end block as large as it could grow (any other free
- * block that fits goes first), and a large block is split when 512 B or more is left.
+ * fits: a free block at its end is grown rather than a new segment made; best fit counts
+ * that end block as large as it could grow (any other free block that fits goes first),
+ * and a large block is split when 512 B or more is left. Under memory pressure the pages
+ * of every free block are unmapped (PyTorch's release of cached blocks) and mapped again
+ * as blocks are handed out there.
  * What it gives is the peak of reserved memory a sequence of tensor allocations and
- * frees leads to. */
+ * frees leads to, and the least memory the sequence runs in: the most that segments
+ * holding a live block (with expandable segments, live blocks' pages) ever took, which
+ * is what is left when every wholly free segment is given back. */
 #ifndef HEADROOM_PLAN_ALLOC_H
 #define HEADROOM_PLAN_ALLOC_H
 
@@ -57,6 +61,12 @@ struct alloc_sim {
 	int tail[2 * ALLOC_SIM_STREAMS]; /* expandable: each pool's block at its segment's end, -1 none */
 	int oom;                   /* a segment passed limit_bytes even after the release */
 	uint64_t reserved_bytes, allocated_bytes, max_reserved_bytes, max_allocated_bytes;
+	/* segments holding a live block: each segment's live blocks, and their sizes' sum */
+	int *seg_live;
+	uint64_t *seg_bytes;
+	size_t cap_seg_live, cap_seg_bytes;
+	uint64_t occupied_bytes, max_occupied_bytes;
+	uint64_t unmapped_bytes;   /* expandable: free blocks' pages given back, not yet mapped again */
 };
 
 void alloc_sim_init(struct alloc_sim *a);

@@ -115,6 +115,8 @@ static void from_sim(struct plan_result *r, const struct sim_result *sr, int64_t
 	r->device_peak_bytes = r->bytes[C_CONTEXT] + reserved;
 	r->peak_phase = sr->peak_phase;
 	r->oom = sr->oom;
+	r->min_device_bytes = r->bytes[C_CONTEXT] + sr->min_reserved_bytes;
+	r->plentiful_peak_bytes = r->device_peak_bytes;
 }
 
 /* Expandable segments: where the largest tensors (logits and their fp32 copies) land

@@ -26,6 +26,11 @@ struct plan_result {
 	uint64_t device_peak_low_bytes, device_peak_high_bytes;
 	const char *peak_phase;         /* "backward", "optimizer step", "recompute", "prefill", "generate" */
 	int64_t params, trainable_params;
+	/* the least GPU memory the step runs in (the context, and the segments holding live
+	 * blocks at their most: PyTorch gives back wholly free segments when cudaMalloc
+	 * fails, and unmaps free pages with expandable segments), and the device peak when
+	 * memory is plentiful (no limit: the cache never given back) */
+	uint64_t min_device_bytes, plentiful_peak_bytes;
 	int oom;                        /* past t->limit_bytes even with the cache given back */
 };
 

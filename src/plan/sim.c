@@ -2382,6 +2382,7 @@ static void step_result(struct step *s, struct sim_result *r)
 	memcpy(r->parts, s->peak_parts, sizeof(r->parts));
 	r->peak_phase = s->peak_phase;
 	r->oom = s->a.oom;
+	r->min_reserved_bytes = s->a.max_occupied_bytes;
 }
 
 static void train_finish(struct train *tr, struct sim_result *r)

@@ -23,6 +23,7 @@ struct sim_result {
 	const char *peak_phase;        /* the allocated peak's: "forward", "backward", "recompute",
 					* "optimizer step", "prefill", "generate" (static) */
 	int oom;                       /* past t->limit_bytes even with the cache given back */
+	uint64_t min_reserved_bytes;   /* the least it runs in, giving back its cache when short */
 };
 
 /* Simulate `steps` training steps (1 to SIM_MAX_STEPS: PLAN_SETTLE_STEPS, or the run's

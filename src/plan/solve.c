@@ -27,18 +27,32 @@ int fit_plan(const struct fit *f, const struct model_shape *m, const struct trai
 	     struct plan_result *r, const char **why)
 {
 	struct train_settings on_gpu = *t;
+	struct plan_result card;
+	int rc = plan_compute(m, t, r, why);
 
-	if (f->gpu_bytes) {
-		uint64_t ctx = t->context_bytes ? t->context_bytes : plan_default_context_bytes();
-		uint64_t keep = f->margin_bytes + ctx;
-		on_gpu.limit_bytes = f->gpu_bytes > keep ? f->gpu_bytes - keep : 1;
-	}
-	return plan_compute(m, &on_gpu, r, why);
+	/* within the card with the margin to spare, the cache is never given back */
+	if (rc || !f->gpu_bytes || r->device_peak_bytes + f->margin_bytes <= f->gpu_bytes)
+		return rc;
+	/* near the card's edge: the run as it goes on this card, its cache given back
+	 * whenever a segment does not fit what the context leaves */
+	on_gpu.limit_bytes = f->gpu_bytes > r->bytes[C_CONTEXT] ? f->gpu_bytes - r->bytes[C_CONTEXT] : 1;
+	rc = plan_compute(m, &on_gpu, &card, why);
+	if (rc)
+		return rc;
+	card.plentiful_peak_bytes = r->device_peak_bytes;
+	/* what it needs is what the plentiful run's segments say, and past the card when
+	 * the run on the card does not complete */
+	if (card.min_device_bytes < r->min_device_bytes)
+		card.min_device_bytes = r->min_device_bytes;
+	if (card.oom && card.min_device_bytes <= f->gpu_bytes)
+		card.min_device_bytes = card.device_peak_bytes > f->gpu_bytes ? card.device_peak_bytes : f->gpu_bytes + 1;
+	*r = card;
+	return 0;
 }
 
 int fit_ok(const struct fit *f, const struct plan_result *r)
 {
-	return r->device_peak_bytes + f->margin_bytes <= f->gpu_bytes;
+	return !r->oom && r->min_device_bytes + f->margin_bytes <= f->gpu_bytes;
 }
 
 const char *knob_name(size_t i)

@@ -15,12 +15,15 @@ struct fit {
 	uint64_t margin_bytes;  /* kept free besides the plan's device peak */
 };
 
-/* Plan t on f's GPU: near its size the simulation gives cached segments back, as
- * PyTorch does, at what the allocator has under the margin and the context. 0, or
- * -EINVAL with *why from plan_compute (static string). */
+/* Plan t on f's GPU: when memory is plentiful, and where that peak and the margin pass
+ * the GPU, as it runs on it: the simulation gives cached segments back when a new one
+ * does not fit beside the context, as PyTorch does (r->plentiful_peak_bytes keeps the
+ * first; r->oom when even that fails). 0, or -EINVAL with *why from plan_compute
+ * (static string). */
 int fit_plan(const struct fit *f, const struct model_shape *m, const struct train_settings *t,
 	     struct plan_result *r, const char **why);
-/* Whether r's device peak and the margin fit the GPU. */
+/* Whether r completes on the GPU with the margin to spare: the least memory it runs in
+ * and the margin within the GPU's memory. */
 int fit_ok(const struct fit *f, const struct plan_result *r);
 
 /* The knobs' names, i from 0 until NULL, the last "buffer:NAME" (the count of the
