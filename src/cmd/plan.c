@@ -460,30 +460,34 @@ static void print_table(const struct plan_args *a, const struct plan_result *r)
 		printf("with plenty of memory it would reserve %s; near the GPU's size PyTorch gives back\n"
 		       "its unused cached memory and retries, and the peak above is this GPU's\n",
 		       size_format(r->plentiful_peak_bytes, b, sizeof(b)));
-	uint64_t m = margin_of(a), need = r->min_device_bytes + m;
-	int fits = !r->oom && need <= a->gpu_bytes;
+	struct fit f = fit_of(a);
+	uint64_t m = f.margin_bytes, usable = fit_usable_bytes(&f);
+	int fits = fit_runs(&f, r);
 	printf("least GPU memory it runs in: %s%s\n", size_format(r->min_device_bytes, b, sizeof(b)),
 	       r->oom ? " (more than this GPU: it runs out of memory even with its cache given back)" : "");
-	printf("GPU%s%s: %s, margin %s: %s", a->gpu_name ? " " : "", a->gpu_name ? a->gpu_name : "",
-	       size_format(a->gpu_bytes, b, sizeof(b)),
-	       size_format(m, c, sizeof(c)), fits ? "fits" : "does NOT fit");
-	if (need <= a->gpu_bytes)
-		printf(", %s to spare\n", size_format(a->gpu_bytes - need, d, sizeof(d)));
+	printf("GPU%s%s: %s (%s to a process), margin %s: %s", a->gpu_name ? " " : "", a->gpu_name ? a->gpu_name : "",
+	       size_format(a->gpu_bytes, b, sizeof(b)), size_format(usable, c, sizeof(c)),
+	       size_format(m, d, sizeof(d)), fits ? "fits" : "does NOT fit");
+	if (!fits)
+		printf(", %s short\n", size_format(r->min_device_bytes - usable, d, sizeof(d)));
+	else if (fit_ok(&f, r))
+		printf(", %s to spare\n", size_format(usable - r->min_device_bytes, d, sizeof(d)));
 	else
-		printf(", %s short\n", size_format(need - a->gpu_bytes, d, sizeof(d)));
+		printf(", but tight: %s to spare, less than the margin\n",
+		       size_format(usable - r->min_device_bytes, d, sizeof(d)));
 	if (r->device_peak_high_bytes)
 		printf("expandable segments: %d simulated placements peak at %s to %s, the plan 2/5 of the way "
 		       "from the plain run's to the highest%s\n",
 		       PLAN_PLACEMENTS, size_format(r->device_peak_low_bytes, b, sizeof(b)),
 		       size_format(r->device_peak_high_bytes, c, sizeof(c)),
-		       !fits || r->device_peak_high_bytes <= a->gpu_bytes ? ""
-							: "; the highest passes the GPU (its cache given back)");
+		       !fits || r->device_peak_high_bytes <= usable ? ""
+						      : "; the highest passes the GPU (its cache given back)");
 	uint64_t extra = ddp_rebuild_extra_bytes(&a->t, r);
 	if (extra)
 		printf("DDP: when step 2's bucket rebuild finds NCCL still holding the old buckets (a race: 2 of 3\n"
 		       "measured runs), a rank holds %s more, %s: %s\n", size_format(extra, b, sizeof(b)),
 		       size_format(r->device_peak_bytes + extra, c, sizeof(c)),
-		       need + extra <= a->gpu_bytes ? "that fits too" : "that does NOT fit");
+		       r->min_device_bytes + extra <= usable ? "that fits too" : "that does NOT fit");
 }
 
 /* A hint's change as typed: "--grad-ckpt", "--batch 3". */
@@ -577,10 +581,46 @@ static void print_hint(const struct plan_args *a, const struct hint *h, const ch
 	if (knob)
 		printf("hint: with %s, %s = %lld fits: peak %s\n", change, knob, (long long)h->solved,
 		       size_format(h->plan.device_peak_bytes, b, sizeof(b)));
-	else
+	else {
+		struct fit f = fit_of(a);
 		printf("hint: with %s it fits: peak %s, %s to spare\n", change,
 		       size_format(h->plan.device_peak_bytes, b, sizeof(b)),
-		       size_format(a->gpu_bytes - h->plan.device_peak_bytes - margin_of(a), c, sizeof(c)));
+		       size_format(fit_usable_bytes(&f) - h->plan.min_device_bytes, c, sizeof(c)));
+	}
+}
+
+/* The values around a solved answer, and a cliff below it, as JSON. */
+static json_t *near_json(const struct solve_result *r)
+{
+	json_t *a = json_array();
+
+	for (int i = 0; i < r->nnear; i++) {
+		json_t *o = json_object();
+		json_object_set_new(o, "value", json_integer(r->near[i].value));
+		json_object_set_new(o, "min_device_bytes", r->near[i].fits < 0 ? json_null()
+						: json_integer((json_int_t)r->near[i].min_device_bytes));
+		json_object_set_new(o, "fits", r->near[i].fits < 0 ? json_false() : json_boolean(r->near[i].fits));
+		json_array_append_new(a, o);
+	}
+	return a;
+}
+
+static void print_near(const char *name, const struct solve_result *r)
+{
+	char b[32];
+
+	if (r->cliff_value)
+		printf("the peak is not monotonic in %s here: %s = %lld does not fit though larger values do "
+		       "(the allocator's placements); the answer is the largest below it whose smaller "
+		       "neighbours fit\n", name, name, (long long)r->cliff_value);
+	if (!r->nnear)
+		return;
+	printf("near it:");
+	for (int i = 0; i < r->nnear; i++)
+		printf("%s %lld needs %s%s", i ? "," : "", (long long)r->near[i].value,
+		       r->near[i].fits < 0 ? "(past the limits)" : size_format(r->near[i].min_device_bytes, b, sizeof(b)),
+		       r->near[i].fits > 0 ? "" : " (no)");
+	putchar('\n');
 }
 
 static int solve(const struct plan_args *a, const char *name)
@@ -609,6 +649,10 @@ static int solve(const struct plan_args *a, const char *name)
 		json_object_set_new(o, "next_value", r.largest ? json_null() : json_integer(r.next_value));
 		json_object_set_new(o, "next_device_peak_bytes", r.largest || r.next_too_big ? json_null()
 							: json_integer((json_int_t)r.next.device_peak_bytes));
+		json_object_set_new(o, "next_min_device_bytes", r.largest || r.next_too_big ? json_null()
+							: json_integer((json_int_t)r.next.min_device_bytes));
+		json_object_set_new(o, "cliff_value", r.cliff_value ? json_integer(r.cliff_value) : json_null());
+		json_object_set_new(o, "near", near_json(&r));
 		json_object_set_new(o, "gpu_memory_bytes", json_integer((json_int_t)a->gpu_bytes));
 		json_object_set_new(o, "margin_bytes", json_integer((json_int_t)f.margin_bytes));
 		if (!r.value) {
@@ -624,12 +668,13 @@ static int solve(const struct plan_args *a, const char *name)
 		print_assumed("assumed", &a->m, &a->t, name);
 		if (!r.value) {
 			printf("no %s fits: %s = %lld needs %s, the GPU has %s with a margin of %s\n", name, name,
-			       (long long)r.next_value, size_format(r.next.device_peak_bytes, b, sizeof(b)),
+			       (long long)r.next_value, size_format(r.next.min_device_bytes, b, sizeof(b)),
 			       size_format(a->gpu_bytes, c, sizeof(c)), size_format(f.margin_bytes, d, sizeof(d)));
 			print_hint(a, &h, name);
 		} else {
-			printf("%s = %lld fits: peak %s of %s (margin %s); ", name, (long long)r.value,
-			       size_format(r.plan.device_peak_bytes, b, sizeof(b)), size_format(a->gpu_bytes, c, sizeof(c)),
+			printf("%s = %lld fits: needs %s (peak %s) of %s (margin %s); ", name, (long long)r.value,
+			       size_format(r.plan.min_device_bytes, b, sizeof(b)),
+			       size_format(r.plan.device_peak_bytes, e, sizeof(e)), size_format(a->gpu_bytes, c, sizeof(c)),
 			       size_format(f.margin_bytes, d, sizeof(d)));
 			if (r.largest)
 				printf("it is the largest %s (%s)\n", name, r.max_is);
@@ -637,7 +682,8 @@ static int solve(const struct plan_args *a, const char *name)
 				printf("%lld is past the planner's limits (%s)\n", (long long)r.next_value, r.next_too_big);
 			else
 				printf("%lld would need %s\n", (long long)r.next_value,
-				       size_format(r.next.device_peak_bytes, e, sizeof(e)));
+				       size_format(r.next.min_device_bytes, e, sizeof(e)));
+			print_near(name, &r);
 		}
 	}
 	return r.value ? 0 : 1;
@@ -937,9 +983,9 @@ int cmd_plan(int argc, char **argv)
 	struct plan_result r;
 	compute(&a, &a.t, &r);
 	struct fit f = fit_of(&a);
-	int fits = fit_ok(&f, &r);
+	int fits = fit_runs(&f, &r), roomy = fit_ok(&f, &r);
 	struct hint h = { 0 };
-	if (!fits)
+	if (!roomy)
 		hint_find(&f, &a.m, &a.t, NULL, a.locks, a.nlocks, &h);
 	if (a.json) {
 		json_t *r_json;
@@ -950,12 +996,14 @@ int cmd_plan(int argc, char **argv)
 		json_decref(r_json);
 		json_object_set_new(o, "gpu_memory_bytes", json_integer((json_int_t)a.gpu_bytes));
 		json_object_set_new(o, "margin_bytes", json_integer((json_int_t)margin_of(&a)));
+		json_object_set_new(o, "usable_bytes", json_integer((json_int_t)fit_usable_bytes(&f)));
 		json_object_set_new(o, "fits", json_boolean(fits));
-		json_object_set_new(o, "spare_bytes", json_integer((json_int_t)a.gpu_bytes -
-								    (json_int_t)(r.min_device_bytes + margin_of(&a))));
+		json_object_set_new(o, "fits_with_margin", json_boolean(roomy));
+		json_object_set_new(o, "spare_bytes", json_integer((json_int_t)fit_usable_bytes(&f) -
+								    (json_int_t)r.min_device_bytes));
 		uint64_t extra = ddp_rebuild_extra_bytes(&a.t, &r);
 		json_object_set_new(o, "ddp_rebuild_extra_bytes", extra ? json_integer((json_int_t)extra) : json_null());
-		if (!fits) {
+		if (!roomy) {
 			json_object_set_new(o, "hint", hint_json(&h, 0));
 			json_object_set_new(o, "hint_tried", hint_tried_json(&h));
 			json_object_set_new(o, "hint_together", hint_together_json(&h, 0));
@@ -965,7 +1013,7 @@ int cmd_plan(int argc, char **argv)
 		json_decref(o);
 	} else {
 		print_table(&a, &r);
-		if (!fits)
+		if (!roomy)
 			print_hint(&a, &h, NULL);
 	}
 	return fits ? 0 : 1;

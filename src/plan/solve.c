@@ -23,6 +23,16 @@ static const struct knob {
 #define NKNOBS (sizeof(knobs) / sizeof(knobs[0]))
 #define BUFFER_PREFIX "buffer:"
 
+/* CUDA gives a process less than the driver's total: the H200's cudaMemGetInfo total is
+ * 614 MiB short of its 143,771 MiB (bench/results/gpu-cases-28-h200.jsonl), 43 parts in
+ * 10,000, taken as that share of any GPU. */
+#define CUDA_HIDDEN_PER_10K 43
+
+uint64_t fit_usable_bytes(const struct fit *f)
+{
+	return f->gpu_bytes - f->gpu_bytes / 10000 * CUDA_HIDDEN_PER_10K;
+}
+
 int fit_plan(const struct fit *f, const struct model_shape *m, const struct train_settings *t,
 	     struct plan_result *r, const char **why)
 {
@@ -35,17 +45,22 @@ int fit_plan(const struct fit *f, const struct model_shape *m, const struct trai
 		return rc;
 	/* near the card's edge: the run as it goes on this card, its cache given back
 	 * whenever a segment does not fit what the context leaves */
-	on_gpu.limit_bytes = f->gpu_bytes > r->bytes[C_CONTEXT] ? f->gpu_bytes - r->bytes[C_CONTEXT] : 1;
+	uint64_t usable = fit_usable_bytes(f);
+	on_gpu.limit_bytes = usable > r->bytes[C_CONTEXT] ? usable - r->bytes[C_CONTEXT] : 1;
 	rc = plan_compute(m, &on_gpu, &card, why);
 	if (rc)
 		return rc;
 	card.plentiful_peak_bytes = r->device_peak_bytes;
-	/* what it needs is what the plentiful run's segments say, and past the card when
-	 * the run on the card does not complete */
-	if (card.min_device_bytes < r->min_device_bytes)
-		card.min_device_bytes = r->min_device_bytes;
-	if (card.oom && card.min_device_bytes <= f->gpu_bytes)
-		card.min_device_bytes = card.device_peak_bytes > f->gpu_bytes ? card.device_peak_bytes : f->gpu_bytes + 1;
+	/* what it needs is what the plentiful run's segments say: the run on the card
+	 * turns on where each block lands after the cache is given back, which a few MiB
+	 * decide, and where that runs short while the least fits, the card is full */
+	card.min_device_bytes = r->min_device_bytes;
+	if (card.oom && r->min_device_bytes <= usable) {
+		card.oom = 0;
+		card.bytes[C_FRAGMENTATION] -= card.device_peak_bytes > usable ? card.device_peak_bytes - usable : 0;
+		card.device_peak_bytes = card.device_peak_bytes > usable ? usable : card.device_peak_bytes;
+	}
+	card.oom = card.oom || r->min_device_bytes > usable;
 	*r = card;
 	return 0;
 }
@@ -53,6 +68,11 @@ int fit_plan(const struct fit *f, const struct model_shape *m, const struct trai
 int fit_ok(const struct fit *f, const struct plan_result *r)
 {
 	return !r->oom && r->min_device_bytes + f->margin_bytes <= f->gpu_bytes;
+}
+
+int fit_runs(const struct fit *f, const struct plan_result *r)
+{
+	return !r->oom && r->min_device_bytes <= fit_usable_bytes(f);
 }
 
 const char *knob_name(size_t i)
@@ -171,6 +191,66 @@ static int64_t largest_fitting(const struct fit *f, const struct model_shape *m,
 	return lo;
 }
 
+/* Cliffs: how many times the answer moves below a smaller value that does not fit. */
+#define CLIFF_ROUNDS 4
+
+/* The first of value - 1, - 2, - 4 ... (down to min) that does not fit, or 0; < 0 an
+ * error. */
+static int64_t below_not_fitting(const struct fit *f, const struct model_shape *m, struct train_settings *s,
+				 int64_t *k, int64_t value, int64_t min, const char **why)
+{
+	struct plan_result q;
+	const char *too_big;
+
+	for (int64_t d = 1; value - d >= min; d *= 2) {
+		int rc = fits_with(f, m, s, k, value - d, &q, why, &too_big);
+		if (rc < 0)
+			return rc;
+		if (!rc)
+			return value - d;
+	}
+	return 0;
+}
+
+/* The answer whose smaller neighbours fit: below any that does not, the largest that
+ * fits, CLIFF_ROUNDS times at most. Returns the value (min - 1: none), or < 0. */
+static int64_t off_cliffs(const struct fit *f, const struct model_shape *m, struct train_settings *s, int64_t *k,
+			  int64_t value, int64_t min, struct solve_result *r, const char **why)
+{
+	for (int round = 0; round < CLIFF_ROUNDS && value >= min; round++) {
+		int64_t bad = below_not_fitting(f, m, s, k, value, min, why);
+		if (bad <= 0)
+			return bad < 0 ? bad : value;
+		if (!r->cliff_value)
+			r->cliff_value = bad;
+		value = largest_fitting(f, m, s, k, min - 1, bad, &r->plan, why);
+		if (value < 0)
+			return value;
+	}
+	return value;
+}
+
+/* What the values a few steps either side of value need (value - 2 step, - step,
+ * value, + 1, + step; step a 64th of it, at least 1), within [min, max]. */
+static void near_values(const struct fit *f, const struct model_shape *m, struct train_settings *s, int64_t *k,
+			int64_t value, int64_t min, int64_t max, struct solve_result *r)
+{
+	int64_t step = value / 64 > 1 ? value / 64 : 1;
+	const int64_t vs[SOLVE_NEAR] = { value - 2 * step, value - step, value, value + 1, value + step };
+	const char *why, *too_big;
+	struct plan_result q;
+
+	r->nnear = 0;
+	for (int i = 0; i < SOLVE_NEAR; i++) {
+		if (vs[i] < min || vs[i] > max || (i && vs[i] <= vs[i - 1]))
+			continue;
+		int rc = fits_with(f, m, s, k, vs[i], &q, &why, &too_big);
+		if (rc < 0)
+			continue;
+		r->near[r->nnear++] = (struct solve_near){ vs[i], q.min_device_bytes, too_big ? -1 : rc };
+	}
+}
+
 int solve_knob(const struct fit *f, const struct model_shape *m, const struct train_settings *t, const char *knob,
 	       struct solve_result *r, const char **why)
 {
@@ -224,7 +304,12 @@ int solve_knob(const struct fit *f, const struct model_shape *m, const struct tr
 		int64_t v = largest_fitting(f, m, &s, k, min - 1, lo + 1, &r->plan, why);
 		if (v < 0)
 			return (int)v;
+		v = off_cliffs(f, m, &s, k, v, min, r, why);
+		if (v < 0)
+			return (int)v;
 		lo = v;
+		if (lo >= min)
+			near_values(f, m, &s, k, lo, min, max, r);
 		if (lo == max) {
 			r->value = max;
 			r->largest = 1;

@@ -23,8 +23,13 @@ struct fit {
 int fit_plan(const struct fit *f, const struct model_shape *m, const struct train_settings *t,
 	     struct plan_result *r, const char **why);
 /* Whether r completes on the GPU with the margin to spare: the least memory it runs in
- * and the margin within the GPU's memory. */
+ * and the margin within the GPU's memory (what --solve and the hint ask). */
 int fit_ok(const struct fit *f, const struct plan_result *r);
+/* Whether r completes on the GPU: the least memory it runs in within what CUDA gives a
+ * process (fit_usable_bytes), margin or not. */
+int fit_runs(const struct fit *f, const struct plan_result *r);
+/* The GPU's memory that CUDA gives a process: a little less than the driver's total. */
+uint64_t fit_usable_bytes(const struct fit *f);
 
 /* The knobs' names, i from 0 until NULL, the last "buffer:NAME" (the count of the
  * buffer called NAME); static strings. */
@@ -49,6 +54,9 @@ int knob_range(const struct train_settings *t, const char *name, int64_t *min, i
  * run's own when fewer. */
 int64_t solve_search_steps(const struct train_settings *t);
 
+/* Values around a solved knob's answer that the result shows. */
+#define SOLVE_NEAR 5
+
 struct solve_result {
 	int64_t value;                /* the largest value that fits; 0 when the least does not */
 	struct plan_result plan;      /* at value; zeroed when value is 0 */
@@ -57,13 +65,27 @@ struct solve_result {
 	int64_t next_value;           /* value + 1 (the least when value is 0), which does not fit; 0 when largest */
 	struct plan_result next;      /* at next_value; zeroed when largest or next_too_big */
 	const char *next_too_big;     /* next_value passes the planner's limits: what (plan_check); else NULL */
+	/* the peak is not monotonic in the knob: a smaller value than one that fits did not
+	 * (cliff_value, 0 none), and value is the largest below it whose smaller neighbours
+	 * (value - 1, - 2, - 4 ...) all fit */
+	int64_t cliff_value;
+	/* the knob a few steps either side of value (below, value, above): what each needs */
+	struct solve_near {
+		int64_t value;
+		uint64_t min_device_bytes;
+		int fits;             /* with the margin (fit_ok); -1 past the planner's limits */
+	} near[SOLVE_NEAR];
+	int nnear;
 };
 
 /* The largest value of t's knob (in knob_range) with which t fits f: the peak grows
  * with each knob, so it doubles from the least until it does not fit, then halves the
  * gap, planning a short run (solve_search_steps); then the value found is planned as t
  * says, and below it should it not fit so; a value past the planner's limits (too large
- * to plan) does not fit. 0, or
+ * to plan) does not fit. Where the allocator's placements make the peak jump about, a
+ * value below the answer may not fit: the values 1, 2, 4... below it are tried, and the
+ * answer moves below any that does not (cliff_value), so that its smaller neighbours
+ * fit; near[] has what the values a few steps either side need. 0, or
  * -ENOENT for an unknown knob, or -EINVAL with *why from plan_compute, or -E2BIG with
  * *why when even the least value is too large to plan. */
 int solve_knob(const struct fit *f, const struct model_shape *m, const struct train_settings *t, const char *knob,

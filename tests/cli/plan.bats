@@ -225,7 +225,7 @@ J
 	run timeout 60 "$HR" plan --gpu h200 --buffer q=1x1 --solve buffer:q "$T/llama1b.json"
 	echo "$output"
 	[ "$status" -eq 0 ]
-	[[ "${lines[4]}" == "buffer:q = 65536 fits: peak "*"; it is the largest buffer:q (the planner's limit)" ]]
+	[[ "${lines[4]}" == "buffer:q = 65536 fits: needs "*"; it is the largest buffer:q (the planner's limit)" ]]
 	run timeout 60 "$HR" plan --gpu h200 --buffer q=1x1 --solve buffer:q --json "$T/llama1b.json"
 	python3 -c 'import json,sys; o=json.loads(sys.argv[1]); assert o["value"] == 65536 and o["next_value"] is None and o["next_device_peak_bytes"] is None, o' "$output"
 	# too many loss chunks to simulate in reasonable time
@@ -264,7 +264,7 @@ J
 	run "$HR" plan --gpu h200 --batch 2 --seq 1024 --solve loss_chunk "$T/llama1b.json"
 	echo "$output"
 	[ "$status" -eq 0 ]
-	[[ "${lines[4]}" == "loss_chunk = 2048 fits: peak "*"; it is the largest loss_chunk (batch x seq: the loss in one chunk)" ]]
+	[[ "${lines[4]}" == "loss_chunk = 2048 fits: needs "*"; it is the largest loss_chunk (batch x seq: the loss in one chunk)" ]]
 }
 
 # Issue 13: --gpu h100, a100, H100-80GB were refused.
@@ -407,7 +407,7 @@ assert a == want, a' "$output"
 	[[ "${lines[-1]}" == "hint: with --optimizer adamw-fused, batch = 2 fits: peak "* ]]
 	run "$HR" plan --gpu-memory 12800M --margin 0 --seq 512 --optimizer adamw-fused --solve batch "$T/llama1b.json"
 	[ "$status" -eq 0 ]
-	[[ "${lines[-1]}" == "batch = 2 fits: "* ]]
+	[[ "${lines[-2]}" == "batch = 2 fits: "* ]]
 	# a locked knob is never the change: with the loss chunk locked, checkpointing
 	run "$HR" plan --gpu-memory 21500M --margin 0 --batch 2 --optimizer adamw-fused --no-cache --lock loss_chunk "$T/llama1b.json"
 	echo "$output"
@@ -536,4 +536,48 @@ assert 0 < r["low"] <= j["device_peak_bytes"] <= r["high"], j'
 	printf '{"model": %s, "train": {"steps": 0}}' "$(cat "$T/llama1b.json")" > "$T/case.json"
 	run "$HR" plan --gpu h200 "$T/case.json"
 	[ "$status" -eq 2 ] && [[ "$output" == *"'steps' wants a whole number from 1"* ]]
+}
+
+llama8b() {
+	cat > "$T/llama8b.json" <<'J'
+{"model_type": "llama", "hidden_size": 4096, "num_hidden_layers": 32, "num_attention_heads": 32,
+ "num_key_value_heads": 8, "intermediate_size": 14336, "vocab_size": 128256,
+ "max_position_embeddings": 131072, "tie_word_embeddings": false}
+J
+}
+
+@test "the card's edge: a run past the card's plentiful peak that still completes, and the least it runs in" {
+	llama8b
+	# 32k tokens with checkpointing: with plenty of memory it reserves more than an H200
+	# gives a process, its live segments fit; the plan says both, fits, and exits 0
+	run "$HR" plan --gpu h200 --seq 32768 --grad-ckpt --batch 1 --json "$T/llama8b.json"
+	echo "$output" | head -c 600
+	python3 -c 'import json,sys; o=json.loads(sys.argv[1])
+assert o["plentiful_peak_bytes"] >= o["device_peak_bytes"] >= o["min_device_bytes"] > o["allocated_peak_bytes"], o
+assert o["usable_bytes"] < o["gpu_memory_bytes"] and o["spare_bytes"] == o["usable_bytes"] - o["min_device_bytes"], o
+assert o["fits"] == (o["spare_bytes"] >= 0), o' "$output"
+	# a run whose live blocks alone pass the card does not fit, and says by how much
+	run "$HR" plan --gpu h200 --seq 12288 --batch 1 "$T/llama8b.json"
+	echo "$output"
+	[ "$status" -eq 1 ]
+	[[ "$output" == *"least GPU memory it runs in: "* ]]
+	[[ "$output" == *"does NOT fit, "*" short"* ]]
+}
+
+@test "--solve does not answer on a cliff: the values below the answer fit, and it shows its neighbours" {
+	llama8b
+	run "$HR" plan --gpu h100 --lock batch --solve seq --grad-ckpt --lora-rank 16 --json "$T/llama8b.json"
+	[ "$status" -eq 0 ]
+	python3 -c 'import json,sys; o=json.loads(sys.argv[1]); v=o["value"]; near=o["near"]
+assert v and any(n["value"] == v for n in near), o
+assert all(n["fits"] for n in near if n["value"] <= v), near
+assert all(not n["fits"] for n in near if n["value"] == v + 1), near' "$output"
+	v=$(python3 -c 'import json,sys; print(json.loads(sys.argv[1])["value"])' "$output")
+	# the answer's smaller neighbours plan as fitting one by one too
+	for d in 1 2 7 100; do
+		run "$HR" plan --gpu h100 --seq $((v - d)) --grad-ckpt --lora-rank 16 --json "$T/llama8b.json"
+		python3 -c 'import json,sys; o=json.loads(sys.argv[1]); assert o["fits_with_margin"], o' "$output"
+	done
+	run "$HR" plan --gpu h100 --lock batch --solve seq --grad-ckpt --lora-rank 16 "$T/llama8b.json"
+	[[ "${lines[-1]}" == "near it: "* ]]
 }
