@@ -343,6 +343,29 @@ int alloc_sim_malloc_on(struct alloc_sim *a, uint64_t size, int stream)
 	return best;
 }
 
+/* splitmix64's finalizer: a word mixed so that sums of mixed words rarely collide */
+static uint64_t mix(uint64_t x)
+{
+	x ^= x >> 30;
+	x *= 0xBF58476D1CE4E5B9ULL;
+	x ^= x >> 27;
+	x *= 0x94D049BB133111EBULL;
+	return x ^ (x >> 31);
+}
+
+uint64_t alloc_sim_digest(const struct alloc_sim *a)
+{
+	uint64_t d = mix(a->reserved_bytes) ^ mix(a->allocated_bytes + 1) ^ mix(a->unmapped_bytes + 2) ^
+		     mix((uint64_t)a->nsegs + 3) ^ mix((uint64_t)a->oom + 4);
+
+	for (size_t i = 0; i < a->nb; i++) {
+		const struct sim_block *x = &a->b[i];
+		if (x->size)
+			d += mix(mix(mix(x->size) ^ x->off) ^ ((uint64_t)x->seg << 8 | (uint64_t)x->pool << 1 | (uint64_t)x->free));
+	}
+	return d;
+}
+
 void alloc_sim_release(struct alloc_sim *a, int i)
 {
 	struct sim_block *b = &a->b[i];

@@ -76,5 +76,9 @@ int alloc_sim_malloc(struct alloc_sim *a, uint64_t size);
 /* The same on stream 0 to ALLOC_SIM_STREAMS - 1 (0: the default stream). */
 int alloc_sim_malloc_on(struct alloc_sim *a, uint64_t size, int stream);
 void alloc_sim_release(struct alloc_sim *a, int block);
+/* A digest of the allocator's state: its segments and every block's place, size and
+ * whether it is free, whatever the order blocks were made in. Two states with the same
+ * digest hand out the same blocks for the same requests (barring a collision). */
+uint64_t alloc_sim_digest(const struct alloc_sim *a);
 
 #endif

@@ -40,12 +40,17 @@ int fit_plan(const struct fit *f, const struct model_shape *m, const struct trai
 	struct plan_result card;
 	int rc = plan_compute(m, t, r, why);
 
-	/* within the card with the margin to spare, the cache is never given back */
-	if (rc || !f->gpu_bytes || r->device_peak_bytes + f->margin_bytes <= f->gpu_bytes)
+	if (rc || !f->gpu_bytes)
 		return rc;
+	/* whether it fits is the least memory's; the run on the card only moves the peak */
+	uint64_t usable = fit_usable_bytes(f);
+	if (r->min_device_bytes > usable)
+		r->oom = 1;
+	/* within the card the cache is never given back (in any placement simulated) */
+	if (!f->card_peak || (r->device_peak_bytes <= usable && r->device_peak_high_bytes <= usable))
+		return 0;
 	/* near the card's edge: the run as it goes on this card, its cache given back
 	 * whenever a segment does not fit what the context leaves */
-	uint64_t usable = fit_usable_bytes(f);
 	on_gpu.limit_bytes = usable > r->bytes[C_CONTEXT] ? usable - r->bytes[C_CONTEXT] : 1;
 	rc = plan_compute(m, &on_gpu, &card, why);
 	if (rc)
@@ -139,11 +144,13 @@ int knob_range(const struct train_settings *t, const char *name, int64_t *min, i
 static int fits_with(const struct fit *f, const struct model_shape *m, struct train_settings *t, int64_t *k,
 		     int64_t v, struct plan_result *r, const char **why, const char **too_big)
 {
+	struct fit plain = *f;
 	int rc;
 
 	*k = v;
 	*too_big = NULL;
-	rc = fit_plan(f, m, t, r, why);
+	plain.card_peak = 0; /* the search needs whether it fits, not the card's peak */
+	rc = fit_plan(&plain, m, t, r, why);
 	if (rc == -E2BIG) {
 		*too_big = *why;
 		*why = NULL;
@@ -251,6 +258,17 @@ static void near_values(const struct fit *f, const struct model_shape *m, struct
 	}
 }
 
+/* The plan at knob value v as it runs on the card (the search planned without), when
+ * the caller asked for the card's peak. 0, or fit_plan's error. */
+static int card_plan(const struct fit *f, const struct model_shape *m, struct train_settings *s, int64_t *k,
+		     int64_t v, struct plan_result *p, const char **why)
+{
+	if (!f->card_peak)
+		return 0;
+	*k = v;
+	return fit_plan(f, m, s, p, why);
+}
+
 int solve_knob(const struct fit *f, const struct model_shape *m, const struct train_settings *t, const char *knob,
 	       struct solve_result *r, const char **why)
 {
@@ -313,12 +331,16 @@ int solve_knob(const struct fit *f, const struct model_shape *m, const struct tr
 		if (lo == max) {
 			r->value = max;
 			r->largest = 1;
-			return 0;
+			return card_plan(f, m, &s, k, max, &r->plan, why);
 		}
 	}
 	r->next_value = lo + 1;
 	rc = fits_with(f, m, &s, k, lo + 1, &r->next, why, &r->next_too_big);
 	if (rc < 0)
+		return rc;
+	/* the two shown as they run on the card */
+	if (lo >= min && !r->next_too_big &&
+	    ((rc = card_plan(f, m, &s, k, lo, &r->plan, why)) || (rc = card_plan(f, m, &s, k, lo + 1, &r->next, why))))
 		return rc;
 	if (lo < min && r->next_too_big) { /* even the least cannot be planned: the input is too large */
 		*why = r->next_too_big;
