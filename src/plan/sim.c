@@ -314,9 +314,15 @@ static int norm_of(struct step *s, struct tlist *sv, int64_t rows, int64_t dim, 
 	int x32 = in_bytes == 2 ? tensor(s, 4 * u) : 0;
 	if (x32 && !s->nograd_in)
 		save(s, sv, x32), x32 = 0;
+	/* x.pow(2) and its mean, the mean + eps and its rsqrt (traced: the mean lives to
+	 * the norm's return, a local; with heads normalized, q's and k's, these are
+	 * rows of heads and large blocks) */
 	int tmp = tensor(s, 4 * u);
-	int r = tensor(s, 4 * rows);
+	int mean = tensor(s, 4 * rows);
 	drop(s, tmp);
+	int eps = tensor(s, 4 * rows);
+	int r = tensor(s, 4 * rows);
+	drop(s, eps);
 	if (!s->nograd_in)
 		save(s, sv, r), r = 0;
 	int n32 = tensor(s, 4 * u);
@@ -331,6 +337,7 @@ static int norm_of(struct step *s, struct tlist *sv, int64_t rows, int64_t dim, 
 			drop(s, p32);
 		}
 		keep_normed(s, sv, n32);
+		drop(s, mean);
 		return out;
 	}
 	kept = in_bytes == 2 ? tensor(s, 2 * u) : n32;
@@ -338,6 +345,7 @@ static int norm_of(struct step *s, struct tlist *sv, int64_t rows, int64_t dim, 
 	if (kept != n32) /* the fp32 tensor lives to the norm's return */
 		drop(s, n32);
 	keep_normed(s, sv, kept);
+	drop(s, mean);
 	return out;
 }
 
@@ -501,8 +509,23 @@ static int rsqrt_backward(struct step *s, int64_t u, int a, int ib, struct tlist
  * temporary of twice its size, then g x (1 + weight)); then rsqrt_backward. What the
  * norm saved goes at its nodes: the normalized tensor with w_st, the rest with st.
  * Returns the input's gradient (added into gres when there is one). */
-static int gemma_norm_backward(struct step *s, int64_t u, int g, int g_bytes, int keep_g, int ib, struct tlist *sv,
-			       enum stage w_st, enum stage st, int gres)
+/* A norm weight's gradient is summed over the rows of its input (u units, dim wide)
+ * by a reduction whose staging buffer is twice the fp32 sum's size, up to what the
+ * kernel's grid holds: SUM_STAGING_MAX bytes, in rows of 128, whatever dim (traced on
+ * the H200: 132 MiB at 128, 3072 and 4096 wide, 132.5 MiB at 5120). */
+#define SUM_STAGING_MAX (132LL << 20)
+#define SUM_STAGING_ROWS 128
+
+static int64_t sum_staging(int64_t u, int64_t dim)
+{
+	int64_t row = SUM_STAGING_ROWS * dim * (int64_t)sizeof(float);
+	int64_t cap = (SUM_STAGING_MAX + row - 1) / row * row;
+
+	return 2 * (int64_t)sizeof(float) * u < cap ? 2 * (int64_t)sizeof(float) * u : cap;
+}
+
+static int gemma_norm_backward(struct step *s, int64_t u, int64_t dim, int g, int g_bytes, int keep_g, int ib,
+			       struct tlist *sv, enum stage w_st, enum stage st, int gres)
 {
 	if (g_bytes != 4) {
 		int c = tensor(s, 4 * u);
@@ -512,7 +535,7 @@ static int gemma_norm_backward(struct step *s, int64_t u, int g, int g_bytes, in
 	}
 	int b = s->base_trains ? tensor(s, 4 * u) : 0, a = tensor(s, 4 * u);
 	if (b) {
-		int t = tensor(s, 8 * u);
+		int t = tensor(s, sum_staging(u, dim));
 		drop(s, t), drop(s, b);
 	}
 	if (!keep_g)
@@ -531,7 +554,7 @@ static int post_norm_backward(struct step *s, int gres, struct tlist *sv, enum s
 
 	if (s->resid_bytes != ab)
 		g = tensor(s, ab * s->tokens * s->hidden), keep = 0;
-	return gemma_norm_backward(s, s->tokens * s->hidden, g, ab, keep, ab, sv, w_st, st, 0);
+	return gemma_norm_backward(s, s->tokens * s->hidden, s->hidden, g, ab, keep, ab, sv, w_st, st, 0);
 }
 
 /* The backward of an RMSNorm over u units (its input ib bytes a unit) from the gradient
@@ -543,18 +566,18 @@ static int post_norm_backward(struct step *s, int gres, struct tlist *sv, enum s
  * norm saved goes at its nodes: the normalized tensor with w_st, the rest with st.
  * Returns the input's gradient (gres, when given, with it added in). gemma's:
  * gemma_norm_backward. */
-static int rms_backward(struct step *s, int64_t u, int g, int g_bytes, int ib, struct tlist *sv, enum stage w_st,
-			enum stage st, int gres)
+static int rms_backward(struct step *s, int64_t u, int64_t dim, int g, int g_bytes, int ib, struct tlist *sv,
+			enum stage w_st, enum stage st, int gres)
 {
 	int ob = norm_out_bytes(s, ib);
 
 	if (s->gemma)
-		return gemma_norm_backward(s, u, g, g_bytes, 0, ib, sv, w_st, st, gres);
+		return gemma_norm_backward(s, u, dim, g, g_bytes, 0, ib, sv, w_st, st, gres);
 	if (g_bytes != ob)
 		g = remake(s, g, ob * u);
 	int a = tensor(s, ob * u);
 	if (s->base_trains) {
-		int b = tensor(s, ob * u), t = tensor(s, 8 * u);
+		int b = tensor(s, ob * u), t = tensor(s, sum_staging(u, dim));
 		drop(s, t), drop(s, b);
 	}
 	if (ib == 2 && ob != 2) /* to the bf16 input's dtype first */
@@ -570,25 +593,51 @@ static int rms_backward(struct step *s, int64_t u, int g, int g_bytes, int ib, s
 static int norm_backward(struct step *s, int g, int g_bytes, struct tlist *sv, enum stage w_st, enum stage st,
 			 int gres)
 {
-	return rms_backward(s, s->tokens * s->hidden, g, g_bytes, s->resid_bytes, sv, w_st, st, gres);
+	return rms_backward(s, s->tokens * s->hidden, s->hidden, g, g_bytes, s->resid_bytes, sv, w_st, st, gres);
 }
 
 /* A linear keeping nothing for a backward pass: under autocast the weight's bf16 cast
  * and (cast_in) the input's are made for it and go after it, but a checkpointed
  * forward runs with autograd on, so autocast caches a trained weight's cast (ac_cache).
  * Returns the output. */
-static int plain_linear(struct step *s, int64_t in_u, int64_t out_u, int64_t w_elems, int cast_in)
+static int plain_linear(struct step *s, int64_t in_u, int64_t out_u, int64_t w_elems, int cast_in, unsigned target)
 {
+	int64_t T = s->tokens;
 	int w = s->autocast ? tensor(s, 2 * w_elems) : 0;
-	int c = s->autocast && cast_in ? tensor(s, 2 * s->tokens * in_u) : 0;
-	int out = tensor(s, s->act_bytes * s->tokens * out_u);
+	int c = s->autocast && cast_in ? tensor(s, 2 * T * in_u) : 0;
+	int out = tensor(s, s->act_bytes * T * out_u);
 
 	drop(s, c);
 	if (w && s->ac_cache && s->base_trains)
 		push(s->ac_cache, w);
 	else
 		drop(s, w);
-	return out;
+	if (s->base_trains || !(s->lora_targets & target))
+		return out;
+	/* LoRA's adapter without autograd (a checkpointed layer's first pass): x in fp32
+	 * (under autocast cast back to bf16 for A), A's output, B's, scaled, in the base
+	 * output's dtype, added; each goes once the next is made (traced: gpu-session rs2) */
+	int wide = s->autocast ? 2 : 4;
+	int x = cast_in ? 0 : tensor(s, 4 * T * in_u);
+	if (s->autocast) {
+		int xb = tensor(s, 2 * T * in_u);
+		drop(s, x);
+		x = xb;
+	}
+	int a = tensor(s, wide * T * s->lora_rank);
+	drop(s, x);
+	int b = tensor(s, wide * T * out_u);
+	drop(s, a);
+	int sc = tensor(s, wide * T * out_u);
+	drop(s, b);
+	if (wide != s->act_bytes) {
+		int cast = tensor(s, s->act_bytes * T * out_u);
+		drop(s, sc);
+		sc = cast;
+	}
+	int sum = tensor(s, s->act_bytes * T * out_u);
+	drop(s, sc), drop(s, out);
+	return sum;
 }
 
 /* A mixture-of-experts MLP as transformers 5.17 runs it (grouped_mm experts) over the
@@ -610,7 +659,7 @@ static int moe_forward(struct step *s, struct tlist *sv)
 		sv = &none;
 	s->stage = S_MLP_IN;
 	int rl = keep ? linear(s, sv, h, E, 0, s->lp.router, s->autocast)
-		      : plain_linear(s, h, E, s->lp.router, s->autocast);
+		      : plain_linear(s, h, E, s->lp.router, s->autocast, 0);
 	if (s->router_fp32) { /* router_logits.float() */
 		int f = tensor(s, 4 * T * E);
 		drop(s, rl);
@@ -1115,14 +1164,15 @@ static int attn_backward(struct step *s, int g, int g_bytes, struct tlist *sv, s
 	if (vb != ab) /* to v's dtype */
 		dv = remake(s, dv, ab * T * k);
 	int gk = rope_backward(s, dk, T * k, rq, NULL), gq = rope_backward(s, dq, T * qd, rq, s->rot_last);
+	int64_t hd = qd / s->heads; /* q's and k's norms are over a head */
 	if (s->qk_norm && s->gemma) { /* normalized after all three projections: first back */
-		gk = rms_backward(s, T * k, gk, qb, (int)ab, sv, S_KNORM_W, S_KNORM, 0);
-		gq = rms_backward(s, T * qd, gq, qb, (int)ab, sv, S_QNORM_W, S_QNORM, 0);
+		gk = rms_backward(s, T * k, hd, gk, qb, (int)ab, sv, S_KNORM_W, S_KNORM, 0);
+		gq = rms_backward(s, T * qd, hd, gq, qb, (int)ab, sv, S_QNORM_W, S_QNORM, 0);
 	}
 	int vw = view_copy(s, dv, s->kv_heads, ab * T * k);
 	int acc = proj_backward(s, vw, (int)ab, h, p->v, s->autocast, 0, sv, S_V_IN, grads, gw_bytes);
 	if (s->qk_norm && !s->gemma)
-		gk = rms_backward(s, T * k, gk, qb, (int)ab, sv, S_KNORM_W, S_KNORM, 0);
+		gk = rms_backward(s, T * k, hd, gk, qb, (int)ab, sv, S_KNORM_W, S_KNORM, 0);
 	int kw = view_copy(s, gk, s->kv_heads, ab * T * k);
 	int gi = proj_backward(s, kw, (int)ab, h, p->k, s->autocast, s->autocast ? acc : 0, sv, S_K_IN, grads,
 			       gw_bytes);
@@ -1132,7 +1182,7 @@ static int attn_backward(struct step *s, int g, int g_bytes, struct tlist *sv, s
 		acc = sum;
 	}
 	if (s->qk_norm && !s->gemma)
-		gq = rms_backward(s, T * qd, gq, qb, (int)ab, sv, S_QNORM_W, S_QNORM, 0);
+		gq = rms_backward(s, T * qd, hd, gq, qb, (int)ab, sv, S_QNORM_W, S_QNORM, 0);
 	int qw = view_copy(s, gq, s->heads, ab * T * qd);
 	gi = proj_backward(s, qw, (int)ab, h, p->q, s->autocast, acc, sv, S_QKV_IN, grads, gw_bytes);
 	if (gi != acc)
@@ -1324,7 +1374,7 @@ static int gpt2_layer(struct step *s, int in, struct tlist *sv)
 		save(s, sv, in);
 	int y = layer_norm(s, sv, (int)rb);
 	s->stage = S_QKV_IN;
-	int qkv = keep ? linear(s, sv, h, 3 * h, 0, 3 * h * h, s->autocast) : plain_linear(s, h, 3 * h, 3 * h * h, 1);
+	int qkv = keep ? linear(s, sv, h, 3 * h, 0, 3 * h * h, s->autocast) : plain_linear(s, h, 3 * h, 3 * h * h, 1, 0);
 	if (keep && !s->autocast)
 		save(s, sv, y), y = 0;
 	s->stage = S_SDPA;
@@ -1339,7 +1389,7 @@ static int gpt2_layer(struct step *s, int in, struct tlist *sv)
 		drop(s, lse);
 	}
 	s->stage = S_O_IN;
-	int p = keep ? linear(s, sv, h, h, 0, h * h, 0) : plain_linear(s, h, h, h * h, 0);
+	int p = keep ? linear(s, sv, h, h, 0, h * h, 0) : plain_linear(s, h, h, h * h, 0, 0);
 	if (keep) /* sdpa's output, kept by sdpa (and c_proj) */
 		save(s, sv, o);
 	else
@@ -1354,7 +1404,7 @@ static int gpt2_layer(struct step *s, int in, struct tlist *sv)
 		save(s, sv, h1);
 	int y2 = layer_norm(s, sv, (int)rb);
 	s->stage = S_MLP_IN;
-	int fc = keep ? linear(s, sv, h, I, 0, h * I, s->autocast) : plain_linear(s, h, I, h * I, 1);
+	int fc = keep ? linear(s, sv, h, I, 0, h * I, s->autocast) : plain_linear(s, h, I, h * I, 1, 0);
 	if (keep && !s->autocast)
 		save(s, sv, y2), y2 = 0;
 	s->stage = S_GATE;
@@ -1364,7 +1414,7 @@ static int gpt2_layer(struct step *s, int in, struct tlist *sv)
 	if (!keep || s->autocast)
 		drop(s, fc);
 	s->stage = S_DOWN;
-	int dn = keep ? linear(s, sv, I, h, 0, I * h, s->autocast) : plain_linear(s, I, h, I * h, 1);
+	int dn = keep ? linear(s, sv, I, h, 0, I * h, s->autocast) : plain_linear(s, I, h, I * h, 1, 0);
 	if (keep && !s->autocast)
 		save(s, sv, act);
 	else
@@ -1546,21 +1596,21 @@ static int plain_layer(struct step *s, struct tlist *cache)
 	int y = plain_norm(s, T, h, s->resid_bytes);
 	int ca = s->autocast; /* the linears' inputs are fp32: autocast casts each */
 	if (s->fused) {
-		qkv = plain_linear(s, h, qd + 2 * k, s->lp.qkv, ca);
+		qkv = plain_linear(s, h, qd + 2 * k, s->lp.qkv, ca, LORA_Q | LORA_K | LORA_V);
 	} else { /* each projection, then its norm (qwen3) */
-		q = plain_linear(s, h, qd, s->lp.q, ca);
+		q = plain_linear(s, h, qd, s->lp.q, ca, LORA_Q);
 		if (s->qk_norm) {
 			int qn = plain_norm(s, T * s->heads, qd / s->heads, (int)ab);
 			drop(s, q);
 			q = qn;
 		}
-		kk = plain_linear(s, h, k, s->lp.k, ca);
+		kk = plain_linear(s, h, k, s->lp.k, ca, LORA_K);
 		if (s->qk_norm) {
 			int kn = plain_norm(s, T * s->kv_heads, k / s->kv_heads, (int)ab);
 			drop(s, kk);
 			kk = kn;
 		}
-		v = plain_linear(s, h, k, s->lp.v, ca);
+		v = plain_linear(s, h, k, s->lp.v, ca, LORA_V);
 	}
 	int64_t qb = qk_bytes(s), rq = kv_bytes(s);
 	int qe = rope(s, rq * T * qd, qb * T * qd);
@@ -1590,7 +1640,7 @@ static int plain_layer(struct step *s, struct tlist *cache)
 		push(&tmp, tensor(s, ab * T * qd));
 	}
 	drop(s, bias), drop(s, cq), drop(s, cv), drop(s, ck), drop(s, krep), drop(s, vrep);
-	int ao = plain_linear(s, qd, h, s->lp.o, 0);
+	int ao = plain_linear(s, qd, h, s->lp.o, 0, LORA_O);
 	free_all(s, &tmp);
 	drop(s, qe), drop(s, ke), drop(s, v); /* the attention's inputs live to its return */
 	drop(s, qkv);
@@ -1607,17 +1657,17 @@ static int plain_layer(struct step *s, struct tlist *cache)
 	/* down(act(gate(x)) * up(x)): phi3's gate_up output lives until its product */
 	int gu = 0, a, u = 0;
 	if (s->fused) {
-		gu = plain_linear(s, h, 2 * I, s->lp.gate_up, ca);
+		gu = plain_linear(s, h, 2 * I, s->lp.gate_up, ca, LORA_GATE | LORA_UP);
 		a = tensor(s, ab * T * I);
 	} else {
-		int g = plain_linear(s, h, I, s->lp.gate, ca);
+		int g = plain_linear(s, h, I, s->lp.gate, ca, LORA_GATE);
 		a = tensor(s, ab * T * I);
 		drop(s, g);
-		u = plain_linear(s, h, I, s->lp.up, ca);
+		u = plain_linear(s, h, I, s->lp.up, ca, LORA_UP);
 	}
 	int p = tensor(s, ab * T * I);
 	drop(s, a), drop(s, u), drop(s, gu);
-	dn = plain_linear(s, I, h, s->lp.down, 0);
+	dn = plain_linear(s, I, h, s->lp.down, 0, LORA_DOWN);
 	drop(s, p);
 mlp_done:
 	dn = post_norm(s, NULL, dn, S_PNORM2);
