@@ -42,12 +42,13 @@ int fit_plan(const struct fit *f, const struct model_shape *m, const struct trai
 
 	if (rc || !f->gpu_bytes)
 		return rc;
-	/* whether it fits is the least memory's; the run on the card only moves the peak */
+	/* whether it fits is the least memory's; the run on the card only moves the peak,
+	 * and one that does not fit shows what it would take */
 	uint64_t usable = fit_usable_bytes(f);
 	if (r->min_device_bytes > usable)
 		r->oom = 1;
 	/* within the card the cache is never given back (in any placement simulated) */
-	if (!f->card_peak || (r->device_peak_bytes <= usable && r->device_peak_high_bytes <= usable))
+	if (!f->card_peak || r->oom || (r->device_peak_bytes <= usable && r->device_peak_high_bytes <= usable))
 		return 0;
 	/* near the card's edge: the run as it goes on this card, its cache given back
 	 * whenever a segment does not fit what the context leaves */
@@ -60,12 +61,11 @@ int fit_plan(const struct fit *f, const struct model_shape *m, const struct trai
 	 * turns on where each block lands after the cache is given back, which a few MiB
 	 * decide, and where that runs short while the least fits, the card is full */
 	card.min_device_bytes = r->min_device_bytes;
-	if (card.oom && r->min_device_bytes <= usable) {
+	if (card.oom) {
 		card.oom = 0;
 		card.bytes[C_FRAGMENTATION] -= card.device_peak_bytes > usable ? card.device_peak_bytes - usable : 0;
 		card.device_peak_bytes = card.device_peak_bytes > usable ? usable : card.device_peak_bytes;
 	}
-	card.oom = card.oom || r->min_device_bytes > usable;
 	*r = card;
 	return 0;
 }
