@@ -13,6 +13,7 @@
 #define LARGE_BUFFER (20 * MIB)  /* a segment for large requests under MIN_LARGE_ALLOC */
 #define MIN_LARGE_ALLOC (10 * MIB)
 #define ROUND_LARGE (2 * MIB)
+#define FREE_SHIFT_LOOP 16       /* entries a bucket shifts by a loop, past which memmove */
 
 _Static_assert(ALLOC_SIM_BUCKETS % 64 == 0, "held[] has a bit a bucket, 64 a word");
 
@@ -101,9 +102,13 @@ static void free_add(struct alloc_sim *a, int i)
 
 	ARRAY_GROW(q->v, q->n + 1, q->cap);
 	f = free_place(q, x->size, x->seg, x->off);
-	/* buckets hold a few blocks: a loop beats memmove's call */
-	for (size_t j = q->n; j > f; j--)
-		q->v[j] = q->v[j - 1];
+	/* most buckets hold a few blocks, where a loop beats memmove's call; a large
+	 * model's many equal weights and gradients fill some with hundreds */
+	if (q->n - f > FREE_SHIFT_LOOP)
+		memmove(&q->v[f + 1], &q->v[f], (q->n - f) * sizeof(q->v[0]));
+	else
+		for (size_t j = q->n; j > f; j--)
+			q->v[j] = q->v[j - 1];
 	q->v[f] = (struct sim_free){ x->size, x->off, x->seg, i };
 	if (!q->n++) {
 		int k = bucket(a->b[i].size);
@@ -123,8 +128,11 @@ static void free_remove_at(struct alloc_sim *a, struct sim_bucket *q, size_t f)
 	}
 	a->b[q->v[f].block].free = 0;
 	a->nfree--;
-	for (size_t j = f; j < q->n; j++)
-		q->v[j] = q->v[j + 1];
+	if (q->n - f > FREE_SHIFT_LOOP)
+		memmove(&q->v[f], &q->v[f + 1], (q->n - f) * sizeof(q->v[0]));
+	else
+		for (size_t j = f; j < q->n; j++)
+			q->v[j] = q->v[j + 1];
 }
 
 /* Take block i off the free list (before its size changes: the size is its key). */

@@ -263,13 +263,95 @@ static void test_expandable(void **state)
 	alloc_sim_free(&a);
 }
 
+/* The least memory a sequence runs in: the segments holding a live block at their
+ * most. A large block freed leaves its segment cached (reserved) but not needed; a
+ * segment with one small live block is needed whole. */
+static void test_occupied(void **state)
+{
+	struct alloc_sim a;
+	(void)state;
+
+	alloc_sim_init(&a);
+	int big = alloc_sim_malloc(&a, 100 * MiB);
+	int pin = alloc_sim_malloc(&a, 12 * MiB);
+	assert_int_equal(a.occupied_bytes, 112 * MiB);
+	alloc_sim_release(&a, big);
+	assert_int_equal(a.occupied_bytes, 12 * MiB); /* the 100 MiB segment could go back */
+	int half = alloc_sim_malloc(&a, 40 * MiB);    /* into the cached one: it is needed again */
+	assert_int_equal(a.b[half].seg, a.b[big].seg);
+	assert_int_equal(a.occupied_bytes, 112 * MiB);
+	alloc_sim_release(&a, pin);
+	alloc_sim_release(&a, half);
+	assert_int_equal(a.occupied_bytes, 0);
+	assert_int_equal(a.max_occupied_bytes, 112 * MiB);
+	assert_true(a.max_reserved_bytes >= a.max_occupied_bytes);
+	alloc_sim_free(&a);
+}
+
+/* Expandable segments under a limit: growing past it unmaps the free pages first (what
+ * is reserved falls to what is allocated), and blocks handed out there map theirs
+ * again; only what the live blocks need past the limit runs out of memory. */
+static void test_expandable_unmap(void **state)
+{
+	struct alloc_sim a;
+	(void)state;
+
+	alloc_sim_init(&a);
+	a.expandable = 1;
+	a.limit_bytes = 120 * MiB;
+	int x = alloc_sim_malloc(&a, 60 * MiB);
+	int y = alloc_sim_malloc(&a, 20 * MiB);
+	alloc_sim_release(&a, x);
+	assert_int_equal(a.reserved_bytes, 80 * MiB);
+	int z = alloc_sim_malloc(&a, 70 * MiB); /* 60 free at the start does not hold it */
+	assert_int_equal(a.oom, 0);
+	assert_true(a.reserved_bytes <= a.limit_bytes);
+	assert_int_equal(a.unmapped_bytes + a.reserved_bytes, 160 * MiB);
+	int w = alloc_sim_malloc(&a, 8 * MiB); /* into the unmapped start: mapped again */
+	assert_int_equal(a.b[w].off, 0);
+	assert_int_equal(a.oom, 0);
+	alloc_sim_release(&a, z);
+	alloc_sim_release(&a, w);
+	alloc_sim_malloc(&a, 90 * MiB); /* with y live, 110 MiB: within it */
+	assert_int_equal(a.oom, 0);
+	assert_true(a.reserved_bytes <= a.limit_bytes);
+	alloc_sim_malloc(&a, 30 * MiB); /* 140 MiB live: past it */
+	assert_int_equal(a.oom, 1);
+	(void)y;
+	alloc_sim_free(&a);
+}
+
+/* The digest: the same state whatever order its blocks were made in, another when a
+ * block moves. */
+static void test_digest(void **state)
+{
+	struct alloc_sim a, b;
+	(void)state;
+
+	alloc_sim_init(&a);
+	alloc_sim_init(&b);
+	int a1 = alloc_sim_malloc(&a, 30 * MiB), a2 = alloc_sim_malloc(&a, 40 * MiB);
+	int b1 = alloc_sim_malloc(&b, 30 * MiB), b2 = alloc_sim_malloc(&b, 40 * MiB);
+	alloc_sim_release(&a, a1);
+	alloc_sim_release(&b, b1);
+	assert_int_equal(alloc_sim_digest(&a), alloc_sim_digest(&b));
+	int a3 = alloc_sim_malloc(&a, 10 * MiB);
+	assert_true(alloc_sim_digest(&a) != alloc_sim_digest(&b));
+	alloc_sim_release(&a, a3);
+	assert_int_equal(alloc_sim_digest(&a), alloc_sim_digest(&b)); /* merged back */
+	(void)a2, (void)b2;
+	alloc_sim_free(&a);
+	alloc_sim_free(&b);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_small_split),       cmocka_unit_test(test_large_pool),
 		cmocka_unit_test(test_merge),             cmocka_unit_test(test_best_fit_ties),
 		cmocka_unit_test(test_release_under_limit), cmocka_unit_test(test_best_fit_random),
-		cmocka_unit_test(test_expandable),
+		cmocka_unit_test(test_expandable),        cmocka_unit_test(test_occupied),
+		cmocka_unit_test(test_expandable_unmap),  cmocka_unit_test(test_digest),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
