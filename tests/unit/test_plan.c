@@ -168,13 +168,13 @@ static void test_fixture_file(void **state)
 }
 
 /* the 17 cases of tests/fixtures/gpu-train/h200-torch2.11.json (the figures print as the test runs) */
-static const struct fixture_check fixtures = { FIXTURES "/gpu-train/h200-torch2.11.json", 17, 0.03, 0.08, 0.03, NULL };
+static const struct fixture_check fixtures = { FIXTURES "/gpu-train/h200-torch2.11.json", 17, 0.03, 0.08, 0.03, NULL, NULL };
 
 /* headroom's own 22 cases (bench/gpu-cases.json, measured on the H200 with
  * bench/gpu-measure.py): other architectures, 16k sequences, SGD with momentum, fused
  * AdamW, LoRA, inference. */
 static const struct fixture_check fixtures_headroom = { FIXTURES "/gpu-train/h200-headroom.json", 22, 0.03, 0.08,
-							0.03, NULL };
+							0.03, NULL, NULL };
 
 /* issue 13's cases (bench/gpu-cases-13.json): qwen3_moe, mixtral, gemma3_text, frozen
  * parts with hidden-state inputs, expandable segments beside the same runs without,
@@ -182,48 +182,48 @@ static const struct fixture_check fixtures_headroom = { FIXTURES "/gpu-train/h20
  * simulation too, bench/gpu-cases-gpt2-infer.json); its bounds: median 1 %, max 3 %, no
  * under-estimate past 2 %. */
 static const struct fixture_check fixtures_issue13 = { FIXTURES "/gpu-train/h200-issue13.json", 37, 0.01, 0.03,
-						       0.02, NULL };
+						       0.02, NULL, NULL };
 
 /* issue 13's held-out check of our own (bench/gpu-cases-13b.json): 18 cases of shapes and
  * settings in no other fixture, planned before they ran; held to the bounds of issue 13's
  * held-out cases (median 2 %, max 4 % here). */
 static const struct fixture_check fixtures_issue13b = { FIXTURES "/gpu-train/h200-issue13b.json", 18, 0.02, 0.04,
-							0.04, NULL };
+							0.04, NULL, NULL };
 
 /* a second held-out check of our own (bench/gpu-cases-13d.json): 16 cases planned before
  * they ran, 13 of them with expandable segments over every family and 3 of MoE under
  * autocast; held to the bounds of issue 13's held-out MoE, gemma3_text and expandable
  * cases: median 3 %, max 6 %. */
 static const struct fixture_check fixtures_issue13d = { FIXTURES "/gpu-train/h200-issue13d.json", 16, 0.03, 0.06,
-							0.06, NULL };
+							0.06, NULL, NULL };
 
 /* a third (bench/gpu-cases-13e.json): 14 cases with expandable segments, planned with
  * five placements before they ran; median 3 %, max 6 % as 13d. */
 static const struct fixture_check fixtures_issue13e = { FIXTURES "/gpu-train/h200-issue13e.json", 14, 0.03, 0.06,
-							0.06, NULL };
+							0.06, NULL, NULL };
 
 /* twelve expandable cases of 13d and 13e run for eight steps (bench/gpu-cases-13f.json),
  * planned as long runs: median 3 %, max 6 %. */
 static const struct fixture_check fixtures_issue13f = { FIXTURES "/gpu-train/h200-issue13f.json", 12, 0.03, 0.06,
-							0.06, NULL };
+							0.06, NULL, NULL };
 
 /* a fourth (bench/gpu-cases-13g.json): twelve qwen3 and qwen3_moe runs with fp32 weights
  * under autocast, whose q and k norms come out fp32, planned by cd94bf7 before they ran;
  * median 3 %, max 6 % as 13d. */
 static const struct fixture_check fixtures_issue13g = { FIXTURES "/gpu-train/h200-issue13g.json", 12, 0.03, 0.06,
-							0.06, NULL };
+							0.06, NULL, NULL };
 
 /* a fifth (bench/gpu-cases-13i.json): 18 cases of the other families and kinds (autocast
  * with and without checkpointing, SGD with momentum, fused AdamW, LoRA, full-logit and
  * last-position inference), planned by 2be3f37 before they ran; issue 13's bounds for
  * held-out full-logit inference and the rest: median 2 %, max 4 %. */
 static const struct fixture_check fixtures_issue13i = { FIXTURES "/gpu-train/h200-issue13i.json", 18, 0.02, 0.04,
-							0.04, NULL };
+							0.04, NULL, NULL };
 
 /* a sixth (bench/gpu-cases-13j.json): 18 cases over issue 13's held-out kinds, planned
  * with this round's planner before they ran; median 3 %, max 6 % as 13d. */
 static const struct fixture_check fixtures_issue13j = { FIXTURES "/gpu-train/h200-issue13j.json", 18, 0.03, 0.06,
-							0.06, NULL };
+							0.06, NULL, NULL };
 
 /* a seventh (bench/gpu-cases-13k.json): 21 cases of issue 13's held-out kinds in
  * combinations no other fixture has (MoE inference, frozen MoE, MoE and gemma3_text fed
@@ -231,14 +231,14 @@ static const struct fixture_check fixtures_issue13j = { FIXTURES "/gpu-train/h20
  * GPT-2 and mixtral with expandable segments), planned by 6ef730c before they ran;
  * median 3 %, max 6 % as 13d. */
 static const struct fixture_check fixtures_issue13k = { FIXTURES "/gpu-train/h200-issue13k.json", 21, 0.03, 0.06,
-							0.06, NULL };
+							0.06, NULL, NULL };
 
 /* an eighth (bench/gpu-cases-13l.json): 10 cases whose sliding windows their sequences
  * reach (phi3 and mistral with a window in their configs, gemma2 at 8192, a mixtral),
  * planned by fcb2609 before they ran (then up to 12.7 % under: the planner read those
  * windows for gemma3_text only); issue 13's bounds for the rest: median 2 %, max 4 %. */
 static const struct fixture_check fixtures_issue13l = { FIXTURES "/gpu-train/h200-issue13l.json", 10, 0.02, 0.04,
-							0.04, NULL };
+							0.04, NULL, NULL };
 
 /* a ninth (bench/gpu-cases-13m.json): 12 cases of kinds no other set has (LoRA on mixtral,
  * gemma3 and gemma2, 128-token sequences, a tiny model, fp32 without autocast, MoE
@@ -246,7 +246,7 @@ static const struct fixture_check fixtures_issue13l = { FIXTURES "/gpu-train/h20
  * they ran (then the LoRA mixtral 9.2 % over: its frozen experts kept their inputs);
  * issue 13's bounds for the rest: median 2 %, max 4 %. */
 static const struct fixture_check fixtures_issue13m = { FIXTURES "/gpu-train/h200-issue13m.json", 12, 0.02, 0.04,
-							0.04, NULL };
+							0.04, NULL, NULL };
 
 /* a tenth (bench/gpu-cases-13n.json and -13o.json): 13 common setups no other set has
  * (LoRA on qwen3, all seven projections too, on phi3's fused projections and a windowed
@@ -254,7 +254,7 @@ static const struct fixture_check fixtures_issue13m = { FIXTURES "/gpu-train/h20
  * expandable segments; qwen2 half frozen; mixtral with fused AdamW and checkpointing),
  * planned before they ran; issue 13's bounds for the rest: median 2 %, max 4 %. */
 static const struct fixture_check fixtures_issue13n = { FIXTURES "/gpu-train/h200-issue13n.json", 13, 0.02, 0.04,
-							0.04, NULL };
+							0.04, NULL, NULL };
 
 /* an eleventh (bench/gpu-cases-13p.json): 12 runs with frozen layers under a trained
  * embedding (MoE, under autocast), LoRA under autocast and on the gemmas, GPT-2 under
@@ -262,52 +262,52 @@ static const struct fixture_check fixtures_issue13n = { FIXTURES "/gpu-train/h20
  * llama under autocast 3.1 % under: its frozen weights' casts are kept for the input's
  * gradient; LoRA under autocast 3.6 % over); median 2 %, max 4 % but the one named. */
 static const struct fixture_check fixtures_issue13p = { FIXTURES "/gpu-train/h200-issue13p.json", 12, 0.02, 0.04,
-							0.04, NULL };
+							0.04, NULL, NULL };
 
 /* a twelfth (bench/gpu-cases-13q.json): 11 runs of LoRA under autocast, layers frozen in
  * the middle and at the end, hidden states fed under autocast, a 3B llama, planned by
  * 736cd9f before they ran (its LoRA run adapting the MLP is 13t's); median 2 %, max 4 %. */
 static const struct fixture_check fixtures_issue13q = { FIXTURES "/gpu-train/h200-issue13q.json", 11, 0.02, 0.04,
-							0.04, NULL };
+							0.04, NULL, NULL };
 
 /* a thirteenth (bench/gpu-cases-13r.json): 8 more LoRA and frozen setups, planned by
  * 3f024e8 before they ran (its two LoRA runs adapting the MLP under autocast are 13t's);
  * median 2 %, max 4 %. */
 static const struct fixture_check fixtures_issue13r = { FIXTURES "/gpu-train/h200-issue13r.json", 8, 0.02, 0.04,
-							0.04, NULL };
+							0.04, NULL, NULL };
 
 /* LoRA under autocast measured with PEFT's adapter form (bench/gpu-cases-13t.json),
  * planned by 9ba4170 before they ran: all seven projections of qwen3, gemma3 and phi3,
  * and attention alone; median 2 %, max 4 %. */
 static const struct fixture_check fixtures_issue13t = { FIXTURES "/gpu-train/h200-issue13t.json", 4, 0.02, 0.04,
-							0.04, NULL };
+							0.04, NULL, NULL };
 
 /* the story's drafter at its 32,768 tokens a step (bench/gpu-cases-13s.json), planned by
  * ce6d3be before it ran, without and with expandable segments; issue 13's bound for
  * held-out frozen/hidden-state and expandable cases, max 6 % (of two, the median the test
  * takes is the larger). */
 static const struct fixture_check fixtures_issue13s = { FIXTURES "/gpu-train/h200-issue13s.json", 2, 0.06, 0.06,
-							0.06, NULL };
+							0.06, NULL, NULL };
 
 /* 8 MoE runs in bf16, native and with expandable segments (bench/gpu-cases-13u.json),
  * planned by 0875cd6 before they ran; issue 13's held-out MoE bounds, median 3 %, max
  * 6 %. */
 static const struct fixture_check fixtures_issue13u = { FIXTURES "/gpu-train/h200-issue13u.json", 8, 0.03, 0.06,
-							0.06, NULL };
+							0.06, NULL, NULL };
 
 /* 18 runs over issue 13's held-out kinds in shapes no other set has (bench/gpu-cases-13v.json),
  * planned by 6cf5549 before they ran, after the experts', RMSNorm's, lm_head's and the
  * sliding mask's orders were traced (then a checkpointed mistral with its window under
  * autocast 10.9 % under, until the MLP's backward was traced too); median 2 %, max 4 %. */
 static const struct fixture_check fixtures_issue13v = { FIXTURES "/gpu-train/h200-issue13v.json", 18, 0.02, 0.04,
-							0.04, NULL };
+							0.04, NULL, NULL };
 
 /* 18 more in shapes no other set has (bench/gpu-cases-13w.json), planned by d01ce61
  * before they ran, after lm_head's traced frees (then gemma3 under autocast at 4 x 2048
  * 15.8 % over, until the attention's backward was traced); issue 13's bounds for the
  * rest: median 2 %, max 4 %. */
 static const struct fixture_check fixtures_issue13w = { FIXTURES "/gpu-train/h200-issue13w.json", 18, 0.02, 0.04,
-							0.04, NULL };
+							0.04, NULL, NULL };
 
 /* issue 28's real-scale set (bench/gpu-cases-28.json: 7-15 B shapes, 8k-64k tokens,
  * 64 and 128 experts, the 5120-wide drafter at 32,768 tokens, runs at the card's edge),
@@ -339,7 +339,7 @@ static const struct outlier outliers_dist[] = {
 	{ NULL, 0 },
 };
 static const struct fixture_check fixtures_dist = { FIXTURES "/gpu-train/h200x2-dist.json", 32, 0.03, 0.03, 0.03,
-						    outliers_dist };
+						    outliers_dist, NULL };
 
 /* five DDP cases and one FSDP2 case of the two-GPU fixture run for 30 steps
  * (bench/gpu-dist-cases-30.json), planned as long runs (eight steps simulated): each
@@ -347,7 +347,7 @@ static const struct fixture_check fixtures_dist = { FIXTURES "/gpu-train/h200x2-
  * growing in its sixth step, until the attention's backward was traced); none grew after
  * its second step. */
 static const struct fixture_check fixtures_dist30 = { FIXTURES "/gpu-train/h200x2-dist30.json", 12, 0.03, 0.03,
-						      0.03, NULL };
+						      0.03, NULL, NULL };
 
 /* A fixture file's test, named after its check. */
 #define FIXTURE_TEST(check) { "test_" #check, test_fixture_file, NULL, NULL, (void *)&check }
