@@ -57,10 +57,12 @@ int fit_plan(const struct fit *f, const struct model_shape *m, const struct trai
 	if (rc)
 		return rc;
 	card.plentiful_peak_bytes = r->device_peak_bytes;
-	/* what it needs is what the plentiful run's segments say: the run on the card
-	 * turns on where each block lands after the cache is given back, which a few MiB
-	 * decide, and where that runs short while the least fits, the card is full */
-	card.min_device_bytes = r->min_device_bytes;
+	/* what it needs is what the plentiful run's segments say, or less where the run on
+	 * the card completes in less (its cache given back, blocks land elsewhere); that run
+	 * turns on where each block lands, which a few MiB decide, and where it runs short
+	 * while the least fits, the card is full */
+	if (card.oom || card.min_device_bytes > r->min_device_bytes)
+		card.min_device_bytes = r->min_device_bytes;
 	if (card.oom) {
 		card.oom = 0;
 		card.bytes[C_FRAGMENTATION] -= card.device_peak_bytes > usable ? card.device_peak_bytes - usable : 0;
