@@ -2485,9 +2485,11 @@ int sim_train(const struct model_shape *m, const struct train_settings *t, int s
 		 * earlier one from the second on did, the rest of the run goes round the steps
 		 * between (often two: the last step's output in one hole, then in another), and
 		 * its peaks are known */
+		if (jitter_seed) /* a jittered run's steps differ: it runs them all */
+			continue;
 		ended[step] = alloc_sim_digest(&tr.s.a);
 		int again = 0;
-		for (int j = STEADY_FROM - 1; j < step && !jitter_seed; j++)
+		for (int j = STEADY_FROM - 1; j < step; j++)
 			again |= ended[j] == ended[step];
 		if (again)
 			break;
