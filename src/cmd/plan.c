@@ -212,7 +212,7 @@ static uint64_t margin_of(const struct plan_args *a)
 
 static struct fit fit_of(const struct plan_args *a)
 {
-	return (struct fit){ .gpu_bytes = a->gpu_bytes, .margin_bytes = margin_of(a), .card_peak = 1 };
+	return (struct fit){ .gpu_bytes = a->gpu_bytes, .margin_bytes = margin_of(a) };
 }
 
 static void compute(const struct plan_args *a, const struct train_settings *t, struct plan_result *r)

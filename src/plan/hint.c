@@ -105,10 +105,8 @@ static int fits(const struct fit *f, const struct model_shape *m, const struct t
 	const char *why;
 
 	/* a run too large in its first steps is too large in all: planned short first */
-	struct fit plain = *f;
 	shorter.steps = solve_search_steps(s);
-	plain.card_peak = 0; /* whether it fits needs the least memory alone */
-	if (shorter.steps != s->steps && (fit_plan(&plain, m, &shorter, r, &why) || !fit_ok(f, r)))
+	if (shorter.steps != s->steps && (fit_plan(f, m, &shorter, r, &why) || !fit_ok(f, r)))
 		return 0;
 	return !fit_plan(f, m, s, r, &why) && fit_ok(f, r);
 }

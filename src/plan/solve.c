@@ -42,32 +42,32 @@ int fit_plan(const struct fit *f, const struct model_shape *m, const struct trai
 
 	if (rc || !f->gpu_bytes)
 		return rc;
-	/* whether it fits is the least memory's; the run on the card only moves the peak,
-	 * and one that does not fit shows what it would take */
+	/* what its live segments need passes the card: it does not fit */
 	uint64_t usable = fit_usable_bytes(f);
-	if (r->min_device_bytes > usable)
+	if (r->min_device_bytes > usable) {
 		r->oom = 1;
-	/* within the card the cache is never given back (in any placement simulated) */
-	if (!f->card_peak || r->oom || (r->device_peak_bytes <= usable && r->device_peak_high_bytes <= usable))
 		return 0;
-	/* near the card's edge: the run as it goes on this card, its cache given back
-	 * whenever a segment does not fit what the context leaves */
+	}
+	/* within the card the cache is never given back (in any placement simulated) */
+	if (r->device_peak_bytes <= usable && r->device_peak_high_bytes <= usable)
+		return 0;
+	/* past it: the run as it goes on this card, its cache given back whenever a segment
+	 * does not fit what the context leaves; where its blocks land then decides whether
+	 * it completes (measured: a run whose plentiful live segments fit ran out of memory
+	 * where this simulation did) */
 	on_gpu.limit_bytes = usable > r->bytes[C_CONTEXT] ? usable - r->bytes[C_CONTEXT] : 1;
 	rc = plan_compute(m, &on_gpu, &card, why);
 	if (rc)
 		return rc;
-	card.plentiful_peak_bytes = r->device_peak_bytes;
-	/* what it needs is what the plentiful run's segments say, or less where the run on
-	 * the card completes in less (its cache given back, blocks land elsewhere); that run
-	 * turns on where each block lands, which a few MiB decide, and where it runs short
-	 * while the least fits, the card is full */
-	if (card.oom || card.min_device_bytes > r->min_device_bytes)
-		card.min_device_bytes = r->min_device_bytes;
-	if (card.oom) {
-		card.oom = 0;
-		card.bytes[C_FRAGMENTATION] -= card.device_peak_bytes > usable ? card.device_peak_bytes - usable : 0;
-		card.device_peak_bytes = card.device_peak_bytes > usable ? usable : card.device_peak_bytes;
+	if (card.oom) { /* the plan with plenty of memory, and what the card would need */
+		r->oom = 1;
+		r->min_device_bytes = card.device_peak_bytes > usable ? card.device_peak_bytes : usable + 1;
+		return 0;
 	}
+	card.plentiful_peak_bytes = r->device_peak_bytes;
+	/* it completes in what its live segments took on the card, or less */
+	if (card.min_device_bytes > r->min_device_bytes)
+		card.min_device_bytes = r->min_device_bytes;
 	*r = card;
 	return 0;
 }
@@ -146,13 +146,11 @@ int knob_range(const struct train_settings *t, const char *name, int64_t *min, i
 static int fits_with(const struct fit *f, const struct model_shape *m, struct train_settings *t, int64_t *k,
 		     int64_t v, struct plan_result *r, const char **why, const char **too_big)
 {
-	struct fit plain = *f;
 	int rc;
 
 	*k = v;
 	*too_big = NULL;
-	plain.card_peak = 0; /* the search needs whether it fits, not the card's peak */
-	rc = fit_plan(&plain, m, t, r, why);
+	rc = fit_plan(f, m, t, r, why);
 	if (rc == -E2BIG) {
 		*too_big = *why;
 		*why = NULL;
@@ -260,17 +258,6 @@ static void near_values(const struct fit *f, const struct model_shape *m, struct
 	}
 }
 
-/* The plan at knob value v as it runs on the card (the search planned without), when
- * the caller asked for the card's peak. 0, or fit_plan's error. */
-static int card_plan(const struct fit *f, const struct model_shape *m, struct train_settings *s, int64_t *k,
-		     int64_t v, struct plan_result *p, const char **why)
-{
-	if (!f->card_peak)
-		return 0;
-	*k = v;
-	return fit_plan(f, m, s, p, why);
-}
-
 int solve_knob(const struct fit *f, const struct model_shape *m, const struct train_settings *t, const char *knob,
 	       struct solve_result *r, const char **why)
 {
@@ -333,16 +320,12 @@ int solve_knob(const struct fit *f, const struct model_shape *m, const struct tr
 		if (lo == max) {
 			r->value = max;
 			r->largest = 1;
-			return card_plan(f, m, &s, k, max, &r->plan, why);
+			return 0;
 		}
 	}
 	r->next_value = lo + 1;
 	rc = fits_with(f, m, &s, k, lo + 1, &r->next, why, &r->next_too_big);
 	if (rc < 0)
-		return rc;
-	/* the two shown as they run on the card */
-	if (lo >= min && !r->next_too_big &&
-	    ((rc = card_plan(f, m, &s, k, lo, &r->plan, why)) || (rc = card_plan(f, m, &s, k, lo + 1, &r->next, why))))
 		return rc;
 	if (lo < min && r->next_too_big) { /* even the least cannot be planned: the input is too large */
 		*why = r->next_too_big;

@@ -13,8 +13,6 @@
 struct fit {
 	uint64_t gpu_bytes;     /* the GPU's memory; 0: none given (plans, never fits) */
 	uint64_t margin_bytes;  /* kept free besides the plan's device peak */
-	int card_peak;          /* past the GPU's size, plan the run on it too, for the peak
-				 * it shows there (whether it fits needs only the first) */
 };
 
 /* Plan t on f's GPU: when memory is plentiful, and where that peak and the margin pass

@@ -34,8 +34,7 @@ static void llama1b(struct model_shape *m, struct train_settings *t)
 static struct fit fit_gpu(const char *name)
 {
 	uint64_t gpu = gpus_find(name)->memory_bytes;
-	return (struct fit){ .gpu_bytes = gpu, .margin_bytes = (uint64_t)((double)gpu * 4.0 / 100.0),
-			     .card_peak = 1 };
+	return (struct fit){ .gpu_bytes = gpu, .margin_bytes = (uint64_t)((double)gpu * 4.0 / 100.0) };
 }
 
 static void test_knobs(void **state)
