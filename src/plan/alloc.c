@@ -94,6 +94,21 @@ static size_t free_place(const struct sim_bucket *q, uint64_t size, int seg, uin
 	return lo;
 }
 
+/* n free-list entries from src to dst (overlapping, a place apart): most buckets hold a
+ * few blocks, where a loop beats memmove's call; a large model's many equal weights and
+ * gradients fill some with hundreds */
+static void entries_move(struct sim_free *dst, const struct sim_free *src, size_t n)
+{
+	if (n > FREE_SHIFT_LOOP)
+		memmove(dst, src, n * sizeof(*dst));
+	else if (dst > src)
+		for (size_t j = n; j-- > 0;)
+			dst[j] = src[j];
+	else
+		for (size_t j = 0; j < n; j++)
+			dst[j] = src[j];
+}
+
 static void free_add(struct alloc_sim *a, int i)
 {
 	const struct sim_block *x = &a->b[i];
@@ -102,13 +117,7 @@ static void free_add(struct alloc_sim *a, int i)
 
 	ARRAY_GROW(q->v, q->n + 1, q->cap);
 	f = free_place(q, x->size, x->seg, x->off);
-	/* most buckets hold a few blocks, where a loop beats memmove's call; a large
-	 * model's many equal weights and gradients fill some with hundreds */
-	if (q->n - f > FREE_SHIFT_LOOP)
-		memmove(&q->v[f + 1], &q->v[f], (q->n - f) * sizeof(q->v[0]));
-	else
-		for (size_t j = q->n; j > f; j--)
-			q->v[j] = q->v[j - 1];
+	entries_move(&q->v[f + 1], &q->v[f], q->n - f);
 	q->v[f] = (struct sim_free){ x->size, x->off, x->seg, i };
 	if (!q->n++) {
 		int k = bucket(a->b[i].size);
@@ -128,11 +137,7 @@ static void free_remove_at(struct alloc_sim *a, struct sim_bucket *q, size_t f)
 	}
 	a->b[q->v[f].block].free = 0;
 	a->nfree--;
-	if (q->n - f > FREE_SHIFT_LOOP)
-		memmove(&q->v[f], &q->v[f + 1], (q->n - f) * sizeof(q->v[0]));
-	else
-		for (size_t j = f; j < q->n; j++)
-			q->v[j] = q->v[j + 1];
+	entries_move(&q->v[f], &q->v[f + 1], q->n - f);
 }
 
 /* Take block i off the free list (before its size changes: the size is its key). */

@@ -1,8 +1,7 @@
-/* The plan of a step: its components (weights, gradients, optimizer states, saved
- * activations, logits, KV cache, buffers, context) counted analytically, and the phase
- * whose peak is the largest. The caching allocator simulation (sim.c) gives the total
- * (its peak reserved memory) of every training step, and of inference but GPT-2's; the
- * components say where it goes, fragmentation being what it finds beyond them. */
+/* The plan of a step from the caching allocator simulation (sim.c): its peak reserved
+ * memory and the context, the components the simulation tagged its blocks with at the
+ * allocated peak, fragmentation what is reserved beyond them, and the least memory the
+ * step runs in. */
 #include "plan/model.h"
 
 #include "plan/limits.h"

@@ -1,6 +1,6 @@
 /* The GPU memory planner's model: what a training (or inference) step of a decoder-only
- * transformer holds on the device, per component, at its peak: the allocator simulation
- * (plan/sim.h) gives the total where it covers the model. Pure: a model shape and
+ * transformer holds on the device, per component, at its peak, from the allocator
+ * simulation (plan/sim.h). Pure: a model shape and
  * settings in, bytes out. Constants are explained in model.c. */
 #ifndef HEADROOM_PLAN_MODEL_H
 #define HEADROOM_PLAN_MODEL_H
@@ -9,7 +9,6 @@
 
 #include "plan/component.h"
 #include "plan/shape.h"
-
 
 /* Placements simulated with expandable segments: the plain run and jittered variants
  * (model.c says why). */
@@ -24,14 +23,16 @@ struct plan_result {
 	/* expandable segments: device_peak_bytes with the most and the least favourable of
 	 * the placements simulated (model.c says why); both 0 when one was simulated */
 	uint64_t device_peak_low_bytes, device_peak_high_bytes;
-	const char *peak_phase;         /* "backward", "optimizer step", "recompute", "prefill", "generate" */
+	const char *peak_phase;         /* the allocated peak's: "forward", "backward", "recompute",
+					 * "optimizer step", "prefill", "generate" (sim.h) */
 	int64_t params, trainable_params;
 	/* the least GPU memory the step runs in (the context, and the segments holding live
 	 * blocks at their most: PyTorch gives back wholly free segments when cudaMalloc
 	 * fails, and unmaps free pages with expandable segments), and the device peak when
 	 * memory is plentiful (no limit: the cache never given back) */
 	uint64_t min_device_bytes, plentiful_peak_bytes;
-	int oom;                        /* past t->limit_bytes even with the cache given back */
+	int oom;                        /* runs out of memory: past t->limit_bytes even with the
+					 * cache given back (fit_plan: on the GPU it was fitted to) */
 };
 
 /* Fill defaults for what settings leave unset. */

@@ -79,7 +79,7 @@ struct step {
 	 * peak (taken once the tensor that made the peak is tagged, at the next event) */
 	int part;                 /* what tensors made now are for (enum plan_component) */
 	const char *phase;        /* the step's phase now: "forward", "backward"... */
-	uint64_t live[C_NCOMPONENTS], peak_parts[C_NCOMPONENTS], peak_allocated;
+	uint64_t live[C_NCOMPONENTS], peak_parts[C_NCOMPONENTS];
 	const char *peak_phase;
 	int peak_pending;         /* a new allocated peak not yet taken */
 	/* the shape (elements); the layers' formulas write tokens, hidden, inter, q_dim,
@@ -143,6 +143,7 @@ static void peak_take(struct step *s)
 static int tensor_for(struct step *s, int64_t bytes, int stream, int part)
 {
 	int id = (int)s->ntensors;
+	uint64_t was = s->a.max_allocated_bytes;
 
 	peak_take(s);
 	ARRAY_GROW(s->block_of, s->ntensors + 1, s->cap_tensors);
@@ -152,8 +153,7 @@ static int tensor_for(struct step *s, int64_t bytes, int stream, int part)
 	s->block_of[id] = alloc_sim_malloc_on(&s->a, (uint64_t)s->bytes_of[id], stream);
 	s->part_of[id] = (unsigned char)part;
 	s->live[part] += s->a.b[s->block_of[id]].size;
-	if (s->a.allocated_bytes > s->peak_allocated) {
-		s->peak_allocated = s->a.allocated_bytes;
+	if (s->a.max_allocated_bytes > was) {
 		s->peak_phase = s->phase;
 		s->peak_pending = 1;
 	}

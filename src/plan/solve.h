@@ -15,11 +15,12 @@ struct fit {
 	uint64_t margin_bytes;  /* kept free besides the plan's device peak */
 };
 
-/* Plan t on f's GPU: when memory is plentiful, and where that peak and the margin pass
- * the GPU, as it runs on it: the simulation gives cached segments back when a new one
- * does not fit beside the context, as PyTorch does (r->plentiful_peak_bytes keeps the
- * first; r->oom when even that fails). 0, or -EINVAL with *why from plan_compute
- * (static string). */
+/* Plan t on f's GPU: when memory is plentiful, and where that peak passes what CUDA
+ * gives a process (fit_usable_bytes), as it runs on the GPU: the simulation gives cached
+ * segments back when a new one does not fit beside the context, as PyTorch does
+ * (r->plentiful_peak_bytes keeps the first). r->oom when the least memory it runs in
+ * passes the GPU, or its run on the GPU fails even with its cache given back. 0, or
+ * -EINVAL with *why from plan_compute (static string). */
 int fit_plan(const struct fit *f, const struct model_shape *m, const struct train_settings *t,
 	     struct plan_result *r, const char **why);
 /* Whether r completes on the GPU with the margin to spare: the least memory it runs in
