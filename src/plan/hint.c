@@ -101,14 +101,9 @@ static int apply(enum hint_change c, struct train_settings *s, const char *solvi
 static int fits(const struct fit *f, const struct model_shape *m, const struct train_settings *s,
 		struct plan_result *r)
 {
-	struct train_settings shorter = *s;
 	const char *why;
 
-	/* a run too large in its first steps is too large in all: planned short first */
-	shorter.steps = solve_search_steps(s);
-	if (shorter.steps != s->steps && (fit_plan(f, m, &shorter, r, &why) || !fit_ok(f, r)))
-		return 0;
-	return !fit_plan(f, m, s, r, &why) && fit_ok(f, r);
+	return !fit_check(f, m, s, r, &why) && fit_ok(f, r);
 }
 
 /* Whether s fits f, or solving, some value of that knob: 1 (the plan, or the knob's
@@ -128,36 +123,14 @@ static int fits_or_solves(const struct fit *f, const struct model_shape *m, cons
 	return 1;
 }
 
-int hint_find(const struct fit *f, const struct model_shape *m, const struct train_settings *t, const char *solving,
-	      const char *const *locks, size_t nlocks, struct hint *h)
+/* The first change alone that makes t fit (or solves the knob): 1 with h->change,
+ * value, plan (and solved), or 0. */
+static int one_change(const struct fit *f, const struct model_shape *m, const struct train_settings *t,
+		      const char *solving, const char *const *locks, size_t nlocks, struct hint *h)
 {
-	struct train_settings all = *t;
 	struct plan_result r;
 	int64_t value;
 
-	memset(h, 0, sizeof(*h));
-	if (solving && !knob_of(&all, solving))
-		return -ENOENT;
-	/* Each change only takes memory away: when all of them together do not fit, none
-	 * alone does, and one plan says so rather than one a change. */
-	for (int c = 0; c < HINT_NCHANGES; c++) {
-		struct train_settings before = all;
-		const char *why;
-
-		if (apply(c, &all, solving, locks, nlocks, &value))
-			continue;
-		if (plan_settings_check(m, &all, &why) == -EINVAL) { /* no change this model takes (LoRA on gpt2) */
-			all = before;
-			continue;
-		}
-		h->tried |= 1u << c;
-		h->tried_value[c] = value;
-	}
-	if (!h->tried || !fits_or_solves(f, m, &all, solving, &r, &value))
-		return 0;
-	h->all_fit = 1;
-	h->all_plan = r;
-	h->all_solved = value;
 	for (int c = 0; c < HINT_NCHANGES; c++) {
 		struct train_settings s = *t;
 
@@ -184,10 +157,44 @@ int hint_find(const struct fit *f, const struct model_shape *m, const struct tra
 				value = lo;
 			}
 		}
-		h->found = 1;
 		h->change = c;
 		h->value = value;
+		return 1;
+	}
+	return 0;
+}
+
+int hint_find(const struct fit *f, const struct model_shape *m, const struct train_settings *t, const char *solving,
+	      const char *const *locks, size_t nlocks, struct hint *h)
+{
+	struct train_settings all = *t;
+	struct plan_result r;
+	int64_t value;
+
+	memset(h, 0, sizeof(*h));
+	if (solving && !knob_of(&all, solving))
+		return -ENOENT;
+	for (int c = 0; c < HINT_NCHANGES; c++) {
+		struct train_settings before = all;
+		const char *why;
+
+		if (apply(c, &all, solving, locks, nlocks, &value))
+			continue;
+		if (plan_settings_check(m, &all, &why) == -EINVAL) { /* no change this model takes (LoRA on gpt2) */
+			all = before;
+			continue;
+		}
+		h->tried |= 1u << c;
+		h->tried_value[c] = value;
+	}
+	if (!h->tried)
 		return 0;
+	h->found = one_change(f, m, t, solving, locks, nlocks, h);
+	/* none alone: what all of them together give */
+	if (!h->found && fits_or_solves(f, m, &all, solving, &r, &value)) {
+		h->all_fit = 1;
+		h->all_plan = r;
+		h->all_solved = value;
 	}
 	return 0;
 }

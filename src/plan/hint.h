@@ -36,16 +36,16 @@ struct hint {
 	struct plan_result plan;  /* with the change (at solved when solving) */
 	unsigned tried;           /* bit 1 << change for each change that applies to t */
 	int64_t tried_value[HINT_NCHANGES]; /* the value each was tried with (as value) */
-	int all_fit;              /* all of them together fit: all_plan (at all_solved) */
+	int all_fit;              /* no change alone fits, all of them together do: all_plan
+				   * (at all_solved) */
 	struct plan_result all_plan;
 	int64_t all_solved;
 };
 
 /* Find the first change that makes t fit f (solving NULL), or that makes some value of
  * the knob solving fit (the knob then solved with the change). locks: the knobs that
- * must stay. The changes that apply are first planned all together: when they do not
- * fit, no change alone is tried (none would fit: each only takes memory away). 0 with
- * *h (found or not), or -ENOENT for an unknown knob. */
+ * must stay. When no change alone fits, all of them together are planned (all_fit).
+ * 0 with *h (found or not), or -ENOENT for an unknown knob. */
 int hint_find(const struct fit *f, const struct model_shape *m, const struct train_settings *t, const char *solving,
 	      const char *const *locks, size_t nlocks, struct hint *h);
 

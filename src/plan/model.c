@@ -49,6 +49,11 @@ uint64_t plan_default_context_bytes(void)
 	return CONTEXT_BYTES;
 }
 
+uint64_t plan_context_bytes(const struct train_settings *t)
+{
+	return (t->context_bytes ? t->context_bytes : CONTEXT_BYTES) + (t->dp > 1 ? NCCL_BYTES : 0);
+}
+
 static int64_t q_dim(const struct model_shape *m)
 {
 	return m->heads * m->head_dim;
@@ -280,7 +285,7 @@ int plan_compute(const struct model_shape *m, const struct train_settings *t, st
 		return rc;
 	r->params = model_params(m);
 	r->trainable_params = t->inference ? 0 : t->lora_rank ? lora_params(m, t) : trained_params(m, t);
-	r->bytes[C_CONTEXT] = (t->context_bytes ? t->context_bytes : CONTEXT_BYTES) + (t->dp > 1 ? NCCL_BYTES : 0);
+	r->bytes[C_CONTEXT] = plan_context_bytes(t);
 	/* inference: a prefill, then the cache grown to the context; three batches */
 	rc = t->inference ? sim_infer(m, t, INFER_STEPS, &sr) : simulate(m, t, &sr, &sp);
 	if (rc) {

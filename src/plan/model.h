@@ -54,5 +54,7 @@ const char *plan_component_name(enum plan_component c);
 const char *plan_component_key(enum plan_component c);
 /* The CUDA context and library workspaces when nothing was measured on this machine. */
 uint64_t plan_default_context_bytes(void);
+/* What t's plan counts for them (NCCL's too over more than one rank). */
+uint64_t plan_context_bytes(const struct train_settings *t);
 
 #endif

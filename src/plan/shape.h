@@ -68,6 +68,9 @@ struct train_settings {
 	uint64_t context_bytes;   /* CUDA context and library workspaces; 0: the default */
 	uint64_t limit_bytes;     /* what the caching allocator may reserve on the GPU (its
 				   * memory less the context and the margin); 0: unlimited */
+	uint64_t give_up_bytes;   /* a plan that only answers whether the run completes: the
+				   * plain run stops once its live segments pass this, or it
+				   * runs out of memory under limit_bytes (0: never) */
 	/* frozen parts (no gradient, no optimizer state): the embedding, lm_head, and the
 	 * decoder layers freeze_first..freeze_last (freeze_last < freeze_first: none) */
 	int freeze_embed, freeze_head;

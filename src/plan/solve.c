@@ -33,17 +33,22 @@ uint64_t fit_usable_bytes(const struct fit *f)
 	return f->gpu_bytes - f->gpu_bytes / 10000 * CUDA_HIDDEN_PER_10K;
 }
 
-int fit_plan(const struct fit *f, const struct model_shape *m, const struct train_settings *t,
-	     struct plan_result *r, const char **why)
+/* fit_plan, or with give_up a plan whose simulations stop where the run is known not
+ * to complete (its figures then partial): the same answer to whether it does. */
+static int plan_on(const struct fit *f, const struct model_shape *m, const struct train_settings *t,
+		   struct plan_result *r, const char **why, int give_up)
 {
 	struct train_settings on_gpu = *t;
 	struct plan_result card;
-	int rc = plan_compute(m, t, r, why);
+	uint64_t usable = fit_usable_bytes(f), ctx = plan_context_bytes(t);
+	int rc;
 
+	if (give_up && f->gpu_bytes)
+		on_gpu.give_up_bytes = usable > ctx ? usable - ctx : 1;
+	rc = plan_compute(m, &on_gpu, r, why);
 	if (rc || !f->gpu_bytes)
 		return rc;
 	/* what its live segments need passes the card: it does not fit */
-	uint64_t usable = fit_usable_bytes(f);
 	if (r->min_device_bytes > usable) {
 		r->oom = 1;
 		return 0;
@@ -55,7 +60,7 @@ int fit_plan(const struct fit *f, const struct model_shape *m, const struct trai
 	 * does not fit what the context leaves; where its blocks land then decides whether
 	 * it completes (measured: a run whose plentiful live segments fit ran out of memory
 	 * where this simulation did) */
-	on_gpu.limit_bytes = usable > r->bytes[C_CONTEXT] ? usable - r->bytes[C_CONTEXT] : 1;
+	on_gpu.limit_bytes = usable > ctx ? usable - ctx : 1;
 	rc = plan_compute(m, &on_gpu, &card, why);
 	if (rc)
 		return rc;
@@ -70,6 +75,18 @@ int fit_plan(const struct fit *f, const struct model_shape *m, const struct trai
 		card.min_device_bytes = r->min_device_bytes;
 	*r = card;
 	return 0;
+}
+
+int fit_plan(const struct fit *f, const struct model_shape *m, const struct train_settings *t,
+	     struct plan_result *r, const char **why)
+{
+	return plan_on(f, m, t, r, why, 0);
+}
+
+int fit_check(const struct fit *f, const struct model_shape *m, const struct train_settings *t,
+	      struct plan_result *r, const char **why)
+{
+	return plan_on(f, m, t, r, why, 1);
 }
 
 int fit_ok(const struct fit *f, const struct plan_result *r)
@@ -142,15 +159,16 @@ int knob_range(const struct train_settings *t, const char *name, int64_t *min, i
 }
 
 /* Plan t with its knob k at v: 1 when it fits; 0 when not, or when it passes the
- * planner's limits (*too_big then says what); or -EINVAL. */
+ * planner's limits (*too_big then says what); or -EINVAL. The search asks yes or no
+ * (fit_check: a plan that does not fit is partial); shown plans are whole (shown). */
 static int fits_with(const struct fit *f, const struct model_shape *m, struct train_settings *t, int64_t *k,
-		     int64_t v, struct plan_result *r, const char **why, const char **too_big)
+		     int64_t v, struct plan_result *r, const char **why, const char **too_big, int shown)
 {
 	int rc;
 
 	*k = v;
 	*too_big = NULL;
-	rc = fit_plan(f, m, t, r, why);
+	rc = shown ? fit_plan(f, m, t, r, why) : fit_check(f, m, t, r, why);
 	if (rc == -E2BIG) {
 		*too_big = *why;
 		*why = NULL;
@@ -183,7 +201,7 @@ static int64_t largest_fitting(const struct fit *f, const struct model_shape *m,
 
 	while (hi - lo > 1) {
 		int64_t mid = hi - step > lo ? hi - step : lo + (hi - lo) / 2;
-		rc = fits_with(f, m, s, k, mid, &q, why, &too_big);
+		rc = fits_with(f, m, s, k, mid, &q, why, &too_big, 0);
 		if (rc < 0)
 			return rc;
 		if (rc) {
@@ -210,7 +228,7 @@ static int64_t below_not_fitting(const struct fit *f, const struct model_shape *
 	const char *too_big;
 
 	for (int64_t d = 1; value - d >= min; d *= 2) {
-		int rc = fits_with(f, m, s, k, value - d, &q, why, &too_big);
+		int rc = fits_with(f, m, s, k, value - d, &q, why, &too_big, 0);
 		if (rc < 0)
 			return rc;
 		if (!rc)
@@ -251,7 +269,7 @@ static void near_values(const struct fit *f, const struct model_shape *m, struct
 	for (int i = 0; i < SOLVE_NEAR; i++) {
 		if (vs[i] < min || vs[i] > max || (i && vs[i] <= vs[i - 1]))
 			continue;
-		int rc = fits_with(f, m, s, k, vs[i], &q, &why, &too_big);
+		int rc = fits_with(f, m, s, k, vs[i], &q, &why, &too_big, 1);
 		if (rc < 0)
 			continue;
 		r->near[r->nnear++] = (struct solve_near){ vs[i], q.min_device_bytes, too_big ? -1 : rc };
@@ -280,7 +298,7 @@ int solve_knob(const struct fit *f, const struct model_shape *m, const struct tr
 	if (hi > max)
 		hi = max;
 	for (;;) {
-		rc = fits_with(f, m, &s, k, hi, &p, why, &too_big);
+		rc = fits_with(f, m, &s, k, hi, &p, why, &too_big, 0);
 		if (rc < 0)
 			return rc;
 		if (!rc)
@@ -295,7 +313,7 @@ int solve_knob(const struct fit *f, const struct model_shape *m, const struct tr
 	}
 	while (hi - lo > 1) {
 		int64_t mid = lo + (hi - lo) / 2;
-		rc = fits_with(f, m, &s, k, mid, &p, why, &too_big);
+		rc = fits_with(f, m, &s, k, mid, &p, why, &too_big, 0);
 		if (rc < 0)
 			return rc;
 		if (rc) {
@@ -324,7 +342,7 @@ int solve_knob(const struct fit *f, const struct model_shape *m, const struct tr
 		}
 	}
 	r->next_value = lo + 1;
-	rc = fits_with(f, m, &s, k, lo + 1, &r->next, why, &r->next_too_big);
+	rc = fits_with(f, m, &s, k, lo + 1, &r->next, why, &r->next_too_big, 1);
 	if (rc < 0)
 		return rc;
 	if (lo < min && r->next_too_big) { /* even the least cannot be planned: the input is too large */

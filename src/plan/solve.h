@@ -23,6 +23,10 @@ struct fit {
  * -EINVAL with *why from plan_compute (static string). */
 int fit_plan(const struct fit *f, const struct model_shape *m, const struct train_settings *t,
 	     struct plan_result *r, const char **why);
+/* fit_plan for a yes or no: the same r->oom and fit_ok, sooner where the run does not
+ * complete (its simulation stops there: r's figures are then partial). */
+int fit_check(const struct fit *f, const struct model_shape *m, const struct train_settings *t,
+	      struct plan_result *r, const char **why);
 /* Whether r completes on the GPU with the margin to spare: the least memory it runs in
  * and the margin within the GPU's memory (what --solve and the hint ask). */
 int fit_ok(const struct fit *f, const struct plan_result *r);

@@ -109,6 +109,35 @@ static void test_fit(void **state)
 	assert_string_equal(why, "zero stage must be 0..3 and dp at least 1");
 }
 
+/* fit_check answers as fit_plan does, a fitting plan whole, one far past the GPU sooner
+ * (its simulation stopped: less reserved by then). */
+static void test_fit_check(void **state)
+{
+	struct model_shape m;
+	struct train_settings t;
+	struct plan_result a, b;
+	struct fit gpus[] = { fit_gpu("h100-80gb"), fit_gpu("a100-40gb"), { .gpu_bytes = 76 * GiB } };
+	const char *why;
+	int stopped = 0;
+	(void)state;
+
+	llama1b(&m, &t);
+	t.seq = 4096;
+	for (size_t g = 0; g < sizeof(gpus) / sizeof(gpus[0]); g++)
+		for (t.batch = 1; t.batch <= 8; t.batch++) {
+			assert_int_equal(fit_plan(&gpus[g], &m, &t, &a, &why), 0);
+			assert_int_equal(fit_check(&gpus[g], &m, &t, &b, &why), 0);
+			assert_int_equal(a.oom, b.oom);
+			assert_int_equal(fit_ok(&gpus[g], &a), fit_ok(&gpus[g], &b));
+			assert_int_equal(fit_runs(&gpus[g], &a), fit_runs(&gpus[g], &b));
+			if (!a.oom)
+				assert_memory_equal(&a, &b, sizeof(a));
+			else
+				stopped += b.device_peak_bytes < a.device_peak_bytes;
+		}
+	assert_true(stopped > 0);
+}
+
 static void test_solve_batch(void **state)
 {
 	struct model_shape m;
@@ -263,6 +292,7 @@ int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_knobs),      cmocka_unit_test(test_locks),      cmocka_unit_test(test_fit),
+		cmocka_unit_test(test_fit_check),
 		cmocka_unit_test(test_solve_batch), cmocka_unit_test(test_solve_none), cmocka_unit_test(test_solve_buffer),
 		cmocka_unit_test(test_solve_largest), cmocka_unit_test(test_solve_tiny_buffer),
 		cmocka_unit_test(test_solve_too_big),
