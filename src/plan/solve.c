@@ -89,14 +89,16 @@ int fit_check(const struct fit *f, const struct model_shape *m, const struct tra
 	return plan_on(f, m, t, r, why, 1);
 }
 
-int fit_ok(const struct fit *f, const struct plan_result *r)
-{
-	return !r->oom && r->min_device_bytes + f->margin_bytes <= f->gpu_bytes;
-}
-
 int fit_runs(const struct fit *f, const struct plan_result *r)
 {
 	return !r->oom && r->min_device_bytes <= fit_usable_bytes(f);
+}
+
+/* (a margin smaller than what CUDA keeps back must not let a run that cannot complete
+ * pass) */
+int fit_ok(const struct fit *f, const struct plan_result *r)
+{
+	return fit_runs(f, r) && r->min_device_bytes + f->margin_bytes <= f->gpu_bytes;
 }
 
 const char *knob_name(size_t i)

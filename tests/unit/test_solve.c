@@ -138,6 +138,23 @@ static void test_fit_check(void **state)
 	assert_true(stopped > 0);
 }
 
+/* With no margin, a run whose least memory passes what CUDA gives a process does not
+ * fit, though it is within the GPU's total. */
+static void test_fit_no_margin(void **state)
+{
+	struct plan_result r = { .min_device_bytes = 40 * GiB };
+	struct fit exact = { .gpu_bytes = 40 * GiB }, roomy = { .gpu_bytes = 41 * GiB };
+	(void)state;
+
+	assert_false(fit_runs(&exact, &r));
+	assert_false(fit_ok(&exact, &r));
+	assert_true(fit_ok(&roomy, &r));
+	roomy.margin_bytes = GiB;
+	assert_true(fit_ok(&roomy, &r));
+	roomy.margin_bytes = GiB + 1;
+	assert_false(fit_ok(&roomy, &r));
+}
+
 static void test_solve_batch(void **state)
 {
 	struct model_shape m;
@@ -292,7 +309,7 @@ int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_knobs),      cmocka_unit_test(test_locks),      cmocka_unit_test(test_fit),
-		cmocka_unit_test(test_fit_check),
+		cmocka_unit_test(test_fit_check),  cmocka_unit_test(test_fit_no_margin),
 		cmocka_unit_test(test_solve_batch), cmocka_unit_test(test_solve_none), cmocka_unit_test(test_solve_buffer),
 		cmocka_unit_test(test_solve_largest), cmocka_unit_test(test_solve_tiny_buffer),
 		cmocka_unit_test(test_solve_too_big),
