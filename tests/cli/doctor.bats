@@ -6,10 +6,30 @@ load helper
 # Run a bash script as pid 1 of a new pid namespace with its own /proc: the processes a
 # test makes there are all that doctor can see or end (never another build's on this
 # machine), and they all end with it. Orphans there are adopted by that pid 1. The
-# script gets $T and $HR from the environment.
+# script gets $T and $HR from the environment, and the functions below. A governor
+# there ends killed with its guardian, leaving its runtime directory: it is kept in $T.
 in_pidns() {
-	export T HR
+	export T HR XDG_RUNTIME_DIR="$T"
+	export -f started gone
 	unshare --pid --fork --mount-proc bash "$@"
+}
+
+# Whether the process of pid file $1 has exec'd $2 (its comm), within 10 s.
+started() {
+	for _ in $(seq 200); do
+		[ -s "$1" ] && [ "$(cat /proc/$(cat "$1")/comm 2>/dev/null)" = "$2" ] && return 0
+		sleep 0.05
+	done
+	return 1
+}
+
+# Whether the process of pid file $1 is gone (or a zombie), within 10 s.
+gone() {
+	for _ in $(seq 200); do
+		{ [ -e /proc/$(cat "$1") ] && ! grep -q ') Z' /proc/$(cat "$1")/stat 2>/dev/null; } || return 0
+		sleep 0.05
+	done
+	return 1
 }
 
 need_pidns() {
@@ -82,7 +102,7 @@ bash "$T/held.sh" &
 for i in $(seq 100); do pgrep -f "^$T/cicc 301" > build.pid && [ -s held.pid ] && break; sleep 0.1; done
 "$HR" doctor --json > list.json; echo $? > list.rc
 "$HR" doctor --clean > clean.txt; echo $? > clean.rc
-sleep 0.3
+gone orphan.pid
 for p in orphan held build; do
 	pid=$(cat $p.pid)
 	if [ -e /proc/$pid ] && ! grep -q ') Z' /proc/$pid/stat; then echo "$p alive"; else echo "$p gone"; fi
@@ -121,9 +141,9 @@ assert used[held]["kind"] == "in_use" and used[held]["by_comm"] == "bash", used
 cd "$T"
 ( setpriv --reuid=4242 --regid=4242 --clear-groups "$T/cicc" 303 & echo $! > mine.pid )
 ( "$T/cicc" 304 & echo $! > roots.pid )
-sleep 0.2
+started mine.pid cicc && started roots.pid cicc
 setpriv --reuid=4242 --regid=4242 --clear-groups "$HR" doctor --clean > user.txt 2>&1; echo $? > user.rc
-sleep 0.3
+gone mine.pid
 for p in mine roots; do
 	pid=$(cat $p.pid)
 	if [ -e /proc/$pid ] && ! grep -q ') Z' /proc/$pid/stat; then echo "$p alive"; else echo "$p gone"; fi
@@ -152,7 +172,7 @@ SH
 	cat > "$T/ns.sh" <<'SH'
 cd "$T"
 ( setpriv --reuid=4242 --regid=4242 --clear-groups "$T/cicc" 305 & echo $! > other.pid )
-sleep 0.2
+started other.pid cicc
 unshare --user --map-root-user "$HR" doctor --clean > clean.txt 2>&1; echo $? > clean.rc
 unshare --user --map-root-user "$HR" doctor --clean --json > clean.json 2>/dev/null
 if [ -e /proc/$(cat other.pid) ]; then echo alive; else echo gone; fi > after.txt
