@@ -283,6 +283,38 @@ static void cache_log_close(char *path)
 	free(path);
 }
 
+/* What a key is cut to when the whole request is too long to send. */
+#define KEY_CUT_BYTES (PROTO_MAX_MESSAGE / 16)
+
+static char *cut_key(const char *key)
+{
+	size_t n = strlen(key);
+
+	return n > KEY_CUT_BYTES ? xasprintf("%.*s ... (%zu bytes)", KEY_CUT_BYTES, key, n) : xstrdup(key);
+}
+
+/* Send the request; one too long for the protocol goes with its keys cut short, so that
+ * the job is still governed and counted, with a warning that says why. */
+static int send_request(int fd, const struct proto_request *req, const char *tool)
+{
+	int rc = proto_send_request(fd, req);
+
+	if (rc != -E2BIG)
+		return rc;
+	log_warn("%s: the command line is too long to tell the governor whole (over %d MiB encoded): "
+		 "governed under a signature cut short", tool, PROTO_MAX_MESSAGE >> 20);
+	struct proto_request cut = *req;
+	char *keys[] = { cut_key(req->tool), cut_key(req->src), cut_key(req->class_key), cut_key(req->sig_key) };
+	cut.tool = keys[0];
+	cut.src = keys[1];
+	cut.class_key = keys[2];
+	cut.sig_key = keys[3];
+	rc = proto_send_request(fd, &cut);
+	for (size_t i = 0; i < sizeof(keys) / sizeof(keys[0]); i++)
+		free(keys[i]);
+	return rc;
+}
+
 void launch_governed(char **argv, int fd)
 {
 	struct proto_conn conn;
@@ -308,7 +340,7 @@ void launch_governed(char **argv, int fd)
 		json_t *reply = NULL;
 		int errpipe[2], rc;
 
-		if (proto_send_request(fd, &req))
+		if (send_request(fd, &req, argv[0]))
 			goto ungoverned;
 		rc = recv_type(&conn, "admit", timeout_ms, &reply, NULL);
 		if (rc == -ETIMEDOUT)

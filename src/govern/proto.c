@@ -7,7 +7,9 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include "util/grow.h"
 #include "util/units.h"
+#include "util/utf8.h"
 #include "util/xalloc.h"
 
 void proto_conn_init(struct proto_conn *c, int fd)
@@ -15,6 +17,8 @@ void proto_conn_init(struct proto_conn *c, int fd)
 	c->fd = fd;
 	c->buf = NULL;
 	c->len = 0;
+	c->part = NULL;
+	c->part_len = c->part_cap = 0;
 }
 
 void proto_conn_close(struct proto_conn *c)
@@ -22,32 +26,62 @@ void proto_conn_close(struct proto_conn *c)
 	if (c->fd >= 0)
 		close(c->fd);
 	free(c->buf);
-	c->fd = -1;
-	c->buf = NULL;
-	c->len = 0;
+	free(c->part);
+	proto_conn_init(c, -1);
 }
 
-int proto_send(int fd, json_t *msg)
+/* Send s (len bytes, then the NUL json_dumps ends it with) as one line. */
+static int send_text(int fd, char *s, size_t len)
 {
-	char *s = json_dumps(msg, JSON_COMPACT);
-	size_t len, off = 0;
-	int rc = 0;
+	size_t off = 0;
 
-	if (!s)
-		return -ENOMEM;
-	len = strlen(s);
-	s[len] = '\n'; /* json_dumps' NUL becomes the line end; the length covers it */
+	s[len] = '\n'; /* the NUL becomes the line end; the length covers it */
 	len++;
 	while (off < len) {
 		ssize_t n = send(fd, s + off, len - off, MSG_NOSIGNAL);
 		if (n < 0) {
 			if (errno == EINTR)
 				continue;
-			rc = -errno;
-			break;
+			return -errno;
 		}
 		off += (size_t)n;
 	}
+	return 0;
+}
+
+/* A message too long for a line, as parts of its JSON text, each cut where a UTF-8
+ * sequence starts so that each piece is a JSON string of its own. Escaping at most
+ * doubles a piece (json_dumps escapes every control character already). */
+static int send_parts(int fd, const char *text, size_t len)
+{
+	if (len > PROTO_MAX_MESSAGE)
+		return -E2BIG;
+	for (size_t off = 0; off < len;) {
+		size_t cut = len - off < PROTO_PART_BYTES ? len - off : PROTO_PART_BYTES;
+		while (off + cut < len && cut > 1 && ((unsigned char)text[off + cut] & 0xc0) == 0x80)
+			cut--;
+		json_t *part = json_pack("{s:s, s:s%, s:b}", "type", "part", "data", text + off, cut, "more",
+					 off + cut < len);
+		char *line = part ? json_dumps(part, JSON_COMPACT) : NULL;
+		int rc = line ? send_text(fd, line, strlen(line)) : -ENOMEM;
+		free(line);
+		json_decref(part);
+		if (rc)
+			return rc;
+		off += cut;
+	}
+	return 0;
+}
+
+int proto_send(int fd, json_t *msg)
+{
+	char *s = json_dumps(msg, JSON_COMPACT);
+	int rc;
+
+	if (!s)
+		return -ENOMEM;
+	size_t len = strlen(s);
+	rc = len > PROTO_MAX_LINE ? send_parts(fd, s, len) : send_text(fd, s, len);
 	free(s);
 	return rc;
 }
@@ -72,24 +106,61 @@ int proto_fill(struct proto_conn *c)
 	return (int)n;
 }
 
-int proto_take(struct proto_conn *c, json_t **out)
+/* Take a part into c->part: 1 when it was the last (*whole: the message), 0 when more
+ * follow, -EPROTO for a part without its data, -E2BIG past PROTO_MAX_MESSAGE. */
+static int take_part(struct proto_conn *c, json_t *part, json_t **whole)
 {
-	char *nl = c->len ? memchr(c->buf, '\n', c->len) : NULL;
+	json_t *data = json_object_get(part, "data");
+	size_t n = json_string_length(data);
 	json_error_t err;
-	json_t *msg;
 
-	if (!nl)
-		return c->len == CONN_BUF ? -E2BIG : 0;
-	size_t line = (size_t)(nl - c->buf);
-	msg = json_loadb(c->buf, line, 0, &err);
-	memmove(c->buf, nl + 1, c->len - line - 1);
-	c->len -= line + 1;
-	if (!msg || !json_is_object(msg)) {
-		json_decref(msg);
+	if (!json_is_string(data) || c->part_len + n > PROTO_MAX_MESSAGE) {
+		c->part_len = 0;
+		return json_is_string(data) ? -E2BIG : -EPROTO;
+	}
+	ARRAY_GROW(c->part, c->part_len + n, c->part_cap);
+	memcpy(c->part + c->part_len, json_string_value(data), n);
+	c->part_len += n;
+	if (json_is_true(json_object_get(part, "more")))
+		return 0;
+	*whole = json_loadb(c->part, c->part_len, 0, &err);
+	c->part_len = 0;
+	if (!*whole || !json_is_object(*whole) || !strcmp(proto_type(*whole), "part")) {
+		json_decref(*whole);
 		return -EPROTO;
 	}
-	*out = msg;
 	return 1;
+}
+
+int proto_take(struct proto_conn *c, json_t **out)
+{
+	for (;;) {
+		char *nl = c->len ? memchr(c->buf, '\n', c->len) : NULL;
+		json_error_t err;
+		json_t *msg;
+
+		if (!nl)
+			return c->len == CONN_BUF ? -E2BIG : 0;
+		size_t line = (size_t)(nl - c->buf);
+		msg = json_loadb(c->buf, line, 0, &err);
+		memmove(c->buf, nl + 1, c->len - line - 1);
+		c->len -= line + 1;
+		if (!msg || !json_is_object(msg)) {
+			json_decref(msg);
+			return -EPROTO;
+		}
+		if (strcmp(proto_type(msg), "part")) {
+			*out = msg;
+			return 1;
+		}
+		json_t *whole = NULL;
+		int rc = take_part(c, msg, &whole);
+		json_decref(msg);
+		if (rc == 1)
+			*out = whole;
+		if (rc)
+			return rc;
+	}
 }
 
 int proto_recv(struct proto_conn *c, json_t **out, int timeout_ms)
@@ -127,10 +198,73 @@ const char *proto_type(json_t *msg)
 
 /* The field orders below are the protocol's bytes: keep them. */
 
-static const char *str_or_empty(json_t *msg, const char *key)
+/* A string of bytes: a JSON string when it is UTF-8, else {"hex":H}. NULL for NULL. */
+static json_t *bytes_json(const char *s)
 {
-	const char *v = json_string_value(json_object_get(msg, key));
-	return v ? v : "";
+	static const char digits[] = "0123456789abcdef";
+
+	if (!s)
+		return NULL;
+	size_t n = strlen(s);
+	if (utf8_valid(s, n))
+		return json_stringn(s, n);
+	char *hex = xmalloc(2 * n + 1);
+	for (size_t i = 0; i < n; i++) {
+		hex[2 * i] = digits[(unsigned char)s[i] >> 4];
+		hex[2 * i + 1] = digits[(unsigned char)s[i] & 15];
+	}
+	hex[2 * n] = '\0';
+	json_t *v = json_pack("{s:s}", "hex", hex);
+	free(hex);
+	return v;
+}
+
+static int hex_digit(char c)
+{
+	if (c >= '0' && c <= '9')
+		return c - '0';
+	if (c >= 'a' && c <= 'f')
+		return c - 'a' + 10;
+	if (c >= 'A' && c <= 'F')
+		return c - 'A' + 10;
+	return -1;
+}
+
+/* A string field of bytes_json(): its bytes, decoded into msg (where *out then points);
+ * "" when absent or of another type. -EINVAL when the hex is malformed or holds a NUL,
+ * which no C string can. */
+static int bytes_field(json_t *msg, const char *key, const char **out)
+{
+	json_t *v = json_object_get(msg, key);
+	const char *hex;
+	size_t n;
+
+	*out = "";
+	if (json_is_string(v)) {
+		*out = json_string_value(v);
+		return 0;
+	}
+	if (!json_is_object(v))
+		return 0;
+	hex = json_string_value(json_object_get(v, "hex"));
+	n = hex ? strlen(hex) : 1;
+	if (n % 2)
+		return -EINVAL;
+	char *b = xmalloc(n / 2 + 1);
+	for (size_t i = 0; i < n / 2; i++) {
+		int hi = hex_digit(hex[2 * i]), lo = hex_digit(hex[2 * i + 1]);
+		if (hi < 0 || lo < 0 || (!hi && !lo)) {
+			free(b);
+			return -EINVAL;
+		}
+		b[i] = (char)(hi << 4 | lo);
+	}
+	json_t *str = json_stringn_nocheck(b, n / 2);
+	free(b);
+	if (!str || json_object_set_new(msg, key, str))
+		return -ENOMEM;
+	*out = json_string_value(json_object_get(msg, key));
+	return 0;
 }
 
 /* An integer field in [lo, hi]: 0, or -EINVAL when absent, no integer or out of range. */
@@ -177,19 +311,18 @@ static int send_new(int fd, json_t *msg)
 
 json_t *proto_request_encode(const struct proto_request *m)
 {
-	return json_pack("{s:s, s:I, s:s, s:s, s:s, s:s, s:b, s:b}", "type", "request", "attempt",
-			 (json_int_t)m->attempt, "tool", m->tool, "src", m->src, "class", m->class_key, "sig", m->sig_key,
-			 "cached", m->cached, "check", m->check);
+	return json_pack("{s:s, s:I, s:o, s:o, s:o, s:o, s:b, s:b}", "type", "request", "attempt",
+			 (json_int_t)m->attempt, "tool", bytes_json(m->tool), "src", bytes_json(m->src), "class",
+			 bytes_json(m->class_key), "sig", bytes_json(m->sig_key), "cached", m->cached, "check", m->check);
 }
 
 int proto_request_decode(json_t *msg, struct proto_request *m)
 {
-	m->tool = str_or_empty(msg, "tool");
-	m->src = str_or_empty(msg, "src");
-	m->class_key = str_or_empty(msg, "class");
-	m->sig_key = str_or_empty(msg, "sig");
 	m->cached = json_is_true(json_object_get(msg, "cached"));
 	m->check = json_is_true(json_object_get(msg, "check"));
+	if (bytes_field(msg, "tool", &m->tool) || bytes_field(msg, "src", &m->src) ||
+	    bytes_field(msg, "class", &m->class_key) || bytes_field(msg, "sig", &m->sig_key))
+		return -EINVAL;
 	return int_in(msg, "attempt", 1, PROTO_MAX_ATTEMPT, &m->attempt);
 }
 
@@ -215,14 +348,12 @@ int proto_admit_decode(json_t *msg, struct proto_admit *m)
 
 json_t *proto_cgroup_encode(const struct proto_cgroup *m)
 {
-	/* NULL when the directory is no string in JSON (not UTF-8) */
-	return json_pack("{s:s, s:I, s:s}", "type", "cgroup", "job", (json_int_t)m->job, "dir", m->dir);
+	return json_pack("{s:s, s:I, s:o}", "type", "cgroup", "job", (json_int_t)m->job, "dir", bytes_json(m->dir));
 }
 
 int proto_cgroup_decode(json_t *msg, struct proto_cgroup *m)
 {
-	m->dir = str_or_empty(msg, "dir");
-	if (!*m->dir)
+	if (bytes_field(msg, "dir", &m->dir) || !*m->dir)
 		return -EINVAL;
 	return job_of(msg, &m->job);
 }
@@ -253,14 +384,15 @@ int proto_done_decode(json_t *msg, struct proto_done *m)
 
 json_t *proto_ack_encode(const struct proto_ack *m)
 {
-	return json_pack("{s:s, s:I, s:b, s:s}", "type", "ack", "job", (json_int_t)m->job, "retry", m->retry, "reason",
-			 m->reason);
+	return json_pack("{s:s, s:I, s:b, s:o}", "type", "ack", "job", (json_int_t)m->job, "retry", m->retry, "reason",
+			 bytes_json(m->reason));
 }
 
 int proto_ack_decode(json_t *msg, struct proto_ack *m)
 {
 	m->retry = json_is_true(json_object_get(msg, "retry"));
-	m->reason = str_or_empty(msg, "reason");
+	if (bytes_field(msg, "reason", &m->reason))
+		return -EINVAL;
 	return job_of(msg, &m->job);
 }
 

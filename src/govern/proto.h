@@ -22,9 +22,18 @@
  * once. After an ack with retry the launcher sends a new request (attempt A+1) on the
  * same connection. A closed connection means the other side is gone.
  *
- * Limits: a line is at most PROTO_MAX_LINE bytes; every number is range-checked where
- * it is decoded (PROTO_MAX_* below), and a message with one out of range is rejected
- * whole, like a line that is no JSON object. */
+ * Bytes: a file name or command line need not be UTF-8, a JSON string must. A string
+ * field that is not UTF-8 is sent as {"hex":H}, its bytes in hex, and decoded back to
+ * exactly those bytes.
+ *
+ *   either way    {"type":"part","data":S,"more":B}
+ *                          (a message longer than a line: its JSON text in pieces, the
+ *                          last with more false; the receiver reads the whole as one)
+ *
+ * Limits: a line is at most PROTO_MAX_LINE bytes, a message sent in parts at most
+ * PROTO_MAX_MESSAGE; every number is range-checked where it is decoded (PROTO_MAX_*
+ * below), and a message with one out of range is rejected whole, like a line that is
+ * no JSON object. */
 #ifndef HEADROOM_PROTO_H
 #define HEADROOM_PROTO_H
 
@@ -34,6 +43,11 @@
 
 /* The longest line, its newline not counted; a connection's buffer never holds more. */
 #define PROTO_MAX_LINE 65536
+/* The longest message, sent in parts (the kernel passes a command at most 6 MiB of
+ * arguments and environment; hex doubles what is not UTF-8). */
+#define PROTO_MAX_MESSAGE (16 << 20)
+/* The JSON text one part carries: escaped, a part's line stays within PROTO_MAX_LINE. */
+#define PROTO_PART_BYTES 16384
 /* The ranges a decoder accepts. */
 #define PROTO_MAX_ATTEMPT 1000
 #define PROTO_MAX_JOB INT32_MAX
@@ -45,19 +59,24 @@ struct proto_conn {
 	int fd;
 	char *buf; /* owned; at most PROTO_MAX_LINE + 1 bytes */
 	size_t len;
+	char *part;          /* owned: the message whose parts have come so far */
+	size_t part_len, part_cap;
 };
 
 void proto_conn_init(struct proto_conn *c, int fd);
 /* Frees the buffer and closes fd. */
 void proto_conn_close(struct proto_conn *c);
-/* Send one message (a JSON object). 0 or -errno. Does not take the reference. */
+/* Send one message (a JSON object), in parts when it is longer than a line. 0, -E2BIG
+ * when it is longer than PROTO_MAX_MESSAGE (nothing sent), or -errno. Does not take the
+ * reference. */
 int proto_send(int fd, json_t *msg);
 /* Read what the socket has (one read call) into the buffer. >0 bytes read, 0 EOF, -errno;
  * -E2BIG when the buffer is full without a whole line (a line over PROTO_MAX_LINE). */
 int proto_fill(struct proto_conn *c);
-/* Take one complete line out of the buffer: 1 (*out set, caller decrefs), 0 none yet,
+/* Take one complete message out of the buffer: 1 (*out set, caller decrefs), 0 none yet,
  * -EPROTO for a line that is not a JSON object (it is dropped: the next may be taken),
- * -E2BIG when the buffer is full without a whole line. */
+ * -E2BIG when the buffer is full without a whole line, or parts add up to more than
+ * PROTO_MAX_MESSAGE. Parts are taken in and put together: *out is never a part. */
 int proto_take(struct proto_conn *c, json_t **out);
 /* Block until one message arrives, skipping lines that are no JSON object: 1, 0 on EOF,
  * or -errno (-E2BIG for a line too long). timeout_ms < 0 waits for ever; past it,
@@ -66,11 +85,13 @@ int proto_recv(struct proto_conn *c, json_t **out, int timeout_ms);
 /* The "type" string of a message, "" when absent. */
 const char *proto_type(json_t *msg);
 
-/* The messages, typed. Encoding gives a new reference (NULL when a string is NULL or
- * no UTF-8); decoding reads the fields of a message whose type the caller has checked
- * and returns 0, or -EINVAL when a number is missing, of the wrong type or out of range
- * (the message is then to be ignored). A string field that is absent or no string reads
- * as "". The strings of a decoded message point into it: valid while the caller holds msg. */
+/* The messages, typed. Encoding gives a new reference (NULL when a string is NULL);
+ * decoding reads the fields of a message whose type the caller has checked and returns
+ * 0, or -EINVAL when a number is missing, of the wrong type or out of range, or a
+ * string's hex is malformed or holds a NUL (the message is then to be ignored). A
+ * string field that is absent or neither a string nor hex reads as "". The strings of
+ * a decoded message point into it (hex is decoded into it): valid while the caller
+ * holds msg. */
 struct proto_request {
 	int64_t attempt;          /* 1 first, +1 after each retry: 1..PROTO_MAX_ATTEMPT */
 	const char *tool, *src, *class_key, *sig_key;

@@ -9,13 +9,15 @@
 
 #include "util/grow.h"
 #include "util/units.h"
+#include "util/utf8.h"
 #include "util/xalloc.h"
 
 void report_add_job(struct report *r, const struct report_job *j)
 {
 	ARRAY_GROW(r->jobs, r->njobs + 1, r->cap);
 	r->jobs[r->njobs] = *j;
-	r->jobs[r->njobs++].class_key = xstrdup(j->class_key);
+	/* file names and flags are bytes: the report, trace and record are JSON */
+	r->jobs[r->njobs++].class_key = utf8_visible(j->class_key);
 }
 
 void report_add_point(struct report *r, const struct report_point *p)
@@ -31,8 +33,8 @@ void report_add_span(struct report *r, const struct report_span *s)
 	ARRAY_GROW(r->spans, r->nspans + 1, r->capspans);
 	d = &r->spans[r->nspans++];
 	*d = *s;
-	d->name = xstrdup(s->name);
-	d->class_key = xstrdup(s->class_key);
+	d->name = utf8_visible(s->name);
+	d->class_key = utf8_visible(s->class_key);
 	d->samples = xmalloc((s->nsamples ? s->nsamples : 1) * sizeof(*s->samples));
 	if (s->nsamples)
 		memcpy(d->samples, s->samples, s->nsamples * sizeof(*s->samples));

@@ -66,7 +66,7 @@ struct report {
 	size_t nspans, capspans;
 };
 
-/* Copies name, class and samples. */
+/* Copies name, class (both made valid UTF-8: utf8_visible) and samples. */
 void report_add_span(struct report *r, const struct report_span *s);
 /* Chrome/Perfetto trace (JSON): a span per job run, counters for memory. 0 or -errno. */
 int report_write_trace(const struct report *r, const char *path);
@@ -77,7 +77,7 @@ int report_write_record(const struct report *r, const char *path, const char *de
 
 void report_add_point(struct report *r, const struct report_point *p);
 
-/* Copies j (and its class). */
+/* Copies j (and its class, made valid UTF-8: utf8_visible). */
 void report_add_job(struct report *r, const struct report_job *j);
 /* The fixed job count a user can follow: the largest N whose replay of the observed
  * compile jobs' curves, N at a time in the order they started, peaks within the budget

@@ -466,3 +466,34 @@ twin_tree() {
 	[ "$status" -eq 0 ]
 	[[ "$output" == *"6 jobs"* ]]
 }
+
+@test "a job on a file named in bytes that are no UTF-8, and one with 64 KiB of flags, are governed and recorded" {
+	mkdir -p "$T/b" && cd "$T/b"
+	# an nvcc that holds some memory as a child, so that the tool itself is seen running
+	printf '#!/bin/sh\n"%s" --hold 20M --ms 400\n' "$MEMHOG" > nvcc
+	chmod +x nvcc
+	touch "$(printf 'k\377\376.cu')"
+	python3 - <<-'PY'
+	flags = " ".join("-gencode arch=compute_%d,code=sm_%d" % (i, i) for i in range(1200))
+	open("build.sh", "w").write(
+	    '$HEADROOM_LAUNCHER ./nvcc -c "$(printf \'k\\377\\376.cu\')" -o k.o &\n'
+	    '$HEADROOM_LAUNCHER ./nvcc %s -c wide.cu -o wide.o &\n'
+	    'wait\n' % flags)
+	PY
+	run "$HR" run --no-db -j 2 --report "$T/r.json" --trace "$T/t.json" --record "$T/rec.json" -- sh build.sh
+	echo "$output"
+	[ "$status" -eq 0 ]
+	[[ "$output" != *"outside headroom exec"* ]]
+	python3 - "$T/r.json" "$T/t.json" "$T/rec.json" <<-'PY'
+	import json, sys
+	r = json.load(open(sys.argv[1]))
+	assert r["jobs"] == 2 and not r["tree_fallback"], r
+	spans = [e for e in json.load(open(sys.argv[2]))["traceEvents"] if e["ph"] == "X"]
+	names = sorted(e["name"] for e in spans)
+	assert names == ["k\\xff\\xfe.cu", "wide.cu"], names            # the bytes shown, not lost
+	wide = [e for e in spans if e["name"] == "wide.cu"][0]
+	assert wide["args"]["class"].count("-gencode") == 1200, len(wide["args"]["class"])
+	rec = json.load(open(sys.argv[3]))
+	assert sorted(j["name"] for j in rec["jobs"]) == names, rec["jobs"]
+	PY
+}

@@ -17,6 +17,7 @@
 #include <unistd.h>
 
 #include "govern/proto.h"
+#include "util/strbuf.h"
 
 static void test_framing(void **state)
 {
@@ -182,9 +183,13 @@ static void test_cgroup_roundtrip(void **state)
 	assert_int_equal(out.job, 7);
 	assert_string_equal(out.dir, in.dir);
 	json_decref(m);
-	/* a directory that is no UTF-8 cannot be sent; none is no message */
+	/* a directory that is no UTF-8 goes as hex and comes back; none is no message */
 	in.dir = "/sys/fs/cgroup/\xff";
-	assert_null(proto_cgroup_encode(&in));
+	m = proto_cgroup_encode(&in);
+	assert_non_null(m);
+	assert_int_equal(proto_cgroup_decode(m, &out), 0);
+	assert_string_equal(out.dir, in.dir);
+	json_decref(m);
 	m = parse("{\"type\":\"cgroup\",\"job\":7,\"dir\":\"\"}");
 	assert_int_equal(proto_cgroup_decode(m, &out), -EINVAL);
 	json_decref(m);
@@ -430,11 +435,142 @@ static void test_exec_governor_gone(void **state)
 	rmdir(dir);
 }
 
+/* File names and flags are bytes: what is no UTF-8 goes as hex and comes back exactly. */
+static void test_request_bytes(void **state)
+{
+	struct proto_request in = { 1, "nvcc", "k\xff\xfe.cu", "nvcc -D\x80", "nvcc -D\x80 :: k\xff\xfe.cu", 0, 0 }, out;
+	json_t *m = proto_request_encode(&in);
+	char *text;
+
+	(void)state;
+	assert_non_null(m);
+	text = json_dumps(m, JSON_COMPACT);
+	assert_non_null(text);
+	assert_non_null(strstr(text, "\"src\":{\"hex\":\"6bfffe2e6375\"}"));
+	assert_string_equal(strstr(text, "\"tool\":\"nvcc\""), strstr(text, "\"tool\""));
+	json_decref(m);
+	m = parse(text);
+	free(text);
+	assert_int_equal(proto_request_decode(m, &out), 0);
+	assert_string_equal(out.tool, "nvcc");
+	assert_string_equal(out.src, "k\xff\xfe.cu");
+	assert_string_equal(out.class_key, "nvcc -D\x80");
+	assert_string_equal(out.sig_key, "nvcc -D\x80 :: k\xff\xfe.cu");
+	json_decref(m);
+	/* malformed hex, or a NUL no C string can hold: the request is refused */
+	static const char *const bad[] = {
+		"{\"type\":\"request\",\"attempt\":1,\"src\":{\"hex\":\"6\"}}",
+		"{\"type\":\"request\",\"attempt\":1,\"src\":{\"hex\":\"zz\"}}",
+		"{\"type\":\"request\",\"attempt\":1,\"src\":{\"hex\":\"6100\"}}",
+		"{\"type\":\"request\",\"attempt\":1,\"src\":{\"hex\":1}}",
+		"{\"type\":\"request\",\"attempt\":1,\"src\":{}}",
+	};
+	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+		m = parse(bad[i]);
+		assert_int_equal(proto_request_decode(m, &out), -EINVAL);
+		json_decref(m);
+	}
+}
+
+/* A message longer than a line goes in parts and is read back whole, exactly; one past
+ * PROTO_MAX_MESSAGE is not sent at all. */
+static void test_long_message_parts(void **state)
+{
+	struct strbuf flags = STRBUF_INIT;
+	int sv[2];
+	struct proto_conn c;
+	struct proto_request out;
+	json_t *m;
+	pid_t pid;
+	int st;
+
+	(void)state;
+	strbuf_add(&flags, "nvcc \xce\xbb");
+	for (int i = 0; i < 2000; i++)
+		strbuf_addf(&flags, " -gencode arch=compute_%d,code=\"sm_%d\" -D\xce\xbb=\\%d", i, i, i);
+	struct proto_request in = { 3, "nvcc", "k.cu", strbuf_str(&flags), "sig", 0, 0 };
+	assert_true(strlen(in.class_key) > PROTO_MAX_LINE);
+	assert_int_equal(socketpair(AF_UNIX, SOCK_STREAM, 0, sv), 0);
+	pid = fork();
+	assert_true(pid >= 0);
+	if (pid == 0) {
+		close(sv[1]);
+		_exit(proto_send_request(sv[0], &in) || proto_send_wait(sv[0], &(struct proto_wait){ 7 }) ? 1 : 0);
+	}
+	close(sv[0]);
+	proto_conn_init(&c, sv[1]);
+	assert_int_equal(proto_recv(&c, &m, 10000), 1);
+	assert_string_equal(proto_type(m), "request");
+	assert_int_equal(proto_request_decode(m, &out), 0);
+	assert_int_equal(out.attempt, 3);
+	assert_string_equal(out.class_key, in.class_key);
+	json_decref(m);
+	/* the next message is taken as usual */
+	assert_int_equal(proto_recv(&c, &m, 10000), 1);
+	assert_string_equal(proto_type(m), "wait");
+	json_decref(m);
+	assert_int_equal(waitpid(pid, &st, 0), pid);
+	assert_true(WIFEXITED(st) && WEXITSTATUS(st) == 0);
+	proto_conn_close(&c);
+	strbuf_release(&flags);
+
+	/* past the limit: -E2BIG, and nothing was written */
+	char *huge = malloc(PROTO_MAX_MESSAGE + 2);
+	assert_non_null(huge);
+	memset(huge, 'x', PROTO_MAX_MESSAGE + 1);
+	huge[PROTO_MAX_MESSAGE + 1] = '\0';
+	in.class_key = huge;
+	assert_int_equal(socketpair(AF_UNIX, SOCK_STREAM, 0, sv), 0);
+	assert_int_equal(proto_send_request(sv[0], &in), -E2BIG);
+	assert_int_equal(fcntl(sv[1], F_SETFL, O_NONBLOCK), 0);
+	char b;
+	assert_int_equal(read(sv[1], &b, 1), -1);
+	assert_int_equal(errno, EAGAIN);
+	close(sv[0]);
+	close(sv[1]);
+	free(huge);
+}
+
+/* Parts that add up past PROTO_MAX_MESSAGE are refused like a line too long. */
+static void test_parts_limit(void **state)
+{
+	int sv[2];
+	struct proto_conn c;
+	json_t *m;
+
+	(void)state;
+	assert_int_equal(socketpair(AF_UNIX, SOCK_STREAM, 0, sv), 0);
+	proto_conn_init(&c, sv[1]);
+	/* a part without its data is dropped; a lone last part with no object in it too */
+	const char *lines = "{\"type\":\"part\",\"more\":true}\n{\"type\":\"part\",\"data\":\"[1]\",\"more\":false}\n"
+			    "{\"type\":\"part\",\"data\":\"{\\\"type\\\":\",\"more\":true}\n"
+			    "{\"type\":\"part\",\"data\":\"\\\"ack\\\"}\",\"more\":false}\n";
+	assert_int_equal(write(sv[0], lines, strlen(lines)), (ssize_t)strlen(lines));
+	assert_int_equal(proto_fill(&c) > 0, 1);
+	assert_int_equal(proto_take(&c, &m), -EPROTO);
+	assert_int_equal(proto_take(&c, &m), -EPROTO);
+	assert_int_equal(proto_take(&c, &m), 1);
+	assert_string_equal(proto_type(m), "ack");
+	json_decref(m);
+	c.part_len = PROTO_MAX_MESSAGE - 2;
+	c.part = realloc(c.part, PROTO_MAX_MESSAGE);
+	c.part_cap = PROTO_MAX_MESSAGE;
+	lines = "{\"type\":\"part\",\"data\":\"abc\",\"more\":true}\n";
+	assert_int_equal(write(sv[0], lines, strlen(lines)), (ssize_t)strlen(lines));
+	assert_int_equal(proto_fill(&c) > 0, 1);
+	assert_int_equal(proto_take(&c, &m), -E2BIG);
+	close(sv[0]);
+	proto_conn_close(&c);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_framing),
 		cmocka_unit_test(test_request_roundtrip),
+		cmocka_unit_test(test_request_bytes),
+		cmocka_unit_test(test_long_message_parts),
+		cmocka_unit_test(test_parts_limit),
 		cmocka_unit_test(test_line_limit),
 		cmocka_unit_test(test_admit_wait_roundtrip),
 		cmocka_unit_test(test_cgroup_roundtrip),

@@ -15,6 +15,7 @@
 #include "util/grow.h"
 #include "util/path.h"
 #include "util/strbuf.h"
+#include "util/utf8.h"
 
 static void test_array_grow(void **state)
 {
@@ -99,11 +100,38 @@ static void test_paths(void **state)
 	assert_string_equal(runtime_dir(), "/tmp");
 }
 
+/* Bytes that are no UTF-8 are shown as \xNN; UTF-8 is kept as it is. */
+static void test_utf8(void **state)
+{
+	static const struct {
+		const char *in, *shown;
+		int valid;
+	} rows[] = {
+		{ "plain.c", "plain.c", 1 },
+		{ "\xce\xbb.cu", "\xce\xbb.cu", 1 },
+		{ "k\xff\xfe.cu", "k\\xff\\xfe.cu", 0 },
+		{ "\xc0\xaf", "\\xc0\\xaf", 0 },             /* overlong */
+		{ "\xed\xa0\x80", "\\xed\\xa0\\x80", 0 },     /* a surrogate */
+		{ "\xf4\x90\x80\x80", "\\xf4\\x90\\x80\\x80", 0 }, /* past U+10FFFF */
+		{ "a\xe2\x82", "a\\xe2\\x82", 0 },           /* cut short */
+	};
+
+	(void)state;
+	for (size_t i = 0; i < sizeof(rows) / sizeof(rows[0]); i++) {
+		char *v = utf8_visible(rows[i].in);
+		assert_int_equal(utf8_valid(rows[i].in, strlen(rows[i].in)), rows[i].valid);
+		assert_string_equal(v, rows[i].shown);
+		assert_true(utf8_valid(v, strlen(v)));
+		free(v);
+	}
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_array_grow),
 		cmocka_unit_test(test_strbuf),
+		cmocka_unit_test(test_utf8),
 		cmocka_unit_test(test_exit_status_of),
 		cmocka_unit_test(test_paths),
 	};
