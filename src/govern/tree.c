@@ -71,9 +71,11 @@ enum tree_kind tree_classify(int argc, char *const argv[], const char *self_name
 		/* the cc and c++ shims `headroom run` makes for python builds launch too */
 		if (strstr(argv[i], "/headroom-shims."))
 			return TREE_LAUNCHED;
-		if (tree_is_build_tool(b))
-			return TREE_WRAPPER;
 	}
+	/* A build tool it runs: the program it runs, not a word of its arguments (`echo built
+	 * with make`). One it starts later (`cmd && make`) is seen when it appears below it. */
+	if (argc > 0 && tree_is_build_tool(path_base(argv[0])))
+		return TREE_WRAPPER;
 	return TREE_JOB;
 }
 

@@ -21,7 +21,7 @@ int tree_has_compiler(const struct proc_table *t, pid_t pid);
 
 enum tree_kind {
 	TREE_JOB,      /* a compile job: govern it */
-	TREE_WRAPPER,  /* runs a build tool (`cd sub && $(MAKE)`): its children's children are jobs */
+	TREE_WRAPPER,  /* its program is a build tool (`cd sub && $(MAKE)`): its children's children are jobs */
 	TREE_LAUNCHED, /* goes through `headroom exec`, headroom-exec or a compiler shim: the launcher governs it */
 };
 

@@ -224,3 +224,15 @@ print("dir", os.path.dirname(c))
 	for i in $(seq 1 50); do [ "$(grep -c '^end' log 2>/dev/null)" -ge 4 ] && break; sleep 0.2; done
 	[ "$(grep -c '^end' log)" -eq 4 ]
 }
+
+@test "run --tree: a job that names make in its arguments is a job, not a nested build" {
+	command -v make || skip "make needed"
+	mkdir -p "$T/w" && cd "$T/w"
+	printf 'all: t1 t2 t3 t4\nt%%:\n\t@%s --hold 300M --ms 600 && echo built with make > $@\n' "$MEMHOG" > Makefile
+	run "$HR" run --tree --no-db --budget 700M --report "$T/r.json" -- make -s -j4
+	echo "$output"
+	[ "$status" -eq 0 ]
+	[ "$(ls t? | wc -l)" -eq 4 ]
+	# four jobs, held to the budget: two of them at once
+	python3 -c 'import json,sys; r=json.load(open(sys.argv[1])); assert r["jobs"] == 4 and r["peak_jobs_bytes"] <= 700 << 20, r' "$T/r.json"
+}

@@ -13,7 +13,7 @@ static void test_classify(void **state)
 {
 	(void)state;
 	char *job[] = { "g++", "-O2", "-c", "a.cpp", "-o", "a.o" };
-	char *rec[] = { "cd", "sub", "&&", "/usr/bin/make", "-j4" };
+	char *rec[] = { "/usr/bin/make", "-C", "sub", "-j4" };
 	char *nin[] = { "ninja", "-C", "build" };
 	char *launched[] = { "/opt/bin/headroom", "exec", "--", "nvcc", "-c", "k.cu" };
 	char *notlaunch[] = { "headroom-data-gen", "exec" };
@@ -22,7 +22,7 @@ static void test_classify(void **state)
 	char *small[] = { "/opt/bin/headroom-exec", "--", "nvcc", "-c", "k.cu" };
 
 	assert_int_equal(tree_classify(6, job, "headroom"), TREE_JOB);
-	assert_int_equal(tree_classify(5, rec, "headroom"), TREE_WRAPPER);
+	assert_int_equal(tree_classify(4, rec, "headroom"), TREE_WRAPPER);
 	assert_int_equal(tree_classify(3, nin, "headroom"), TREE_WRAPPER);
 	assert_int_equal(tree_classify(6, launched, "headroom"), TREE_LAUNCHED);
 	assert_int_equal(tree_classify(2, notlaunch, "headroom"), TREE_JOB);
@@ -35,6 +35,30 @@ static void test_classify(void **state)
 	assert_true(tree_is_compiler("cc1plus"));
 	assert_true(tree_is_compiler("cicc"));
 	assert_false(tree_is_compiler("sh"));
+}
+
+/* A nested build is a command whose program is a build tool, not one that names one. */
+static void test_classify_shell(void **state)
+{
+	static const struct {
+		const char *cmd;
+		enum tree_kind kind;
+	} rows[] = {
+		{ "cd sub && /usr/bin/make -j4", TREE_WRAPPER },
+		{ "$(MAKE) -C sub", TREE_JOB },  /* unexpanded: seen when make appears below it */
+		{ "make -C sub all", TREE_WRAPPER },
+		{ "memhog --hold 300M && echo built with make > out", TREE_JOB },
+		{ "echo ninja gmake samu", TREE_JOB },
+		{ "g++ -c make.cpp -o ninja.o", TREE_JOB },
+	};
+
+	(void)state;
+	for (size_t i = 0; i < sizeof(rows) / sizeof(rows[0]); i++) {
+		char cmd[256], *argv[32] = { "/bin/sh", "-c", cmd, NULL };
+		snprintf(cmd, sizeof(cmd), "%s", rows[i].cmd);
+		int argc = tree_job_argv(3, argv, 32);
+		assert_int_equal(tree_classify(argc, argv, "headroom"), rows[i].kind);
+	}
 }
 
 static void test_ungoverned(void **state)
@@ -136,6 +160,7 @@ int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_classify),
+		cmocka_unit_test(test_classify_shell),
 		cmocka_unit_test(test_ungoverned),
 		cmocka_unit_test(test_job_argv),
 		cmocka_unit_test(test_cmake_steps),
