@@ -153,6 +153,9 @@ void job_thaw(struct gov *g, struct job *j, int64_t now);
 /* Kill it to save memory; its launcher runs it again. */
 void job_kill(struct gov *g, struct job *j, int64_t now);
 void job_add_sample(struct job *j, int64_t t_ms, uint64_t bytes);
+/* A run of the job that ended, for the trace and the record (when either was asked for),
+ * whoever found it: a launcher's, or the tree's. exit_code -1: unknown or a signal. */
+void job_add_span(struct gov *g, struct job *j, int64_t duration_ms, int exit_code, int retried);
 /* Read the running jobs' memory from g->procs (each process counts for the job it is
  * below); dt_ms since the last tick, for their growth. A launcher's job that has run a
  * tick gets a cgroup of its own (where g->job_groups), and each tick its new processes

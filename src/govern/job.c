@@ -310,3 +310,21 @@ void job_remove(struct gov *g, size_t i)
 	job_free(j);
 	g->jobs[i] = g->jobs[--g->njobs];
 }
+
+void job_add_span(struct gov *g, struct job *j, int64_t duration_ms, int exit_code, int retried)
+{
+	if (!g->o->trace_path && !g->o->record_path)
+		return;
+	struct report_span sp = {
+		.name = *j->src ? j->src : j->tool,
+		.class_key = j->class_key,
+		.start_ms = j->t_admit_ms - g->t0_ms,
+		.duration_ms = duration_ms,
+		.exit_code = exit_code,
+		.retried = retried,
+		.peak_bytes = j->peak_bytes,
+		.samples = j->samples,
+		.nsamples = j->nsamples,
+	};
+	report_add_span(&g->rep, &sp);
+}

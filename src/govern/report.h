@@ -25,7 +25,7 @@ struct report_span {
 	char *class_key;          /* owned */
 	int64_t start_ms;         /* since the build started */
 	int64_t duration_ms;
-	int exit_code;            /* -1 when it died by a signal */
+	int exit_code;            /* -1 when it died by a signal, or is unknown (a tree job's) */
 	int retried;              /* killed for memory and run again */
 	uint64_t peak_bytes;
 	struct curve_sample *samples; /* owned; t_ms since the job's start */

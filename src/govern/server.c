@@ -53,21 +53,8 @@ static void on_done(struct gov *g, struct job *j, const struct proto_done *d, in
 	} else {
 		g->rep.failed_jobs++;
 	}
-	if (g->o->trace_path || g->o->record_path) {
-		int64_t ran = job_elapsed(j, now);
-		struct report_span sp = {
-			.name = *j->src ? j->src : j->tool,
-			.class_key = j->class_key,
-			.start_ms = j->t_admit_ms - g->t0_ms,
-			.duration_ms = dur > 0 && dur < ran ? dur : ran,
-			.exit_code = d->has_exit ? (int)d->exit_code : -1,
-			.retried = retry,
-			.peak_bytes = j->peak_bytes,
-			.samples = j->samples,
-			.nsamples = j->nsamples,
-		};
-		report_add_span(&g->rep, &sp);
-	}
+	job_add_span(g, j, dur > 0 && dur < job_elapsed(j, now) ? dur : job_elapsed(j, now),
+		     d->has_exit ? (int)d->exit_code : -1, retry);
 	/* only a launcher whose tool was SIGKILLed waits for the answer */
 	if (d->has_signal && d->signal == SIGKILL)
 		proto_send_ack(j->conn.fd, &(struct proto_ack){ j->id, retry, reason });

@@ -109,6 +109,8 @@ static void tree_job_done(struct gov *g, struct job *j, int64_t now)
 	if (!j->not_learned)
 		j->not_learned = job_seen_untrue(&seen);
 	learned_job_done(g, j, job_elapsed(j, now), 0);
+	/* its exit status went to the build tool, not to us */
+	job_add_span(g, j, job_elapsed(j, now), -1, 0);
 }
 
 /* Each child of a build tool (ninja, make) below us is a job: held (stopped) the moment it

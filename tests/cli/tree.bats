@@ -236,3 +236,22 @@ print("dir", os.path.dirname(c))
 	# four jobs, held to the budget: two of them at once
 	python3 -c 'import json,sys; r=json.load(open(sys.argv[1])); assert r["jobs"] == 4 and r["peak_jobs_bytes"] <= 700 << 20, r' "$T/r.json"
 }
+
+@test "run --tree and --jobserver: the jobs found in the tree are in the trace and the record" {
+	command -v make || skip "make needed"
+	for mode in --tree --jobserver=pipe; do
+		hold_makefile "$T/sp$mode" 3 40M 400
+		cd "$T/sp$mode"
+		run "$HR" run --no-db -j 3 $mode --trace "$T/t.json" --record "$T/rec.json" -- make
+		echo "$output"
+		[ "$status" -eq 0 ]
+		python3 - "$T/t.json" "$T/rec.json" <<-'PY'
+		import json, sys
+		spans = [e for e in json.load(open(sys.argv[1]))["traceEvents"] if e["ph"] == "X"]
+		assert len(spans) == 3 and all(e["dur"] > 0 for e in spans), spans
+		rec = json.load(open(sys.argv[2]))
+		assert len(rec["jobs"]) == 3, rec
+		assert all(max(j["rss_bytes"]) >= 40 << 20 for j in rec["jobs"]), rec   # their curves too
+		PY
+	done
+}
