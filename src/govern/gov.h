@@ -125,6 +125,8 @@ struct gov {
 	struct build_profile last_build; /* jobs 0 when this build was not seen before */
 	char *next_class;           /* class of the last job found: what the next token is for */
 	int guard_fd;               /* the guardian's pipe; -1 without one */
+	pid_t guard_pid;            /* the guardian; 0 without one */
+	uint64_t unowned_bytes;     /* what processes the build left below us hold (tree_unowned_bytes) */
 	int nice0;                  /* niceness and OOM score adjustment headroom started with, */
 	char oom_adj0[16];          /* given back to the build: guard_lock_self() changes ours */
 };

@@ -16,6 +16,7 @@
 
 #include "govern/admit.h"
 #include "govern/gov.h"
+#include "govern/tree.h"
 #include "sys/cpus.h"
 #include "sys/fsutil.h"
 #include "sys/meminfo.h"
@@ -157,6 +158,13 @@ static int setup_memory(struct gov *g)
 	return 0;
 }
 
+/* The jobs' budget less what the build left running that no job owns
+ * (tree_unowned_bytes): that memory is taken from the same budget. */
+static uint64_t jobs_budget(const struct gov *g)
+{
+	return g->budget_bytes > g->unowned_bytes ? g->budget_bytes - g->unowned_bytes : 0;
+}
+
 static struct job *youngest(struct gov *g, int want_frozen, int any)
 {
 	struct job *best = NULL;
@@ -266,9 +274,9 @@ static int admit_waiting(struct gov *g, int64_t now, uint64_t avail, struct admi
 	uint64_t room = avail > g->reserve_bytes ? avail - g->reserve_bytes : 0;
 
 	*s = (struct admit_snapshot){
-		.budget_bytes = g->budget_bytes,
+		.budget_bytes = jobs_budget(g),
 		.free_bytes = room,
-		.unknown_bytes = admit_unknown_need(g->budget_bytes, room, g->tree, g->seen_peak_bytes, snap, n),
+		.unknown_bytes = admit_unknown_need(jobs_budget(g), room, g->tree, g->seen_peak_bytes, snap, n),
 		.jobs = snap,
 		.njobs = n,
 	};
@@ -386,6 +394,9 @@ static void govern_tick(struct gov *g, int64_t now)
 	int tokens = 0;
 
 	read_procs(g);
+	g->unowned_bytes = tree_unowned_bytes(&g->procs, getpid(), g->build_pid, g->guard_pid);
+	if (g->unowned_bytes > g->rep.peak_unowned_bytes)
+		g->rep.peak_unowned_bytes = g->unowned_bytes;
 	g->oom_tick = gov_oom_count(g);
 	treescan_fallback(g);
 	if (g->tree)
@@ -422,7 +433,7 @@ static void govern_tick(struct gov *g, int64_t now)
 		show_progress(g, now, used);
 		g->next_progress_ms = now + 500;
 	}
-	enum net_action act = net_apply_budget(net_decide(&ns), jobs_bytes, g->budget_bytes);
+	enum net_action act = net_apply_budget(net_decide(&ns), jobs_bytes + g->unowned_bytes, g->budget_bytes);
 	/* The net acts on known numbers only: with memory unknown it holds, and ends or
 	 * freezes nothing on a guess. */
 	if (mem_err) {
@@ -451,9 +462,9 @@ static void govern_tick(struct gov *g, int64_t now)
 			/* Thaw when the memory it is predicted to still grow by is free. */
 			struct admit_job aj = { job_elapsed(f, now), f->pred, f->current_bytes, 1, f->pred_own };
 			uint64_t room = avail > g->reserve_bytes ? avail - g->reserve_bytes : 0;
-			uint64_t need = admit_thaw_need(&aj, admit_unknown_need(g->budget_bytes, room, g->tree,
+			uint64_t need = admit_thaw_need(&aj, admit_unknown_need(jobs_budget(g), room, g->tree,
 										   g->seen_peak_bytes, snap, n));
-			if (admit_thaw_fits(need, avail, g->reserve_bytes, jobs_bytes, g->budget_bytes))
+			if (admit_thaw_fits(need, avail, g->reserve_bytes, jobs_bytes, jobs_budget(g)))
 				job_thaw(g, f, now);
 		}
 	}

@@ -118,6 +118,7 @@ int guard_start(struct gov *g)
 		_exit(0);
 	}
 	close(fds[0]);
+	g->guard_pid = pid;
 	return fds[1];
 }
 

@@ -207,6 +207,7 @@ json_t *report_to_json(const struct report *r)
 	json_object_set_new(o, "mode", r->mode ? json_string(r->mode) : json_null());
 	json_object_set_new(o, "tree_fallback", json_boolean(r->tree_fallback));
 	json_object_set_new(o, "peak_jobs_bytes", json_integer((json_int_t)r->peak_jobs_bytes));
+	json_object_set_new(o, "peak_unowned_bytes", json_integer((json_int_t)r->peak_unowned_bytes));
 	json_object_set_new(o, "peak_group_bytes",
 			    r->has_peak_group ? json_integer((json_int_t)r->peak_group_bytes) : json_null());
 	json_object_set_new(o, "freezes", json_integer(r->freezes));
@@ -275,6 +276,9 @@ void report_print(const struct report *r, FILE *f)
 		r->limit_bytes ? size_format(r->limit_bytes, a, sizeof(a)) : "unknown",
 		r->limit_source ? r->limit_source : "unknown", size_format(r->budget_bytes, b, sizeof(b)),
 		size_format(r->peak_jobs_bytes, c, sizeof(c)));
+	if (r->peak_unowned_bytes)
+		fprintf(f, ", left running by jobs (no job's, counted against the budget) %s",
+			size_format(r->peak_unowned_bytes, a, sizeof(a)));
 	if (r->has_peak_group)
 		fprintf(f, ", group peak %s", size_format(r->peak_group_bytes, a, sizeof(a)));
 	if (r->mode)

@@ -50,6 +50,7 @@ struct report {
 	uint64_t budget_bytes;
 	uint64_t fixed_budget_bytes; /* what the recommended fixed -jN may use; 0: budget_bytes */
 	uint64_t peak_jobs_bytes; /* largest sum of the jobs' resident memory seen */
+	uint64_t peak_unowned_bytes; /* largest memory seen that jobs left running and no job owns */
 	int has_peak_group;       /* the cgroup's own peak could be read */
 	uint64_t peak_group_bytes;
 	int freezes, thaws, kills, retries, oom_kills;

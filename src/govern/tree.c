@@ -102,3 +102,22 @@ pid_t tree_ungoverned_compiler(const struct proc_table *t, pid_t self, const cha
 	}
 	return 0;
 }
+
+uint64_t tree_unowned_bytes(const struct proc_table *t, pid_t self, pid_t build, pid_t guard)
+{
+	uint64_t sum = 0;
+
+	for (size_t i = 0; i < t->n; i++) {
+		const struct proc_entry *e = &t->v[i], *a = e;
+		int depth;
+
+		if (e->pid == self || e->pid == guard)
+			continue;
+		/* bounded: a table read while processes come and go may hold a cycle */
+		for (depth = 0; depth < 256 && a && a->pid != self && a->pid != build; depth++)
+			a = proc_table_find(t, a->ppid);
+		if (a && a->pid == self)
+			sum += e->rss_bytes;
+	}
+	return sum;
+}

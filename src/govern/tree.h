@@ -40,4 +40,10 @@ enum tree_kind tree_classify(int argc, char *const argv[], const char *self_name
  * PYTORCH_NVCC or CXX, say): its pid, or 0 when every compiler is governed. */
 pid_t tree_ungoverned_compiler(const struct proc_table *t, pid_t self, const char *self_name);
 
+/* Memory no job owns: the resident memory of the processes below self that are not
+ * below the build (every job is), that is, what a job left running when it ended
+ * (`setsid daemon &`), adopted by self as the subreaper. Not self, nor its guardian
+ * (guard: 0 for none). */
+uint64_t tree_unowned_bytes(const struct proc_table *t, pid_t self, pid_t build, pid_t guard);
+
 #endif

@@ -255,3 +255,31 @@ print("dir", os.path.dirname(c))
 		PY
 	done
 }
+
+@test "run --tree: memory a job left running counts against the budget and is reported" {
+	command -v make || skip "make needed"
+	mkdir -p "$T/orph" && cd "$T/orph"
+	# t0 leaves a 600M process behind (setsid, its parent gone) and ends once it holds it;
+	# then three 300M jobs under an 800M budget: beside it, one at a time
+	{
+		printf 'all: t1 t2 t3\nt1 t2 t3: t0\n\t@%s --hold 300M --ms 700\n' "$MEMHOG"
+		printf 't0:\n\t@(setsid %s --hold 600M --ms 60000 & echo $$! > orphan.pid)\n' "$MEMHOG"
+		printf '\t@for i in $$(seq 300); do [ "$$(awk %s /proc/$$(cat orphan.pid)/status)" -gt 600000 ] && exit 0; sleep 0.1; done; exit 1\n' \
+			"'/VmRSS/ { print \$\$2 }'"
+		printf '.PHONY: all t0 t1 t2 t3\n'
+	} > Makefile
+	run "$HR" run --tree --no-db --budget 800M --report "$T/r.json" -- make -s -j3
+	echo "$output"
+	[ "$status" -eq 0 ]
+	[[ "$output" == *"left running by jobs"* ]]
+	python3 - "$T/r.json" <<-'PY'
+	import json, sys
+	r = json.load(open(sys.argv[1]))
+	print({k: r[k] for k in ("jobs", "peak_jobs_bytes", "peak_unowned_bytes", "freezes")})
+	assert r["jobs"] == 4, r
+	assert r["peak_unowned_bytes"] >= 600 << 20, r
+	assert r["peak_jobs_bytes"] < 450 << 20, r        # never two 300M jobs beside it
+	PY
+	# the build's end ended what it left running
+	! kill -0 "$(cat orphan.pid)" 2>/dev/null
+}

@@ -156,11 +156,34 @@ static void test_has_compiler(void **state)
 	assert_false(tree_has_compiler(&t, 20));
 }
 
+/* What the build left below the governor, and no job owns, is counted; the build's own
+ * processes, the governor and its guardian are not. */
+static void test_unowned(void **state)
+{
+	(void)state;
+	/* 10 headroom -> 11 make -> 12 sh -> 13 memhog (a job's)
+	 *             -> 20 headroom-guard
+	 *             -> 21 memhog (its job ended: adopted) -> 22 its child
+	 * 30 elsewhere on the machine */
+	struct proc_entry v[] = {
+		{ 10, 1, 10, 'S', 5 << 20, "headroom", 1 },   { 11, 10, 11, 'S', 2 << 20, "make", 1 },
+		{ 12, 11, 11, 'S', 1 << 20, "sh", 1 },        { 13, 12, 11, 'S', 300 << 20, "memhog", 1 },
+		{ 20, 10, 20, 'S', 5 << 20, "headroom-guard", 1 }, { 21, 10, 21, 'S', 600 << 20, "memhog", 1 },
+		{ 22, 21, 21, 'S', 7 << 20, "memhog", 1 },    { 30, 1, 30, 'S', 900 << 20, "memhog", 1 },
+	};
+	struct proc_table t = { v, 8, 8 };
+
+	assert_int_equal(tree_unowned_bytes(&t, 10, 11, 20), 607 << 20);
+	/* without a guardian it would count as well: it is named by pid only */
+	assert_int_equal(tree_unowned_bytes(&t, 10, 11, 0), 612 << 20);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_classify),
 		cmocka_unit_test(test_classify_shell),
+		cmocka_unit_test(test_unowned),
 		cmocka_unit_test(test_ungoverned),
 		cmocka_unit_test(test_job_argv),
 		cmocka_unit_test(test_cmake_steps),
