@@ -91,6 +91,7 @@ struct gov {
 	struct cgroup cg;           /* the group headroom runs in; version NONE without one */
 	int cg_limited;
 	int job_groups;             /* jobs get child groups of cg */
+	struct cgroup_peak_mark peak_mark; /* cg's peak when the build started: the report's is since */
 	uint64_t limit_bytes, reserve_bytes, budget_bytes;
 	uint64_t seen_peak_bytes;   /* the largest peak a job of this build passed; 0: none yet */
 	size_t max_conns;           /* launcher connections open at most (descriptors less a spare) */

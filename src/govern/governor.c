@@ -122,6 +122,9 @@ static int setup_memory(struct gov *g)
 		g->rep.limit_source = g->cg.version == CGROUP_V1 ? "cgroup v1" : "cgroup v2";
 	}
 	g->job_groups = cgroup_children_counted(&g->cg);
+	/* a group used before keeps its old peak: the report's is this build's */
+	if (g->cg_limited && cgroup_mem_peak_mark(&g->cg, &g->peak_mark))
+		log_debug("cannot read the group's peak");
 	g->psi_path = cgroup_pressure_path(&g->cg);
 	if (!g->psi_path)
 		g->psi_path = xasprintf("%s/proc/pressure/memory", g->o->proc_root);
@@ -724,7 +727,7 @@ int governor_run(const struct governor_opts *o)
 	uint64_t group_ooms = gov_oom_count(&g) - g.oom_start;
 	if (group_ooms > (uint64_t)g.rep.oom_kills)
 		g.rep.oom_kills = (int)group_ooms;
-	if (g.cg_limited && !cgroup_mem_peak(&g.cg, &g.rep.peak_group_bytes))
+	if (g.cg_limited && !cgroup_mem_peak_since(&g.cg, &g.peak_mark, &g.rep.peak_group_bytes))
 		g.rep.has_peak_group = 1;
 	learned_save(&g);
 	record_governed(&g);

@@ -249,6 +249,40 @@ int cgroup_mem_peak(const struct cgroup *cg, uint64_t *out_bytes)
 	return read_in(cg->dir, cg->version == CGROUP_V1 ? "memory.max_usage_in_bytes" : "memory.peak", out_bytes);
 }
 
+int cgroup_mem_peak_mark(const struct cgroup *cg, struct cgroup_peak_mark *m)
+{
+	char path[PATH_MAX];
+	uint64_t usage;
+	int rc;
+
+	memset(m, 0, sizeof(*m));
+	if (cg->version == CGROUP_NONE)
+		return -ENOENT;
+	if (cg->version == CGROUP_V1) {
+		snprintf(path, sizeof(path), "%s/memory.max_usage_in_bytes", cg->dir);
+		m->reset = !fs_write(path, "0");
+	}
+	rc = cgroup_mem_peak(cg, &m->start_bytes);
+	m->known = !rc;
+	/* the kernel resets it to the charge now: anything above is the old peak still */
+	if (m->reset && (rc || read_in(cg->dir, "memory.usage_in_bytes", &usage) || m->start_bytes > usage))
+		m->reset = 0;
+	return rc;
+}
+
+int cgroup_mem_peak_since(const struct cgroup *cg, const struct cgroup_peak_mark *m, uint64_t *out_bytes)
+{
+	uint64_t peak;
+	int rc = cgroup_mem_peak(cg, &peak);
+
+	if (rc)
+		return rc;
+	if (!m->reset && (!m->known || peak <= m->start_bytes))
+		return -ENODATA;
+	*out_bytes = peak;
+	return 0;
+}
+
 int cgroup_oom_kills(const struct cgroup *cg, uint64_t *out)
 {
 	char path[PATH_MAX];

@@ -26,8 +26,22 @@ int cgroup_mem_limit(const struct cgroup *cg, uint64_t *out_bytes);
 int cgroup_cpu_limit(const struct cgroup *cg, uint64_t *out_milli);
 /* Charged memory minus inactive page cache (what cannot be reclaimed cheaply). */
 int cgroup_mem_working_set(const struct cgroup *cg, uint64_t *out_bytes);
-/* Highest charge seen (v2 memory.peak, v1 memory.max_usage_in_bytes). */
+/* Highest charge seen (v2 memory.peak, v1 memory.max_usage_in_bytes), over the group's
+ * whole life: a group used before keeps an earlier peak. */
 int cgroup_mem_peak(const struct cgroup *cg, uint64_t *out_bytes);
+/* Where a window of the group's peak starts (cgroup_mem_peak_mark). */
+struct cgroup_peak_mark {
+	int reset;              /* the highest charge was reset to the charge now (v1, where permitted) */
+	int known;              /* start_bytes could be read */
+	uint64_t start_bytes;   /* the highest charge at the mark */
+};
+/* Start a window: reset the highest charge where the kernel lets us (a write to v1's
+ * memory.max_usage_in_bytes; taken as done only when it then reads no more than the
+ * charge now), and note it. 0 or -errno. */
+int cgroup_mem_peak_mark(const struct cgroup *cg, struct cgroup_peak_mark *m);
+/* The highest charge since the mark: -ENODATA when it cannot be told, the peak being
+ * one from before the mark that was not reset and was not passed since. */
+int cgroup_mem_peak_since(const struct cgroup *cg, const struct cgroup_peak_mark *m, uint64_t *out_bytes);
 /* OOM kills inside this group (v2 memory.events, v1 memory.oom_control). */
 int cgroup_oom_kills(const struct cgroup *cg, uint64_t *out);
 /* Path of the group's pressure file (v2 only); NULL otherwise. Caller frees. */

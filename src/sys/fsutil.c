@@ -74,7 +74,9 @@ int fs_read_key_u64(const char *path, const char *key, uint64_t *out)
 int fs_write(const char *path, const char *s)
 {
 	size_t len = strlen(s);
-	int fd = open(path, O_WRONLY | O_CLOEXEC);
+	/* O_TRUNC: a regular file (a fixture) reads back what was written, as echo > leaves it;
+	 * /proc and cgroup files ignore it */
+	int fd = open(path, O_WRONLY | O_TRUNC | O_CLOEXEC);
 
 	if (fd < 0)
 		return -errno;

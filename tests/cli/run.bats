@@ -497,3 +497,25 @@ twin_tree() {
 	assert sorted(j["name"] for j in rec["jobs"]) == names, rec["jobs"]
 	PY
 }
+
+@test "a memory cgroup used before: its old peak is not reported as this build's" {
+	CG=$(make_cgroup "hr-bats-$$" $((400 << 20))) || skip "cannot create a memory cgroup here (needs root and writable cgroups)"
+	# an earlier tenant peaked at 150M; then the group is narrowed, as when it is reused
+	in_cgroup "$CG" "$MEMHOG" --hold 150M --ms 100
+	if [ -e "$CG/memory.limit_in_bytes" ]; then
+		echo $((96 << 20)) > "$CG/memory.limit_in_bytes"
+	else
+		echo $((96 << 20)) > "$CG/memory.max"
+	fi
+	run in_cgroup "$CG" "$HR" run --no-db --reserve 8M --report "$T/r.json" -- "$MEMHOG" --hold 4M --ms 100
+	remove_cgroup "$CG"
+	echo "$output"
+	[ "$status" -eq 0 ]
+	python3 - "$T/r.json" <<-'PY'
+	import json, sys
+	r = json.load(open(sys.argv[1]))
+	assert r["limit_source"].startswith("cgroup"), r
+	# this build's peak, or unknown: never the old 150M, over the limit
+	assert r["peak_group_bytes"] is None or r["peak_group_bytes"] <= r["limit_bytes"], r
+	PY
+}

@@ -182,6 +182,55 @@ static void test_cgroup_v1(void **state)
 	cgroup_free(&cg);
 }
 
+static void put(const char *dir, const char *file, const char *text)
+{
+	char path[512];
+	FILE *f;
+
+	snprintf(path, sizeof(path), "%s/%s", dir, file);
+	f = fopen(path, "w");
+	assert_non_null(f);
+	fputs(text, f);
+	fclose(f);
+}
+
+/* A group used before keeps its old peak: the build's is read from a mark at its start. */
+static void test_cgroup_peak_since(void **state)
+{
+	char dir[] = "/tmp/headroom-cgpeak.XXXXXX", path[512];
+	struct cgroup cg = { .version = CGROUP_V1, .dir = dir };
+	struct cgroup_peak_mark m;
+	uint64_t v;
+
+	(void)state;
+	assert_non_null(mkdtemp(dir));
+	/* v1: a stale 150 MiB peak, 4 MiB charged now; the write resets it (the file
+	 * here reads back the 0 written, at most the charge: as the kernel's would) */
+	put(dir, "memory.max_usage_in_bytes", "157286400\n");
+	put(dir, "memory.usage_in_bytes", "4194304\n");
+	assert_int_equal(cgroup_mem_peak_mark(&cg, &m), 0);
+	assert_true(m.reset);
+	put(dir, "memory.max_usage_in_bytes", "11534336\n"); /* the build's 11 MiB */
+	assert_int_equal(cgroup_mem_peak_since(&cg, &m, &v), 0);
+	assert_int_equal(v, 11534336);
+	/* not reset (v2 here): the old peak, never passed, is no peak of this build */
+	cg.version = CGROUP_V2;
+	put(dir, "memory.peak", "157286400\n");
+	assert_int_equal(cgroup_mem_peak_mark(&cg, &m), 0);
+	assert_false(m.reset);
+	assert_int_equal(cgroup_mem_peak_since(&cg, &m, &v), -ENODATA);
+	/* passed since: that is the build's */
+	put(dir, "memory.peak", "209715200\n");
+	assert_int_equal(cgroup_mem_peak_since(&cg, &m, &v), 0);
+	assert_int_equal(v, 209715200);
+	static const char *const files[] = { "memory.max_usage_in_bytes", "memory.usage_in_bytes", "memory.peak" };
+	for (size_t i = 0; i < sizeof(files) / sizeof(files[0]); i++) {
+		snprintf(path, sizeof(path), "%s/%s", dir, files[i]);
+		assert_int_equal(unlink(path), 0);
+	}
+	assert_int_equal(rmdir(dir), 0);
+}
+
 static void test_cgroup_none(void **state)
 {
 	struct cgroup cg;
@@ -233,6 +282,7 @@ int main(void)
 		cmocka_unit_test(test_proc_parse), cmocka_unit_test(test_proc_tree), cmocka_unit_test(test_proc_below),
 		cmocka_unit_test(test_proc_cmdline),
 		cmocka_unit_test(test_cgroup_v2),  cmocka_unit_test(test_cgroup_v1),
+		cmocka_unit_test(test_cgroup_peak_since),
 		cmocka_unit_test(test_cgroup_none),  cmocka_unit_test(test_cpus),
 	};
 	return cmocka_run_group_tests_name("sys", tests, NULL, NULL);
