@@ -131,9 +131,15 @@ static int setup_memory(struct gov *g)
 	g->reserve_bytes = g->o->reserve_bytes ? g->o->reserve_bytes : net_default_reserve(g->limit_bytes);
 	if (g->limit_bytes && g->reserve_bytes >= g->limit_bytes) {
 		char r[32], l[32];
-		log_warn("--reserve %s is all of the memory limit, %s (%s): no job could ever run; give less",
-			 size_format(g->reserve_bytes, r, sizeof(r)), size_format(g->limit_bytes, l, sizeof(l)),
-			 g->rep.limit_source);
+		size_format(g->reserve_bytes, r, sizeof(r));
+		size_format(g->limit_bytes, l, sizeof(l));
+		if (g->o->reserve_bytes)
+			log_warn("--reserve %s is all of the memory limit, %s (%s): no job could ever run; give less",
+				 r, l, g->rep.limit_source);
+		else
+			log_warn("the default reserve, %s (6 %% of the limit, at least 64 MiB), is all of the memory "
+				 "limit, %s (%s): no job could ever run; give a smaller one with --reserve, or run "
+				 "in a larger memory limit", r, l, g->rep.limit_source);
 		return EXIT_USAGE;
 	}
 	uint64_t avail;

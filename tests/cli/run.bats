@@ -498,6 +498,17 @@ twin_tree() {
 	PY
 }
 
+@test "in a memory limit smaller than the default reserve, the message says the reserve is the default and what to do" {
+	CG=$(make_cgroup "hr-bats-$$" $((16 << 20))) || skip "cannot create a memory cgroup here (needs root and writable cgroups)"
+	run in_cgroup "$CG" "$HR" run --no-db -- touch "$T/ran"
+	remove_cgroup "$CG"
+	echo "$output"
+	[ "$status" -eq 2 ]
+	[ ! -e "$T/ran" ]
+	[[ "$output" == *"the default reserve"*"give a smaller one with --reserve"* ]]
+	[[ "$output" != *"--reserve 64"* ]]
+}
+
 @test "a memory cgroup used before: its old peak is not reported as this build's" {
 	CG=$(make_cgroup "hr-bats-$$" $((400 << 20))) || skip "cannot create a memory cgroup here (needs root and writable cgroups)"
 	# an earlier tenant peaked at 150M; then the group is narrowed, as when it is reused
