@@ -48,7 +48,8 @@ static const char usage[] =
 	"                      tree (held until admitted, frozen when short; never killed)\n"
 	"      --jobserver[=STYLE]  serve a GNU make jobserver handing out tokens by memory, with\n"
 	"                      --tree: for make, and ninja >= 1.13, run WITHOUT -j. STYLE: pipe\n"
-	"                      (make <= 4.3), fifo (make >= 4.4, ninja >= 1.13), auto (default)\n"
+	"                      (make <= 4.3), fifo (make >= 4.4, ninja >= 1.13), auto (default);\n"
+	"                      one the installed make or ninja cannot read is refused\n"
 	"      --db PATH       profile store (default: $XDG_STATE_HOME/headroom/profiles.db); read\n"
 	"                      only until the build saves what it learned, made then; one that\n"
 	"                      cannot be read or written costs the learning, not the build; a\n"
@@ -481,16 +482,24 @@ static enum jobserver_style choose_jobserver(const char *style, const char *cmd)
 	char *make, *ninja;
 	enum jobserver_style js;
 
-	if (!strcmp(style, "pipe"))
-		return JOBSERVER_PIPE;
-	if (!strcmp(style, "fifo"))
-		return JOBSERVER_FIFO;
 	make = command_first_line(make_argv, NULL);
 	ninja = command_first_line(ninja_argv, NULL);
+	if (strcmp(style, "auto")) {
+		/* one the tools cannot read fails inside the build: say so before it starts */
+		js = !strcmp(style, "pipe") ? JOBSERVER_PIPE : JOBSERVER_FIFO;
+		if (jobserver_style_readable(js, make, ninja, cmd))
+			goto out;
+		if (!strcmp(path_base(cmd), "ninja"))
+			die(EXIT_USAGE, "run: --jobserver=%s: ninja %s reads no %s jobserver (ninja 1.13 reads fifo); "
+					"use --jobserver to choose, or --tree", style, ninja ? ninja : "", style);
+		die(EXIT_USAGE, "run: --jobserver=fifo: %s reads no fifo jobserver (make 4.4 added it); "
+				"use --jobserver=pipe, or --jobserver to choose", make);
+	}
 	js = jobserver_style_for(make, ninja, cmd);
 	if (js == JOBSERVER_NONE)
 		die(EXIT_USAGE, "run: ninja %s takes no jobserver tokens (1.13 does); run it with --tree, "
 				"or through the launcher (no option)", ninja ? ninja : "(not found)");
+out:
 	free(make);
 	free(ninja);
 	return js;

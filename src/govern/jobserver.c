@@ -47,6 +47,14 @@ enum jobserver_style jobserver_style_for(const char *make_version, const char *n
 	return JOBSERVER_PIPE;
 }
 
+int jobserver_style_readable(enum jobserver_style style, const char *make_version, const char *ninja_version,
+			     const char *cmd)
+{
+	if (!strcmp(path_base(cmd), "ninja"))
+		return style == JOBSERVER_FIFO && (!ninja_version || jobserver_ninja_is_client(ninja_version));
+	return style != JOBSERVER_FIFO || !make_version || jobserver_make_has_fifo(make_version);
+}
+
 const char *jobserver_style_name(enum jobserver_style style)
 {
 	switch (style) {

@@ -21,6 +21,11 @@ struct jobserver {
 /* Which style the build's tools understand, from `make --version` and `ninja --version`
  * first lines (NULL when absent) and the build command's basename. Pure. */
 enum jobserver_style jobserver_style_for(const char *make_version, const char *ninja_version, const char *cmd);
+/* Can the build's tools read a jobserver of this style (one the user asked for)? ninja
+ * only the fifo (from 1.13); another command runs make, which reads the fifo from 4.4.
+ * Versions unknown (NULL) are given the benefit of the doubt. Pure. */
+int jobserver_style_readable(enum jobserver_style style, const char *make_version, const char *ninja_version,
+			     const char *cmd);
 /* Does this `make --version` / `ninja --version` line speak the fifo style? */
 int jobserver_make_has_fifo(const char *make_version);
 int jobserver_ninja_is_client(const char *ninja_version);

@@ -113,6 +113,21 @@ PY
 	[[ "$output" == *"takes no jobserver tokens"* ]]
 }
 
+@test "run --jobserver=fifo with a make that reads no fifo jobserver is refused before the build" {
+	command -v make || skip "make needed"
+	case "$(make --version | head -1)" in "GNU Make "4.[4-9]*|"GNU Make "[5-9]*) skip "this make reads a fifo" ;; esac
+	mkdir -p "$T/ff" && cd "$T/ff"
+	printf 'all:\n\t@touch ran\n' > Makefile
+	run "$HR" run --no-db --jobserver=fifo -- make
+	echo "$output"
+	[ "$status" -eq 2 ]
+	[[ "$output" == *"reads no fifo jobserver (make 4.4 added it); use --jobserver=pipe"* ]]
+	[ ! -e ran ]
+	# the pipe it reads, and the style chosen for it, still work
+	run "$HR" run -q --no-db --jobserver=pipe -- make
+	[ "$status" -eq 0 ] && [ -e ran ]
+}
+
 @test "run --tree: recursive make governs the leaf jobs, not the sub-makes" {
 	command -v make || skip "make needed"
 	hold_makefile "$T/rec/a" 3 100M 600

@@ -23,6 +23,30 @@ static void test_style(void **state)
 	assert_false(jobserver_make_has_fifo("make (not GNU) 5.0"));
 }
 
+/* A style the user names is refused before the build when its tools cannot read it. */
+static void test_style_readable(void **state)
+{
+	static const struct {
+		enum jobserver_style style;
+		const char *make, *ninja, *cmd;
+		int readable;
+	} rows[] = {
+		{ JOBSERVER_FIFO, "GNU Make 4.3", "1.11.1", "make", 0 },
+		{ JOBSERVER_FIFO, "GNU Make 4.3", "1.11.1", "sh", 0 },   /* a script running make */
+		{ JOBSERVER_FIFO, "GNU Make 4.4.1", "1.11.1", "/usr/bin/make", 1 },
+		{ JOBSERVER_FIFO, "GNU Make 4.3", "1.13.0", "ninja", 1 },
+		{ JOBSERVER_FIFO, "GNU Make 4.3", "1.11.1", "ninja", 0 },
+		{ JOBSERVER_PIPE, "GNU Make 4.3", "1.13.0", "ninja", 0 },  /* ninja reads only fifo */
+		{ JOBSERVER_PIPE, "GNU Make 4.3", "1.11.1", "make", 1 },
+		{ JOBSERVER_FIFO, NULL, NULL, "make", 1 },               /* unknown: not refused */
+	};
+
+	(void)state;
+	for (size_t i = 0; i < sizeof(rows) / sizeof(rows[0]); i++)
+		assert_int_equal(jobserver_style_readable(rows[i].style, rows[i].make, rows[i].ninja, rows[i].cmd),
+				 rows[i].readable);
+}
+
 static void check_tokens(enum jobserver_style style)
 {
 	struct jobserver js;
@@ -62,6 +86,7 @@ int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_style),
+		cmocka_unit_test(test_style_readable),
 		cmocka_unit_test(test_pipe),
 		cmocka_unit_test(test_fifo),
 	};
