@@ -31,6 +31,23 @@ hold_build() {
 	} > "$dir/build.ninja"
 }
 
+# Run CMD... until it succeeds, for up to SECONDS: what a test waits for instead of a
+# fixed time; the last try's status.
+wait_for() {
+	local limit=$1 i
+	shift
+	for ((i = 0; i < limit * 20; i++)); do
+		"$@" && return 0
+		sleep 0.05
+	done
+	"$@"
+}
+
+# Whether no process's command line matches PATTERN.
+none_running() {
+	[ -z "$(pgrep -f "$1")" ]
+}
+
 # Processes whose command line mentions this test's directory.
 left_over() {
 	pgrep -f "$T" | grep -v "^$$\$" || true

@@ -10,8 +10,8 @@ HOSTILE="$BATS_TEST_DIRNAME/hostile.py"
 	cp "$(command -v sleep)" "$T/victim"
 	setsid "$T/victim" 300 &
 	local victim=$!
-	sleep 0.2
-	[ "$(ps -o pgid= -p "$victim" | tr -d ' ')" = "$victim" ]
+	leads() { [ "$(ps -o pgid= -p "$victim" | tr -d ' ')" = "$victim" ] && [ "$(cat /proc/$victim/comm)" = victim ]; }
+	wait_for 10 leads
 	run "$HR" run -q --no-db -- python3 "$HOSTILE" claim-pid "$victim"
 	echo "$output"
 	[ "$status" -eq 0 ]

@@ -324,8 +324,7 @@ twin_tree() {
 	local st=0
 	wait "$pid" || st=$?
 	[ "$st" -eq 130 ]
-	sleep 0.2
-	[ -z "$(pgrep -f "$MEMHOG --hold 20M")" ]
+	wait_for 10 none_running "$MEMHOG --hold 20M"
 	[ -z "$(left_over)" ]
 }
 
@@ -343,8 +342,7 @@ twin_tree() {
 	local st=0
 	wait "$pid" || st=$?
 	[ "$st" -eq 143 ]
-	sleep 0.2
-	[ -z "$(pgrep -f "$MEMHOG --hold 10M")" ]
+	wait_for 10 none_running "$MEMHOG --hold 10M"
 	[ -z "$(pgrep -x ninja -P "$pid")" ]
 }
 
@@ -352,8 +350,7 @@ twin_tree() {
 	cd "$T"
 	run "$HR" run --no-db -- sh -c "\$HEADROOM_LAUNCHER sh -c 'sleep 3017 & exit 0'"
 	[ "$status" -eq 0 ]
-	sleep 0.2
-	[ -z "$(pgrep -f 'sleep 3017')" ]
+	wait_for 10 none_running 'sleep 3017'
 }
 
 @test "if the governor dies while jobs are frozen, their launchers thaw them and the build completes" {
@@ -375,8 +372,8 @@ twin_tree() {
 	[ -e out1 ] && [ -e out2 ] && [ -e out3 ]
 	[ -z "$(pgrep -f "$MEMHOG --hold 100M")" ]
 	# the launchers removed the job groups the dead governor had made
-	sleep 0.5
-	[ -z "$(find /sys/fs/cgroup -maxdepth 6 -type d -name "headroom-$pid-job*" 2>/dev/null)" ]
+	no_groups() { [ -z "$(find /sys/fs/cgroup -maxdepth 6 -type d -name "headroom-$pid-job*" 2>/dev/null)" ]; }
+	wait_for 10 no_groups
 }
 
 @test "after kill -9 of the governor the terminal is told, the build runs on, and headroom's directories go with it" {
@@ -391,17 +388,20 @@ twin_tree() {
 	kill -KILL "$hr"
 	for i in $(seq 1 50); do [ -e "$T/fin" ] && break; sleep 0.1; done
 	[ -e "$T/fin" ]
-	sleep 0.5
+	wait_for 10 grep -q "the governor (pid $hr) is gone: the build runs on, ungoverned" "$T/err"
 	cat "$T/err"
-	grep -q "the governor (pid $hr) is gone: the build runs on, ungoverned" "$T/err"
-	[ -z "$(ls -A "$T/rt")" ]
+	rt_empty() { [ -z "$(ls -A "$T/rt")" ]; }
+	wait_for 10 rt_empty
 }
 
 @test "a launcher does not wait for ever on a stopped governor: after HEADROOM_GOVERNOR_TIMEOUT it runs its tool ungoverned" {
-	"$HR" run --no-db -- sh -c "sleep 1; HEADROOM_GOVERNOR_TIMEOUT=6 \$HEADROOM_LAUNCHER sh -c 'echo ran > $T/out'" \
-		2> "$T/err" 3>&- &
+	mkdir -p "$T/rt"
+	XDG_RUNTIME_DIR="$T/rt" "$HR" run --no-db -- \
+		sh -c "sleep 1; HEADROOM_GOVERNOR_TIMEOUT=6 \$HEADROOM_LAUNCHER sh -c 'echo ran > $T/out'" 2> "$T/err" 3>&- &
 	local hr=$!
-	sleep 0.5
+	# stopped once it listens, before its launcher asks
+	listening() { compgen -G "$T/rt/headroom.*/gov.sock" > /dev/null; }
+	wait_for 10 listening
 	kill -STOP "$hr"
 	for i in $(seq 1 120); do [ -e "$T/out" ] && break; sleep 0.1; done
 	kill -CONT "$hr"

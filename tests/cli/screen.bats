@@ -16,7 +16,8 @@ load helper
 @test "watch --prometheus on a port in use: said in headroom's words, not libmicrohttpd's" {
 	port=$((20000 + RANDOM % 20000))
 	"$HR" watch --prometheus "$port" --duration 4 -q 2>"$T/first.err" &
-	sleep 1
+	serving() { curl -sf "http://127.0.0.1:$port/metrics" > /dev/null || grep -q 'cannot load' "$T/first.err"; }
+	wait_for 10 serving
 	run "$HR" watch --prometheus "$port" --duration 1 -q
 	wait
 	grep -q 'cannot load' "$T/first.err" && skip "libmicrohttpd12 not installed"

@@ -231,10 +231,8 @@ print("dir", os.path.dirname(c))
 	echo "stopped before: $stopped_before"
 	[ "$stopped_before" -ge 1 ]
 	kill -KILL "$hr"
-	sleep 1
-	local stopped_after=$(stopped_in "$T/g")
-	echo "stopped after: $stopped_after"
-	[ "$stopped_after" -eq 0 ]
+	none_stopped() { [ "$(stopped_in "$T/g")" -eq 0 ]; }
+	wait_for 10 none_stopped
 	# the build runs on to its end, ungoverned
 	for i in $(seq 1 50); do [ "$(grep -c '^end' log 2>/dev/null)" -ge 4 ] && break; sleep 0.2; done
 	[ "$(grep -c '^end' log)" -eq 4 ]
