@@ -1,7 +1,9 @@
 /* Settings from /etc/headroom.conf, the user's config file and HEADROOM_* variables. */
 #include "cmd/config.h"
 
+#include <ctype.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <getopt.h>
 #include <ini.h>
 #include <jansson.h>
@@ -9,6 +11,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 #include "cmd/cmd.h"
 #include "util/log.h"
@@ -60,10 +63,18 @@ struct value {
 	const char *kind; /* "file", "environment" */
 };
 
+/* A key no setting has, and where: whether it fails a command depends on the command. */
+struct unknown {
+	char *where;
+	char *key;
+};
+
 struct config {
 	struct value v[NSETTINGS];
 	char *files[2];
 	const char *file_state[2]; /* "read", "absent" */
+	struct unknown *unknown;
+	size_t nunknown;
 };
 
 struct parse_ctx {
@@ -71,6 +82,9 @@ struct parse_ctx {
 	const char *path;
 	FILE *f;
 	int line; /* of the line read last (Debian's inih passes the handler none) */
+	char *buf; /* the line read last, whole */
+	size_t cap;
+	char *err; /* a line refused before inih saw it */
 };
 
 static const struct setting *find(const char *key, size_t *at)
@@ -100,43 +114,137 @@ static void config_release(struct config *c)
 	}
 	free(c->files[0]);
 	free(c->files[1]);
+	for (size_t i = 0; i < c->nunknown; i++) {
+		free(c->unknown[i].where);
+		free(c->unknown[i].key);
+	}
+	free(c->unknown);
 	memset(c, 0, sizeof(*c));
 }
 
-/* A key unknown or misspelled: say the nearest one ("budgt": budget). */
-static noreturn void unknown_key(const char *where, const char *key)
+/* The setting nearest a key no setting has ("budgt": budget), or NULL. */
+static const struct setting *nearest(const char *key)
 {
 	const char *keys[NSETTINGS];
+	size_t at;
 
 	for (size_t i = 0; i < NSETTINGS; i++)
 		keys[i] = settings[i].key;
 	const char *near = suggest_closest(key, keys, NSETTINGS);
-	die(EXIT_USAGE, "%s: unknown setting '%s'%s%s%s (`headroom config` lists them)", where, key,
-	    near ? " (did you mean " : "", near ? near : "", near ? "?)" : "");
+	return near ? find(near, &at) : NULL;
+}
+
+/* "FILE:LINE: unknown setting 'budgt' (did you mean budget?)", to free. */
+static char *unknown_text(const struct unknown *u)
+{
+	const struct setting *near = nearest(u->key);
+
+	return xasprintf("%s: unknown setting '%s'%s%s%s", u->where, u->key, near ? " (did you mean " : "",
+			 near ? near->key : "", near ? "?)" : "");
+}
+
+/* What Debian's libinih would misread in a line, said for the file's author: it cuts a
+ * line at its buffer and reads the rest as a line of its own, ends a value at " ;" (an
+ * inline comment), and reads an indented line as more of the setting above it. Such a
+ * line is refused before inih sees it. NULL when the line reads as it looks. */
+static const char *misread(const char *line, size_t len, int limit)
+{
+	const char *s = line;
+
+	if (len > (size_t)limit - 1)
+		return "is longer than the reader's limit of %d characters: shorten it (a long command: "
+		       "put it in a script and name the script)";
+	if (strlen(line) != len)
+		return "holds a NUL byte";
+	while (isspace((unsigned char)*s))
+		s++;
+	if (!*s || strchr(";#", *s))
+		return NULL; /* blank, or a comment */
+	if (s > line)
+		return "is indented, which would continue the setting above it: remove the indentation";
+	for (s = line + 1; *s; s++)
+		if (*s == ';' && isspace((unsigned char)s[-1]))
+			return "has ';' after a space, which would start a comment and cut the value short: "
+			       "write ';' without the space before it, or put the command in a script";
+	return NULL;
 }
 
 static char *next_line(char *str, int num, void *user)
 {
 	struct parse_ctx *p = user;
-	char *l = fgets(str, num, p->f);
+	ssize_t len = getline(&p->buf, &p->cap, p->f);
+	const char *why;
 
-	p->line += l != NULL;
-	return l;
+	if (len < 0)
+		return NULL;
+	p->line++;
+	if ((why = misread(p->buf, (size_t)len, num))) {
+		char *what = xasprintf(why, num - 2);
+		p->err = xasprintf("%s:%d: the line %s", p->path, p->line, what);
+		free(what);
+		return NULL; /* the end, to inih */
+	}
+	memcpy(str, p->buf, (size_t)len + 1);
+	return str;
 }
 
 static int on_line(void *user, const char *section, const char *name, const char *value)
 {
 	struct parse_ctx *p = user;
-	int line = p->line;
+	struct config *c = p->c;
 	size_t at;
 
 	(void)section;
 	if (!find(name, &at)) {
-		char *where = xasprintf("%s:%d", p->path, line);
-		unknown_key(where, name);
+		c->unknown = xreallocarray(c->unknown, c->nunknown + 1, sizeof(*c->unknown));
+		c->unknown[c->nunknown++] = (struct unknown){ xasprintf("%s:%d", p->path, p->line), xstrdup(name) };
+		return 1;
 	}
-	set_value(&p->c->v[at], value, xasprintf("%s:%d", p->path, line), "file");
+	set_value(&c->v[at], value, xasprintf("%s:%d", p->path, p->line), "file");
 	return 1;
+}
+
+/* Why a settings file may not be trusted by this user, or NULL. Its on_event is run as
+ * the user (root, for root's watch), so, as ssh and sudo do, a file someone else could
+ * have written is refused: owned by another user, or writable by others or by a group
+ * other than root's or the user's own. */
+static const char *untrusted(const struct stat *st, uid_t uid, gid_t gid)
+{
+	if (st->st_uid != 0 && st->st_uid != uid)
+		return "belongs to another user";
+	if (st->st_mode & S_IWOTH)
+		return "is writable by every user";
+	if ((st->st_mode & S_IWGRP) && st->st_gid != 0 && st->st_gid != gid)
+		return "is writable by its group";
+	return NULL;
+}
+
+/* path opened for reading, once it is a regular file this user may trust; dies naming
+ * what is wrong. A FIFO or a device is not opened at all (it could block, or never end). */
+static FILE *open_settings(const char *path, const struct stat *st)
+{
+	struct stat fst;
+	const char *why;
+	int fd;
+	FILE *f;
+
+	if (S_ISDIR(st->st_mode))
+		die(EXIT_USAGE, "%s holds settings but is a directory", path);
+	if (!S_ISREG(st->st_mode))
+		die(EXIT_USAGE, "%s holds settings but is not a regular file (a FIFO or a device): name a file", path);
+	fd = open(path, O_RDONLY | O_NOCTTY | O_NONBLOCK | O_CLOEXEC);
+	if (fd < 0 || fstat(fd, &fst))
+		die(EXIT_USAGE, "cannot read the settings in %s: %s", path, strerror(errno));
+	if (!S_ISREG(fst.st_mode))
+		die(EXIT_USAGE, "%s holds settings but is not a regular file (a FIFO or a device): name a file", path);
+	if ((why = untrusted(&fst, getuid(), getgid())))
+		die(EXIT_USAGE, "%s %s (uid %u, mode %04o): refused, as it could name a command (on_event) for "
+		    "headroom to run as you; `chown root %s` or `chmod go-w %s`", path, why, (unsigned)fst.st_uid,
+		    (unsigned)(fst.st_mode & 07777), path, path);
+	f = fdopen(fd, "r");
+	if (!f)
+		die(EXIT_USAGE, "cannot read the settings in %s: %s", path, strerror(errno));
+	return f;
 }
 
 /* A file's settings over what c holds; an absent file is no error. */
@@ -152,17 +260,16 @@ static void read_file(struct config *c, int which, char *path)
 		c->file_state[which] = "absent";
 		return;
 	}
-	if (S_ISDIR(st.st_mode))
-		die(EXIT_USAGE, "%s holds settings but is a directory", path);
-	p.f = fopen(path, "r");
-	if (!p.f)
-		die(EXIT_USAGE, "cannot read the settings in %s: %s", path, strerror(errno));
+	p.f = open_settings(path, &st);
 	int rc = ini_parse_stream(next_line, &p, on_line, &p);
 	fclose(p.f);
+	free(p.buf);
 	if (rc < 0)
 		die(EXIT_USAGE, "cannot read the settings in %s: out of memory", path);
 	if (rc > 0)
 		die(EXIT_USAGE, "%s:%d: not a setting: write 'key = value' (`headroom config` lists the keys)", path, rc);
+	if (p.err)
+		die(EXIT_USAGE, "%s", p.err);
 	c->file_state[which] = "read";
 }
 
@@ -268,6 +375,23 @@ void config_inject_release(char **args)
 	free(args);
 }
 
+/* A key no setting has fails the command whose own setting it looks like a misspelling
+ * of: that setting would silently not be in force. To other commands (doctor, which
+ * takes none; stats, beside a misspelled budget; any, beside a newer headroom's key) it
+ * is a warning, and they go on. */
+static void check_unknown(const struct config *c, const char *cmd)
+{
+	for (size_t i = 0; i < c->nunknown; i++) {
+		const struct setting *near = nearest(c->unknown[i].key);
+		char *text = unknown_text(&c->unknown[i]);
+
+		if (!cmd || (near && takes(near, cmd)))
+			die(EXIT_USAGE, "%s (`headroom config` lists them)", text);
+		log_warn("%s, ignored (`headroom config` lists the settings)", text);
+		free(text);
+	}
+}
+
 char **config_inject(int *argc, char **argv)
 {
 	struct config c;
@@ -275,6 +399,7 @@ char **config_inject(int *argc, char **argv)
 	int n = 0;
 
 	config_load(&c);
+	check_unknown(&c, argv[0]);
 	out[n++] = argv[0];
 	for (size_t i = 0; i < NSETTINGS; i++) {
 		const struct setting *s = &settings[i];
@@ -311,7 +436,8 @@ static const char usage[] =
 	"read from /etc/headroom.conf, then $XDG_CONFIG_HOME/headroom/config (~/.config/headroom/config;\n"
 	"HEADROOM_CONFIG names another file), then HEADROOM_<KEY> variables (HEADROOM_BUDGET=24G);\n"
 	"each over the one before, and the command line over them all. A file holds lines\n"
-	"'key = value' and '# comments'.\n"
+	"'key = value' and '# comments', unindented, with no ' ;' (a comment in inih); it is\n"
+	"refused when another user could have written it (owned by them, writable by others).\n"
 	"\n"
 	"      --json      JSON (format headroom-config/1)\n"
 	"  -h, --help      show this help\n";
@@ -334,6 +460,7 @@ int cmd_config(int argc, char **argv)
 	if (optind < argc)
 		die(EXIT_USAGE, "config: no arguments expected, got '%s'", argv[optind]);
 	config_load(&c);
+	check_unknown(&c, NULL);
 	if (json) {
 		json_t *o = json_object(), *files = json_array(), *set = json_object();
 		json_object_set_new(o, "format", json_string("headroom-config/1"));

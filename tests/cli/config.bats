@@ -77,6 +77,87 @@ settings() { # $1: file, rest: lines
 	[[ "$(js .error <<<"$output")" == *"is a directory" ]]
 }
 
+@test "config: a line past the reader's limit, ' ;' in a value and an indented line are refused with file:line" {
+	local f=$XDG_CONFIG_HOME/headroom/config long
+	long="jsonl = $(printf '%0190d' 0)on_event = touch $T/pwned"
+	settings "$f" "$long"
+	run "$HR" config
+	[ "$status" -eq 2 ]
+	[[ "$output" == *"$f:1: the line is longer than the reader's limit of "*" characters"* ]]
+	[[ "$output" != *"config:2"* ]]
+	settings "$f" "jsonl = $T/a.jsonl" 'on_event = logger "a ; b"'
+	run "$HR" config
+	[ "$status" -eq 2 ]
+	[[ "$output" == *"$f:2: the line has ';' after a space, which would start a comment"* ]]
+	settings "$f" "on_event = logger a" "  budget = 3G"
+	run "$HR" config
+	[ "$status" -eq 2 ]
+	[[ "$output" == *"$f:2: the line is indented, which would continue the setting above it"* ]]
+	# what reads as it looks is kept whole: ';' without a space, '#' inside a value,
+	# indented comments, a line just inside the limit
+	settings "$f" 'on_event = logger "a; b" # c' "  # an indented comment" "jsonl = $(printf '%0180d' 0)"
+	run "$HR" config --json
+	[ "$status" -eq 0 ]
+	[ "$(js .settings.on_event.value <<<"$output")" = 'logger "a; b" # c' ]
+	[ "$(js .settings.jsonl.source <<<"$output")" = "$f:3" ]
+	[ ! -e "$T/pwned" ]
+}
+
+@test "config: a settings file another user could have written is refused, with what to do" {
+	[ "$(id -u)" -eq 0 ] || skip "needs root to act as another user"
+	settings "$HEADROOM_SYSTEM_CONFIG" "on_event = touch $T/pwned"
+	chmod 666 "$HEADROOM_SYSTEM_CONFIG"
+	run "$HR" config
+	[ "$status" -eq 2 ]
+	[[ "$output" == *"$HEADROOM_SYSTEM_CONFIG is writable by every user (uid 0, mode 0666): refused"*"chmod go-w"* ]]
+	chmod 644 "$HEADROOM_SYSTEM_CONFIG"
+	chown 4242 "$HEADROOM_SYSTEM_CONFIG"
+	run "$HR" config
+	[ "$status" -eq 2 ]
+	[[ "$output" == *"belongs to another user (uid 4242, mode 0644): refused"* ]]
+	chown 0:4242 "$HEADROOM_SYSTEM_CONFIG"
+	chmod 664 "$HEADROOM_SYSTEM_CONFIG"
+	run "$HR" config
+	[ "$status" -eq 2 ]
+	[[ "$output" == *"is writable by its group"* ]]
+	# root's own file, and for another user root's file and that user's own: trusted
+	chown 0:0 "$HEADROOM_SYSTEM_CONFIG"
+	chmod 644 "$HEADROOM_SYSTEM_CONFIG"
+	run "$HR" config
+	[ "$status" -eq 0 ]
+	chmod 755 "$T" "$T/etc"
+	settings "$T/u/mine.conf" "budget = 2G"
+	chown -R 4242:4242 "$T/u"
+	run setpriv --reuid=4242 --regid=4242 --clear-groups env HEADROOM_CONFIG="$T/u/mine.conf" "$HR" config
+	[ "$status" -eq 0 ]
+	grep -E "^budget +2G " <<<"$output"
+	[ ! -e "$T/pwned" ]
+}
+
+@test "config: an unknown key fails the command whose setting it misspells; others warn and go on" {
+	settings "$XDG_CONFIG_HOME/headroom/config" "budgt = 3G" "frobnicate = 1"
+	run "$HR" doctor --help
+	[ "$status" -eq 0 ]
+	run --separate-stderr "$HR" stats --db "$T/none.db"
+	[ "$status" -eq 0 ]
+	[[ "$stderr" == *"config:1: unknown setting 'budgt' (did you mean budget?), ignored"* ]]
+	[[ "$stderr" == *"config:2: unknown setting 'frobnicate', ignored"* ]]
+	run "$HR" run --no-db -- true
+	[ "$status" -eq 2 ]
+	[[ "$output" == *"config:1: unknown setting 'budgt' (did you mean budget?)"* ]]
+	run "$HR" config
+	[ "$status" -eq 2 ]
+}
+
+@test "config: a FIFO or a device named as the settings file is refused at once, not read" {
+	mkfifo "$T/fifo"
+	for f in "$T/fifo" /dev/zero; do
+		run timeout 60 env HEADROOM_CONFIG="$f" "$HR" stats --db "$T/none.db"
+		[ "$status" -eq 2 ]
+		[[ "$output" == *"$f holds settings but is not a regular file"* ]]
+	done
+}
+
 @test "config: tree = true gives --tree; HEADROOM_CONFIG names the file" {
 	settings "$T/mine.conf" "tree = yes"
 	run env HEADROOM_CONFIG="$T/mine.conf" "$HR" run --no-db --report "$T/r.json" -- true
