@@ -13,6 +13,7 @@
 #include "store/store.h"
 #include "store/transfer.h"
 #include "util/log.h"
+#include "util/text.h"
 #include "util/units.h"
 #include "util/xalloc.h"
 
@@ -30,7 +31,8 @@ static const char usage[] =
 	"  show     the same with the learned memory curve\n"
 	"  forget   delete them, so the next build learns them again\n"
 	"  export   write every profile to FILE (- for stdout) as JSON (" TRANSFER_FORMAT "),\n"
-	"           for another machine or checkout to import\n"
+	"           for another machine or checkout to import (a profile an import would\n"
+	"           refuse, such as a key with a control character, is left out and counted)\n"
 	"  import   merge FILE (- for stdin) into the store: runs add up, a profile the\n"
 	"           store knows is folded with the file's, never overwritten; a file with\n"
 	"           one bad field imports nothing\n"
@@ -78,8 +80,11 @@ static int one(enum profile_kind kind, const char *key, const struct profile *p,
 		json_array_append_new(l->arr, o);
 		return 0;
 	}
+	/* a key names files: what acts on a terminal is shown, not sent */
+	char *shown = text_printable(key);
 	printf("%-9s %5lld  %10s  %8.1f s  %s\n", kind_name(kind), (long long)p->runs,
-	       size_format(p->curve.peak_bytes, peak, sizeof(peak)), p->curve.duration_ms / 1000.0, key);
+	       size_format(p->curve.peak_bytes, peak, sizeof(peak)), p->curve.duration_ms / 1000.0, shown);
+	free(shown);
 	if (l->curves) {
 		/* The curve as 64 slices of the duration, in MiB, eight to a line, each line
 		 * labelled with the part of the job's life it covers. */
@@ -130,6 +135,9 @@ static int transfer(const char *verb, const char *file, const char *db, const ch
 			if (n.skipped)
 				fprintf(stderr, "left out %d signature%s whose source lies outside %s (--root)\n",
 					n.skipped, n.skipped == 1 ? "" : "s", root);
+			if (n.refused)
+				fprintf(stderr, "left out %d profile%s that an import would refuse (the first: %s)\n",
+					n.refused, n.refused == 1 ? "" : "s", n.refused_why);
 		}
 	} else {
 		rc = transfer_import(st, f, is_std ? "stdin" : file, root, &n, &err);

@@ -9,6 +9,8 @@
 #include "cmd/cmd.h"
 #include "store/store.h"
 #include "util/log.h"
+#include "util/strbuf.h"
+#include "util/text.h"
 #include "util/xalloc.h"
 
 static const char usage[] =
@@ -25,54 +27,60 @@ static const char usage[] =
 	"  saved       the compile jobs' wall time at the best fixed -j that fits the budget\n"
 	"              (the same replay) less headroom's, over the builds where both are known\n"
 	"\n"
+	"A directory is shown with control characters and bytes that are not UTF-8 as \\xHH;\n"
+	"in JSON such a directory also has \"dir_hex\", its bytes.\n"
+	"\n"
 	"      --db PATH   profile store (default: $XDG_STATE_HOME/headroom/profiles.db)\n"
 	"      --json      JSON (format headroom-stats/1)\n"
 	"  -h, --help      show this help\n";
 
-struct tally {
-	char *dir;
-	int64_t builds, jobs, freezes, kills, retries, oom_kills, avoided;
-	int64_t saved_ms, saved_builds;
-};
-
 struct tallies {
-	struct tally *v;
+	struct governed_tally *v; /* each dir the caller's */
 	size_t n;
-	struct tally total;
+	struct governed_tally total;
 };
 
-static void add(struct tally *t, const struct governed_build *b)
-{
-	t->builds++;
-	t->jobs += b->jobs;
-	t->freezes += b->freezes;
-	t->kills += b->kills;
-	t->retries += b->retries;
-	t->oom_kills += b->oom_kills;
-	t->avoided += b->plain_peak_bytes > b->budget_bytes && !b->oom_kills;
-	if (b->compile_wall_ms >= 0 && b->safe_fixed_wall_ms >= 0) {
-		t->saved_ms += b->safe_fixed_wall_ms - b->compile_wall_ms;
-		t->saved_builds++;
-	}
-}
-
-static int each(const struct governed_build *b, void *arg)
+static int each(const struct governed_tally *t, void *arg)
 {
 	struct tallies *ts = arg;
-	size_t i;
+	struct governed_tally *sum = &ts->total;
 
-	for (i = 0; i < ts->n && strcmp(ts->v[i].dir, b->dir); i++)
-		;
-	if (i == ts->n) {
-		ts->v = xreallocarray(ts->v, ts->n + 1, sizeof(*ts->v));
-		ts->v[ts->n++] = (struct tally){ .dir = xstrdup(b->dir) };
-	}
-	add(&ts->v[i], b);
-	add(&ts->total, b);
+	ts->v = xreallocarray(ts->v, ts->n + 1, sizeof(*ts->v));
+	ts->v[ts->n] = *t;
+	ts->v[ts->n++].dir = xstrdup(t->dir);
+	sum->builds += t->builds;
+	sum->jobs += t->jobs;
+	sum->freezes += t->freezes;
+	sum->kills += t->kills;
+	sum->retries += t->retries;
+	sum->oom_kills += t->oom_kills;
+	sum->avoided += t->avoided;
+	sum->saved_ms += t->saved_ms;
+	sum->saved_builds += t->saved_builds;
 	return 0;
 }
 
-static json_t *tally_json(const struct tally *t)
+/* A directory that is not UTF-8 cannot be a JSON string as it is: "dir" gives it as the
+ * terminal does (\xHH for each stray byte) and "dir_hex" its bytes, so nothing is lost. */
+static void dir_json(json_t *o, const char *dir)
+{
+	struct strbuf hex = STRBUF_INIT;
+	char *shown;
+
+	if (text_is_utf8(dir)) {
+		json_object_set_new(o, "dir", json_string(dir));
+		return;
+	}
+	shown = text_printable(dir);
+	json_object_set_new(o, "dir", json_string(shown));
+	free(shown);
+	for (const unsigned char *b = (const unsigned char *)dir; *b; b++)
+		strbuf_addf(&hex, "%02x", *b);
+	json_object_set_new(o, "dir_hex", json_string(strbuf_str(&hex)));
+	strbuf_release(&hex);
+}
+
+static json_t *tally_json(const struct governed_tally *t)
 {
 	json_t *o = json_pack("{s:I, s:I, s:I, s:I, s:I, s:I, s:I}", "builds", (json_int_t)t->builds, "jobs",
 			      (json_int_t)t->jobs, "freezes", (json_int_t)t->freezes, "kills", (json_int_t)t->kills,
@@ -81,18 +89,19 @@ static json_t *tally_json(const struct tally *t)
 
 	json_object_set_new(o, "saved_ms", t->saved_builds ? json_integer((json_int_t)t->saved_ms) : json_null());
 	if (t->dir)
-		json_object_set_new(o, "dir", json_string(t->dir));
+		dir_json(o, t->dir);
 	return o;
 }
 
-static void tally_print(const struct tally *t, const char *name)
+static void tally_print(const struct governed_tally *t, const char *name)
 {
-	char saved[32] = "-";
+	char saved[32] = "-", *shown = text_printable(name);
 
 	if (t->saved_builds)
 		snprintf(saved, sizeof(saved), "%+.0f s", (double)t->saved_ms / 1000.0);
-	printf("%-40s %6lld %7lld %7lld %5lld %8lld %11lld %9s\n", name, (long long)t->builds, (long long)t->jobs,
+	printf("%-40s %6lld %7lld %7lld %5lld %8lld %11lld %9s\n", shown, (long long)t->builds, (long long)t->jobs,
 	       (long long)t->freezes, (long long)t->kills, (long long)t->retries, (long long)t->avoided, saved);
+	free(shown);
 }
 
 int cmd_stats(int argc, char **argv)
@@ -128,7 +137,7 @@ int cmd_stats(int argc, char **argv)
 		rc = store_open(db, &st, &err);
 		if (rc)
 			die(EXIT_INTERNAL, "stats: %s", err ? err : "cannot open the profile store");
-		rc = store_governed_each(st, each, &ts);
+		rc = store_governed_tally(st, each, &ts);
 		store_close(st);
 		if (rc)
 			die(EXIT_INTERNAL, "stats: cannot read the builds in %s", db);
@@ -156,7 +165,7 @@ int cmd_stats(int argc, char **argv)
 		       " best fixed -j that fits; `headroom stats --help` says how each is counted)\n");
 	}
 	for (size_t i = 0; i < ts.n; i++)
-		free(ts.v[i].dir);
+		free((char *)ts.v[i].dir);
 	free(ts.v);
 	free(db);
 	return 0;

@@ -11,6 +11,10 @@
  * memory-relevant flags, shared by every file compiled that way). */
 enum profile_kind { PROFILE_SIG = 0, PROFILE_CLASS = 1 };
 
+/* The most runs a profile counts: a stored profile stops counting there (merging two
+ * fleets' exports may not pass it), and an import refuses more. */
+#define PROFILE_MAX_RUNS 1000000000LL
+
 struct profile {
 	int64_t runs;         /* completed jobs folded in */
 	struct curve curve;   /* learned envelope: duration, peak, points */

@@ -319,6 +319,20 @@ static int open_read(struct store *st, int *version, char **err)
 	return rc;
 }
 
+/* A path that is there but no regular file (a device, a FIFO, a directory) is no store:
+ * SQLite would read or write it, and make PATH-journal beside it (/dev/null-journal). */
+static int not_a_file(const char *path, char **err)
+{
+	struct stat sb;
+
+	if (stat(path, &sb) || S_ISREG(sb.st_mode))
+		return 0;
+	if (err)
+		*err = xasprintf("%s is not a regular file, so not a profile store: it is left as it is (give a "
+				 "store's file, or a path where one may be made)", path);
+	return -EMEDIUMTYPE;
+}
+
 /* Reopen for writing, making the file (and its directory) if there is none: the first
  * write of a handle. The read-only handle stays when this fails. 0 or -errno (-EROFS:
  * the file or its directory cannot be written; -EMEDIUMTYPE: someone else's database
@@ -331,7 +345,9 @@ static int make_writable(struct store *st)
 
 	if (st->writable)
 		return 0;
-	rc = make_parent(st->path);
+	rc = not_a_file(st->path, NULL);
+	if (!rc)
+		rc = make_parent(st->path);
 	if (rc)
 		return rc;
 	if (sqlite3_open_v2(st->path, &w.db, SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE, NULL) != SQLITE_OK) {
@@ -392,6 +408,10 @@ int store_open(const char *path, struct store **out, char **err)
 
 	*err = NULL;
 	st->path = xstrdup(path);
+	if ((rc = not_a_file(path, err))) {
+		store_close(st);
+		return rc;
+	}
 	if (is_new(path, &rc)) {
 		*out = st; /* nothing to read; the first write makes it */
 		return 0;
@@ -551,7 +571,7 @@ static int fold_queue(struct store *st)
 		if (got)
 			p.runs = 0; /* unknown or damaged: this observation is the first */
 		curve_learn(&p.curve, &o->seen, !p.runs, o->keep_pct, o->floor);
-		p.runs++;
+		p.runs += p.runs < PROFILE_MAX_RUNS;
 		p.updated_s = now;
 		rc = row_put(st, o->kind, o->key, &p);
 	}
@@ -605,7 +625,7 @@ int store_merge(struct store *st, enum profile_kind kind, const char *key, const
 	if (rc)
 		return rc;
 	curve_merge(&cur.curve, cur.runs, &p->curve, p->runs, kind == PROFILE_SIG);
-	cur.runs += p->runs;
+	cur.runs = cur.runs > PROFILE_MAX_RUNS - p->runs ? PROFILE_MAX_RUNS : cur.runs + p->runs;
 	if (p->updated_s > cur.updated_s)
 		cur.updated_s = p->updated_s;
 	return row_put(st, kind, key, &cur);
@@ -879,6 +899,44 @@ int store_governed_each(struct store *st, int (*fn)(const struct governed_build 
 			.safe_fixed_wall_ms = column_known(q, 16),
 		};
 		rc = fn(&b, arg);
+	}
+	if (!rc && s != SQLITE_DONE && s != SQLITE_ROW)
+		rc = -EIO;
+	sqlite3_finalize(q);
+	return rc;
+}
+
+int store_governed_tally(struct store *st, int (*fn)(const struct governed_tally *t, void *arg), void *arg)
+{
+	sqlite3_stmt *q = NULL;
+	int s, rc = 0;
+
+	if (!can_read(st))
+		return 0;
+	/* NULL is unknown: a comparison with it counts nowhere, as unknown never counts. */
+	s = sqlite3_prepare_v2(st->db, "SELECT dir, count(*), sum(jobs), sum(freezes), sum(kills),"
+				       " sum(retries), sum(oom_kills),"
+				       " coalesce(sum(plain_peak_bytes > budget_bytes AND oom_kills = 0), 0),"
+				       " coalesce(sum(safe_fixed_wall_ms - compile_wall_ms), 0),"
+				       " count(safe_fixed_wall_ms - compile_wall_ms)"
+				       " FROM governed GROUP BY dir ORDER BY min(id)",
+			       -1, &q, NULL);
+	if (s != SQLITE_OK) {
+		/* a store older than the table: no build recorded yet */
+		int none = strstr(sqlite3_errmsg(st->db), "no such table") != NULL;
+		sqlite3_finalize(q);
+		return none ? 0 : -EIO;
+	}
+	while (!rc && (s = sqlite3_step(q)) == SQLITE_ROW) {
+		const char *dir = (const char *)sqlite3_column_text(q, 0);
+		struct governed_tally t = {
+			.dir = dir ? dir : "", .builds = sqlite3_column_int64(q, 1),
+			.jobs = sqlite3_column_int64(q, 2), .freezes = sqlite3_column_int64(q, 3),
+			.kills = sqlite3_column_int64(q, 4), .retries = sqlite3_column_int64(q, 5),
+			.oom_kills = sqlite3_column_int64(q, 6), .avoided = sqlite3_column_int64(q, 7),
+			.saved_ms = sqlite3_column_int64(q, 8), .saved_builds = sqlite3_column_int64(q, 9),
+		};
+		rc = fn(&t, arg);
 	}
 	if (!rc && s != SQLITE_DONE && s != SQLITE_ROW)
 		rc = -EIO;

@@ -58,7 +58,8 @@ int store_flush(struct store *st);
 int store_flush_within(struct store *st, int wait_ms);
 /* Inside store_begin/store_commit: merge a profile learned elsewhere into the one stored
  * for kind and key (curve_merge: a signature keeps the envelope, a class the
- * runs-weighted mean; runs add up), or store it as it is when there is none (*added 1).
+ * runs-weighted mean; runs add up, to PROFILE_MAX_RUNS at most), or store it as it is
+ * when there is none (*added 1).
  * 0 or -errno. */
 int store_merge(struct store *st, enum profile_kind kind, const char *key, const struct profile *p, int *added);
 /* Call fn for every profile whose key contains substr ("" for all), in key order.
@@ -110,6 +111,20 @@ struct governed_build {
  * store older than schema 4 has none), until fn returns non-zero, which it returns. */
 int store_governed_add(struct store *st, const struct governed_build *b);
 int store_governed_each(struct store *st, int (*fn)(const struct governed_build *b, void *arg), void *arg);
+
+/* What headroom did for the builds of one directory, summed by store_governed_tally. */
+struct governed_tally {
+	const char *dir;             /* the directory, byte for byte as recorded */
+	int64_t builds, jobs, freezes, kills, retries, oom_kills;
+	int64_t avoided;             /* builds whose plain_peak_bytes passed their budget, no OOM kill */
+	int64_t saved_ms;            /* safe_fixed_wall_ms less compile_wall_ms, summed over */
+	int64_t saved_builds;        /* the builds where both are known */
+};
+
+/* Call fn for each directory's tally, in the order of its first build (grouped by the
+ * database: the table is never read row by row). fn returns non-zero to stop, which is
+ * returned; else 0 or -errno. A store older than schema 4 has no build. */
+int store_governed_tally(struct store *st, int (*fn)(const struct governed_tally *t, void *arg), void *arg);
 
 /* What `headroom probe` measured on one GPU and driver (JSON text). value: caller frees.
  * 0, -ENOENT when not probed, other -errno. */

@@ -8,11 +8,11 @@
 #include <time.h>
 
 #include "util/grow.h"
+#include "util/text.h"
 #include "util/xalloc.h"
 
 #define SEP " :: "
 #define MAX_KEY_BYTES 4096
-#define MAX_RUNS 1000000000LL
 #define MAX_DURATION_MS (30LL * 24 * 3600 * 1000)
 #define MAX_BYTES (1LL << 50)
 #define FUTURE_SLACK_S 86400 /* clocks of two machines disagree */
@@ -36,6 +36,14 @@ static size_t root_len(const char *root)
 	return n;
 }
 
+struct item {
+	enum profile_kind kind;
+	char *key;
+	struct profile p;
+};
+
+static int parse_item(json_t *o, size_t i, const char *name, const char *root, struct item *it, char **err);
+
 struct exporting {
 	json_t *arr;
 	const char *root;
@@ -43,13 +51,35 @@ struct exporting {
 	struct transfer_counts *n;
 };
 
+/* An entry as an import reads it back, or NULL when an import would refuse it: then
+ * e->n says so. */
+static json_t *exported(struct exporting *e, const char *key, json_t *o)
+{
+	struct item it = { 0 };
+	char *err = NULL, *shown;
+
+	if (o && !parse_item(o, (size_t)e->n->written, "", e->root, &it, &err)) {
+		free(it.key);
+		return o;
+	}
+	json_decref(o);
+	if (!e->n->refused++) {
+		shown = text_printable(key);
+		snprintf(e->n->refused_why, sizeof(e->n->refused_why), "%s: %s", shown,
+			 err ? err + 2 : "its key is not UTF-8");
+		free(shown);
+	}
+	free(err);
+	return NULL;
+}
+
 static int export_one(enum profile_kind kind, const char *key, const struct profile *p, void *arg)
 {
 	struct exporting *e = arg;
 	const char *sep = kind == PROFILE_SIG ? strstr(key, SEP) : NULL;
 	const char *src = sep ? sep + strlen(SEP) : NULL;
 	char *portable = NULL;
-	json_t *o, *c;
+	json_t *o, *c, *k;
 
 	if (src && src[0] == '/' && !strncmp(src, e->root, e->rootlen) && src[e->rootlen] == '/')
 		portable = xasprintf("%.*s%s%s", (int)(sep - key), key, SEP, src + e->rootlen + 1);
@@ -61,15 +91,21 @@ static int export_one(enum profile_kind kind, const char *key, const struct prof
 	c = json_array();
 	for (int i = 0; c && i < CURVE_POINTS; i++)
 		json_array_append_new(c, json_integer((json_int_t)p->curve.pts[i]));
-	o = c ? json_pack("{s:s, s:s, s:I, s:I, s:I, s:I, s:o}", "kind", kind == PROFILE_CLASS ? "class" : "signature",
-			  "key", portable ? portable : key, "runs", (json_int_t)p->runs, "duration_ms",
-			  (json_int_t)p->curve.duration_ms, "peak_bytes", (json_int_t)p->curve.peak_bytes,
-			  "updated_s", (json_int_t)p->updated_s, "curve_bytes", c)
-		  : NULL;
+	k = json_string(portable ? portable : key); /* NULL: not UTF-8 */
+	o = c && k ? json_pack("{s:s, s:o, s:I, s:I, s:I, s:I, s:o}", "kind",
+			       kind == PROFILE_CLASS ? "class" : "signature", "key", k, "runs",
+			       (json_int_t)(p->runs < PROFILE_MAX_RUNS ? p->runs : PROFILE_MAX_RUNS), "duration_ms",
+			       (json_int_t)p->curve.duration_ms, "peak_bytes", (json_int_t)p->curve.peak_bytes,
+			       "updated_s", (json_int_t)p->updated_s, "curve_bytes", c)
+		       : (json_decref(c), json_decref(k), NULL);
 	if (o && portable)
 		json_object_set_new(o, "root_relative", json_true());
 	free(portable);
-	if (!o || json_array_append_new(e->arr, o))
+	if (!c)
+		return -ENOMEM;
+	if (!(o = exported(e, key, o)))
+		return 0;
+	if (json_array_append_new(e->arr, o))
 		return -ENOMEM;
 	e->n->written++;
 	return 0;
@@ -102,12 +138,6 @@ int transfer_export(struct store *st, FILE *f, const char *root, struct transfer
 }
 
 /* ---- import ---- */
-
-struct item {
-	enum profile_kind kind;
-	char *key;
-	struct profile p;
-};
 
 static int bad(char **err, const char *name, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
 static int bad(char **err, const char *name, const char *fmt, ...)
@@ -162,7 +192,7 @@ static int parse_item(json_t *o, size_t i, const char *name, const char *root, s
 	if (rel && (!json_is_boolean(rel) || (json_is_true(rel) && (it->kind != PROFILE_SIG || !sep[strlen(SEP)]))))
 		return bad(err, name, "profiles[%zu].root_relative: must be a boolean, true only for a signature "
 			   "with a source", i);
-	if ((rc = get_int(o, i, "runs", 1, MAX_RUNS, &it->p.runs, name, err)) ||
+	if ((rc = get_int(o, i, "runs", 1, PROFILE_MAX_RUNS, &it->p.runs, name, err)) ||
 	    (rc = get_int(o, i, "duration_ms", 1, MAX_DURATION_MS, &it->p.curve.duration_ms, name, err)) ||
 	    (rc = get_int(o, i, "updated_s", 0, now + FUTURE_SLACK_S, &it->p.updated_s, name, err)) ||
 	    (rc = get_int(o, i, "peak_bytes", 0, MAX_BYTES, &v, name, err)))

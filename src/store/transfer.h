@@ -21,9 +21,14 @@ struct transfer_counts {
 	int skipped;  /* export: left out, their key holding an absolute path */
 	int added;    /* import: profiles the store did not know */
 	int merged;   /* import: folded into a profile it knew (store_merge) */
+	int refused;  /* export: left out, as an import would refuse it (a key not UTF-8 or
+			 with a control character, a field out of its range) */
+	char refused_why[256]; /* the first of those: its key, and what an import would say */
 };
 
-/* Write every profile of st to f. root: an absolute directory. 0 or -errno. */
+/* Write every profile of st to f that transfer_import accepts: each is checked by the
+ * import's own reader (runs past PROFILE_MAX_RUNS are written as that). root: an
+ * absolute directory. 0 or -errno. */
 int transfer_export(struct store *st, FILE *f, const char *root, struct transfer_counts *n);
 /* Read f (named name in messages), check every field, then merge all its profiles into
  * st in one transaction: all or nothing. 0; -EINVAL for bad input, -errno for a store

@@ -173,6 +173,53 @@ assert len(p) == 1 and p[0]["key"] == "nvcc -O3" and p[0]["runs"] == 2, p
 '
 }
 
+# A store of class profiles with keys $2... (each "runs": $1), made by an import.
+class_store() {
+	local runs=$1
+	shift
+	python3 -c '
+import json, sys
+c = [1 << 20] * 63 + [2 << 20]
+print(json.dumps({"format": "headroom-profiles/1", "profiles": [{"kind": "class", "key": k,
+    "runs": int(sys.argv[1]), "duration_ms": 1000, "peak_bytes": 2 << 20, "updated_s": 1700000000,
+    "curve_bytes": c} for k in sys.argv[2:]]}))' "$runs" "$@" > "$T/classes.json"
+	"$HR" profiles --db "$T/p.db" import "$T/classes.json" > /dev/null
+}
+
+@test "profiles list shows a key's control characters escaped, never sent to the terminal" {
+	class_store 1 a b
+	sqlite3 "$T/p.db" "UPDATE profiles SET key = 'nvcc' || char(9) || 'x' || char(27) || '[2J' WHERE key = 'a';
+		UPDATE profiles SET key = CAST(X'6363ff0a' AS TEXT) WHERE key = 'b'"
+	run "$HR" profiles --db "$T/p.db" list
+	[ "$status" -eq 0 ]
+	[[ "$output" != *$'\e'* && "$output" != *$'\t'* ]]
+	[[ "$output" == *' nvcc\tx\e[2J'* ]]
+	[[ "$output" == *' cc\xff\n'* ]]
+}
+
+@test "profiles export writes only what import accepts: runs past the bound, keys import refuses" {
+	class_store 600000000 memhog a b
+	# two imports of a fleet's runs: the store counts to the bound, not past it
+	"$HR" profiles --db "$T/p.db" import "$T/classes.json" > /dev/null
+	[ "$("$HR" profiles --db "$T/p.db" --json show memhog | python3 -c 'import json,sys; print(json.load(sys.stdin)[0]["runs"])')" = 1000000000 ]
+	sqlite3 "$T/p.db" "UPDATE profiles SET key = 'cc' || char(9) || 'x' WHERE key = 'a';
+		UPDATE profiles SET key = CAST(X'6363ff' AS TEXT) WHERE key = 'b'"
+	run --separate-stderr "$HR" profiles --db "$T/p.db" export "$T/out.json"
+	[ "$status" -eq 0 ]
+	[[ "$stderr" == *"exported 1 profile to $T/out.json"* ]]
+	[[ "$stderr" == *"left out 2 profiles that an import would refuse (the first: cc\tx: profiles[0].key: holds a control character)"* ]]
+	run "$HR" profiles --db "$T/q.db" import "$T/out.json"
+	[ "$status" -eq 0 ]
+	[[ "$output" == *"imported 1 profile from $T/out.json: 1 new, 0 merged"* ]]
+	run "$HR" profiles --db "$T/q.db" import "$T/out.json"
+	[ "$status" -eq 0 ]
+	# a store already past the bound (an older headroom's) exports at the bound
+	sqlite3 "$T/p.db" "UPDATE profiles SET runs = 5000000000 WHERE key = 'memhog'"
+	"$HR" profiles --db "$T/p.db" export "$T/out.json" 2>/dev/null
+	run "$HR" profiles --db "$T/r.db" import "$T/out.json"
+	[ "$status" -eq 0 ]
+}
+
 @test "--db '' is refused by every command that takes a store (it opened a silent temporary store)" {
 	for cmd in "run --db '' -- true" "profiles --db '' list" "probe --db ''" "plan --gpu h200 --calibrated --db '' x.json"; do
 		eval "set -- $cmd"

@@ -55,3 +55,72 @@ print("null" if v is None else v)' "$1" || echo "(not JSON)"
 	grep -E "^$T/a +1 +6 +[0-9]+ +0 +0 +1 +[-+][0-9]+ s$" <<<"$output"
 	grep -E "^total +3 +" <<<"$output"
 }
+
+# A store with headroom's schema and no build yet (an import of nothing makes it).
+empty_store() {
+	printf '{"format": "headroom-profiles/1", "profiles": []}\n' > "$T/none.json"
+	"$HR" profiles --db "$1" import "$T/none.json" > /dev/null
+}
+
+# SQL for one governed build in directory $1 (an SQL expression) with $2 jobs.
+governed_row() {
+	printf "INSERT INTO governed (dir, command, ended_s, wall_ms, exit_status, jobs, compile_jobs, freezes,
+	kills, retries, oom_kills, jobs_cap, budget_bytes) VALUES (%s, 'ninja', 1700000000, 1000, 0, %s, %s, 0,
+	0, 0, 0, 4, 1073741824);\n" "$1" "$2" "$2"
+}
+
+@test "stats: a store of many builds in many directories is tallied at once (grouped by the database)" {
+	empty_store "$T/p.db"
+	sqlite3 "$T/p.db" "WITH RECURSIVE n(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM n WHERE i < 200000)
+		INSERT INTO governed (dir, command, ended_s, wall_ms, exit_status, jobs, compile_jobs, freezes,
+		kills, retries, oom_kills, jobs_cap, budget_bytes, compile_wall_ms, safe_fixed_wall_ms)
+		SELECT '/src/d' || (i % 199999), 'ninja', 1700000000, 1000, 0, 2, 2, 0, 0, 0, 0, 4, 1073741824,
+		CASE WHEN i % 2 THEN 500 END, 700 FROM n"
+	# an upper bound for a loaded machine, not a measurement: grouped by the database it
+	# is far below it, a search of the directories for each row (quadratic) far past it
+	run --separate-stderr timeout 60 "$HR" stats --db "$T/p.db" --json
+	[ "$status" -eq 0 ]
+	[ "$(js .total.builds <<<"$output")" -eq 200000 ]
+	[ "$(js .total.jobs <<<"$output")" -eq 400000 ]
+	[ "$(js .total.saved_ms <<<"$output")" -eq $((100000 * 200)) ]
+	[ "$(js .directories.0.dir <<<"$output")" = /src/d1 ]
+	[ "$(js .directories.0.builds <<<"$output")" -eq 2 ]
+	[ "$(js .directories.0.saved_ms <<<"$output")" -eq 200 ]
+	run timeout 60 "$HR" stats --db "$T/p.db"
+	[ "$status" -eq 0 ]
+	grep -E "^total +200000 +400000 " <<<"$output"
+}
+
+@test "stats: a directory that is not UTF-8 or holds control characters is kept, escaped, never dropped or sent raw" {
+	empty_store "$T/p.db"
+	sqlite3 "$T/p.db" "$(governed_row "CAST(X'2f7372632fff091b5b33316d' AS TEXT)" 3)" "$(governed_row "'/src/plain'" 1)"
+	run --separate-stderr "$HR" stats --db "$T/p.db" --json
+	[ "$status" -eq 0 ]
+	[ "$(js .directories.0.dir <<<"$output")" = '/src/\xff\t\e[31m' ]
+	[ "$(js .directories.0.dir_hex <<<"$output")" = 2f7372632fff091b5b33316d ]
+	[ "$(js .directories.0.jobs <<<"$output")" -eq 3 ]
+	[ "$(js .directories.1.dir <<<"$output")" = /src/plain ]
+	[ "$(js .directories.1.dir_hex <<<"$output")" = null ]
+	run "$HR" stats --db "$T/p.db"
+	[ "$status" -eq 0 ]
+	[[ "$output" != *$'\e'* ]]
+	grep -F '/src/\xff\t\e[31m ' <<<"$output"
+}
+
+@test "stats, profiles and run refuse a --db that is a device or a FIFO, and make nothing beside it" {
+	[ "$(id -u)" -eq 0 ] || skip "needs root to make a device node"
+	mkdir "$T/d"
+	mknod "$T/d/null" c 1 3
+	mkfifo "$T/d/fifo"
+	empty_store "$T/p.db" # for none.json
+	for db in "$T/d/null" "$T/d/fifo"; do
+		run timeout 60 "$HR" profiles --db "$db" import "$T/none.json"
+		[ "$status" -eq 125 ]
+		[[ "$output" == *"$db is not a regular file, so not a profile store"* ]]
+		run timeout 60 "$HR" run --db "$db" -- true
+		[ "$status" -eq 125 ]
+		run timeout 60 "$HR" stats --db "$db"
+		[ "$status" -eq 125 ]
+	done
+	[ "$(ls "$T/d" | sort | tr '\n' ' ')" = "fifo null " ]
+}

@@ -16,6 +16,7 @@
 #include "util/path.h"
 #include "util/strbuf.h"
 #include "util/utf8.h"
+#include "util/text.h"
 
 static void test_array_grow(void **state)
 {
@@ -123,6 +124,30 @@ static void test_utf8(void **state)
 		assert_string_equal(v, rows[i].shown);
 		assert_true(utf8_valid(v, strlen(v)));
 		free(v);
+/* What a terminal is shown of a name: nothing that acts on it, nothing lost. */
+static void test_text(void **state)
+{
+	static const struct {
+		const char *in, *out;
+		int utf8;
+	} cases[] = {
+		{ "plain/file.cu", "plain/file.cu", 1 },
+		{ "a\tb\nc\x1b[31mred", "a\\tb\\nc\\e[31mred", 1 },
+		{ "back\\slash", "back\\\\slash", 1 },
+		{ "del\x7f c1\xc2\x9b", "del\\x7f c1\\xc2\\x9b", 1 },
+		{ "caf\xc3\xa9 \xe2\x82\xac", "caf\xc3\xa9 \xe2\x82\xac", 1 },
+		{ "bad\xff", "bad\\xff", 0 },
+		{ "cut\xe2\x82", "cut\\xe2\\x82", 0 },
+		{ "overlong\xc0\xaf", "overlong\\xc0\\xaf", 0 },
+		{ "surrogate\xed\xa0\x80", "surrogate\\xed\\xa0\\x80", 0 },
+	};
+
+	(void)state;
+	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+		char *p = text_printable(cases[i].in);
+		assert_string_equal(p, cases[i].out);
+		assert_int_equal(text_is_utf8(cases[i].in), cases[i].utf8);
+		free(p);
 	}
 }
 
@@ -132,6 +157,7 @@ int main(void)
 		cmocka_unit_test(test_array_grow),
 		cmocka_unit_test(test_strbuf),
 		cmocka_unit_test(test_utf8),
+		cmocka_unit_test(test_text),
 		cmocka_unit_test(test_exit_status_of),
 		cmocka_unit_test(test_paths),
 	};
