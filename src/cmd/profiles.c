@@ -12,6 +12,7 @@
 #include "cmd/cmd.h"
 #include "store/store.h"
 #include "store/transfer.h"
+#include "sys/atomicfile.h"
 #include "util/log.h"
 #include "util/text.h"
 #include "util/units.h"
@@ -104,6 +105,7 @@ static int transfer(const char *verb, const char *file, const char *db, const ch
 {
 	int exporting = !strcmp(verb, "export"), is_std = !strcmp(file, "-"), rc, status = 0;
 	struct transfer_counts n;
+	struct atomic_file out = { 0 };
 	struct store *st = NULL;
 	char root[PATH_MAX], *err = NULL;
 	FILE *f;
@@ -117,14 +119,19 @@ static int transfer(const char *verb, const char *file, const char *db, const ch
 		free(err);
 		return EXIT_INTERNAL;
 	}
-	f = is_std ? (exporting ? stdout : stdin) : fopen(file, exporting ? "w" : "r");
+	/* an export to a file replaces it whole or not at all */
+	rc = is_std || !exporting ? 0 : atomic_open(&out, file);
+	f = is_std ? (exporting ? stdout : stdin) : exporting ? out.f : fopen(file, "r");
 	if (!f) {
 		store_close(st);
-		die(EXIT_USAGE, "profiles: cannot %s %s: %s", exporting ? "write" : "read", file, strerror(errno));
+		die(EXIT_USAGE, "profiles: cannot %s %s: %s", exporting ? "write" : "read", file,
+		    strerror(rc ? -rc : errno));
 	}
 	if (exporting) {
 		rc = transfer_export(st, f, root, &n);
-		if ((!is_std && fclose(f)) || (is_std && fflush(f)))
+		if (!is_std)
+			rc = atomic_close(&out, rc);
+		else if (fflush(f))
 			rc = rc ? rc : -EIO;
 		if (rc) {
 			log_warn("cannot export to %s: %s", file, strerror(-rc));

@@ -66,7 +66,8 @@ static const char usage[] =
 	"\n"
 	"Exit status: COMMAND's own; 128+N if headroom was stopped by signal N (130 for\n"
 	"Ctrl-C); 2 for a usage error (an output in a missing directory, or naming the store);\n"
-	"125 if headroom itself failed (a --db that is not headroom's, the socket);\n"
+	"125 if headroom itself failed (a --db that is not headroom's, the socket, an output\n"
+	"it could not write: then the file that was there is left as it was);\n"
 	"126/127 if COMMAND cannot be run / is not found.\n";
 
 /* The most jobs at once that -j, a build's -j or MAX_JOBS may ask for. */
@@ -449,7 +450,7 @@ static void check_outputs(const struct governor_opts *o, const char *db)
 		{ "--trace", o->trace_path },
 		{ "--record", o->record_path },
 	};
-	char dir[PATH_MAX];
+	char dir[PATH_MAX], base[PATH_MAX];
 	struct stat sb;
 
 	for (size_t i = 0; i < sizeof(out) / sizeof(*out); i++) {
@@ -459,8 +460,9 @@ static void check_outputs(const struct governor_opts *o, const char *db)
 			continue;
 		if (!*p)
 			die(EXIT_USAGE, "run: %s wants a file name", out[i].opt);
-		snprintf(dir, sizeof(dir), "%s", p);
-		dirname(dir);
+		/* dirname() may return a static "." rather than cut its argument */
+		snprintf(base, sizeof(base), "%s", p);
+		snprintf(dir, sizeof(dir), "%s", dirname(base));
 		if (stat(dir, &sb) || !S_ISDIR(sb.st_mode))
 			die(EXIT_USAGE, "run: %s %s: the directory %s does not exist", out[i].opt, p, dir);
 		if (access(dir, W_OK | X_OK))

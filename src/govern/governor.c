@@ -554,14 +554,19 @@ static pid_t start_build(struct gov *g, const sigset_t *orig_mask)
 	_exit(e == ENOENT ? EXIT_NOTFOUND : EXIT_NOEXEC);
 }
 
-static void write_records(struct gov *g)
+/* --report, --trace, --record; how many could not be written. */
+static int write_records(struct gov *g)
 {
 	const struct governor_opts *o = g->o;
 	struct meminfo mi = { 0 };
-	int rc;
+	int rc, failed = 0;
 
+	if (o->report_path && (rc = report_write_json(&g->rep, o->report_path)))
+		log_warn("cannot write the report to %s: %s", o->report_path, strerror(-rc));
+	failed += o->report_path && rc;
 	if (o->trace_path && (rc = report_write_trace(&g->rep, o->trace_path)))
 		log_warn("cannot write the trace to %s: %s", o->trace_path, strerror(-rc));
+	failed += o->trace_path && rc;
 	if (o->record_path) {
 		struct strbuf desc = STRBUF_INIT;
 
@@ -573,8 +578,10 @@ static void write_records(struct gov *g)
 					 mi.total_bytes);
 		if (rc)
 			log_warn("cannot write the record to %s: %s", o->record_path, strerror(-rc));
+		failed += rc != 0;
 		strbuf_release(&desc);
 	}
+	return failed;
 }
 
 static void on_signal(struct gov *g, int64_t now)
@@ -748,13 +755,9 @@ int governor_run(const struct governor_opts *o)
 		log_warn("no compile job came through headroom exec, so none was governed: does the build use "
 		      "$HEADROOM_LAUNCHER, CMAKE_<LANG>_COMPILER_LAUNCHER or PYTORCH_NVCC (a build script may "
 		      "overwrite them)?");
-	write_records(&g);
-	if (o->report_path) {
-		json_t *j = report_to_json(&g.rep);
-		if (json_dump_file(j, o->report_path, JSON_INDENT(2)))
-			log_warn("cannot write the report to %s", o->report_path);
-		json_decref(j);
-	}
+	/* a build that went well but whose outputs were not written is not a success */
+	if (write_records(&g) && !status)
+		status = EXIT_INTERNAL;
 out_mask:
 	sigprocmask(SIG_SETMASK, &orig, NULL);
 out:

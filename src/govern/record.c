@@ -6,17 +6,28 @@
 #include <string.h>
 
 #include "govern/report.h"
+#include "sys/atomicfile.h"
 #include "util/xalloc.h"
 
 /* The record's sampling: what bench/traces uses. */
 #define RECORD_INTERVAL_MS 500
 
-static int dump(json_t *root, const char *path)
+/* Written whole or not at all (sys/atomicfile): a failure leaves the old file. A root
+ * that could not be made (a name that is not UTF-8) is -EINVAL, and nothing written. */
+static int dump(json_t *root, const char *path, size_t flags)
 {
-	int rc = json_dump_file(root, path, JSON_COMPACT) ? -EIO : 0;
+	struct atomic_file a;
+	int rc = root ? atomic_open(&a, path) : -EINVAL;
 
+	if (!rc)
+		rc = atomic_close(&a, json_dumpf(root, a.f, flags) ? -EIO : 0);
 	json_decref(root);
 	return rc;
+}
+
+int report_write_json(const struct report *r, const char *path)
+{
+	return dump(report_to_json(r), path, JSON_INDENT(2));
 }
 
 /* Lanes so that spans drawn on one track never overlap: the first lane free at the
@@ -70,7 +81,7 @@ int report_write_trace(const struct report *r, const char *path)
 	}
 	free(order);
 	free(lane_end);
-	return dump(json_pack("{s:o, s:s}", "traceEvents", ev, "displayTimeUnit", "ms"), path);
+	return dump(json_pack("{s:o, s:s}", "traceEvents", ev, "displayTimeUnit", "ms"), path, JSON_COMPACT);
 }
 
 int report_write_record(const struct report *r, const char *path, const char *description, int cpus,
@@ -106,5 +117,5 @@ int report_write_record(const struct report *r, const char *path, const char *de
 			      description, "machine", "cpus", cpus, "mem_total_bytes", (json_int_t)mem_total_bytes,
 			      "parallel_jobs", r->jobs_cap, "sample_interval_s", RECORD_INTERVAL_MS / 1000.0, "jobs",
 			      jobs),
-		    path);
+		    path, JSON_COMPACT);
 }

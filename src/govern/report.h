@@ -69,6 +69,9 @@ struct report {
 
 /* Copies name, class (both made valid UTF-8: utf8_visible) and samples. */
 void report_add_span(struct report *r, const struct report_span *s);
+/* Each output file is written whole or not at all: a failure leaves what was there.
+ * The report as JSON (report_to_json). 0 or -errno. */
+int report_write_json(const struct report *r, const char *path);
 /* Chrome/Perfetto trace (JSON): a span per job run, counters for memory. 0 or -errno. */
 int report_write_trace(const struct report *r, const char *path);
 /* headroom-trace/1 (see bench/traces): every job that finished, to replay or share.

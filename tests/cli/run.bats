@@ -529,4 +529,46 @@ twin_tree() {
 	# this build's peak, or unknown: never the old 150M, over the limit
 	assert r["peak_group_bytes"] is None or r["peak_group_bytes"] <= r["limit_bytes"], r
 	PY
+
+@test "--report, --trace, --record and profiles export replace a file whole or not at all" {
+	mkdir "$T/w"
+	cd "$T/w"
+	echo '{"old": 1}' > rec.json
+	chmod 640 rec.json
+	# a record that cannot be made (the command is not UTF-8): an error, the old one kept
+	run "$HR" run -q --no-db --record ./rec.json -- sh -c true $'\xff'
+	[ "$status" -eq 125 ]
+	[[ "$output" == *"cannot write the record to ./rec.json"* ]]
+	[ "$(cat rec.json)" = '{"old": 1}' ]
+	[ "$(ls -A)" = rec.json ]
+	run "$HR" run -q --no-db --record rec.json --report ./rep.json -- true
+	[ "$status" -eq 0 ]
+	grep -q headroom-trace/1 rec.json
+	[ "$(stat -c %a rec.json)" = 640 ]
+	[ "$(ls -A | tr '\n' ' ')" = "rec.json rep.json " ]
+
+	[ "$(id -u)" -eq 0 ] || skip "needs root for a tmpfs in a mount namespace"
+	unshare --mount true 2>/dev/null || skip "no mount namespaces here"
+	mkdir "$T/full"
+	printf '{"format": "headroom-profiles/1", "profiles": []}\n' > "$T/none.json"
+	"$HR" profiles --db "$T/p.db" import "$T/none.json" > /dev/null
+	cat > "$T/full.sh" <<'SH'
+mount -t tmpfs -o size=64k tmpfs "$T/full" || exit 99
+for f in rep tr rec exp; do echo '{"old": 1}' > "$T/full/$f.json"; done
+dd if=/dev/zero of="$T/full/fill" bs=4k 2>/dev/null
+"$HR" run -q --no-db --report "$T/full/rep.json" --trace "$T/full/tr.json" --record "$T/full/rec.json" -- true
+echo "run=$?"
+"$HR" profiles --db "$T/p.db" export "$T/full/exp.json"
+echo "export=$?"
+for f in rep tr rec exp; do echo "$f: $(cat "$T/full/$f.json")"; done
+ls -A "$T/full" | tr '\n' ' '
+SH
+	export T HR
+	run --separate-stderr unshare --mount bash "$T/full.sh"
+	[ "$status" -eq 0 ]
+	echo "$output"
+	[[ "$output" == *"run=125"*"export=125"* ]]
+	for f in rep tr rec exp; do grep -qx "$f: {\"old\": 1}" <<<"$output"; done
+	[[ "$output" == *"exp.json fill rec.json rep.json tr.json " ]]
+	[[ "$stderr" == *"cannot write the report to $T/full/rep.json: No space left on device"* ]]
 }
