@@ -13,6 +13,15 @@ print(next((p["runs"] for p in json.load(sys.stdin) if p["kind"] == kind and p["
 ' "$2" "$3"
 }
 
+# Until another process holds DB's write lock (a write cannot begin at once).
+wait_locked() {
+	for i in $(seq 1 100); do
+		sqlite3 -cmd '.timeout 0' "$1" 'BEGIN IMMEDIATE; ROLLBACK;' >/dev/null 2>&1 || return 0
+		sleep 0.1
+	done
+	return 1
+}
+
 @test "two builds at once on one store: every job of the class is counted" {
 	command -v ninja || skip "ninja not installed"
 	hold_build "$T/a" 20 8M 300
@@ -34,7 +43,8 @@ print(next((p["runs"] for p in json.load(sys.stdin) if p["kind"] == kind and p["
 	pid=$!
 	for i in $(seq 1 100); do [ -e "$T/a/out1" ] && break; sleep 0.1; done
 	[ -e "$T/a/out1" ]
-	sleep 1.5 # a tick and the save interval after the first job's end
+	# the first job's end saved (a tick and the save interval after it)
+	for i in $(seq 1 200); do [ "$(runs_of "$T/p.db" class memhog 2>/dev/null)" -ge 1 ] 2>/dev/null && break; sleep 0.1; done
 	[ ! -e "$T/a/out4" ]
 	kill -KILL -- "-$pid"
 	wait "$pid" || true
@@ -63,7 +73,7 @@ print(next((p["runs"] for p in json.load(sys.stdin) if p["kind"] == kind and p["
 	} > "$T/b/build.ninja"
 	{ echo 'BEGIN EXCLUSIVE;'; echo 'UPDATE profiles SET runs = runs;'; sleep 10; echo 'COMMIT;'; } |
 		sqlite3 "$T/p.db" &
-	sleep 1 # the lock is taken
+	wait_locked "$T/p.db"
 	t0=$(date +%s.%N)
 	run --separate-stderr "$HR" run --db "$T/p.db" -j 2 -- ninja -C "$T/b" -j2
 	t1=$(date +%s.%N)
@@ -85,7 +95,7 @@ print(next((p["runs"] for p in json.load(sys.stdin) if p["kind"] == kind and p["
 	sqlite3 "$T/p.db" 'PRAGMA journal_mode = DELETE; CREATE TABLE profiles (kind INTEGER);'
 	{ echo 'BEGIN EXCLUSIVE;'; echo 'INSERT INTO profiles VALUES (0);'; sleep 8; echo 'COMMIT;'; } |
 		sqlite3 "$T/p.db" &
-	sleep 1
+	wait_locked "$T/p.db"
 	run --separate-stderr "$HR" run --db "$T/p.db" -- touch "$T/ran"
 	[ "$status" -eq 0 ]
 	[ -e "$T/ran" ]
