@@ -561,12 +561,14 @@ static int write_records(struct gov *g)
 	struct meminfo mi = { 0 };
 	int rc, failed = 0;
 
-	if (o->report_path && (rc = report_write_json(&g->rep, o->report_path)))
+	if (o->report_path && (rc = report_write_json(&g->rep, o->report_path))) {
 		log_warn("cannot write the report to %s: %s", o->report_path, strerror(-rc));
-	failed += o->report_path && rc;
-	if (o->trace_path && (rc = report_write_trace(&g->rep, o->trace_path)))
+		failed++;
+	}
+	if (o->trace_path && (rc = report_write_trace(&g->rep, o->trace_path))) {
 		log_warn("cannot write the trace to %s: %s", o->trace_path, strerror(-rc));
-	failed += o->trace_path && rc;
+		failed++;
+	}
 	if (o->record_path) {
 		struct strbuf desc = STRBUF_INIT;
 
