@@ -6,6 +6,7 @@
 #include <string.h>
 
 #include "util/parse.h"
+#include "util/xalloc.h"
 
 void series_add(struct series *s, int64_t t_ms, double v)
 {
@@ -131,13 +132,13 @@ int detect_stuck(int64_t used_bytes, int64_t unchanged_since_ms, int util_pct, i
 	return timeout_ms > 0 && used_bytes > 0 && util_pct == 0 && now_ms - unchanged_since_ms >= timeout_ms;
 }
 
-int detect_rank_from_environ(const char *env, size_t len, char *key, size_t keylen, int *rank)
+int detect_rank_from_environ(const char *env, size_t len, char **key, int *rank)
 {
 	const char *id = NULL, *r = NULL, *local = NULL, *world = NULL, *addr = NULL, *port = NULL;
 	int64_t v;
 
 	*rank = -1;
-	key[0] = '\0';
+	*key = NULL;
 	for (size_t i = 0; i < len; i += strlen(env + i) + 1) {
 		const char *e = env + i;
 		if (!strncmp(e, "TORCHELASTIC_RUN_ID=", 20))
@@ -161,9 +162,9 @@ int detect_rank_from_environ(const char *env, size_t len, char *key, size_t keyl
 	 * would be one job, so the rendezvous address tells them apart first */
 	int id_shared = id && (!*id || !strcmp(id, "none"));
 	if (id && !(id_shared && addr && port && *addr && *port))
-		snprintf(key, keylen, "torchelastic:%s", id);
+		*key = xasprintf("torchelastic:%s", id);
 	else if (addr && port && *addr && *port)
-		snprintf(key, keylen, "dist:%s:%s", addr, port);
+		*key = xasprintf("dist:%s:%s", addr, port);
 	return 1;
 }
 

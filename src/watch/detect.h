@@ -44,10 +44,11 @@ int detect_stuck(int64_t used_bytes, int64_t unchanged_since_ms, int util_pct, i
 /* Is a process a rank of a distributed job, by its environment (NUL-separated, as
  * /proc/PID/environ)? A rank has torchrun's TORCHELASTIC_RUN_ID, or torch.distributed's
  * RANK, LOCAL_RANK or WORLD_SIZE (which deepspeed, accelerate and Lightning set too).
- * Returns 1 for a rank, 0 otherwise. key: its job where the environment says it,
- * "torchelastic:ID", else "dist:MASTER_ADDR:MASTER_PORT" (the job's rendezvous), else ""
- * (the caller groups it by its launcher). *rank: RANK, else LOCAL_RANK, else -1. */
-int detect_rank_from_environ(const char *env, size_t len, char *key, size_t keylen, int *rank);
+ * Returns 1 for a rank, 0 otherwise. *key (the caller frees): its job where the
+ * environment says it, whole, "torchelastic:ID", else "dist:MASTER_ADDR:MASTER_PORT"
+ * (the job's rendezvous), else NULL (the caller groups it by its launcher). *rank: RANK,
+ * else LOCAL_RANK, else -1. */
+int detect_rank_from_environ(const char *env, size_t len, char **key, int *rank);
 
 /* Partial death: of a job's ranks ever seen, some died (ended by a signal, a non-zero
  * status, or in a way not known) while others still run. A rank that exited 0 did not

@@ -4,6 +4,20 @@
 #include <stdlib.h>
 #include <time.h>
 
+#include "util/escape.h"
+#include "util/strbuf.h"
+
+json_t *jsonl_str(const char *s)
+{
+	struct strbuf b = STRBUF_INIT;
+	json_t *j;
+
+	esc_utf8(&b, s);
+	j = json_string(strbuf_str(&b));
+	strbuf_release(&b);
+	return j;
+}
+
 int64_t jsonl_wall_ms(void)
 {
 	struct timespec ts;
@@ -30,8 +44,8 @@ void jsonl_sample(FILE *out, const struct watch_state *w, int64_t time_ms)
 	json_object_set_new(s, "psi_full_avg10", w->psi_full_avg10 >= 0 ? json_real(w->psi_full_avg10) : json_null());
 	for (size_t g = 0; g < w->ngpus; g++) {
 		const struct wgpu *G = &w->gpus[g];
-		json_t *o = json_pack("{s:i, s:s, s:s, s:b}", "gpu", (int)g, "uuid", G->d.uuid, "pci_bus_id", G->d.bus_id,
-				      "ok", G->ok);
+		json_t *o = json_pack("{s:i, s:o, s:o, s:b}", "gpu", (int)g, "uuid", jsonl_str(G->d.uuid), "pci_bus_id",
+				      jsonl_str(G->d.bus_id), "ok", G->ok);
 		json_object_set_new(o, "used_bytes", G->ok ? json_integer((json_int_t)G->d.used_bytes) : json_null());
 		json_object_set_new(o, "free_bytes", G->ok ? json_integer((json_int_t)G->d.free_bytes) : json_null());
 		json_object_set_new(o, "total_bytes", G->ok ? json_integer((json_int_t)G->d.total_bytes) : json_null());
@@ -45,8 +59,8 @@ void jsonl_sample(FILE *out, const struct watch_state *w, int64_t time_ms)
 		const struct wproc *p = &w->procs[i];
 		if (!p->alive)
 			continue;
-		json_t *o = json_pack("{s:i, s:i, s:s, s:s}", "pid", (int)p->pid, "gpu", (int)p->gpu, "job", p->job, "comm",
-				      p->comm);
+		json_t *o = json_pack("{s:i, s:i, s:o, s:I, s:o}", "pid", (int)p->pid, "gpu", (int)p->gpu, "job",
+				      jsonl_str(p->job.key), "uid", (json_int_t)p->job.uid, "comm", jsonl_str(p->comm));
 		json_object_set_new(o, "used_bytes", p->used_bytes >= 0 ? json_integer(p->used_bytes) : json_null());
 		json_object_set_new(o, "rank", p->rank >= 0 ? json_integer(p->rank) : json_null());
 		json_object_set_new(o, "container_pid", p->ns_pid ? json_integer(p->ns_pid) : json_null());

@@ -2,11 +2,15 @@
 #ifndef HEADROOM_WATCH_JSONL_H
 #define HEADROOM_WATCH_JSONL_H
 
+#include <jansson.h>
 #include <stdint.h>
 #include <stdio.h>
 
 #include "watch/state.h"
 
+/* The JSON sink's string: s as valid UTF-8 (an invalid byte becomes U+FFFD; jansson
+ * refuses invalid UTF-8, and the record holding it would be lost). A new reference. */
+json_t *jsonl_str(const char *s);
 /* CLOCK_REALTIME in milliseconds: the time_ms of every record. */
 int64_t jsonl_wall_ms(void);
 /* A record's compact text as a line on out, flushed (a reader tails the file). */

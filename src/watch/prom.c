@@ -10,6 +10,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "util/escape.h"
 #include "util/log.h"
 #include "util/strbuf.h"
 #include "util/xalloc.h"
@@ -19,52 +20,44 @@ static void head(struct strbuf *b, const char *name, const char *type, const cha
 	strbuf_addf(b, "# HELP %s %s\n# TYPE %s %s\n", name, help, name, type);
 }
 
-/* Label values: backslash, quote and newline escaped. */
-static const char *esc(const char *s, char *out, size_t size)
+/* A label's value, escaped (util/escape.h): the text it names may be anyone's. */
+static void label(struct strbuf *b, const char *name, const char *value)
 {
-	size_t o = 0;
-
-	for (; *s && o + 3 < size; s++) {
-		if (*s == '\\' || *s == '"') {
-			out[o++] = '\\';
-			out[o++] = *s;
-		} else if (*s == '\n') {
-			out[o++] = '\\';
-			out[o++] = 'n';
-		} else {
-			out[o++] = *s;
-		}
-	}
-	out[o] = '\0';
-	return out;
+	strbuf_addf(b, "%s=\"", name);
+	esc_prom_label(b, value);
+	strbuf_add(b, "\"");
 }
 
 /* dcgm-exporter's labels, so that its dashboards and rules resolve headroom's series:
  * gpu (the NVML index), UUID, pci_bus_id, device (nvidiaN, N the index), modelName,
  * Hostname. */
-static void gpu_labels(char *out, size_t size, const struct watch_state *w, size_t i, const char *host)
+static void gpu_labels(struct strbuf *b, const struct watch_state *w, size_t i)
 {
-	char u[200], p[80], m[200];
 	const struct nvml_dev *d = &w->gpus[i].d;
 
-	snprintf(out, size, "gpu=\"%zu\",UUID=\"%s\",pci_bus_id=\"%s\",device=\"nvidia%zu\",modelName=\"%s\",Hostname=\"%s\"", i,
-		 esc(d->uuid, u, sizeof(u)), esc(d->bus_id, p, sizeof(p)), i, esc(d->name, m, sizeof(m)), host);
+	strbuf_addf(b, "gpu=\"%zu\",", i);
+	label(b, "UUID", d->uuid);
+	strbuf_add(b, ",");
+	label(b, "pci_bus_id", d->bus_id);
+	strbuf_addf(b, ",device=\"nvidia%zu\",", i);
+	label(b, "modelName", d->name);
+	strbuf_add(b, ",");
+	label(b, "Hostname", w->hostname);
 }
 
 /* One gauge a GPU, only for the GPUs whose last read worked (a failed read is missing
  * figures, not zero). */
-static void gpu_gauge(struct strbuf *b, const struct watch_state *w, const char *host, const char *name,
-		      const char *help, double (*value)(const struct wgpu *G))
+static void gpu_gauge(struct strbuf *b, const struct watch_state *w, const char *name, const char *help,
+		      double (*value)(const struct wgpu *G))
 {
-	char l[800];
-
 	head(b, name, "gauge", help);
 	for (size_t i = 0; i < w->ngpus; i++) {
 		double v = w->gpus[i].ok ? value(&w->gpus[i]) : -1;
 		if (v < 0)
 			continue;
-		gpu_labels(l, sizeof(l), w, i, host);
-		strbuf_addf(b, "%s{%s} %.15g\n", name, l, v);
+		strbuf_addf(b, "%s{", name);
+		gpu_labels(b, w, i);
+		strbuf_addf(b, "} %.15g\n", v);
 	}
 }
 
@@ -75,12 +68,72 @@ static double total_bytes(const struct wgpu *G) { return (double)G->d.total_byte
 /* to a tenth of a second: the projection is no finer */
 static double ttoom_s(const struct wgpu *G) { return G->ttoom_s >= 0 ? round(G->ttoom_s * 10) / 10 : -1; }
 
+/* A job's labels: its key, its user and its origin tell it from another user's or
+ * another tree's job of the same key. */
+static void job_labels(struct strbuf *b, const struct wjob_id *id)
+{
+	label(b, "job", id->key);
+	strbuf_addf(b, ",uid=\"%lu\",origin=\"%d\"", (unsigned long)id->uid, (int)id->origin);
+}
+
+static void job_gauges(struct strbuf *b, const struct watch_state *w, const char *host)
+{
+	head(b, "headroom_gpu_process_memory_bytes", "gauge", "GPU memory of a process, by host pid");
+	for (size_t i = 0; i < w->nprocs; i++) {
+		const struct wproc *p = &w->procs[i];
+		if (!p->alive || p->used_bytes < 0 || p->gpu >= w->ngpus)
+			continue;
+		strbuf_add(b, "headroom_gpu_process_memory_bytes{");
+		gpu_labels(b, w, p->gpu);
+		strbuf_addf(b, ",pid=\"%d\",", (int)p->pid);
+		job_labels(b, &p->job);
+		strbuf_addf(b, "} %lld\n", (long long)p->used_bytes);
+	}
+	head(b, "headroom_job_ranks_alive", "gauge", "GPU processes of a job still running");
+	for (size_t i = 0; i < w->njobs; i++) {
+		strbuf_add(b, "headroom_job_ranks_alive{");
+		job_labels(b, &w->jobs[i].id);
+		strbuf_addf(b, ",Hostname=\"%s\"} %d\n", host, w->jobs[i].alive);
+	}
+	head(b, "headroom_job_ranks_seen", "gauge", "GPU processes of a job seen over its life");
+	for (size_t i = 0; i < w->njobs; i++) {
+		strbuf_add(b, "headroom_job_ranks_seen{");
+		job_labels(b, &w->jobs[i].id);
+		strbuf_addf(b, ",Hostname=\"%s\"} %d\n", host, w->jobs[i].seen);
+	}
+}
+
+static void host_gauges(struct strbuf *b, const struct watch_state *w, const char *host)
+{
+	if (w->has_host) {
+		head(b, "headroom_host_memory_available_bytes", "gauge",
+		     "Host memory available: MemAvailable, or what the memory cgroup's limit leaves when lower");
+		strbuf_addf(b, "headroom_host_memory_available_bytes{Hostname=\"%s\"} %llu\n", host,
+		    (unsigned long long)w->host_available_bytes);
+		head(b, "headroom_host_memory_total_bytes", "gauge",
+		     "Host memory in all, read each sample: the memory cgroup's limit where it is lower than MemTotal");
+		strbuf_addf(b, "headroom_host_memory_total_bytes{Hostname=\"%s\"} %llu\n", host,
+		    (unsigned long long)w->host_total_bytes);
+	}
+	if (w->has_oom) {
+		head(b, "headroom_host_oom_kills_total", "counter", "The kernel's OOM kills since boot");
+		strbuf_addf(b, "headroom_host_oom_kills_total{Hostname=\"%s\"} %llu\n", host,
+		    (unsigned long long)w->host_oom_kills);
+	}
+	if (w->psi_full_avg10 >= 0) {
+		head(b, "headroom_host_memory_pressure_full_avg10", "gauge", "PSI memory full avg10 (%)");
+		strbuf_addf(b, "headroom_host_memory_pressure_full_avg10{Hostname=\"%s\"} %.2f\n", host,
+		    w->psi_full_avg10);
+	}
+}
+
 char *prom_render(const struct watch_state *w)
 {
-	struct strbuf b = STRBUF_INIT;
-	char l[800], j[140], host[140];
+	struct strbuf b = STRBUF_INIT, hb = STRBUF_INIT;
+	const char *host;
 
-	esc(w->hostname, host, sizeof(host));
+	esc_prom_label(&hb, w->hostname);
+	host = strbuf_str(&hb);
 	head(&b, "headroom_up", "gauge", "1 while headroom watch runs and serves this page");
 	strbuf_addf(&b, "headroom_up{Hostname=\"%s\"} 1\n", host);
 	head(&b, "headroom_gpus", "gauge",
@@ -88,58 +141,25 @@ char *prom_render(const struct watch_state *w)
 	strbuf_addf(&b, "headroom_gpus{Hostname=\"%s\"} %zu\n", host, w->ngpus);
 	head(&b, "headroom_gpu_read_ok", "gauge", "1 when this GPU's last read worked");
 	for (size_t i = 0; i < w->ngpus; i++) {
-		gpu_labels(l, sizeof(l), w, i, host);
-		strbuf_addf(&b, "headroom_gpu_read_ok{%s} %d\n", l, w->gpus[i].ok);
+		strbuf_add(&b, "headroom_gpu_read_ok{");
+		gpu_labels(&b, w, i);
+		strbuf_addf(&b, "} %d\n", w->gpus[i].ok);
 	}
-	gpu_gauge(&b, w, host, "DCGM_FI_DEV_FB_USED", "Framebuffer memory used (in MiB).", fb_used_mib);
-	gpu_gauge(&b, w, host, "DCGM_FI_DEV_FB_FREE", "Framebuffer memory free (in MiB).", fb_free_mib);
-	gpu_gauge(&b, w, host, "DCGM_FI_DEV_GPU_UTIL", "GPU utilization (in %).", util_pct);
-	gpu_gauge(&b, w, host, "headroom_gpu_memory_total_bytes", "GPU memory in all", total_bytes);
-	gpu_gauge(&b, w, host, "headroom_time_to_oom_seconds",
+	gpu_gauge(&b, w, "DCGM_FI_DEV_FB_USED", "Framebuffer memory used (in MiB).", fb_used_mib);
+	gpu_gauge(&b, w, "DCGM_FI_DEV_FB_FREE", "Framebuffer memory free (in MiB).", fb_free_mib);
+	gpu_gauge(&b, w, "DCGM_FI_DEV_GPU_UTIL", "GPU utilization (in %).", util_pct);
+	gpu_gauge(&b, w, "headroom_gpu_memory_total_bytes", "GPU memory in all", total_bytes);
+	gpu_gauge(&b, w, "headroom_time_to_oom_seconds",
 		  "Seconds until the GPU's memory reaches its capacity at its growth; absent when it is not "
 		  "significantly rising or would reach it only past 10 x --horizon",
 		  ttoom_s);
-	head(&b, "headroom_gpu_process_memory_bytes", "gauge", "GPU memory of a process, by host pid");
-	for (size_t i = 0; i < w->nprocs; i++) {
-		const struct wproc *p = &w->procs[i];
-		if (!p->alive || p->used_bytes < 0 || p->gpu >= w->ngpus)
-			continue;
-		gpu_labels(l, sizeof(l), w, p->gpu, host);
-		strbuf_addf(&b, "headroom_gpu_process_memory_bytes{%s,pid=\"%d\",job=\"%s\"} %lld\n", l, (int)p->pid,
-		    esc(p->job, j, sizeof(j)), (long long)p->used_bytes);
-	}
-	head(&b, "headroom_job_ranks_alive", "gauge", "GPU processes of a job still running");
-	for (size_t i = 0; i < w->njobs; i++)
-		strbuf_addf(&b, "headroom_job_ranks_alive{job=\"%s\",Hostname=\"%s\"} %d\n",
-		    esc(w->jobs[i].key, j, sizeof(j)), host, w->jobs[i].alive);
-	head(&b, "headroom_job_ranks_seen", "gauge", "GPU processes of a job seen over its life");
-	for (size_t i = 0; i < w->njobs; i++)
-		strbuf_addf(&b, "headroom_job_ranks_seen{job=\"%s\",Hostname=\"%s\"} %d\n",
-		    esc(w->jobs[i].key, j, sizeof(j)), host, w->jobs[i].seen);
+	job_gauges(&b, w, host);
 	head(&b, "headroom_events_total", "counter", "Events the watchdog raised, by type");
 	for (int e = 0; e < EV_COUNT; e++)
 		strbuf_addf(&b, "headroom_events_total{type=\"%s\",Hostname=\"%s\"} %llu\n",
 		    watch_event_name((enum watch_event)e), host, (unsigned long long)w->events[e]);
-	if (w->has_host) {
-		head(&b, "headroom_host_memory_available_bytes", "gauge",
-		     "Host memory available: MemAvailable, or what the memory cgroup's limit leaves when lower");
-		strbuf_addf(&b, "headroom_host_memory_available_bytes{Hostname=\"%s\"} %llu\n", host,
-		    (unsigned long long)w->host_available_bytes);
-		head(&b, "headroom_host_memory_total_bytes", "gauge",
-		     "Host memory in all, read each sample: the memory cgroup's limit where it is lower than MemTotal");
-		strbuf_addf(&b, "headroom_host_memory_total_bytes{Hostname=\"%s\"} %llu\n", host,
-		    (unsigned long long)w->host_total_bytes);
-	}
-	if (w->has_oom) {
-		head(&b, "headroom_host_oom_kills_total", "counter", "The kernel's OOM kills since boot");
-		strbuf_addf(&b, "headroom_host_oom_kills_total{Hostname=\"%s\"} %llu\n", host,
-		    (unsigned long long)w->host_oom_kills);
-	}
-	if (w->psi_full_avg10 >= 0) {
-		head(&b, "headroom_host_memory_pressure_full_avg10", "gauge", "PSI memory full avg10 (%)");
-		strbuf_addf(&b, "headroom_host_memory_pressure_full_avg10{Hostname=\"%s\"} %.2f\n", host,
-		    w->psi_full_avg10);
-	}
+	host_gauges(&b, w, host);
+	strbuf_release(&hb);
 	return strbuf_detach(&b);
 }
 

@@ -5,18 +5,33 @@
 #include <string.h>
 
 #include "util/grow.h"
+#include "util/xalloc.h"
 
-struct wjob *watch_state_job(struct watch_state *w, const char *key)
+int wjob_id_same(const struct wjob_id *a, const struct wjob_id *b)
+{
+	return a->uid == b->uid && a->origin == b->origin && a->origin_start == b->origin_start &&
+	       !strcmp(a->key, b->key);
+}
+
+static struct wjob_id id_copy(const struct wjob_id *id)
+{
+	struct wjob_id c = *id;
+
+	c.key = xstrdup(id->key);
+	return c;
+}
+
+struct wjob *watch_state_job(struct watch_state *w, const struct wjob_id *id)
 {
 	struct wjob *j;
 
 	for (size_t i = 0; i < w->njobs; i++)
-		if (!strcmp(w->jobs[i].key, key))
+		if (wjob_id_same(&w->jobs[i].id, id))
 			return &w->jobs[i];
 	ARRAY_GROW(w->jobs, w->njobs + 1, w->capjobs);
 	j = &w->jobs[w->njobs++];
 	memset(j, 0, sizeof(*j));
-	snprintf(j->key, sizeof(j->key), "%s", key);
+	j->id = id_copy(id);
 	return j;
 }
 
@@ -29,7 +44,7 @@ struct wproc *watch_state_proc(struct watch_state *w, pid_t pid, unsigned gpu)
 }
 
 struct wproc *watch_state_add_proc(struct watch_state *w, pid_t pid, unsigned gpu, int64_t now_ms,
-				   const char *job, int rank)
+				   const struct wjob_id *job, int rank)
 {
 	struct wproc *p;
 	struct wjob *j;
@@ -43,11 +58,11 @@ struct wproc *watch_state_add_proc(struct watch_state *w, pid_t pid, unsigned gp
 	p->used_bytes = p->peak_bytes = -1;
 	p->unchanged_since_ms = now_ms;
 	p->pidfd = -1;
-	snprintf(p->job, sizeof(p->job), "%s", job);
+	p->job = id_copy(job);
 	p->rank = rank;
-	j = watch_state_job(w, p->job);
+	j = watch_state_job(w, &p->job);
 	for (size_t i = 0; i + 1 < w->nprocs; i++)
-		if (w->procs[i].pid == pid && w->procs[i].alive && !strcmp(w->procs[i].job, p->job))
+		if (w->procs[i].pid == pid && w->procs[i].alive && wjob_id_same(&w->procs[i].job, &p->job))
 			return p; /* counted already, on another GPU */
 	j->seen++;
 	j->alive++;
@@ -63,19 +78,28 @@ void watch_state_forget_ended(struct watch_state *w)
 		return;
 	for (size_t i = 0; i < w->nprocs; i++) {
 		struct wproc *p = &w->procs[i];
-		if (p->alive || watch_state_job(w, p->job)->alive)
+		if (p->alive || watch_state_job(w, &p->job)->alive)
 			w->procs[k++] = *p;
+		else
+			free(p->job.key);
 	}
 	w->nprocs = k;
 	k = 0;
-	for (size_t i = 0; i < w->njobs; i++)
+	for (size_t i = 0; i < w->njobs; i++) {
 		if (w->jobs[i].alive)
 			w->jobs[k++] = w->jobs[i];
+		else
+			free(w->jobs[i].id.key);
+	}
 	w->njobs = k;
 }
 
 void watch_state_free(struct watch_state *w)
 {
+	for (size_t i = 0; i < w->nprocs; i++)
+		free(w->procs[i].job.key);
+	for (size_t i = 0; i < w->njobs; i++)
+		free(w->jobs[i].id.key);
 	free(w->gpus);
 	free(w->procs);
 	free(w->jobs);
@@ -85,17 +109,21 @@ void watch_state_free(struct watch_state *w)
 	w->ngpus = w->nprocs = w->njobs = w->capprocs = w->capjobs = 0;
 }
 
-int watch_job_key(const char *env, size_t env_len, pid_t pid, pid_t command, pid_t ppid, char *key, size_t keylen,
-		  int *rank)
+int watch_job_key(const char *env, size_t env_len, pid_t pid, pid_t command, pid_t ppid, char **key, int *rank)
 {
 	*rank = -1;
-	if (env && detect_rank_from_environ(env, env_len, key, keylen, rank)) {
-		if (!*key && command > 0)
-			snprintf(key, keylen, "cmd:%d", (int)command);
-		else if (!*key)
-			snprintf(key, keylen, "parent:%d", (int)ppid);
+	*key = NULL;
+	if (env && detect_rank_from_environ(env, env_len, key, rank)) {
+		if (*key)
+			return 1;
+		if (command > 0)
+			*key = xasprintf("cmd:%d", (int)command);
+		else if (ppid > 1)
+			*key = xasprintf("parent:%d", (int)ppid);
+		else
+			*key = xasprintf("pid:%d", (int)pid);
 		return 1;
 	}
-	snprintf(key, keylen, "pid:%d", (int)pid);
+	*key = xasprintf("pid:%d", (int)pid);
 	return 0;
 }

@@ -23,11 +23,24 @@ struct wgpu {
 	int fail_reported;        /* a failed read was reported; again only after a good one */
 };
 
+/* What makes processes one job: the same owner (real uid), the same origin (their
+ * ancestor just below init, by pid and start time: one container's, service's or login's
+ * tree; never init, so orphans are never grouped by it), and the same key, whole. A
+ * process of another user or another tree with the same run id is another job. */
+struct wjob_id {
+	uid_t uid;
+	pid_t origin;
+	unsigned long long origin_start;
+	char *key;                /* owned: "torchelastic:ID", "dist:ADDR:PORT", "cmd:PID", "parent:PID", "pid:PID" */
+};
+
+int wjob_id_same(const struct wjob_id *a, const struct wjob_id *b);
+
 struct wproc {
 	pid_t pid;
 	unsigned gpu;
 	int64_t used_bytes, peak_bytes; /* -1 unknown */
-	char job[64];
+	struct wjob_id job;       /* its own copy */
 	int rank;                 /* -1 unknown */
 	int alive;
 	int pidfd;                /* -1 when pidfd_open is not available */
@@ -48,7 +61,7 @@ enum wjob_stop {
 
 /* A job: its processes on the GPUs, counted once each however many GPUs they use. */
 struct wjob {
-	char key[64];
+	struct wjob_id id;
 	int seen, alive, ended;
 	int died;                 /* ended, not known to have exited 0 */
 	int partial_reported;
@@ -73,9 +86,9 @@ struct watch_state {
 	uint64_t events[EV_COUNT];
 };
 
-/* The job of key, added (no ranks yet) when there is none. The pointer lives until the
- * next call that adds a job or forgets ended ones. */
-struct wjob *watch_state_job(struct watch_state *w, const char *key);
+/* The job of id, added (no ranks yet, with a copy of id) when there is none. The pointer
+ * lives until the next call that adds a job or forgets ended ones. */
+struct wjob *watch_state_job(struct watch_state *w, const struct wjob_id *id);
 /* The process pid on GPU gpu, or NULL. */
 struct wproc *watch_state_proc(struct watch_state *w, pid_t pid, unsigned gpu);
 /* A new running process on gpu since now_ms, in job (with rank, -1 unknown); the job
@@ -83,21 +96,22 @@ struct wproc *watch_state_proc(struct watch_state *w, pid_t pid, unsigned gpu);
  * Its memory is unknown until sampled; the caller sets comm, ns_pid, pidfd, is_rank
  * and start_ticks. The pointer lives until the next process is added. */
 struct wproc *watch_state_add_proc(struct watch_state *w, pid_t pid, unsigned gpu, int64_t now_ms,
-				   const char *job, int rank);
+				   const struct wjob_id *job, int rank);
 /* Fixed memory over a long watch: past a bound, ended processes of finished jobs and
  * the finished jobs themselves are forgotten (their events went out already). */
 void watch_state_forget_ended(struct watch_state *w);
-/* Frees the tables (not the pidfds: the watcher closes those). */
+/* Frees the tables and their keys (not the pidfds: the watcher closes those). */
 void watch_state_free(struct watch_state *w);
 
-/* Job grouping. A rank (detect_rank_from_environ on its environment, NUL-separated as
- * /proc/PID/environ; NULL when unreadable) is grouped by what its environment says
- * (torchrun's run id, the rendezvous address), else under `watch -- CMD` by the command
- * (command > 0), else by its parent (the launcher of the ranks; 0 unknown). Any other
- * process is a job of its own: a sibling under the same parent is no rank of it.
- * Writes the key ("torchelastic:ID", "dist:ADDR:PORT", "cmd:PID", "parent:PID",
- * "pid:PID") and the rank (-1 unknown); returns 1 for a rank. */
-int watch_job_key(const char *env, size_t env_len, pid_t pid, pid_t command, pid_t ppid, char *key, size_t keylen,
-		  int *rank);
+/* Job grouping (the key of a wjob_id). A rank (detect_rank_from_environ on its
+ * environment, NUL-separated as /proc/PID/environ; NULL when unreadable) is grouped by
+ * what its environment says (torchrun's run id, the rendezvous address), else under
+ * `watch -- CMD` by the command (command > 0), else by its parent, the launcher of the
+ * ranks (ppid), unless that is init (ppid 1, or 0 unknown): an orphan's parent launched
+ * nothing, and a rank with no launcher is a job of its own. Any other process is a job
+ * of its own: a sibling under the same parent is no rank of it. *key (the caller frees):
+ * "torchelastic:ID", "dist:ADDR:PORT", "cmd:PID", "parent:PID", "pid:PID"; *rank (-1
+ * unknown); returns 1 for a rank. */
+int watch_job_key(const char *env, size_t env_len, pid_t pid, pid_t command, pid_t ppid, char **key, int *rank);
 
 #endif

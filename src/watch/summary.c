@@ -1,5 +1,6 @@
 #include "watch/summary.h"
 
+#include "util/escape.h"
 #include "util/units.h"
 
 void summary_render(const struct watch_state *w, int watched_command, int64_t elapsed_ms, struct strbuf *out)
@@ -8,12 +9,19 @@ void summary_render(const struct watch_state *w, int watched_command, int64_t el
 
 	strbuf_addf(out, "headroom watch: %s after %.1f s\n", watched_command ? "the command ended" : "stopped",
 		    (double)elapsed_ms / 1000.0);
-	for (size_t g = 0; g < w->ngpus; g++)
-		strbuf_addf(out, "  GPU %zu (%s): peak used %s\n", g, w->gpus[g].d.uuid,
-			    size_format(w->gpus[g].peak_used_bytes, a, sizeof(a)));
+	/* for a terminal (stderr): what processes and drivers named is escaped */
+	for (size_t g = 0; g < w->ngpus; g++) {
+		strbuf_addf(out, "  GPU %zu (", g);
+		esc_term(out, w->gpus[g].d.uuid);
+		strbuf_addf(out, "): peak used %s\n", size_format(w->gpus[g].peak_used_bytes, a, sizeof(a)));
+	}
 	for (size_t i = 0; i < w->nprocs; i++) {
 		const struct wproc *p = &w->procs[i];
-		strbuf_addf(out, "  pid %d (%s, job %s) on GPU %u: peak %s\n", (int)p->pid, p->comm, p->job, p->gpu,
+		strbuf_addf(out, "  pid %d (", (int)p->pid);
+		esc_term(out, p->comm);
+		strbuf_add(out, ", job ");
+		esc_term(out, p->job.key);
+		strbuf_addf(out, ") on GPU %u: peak %s\n", p->gpu,
 			    p->peak_bytes >= 0 ? size_format((uint64_t)p->peak_bytes, a, sizeof(a)) : "unknown");
 	}
 	strbuf_add(out, "  events:");

@@ -1,10 +1,21 @@
 #include "watch/view.h"
 
+#include "util/escape.h"
+#include "util/strbuf.h"
 #include "util/units.h"
+
+/* Text from outside, for the terminal (util/escape.h): in b, emptied first. */
+static const char *term(struct strbuf *b, const char *s)
+{
+	b->len = 0;
+	esc_term(b, s);
+	return strbuf_str(b);
+}
 
 void view_show(FILE *out, const struct watch_state *w, int have_driver)
 {
 	char a[32], b[32], c[32];
+	struct strbuf t = STRBUF_INIT;
 
 	if (w->has_host)
 		fprintf(out, "host: %s available of %s", size_format(w->host_available_bytes, a, sizeof(a)),
@@ -19,10 +30,12 @@ void view_show(FILE *out, const struct watch_state *w, int have_driver)
 	for (size_t g = 0; g < w->ngpus; g++) {
 		const struct wgpu *G = &w->gpus[g];
 		if (!G->ok) {
-			fprintf(out, "%-4zu %-22.22s   (read failed: figures unknown)\n", g, G->d.name);
+			term(&t, G->d.name);
+			fprintf(out, "%-4zu %-22.*s   (read failed: figures unknown)\n", g, (int)utf8_cut(t.s, 22), t.s);
 			continue;
 		}
-		fprintf(out, "%-4zu %-22.22s %12s %12s %6.1f%% ", g, G->d.name, size_format(G->d.free_bytes, a, sizeof(a)),
+		term(&t, G->d.name);
+		fprintf(out, "%-4zu %-22.*s %12s %12s %6.1f%% ", g, (int)utf8_cut(t.s, 22), t.s, size_format(G->d.free_bytes, a, sizeof(a)),
 			size_format(G->d.used_bytes, b, sizeof(b)),
 			100.0 * (double)G->d.free_bytes / (double)(G->d.total_bytes ? G->d.total_bytes : 1));
 		if (G->d.util_gpu_pct >= 0)
@@ -35,13 +48,15 @@ void view_show(FILE *out, const struct watch_state *w, int have_driver)
 			fprintf(out, "%9s\n", "-");
 	}
 	for (size_t i = 0; i < w->njobs; i++)
-		fprintf(out, "job %-40s %d of %d ranks alive\n", w->jobs[i].key, w->jobs[i].alive, w->jobs[i].seen);
+		fprintf(out, "job %-40s %d of %d ranks alive (uid %lu)\n", term(&t, w->jobs[i].id.key), w->jobs[i].alive,
+			w->jobs[i].seen, (unsigned long)w->jobs[i].id.uid);
 	for (size_t i = 0; i < w->nprocs; i++) {
 		const struct wproc *p = &w->procs[i];
 		if (p->alive)
-			fprintf(out, "  pid %-8d %-16s GPU %-2u %12s (peak %s)\n", (int)p->pid, p->comm, p->gpu,
+			fprintf(out, "  pid %-8d %-16s GPU %-2u %12s (peak %s)\n", (int)p->pid, term(&t, p->comm), p->gpu,
 				p->used_bytes >= 0 ? size_format((uint64_t)p->used_bytes, a, sizeof(a)) : "?",
 				p->peak_bytes >= 0 ? size_format((uint64_t)p->peak_bytes, c, sizeof(c)) : "?");
 	}
+	strbuf_release(&t);
 	fflush(out);
 }

@@ -1,6 +1,7 @@
 #include "watch/watcher.h"
 
 #include <limits.h>
+#include <stdlib.h>
 #include <signal.h>
 #include <stdio.h>
 #include <string.h>
@@ -15,6 +16,7 @@
 #include "util/units.h"
 #include "util/xalloc.h"
 #include "watch/detect.h"
+#include "watch/jsonl.h"
 
 void watcher_init(struct watcher *x, const char *root, const struct watch_limits *lim)
 {
@@ -66,25 +68,55 @@ static int in_scope(struct watcher *x, pid_t pid)
 	return !x->child || proc_table_is_descendant(procs(x), pid, x->child);
 }
 
+/* The ancestor of pid just below init (pid itself when init is its parent), or 0 when
+ * the table does not lead there (a process gone meanwhile). */
+static pid_t origin_of(const struct proc_table *t, pid_t pid)
+{
+	for (size_t depth = 0; depth <= t->n; depth++) {
+		const struct proc_entry *e = proc_table_find(t, pid);
+		if (!e)
+			return 0;
+		if (e->ppid <= 1)
+			return pid;
+		pid = e->ppid;
+	}
+	return 0; /* a loop: the table was read while processes came and went */
+}
+
+/* Its job (watch_job_key), within its owner's and its origin's: a process whose owner or
+ * origin cannot be read is no rank, since nothing says whose job it would join. */
+static int job_of(struct watcher *x, pid_t pid, const struct proc_entry *e, struct wjob_id *id, int *rank)
+{
+	char env[32768];
+	long n;
+	int known;
+
+	id->origin = origin_of(procs(x), pid);
+	known = id->origin > 0 && !procinfo_uid(x->root, pid, &id->uid) &&
+		!procinfo_start_ticks(x->root, id->origin, &id->origin_start);
+	n = known ? procinfo_environ(x->root, pid, env, sizeof(env)) : -1;
+	return watch_job_key(n > 0 ? env : NULL, n > 0 ? (size_t)n : 0, pid, x->child, e ? e->ppid : 0, &id->key,
+			     rank);
+}
+
 static struct wproc *proc_add(struct watcher *x, pid_t pid, unsigned gpu, int64_t now)
 {
 	const struct proc_entry *e = proc_table_find(procs(x), pid);
-	char env[32768], job[sizeof(((struct wproc *)0)->job)];
-	long n = procinfo_environ(x->root, pid, env, sizeof(env));
+	struct wjob_id id = { 0 };
 	struct wproc *p;
 	pid_t ns_pid;
 	int rank, is_rank;
 
 	procinfo_container_pid(x->root, pid, &ns_pid);
-	is_rank = watch_job_key(n > 0 ? env : NULL, n > 0 ? (size_t)n : 0, pid, x->child, e ? e->ppid : 0, job,
-				sizeof(job), &rank);
-	p = watch_state_add_proc(&x->w, pid, gpu, now, job, rank);
+	is_rank = job_of(x, pid, e, &id, &rank);
+	p = watch_state_add_proc(&x->w, pid, gpu, now, &id, rank);
+	free(id.key);
 	snprintf(p->comm, sizeof(p->comm), "%s", e ? e->comm : "?");
 	p->ns_pid = ns_pid;
 	p->is_rank = is_rank;
 	if (procinfo_start_ticks(x->root, pid, &p->start_ticks))
 		p->start_ticks = 0;
-	/* a pidfd tells the moment it ends */
+	/* a pidfd tells the moment it ends (pidfd_open's are close-on-exec) */
 	p->pidfd = (int)syscall(SYS_pidfd_open, pid, 0);
 	return p;
 }
@@ -138,21 +170,23 @@ void watcher_reap(struct watcher *x)
 
 /* Send sig to the ranks of job still running, each once (a process on several GPUs is
  * listed once a GPU): through its pidfd, which names that very process, else by pid
- * once its start time shows it is still the one seen. Returns how many were signalled. */
-static int signal_job(struct watcher *x, const char *job, int sig)
+ * once its start time shows it is still the one seen; and only while it is still the
+ * job's user's (it was grouped by its user and origin). Returns how many were signalled. */
+static int signal_job(struct watcher *x, const struct wjob_id *job, int sig)
 {
 	int n = 0;
 
 	for (size_t i = 0; i < x->w.nprocs; i++) {
 		struct wproc *p = &x->w.procs[i];
 		unsigned long long t;
+		uid_t uid;
 		int dup = 0, rc;
 
-		if (!p->alive || !p->is_rank || strcmp(p->job, job))
+		if (!p->alive || !p->is_rank || !wjob_id_same(&p->job, job))
 			continue;
 		for (size_t k = 0; k < i && !dup; k++)
-			dup = x->w.procs[k].pid == p->pid && x->w.procs[k].alive && !strcmp(x->w.procs[k].job, job);
-		if (dup)
+			dup = x->w.procs[k].pid == p->pid && x->w.procs[k].alive && wjob_id_same(&x->w.procs[k].job, job);
+		if (dup || procinfo_uid(x->root, p->pid, &uid) || uid != job->uid)
 			continue;
 		if (p->pidfd >= 0)
 			rc = (int)syscall(SYS_pidfd_send_signal, p->pidfd, sig, NULL, 0);
@@ -170,23 +204,25 @@ static int signal_job(struct watcher *x, const char *job, int sig)
 static void stop_job(struct watcher *x, struct wjob *j, int64_t now)
 {
 	if (j->stop == STOP_WAITING && now >= j->stop_at_ms) {
-		int n = j->alive ? signal_job(x, j->key, SIGTERM) : 0;
+		int n = j->alive ? signal_job(x, &j->id, SIGTERM) : 0;
 		j->stop = n ? STOP_TERM_SENT : STOP_NONE;
 		j->kill_at_ms = now + x->lim.grace_ms;
 		if (n)
-			notify_event(&x->notify, EV_JOB_STOPPED, json_pack("{s:s, s:i}", "job", j->key, "ranks_signalled", n),
+			notify_event(&x->notify, EV_JOB_STOPPED,
+				     json_pack("{s:o, s:I, s:i}", "job", jsonl_str(j->id.key), "uid", (json_int_t)j->id.uid,
+					       "ranks_signalled", n),
 				     "sent SIGTERM to the %d ranks of job %s still running %lld s after one died (SIGKILL in "
 				     "%lld s) so that its launcher can restart it",
-				     n, j->key, (long long)(x->lim.stop_delay_ms / 1000), (long long)(x->lim.grace_ms / 1000));
+				     n, j->id.key, (long long)(x->lim.stop_delay_ms / 1000), (long long)(x->lim.grace_ms / 1000));
 	} else if (j->stop == STOP_TERM_SENT && now >= j->kill_at_ms) {
-		signal_job(x, j->key, SIGKILL);
+		signal_job(x, &j->id, SIGKILL);
 		j->stop = STOP_NONE;
 	}
 }
 
 void watcher_proc_ended(struct watcher *x, struct wproc *p, int64_t now)
 {
-	struct wjob *j = watch_state_job(&x->w, p->job);
+	struct wjob *j = watch_state_job(&x->w, &p->job);
 	char how[160];
 	const char *uuid = p->gpu < x->w.ngpus ? x->w.gpus[p->gpu].d.uuid : "";
 	enum ending end;
@@ -199,7 +235,7 @@ void watcher_proc_ended(struct watcher *x, struct wproc *p, int64_t now)
 	/* the process ended on every GPU it used */
 	for (size_t i = 0; i < x->w.nprocs; i++) {
 		struct wproc *q = &x->w.procs[i];
-		if (q->pid != p->pid || !q->alive || strcmp(q->job, p->job))
+		if (q->pid != p->pid || !q->alive || !wjob_id_same(&q->job, &p->job))
 			continue;
 		q->alive = 0;
 		if (q->pidfd >= 0)
@@ -210,18 +246,18 @@ void watcher_proc_ended(struct watcher *x, struct wproc *p, int64_t now)
 	j->ended++;
 	j->died += end != END_CLEAN;
 	notify_event(&x->notify, EV_PROCESS_EXIT,
-		     json_pack("{s:i, s:s, s:i, s:i, s:s, s:s}", "pid", (int)p->pid, "job", p->job, "rank", p->rank,
-			       "gpu", (int)p->gpu, "uuid", uuid, "how", how),
-		     "pid %d (%s, job %s, GPU %u) %s", (int)p->pid, p->comm, p->job, p->gpu, how);
+		     json_pack("{s:i, s:o, s:I, s:i, s:i, s:o, s:s}", "pid", (int)p->pid, "job", jsonl_str(p->job.key), "uid",
+			       (json_int_t)p->job.uid, "rank", p->rank, "gpu", (int)p->gpu, "uuid", jsonl_str(uuid), "how", how),
+		     "pid %d (%s, job %s, GPU %u) %s", (int)p->pid, p->comm, p->job.key, p->gpu, how);
 	if (end == END_CLEAN || !detect_partial_death(&(struct job_ranks){ j->seen, j->alive, j->died }) ||
 	    j->partial_reported)
 		return;
 	j->partial_reported = 1;
 	notify_event(&x->notify, EV_PARTIAL_DEATH,
-		     json_pack("{s:s, s:i, s:i, s:i, s:s, s:i, s:i, s:s}", "job", j->key, "pid", (int)p->pid, "rank",
-			       p->rank, "gpu", (int)p->gpu, "uuid", uuid, "ranks_alive", j->alive, "ranks_seen", j->seen,
-			       "how", how),
-		     "job %s lost rank %d (pid %d, GPU %u): %s; %d of %d ranks still running%s", j->key, p->rank,
+		     json_pack("{s:o, s:I, s:i, s:i, s:i, s:o, s:i, s:i, s:s}", "job", jsonl_str(j->id.key), "uid",
+			       (json_int_t)j->id.uid, "pid", (int)p->pid, "rank", p->rank, "gpu", (int)p->gpu, "uuid",
+			       jsonl_str(uuid), "ranks_alive", j->alive, "ranks_seen", j->seen, "how", how),
+		     "job %s lost rank %d (pid %d, GPU %u): %s; %d of %d ranks still running%s", j->id.key, p->rank,
 		     (int)p->pid, p->gpu, how, j->alive, j->seen,
 		     x->lim.stop_on_partial ? " (stopped unless they end within --stop-delay)" : "");
 	if (!x->lim.stop_on_partial)
@@ -254,7 +290,7 @@ static int sample_gpu(struct watcher *x, size_t g, int64_t now)
 	if (G->ttoom_s >= 0 && G->ttoom_s * 1000 <= (double)x->lim.horizon_ms) {
 		if (!G->ttoom_warned)
 			notify_event(&x->notify, EV_TIME_TO_OOM,
-				     json_pack("{s:i, s:s, s:f, s:I, s:I}", "gpu", (int)g, "uuid", G->d.uuid, "seconds",
+				     json_pack("{s:i, s:o, s:f, s:I, s:I}", "gpu", (int)g, "uuid", jsonl_str(G->d.uuid), "seconds",
 					       G->ttoom_s, "used_bytes", (json_int_t)G->d.used_bytes, "total_bytes",
 					       (json_int_t)G->d.total_bytes),
 				     "GPU %zu (%s) reaches its %.1f GiB in about %.1f s at its current growth", g,
@@ -267,7 +303,7 @@ static int sample_gpu(struct watcher *x, size_t g, int64_t now)
 		if (!G->low_free) {
 			char a[32];
 			notify_event(&x->notify, EV_LOW_FREE,
-				     json_pack("{s:i, s:s, s:I, s:I}", "gpu", (int)g, "uuid", G->d.uuid, "free_bytes",
+				     json_pack("{s:i, s:o, s:I, s:I}", "gpu", (int)g, "uuid", jsonl_str(G->d.uuid), "free_bytes",
 					       (json_int_t)G->d.free_bytes, "total_bytes", (json_int_t)G->d.total_bytes),
 				     "GPU %zu (%s) has %s free (%.1f%%)", g, G->d.uuid,
 				     size_format(G->d.free_bytes, a, sizeof(a)),
@@ -308,10 +344,11 @@ static void sample_gpu_procs(struct watcher *x, size_t g, int64_t now)
 		if (detect_stuck(p->used_bytes, p->unchanged_since_ms, G->d.util_gpu_pct, now, x->lim.stuck_ms)) {
 			if (!p->stuck_warned)
 				notify_event(&x->notify, EV_STUCK,
-					     json_pack("{s:i, s:s, s:i, s:I}", "pid", (int)p->pid, "job", p->job, "gpu",
-						       (int)g, "used_bytes", (json_int_t)p->used_bytes),
+					     json_pack("{s:i, s:o, s:i, s:I}", "pid", (int)p->pid, "job",
+						       jsonl_str(p->job.key), "gpu", (int)g, "used_bytes",
+						       (json_int_t)p->used_bytes),
 					     "pid %d (%s, job %s) holds GPU %zu memory, unchanged and idle for %lld s",
-					     (int)p->pid, p->comm, p->job, g, (long long)((now - p->unchanged_since_ms) / 1000));
+					     (int)p->pid, p->comm, p->job.key, g, (long long)((now - p->unchanged_since_ms) / 1000));
 			p->stuck_warned = 1;
 		}
 	}
@@ -351,8 +388,8 @@ static void sample_xids(struct watcher *x)
 
 	for (int i = 0; i < n; i++)
 		notify_event(&x->notify, EV_XID,
-			     json_pack("{s:i, s:s, s:I}", "gpu", (int)xid[i].gpu, "uuid",
-				       xid[i].gpu < x->w.ngpus ? x->w.gpus[xid[i].gpu].d.uuid : "", "xid",
+			     json_pack("{s:i, s:o, s:I}", "gpu", (int)xid[i].gpu, "uuid",
+				       jsonl_str(xid[i].gpu < x->w.ngpus ? x->w.gpus[xid[i].gpu].d.uuid : ""), "xid",
 				       (json_int_t)xid[i].code),
 			     "GPU %u reported XID %llu", xid[i].gpu, xid[i].code);
 }

@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """A strict parser of the Prometheus text exposition format (0.0.4) for the tests:
 every line a HELP, a TYPE or a sample; names and label names valid; label values quoted
-with only \\\\, \\" and \\n escapes; values floats; a family's TYPE before its samples
+with only \\\\, \\" and \\n escapes; valid UTF-8; values floats; a family's TYPE before its samples
 and its samples together; no series twice. Prints the samples as JSON; exit 1 on the
 first violation, naming the line."""
 import json
@@ -21,7 +21,11 @@ def fail(n, line, why):
 
 
 def main():
-    text = open(sys.argv[1]).read()
+    raw = open(sys.argv[1], "rb").read()
+    try:
+        text = raw.decode("utf-8")  # Prometheus refuses a page with invalid UTF-8
+    except UnicodeDecodeError as e:
+        sys.exit(f"invalid UTF-8 at byte {e.start}: {raw[max(0, e.start - 40):e.start + 8]!r}")
     if text and not text.endswith("\n"):
         sys.exit("the page does not end with a newline")
     typed, done, seen, out, current = {}, set(), set(), [], None

@@ -19,8 +19,32 @@ wait_exec() {
 	return 1
 }
 
+# Fails when the command succeeds. (bats checks `! CMD` only as a test's last command:
+# anywhere else its status is ignored.)
+not() {
+	! "$@"
+}
+
 events() { # $1 jsonl, $2 event name: how many
 	python3 -c 'import json,sys; print(sum(1 for l in open(sys.argv[1]) if json.loads(l).get("event") == sys.argv[2]))' "$1" "$2"
+}
+
+# Wait up to $1 seconds for the command after it to succeed (a condition, polled).
+wait_for() {
+	local n=$1 i
+	shift
+	for i in $(seq 1 $((n * 20))); do "$@" && return 0; sleep 0.05; done
+	return 1
+}
+
+# Has the JSON-lines file $1 a sample listing at least $2 processes?
+sample_with() {
+	python3 -c 'import json,sys; sys.exit(0 if any(len(json.loads(l).get("processes", [])) >= int(sys.argv[2]) for l in open(sys.argv[1]) if l.strip()) else 1)' "$1" "$2" 2>/dev/null
+}
+
+# Has $1 at least $3 events named $2?
+events_at_least() {
+	[ -e "$1" ] && [ "$(events "$1" "$2")" -ge "$3" ]
 }
 
 @test "no GPU, no driver: it says so and watches host memory" {
@@ -53,8 +77,7 @@ assert ev["job"] == "torchelastic:j1" and ev["rank"] == 1 and ev["ranks_alive"] 
 assert -100 <= latency <= 2000, latency
 PY
 	[[ "$output" == *"job torchelastic:j1 lost rank 1"* ]]
-	sleep 0.5
-	! kill -0 "$p0" 2>/dev/null   # the survivor was ended
+	wait_for 10 not kill -0 "$p0" 2>/dev/null   # the survivor was ended
 }
 
 # Is pid running (not a zombie its parent has not reaped)?
@@ -89,17 +112,16 @@ PY
 		printf 'gpu uuid=GPU-a bus=00000000:04:00.0 name=H200 total=80G used=30G util=90\n'
 		for p in $a0 $a1 $b0 $b1 $sib; do printf 'proc gpu=0 pid=%d used=1G\n' "$p"; done
 	} > "$T/gpus"
-	"$HR" watch -q --interval 200 --duration 6 --jsonl "$T/o.jsonl" --stop-job-on-partial-death --stop-delay 2 \
+	"$HR" watch -q --interval 200 --duration 30 --jsonl "$T/o.jsonl" --stop-job-on-partial-death --stop-delay 2 \
 		--grace 1 2> "$T/err" &
 	local w=$!
-	sleep 1.5
+	wait_for 20 sample_with "$T/o.jsonl" 5
 	touch "$T/a1.go"          # a1 finishes: exit 0
 	kill -9 "$b1"             # b1 dies
-	sleep 1
-	running "$b0"             # its survivor has --stop-delay to end on its own...
-	sleep 3
-	! running "$b0"           # ...then it was stopped
-	wait "$w"
+	wait_for 20 events_at_least "$T/o.jsonl" job_stopped 1
+	wait_for 10 not running "$b0"   # it was stopped (when: the events' times below)
+	kill -TERM "$w"
+	wait "$w" || true
 	cat "$T/err"
 	running "$a0"             # a0 lost a rank that finished: untouched
 	running "$sib"            # never a rank, never signalled
@@ -195,7 +217,7 @@ PY
 	kill "$writer" 2>/dev/null || true
 	wait "$writer" 2>/dev/null || true
 	grep -q '^DCGM_FI_DEV_FB_USED{' "$T/metrics"
-	! grep '^headroom_time_to_oom_seconds{' "$T/metrics"
+	not grep '^headroom_time_to_oom_seconds{' "$T/metrics"
 	[ "$(events "$T/o.jsonl" time_to_oom)" -eq 0 ]
 	python3 - "$T/o.jsonl" <<'PY'
 import json, sys
@@ -296,7 +318,7 @@ PY
 	python3 "$ROOT/tests/cli/promcheck.py" "$T/metrics" > /dev/null
 	grep -q '^headroom_gpus{Hostname="[^"]*"} 0$' "$T/metrics"
 	grep -q '^headroom_up{Hostname="[^"]*"} 1$' "$T/metrics"
-	! grep -q 'source="nvml"' "$T/metrics"
+	not grep -q 'source="nvml"' "$T/metrics"
 	grep -q '^headroom_host_memory_total_bytes{' "$T/metrics"
 }
 
@@ -349,7 +371,7 @@ PY
 	printf 'gpu uuid=GPU-a bus=00000000:04:00.0 name=H200 total=80G used=79.5G util=10\n' > "$T/gpus"
 	export HOOK_OUT="$T/hook"
 	run timeout 10 "$HR" watch -q --interval 200 --duration 1 --on-event 'echo "$HEADROOM_EVENT|$HEADROOM_EVENT_MESSAGE" >> "$HOOK_OUT"; echo "$HEADROOM_EVENT_JSON" >> "$HOOK_OUT"'
-	sleep 0.3
+	wait_for 10 grep -q '^{' "$T/hook"   # the hook may still run after watch ends
 	cat "$T/hook"
 	grep -q '^low_free|GPU 0 (GPU-a) has 512.00 MiB free' "$T/hook"
 	grep '^{' "$T/hook" | python3 -c 'import json,sys; e=json.loads(sys.stdin.readline()); assert e["event"] == "low_free" and e["free_bytes"] == 512 * 2**20, e'
@@ -470,4 +492,144 @@ PY
 	kill "$flood" "$w" 2>/dev/null || true
 	wait "$w" || true
 	[[ "$output" == "closed "[4-7] ]]
+}
+
+# A process that sleeps whose command line names this test's directory (teardown ends
+# it, whoever runs it and wherever it was reparented), as user $1 (0: root) with the
+# environment after it.
+sleeper() {
+	local u=$1
+	shift
+	if [ "$u" -eq 0 ]; then exec env "$@" perl -e 'sleep 60' "$T"
+	else exec setpriv --reuid="$u" --regid="$u" --clear-groups env "$@" perl -e 'sleep 60' "$T"; fi
+}
+
+# An orphan (its parent ended: init's child) sleeping as sleeper does; prints its pid.
+orphan() {
+	local u=$1
+	shift
+	if [ "$u" -eq 0 ]; then sh -c 'env "$@" perl -e "sleep 60" "$0" >/dev/null 2>&1 & echo $!' "$T" "$@"
+	else setpriv --reuid="$u" --regid="$u" --clear-groups sh -c 'env "$@" perl -e "sleep 60" "$0" >/dev/null 2>&1 & echo $!' "$T" "$@"; fi
+}
+
+# Issue 29: as root (as the systemd unit runs it), another user started a process with
+# the victim's run id (readable by anyone in /metrics) and killed it: the victim's ranks
+# were stopped. An orphan with RANK=0 joined root's orphaned ranks as job parent:1 the
+# same way. A job is one user's, under one origin, never grouped by init.
+@test "partial death: another user's rank with the victim's run id, or an orphan beside orphans, stops none of theirs" {
+	use_double
+	[ "$(id -u)" -eq 0 ] || skip "needs root and two other users"
+	sleeper 4242 TORCHELASTIC_RUN_ID=victimjob RANK=0 & local v0=$!
+	sleeper 4242 TORCHELASTIC_RUN_ID=victimjob RANK=1 & local v1=$!
+	sleeper 4343 TORCHELASTIC_RUN_ID=victimjob RANK=7 & local m=$!
+	local r0 r1 mo
+	r0=$(orphan 0 RANK=0 WORLD_SIZE=2)
+	r1=$(orphan 0 RANK=1 WORLD_SIZE=2)
+	mo=$(orphan 4343 RANK=0)
+	for p in $v0 $v1 $m $r0 $r1 $mo; do wait_exec "$p" perl; done
+	{
+		printf 'gpu uuid=GPU-a bus=00000000:04:00.0 name=H200 total=80G used=30G util=90\n'
+		for p in $v0 $v1 $m $r0 $r1 $mo; do printf 'proc gpu=0 pid=%d used=1G\n' "$p"; done
+	} > "$T/gpus"
+	"$HR" watch -q --interval 200 --duration 30 --jsonl "$T/o.jsonl" --stop-job-on-partial-death --stop-delay 0 \
+		--grace 1 2> "$T/err" &
+	local w=$!
+	wait_for 20 sample_with "$T/o.jsonl" 6
+	kill -9 "$m" "$mo"
+	wait_for 20 events_at_least "$T/o.jsonl" process_exit 2
+	# a stop (--stop-delay 0) comes with the death itself; a sample after it shows it done
+	local n; n=$(wc -l < "$T/o.jsonl")
+	wait_for 10 eval '[ "$(wc -l < "$T/o.jsonl")" -gt "$((n + 1))" ]'
+	kill -TERM "$w"; wait "$w" || true
+	cat "$T/err"
+	for p in $v0 $v1 $r0 $r1; do running "$p"; done
+	[ "$(events "$T/o.jsonl" job_stopped)" -eq 0 ]
+	[ "$(events "$T/o.jsonl" partial_death)" -eq 0 ]
+	python3 - "$T/o.jsonl" "$v0" "$m" "$r0" "$r1" "$mo" <<'PY'
+import json, sys
+v0, m, r0, r1, mo = (int(x) for x in sys.argv[2:])
+procs = {p["pid"]: p for l in open(sys.argv[1]) for p in json.loads(l).get("processes", [])}
+assert procs[v0]["job"] == "torchelastic:victimjob" and procs[v0]["uid"] == 4242, procs[v0]
+assert procs[m]["job"] == "torchelastic:victimjob" and procs[m]["uid"] == 4343, procs[m]
+for p in (r0, r1, mo):  # an orphan's parent is init: a job of its own
+    assert procs[p]["job"] == "pid:%d" % p, procs[p]
+PY
+}
+
+# Issue 29: keys were cut to 63 bytes, so two jobs with a long rendezvous address and
+# ports 29500 and 29501 were one job of 4 ranks, and one rank's death stopped both.
+@test "partial death: two jobs with a long rendezvous address stay two; only the one that lost a rank is stopped" {
+	use_double
+	local addr=rendezvous-host-with-a-long-name-0123456789.cluster.example.internal
+	[ "${#addr}" -gt 63 ]
+	sleeper 0 WORLD_SIZE=2 MASTER_ADDR=$addr MASTER_PORT=29500 RANK=0 & local a0=$!
+	sleeper 0 WORLD_SIZE=2 MASTER_ADDR=$addr MASTER_PORT=29500 RANK=1 & local a1=$!
+	sleeper 0 WORLD_SIZE=2 MASTER_ADDR=$addr MASTER_PORT=29501 RANK=0 & local b0=$!
+	sleeper 0 WORLD_SIZE=2 MASTER_ADDR=$addr MASTER_PORT=29501 RANK=1 & local b1=$!
+	for p in $a0 $a1 $b0 $b1; do wait_exec "$p" perl; done
+	{
+		printf 'gpu uuid=GPU-a bus=00000000:04:00.0 name=H200 total=80G used=30G util=90\n'
+		for p in $a0 $a1 $b0 $b1; do printf 'proc gpu=0 pid=%d used=1G\n' "$p"; done
+	} > "$T/gpus"
+	"$HR" watch -q --interval 200 --duration 30 --jsonl "$T/o.jsonl" --stop-job-on-partial-death --stop-delay 0 \
+		--grace 1 2> "$T/err" &
+	local w=$!
+	wait_for 20 sample_with "$T/o.jsonl" 4
+	kill -9 "$a0"
+	wait_for 20 events_at_least "$T/o.jsonl" job_stopped 1
+	wait_for 10 eval '! running "$a1"'
+	kill -TERM "$w"; wait "$w" || true
+	cat "$T/err"
+	running "$b0"
+	running "$b1"
+	python3 - "$T/o.jsonl" "$addr" <<'PY'
+import json, sys
+ev = [json.loads(l) for l in open(sys.argv[1])]
+st = [e for e in ev if e.get("event") == "job_stopped"]
+assert len(st) == 1 and st[0]["job"] == "dist:%s:29500" % sys.argv[2] and st[0]["ranks_signalled"] == 1, st
+PY
+}
+
+# Issue 29: a run id with terminal controls and invalid UTF-8, another user's: Prometheus
+# marked the target down (invalid UTF-8), the JSON sample dropped the process, and the
+# live view set root's terminal title and cleared its screen.
+@test "a hostile run id: /metrics stays valid UTF-8, JSON keeps the process, the terminal shows the controls" {
+	use_double
+	command -v curl || skip "curl needed"
+	command -v script || skip "script (util-linux) needed for a terminal"
+	[ "$(id -u)" -eq 0 ] || skip "needs root and another user"
+	local id=$'x\e]0;PWNED\a\e[2J\xff\xc3'
+	sleeper 4242 "TORCHELASTIC_RUN_ID=$id" RANK=0 & local p0=$!
+	sleeper 4242 "TORCHELASTIC_RUN_ID=$id" RANK=1 & local p1=$!
+	wait_exec "$p0" perl
+	wait_exec "$p1" perl
+	printf 'gpu uuid=GPU-a bus=00000000:04:00.0 name=H200 total=80G used=30G util=90\nproc gpu=0 pid=%d used=1G\nproc gpu=0 pid=%d used=1G\n' "$p0" "$p1" > "$T/gpus"
+	local port=$((20000 + RANDOM % 20000))
+	"$HR" watch -q --interval 200 --duration 30 --prometheus "127.0.0.1:$port" --jsonl "$T/o.jsonl" 2> "$T/err" &
+	local w=$!
+	wait_for 20 sample_with "$T/o.jsonl" 2
+	curl -sf -m 5 "http://127.0.0.1:$port/metrics" > "$T/metrics"
+	kill -9 "$p1"
+	wait_for 20 events_at_least "$T/o.jsonl" partial_death 1
+	kill -TERM "$w"; wait "$w" || true
+	python3 "$ROOT/tests/cli/promcheck.py" "$T/metrics" > "$T/samples.json"
+	python3 - "$T/samples.json" "$T/o.jsonl" "$p0" <<'PY'
+import json, sys
+s = json.load(open(sys.argv[1]))
+jobs = [x["labels"]["job"] for x in s if x["name"] == "headroom_job_ranks_alive"]
+assert "torchelastic:x\x1b]0;PWNED\x07\x1b[2J\ufffd\ufffd" in jobs, jobs
+lines = [json.loads(l) for l in open(sys.argv[2])]
+procs = [p for l in lines for p in l.get("processes", []) if p["pid"] == int(sys.argv[3])]
+assert procs and procs[0]["job"].startswith("torchelastic:x\x1b]0;PWNED"), procs[:1]
+assert [e for e in lines if e.get("event") == "partial_death"][0]["uid"] == 4242
+PY
+	# stderr (a terminal, or the journal): the controls shown, not sent
+	not grep -q $'\e' "$T/err"
+	grep -q 'torchelastic:x\\x1B\]0;PWNED\\x07\\x1B\[2J\\xFF\\xC3' "$T/err"
+	# the live view on a terminal
+	printf 'gpu uuid=GPU-a bus=00000000:04:00.0 name=H200 total=80G used=30G util=90\nproc gpu=0 pid=%d used=1G\n' "$p0" > "$T/gpus"
+	TERM=xterm script -qec "'$HR' watch --interval 200 --duration 1" "$T/typescript" > /dev/null
+	grep -q 'torchelastic:x\\x1B\]0;PWNED' "$T/typescript"
+	not grep -q $'\e\\]0;PWNED' "$T/typescript"
+	not grep -q $'\e\\[2J' "$T/typescript"
 }

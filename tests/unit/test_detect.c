@@ -3,6 +3,8 @@
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include <cmocka.h>
@@ -127,18 +129,21 @@ static void test_jobs(void **state)
 	(void)state;
 	const char env[] = "PATH=/bin\0TORCHELASTIC_RUN_ID=abc\0LOCAL_RANK=1\0RANK=5\0";
 	const char none[] = "PATH=/bin\0HOME=/root\0GROUP_RANK=3\0";
-	char key[64];
+	char *key;
 	int rank;
 
-	assert_true(detect_rank_from_environ(env, sizeof(env), key, sizeof(key), &rank));
+	assert_true(detect_rank_from_environ(env, sizeof(env), &key, &rank));
 	assert_string_equal(key, "torchelastic:abc");
 	assert_int_equal(rank, 5);
+	free(key);
 	/* torchrun's default run id "none": two such jobs on one host told apart by address */
 	const char env_none[] = "TORCHELASTIC_RUN_ID=none\0RANK=1\0MASTER_ADDR=127.0.0.1\0MASTER_PORT=29400\0";
-	assert_true(detect_rank_from_environ(env_none, sizeof(env_none), key, sizeof(key), &rank));
+	assert_true(detect_rank_from_environ(env_none, sizeof(env_none), &key, &rank));
 	assert_string_equal(key, "dist:127.0.0.1:29400");
 	assert_int_equal(rank, 1);
-	assert_false(detect_rank_from_environ(none, sizeof(none), key, sizeof(key), &rank));
+	free(key);
+	assert_false(detect_rank_from_environ(none, sizeof(none), &key, &rank));
+	assert_null(key);
 	assert_int_equal(rank, -1);
 	assert_true(detect_partial_death(&(struct job_ranks){ 4, 2, 2 }));
 	assert_false(detect_partial_death(&(struct job_ranks){ 4, 0, 4 })); /* all gone: not partial */
@@ -155,20 +160,39 @@ static void test_ranks(void **state)
 	const char dist[] = "MASTER_ADDR=10.0.0.1\0MASTER_PORT=29500\0WORLD_SIZE=8\0RANK=3\0LOCAL_RANK=3\0";
 	const char local[] = "LOCAL_RANK=2\0";
 	const char world[] = "WORLD_SIZE=2\0RANK=x\0";
-	char key[64];
+	char *key;
 	int rank;
 
-	assert_true(detect_rank_from_environ(dist, sizeof(dist), key, sizeof(key), &rank));
+	assert_true(detect_rank_from_environ(dist, sizeof(dist), &key, &rank));
 	assert_string_equal(key, "dist:10.0.0.1:29500");
 	assert_int_equal(rank, 3);
-	assert_true(detect_rank_from_environ(local, sizeof(local), key, sizeof(key), &rank));
-	assert_string_equal(key, ""); /* a rank; its job is its launcher's */
+	free(key);
+	assert_true(detect_rank_from_environ(local, sizeof(local), &key, &rank));
+	assert_null(key); /* a rank; its job is its launcher's */
 	assert_int_equal(rank, 2);
-	assert_true(detect_rank_from_environ(world, sizeof(world), key, sizeof(key), &rank));
+	assert_true(detect_rank_from_environ(world, sizeof(world), &key, &rank));
 	assert_int_equal(rank, -1); /* RANK=x is no rank number */
+	free(key);
 	/* two ranks, one exited 0 and one runs: nothing died */
 	assert_false(detect_partial_death(&(struct job_ranks){ 2, 1, 0 }));
 	assert_true(detect_partial_death(&(struct job_ranks){ 3, 1, 1 }));
+}
+
+/* Issue 29: a key was cut to 63 bytes, and two jobs whose rendezvous addresses differ
+ * only past that were one (a rank's death stopped the other job's ranks). */
+static void test_key_whole(void **state)
+{
+	char env[512], *key;
+	const char *addr = "a-rendezvous-host-with-a-long-name.cluster.example.org.internal.x";
+	int rank;
+
+	(void)state;
+	int n = snprintf(env, sizeof(env), "RANK=0%cMASTER_ADDR=%s%cMASTER_PORT=29501%c", 0, addr, 0, 0);
+	assert_true(detect_rank_from_environ(env, (size_t)n, &key, &rank));
+	assert_true(strlen(key) > 64);
+	assert_string_equal(key + strlen(key) - 6, ":29501");
+	assert_memory_equal(key, "dist:", 5);
+	free(key);
 }
 
 int main(void)
@@ -177,7 +201,7 @@ int main(void)
 		cmocka_unit_test(test_trend),
 		cmocka_unit_test(test_trend_wobble),
 		cmocka_unit_test(test_trend_steps), cmocka_unit_test(test_thresholds), cmocka_unit_test(test_jobs),
-		cmocka_unit_test(test_ranks),
+		cmocka_unit_test(test_ranks), cmocka_unit_test(test_key_whole),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -11,15 +11,23 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "util/escape.h"
 #include "util/strbuf.h"
 #include "watch/event.h"
 #include "watch/jsonl.h"
+#include "watch/prom.h"
 #include "watch/state.h"
 #include "watch/summary.h"
 #include "watch/view.h"
 #include "watch/watcher.h"
 
 #define GIB (1ULL << 30)
+
+/* A job of root's under origin 1 (the tables copy the key). */
+static struct wjob_id jid(const char *key)
+{
+	return (struct wjob_id){ .uid = 0, .origin = 1, .origin_start = 0, .key = (char *)key };
+}
 
 static void test_event_table(void **state)
 {
@@ -59,9 +67,9 @@ static void two_gpus(struct watch_state *w, struct wgpu gpus[2])
 	gpus[1].peak_used_bytes = 6 * GIB;
 	w->gpus = gpus;
 	w->ngpus = 2;
-	watch_state_add_proc(w, 41, 0, 0, "cmd:40", -1)->peak_bytes = 4 * GIB;
+	watch_state_add_proc(w, 41, 0, 0, &(struct wjob_id){ 0, 1, 0, "cmd:40" }, -1)->peak_bytes = 4 * GIB;
 	snprintf(w->procs[0].comm, sizeof(w->procs[0].comm), "python");
-	snprintf(watch_state_add_proc(w, 42, 1, 0, "cmd:40", -1)->comm, sizeof(w->procs[0].comm), "python");
+	snprintf(watch_state_add_proc(w, 42, 1, 0, &(struct wjob_id){ 0, 1, 0, "cmd:40" }, -1)->comm, sizeof(w->procs[0].comm), "python");
 }
 
 static char *summary_of(const struct watch_state *w, int watched_command, int64_t elapsed_ms)
@@ -126,30 +134,69 @@ static void test_job_key(void **state)
 	const char env[] = "PATH=/bin\0TORCHELASTIC_RUN_ID=abc\0RANK=3\0";
 	const char dist[] = "PATH=/bin\0WORLD_SIZE=2\0RANK=1\0";
 	const char plain[] = "PATH=/bin\0HOME=/root\0";
-	char key[64];
+	char *key;
 	int rank;
 
 	(void)state;
 	/* torchrun's run id wins over the command and the parent */
-	assert_true(watch_job_key(env, sizeof(env), 41, 40, 7, key, sizeof(key), &rank));
+	assert_true(watch_job_key(env, sizeof(env), 41, 40, 7, &key, &rank));
 	assert_string_equal(key, "torchelastic:abc");
 	assert_int_equal(rank, 3);
+	free(key);
 	/* a rank without either: the command's, else its parent's */
-	assert_true(watch_job_key(dist, sizeof(dist), 41, 40, 7, key, sizeof(key), &rank));
+	assert_true(watch_job_key(dist, sizeof(dist), 41, 40, 7, &key, &rank));
 	assert_string_equal(key, "cmd:40");
 	assert_int_equal(rank, 1);
-	assert_true(watch_job_key(dist, sizeof(dist), 41, 0, 7, key, sizeof(key), &rank));
+	free(key);
+	assert_true(watch_job_key(dist, sizeof(dist), 41, 0, 7, &key, &rank));
 	assert_string_equal(key, "parent:7");
+	free(key);
+	/* issue 29: an orphan's parent (init) launched nothing: a job of its own, never
+	 * "parent:1" beside every other orphan, another user's included */
+	assert_true(watch_job_key(dist, sizeof(dist), 41, 0, 1, &key, &rank));
+	assert_string_equal(key, "pid:41");
+	assert_int_equal(rank, 1);
+	free(key);
+	assert_true(watch_job_key(dist, sizeof(dist), 42, 0, 0, &key, &rank));
+	assert_string_equal(key, "pid:42");
+	free(key);
 	/* no rank: a job of its own, never its siblings' (issue 12) */
-	assert_false(watch_job_key(plain, sizeof(plain), 41, 40, 7, key, sizeof(key), &rank));
+	assert_false(watch_job_key(plain, sizeof(plain), 41, 40, 7, &key, &rank));
 	assert_string_equal(key, "pid:41");
 	assert_int_equal(rank, -1);
-	assert_false(watch_job_key(plain, sizeof(plain), 42, 0, 7, key, sizeof(key), &rank));
+	free(key);
+	assert_false(watch_job_key(plain, sizeof(plain), 42, 0, 7, &key, &rank));
 	assert_string_equal(key, "pid:42");
+	free(key);
 	/* an environment that could not be read: nothing says it is a rank */
-	assert_false(watch_job_key(NULL, 0, 43, 0, 0, key, sizeof(key), &rank));
+	assert_false(watch_job_key(NULL, 0, 43, 0, 0, &key, &rank));
 	assert_string_equal(key, "pid:43");
 	assert_int_equal(rank, -1);
+	free(key);
+}
+
+/* Issue 29: the same key is another job for another user or under another origin. */
+static void test_job_identity(void **state)
+{
+	struct watch_state w;
+	struct wjob_id victim = { .uid = 4242, .origin = 300, .origin_start = 9, .key = "torchelastic:victimjob" };
+	struct wjob_id mallory = victim, other_tree = victim;
+
+	(void)state;
+	mallory.uid = 4343;
+	other_tree.origin_start = 10; /* the same origin pid, another process */
+	memset(&w, 0, sizeof(w));
+	watch_state_add_proc(&w, 100, 0, 0, &victim, 0);
+	watch_state_add_proc(&w, 101, 0, 0, &victim, 1);
+	watch_state_add_proc(&w, 102, 0, 0, &mallory, 7);
+	watch_state_add_proc(&w, 103, 0, 0, &other_tree, 0);
+	assert_int_equal(w.njobs, 3);
+	assert_int_equal(watch_state_job(&w, &victim)->seen, 2);
+	assert_int_equal(watch_state_job(&w, &mallory)->seen, 1);
+	assert_int_equal(watch_state_job(&w, &other_tree)->seen, 1);
+	assert_true(wjob_id_same(&w.procs[0].job, &victim));
+	assert_false(wjob_id_same(&w.procs[2].job, &victim));
+	watch_state_free(&w);
 }
 
 static void test_state_tables(void **state)
@@ -157,37 +204,39 @@ static void test_state_tables(void **state)
 	struct watch_state w;
 	struct wproc *p;
 	char key[64];
+	struct wjob_id j = jid("torchelastic:j");
 
 	(void)state;
 	memset(&w, 0, sizeof(w));
-	p = watch_state_add_proc(&w, 100, 0, 5000, "torchelastic:j", 0);
+	p = watch_state_add_proc(&w, 100, 0, 5000, &j, 0);
 	assert_int_equal(p->pid, 100);
 	assert_int_equal(p->alive, 1);
 	assert_int_equal(p->used_bytes, -1); /* unknown until sampled */
 	assert_int_equal(p->peak_bytes, -1);
 	assert_int_equal(p->unchanged_since_ms, 5000);
 	assert_int_equal(p->pidfd, -1);
-	watch_state_add_proc(&w, 101, 1, 5000, "torchelastic:j", 1);
-	watch_state_add_proc(&w, 100, 1, 6000, "torchelastic:j", 0); /* the same pid on another GPU */
+	watch_state_add_proc(&w, 101, 1, 5000, &j, 1);
+	watch_state_add_proc(&w, 100, 1, 6000, &j, 0); /* the same pid on another GPU */
 	assert_int_equal(w.njobs, 1);
 	assert_int_equal(w.jobs[0].seen, 2); /* processes: one on two GPUs is one rank */
 	assert_int_equal(w.jobs[0].alive, 2);
 	assert_ptr_equal(watch_state_proc(&w, 100, 1), &w.procs[2]);
 	assert_ptr_equal(watch_state_proc(&w, 101, 1), &w.procs[1]);
 	assert_null(watch_state_proc(&w, 101, 0));
-	assert_ptr_equal(watch_state_job(&w, "torchelastic:j"), &w.jobs[0]);
+	assert_ptr_equal(watch_state_job(&w, &j), &w.jobs[0]);
 	/* a bounded memory: 300 ended one-process jobs are forgotten, the running job stays */
 	for (int i = 0; i < 300; i++) {
 		snprintf(key, sizeof(key), "parent:%d", i);
-		p = watch_state_add_proc(&w, 1000 + i, 0, 0, key, -1);
+		struct wjob_id k = jid(key);
+		p = watch_state_add_proc(&w, 1000 + i, 0, 0, &k, -1);
 		p->alive = 0;
-		watch_state_job(&w, key)->alive = 0;
+		watch_state_job(&w, &k)->alive = 0;
 	}
 	assert_int_equal(w.nprocs, 303);
 	watch_state_forget_ended(&w);
 	assert_int_equal(w.nprocs, 3);
 	assert_int_equal(w.njobs, 1);
-	assert_string_equal(w.jobs[0].key, "torchelastic:j");
+	assert_string_equal(w.jobs[0].id.key, "torchelastic:j");
 	watch_state_free(&w);
 	assert_null(w.procs);
 	assert_int_equal(w.nprocs, 0);
@@ -329,10 +378,69 @@ static void test_view(void **state)
 				  "GPU  name                           free         used   free%  util    to OOM\n"
 				  "0                              60.00 GiB    20.00 GiB   75.0%     -         -\n"
 				  "1    H200                     (read failed: figures unknown)\n"
-				  "job cmd:40                                   2 of 2 ranks alive\n"
+				  "job cmd:40                                   2 of 2 ranks alive (uid 0)\n"
 				  "  pid 41       python           GPU 0             ? (peak 4.00 GiB)\n"
 				  "  pid 42       python           GPU 1             ? (peak ?)\n");
 	free(text);
+	w.gpus = NULL;
+	watch_state_free(&w);
+}
+
+static int valid_utf8(const char *s)
+{
+	for (size_t n; *s; s += n)
+		if (!(n = utf8_seq_len(s)))
+			return 0;
+	return 1;
+}
+
+/* Issue 29: another user's run id of invalid UTF-8 and terminal controls: /metrics stays
+ * valid UTF-8 (Prometheus refused the page), the JSON sample keeps the process (it was
+ * dropped), and the live view and summary show the controls, not act on them. */
+static void test_hostile_text(void **state)
+{
+	struct watch_state w;
+	struct wgpu gpus[2];
+	struct wjob_id id = jid("torchelastic:x\x1B]0;PWNED\a\x1B[2J\xFF\xC3");
+	char *text = NULL, *page;
+	size_t size = 0;
+	FILE *f;
+	json_t *s;
+	struct strbuf sum = STRBUF_INIT;
+
+	(void)state;
+	two_gpus(&w, gpus);
+	watch_state_add_proc(&w, 43, 0, 0, &id, 0)->used_bytes = GIB;
+	snprintf(w.procs[2].comm, sizeof(w.procs[2].comm), "py\x1B[2J\xE2\x82");
+	w.psi_full_avg10 = -1;
+	page = prom_render(&w);
+	assert_true(valid_utf8(page));
+	assert_non_null(strstr(page, "job=\"torchelastic:x\x1B]0;PWNED\a\x1B[2J\xEF\xBF\xBD\xEF\xBF\xBD\""));
+	free(page);
+	f = open_memstream(&text, &size);
+	assert_non_null(f);
+	jsonl_sample(f, &w, 1);
+	fclose(f);
+	s = json_loads(text, 0, NULL);
+	assert_non_null(s);
+	assert_int_equal(json_array_size(json_object_get(s, "processes")), 3);
+	assert_string_equal(json_string_value(json_object_get(json_array_get(json_object_get(s, "processes"), 2), "job")),
+			    "torchelastic:x\x1B]0;PWNED\a\x1B[2J\xEF\xBF\xBD\xEF\xBF\xBD");
+	json_decref(s);
+	free(text);
+	text = NULL;
+	f = open_memstream(&text, &size);
+	assert_non_null(f);
+	view_show(f, &w, 1);
+	fclose(f);
+	summary_render(&w, 0, 0, &sum);
+	assert_null(strchr(text, '\x1B'));
+	assert_null(strchr(text, '\a'));
+	assert_non_null(strstr(text, "torchelastic:x\\x1B]0;PWNED\\x07\\x1B[2J\\xFF\\xC3"));
+	assert_null(strchr(strbuf_str(&sum), '\x1B'));
+	assert_true(valid_utf8(text) && valid_utf8(strbuf_str(&sum)));
+	free(text);
+	strbuf_release(&sum);
 	w.gpus = NULL;
 	watch_state_free(&w);
 }
@@ -342,9 +450,11 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_event_table),  cmocka_unit_test(test_summary_xid_only),
 		cmocka_unit_test(test_summary_events), cmocka_unit_test(test_job_key),
+		cmocka_unit_test(test_job_identity),
 		cmocka_unit_test(test_state_tables), cmocka_unit_test(test_next_interval),
 		cmocka_unit_test(test_host_cgroup),
 		cmocka_unit_test(test_jsonl_sample), cmocka_unit_test(test_view),
+		cmocka_unit_test(test_hostile_text),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
