@@ -60,7 +60,8 @@ static const char usage[] =
 	"                             IP:PORT on that address (0.0.0.0:9400: every interface).\n"
 	"                             at most " STR(PROM_MAX_CONNECTIONS) " connections, " STR(PROM_MAX_PER_ADDRESS)
 	" from one address;\n"
-	"                             idle ones closed after " STR(PROM_IDLE_TIMEOUT_S) " s\n"
+	"                             idle ones closed after " STR(PROM_IDLE_TIMEOUT_S) " s, each request given "
+	STR(PROM_REQUEST_DEADLINE_S) " s in all\n"
 	"      --on-event CMD         run sh -c CMD for each event, with HEADROOM_EVENT,\n"
 	"                             HEADROOM_EVENT_MESSAGE, HEADROOM_EVENT_JSON in its environment\n"
 	"      --stop-job-on-partial-death   when a rank dies (killed by a signal, a non-zero\n"

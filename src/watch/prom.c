@@ -5,6 +5,8 @@
 #include <math.h>
 #include <netinet/in.h>
 #include <pthread.h>
+#include <sys/socket.h>
+#include <time.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -13,6 +15,7 @@
 #include "util/escape.h"
 #include "util/log.h"
 #include "util/strbuf.h"
+#include "util/units.h"
 #include "util/xalloc.h"
 
 static void head(struct strbuf *b, const char *name, const char *type, const char *help)
@@ -197,13 +200,27 @@ struct mhd {
 	__typeof__(&MHD_add_response_header) add_response_header;
 	__typeof__(&MHD_queue_response) queue_response;
 	__typeof__(&MHD_destroy_response) destroy_response;
+	__typeof__(&MHD_get_connection_info) get_connection_info;
+};
+
+/* A connection's clock for the request deadline: since its accept, or since the end of
+ * its last request (a kept-alive connection's next one). */
+struct conn {
+	int fd;
+	int64_t since_ms;
+	int cut;                  /* shut down: its deadline passed */
+	struct conn *prev, *next;
 };
 
 struct prom_server {
 	struct mhd m;
 	struct MHD_Daemon *d;
-	pthread_mutex_t lock;
+	pthread_mutex_t lock;     /* the page, and the connections' list */
 	char *page;
+	struct conn *conns;
+	pthread_cond_t wake;      /* the deadline thread's: stop */
+	pthread_t deadline;
+	int stopping, has_deadline;
 };
 
 #define MHD_SONAME "libmicrohttpd.so.12"
@@ -219,8 +236,9 @@ static int mhd_load(struct mhd *m)
 	*(void **)&m->add_response_header = dlsym(m->lib, "MHD_add_response_header");
 	*(void **)&m->queue_response = dlsym(m->lib, "MHD_queue_response");
 	*(void **)&m->destroy_response = dlsym(m->lib, "MHD_destroy_response");
+	*(void **)&m->get_connection_info = dlsym(m->lib, "MHD_get_connection_info");
 	if (!m->start_daemon || !m->stop_daemon || !m->create_response_from_buffer || !m->add_response_header ||
-	    !m->queue_response || !m->destroy_response) {
+	    !m->queue_response || !m->destroy_response || !m->get_connection_info) {
 		dlclose(m->lib);
 		m->lib = NULL;
 		return -ENOSYS;
@@ -253,6 +271,114 @@ static enum MHD_Result answer(void *cls, struct MHD_Connection *c, const char *u
 	ret = s->m.queue_response(c, code, r);
 	s->m.destroy_response(r);
 	return ret;
+}
+
+/* libmicrohttpd's idle timeout restarts with every byte: a client sending a header line
+ * now and then held its connection (and, with others, the slots a scrape needs) for as
+ * long as it liked. Each request therefore has a whole deadline: a connection still
+ * without its answer PROM_REQUEST_DEADLINE_S after its accept (or after its last
+ * request ended) is shut down, and libmicrohttpd closes it. The list is kept under the
+ * lock, and libmicrohttpd says a connection closed before it closes its socket, so a
+ * socket shut down here is always still that connection's. */
+static void conn_notify(void *cls, struct MHD_Connection *c, void **ctx, enum MHD_ConnectionNotificationCode toe)
+{
+	struct prom_server *s = cls;
+	struct conn *k = *ctx;
+	const union MHD_ConnectionInfo *ci;
+
+	pthread_mutex_lock(&s->lock);
+	if (toe == MHD_CONNECTION_NOTIFY_STARTED) {
+		ci = s->m.get_connection_info(c, MHD_CONNECTION_INFO_CONNECTION_FD);
+		k = xcalloc(1, sizeof(*k));
+		k->fd = ci ? ci->connect_fd : -1;
+		k->since_ms = now_ms();
+		k->next = s->conns;
+		if (s->conns)
+			s->conns->prev = k;
+		s->conns = k;
+		*ctx = k;
+	} else if (k) {
+		if (k->prev)
+			k->prev->next = k->next;
+		else
+			s->conns = k->next;
+		if (k->next)
+			k->next->prev = k->prev;
+		free(k);
+		*ctx = NULL;
+	}
+	pthread_mutex_unlock(&s->lock);
+}
+
+static void request_done(void *cls, struct MHD_Connection *c, void **con_cls, enum MHD_RequestTerminationCode toe)
+{
+	struct prom_server *s = cls;
+	const union MHD_ConnectionInfo *ci = s->m.get_connection_info(c, MHD_CONNECTION_INFO_SOCKET_CONTEXT);
+	struct conn *k = ci ? ci->socket_context : NULL;
+
+	(void)con_cls, (void)toe;
+	pthread_mutex_lock(&s->lock);
+	if (k)
+		k->since_ms = now_ms();
+	pthread_mutex_unlock(&s->lock);
+}
+
+static void *deadline_main(void *arg)
+{
+	struct prom_server *s = arg;
+	struct timespec ts;
+
+	pthread_mutex_lock(&s->lock);
+	while (!s->stopping) {
+		int64_t now = now_ms();
+		for (struct conn *k = s->conns; k; k = k->next)
+			if (!k->cut && k->fd >= 0 && now - k->since_ms >= PROM_REQUEST_DEADLINE_S * 1000LL) {
+				shutdown(k->fd, SHUT_RDWR);
+				k->cut = 1;
+			}
+		clock_gettime(CLOCK_MONOTONIC, &ts);
+		ts.tv_nsec += 250 * 1000000L;
+		if (ts.tv_nsec >= 1000000000L)
+			ts.tv_sec++, ts.tv_nsec -= 1000000000L;
+		pthread_cond_timedwait(&s->wake, &s->lock, &ts);
+	}
+	pthread_mutex_unlock(&s->lock);
+	return NULL;
+}
+
+/* The lock, and the deadline thread's condition on the monotonic clock. 0 or -errno. */
+static int server_init(struct prom_server *s)
+{
+	pthread_condattr_t a;
+	int rc;
+
+	pthread_mutex_init(&s->lock, NULL);
+	pthread_condattr_init(&a);
+	pthread_condattr_setclock(&a, CLOCK_MONOTONIC);
+	rc = -pthread_cond_init(&s->wake, &a);
+	pthread_condattr_destroy(&a);
+	if (rc)
+		pthread_mutex_destroy(&s->lock);
+	return rc;
+}
+
+/* Stops the deadline thread first, then the daemon (which says each connection closed). */
+static void server_fini(struct prom_server *s)
+{
+	if (s->has_deadline) {
+		pthread_mutex_lock(&s->lock);
+		s->stopping = 1;
+		pthread_cond_signal(&s->wake);
+		pthread_mutex_unlock(&s->lock);
+		pthread_join(s->deadline, NULL);
+	}
+	if (s->d)
+		s->m.stop_daemon(s->d);
+	pthread_cond_destroy(&s->wake);
+	pthread_mutex_destroy(&s->lock);
+	dlclose(s->m.lib);
+	free(s->page);
+	free(s);
 }
 
 /* libmicrohttpd's own messages, kept (not printed) to be said in headroom's words: the
@@ -306,27 +432,39 @@ int prom_start(const char *addr, struct prom_server **out, const char **why)
 				     : MHD_SONAME " lacks a function headroom uses";
 		return -ENOTSUP;
 	}
-	pthread_mutex_init(&s->lock, NULL);
-	/* Bounded: idle connections are closed after PROM_IDLE_TIMEOUT_S, and one address
-	 * holds at most PROM_MAX_PER_ADDRESS of the PROM_MAX_CONNECTIONS, so no client can
-	 * keep the scrapes out. */
+	if (server_init(s)) {
+		dlclose(s->m.lib);
+		free(s);
+		*why = "cannot start its thread";
+		return -ENOMEM;
+	}
+	/* Bounded: idle connections are closed after PROM_IDLE_TIMEOUT_S, every request has
+	 * PROM_REQUEST_DEADLINE_S in all, and one address holds at most PROM_MAX_PER_ADDRESS
+	 * of the PROM_MAX_CONNECTIONS (every local user shares 127.0.0.1 with the scraper:
+	 * a few slow clients there must leave it room). */
 	s->d = s->m.start_daemon(MHD_USE_AUTO_INTERNAL_THREAD | MHD_USE_ERROR_LOG, (uint16_t)port, NULL, NULL, answer, s,
 				MHD_OPTION_SOCK_ADDR, (struct sockaddr *)&sa,
 				MHD_OPTION_CONNECTION_LIMIT, (unsigned int)PROM_MAX_CONNECTIONS,
 				MHD_OPTION_PER_IP_CONNECTION_LIMIT, (unsigned int)PROM_MAX_PER_ADDRESS,
 				MHD_OPTION_CONNECTION_TIMEOUT, (unsigned int)PROM_IDLE_TIMEOUT_S,
 				MHD_OPTION_CONNECTION_MEMORY_LIMIT, (size_t)PROM_CONNECTION_MEMORY_BYTES,
+				MHD_OPTION_NOTIFY_CONNECTION, conn_notify, s,
+				MHD_OPTION_NOTIFY_COMPLETED, request_done, s,
 				MHD_OPTION_EXTERNAL_LOGGER, mhd_log, NULL,
 				MHD_OPTION_END);
 	if (!s->d) {
-		pthread_mutex_destroy(&s->lock);
-		dlclose(s->m.lib);
-		free(s);
+		server_fini(s);
 		*why = strstr(mhd_said, "in use") ? "cannot listen there: the address is in use (another watch, or "
 						    "another server: give another port)"
 		       : strstr(mhd_said, "ermission") ? "cannot listen there: not allowed (a port below 1024 needs root)"
 						     : "cannot listen there (HEADROOM_DEBUG=1 says why)";
 		return -EADDRINUSE;
+	}
+	s->has_deadline = !pthread_create(&s->deadline, NULL, deadline_main, s);
+	if (!s->has_deadline) {
+		server_fini(s);
+		*why = "cannot start its thread";
+		return -ENOMEM;
 	}
 	*out = s;
 	return 0;
@@ -346,12 +484,7 @@ void prom_publish(struct prom_server *s, char *page)
 
 void prom_stop(struct prom_server *s)
 {
-	if (!s)
-		return;
-	s->m.stop_daemon(s->d);
-	dlclose(s->m.lib);
-	pthread_mutex_destroy(&s->lock);
-	free(s->page);
-	free(s);
+	if (s)
+		server_fini(s);
 }
 #endif

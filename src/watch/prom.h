@@ -10,10 +10,12 @@ char *prom_render(const struct watch_state *w);
 
 struct prom_server;
 /* The server's limits: connections at once, of them from one client address, seconds a
- * connection may stay idle, and the memory of one connection (a request's headers). */
-#define PROM_MAX_CONNECTIONS 64
-#define PROM_MAX_PER_ADDRESS 8
+ * connection may stay idle, seconds a request may take in all (however slowly it keeps
+ * coming), and the memory of one connection (a request's headers). */
+#define PROM_MAX_CONNECTIONS 256
+#define PROM_MAX_PER_ADDRESS 64
 #define PROM_IDLE_TIMEOUT_S 5
+#define PROM_REQUEST_DEADLINE_S 10
 #define PROM_CONNECTION_MEMORY_BYTES (32 * 1024)
 /* Serve /metrics on addr: "9400" and ":9400" on 127.0.0.1 only; "ADDR:9400" on the IPv4
  * address ADDR (0.0.0.0: every interface). 0 or -errno (*why). */

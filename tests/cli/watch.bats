@@ -633,3 +633,47 @@ PY
 	not grep -q $'\e\\]0;PWNED' "$T/typescript"
 	not grep -q $'\e\\[2J' "$T/typescript"
 }
+
+# Issue 29: 8 connections each sending a header line every few seconds kept every scrape
+# out (one address's share of the slots, every local user's being 127.0.0.1's), and the
+# idle timeout never fired. A request has a whole deadline; a few slow clients leave room.
+@test "--prometheus: slow clients neither keep a scrape out nor hold a connection past the request deadline" {
+	use_double
+	command -v curl || skip "curl needed"
+	printf 'gpu uuid=GPU-a bus=00000000:04:00.0 name=H200 total=80G used=20G util=50\n' > "$T/gpus"
+	local port=$((20000 + RANDOM % 20000))
+	"$HR" watch -q --interval 200 --duration 60 --prometheus "$port" 2> "$T/err" &
+	local w=$!
+	listen_addr "$port"
+	python3 - "$port" "$T" <<'PY' &
+import socket, sys, time
+port, t = int(sys.argv[1]), sys.argv[2]
+held = []
+for i in range(8):
+    s = socket.create_connection(("127.0.0.1", port))
+    s.sendall(b"GET /metrics HTTP/1.1\r\n")
+    held.append(s)
+open(t + "/held.tmp", "w").write("8\n")
+import os; os.rename(t + "/held.tmp", t + "/held")
+t0 = time.time()
+while held and time.time() - t0 < 40:
+    for s in list(held):
+        try:
+            s.sendall(b"X-Slow: 1\r\n")  # well inside the idle timeout
+        except OSError:
+            held.remove(s)
+            open(t + "/cut", "a").write("%.1f\n" % (time.time() - t0))
+    time.sleep(1)
+PY
+	local slow=$!
+	wait_for 20 test -s "$T/held"
+	# a scrape from the same address, while they are held
+	curl -sf -m 5 "http://127.0.0.1:$port/metrics" > "$T/metrics"
+	grep -q '^headroom_up' "$T/metrics"
+	# every slow one is cut once its request's deadline passes, however it keeps coming
+	wait_for 30 eval '[ "$(wc -l < "$T/cut" 2>/dev/null || echo 0)" -ge 8 ]'
+	kill "$slow" "$w" 2>/dev/null || true
+	wait "$w" || true
+	cat "$T/cut"
+	python3 -c 'import sys; c=[float(x) for x in open(sys.argv[1])]; assert len(c) == 8 and max(c) < 25, c' "$T/cut"
+}
