@@ -218,7 +218,7 @@ int cmd_watch(int argc, char **argv)
 	t0_ms = now_ms();
 	watcher_init(&x, "", &o.lim);
 	if (o.jsonl_path) {
-		jsonl = strcmp(o.jsonl_path, "-") ? fopen(o.jsonl_path, "a") : stdout;
+		jsonl = strcmp(o.jsonl_path, "-") ? fopen(o.jsonl_path, "ae") : stdout;
 		if (!jsonl)
 			die(EXIT_USAGE, "watch: cannot write %s: %s", o.jsonl_path, strerror(errno));
 	}

@@ -677,3 +677,20 @@ PY
 	cat "$T/cut"
 	python3 -c 'import sys; c=[float(x) for x in open(sys.argv[1])]; assert len(c) == 8 and max(c) < 25, c' "$T/cut"
 }
+
+# Issue 29: the JSON-lines file (and any other descriptor watch opens) leaked into every
+# --on-event hook.
+@test "--on-event: the hook inherits none of watch's own descriptors" {
+	use_double
+	sleep 30 & local p=$!
+	printf 'gpu uuid=GPU-a bus=00000000:04:00.0 name=H200 total=80G used=79.5G util=10\nproc gpu=0 pid=%d used=1G\n' "$p" > "$T/gpus"
+	export HOOK_OUT="$T/hook"
+	local port=$((20000 + RANDOM % 20000))
+	run timeout 20 "$HR" watch -q --interval 200 --duration 1 --jsonl "$T/o.jsonl" --prometheus "$port" \
+		--on-event 'for f in /proc/$$/fd/*; do readlink "$f"; done >> "$HOOK_OUT.tmp"; mv "$HOOK_OUT.tmp" "$HOOK_OUT"'
+	kill "$p"
+	wait_for 10 test -s "$T/hook"
+	cat "$T/hook"
+	not grep -q "o.jsonl" "$T/hook"
+	not grep -qE 'pidfd|signalfd|socket:' "$T/hook"
+}
