@@ -529,6 +529,7 @@ twin_tree() {
 	# this build's peak, or unknown: never the old 150M, over the limit
 	assert r["peak_group_bytes"] is None or r["peak_group_bytes"] <= r["limit_bytes"], r
 	PY
+}
 
 @test "--report, --trace, --record and profiles export replace a file whole or not at all" {
 	mkdir "$T/w"
