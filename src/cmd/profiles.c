@@ -14,7 +14,7 @@
 #include "store/transfer.h"
 #include "sys/atomicfile.h"
 #include "util/log.h"
-#include "util/text.h"
+#include "util/escape.h"
 #include "util/units.h"
 #include "util/xalloc.h"
 
@@ -82,7 +82,7 @@ static int one(enum profile_kind kind, const char *key, const struct profile *p,
 		return 0;
 	}
 	/* a key names files: what acts on a terminal is shown, not sent */
-	char *shown = text_printable(key);
+	char *shown = esc_dup(esc_term, key);
 	printf("%-9s %5lld  %10s  %8.1f s  %s\n", kind_name(kind), (long long)p->runs,
 	       size_format(p->curve.peak_bytes, peak, sizeof(peak)), p->curve.duration_ms / 1000.0, shown);
 	free(shown);

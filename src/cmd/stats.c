@@ -10,7 +10,7 @@
 #include "store/store.h"
 #include "util/log.h"
 #include "util/strbuf.h"
-#include "util/text.h"
+#include "util/escape.h"
 #include "util/xalloc.h"
 
 static const char usage[] =
@@ -60,18 +60,18 @@ static int each(const struct governed_tally *t, void *arg)
 	return 0;
 }
 
-/* A directory that is not UTF-8 cannot be a JSON string as it is: "dir" gives it as the
- * terminal does (\xHH for each stray byte) and "dir_hex" its bytes, so nothing is lost. */
+/* A directory that is not UTF-8 cannot be a JSON string as it is: "dir" shows each stray
+ * byte as \xHH (the JSON sink's escape) and "dir_hex" gives its bytes, so nothing is lost. */
 static void dir_json(json_t *o, const char *dir)
 {
 	struct strbuf hex = STRBUF_INIT;
 	char *shown;
 
-	if (text_is_utf8(dir)) {
+	if (utf8_valid(dir)) {
 		json_object_set_new(o, "dir", json_string(dir));
 		return;
 	}
-	shown = text_printable(dir);
+	shown = esc_dup(esc_utf8, dir);
 	json_object_set_new(o, "dir", json_string(shown));
 	free(shown);
 	for (const unsigned char *b = (const unsigned char *)dir; *b; b++)
@@ -95,7 +95,7 @@ static json_t *tally_json(const struct governed_tally *t)
 
 static void tally_print(const struct governed_tally *t, const char *name)
 {
-	char saved[32] = "-", *shown = text_printable(name);
+	char saved[32] = "-", *shown = esc_dup(esc_term, name);
 
 	if (t->saved_builds)
 		snprintf(saved, sizeof(saved), "%+.0f s", (double)t->saved_ms / 1000.0);

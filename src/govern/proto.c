@@ -9,7 +9,7 @@
 
 #include "util/grow.h"
 #include "util/units.h"
-#include "util/utf8.h"
+#include "util/escape.h"
 #include "util/xalloc.h"
 
 void proto_conn_init(struct proto_conn *c, int fd)
@@ -206,7 +206,7 @@ static json_t *bytes_json(const char *s)
 	if (!s)
 		return NULL;
 	size_t n = strlen(s);
-	if (utf8_valid(s, n))
+	if (utf8_valid(s))
 		return json_stringn(s, n);
 	char *hex = xmalloc(2 * n + 1);
 	for (size_t i = 0; i < n; i++) {

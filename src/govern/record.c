@@ -7,6 +7,7 @@
 
 #include "govern/report.h"
 #include "sys/atomicfile.h"
+#include "util/escape.h"
 #include "util/xalloc.h"
 
 /* The record's sampling: what bench/traces uses. */
@@ -113,9 +114,13 @@ int report_write_record(const struct report *r, const char *path, const char *de
 		json_object_set_new(j, "exit_code", s->exit_code >= 0 ? json_integer(s->exit_code) : json_null());
 		json_array_append_new(jobs, j);
 	}
-	return dump(json_pack("{s:s, s:s, s:{s:i, s:I, s:i}, s:f, s:o}", "format", "headroom-trace/1", "description",
-			      description, "machine", "cpus", cpus, "mem_total_bytes", (json_int_t)mem_total_bytes,
-			      "parallel_jobs", r->jobs_cap, "sample_interval_s", RECORD_INTERVAL_MS / 1000.0, "jobs",
-			      jobs),
-		    path, JSON_COMPACT);
+	/* the build's command line is bytes: the JSON sink's string */
+	char *shown = esc_dup(esc_utf8, description);
+	int rc = dump(json_pack("{s:s, s:s, s:{s:i, s:I, s:i}, s:f, s:o}", "format", "headroom-trace/1", "description",
+				shown, "machine", "cpus", cpus, "mem_total_bytes", (json_int_t)mem_total_bytes,
+				"parallel_jobs", r->jobs_cap, "sample_interval_s", RECORD_INTERVAL_MS / 1000.0, "jobs",
+				jobs),
+		      path, JSON_COMPACT);
+	free(shown);
+	return rc;
 }

@@ -7,9 +7,9 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "util/escape.h"
 #include "util/grow.h"
 #include "util/units.h"
-#include "util/utf8.h"
 #include "util/xalloc.h"
 
 void report_add_job(struct report *r, const struct report_job *j)
@@ -17,7 +17,7 @@ void report_add_job(struct report *r, const struct report_job *j)
 	ARRAY_GROW(r->jobs, r->njobs + 1, r->cap);
 	r->jobs[r->njobs] = *j;
 	/* file names and flags are bytes: the report, trace and record are JSON */
-	r->jobs[r->njobs++].class_key = utf8_visible(j->class_key);
+	r->jobs[r->njobs++].class_key = esc_dup(esc_utf8, j->class_key);
 }
 
 void report_add_point(struct report *r, const struct report_point *p)
@@ -33,8 +33,8 @@ void report_add_span(struct report *r, const struct report_span *s)
 	ARRAY_GROW(r->spans, r->nspans + 1, r->capspans);
 	d = &r->spans[r->nspans++];
 	*d = *s;
-	d->name = utf8_visible(s->name);
-	d->class_key = utf8_visible(s->class_key);
+	d->name = esc_dup(esc_utf8, s->name);
+	d->class_key = esc_dup(esc_utf8, s->class_key);
 	d->samples = xmalloc((s->nsamples ? s->nsamples : 1) * sizeof(*s->samples));
 	if (s->nsamples)
 		memcpy(d->samples, s->samples, s->nsamples * sizeof(*s->samples));

@@ -8,7 +8,7 @@
 #include <time.h>
 
 #include "util/grow.h"
-#include "util/text.h"
+#include "util/escape.h"
 #include "util/xalloc.h"
 
 #define SEP " :: "
@@ -64,7 +64,7 @@ static json_t *exported(struct exporting *e, const char *key, json_t *o)
 	}
 	json_decref(o);
 	if (!e->n->refused++) {
-		shown = text_printable(key);
+		shown = esc_dup(esc_term, key);
 		snprintf(e->n->refused_why, sizeof(e->n->refused_why), "%s: %s", shown,
 			 err ? err + 2 : "its key is not UTF-8");
 		free(shown);

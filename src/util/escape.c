@@ -56,6 +56,14 @@ size_t utf8_cut(const char *s, size_t max)
 	return i;
 }
 
+int utf8_valid(const char *s)
+{
+	for (size_t n; *s; s += n)
+		if (!(n = utf8_seq_len(s)))
+			return 0;
+	return 1;
+}
+
 static void add_bytes(struct strbuf *sb, const char *s, size_t n)
 {
 	char tmp[8];
@@ -75,7 +83,7 @@ void esc_utf8(struct strbuf *sb, const char *s)
 		if (n)
 			add_bytes(sb, s, n);
 		else
-			strbuf_add(sb, "\xEF\xBF\xBD");
+			strbuf_addf(sb, "\\x%02X", (unsigned char)*s);
 	}
 }
 
@@ -87,7 +95,7 @@ void esc_prom_label(struct strbuf *sb, const char *s)
 	for (; *s; s += n ? n : 1) {
 		n = utf8_seq_len(s);
 		if (!n)
-			strbuf_add(sb, "\xEF\xBF\xBD");
+			strbuf_addf(sb, "\\\\x%02X", (unsigned char)*s); /* \xHH, its backslash escaped */
 		else if (*s == '\\')
 			strbuf_add(sb, "\\\\");
 		else if (*s == '"')
@@ -147,4 +155,12 @@ void esc_term(struct strbuf *sb, const char *s)
 		else
 			add_bytes(sb, s, n);
 	}
+}
+
+char *esc_dup(void (*sink)(struct strbuf *, const char *), const char *s)
+{
+	struct strbuf sb = STRBUF_INIT;
+
+	sink(&sb, s);
+	return strbuf_detach(&sb);
 }

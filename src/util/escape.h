@@ -14,8 +14,11 @@
 size_t utf8_seq_len(const char *s);
 /* The longest prefix of s of at most max bytes that ends on a character boundary. */
 size_t utf8_cut(const char *s, size_t max);
+/* Whether all of s is valid UTF-8. */
+int utf8_valid(const char *s);
 
-/* Valid UTF-8: each invalid byte becomes U+FFFD (JSON strings: jansson escapes the rest). */
+/* Valid UTF-8 for a JSON string (a report, a record, a JSON line): each invalid byte
+ * shown as \xHH (jansson escapes the rest). */
 void esc_utf8(struct strbuf *sb, const char *s);
 /* A Prometheus label value: esc_utf8, and backslash, quote and newline escaped. */
 void esc_prom_label(struct strbuf *sb, const char *s);
@@ -24,5 +27,7 @@ void esc_prom_label(struct strbuf *sb, const char *s);
  * \u{HHHH}, a backslash as \\, so that nothing written can move the cursor, set a
  * title or reorder the text. */
 void esc_term(struct strbuf *sb, const char *s);
+/* What sink makes of s, as a string to free. */
+char *esc_dup(void (*sink)(struct strbuf *, const char *), const char *s);
 
 #endif

@@ -8,7 +8,7 @@
 
 #include "watch/state.h"
 
-/* The JSON sink's string: s as valid UTF-8 (an invalid byte becomes U+FFFD; jansson
+/* The JSON sink's string: s as valid UTF-8 (an invalid byte shown as \xHH; jansson
  * refuses invalid UTF-8, and the record holding it would be lost). A new reference. */
 json_t *jsonl_str(const char *s);
 /* CLOCK_REALTIME in milliseconds: the time_ms of every record. */

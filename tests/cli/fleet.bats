@@ -130,7 +130,7 @@ g = [g for g in rules["data"]["groups"] if g["name"] == "headroom"]
 assert g and len(g[0]["rules"]) == 7 and all(x["health"] != "err" for x in g[0]["rules"]), rules
 PY
 	# nothing left behind
-	! kill -0 "$pr" 2>/dev/null
+	not kill -0 "$pr" 2>/dev/null
 }
 
 @test "the systemd unit verifies, and runs headroom watch with its options" {

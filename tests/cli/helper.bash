@@ -43,6 +43,12 @@ wait_for() {
 	"$@"
 }
 
+# CMD... must fail: a line `! CMD` inside a test is never checked (bats checks `set -e`,
+# which a negated command does not trip), so tests say `not CMD`.
+not() {
+	! "$@"
+}
+
 # Whether no process's command line matches PATTERN.
 none_running() {
 	[ -z "$(pgrep -f "$1")" ]

@@ -60,7 +60,7 @@ load helper
 		dpkg -P headroom >/dev/null
 		[ "$installed" -eq 0 ] && [ "$ran" -eq 0 ]
 		[[ "$out" == "headroom "[0-9]* ]]
-		! dpkg -s headroom >/dev/null 2>&1
+		not dpkg -s headroom >/dev/null 2>&1
 		[ ! -e /usr/bin/headroom ]
 	fi
 }

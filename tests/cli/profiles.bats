@@ -77,7 +77,7 @@ learn_tiny_in() {
 	[ "$status" -eq 0 ]
 	[[ "$stderr" == "exported 7 profiles to $T/p.json" ]]
 	# No absolute path travels: the sources are relative to the checkout.
-	! grep -q "$T" "$T/p.json"
+	not grep -q "$T" "$T/p.json"
 	python3 -c '
 import json, sys
 d = json.load(open(sys.argv[1]))
@@ -193,8 +193,8 @@ print(json.dumps({"format": "headroom-profiles/1", "profiles": [{"kind": "class"
 	run "$HR" profiles --db "$T/p.db" list
 	[ "$status" -eq 0 ]
 	[[ "$output" != *$'\e'* && "$output" != *$'\t'* ]]
-	[[ "$output" == *' nvcc\tx\e[2J'* ]]
-	[[ "$output" == *' cc\xff\n'* ]]
+	[[ "$output" == *' nvcc\x09x\x1B[2J'* ]]
+	[[ "$output" == *' cc\xFF\x0A'* ]]
 }
 
 @test "profiles export writes only what import accepts: runs past the bound, keys import refuses" {
@@ -207,7 +207,7 @@ print(json.dumps({"format": "headroom-profiles/1", "profiles": [{"kind": "class"
 	run --separate-stderr "$HR" profiles --db "$T/p.db" export "$T/out.json"
 	[ "$status" -eq 0 ]
 	[[ "$stderr" == *"exported 1 profile to $T/out.json"* ]]
-	[[ "$stderr" == *"left out 2 profiles that an import would refuse (the first: cc\tx: profiles[0].key: holds a control character)"* ]]
+	[[ "$stderr" == *"left out 2 profiles that an import would refuse (the first: cc\x09x: profiles[0].key: holds a control character)"* ]]
 	run "$HR" profiles --db "$T/q.db" import "$T/out.json"
 	[ "$status" -eq 0 ]
 	[[ "$output" == *"imported 1 profile from $T/out.json: 1 new, 0 merged"* ]]

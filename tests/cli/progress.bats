@@ -34,5 +34,5 @@ slow_build() {
 	[[ "$stderr" != *$'\e'* ]]
 	rm -f out*
 	TERM=xterm script -qfec "'$HR' run -q -j 2 --no-db -- ninja" /dev/null > "$T/out"
-	! grep -qF $'\e[1;' "$T/out"
+	not grep -qF $'\e[1;' "$T/out"
 }

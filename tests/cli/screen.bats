@@ -8,7 +8,7 @@ load helper
 	script -qc "'$HR' watch --duration 2.5 -i 500" /dev/null > "$T/tty.out"
 	grep -q $'\e\[?1049h' "$T/tty.out"       # the alternate screen, entered
 	grep -q $'\e\[?1049l' "$T/tty.out"       # and left
-	! grep -q $'\e\[2J' "$T/tty.out"         # never the whole screen cleared
+	not grep -q $'\e\[2J' "$T/tty.out"         # never the whole screen cleared
 	[ "$(grep -o $'\e\[H' "$T/tty.out" | wc -l)" -ge 3 ]   # redrawn from the top, each sample
 	grep -q 'host: .* available of' "$T/tty.out"
 }

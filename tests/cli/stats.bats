@@ -96,7 +96,7 @@ governed_row() {
 	sqlite3 "$T/p.db" "$(governed_row "CAST(X'2f7372632fff091b5b33316d' AS TEXT)" 3)" "$(governed_row "'/src/plain'" 1)"
 	run --separate-stderr "$HR" stats --db "$T/p.db" --json
 	[ "$status" -eq 0 ]
-	[ "$(js .directories.0.dir <<<"$output")" = '/src/\xff\t\e[31m' ]
+	[ "$(js .directories.0.dir <<<"$output")" = $'/src/\\xFF\t\e[31m' ]
 	[ "$(js .directories.0.dir_hex <<<"$output")" = 2f7372632fff091b5b33316d ]
 	[ "$(js .directories.0.jobs <<<"$output")" -eq 3 ]
 	[ "$(js .directories.1.dir <<<"$output")" = /src/plain ]
@@ -104,7 +104,7 @@ governed_row() {
 	run "$HR" stats --db "$T/p.db"
 	[ "$status" -eq 0 ]
 	[[ "$output" != *$'\e'* ]]
-	grep -F '/src/\xff\t\e[31m ' <<<"$output"
+	grep -F '/src/\xFF\x09\x1B[31m ' <<<"$output"
 }
 
 @test "stats, profiles and run refuse a --db that is a device or a FIFO, and make nothing beside it" {

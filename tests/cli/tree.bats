@@ -294,5 +294,5 @@ print("dir", os.path.dirname(c))
 	assert r["peak_jobs_bytes"] < 450 << 20, r        # never two 300M jobs beside it
 	PY
 	# the build's end ended what it left running
-	! kill -0 "$(cat orphan.pid)" 2>/dev/null
+	not kill -0 "$(cat orphan.pid)" 2>/dev/null
 }

@@ -21,10 +21,6 @@ wait_exec() {
 
 # Fails when the command succeeds. (bats checks `! CMD` only as a test's last command:
 # anywhere else its status is ignored.)
-not() {
-	! "$@"
-}
-
 events() { # $1 jsonl, $2 event name: how many
 	python3 -c 'import json,sys; print(sum(1 for l in open(sys.argv[1]) if json.loads(l).get("event") == sys.argv[2]))' "$1" "$2"
 }
@@ -617,7 +613,7 @@ PY
 import json, sys
 s = json.load(open(sys.argv[1]))
 jobs = [x["labels"]["job"] for x in s if x["name"] == "headroom_job_ranks_alive"]
-assert "torchelastic:x\x1b]0;PWNED\x07\x1b[2J\ufffd\ufffd" in jobs, jobs
+assert "torchelastic:x\x1b]0;PWNED\x07\x1b[2J\\\\xFF\\\\xC3" in jobs, jobs  # the label's escaped backslash
 lines = [json.loads(l) for l in open(sys.argv[2])]
 procs = [p for l in lines for p in l.get("processes", []) if p["pid"] == int(sys.argv[3])]
 assert procs and procs[0]["job"].startswith("torchelastic:x\x1b]0;PWNED"), procs[:1]

@@ -46,17 +46,22 @@ static void test_utf8_seq(void **state)
 	assert_int_equal(utf8_cut("ab\xE2\x82\xAC", 4), 2);
 	assert_int_equal(utf8_cut("ab\xE2\x82\xAC", 5), 5);
 	assert_int_equal(utf8_cut("abc", 10), 3);
+	assert_true(utf8_valid("caf\xC3\xA9 \xE2\x82\xAC"));
+	assert_true(utf8_valid(""));
+	assert_false(utf8_valid("k\xFF\xFE.cu"));
+	assert_false(utf8_valid("a\xE2\x82"));
 }
 
 static void test_sinks(void **state)
 {
 	(void)state;
-	/* JSON: invalid bytes replaced, valid text kept */
-	EXPECT(esc_utf8, "x\xFFy", "x\xEF\xBF\xBDy");
+	/* JSON: invalid bytes shown, valid text kept */
+	EXPECT(esc_utf8, "x\xFFy", "x\\xFFy");
 	EXPECT(esc_utf8, "caf\xC3\xA9", "caf\xC3\xA9");
-	EXPECT(esc_utf8, "ab\xE2\x82", "ab\xEF\xBF\xBD\xEF\xBF\xBD"); /* a character cut short */
-	/* Prometheus: the same, and its three escapes */
-	EXPECT(esc_prom_label, "a\\b\"c\nd\xFF", "a\\\\b\\\"c\\nd\xEF\xBF\xBD");
+	EXPECT(esc_utf8, "ab\xE2\x82", "ab\\xE2\\x82");           /* a character cut short */
+	EXPECT(esc_utf8, "\xC0\xAF\xED\xA0\x80", "\\xC0\\xAF\\xED\\xA0\\x80"); /* overlong, surrogate */
+	/* Prometheus: the same, and its three escapes (the shown byte's backslash too) */
+	EXPECT(esc_prom_label, "a\\b\"c\nd\xFF", "a\\\\b\\\"c\\nd\\\\xFF");
 	/* terminal: every control shown, nothing of an escape sequence left raw */
 	EXPECT(esc_term, "x\x1B]0;PWNED\a\x1B[2J", "x\\x1B]0;PWNED\\x07\\x1B[2J");
 	EXPECT(esc_term, "a\xC2\x9B" "2Jb", "a\\u{009B}2Jb");            /* C1 CSI */

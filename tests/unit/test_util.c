@@ -15,8 +15,6 @@
 #include "util/grow.h"
 #include "util/path.h"
 #include "util/strbuf.h"
-#include "util/utf8.h"
-#include "util/text.h"
 
 static void test_array_grow(void **state)
 {
@@ -101,63 +99,11 @@ static void test_paths(void **state)
 	assert_string_equal(runtime_dir(), "/tmp");
 }
 
-/* Bytes that are no UTF-8 are shown as \xNN; UTF-8 is kept as it is. */
-static void test_utf8(void **state)
-{
-	static const struct {
-		const char *in, *shown;
-		int valid;
-	} rows[] = {
-		{ "plain.c", "plain.c", 1 },
-		{ "\xce\xbb.cu", "\xce\xbb.cu", 1 },
-		{ "k\xff\xfe.cu", "k\\xff\\xfe.cu", 0 },
-		{ "\xc0\xaf", "\\xc0\\xaf", 0 },             /* overlong */
-		{ "\xed\xa0\x80", "\\xed\\xa0\\x80", 0 },     /* a surrogate */
-		{ "\xf4\x90\x80\x80", "\\xf4\\x90\\x80\\x80", 0 }, /* past U+10FFFF */
-		{ "a\xe2\x82", "a\\xe2\\x82", 0 },           /* cut short */
-	};
-
-	(void)state;
-	for (size_t i = 0; i < sizeof(rows) / sizeof(rows[0]); i++) {
-		char *v = utf8_visible(rows[i].in);
-		assert_int_equal(utf8_valid(rows[i].in, strlen(rows[i].in)), rows[i].valid);
-		assert_string_equal(v, rows[i].shown);
-		assert_true(utf8_valid(v, strlen(v)));
-		free(v);
-/* What a terminal is shown of a name: nothing that acts on it, nothing lost. */
-static void test_text(void **state)
-{
-	static const struct {
-		const char *in, *out;
-		int utf8;
-	} cases[] = {
-		{ "plain/file.cu", "plain/file.cu", 1 },
-		{ "a\tb\nc\x1b[31mred", "a\\tb\\nc\\e[31mred", 1 },
-		{ "back\\slash", "back\\\\slash", 1 },
-		{ "del\x7f c1\xc2\x9b", "del\\x7f c1\\xc2\\x9b", 1 },
-		{ "caf\xc3\xa9 \xe2\x82\xac", "caf\xc3\xa9 \xe2\x82\xac", 1 },
-		{ "bad\xff", "bad\\xff", 0 },
-		{ "cut\xe2\x82", "cut\\xe2\\x82", 0 },
-		{ "overlong\xc0\xaf", "overlong\\xc0\\xaf", 0 },
-		{ "surrogate\xed\xa0\x80", "surrogate\\xed\\xa0\\x80", 0 },
-	};
-
-	(void)state;
-	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
-		char *p = text_printable(cases[i].in);
-		assert_string_equal(p, cases[i].out);
-		assert_int_equal(text_is_utf8(cases[i].in), cases[i].utf8);
-		free(p);
-	}
-}
-
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_array_grow),
 		cmocka_unit_test(test_strbuf),
-		cmocka_unit_test(test_utf8),
-		cmocka_unit_test(test_text),
 		cmocka_unit_test(test_exit_status_of),
 		cmocka_unit_test(test_paths),
 	};

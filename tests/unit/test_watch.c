@@ -415,7 +415,7 @@ static void test_hostile_text(void **state)
 	w.psi_full_avg10 = -1;
 	page = prom_render(&w);
 	assert_true(valid_utf8(page));
-	assert_non_null(strstr(page, "job=\"torchelastic:x\x1B]0;PWNED\a\x1B[2J\xEF\xBF\xBD\xEF\xBF\xBD\""));
+	assert_non_null(strstr(page, "job=\"torchelastic:x\x1B]0;PWNED\a\x1B[2J\\\\xFF\\\\xC3\""));
 	free(page);
 	f = open_memstream(&text, &size);
 	assert_non_null(f);
@@ -425,7 +425,7 @@ static void test_hostile_text(void **state)
 	assert_non_null(s);
 	assert_int_equal(json_array_size(json_object_get(s, "processes")), 3);
 	assert_string_equal(json_string_value(json_object_get(json_array_get(json_object_get(s, "processes"), 2), "job")),
-			    "torchelastic:x\x1B]0;PWNED\a\x1B[2J\xEF\xBF\xBD\xEF\xBF\xBD");
+			    "torchelastic:x\x1B]0;PWNED\a\x1B[2J\\xFF\\xC3");
 	json_decref(s);
 	free(text);
 	text = NULL;
