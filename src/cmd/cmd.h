@@ -25,6 +25,10 @@ void doctor_preflight(void);
  * empty, not JSON (where). The caller owns the result. */
 typedef struct json_t json_t;
 json_t *json_file_load(const char *cmd, const char *path);
+/* Bytes from outside (a directory, a profile's key) as JSON: o[name] shows them
+ * (esc_utf8: each byte that is not UTF-8 as \xHH), and where they are not UTF-8,
+ * o[name + "_hex"] gives them exactly. */
+void json_set_bytes(json_t *o, const char *name, const char *s);
 /* An option getopt_long refused (returned '?'; main.c sets opterr to 0): one line that
  * says what was wrong, the nearest known option and `headroom CMD --help`; exits 2. */
 struct option;

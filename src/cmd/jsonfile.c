@@ -1,12 +1,17 @@
-/* A JSON file named on the command line, or a message that says what is wrong with it. */
+/* A JSON file named on the command line, or a message that says what is wrong with it;
+ * bytes from outside put into JSON output. */
 #include <errno.h>
 #include <jansson.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
 
 #include "cmd/cmd.h"
+#include "util/escape.h"
 #include "util/log.h"
+#include "util/strbuf.h"
+#include "util/xalloc.h"
 
 /* Does it look like a Hugging Face hub id ("meta-llama/Llama-3.1-8B"): one slash, no
  * file of that name, no ".json"? */
@@ -50,4 +55,24 @@ json_t *json_file_load(const char *cmd, const char *path)
 		die(EXIT_USAGE, "%s: %s is not JSON: %s (line %d, column %d)", cmd, path, e.text, e.line, e.column);
 	}
 	return j;
+}
+
+void json_set_bytes(json_t *o, const char *name, const char *s)
+{
+	struct strbuf hex = STRBUF_INIT;
+	char *shown, *key;
+
+	if (utf8_valid(s)) {
+		json_object_set_new(o, name, json_string(s));
+		return;
+	}
+	shown = esc_dup(esc_utf8, s);
+	json_object_set_new(o, name, json_string(shown));
+	free(shown);
+	for (const unsigned char *b = (const unsigned char *)s; *b; b++)
+		strbuf_addf(&hex, "%02x", *b);
+	key = xasprintf("%s_hex", name);
+	json_object_set_new(o, key, json_string(strbuf_str(&hex)));
+	free(key);
+	strbuf_release(&hex);
 }

@@ -13,8 +13,8 @@
 #include "store/store.h"
 #include "store/transfer.h"
 #include "sys/atomicfile.h"
-#include "util/log.h"
 #include "util/escape.h"
+#include "util/log.h"
 #include "util/units.h"
 #include "util/xalloc.h"
 
@@ -68,10 +68,11 @@ static int one(enum profile_kind kind, const char *key, const struct profile *p,
 
 	l->count++;
 	if (l->json) {
-		json_t *o = json_pack("{s:s, s:s, s:I, s:I, s:I, s:I}", "kind", kind_name(kind), "key", key, "runs",
+		json_t *o = json_pack("{s:s, s:I, s:I, s:I, s:I}", "kind", kind_name(kind), "runs",
 				      (json_int_t)p->runs, "peak_bytes", (json_int_t)p->curve.peak_bytes,
 				      "duration_ms", (json_int_t)p->curve.duration_ms, "updated_s",
 				      (json_int_t)p->updated_s);
+		json_set_bytes(o, "key", key); /* a key is file names: bytes */
 		if (l->curves) {
 			json_t *c = json_array();
 			for (int i = 0; i < CURVE_POINTS; i++)

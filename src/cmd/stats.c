@@ -8,9 +8,8 @@
 
 #include "cmd/cmd.h"
 #include "store/store.h"
-#include "util/log.h"
-#include "util/strbuf.h"
 #include "util/escape.h"
+#include "util/log.h"
 #include "util/xalloc.h"
 
 static const char usage[] =
@@ -60,26 +59,6 @@ static int each(const struct governed_tally *t, void *arg)
 	return 0;
 }
 
-/* A directory that is not UTF-8 cannot be a JSON string as it is: "dir" shows each stray
- * byte as \xHH (the JSON sink's escape) and "dir_hex" gives its bytes, so nothing is lost. */
-static void dir_json(json_t *o, const char *dir)
-{
-	struct strbuf hex = STRBUF_INIT;
-	char *shown;
-
-	if (utf8_valid(dir)) {
-		json_object_set_new(o, "dir", json_string(dir));
-		return;
-	}
-	shown = esc_dup(esc_utf8, dir);
-	json_object_set_new(o, "dir", json_string(shown));
-	free(shown);
-	for (const unsigned char *b = (const unsigned char *)dir; *b; b++)
-		strbuf_addf(&hex, "%02x", *b);
-	json_object_set_new(o, "dir_hex", json_string(strbuf_str(&hex)));
-	strbuf_release(&hex);
-}
-
 static json_t *tally_json(const struct governed_tally *t)
 {
 	json_t *o = json_pack("{s:I, s:I, s:I, s:I, s:I, s:I, s:I}", "builds", (json_int_t)t->builds, "jobs",
@@ -89,7 +68,7 @@ static json_t *tally_json(const struct governed_tally *t)
 
 	json_object_set_new(o, "saved_ms", t->saved_builds ? json_integer((json_int_t)t->saved_ms) : json_null());
 	if (t->dir)
-		dir_json(o, t->dir);
+		json_set_bytes(o, "dir", t->dir);
 	return o;
 }
 

@@ -195,6 +195,10 @@ print(json.dumps({"format": "headroom-profiles/1", "profiles": [{"kind": "class"
 	[[ "$output" != *$'\e'* && "$output" != *$'\t'* ]]
 	[[ "$output" == *' nvcc\x09x\x1B[2J'* ]]
 	[[ "$output" == *' cc\xFF\x0A'* ]]
+	# in JSON the key is kept: shown, and its bytes exactly
+	run "$HR" profiles --db "$T/p.db" list --json
+	[ "$status" -eq 0 ]
+	python3 -c 'import json, sys; ks = {p["key"]: p.get("key_hex") for p in json.loads(sys.argv[1])}; assert ks["cc\\xFF\n"] == "6363ff0a" and ks["nvcc\tx\x1b[2J"] is None, ks' "$output"
 }
 
 @test "profiles export writes only what import accepts: runs past the bound, keys import refuses" {
