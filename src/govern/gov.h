@@ -128,6 +128,7 @@ struct gov {
 	int guard_fd;               /* the guardian's pipe; -1 without one */
 	pid_t guard_pid;            /* the guardian; 0 without one */
 	uint64_t unowned_bytes;     /* what processes the build left below us hold (tree_unowned_bytes) */
+	int said_unowned;           /* warned that it alone passes the budget */
 	int nice0;                  /* niceness and OOM score adjustment headroom started with, */
 	char oom_adj0[16];          /* given back to the build: guard_lock_self() changes ours */
 };

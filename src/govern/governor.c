@@ -442,7 +442,17 @@ static void govern_tick(struct gov *g, int64_t now)
 		show_progress(g, now, used);
 		g->next_progress_ms = now + 500;
 	}
-	enum net_action act = net_apply_budget(net_decide(&ns), jobs_bytes + g->unowned_bytes, g->budget_bytes);
+	/* what jobs left running counts while jobs run; alone, however large, it must not
+	 * stop the one job that always runs (it may never end: a daemon) */
+	enum net_action act = net_apply_budget(net_decide(&ns), jobs_bytes + (running ? g->unowned_bytes : 0),
+					       g->budget_bytes);
+	if (!running && g->unowned_bytes > g->budget_bytes && !g->said_unowned) {
+		char a[32], b[32];
+		log_warn("processes the build's jobs left running hold %s, more than the budget of %s: one job at a "
+			 "time until they end", size_format(g->unowned_bytes, a, sizeof(a)),
+			 size_format(g->budget_bytes, b, sizeof(b)));
+		g->said_unowned = 1;
+	}
 	/* The net acts on known numbers only: with memory unknown it holds, and ends or
 	 * freezes nothing on a guess. */
 	if (mem_err) {

@@ -573,3 +573,23 @@ SH
 	[[ "$output" == *"exp.json fill rec.json rep.json tr.json " ]]
 	[[ "$stderr" == *"cannot write the report to $T/full/rep.json: No space left on device"* ]]
 }
+
+# Memory the build's jobs left running counts against the budget while jobs run; alone,
+# however large, it must not hold back the one job that always runs (a daemon may never
+# end): the build goes on, saying why it runs one job at a time.
+@test "memory left running past the budget never holds back the build's one job" {
+	command -v make || skip "make needed"
+	mkdir -p "$T/d" && cd "$T/d"
+	{
+		printf 'all: j\nj: d\n\t@$$HEADROOM_LAUNCHER sh -c true\n'
+		printf 'd:\n\t@(setsid %s --hold 300M --ms 120000 & echo $$! > d.pid)\n' "$MEMHOG"
+		printf '\t@for i in $$(seq 300); do [ "$$(awk %s /proc/$$(cat d.pid)/status)" -gt 300000 ] && exit 0; sleep 0.1; done; exit 1\n' \
+			"'/VmRSS/ { print \$\$2 }'"
+		printf '.PHONY: all j d\n'
+	} > Makefile
+	run timeout 60 "$HR" run --no-db --budget 200M -- make -s
+	echo "$output"
+	[ "$status" -eq 0 ]
+	[[ "$output" == *"jobs left running hold"*"more than the budget of 200.00 MiB: one job at a time until they end"* ]]
+	[[ "$output" == *"left running by jobs"* ]]
+}
