@@ -9,12 +9,13 @@
 struct atomic_file {
 	FILE *f;     /* write here */
 	char *path;  /* where it goes (a symlink's target) */
-	char *tmp;   /* the temporary file; NULL when path is no regular file (a device,
-			a FIFO: /dev/stdout), which is written in place */
+	char *tmp;   /* the temporary file; NULL when written in place (atomic_open) */
 };
 
 /* Start path: 0 or -errno (its directory cannot be written...). An existing file's mode
- * (and, for root, owner) is kept; a new one gets 0666 less the umask. */
+ * (and, for root, owner) is kept; a new one gets 0666 less the umask. Written in place,
+ * as fopen would: a device, a FIFO, a path under /dev or /proc, the file a standard
+ * stream goes to (a rename would lose its other writes), a symlink to nothing yet. */
 int atomic_open(struct atomic_file *a, const char *path);
 /* End it: with rc 0 (every write went well) flush, sync and rename into place; else, or
  * when that fails, remove the temporary file. Returns rc, or the -errno of what failed. */
