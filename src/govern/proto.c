@@ -12,11 +12,23 @@
 #include "util/escape.h"
 #include "util/xalloc.h"
 
+/* The bytes every connection's unfinished message holds (PROTO_MAX_PARTS_HELD). */
+static size_t parts_held;
+
 void proto_conn_init(struct proto_conn *c, int fd)
 {
 	c->fd = fd;
 	c->buf = NULL;
-	c->len = 0;
+	c->start = c->len = 0;
+	c->part = NULL;
+	c->part_len = c->part_cap = 0;
+}
+
+/* Let go of the parts taken so far. */
+static void parts_drop(struct proto_conn *c)
+{
+	parts_held -= c->part_cap;
+	free(c->part);
 	c->part = NULL;
 	c->part_len = c->part_cap = 0;
 }
@@ -26,7 +38,7 @@ void proto_conn_close(struct proto_conn *c)
 	if (c->fd >= 0)
 		close(c->fd);
 	free(c->buf);
-	free(c->part);
+	parts_drop(c);
 	proto_conn_init(c, -1);
 }
 
@@ -93,6 +105,11 @@ int proto_fill(struct proto_conn *c)
 {
 	ssize_t n;
 
+	if (c->start) { /* what was taken goes once a read, not once a line */
+		memmove(c->buf, c->buf + c->start, c->len - c->start);
+		c->len -= c->start;
+		c->start = 0;
+	}
 	if (c->len == CONN_BUF)
 		return -E2BIG;
 	if (!c->buf)
@@ -115,16 +132,26 @@ static int take_part(struct proto_conn *c, json_t *part, json_t **whole)
 	json_error_t err;
 
 	if (!json_is_string(data) || c->part_len + n > PROTO_MAX_MESSAGE) {
-		c->part_len = 0;
+		parts_drop(c);
 		return json_is_string(data) ? -E2BIG : -EPROTO;
 	}
-	ARRAY_GROW(c->part, c->part_len + n, c->part_cap);
+	if (c->part_len + n > c->part_cap) { /* doubling, but never past the message's limit */
+		size_t cap = c->part_cap * 2 > c->part_len + n ? c->part_cap * 2 : c->part_len + n;
+		cap = cap < PROTO_MAX_MESSAGE ? cap : PROTO_MAX_MESSAGE;
+		if (parts_held - c->part_cap + cap > PROTO_MAX_PARTS_HELD) {
+			parts_drop(c);
+			return -E2BIG;
+		}
+		c->part = xrealloc(c->part, cap);
+		parts_held += cap - c->part_cap;
+		c->part_cap = cap;
+	}
 	memcpy(c->part + c->part_len, json_string_value(data), n);
 	c->part_len += n;
 	if (json_is_true(json_object_get(part, "more")))
 		return 0;
 	*whole = json_loadb(c->part, c->part_len, 0, &err);
-	c->part_len = 0;
+	parts_drop(c);
 	if (!*whole || !json_is_object(*whole) || !strcmp(proto_type(*whole), "part")) {
 		json_decref(*whole);
 		return -EPROTO;
@@ -135,16 +162,17 @@ static int take_part(struct proto_conn *c, json_t *part, json_t **whole)
 int proto_take(struct proto_conn *c, json_t **out)
 {
 	for (;;) {
-		char *nl = c->len ? memchr(c->buf, '\n', c->len) : NULL;
+		char *nl = c->len > c->start ? memchr(c->buf + c->start, '\n', c->len - c->start) : NULL;
 		json_error_t err;
 		json_t *msg;
 
 		if (!nl)
-			return c->len == CONN_BUF ? -E2BIG : 0;
-		size_t line = (size_t)(nl - c->buf);
-		msg = json_loadb(c->buf, line, 0, &err);
-		memmove(c->buf, nl + 1, c->len - line - 1);
-		c->len -= line + 1;
+			return c->len - c->start == CONN_BUF ? -E2BIG : 0;
+		size_t line = (size_t)(nl - (c->buf + c->start));
+		msg = json_loadb(c->buf + c->start, line, 0, &err);
+		c->start += line + 1;
+		if (c->start == c->len)
+			c->start = c->len = 0;
 		if (!msg || !json_is_object(msg)) {
 			json_decref(msg);
 			return -EPROTO;

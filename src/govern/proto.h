@@ -55,10 +55,15 @@
 #define PROTO_MAX_DURATION_MS (INT64_C(1) << 40)     /* 34 years */
 #define PROTO_MAX_MAXRSS_BYTES (UINT64_C(1) << 50)   /* 1 PiB */
 
+/* What the parts of unfinished messages may hold in all, over every connection: a
+ * process that opens many and sends parts without end cannot take the governor's memory
+ * (the connection that passes it is refused, as one past PROTO_MAX_MESSAGE is). */
+#define PROTO_MAX_PARTS_HELD (4 * PROTO_MAX_MESSAGE)
+
 struct proto_conn {
 	int fd;
 	char *buf; /* owned; at most PROTO_MAX_LINE + 1 bytes */
-	size_t len;
+	size_t start, len;   /* the bytes not yet taken: buf[start..len) */
 	char *part;          /* owned: the message whose parts have come so far */
 	size_t part_len, part_cap;
 };

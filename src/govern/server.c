@@ -220,7 +220,9 @@ void server_read(struct gov *g, struct job *j, int64_t now)
 	int rc = proto_fill(&j->conn);
 
 	if (take_lines(g, j, now) == -E2BIG || rc == -E2BIG) {
-		log_warn("job %d: its launcher sent a line longer than %d bytes: hanging up", j->id, PROTO_MAX_LINE);
+		log_warn("job %d: its launcher sent a line longer than %d bytes, or a message past %d MiB (or the "
+			 "messages in parts of every launcher passed %d MiB): hanging up", j->id, PROTO_MAX_LINE,
+			 PROTO_MAX_MESSAGE >> 20, PROTO_MAX_PARTS_HELD >> 20);
 		hang_up(g, j);
 	} else if (rc == 0 || (rc < 0 && rc != -EAGAIN && rc != -EINTR)) {
 		hang_up(g, j);

@@ -41,7 +41,7 @@ HOSTILE="$BATS_TEST_DIRNAME/hostile.py"
 	run "$HR" run -q --no-db -- python3 "$HOSTILE" long-line $((4 << 20))
 	echo "$output"
 	[ "$status" -eq 0 ]
-	[[ "$output" == *"longer than 65536 bytes: hanging up"* ]]
+	[[ "$output" == *"longer than 65536 bytes, or a message past 16 MiB"*": hanging up"* ]]
 	local n=$(sed -n 's/^hung up after //p' <<< "$output")
 	[ -n "$n" ] && [ "$n" -lt $((1 << 20)) ]
 }

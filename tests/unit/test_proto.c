@@ -532,6 +532,29 @@ static void test_long_message_parts(void **state)
 }
 
 /* Parts that add up past PROTO_MAX_MESSAGE are refused like a line too long. */
+/* A part's data in the tests below: most of a line. */
+#define PART_BYTES 60000
+
+/* Send c parts of the same message (more to come) through w until bytes are sent, taking
+ * each as it comes: 0, or what proto_take said first that was not 0. */
+static int feed_parts(struct proto_conn *c, int w, size_t bytes)
+{
+	static char line[PART_BYTES + 64];
+	size_t len = (size_t)snprintf(line, sizeof(line), "{\"type\":\"part\",\"data\":\"%0*d\",\"more\":true}\n",
+				      PART_BYTES, 0);
+	json_t *m;
+
+	for (size_t sent = 0; sent < bytes; sent += PART_BYTES) {
+		assert_int_equal(write(w, line, len), (ssize_t)len);
+		while (c->len - c->start < len)
+			assert_true(proto_fill(c) > 0);
+		int rc = proto_take(c, &m);
+		if (rc)
+			return rc;
+	}
+	return 0;
+}
+
 static void test_parts_limit(void **state)
 {
 	int sv[2];
@@ -552,15 +575,35 @@ static void test_parts_limit(void **state)
 	assert_int_equal(proto_take(&c, &m), 1);
 	assert_string_equal(proto_type(m), "ack");
 	json_decref(m);
-	c.part_len = PROTO_MAX_MESSAGE - 2;
-	c.part = realloc(c.part, PROTO_MAX_MESSAGE);
-	c.part_cap = PROTO_MAX_MESSAGE;
-	lines = "{\"type\":\"part\",\"data\":\"abc\",\"more\":true}\n";
-	assert_int_equal(write(sv[0], lines, strlen(lines)), (ssize_t)strlen(lines));
-	assert_int_equal(proto_fill(&c) > 0, 1);
-	assert_int_equal(proto_take(&c, &m), -E2BIG);
+	/* one message past its limit is refused */
+	assert_int_equal(feed_parts(&c, sv[0], PROTO_MAX_MESSAGE + PART_BYTES), -E2BIG);
 	close(sv[0]);
 	proto_conn_close(&c);
+}
+
+/* Many connections each holding most of a message: past what all may hold, the one that
+ * asks for more is refused; once another lets go, it is taken again. */
+static void test_parts_held(void **state)
+{
+	enum { N = PROTO_MAX_PARTS_HELD / PROTO_MAX_MESSAGE + 1 };
+	int sv[N][2];
+	struct proto_conn c[N];
+
+	(void)state;
+	for (int i = 0; i < N; i++) {
+		assert_int_equal(socketpair(AF_UNIX, SOCK_STREAM, 0, sv[i]), 0);
+		proto_conn_init(&c[i], sv[i][1]);
+	}
+	for (int i = 0; i < N - 1; i++)
+		assert_int_equal(feed_parts(&c[i], sv[i][0], PROTO_MAX_MESSAGE - 2 * PART_BYTES), 0);
+	assert_int_equal(feed_parts(&c[N - 1], sv[N - 1][0], PROTO_MAX_MESSAGE - 2 * PART_BYTES), -E2BIG);
+	close(sv[0][0]);
+	proto_conn_close(&c[0]);
+	assert_int_equal(feed_parts(&c[N - 1], sv[N - 1][0], PROTO_MAX_MESSAGE - 2 * PART_BYTES), 0);
+	for (int i = 1; i < N; i++) {
+		close(sv[i][0]);
+		proto_conn_close(&c[i]);
+	}
 }
 
 int main(void)
@@ -571,6 +614,7 @@ int main(void)
 		cmocka_unit_test(test_request_bytes),
 		cmocka_unit_test(test_long_message_parts),
 		cmocka_unit_test(test_parts_limit),
+		cmocka_unit_test(test_parts_held),
 		cmocka_unit_test(test_line_limit),
 		cmocka_unit_test(test_admit_wait_roundtrip),
 		cmocka_unit_test(test_cgroup_roundtrip),
