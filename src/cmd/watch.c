@@ -58,8 +58,9 @@ static const char usage[] =
 	"      --jsonl FILE           samples and events as JSON lines (- for stdout)\n"
 	"      --prometheus ADDR      serve /metrics on ADDR: PORT (or :PORT) on 127.0.0.1 only;\n"
 	"                             IP:PORT on that address (0.0.0.0:9400: every interface).\n"
-	"                             at most " STR(PROM_MAX_CONNECTIONS) " connections, " STR(PROM_MAX_PER_ADDRESS)
-	" from one address;\n"
+	"                             at most " STR(PROM_MAX_CONNECTIONS) " connections, " STR(PROM_MAX_WAITING)
+	" waiting for a request\n"
+	"                             (past that the longest waiting is closed);\n"
 	"                             idle ones closed after " STR(PROM_IDLE_TIMEOUT_S) " s, each request given "
 	STR(PROM_REQUEST_DEADLINE_S) " s in all\n"
 	"      --on-event CMD         run sh -c CMD for each event, with HEADROOM_EVENT,\n"

@@ -208,7 +208,8 @@ struct mhd {
 struct conn {
 	int fd;
 	int64_t since_ms;
-	int cut;                  /* shut down: its deadline passed */
+	int cut;                  /* shut down: its deadline passed, or it waited longest */
+	int answering;            /* its request came: being answered */
 	struct conn *prev, *next;
 };
 
@@ -256,6 +257,12 @@ static enum MHD_Result answer(void *cls, struct MHD_Connection *c, const char *u
 	unsigned code = MHD_HTTP_OK;
 
 	(void)version, (void)upload, (void)upload_size, (void)con_cls;
+	const union MHD_ConnectionInfo *ci = s->m.get_connection_info(c, MHD_CONNECTION_INFO_SOCKET_CONTEXT);
+	if (ci && ci->socket_context) {
+		pthread_mutex_lock(&s->lock);
+		((struct conn *)ci->socket_context)->answering = 1;
+		pthread_mutex_unlock(&s->lock);
+	}
 	if (strcmp(method, "GET") && strcmp(method, "HEAD"))
 		return MHD_NO;
 	if (strcmp(url, "/metrics")) {
@@ -280,6 +287,24 @@ static enum MHD_Result answer(void *cls, struct MHD_Connection *c, const char *u
  * request ended) is shut down, and libmicrohttpd closes it. The list is kept under the
  * lock, and libmicrohttpd says a connection closed before it closes its socket, so a
  * socket shut down here is always still that connection's. */
+/* Past PROM_MAX_WAITING connections still waiting for their request, the one that has
+ * waited longest (the list is newest first) is shut down. Under the lock. */
+static void cut_longest_waiting(struct prom_server *s)
+{
+	struct conn *oldest = NULL;
+	int waiting = 0;
+
+	for (struct conn *k = s->conns; k; k = k->next)
+		if (!k->cut && !k->answering && k->fd >= 0) {
+			waiting++;
+			oldest = k;
+		}
+	if (waiting > PROM_MAX_WAITING && oldest) {
+		shutdown(oldest->fd, SHUT_RDWR);
+		oldest->cut = 1;
+	}
+}
+
 static void conn_notify(void *cls, struct MHD_Connection *c, void **ctx, enum MHD_ConnectionNotificationCode toe)
 {
 	struct prom_server *s = cls;
@@ -297,6 +322,7 @@ static void conn_notify(void *cls, struct MHD_Connection *c, void **ctx, enum MH
 			s->conns->prev = k;
 		s->conns = k;
 		*ctx = k;
+		cut_longest_waiting(s);
 	} else if (k) {
 		if (k->prev)
 			k->prev->next = k->next;
@@ -318,8 +344,10 @@ static void request_done(void *cls, struct MHD_Connection *c, void **con_cls, en
 
 	(void)con_cls, (void)toe;
 	pthread_mutex_lock(&s->lock);
-	if (k)
+	if (k) { /* kept alive: waiting for its next request */
 		k->since_ms = now_ms();
+		k->answering = 0;
+	}
 	pthread_mutex_unlock(&s->lock);
 }
 
@@ -439,13 +467,12 @@ int prom_start(const char *addr, struct prom_server **out, const char **why)
 		return -ENOMEM;
 	}
 	/* Bounded: idle connections are closed after PROM_IDLE_TIMEOUT_S, every request has
-	 * PROM_REQUEST_DEADLINE_S in all, and one address holds at most PROM_MAX_PER_ADDRESS
-	 * of the PROM_MAX_CONNECTIONS (every local user shares 127.0.0.1 with the scraper:
-	 * a few slow clients there must leave it room). */
+	 * PROM_REQUEST_DEADLINE_S in all, and at most PROM_MAX_WAITING wait for theirs (no
+	 * limit by address: every local user shares 127.0.0.1 with the scraper, and one that
+	 * holds its share would keep the scraper out). */
 	s->d = s->m.start_daemon(MHD_USE_AUTO_INTERNAL_THREAD | MHD_USE_ERROR_LOG, (uint16_t)port, NULL, NULL, answer, s,
 				MHD_OPTION_SOCK_ADDR, (struct sockaddr *)&sa,
 				MHD_OPTION_CONNECTION_LIMIT, (unsigned int)PROM_MAX_CONNECTIONS,
-				MHD_OPTION_PER_IP_CONNECTION_LIMIT, (unsigned int)PROM_MAX_PER_ADDRESS,
 				MHD_OPTION_CONNECTION_TIMEOUT, (unsigned int)PROM_IDLE_TIMEOUT_S,
 				MHD_OPTION_CONNECTION_MEMORY_LIMIT, (size_t)PROM_CONNECTION_MEMORY_BYTES,
 				MHD_OPTION_NOTIFY_CONNECTION, conn_notify, s,

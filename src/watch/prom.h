@@ -9,11 +9,13 @@
 char *prom_render(const struct watch_state *w);
 
 struct prom_server;
-/* The server's limits: connections at once, of them from one client address, seconds a
+/* The server's limits: connections at once, of them still waiting for their request
+ * (past it, a new connection cuts the one that has waited longest: a scrape's request
+ * comes at once, a client that holds connections open loses its oldest), seconds a
  * connection may stay idle, seconds a request may take in all (however slowly it keeps
  * coming), and the memory of one connection (a request's headers). */
 #define PROM_MAX_CONNECTIONS 256
-#define PROM_MAX_PER_ADDRESS 64
+#define PROM_MAX_WAITING 16
 #define PROM_IDLE_TIMEOUT_S 5
 #define PROM_REQUEST_DEADLINE_S 10
 #define PROM_CONNECTION_MEMORY_BYTES (32 * 1024)
