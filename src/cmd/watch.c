@@ -10,6 +10,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/prctl.h>
+#include <sys/resource.h>
 #include <sys/signalfd.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -205,6 +206,18 @@ static void wait_next(struct watcher *x, int sfd, int64_t until, int *interrupte
 	free(pf);
 }
 
+/* Each GPU process is watched through a pidfd (the only way a rank is ever signalled)
+ * beside /metrics' connections: the descriptor limit as high as it may go. */
+static void fds_raise(void)
+{
+	struct rlimit rl;
+
+	if (!getrlimit(RLIMIT_NOFILE, &rl) && rl.rlim_cur < rl.rlim_max) {
+		rl.rlim_cur = rl.rlim_max;
+		setrlimit(RLIMIT_NOFILE, &rl);
+	}
+}
+
 int cmd_watch(int argc, char **argv)
 {
 	struct wopts o;
@@ -216,6 +229,7 @@ int cmd_watch(int argc, char **argv)
 	int64_t t0_ms;
 
 	parse(argc, argv, &o);
+	fds_raise();
 	t0_ms = now_ms();
 	watcher_init(&x, "", &o.lim);
 	if (o.jsonl_path) {

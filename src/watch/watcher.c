@@ -105,10 +105,14 @@ static struct wproc *proc_add(struct watcher *x, pid_t pid, unsigned gpu, int64_
 	struct wjob_id id = { 0 };
 	struct wproc *p;
 	pid_t ns_pid;
-	int rank, is_rank;
+	/* the pidfd first: read by pid after it, /proc says the same process's facts as long
+	 * as that process still lives (a pid is not used again before then) */
+	int rank, is_rank, pidfd = (int)syscall(SYS_pidfd_open, pid, 0);
 
 	procinfo_container_pid(x->root, pid, &ns_pid);
 	is_rank = job_of(x, pid, e, &id, &rank);
+	if (!*x->root && (pidfd < 0 || syscall(SYS_pidfd_send_signal, pidfd, 0, NULL, 0)))
+		is_rank = 0; /* gone meanwhile, or not to be named surely: never signalled */
 	p = watch_state_add_proc(&x->w, pid, gpu, now, &id, rank);
 	free(id.key);
 	snprintf(p->comm, sizeof(p->comm), "%s", e ? e->comm : "?");
@@ -117,7 +121,7 @@ static struct wproc *proc_add(struct watcher *x, pid_t pid, unsigned gpu, int64_
 	if (procinfo_start_ticks(x->root, pid, &p->start_ticks))
 		p->start_ticks = 0;
 	/* a pidfd tells the moment it ends (pidfd_open's are close-on-exec) */
-	p->pidfd = (int)syscall(SYS_pidfd_open, pid, 0);
+	p->pidfd = pidfd;
 	return p;
 }
 
@@ -178,7 +182,6 @@ static int signal_job(struct watcher *x, const struct wjob_id *job, int sig)
 
 	for (size_t i = 0; i < x->w.nprocs; i++) {
 		struct wproc *p = &x->w.procs[i];
-		unsigned long long t;
 		uid_t uid;
 		int dup = 0, rc;
 
@@ -188,12 +191,10 @@ static int signal_job(struct watcher *x, const struct wjob_id *job, int sig)
 			dup = x->w.procs[k].pid == p->pid && x->w.procs[k].alive && wjob_id_same(&x->w.procs[k].job, job);
 		if (dup || procinfo_uid(x->root, p->pid, &uid) || uid != job->uid)
 			continue;
-		if (p->pidfd >= 0)
-			rc = (int)syscall(SYS_pidfd_send_signal, p->pidfd, sig, NULL, 0);
-		else if (p->start_ticks && !procinfo_start_ticks(x->root, p->pid, &t) && t == p->start_ticks)
-			rc = kill(p->pid, sig);
-		else
+		/* only through the pidfd: a pid alone may name another process by now */
+		if (p->pidfd < 0)
 			continue;
+		rc = (int)syscall(SYS_pidfd_send_signal, p->pidfd, sig, NULL, 0);
 		n += !rc;
 	}
 	return n;
