@@ -5,8 +5,10 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <getopt.h>
+#include <grp.h>
 #include <ini.h>
 #include <jansson.h>
+#include <pwd.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -204,17 +206,31 @@ static int on_line(void *user, const char *section, const char *name, const char
 	return 1;
 }
 
+/* Whether gid is uid's private group (its name the user's, no other member listed): a
+ * group shared by many users (users, staff) is not, though it be the primary one. */
+static int private_group(gid_t gid, uid_t uid)
+{
+	struct passwd *pw = getpwuid(uid);
+	char name[256];
+	struct group *gr;
+
+	if (!pw || snprintf(name, sizeof(name), "%s", pw->pw_name) >= (int)sizeof(name))
+		return 0;
+	gr = getgrgid(gid);
+	return gr && !strcmp(gr->gr_name, name) && (!gr->gr_mem[0] || (!strcmp(gr->gr_mem[0], name) && !gr->gr_mem[1]));
+}
+
 /* Why a settings file may not be trusted by this user, or NULL. Its on_event is run as
  * the user (root, for root's watch), so, as ssh and sudo do, a file someone else could
  * have written is refused: owned by another user, or writable by others or by a group
- * other than root's or the user's own. */
-static const char *untrusted(const struct stat *st, uid_t uid, gid_t gid)
+ * other than root's or the user's private one. */
+static const char *untrusted(const struct stat *st, uid_t uid)
 {
 	if (st->st_uid != 0 && st->st_uid != uid)
 		return "belongs to another user";
 	if (st->st_mode & S_IWOTH)
 		return "is writable by every user";
-	if ((st->st_mode & S_IWGRP) && st->st_gid != 0 && st->st_gid != gid)
+	if ((st->st_mode & S_IWGRP) && st->st_gid != 0 && !private_group(st->st_gid, uid))
 		return "is writable by its group";
 	return NULL;
 }
@@ -237,7 +253,7 @@ static FILE *open_settings(const char *path, const struct stat *st)
 		die(EXIT_USAGE, "cannot read the settings in %s: %s", path, strerror(errno));
 	if (!S_ISREG(fst.st_mode))
 		die(EXIT_USAGE, "%s holds settings but is not a regular file (a FIFO or a device): name a file", path);
-	if ((why = untrusted(&fst, getuid(), getgid())))
+	if ((why = untrusted(&fst, getuid())))
 		die(EXIT_USAGE, "%s %s (uid %u, mode %04o): refused, as it could name a command (on_event) for "
 		    "headroom to run as you; `chown root %s` or `chmod go-w %s`", path, why, (unsigned)fst.st_uid,
 		    (unsigned)(fst.st_mode & 07777), path, path);

@@ -131,6 +131,13 @@ settings() { # $1: file, rest: lines
 	run setpriv --reuid=4242 --regid=4242 --clear-groups env HEADROOM_CONFIG="$T/u/mine.conf" "$HR" config
 	[ "$status" -eq 0 ]
 	grep -E "^budget +2G " <<<"$output"
+	# a group shared by many users is no one's own, though it be the user's primary group
+	settings "$T/u/shared.conf" "budget = 3G"
+	chown 4242:100 "$T/u/shared.conf"
+	chmod 664 "$T/u/shared.conf"
+	run setpriv --reuid=4242 --regid=100 --clear-groups env HEADROOM_CONFIG="$T/u/shared.conf" "$HR" config
+	[ "$status" -eq 2 ]
+	[[ "$output" == *"shared.conf is writable by its group"* ]]
 	[ ! -e "$T/pwned" ]
 }
 
