@@ -211,6 +211,7 @@ assert by["leftovers"]["status"] == "fail" and d["failed"] is True, by
 	cp "$(command -v sleep)" "$T/ptxas"
 	cat > "$T/ns.sh" <<'SH'
 ( "$T/ptxas" 300 & echo $! > "$T/ptxas.pid" )
+started "$T/ptxas.pid" ptxas
 "$HR" run --no-db -- true > "$T/run.txt" 2>&1; echo $? > "$T/run.rc"
 SH
 	in_pidns "$T/ns.sh"
