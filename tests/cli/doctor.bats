@@ -100,6 +100,7 @@ cd "$T"
 bash "$T/held.sh" &
 "$HR" run -q --no-db -- ninja -C b &
 for i in $(seq 100); do pgrep -f "^$T/cicc 301" > build.pid && [ -s held.pid ] && break; sleep 0.1; done
+started orphan.pid cicc && started held.pid cicc && started build.pid cicc
 "$HR" doctor --json > list.json; echo $? > list.rc
 "$HR" doctor --clean > clean.txt; echo $? > clean.rc
 gone orphan.pid
