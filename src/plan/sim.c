@@ -122,6 +122,9 @@ struct step {
 				   * fed in, or frozen layers run without autograd) */
 	int in_nograd;            /* the linears' input now takes no gradient (LoRA's first
 				   * layer fed a frozen embedding: its norm's output) */
+	int early_stop;           /* a checkpointed layer's recompute: it stops once its last
+				   * saved tensor is packed (checkpoint's early stop) */
+	int recomputed;           /* the backward of a checkpointed layer (node_done) */
 	int jitter;               /* sim_train's jitter: its scale in hidden states, 0 off */
 	uint64_t jitter_state;    /* its generator's state */
 	int jitter_id;            /* the jitter tensor held now, 0 none */
@@ -329,6 +332,11 @@ static int norm_of(struct step *s, struct tlist *sv, int64_t rows, int64_t dim, 
 	drop(s, x32), drop(s, r);
 	if (s->gemma) {
 		int out;
+		if (s->early_stop == 2) { /* the product would pack the last saved tensors */
+			keep_normed(s, sv, n32);
+			drop(s, mean);
+			return 0;
+		}
 		if (in_bytes == 4) {
 			out = tensor(s, 4 * u);
 		} else {
@@ -469,6 +477,18 @@ static int norm(struct step *s, struct tlist *sv)
 	return norm_of(s, sv, s->tokens, s->hidden, s->resid_bytes);
 }
 
+/* A node of the backward has run: its incoming gradient g goes, and what it saved (sv's
+ * stage st). A checkpointed layer's saved tensors were unpacked into the node's locals,
+ * which go as it returns, before its argument g (and before autograd sums a broadcast
+ * operand's gradient); others' the engine releases after the node. */
+static void node_done(struct step *s, struct tlist *sv, enum stage st, int g)
+{
+	if (s->recomputed)
+		release(s, sv, st);
+	drop(s, g);
+	release(s, sv, st);
+}
+
 /* The rsqrt's product's and the variance's nodes of an RMSNorm's backward over u units
  * (its input of ib bytes a unit), from a, the gradient of the normalized tensor (fp32,
  * freed here): the product's (for the rsqrt and for the input); the variance's (mean, pow, two
@@ -534,6 +554,8 @@ static int gemma_norm_backward(struct step *s, int64_t u, int64_t dim, int g, in
 		g = c, keep_g = 0;
 	}
 	int b = s->base_trains ? tensor(s, 4 * u) : 0, a = tensor(s, 4 * u);
+	if (s->recomputed)
+		release(s, sv, w_st);
 	if (b) {
 		int t = tensor(s, sum_staging(u, dim));
 		drop(s, t), drop(s, b);
@@ -577,7 +599,10 @@ static int rms_backward(struct step *s, int64_t u, int64_t dim, int g, int g_byt
 		g = remake(s, g, ob * u);
 	int a = tensor(s, ob * u);
 	if (s->base_trains) {
-		int b = tensor(s, ob * u), t = tensor(s, sum_staging(u, dim));
+		int b = tensor(s, ob * u);
+		if (s->recomputed)
+			release(s, sv, w_st);
+		int t = tensor(s, sum_staging(u, dim));
 		drop(s, t), drop(s, b);
 	}
 	if (ib == 2 && ob != 2) /* to the bf16 input's dtype first */
@@ -806,6 +831,18 @@ static int head_norm(struct step *s, struct tlist *sv, int x, int64_t heads, int
 	return n;
 }
 
+/* A checkpointed layer's recompute stopped early (layer_forward): the residual sum its
+ * frame held goes with it (kept when fp32, for the norm); no output. */
+static int recompute_end(struct step *s, struct tlist *sv, int h1)
+{
+	s->stage = S_NORM2;
+	if (s->resid_bytes == 4)
+		save(s, sv, h1);
+	else
+		drop(s, h1);
+	return 0;
+}
+
 /* One decoder layer's forward for training: what the backward pass needs goes into sv.
  * A frozen layer (frozen) keeps what its input's gradient needs and nothing for its
  * weights', as LoRA's frozen base does: autograd saves a product's operand only for the
@@ -815,6 +852,9 @@ static int layer_forward(struct step *s, int in, struct tlist *sv, int frozen)
 {
 	int64_t T = s->tokens, h = s->hidden, I = s->inter, qd = s->q_dim, k = s->kv_dim, ab = s->act_bytes;
 	int out, nograd = s->nograd_in, base_trains = s->base_trains;
+	/* a checkpointed layer's recompute, traced where its end is plain: bf16 or fp32
+	 * weights, trained, dense */
+	int stop = s->early_stop && !frozen && base_trains && !s->nadapters && !s->autocast && !s->experts;
 
 	if (frozen)
 		s->base_trains = 0;
@@ -970,6 +1010,11 @@ static int layer_forward(struct step *s, int in, struct tlist *sv, int frozen)
 		drop(s, y2);
 	prod = tensor(s, ab * T * I);
 	s->stage = S_DOWN;
+	if (stop && s->norms_per_layer != 4) { /* down_proj packs the last: no output */
+		save(s, sv, prod);
+		s->base_trains = base_trains;
+		return recompute_end(s, sv, h1);
+	}
 	ran |= LORA_GATE | LORA_UP;
 	s->in_nograd = lora0 && !(s->lora_targets & ran);
 	dn = linear(s, sv, I, h, LORA_DOWN, s->lp.down, 0);
@@ -980,7 +1025,13 @@ static int layer_forward(struct step *s, int in, struct tlist *sv, int frozen)
 		drop(s, prod);
 mlp_done:
 	s->in_nograd = 0;
+	s->early_stop = stop ? 2 : 0; /* gemma's: the post-norm's product packs the last */
 	dn = post_norm(s, sv, dn, S_PNORM2);
+	s->early_stop = 0;
+	if (stop) {
+		s->base_trains = base_trains;
+		return recompute_end(s, sv, h1);
+	}
 	out = tensor(s, s->resid_bytes * T * h);
 	drop(s, dn);
 	s->stage = S_NORM2;
@@ -1042,8 +1093,8 @@ static int proj_backward(struct step *s, int g, int g_bytes, int64_t in_u, int64
 	if (!wb)
 		weight_grad(s, grads, w_elems, gw_bytes);
 	int gi = tensor(s, (s->autocast ? 2 : s->act_bytes) * T * in_u);
-	drop(s, gc), drop(s, g);
-	release(s, sv, st);
+	drop(s, gc);
+	node_done(s, sv, st, g);
 	if (cast_in) {
 		gi = remake(s, gi, 4 * T * in_u);
 		if (acc) {
@@ -1072,12 +1123,10 @@ static int mlp_backward(struct step *s, int g, int g_bytes, struct tlist *sv, st
 
 	int gd = proj_backward(s, g, g_bytes, I, p->down, 0, 0, sv, S_DOWN, grads, gw_bytes);
 	int gup = tensor(s, ab * T * I), gact = tensor(s, ab * T * I);
-	drop(s, gd);
-	release(s, sv, S_MUL);
+	node_done(s, sv, S_MUL, gd);
 	int gu = proj_backward(s, gup, (int)ab, h, p->up, s->autocast, 0, sv, S_UP_IN, grads, gw_bytes);
 	int gg = tensor(s, ab * T * I);
-	drop(s, gact);
-	release(s, sv, S_GATE);
+	node_done(s, sv, S_GATE, gact);
 	int gi = proj_backward(s, gg, (int)ab, h, p->gate, s->autocast, gu, sv, S_MLP_IN, grads, gw_bytes);
 	if (gi == gu) {
 		*bytes = 4;
@@ -1644,8 +1693,8 @@ static int plain_layer(struct step *s, struct tlist *cache)
 	free_all(s, &tmp);
 	drop(s, qe), drop(s, ke), drop(s, v); /* the attention's inputs live to its return */
 	drop(s, qkv);
+	drop(s, y); /* the attention's input, replaced by its output */
 	ao = post_norm(s, NULL, ao, S_PNORM1);
-	drop(s, y);
 	int h1 = tensor(s, s->resid_bytes * T * h);
 	drop(s, ao);
 	int y2 = plain_norm(s, T, h, s->resid_bytes);
@@ -1670,8 +1719,8 @@ static int plain_layer(struct step *s, struct tlist *cache)
 	dn = plain_linear(s, I, h, s->lp.down, 0, LORA_DOWN);
 	drop(s, p);
 mlp_done:
+	drop(s, y2); /* the MLP's input, replaced by its output */
 	dn = post_norm(s, NULL, dn, S_PNORM2);
-	drop(s, y2);
 	int out = tensor(s, s->resid_bytes * T * h);
 	drop(s, dn), drop(s, h1);
 	free(tmp.v), free(tmp.tag);
@@ -2314,8 +2363,10 @@ static void layers_backward(struct train *tr)
 			int in = tr->ckpts.v[l - first];
 			s->nograd_in = input_nograd(tr, l);
 			s->part = C_ACTIVATIONS, s->phase = "recompute";
+			s->early_stop = 1;
 			int out = s->gpt2 ? gpt2_layer(s, in, sv)
 					  : layer_forward(s, in, sv, layer_frozen(t, l));
+			s->early_stop = 0;
 			s->part = C_BWD_TEMP, s->phase = "backward";
 			s->nograd_in = 0;
 			drop(s, out);
@@ -2325,10 +2376,12 @@ static void layers_backward(struct train *tr)
 		if (low[k] == l && tr->rot.n >= 2 * (size_t)k + 2) /* its set's last user */
 			last.v = &tr->rot.v[2 * k], last.n = 2;
 		s->rot_last = last.n ? &last : NULL;
+		s->recomputed = t->grad_ckpt && !s->gpt2;
 		if (s->gpt2)
 			gres = gpt2_backward(s, gres, sv, &tr->grads, tr->grad_bytes);
 		else
 			gres = layer_backward(s, gres, sv, &tr->grads, layer_frozen(t, l) ? 0 : tr->grad_bytes);
+		s->recomputed = 0;
 		s->rot_last = NULL;
 		for (size_t i = 0; i < sv->n; i++)
 			if (sv->v[i] != tr->emb)
