@@ -1,8 +1,8 @@
 #!/usr/bin/env python3
 """Run several cases of a JSON list with bench/gpu-measure.py in this one process (one
 import of torch and transformers for all: development figures, faster than a process a
-case; a fixture's runs take a fresh process each: bench/gpu-measure-seq). Between cases the allocator's cache, its
-statistics and cuBLAS's workspaces are cleared. A case that fails to build or run gets a
+case; a fixture's runs take a fresh process each: bench/gpu-measure-seq). Between cases
+the allocator's cache, its statistics and cuBLAS's workspaces are cleared. A case that fails to build or run gets a
 line with its error instead of its figures.
 
 Usage: gpu-measure-many.py OUT_JSONL CASES_JSON PATTERN...   (cases whose names hold any PATTERN)
