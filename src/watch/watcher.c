@@ -206,6 +206,7 @@ static void stop_job(struct watcher *x, struct wjob *j, int64_t now)
 {
 	if (j->stop == STOP_WAITING && now >= j->stop_at_ms) {
 		int n = j->alive ? signal_job(x, &j->id, SIGTERM) : 0;
+		j->signalled |= n > 0;
 		j->stop = n ? STOP_TERM_SENT : STOP_NONE;
 		j->kill_at_ms = now + x->lim.grace_ms;
 		if (n)
@@ -250,10 +251,11 @@ void watcher_proc_ended(struct watcher *x, struct wproc *p, int64_t now)
 		     json_pack("{s:i, s:o, s:I, s:i, s:i, s:o, s:s}", "pid", (int)p->pid, "job", jsonl_str(p->job.key), "uid",
 			       (json_int_t)p->job.uid, "rank", p->rank, "gpu", (int)p->gpu, "uuid", jsonl_str(uuid), "how", how),
 		     "pid %d (%s, job %s, GPU %u) %s", (int)p->pid, p->comm, p->job.key, p->gpu, how);
+	/* every rank that dies on its own while others run on is news (the seed's job lost
+	 * two); the ranks headroom stopped are not */
 	if (end == END_CLEAN || !detect_partial_death(&(struct job_ranks){ j->seen, j->alive, j->died }) ||
-	    j->partial_reported)
+	    j->signalled)
 		return;
-	j->partial_reported = 1;
 	notify_event(&x->notify, EV_PARTIAL_DEATH,
 		     json_pack("{s:o, s:I, s:i, s:i, s:i, s:o, s:i, s:i, s:s}", "job", jsonl_str(j->id.key), "uid",
 			       (json_int_t)j->id.uid, "pid", (int)p->pid, "rank", p->rank, "gpu", (int)p->gpu, "uuid",
@@ -261,8 +263,9 @@ void watcher_proc_ended(struct watcher *x, struct wproc *p, int64_t now)
 		     "job %s lost rank %d (pid %d, GPU %u): %s; %d of %d ranks still running%s", j->id.key, p->rank,
 		     (int)p->pid, p->gpu, how, j->alive, j->seen,
 		     x->lim.stop_on_partial ? " (stopped unless they end within --stop-delay)" : "");
-	if (!x->lim.stop_on_partial)
+	if (!x->lim.stop_on_partial || j->partial_reported)
 		return;
+	j->partial_reported = 1;
 	j->stop = STOP_WAITING;
 	j->stop_at_ms = now + x->lim.stop_delay_ms;
 	stop_job(x, j, now);

@@ -76,6 +76,57 @@ PY
 	wait_for 10 not kill -0 "$p0" 2>/dev/null   # the survivor was ended
 }
 
+@test "partial death: an 8-rank job that loses two ranks reports each; the ranks it stops are not deaths" {
+	use_double
+	local p i
+	for i in 0 1 2 3 4 5 6 7; do
+		env WORLD_SIZE=8 MASTER_ADDR=127.0.0.1 MASTER_PORT=29611 RANK=$i LOCAL_RANK=$i sleep 60 &
+		echo $! >> "$T/pids"
+	done
+	env WORLD_SIZE=2 MASTER_ADDR=127.0.0.1 MASTER_PORT=29661 RANK=0 sleep 60 & local d0=$!
+	env WORLD_SIZE=2 MASTER_ADDR=127.0.0.1 MASTER_PORT=29661 RANK=1 sleep 60 & local d1=$!
+	mapfile -t pid < "$T/pids"
+	for p in "${pid[@]}" "$d0" "$d1"; do wait_exec "$p" sleep; done
+	{
+		for i in 0 1 2 3 4 5 6 7; do printf 'gpu uuid=GPU-%d bus=00000000:%02d:00.0 name=H200 total=80G used=30G util=90\n' $i $((i + 4)); done
+		for i in 0 1 2 3 4 5 6 7; do printf 'proc gpu=%d pid=%d used=29G\n' $i "${pid[$i]}"; done
+		printf 'proc gpu=0 pid=%d used=1G\nproc gpu=1 pid=%d used=1G\n' "$d0" "$d1"
+	} > "$T/gpus"
+	# report only: rank 7 dies, then rank 5 while the others hang on
+	"$HR" watch -q --interval 200 --duration 60 --jsonl "$T/r.jsonl" 2> "$T/err" &
+	local w=$!
+	wait_for 20 sample_with "$T/r.jsonl" 10
+	kill -9 "${pid[7]}"
+	wait_for 20 events_at_least "$T/r.jsonl" partial_death 1
+	kill -9 "${pid[5]}"
+	wait_for 20 events_at_least "$T/r.jsonl" partial_death 2
+	kill -TERM "$w"
+	wait "$w" || true
+	cat "$T/err"
+	python3 - "$T/r.jsonl" <<'PY'
+import json, sys
+pd = [e for e in map(json.loads, open(sys.argv[1])) if e.get("event") == "partial_death"]
+assert [(e["rank"], e["ranks_alive"], e["ranks_seen"], e["gpu"]) for e in pd] == [(7, 7, 8, 7), (5, 6, 8, 5)], pd
+assert all(e["job"] == "dist:127.0.0.1:29611" for e in pd), pd
+PY
+	# stopped at once: rank 3 dies, the six others are ended; the decoy job runs on
+	"$HR" watch -q --interval 200 --duration 60 --jsonl "$T/s.jsonl" --stop-job-on-partial-death --stop-delay 0 \
+		--grace 1 2> "$T/err" &
+	w=$!
+	wait_for 20 sample_with "$T/s.jsonl" 8
+	kill -9 "${pid[3]}"
+	for i in 0 1 2 4 6; do wait_for 10 not running "${pid[$i]}"; done
+	wait_for 10 events_at_least "$T/s.jsonl" job_stopped 1
+	kill -TERM "$w"
+	wait "$w" || true
+	cat "$T/err"
+	running "$d0"
+	running "$d1"
+	kill "$d0" "$d1"
+	[ "$(events "$T/s.jsonl" partial_death)" -eq 1 ]
+	python3 -c 'import json,sys; st=[e for e in map(json.loads, open(sys.argv[1])) if e.get("event") == "job_stopped"]; assert len(st) == 1 and st[0]["ranks_signalled"] == 5, st' "$T/s.jsonl"
+}
+
 # Is pid running (not a zombie its parent has not reaped)?
 running() {
 	[ -e "/proc/$1/stat" ] && [ "$(cut -d' ' -f3 "/proc/$1/stat")" != Z ]
