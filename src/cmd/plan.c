@@ -13,6 +13,8 @@
 #include "plan/hint.h"
 #include "plan/limits.h"
 #include "plan/precision.h"
+#include "plan/settings.h"
+#include "plan/trainargs.h"
 #include "plan/solve.h"
 #include "plan/model.h"
 #include "store/store.h"
@@ -20,6 +22,7 @@
 #include "util/log.h"
 #include "util/parse.h"
 #include "util/strbuf.h"
+#include "util/suggest.h"
 #include "util/units.h"
 #include "util/xalloc.h"
 
@@ -40,46 +43,25 @@ static const char usage_head[] =
 	"its unused cached memory and retries: it fits when the least memory the run completes\n"
 	"in is within what CUDA gives a process (\"tight\" when less than the margin is left);\n"
 	"the peak with plenty of memory and this GPU's peak are both said.\n"
-	"When it does not fit with the margin (or no value solves), a hint names the one\n"
-	"change that fits,\n"
-	"cheapest first: --optimizer adamw-fused, --no-cache, --loss-chunk, --grad-ckpt, a\n"
-	"smaller --batch, --lora-rank (locked knobs stay).\n"
+	"When it does not fit with the margin (or no value solves), a hint names the change that\n"
+	"fits, or the fewest changes together, keeping the kind of run first: --optimizer\n"
+	"adamw-fused, --no-use-cache, --loss-chunk, --grad-ckpt, a smaller --batch and their\n"
+	"combinations, then --lora-rank (locked knobs stay).\n"
 	"CONFIG.json may also be a case file {\"model\": {...config...}, \"train\": {...settings...}}.\n"
 	"\n"
-	"Settings (or --train FILE with the same keys: precision, param_dtype, autocast,\n"
-	"optimizer, fused, momentum, grad_ckpt, use_cache, batch, seq, loss_chunk, zero_stage,\n"
-	"dp, ddp, reshard_after_forward, lora_rank, lora_targets, inference, context, logits,\n"
-	"buffers, context_bytes, freeze, inputs_embeds, alloc_conf, steps):\n"
-	"      --precision P            bf16 (the default: bf16 weights, gradients and AdamW\n"
-	"                               states, no fp32 master copy), amp-bf16 (fp32 weights and\n"
-	"                               states, bf16 autocast: HF Trainer's bf16=True), fp32, fp16\n"
-	"      --dtype fp32|bf16|fp16   weights' dtype (default bf16)\n"
-	"      --autocast               bf16 autocast around the forward pass (with --dtype fp32)\n"
-	"      --optimizer adamw|adamw-fused|sgd|none   (default adamw, foreach)\n"
-	"      --momentum F             SGD momentum, 0 to below 1 (keeps a buffer per parameter)\n"
-	"      --grad-ckpt              gradient checkpointing\n"
-	"      --no-cache               the model runs with use_cache=False (default: its keys\n"
-	"                               and values are cached and held to the next step)\n"
-	"      --batch N, --seq N       micro-batch and sequence length (default 1, 2048)\n"
-	"      --loss-chunk N           tokens per lm_head + loss chunk (default: all at once)\n"
-	"      --steps N                the run's training steps (default: a long run; the first\n"
-	"                               8 are simulated, past which PyTorch's allocator was not\n"
-	"                               seen to grow; its segments can still grow in the 5th)\n"
-	"      --buffer NAME=COUNTxSIZE extra device buffers, e.g. queue=50x100MB (repeatable)\n"
-	"      --zero STAGE --dp N      ZeRO-1/2/3 (3 = FSDP2 fully_shard) over N > 1 data-parallel\n"
-	"                               ranks, per rank; --no-reshard: reshard_after_forward=False\n"
-	"      --ddp --dp N             DDP over N > 1 ranks (a replica and gradient buckets a rank)\n"
-	"      --freeze LIST            frozen parts, no gradient or optimizer state: embed,\n"
-	"                               lm_head, layers:A-B (e.g. embed,lm_head)\n"
-	"      --inputs-embeds          fed hidden states (batch x seq x hidden), no embedding lookup\n"
-	"      --alloc-conf expandable_segments:True   PyTorch's expandable segments (5 simulated\n"
-	"                               placements, the plan 2/5 of the way from the plain run's\n"
-	"                               peak to the highest; their range printed)\n"
-	"      --lora-rank R [--lora-targets q,k,v,o,gate,up,down|all]   LoRA (default q,k,v,o)\n"
-	"      --inference --context N  inference with a KV cache of batch x N tokens\n"
-	"      --logits all|last        inference: every position's logits (model(input_ids)) or\n"
-	"                               the last one's (generate(), the default)\n"
-	"      --context-bytes SIZE     CUDA context and workspaces (default 740M, H200/torch 2.11)\n"
+	"Settings: each is a flag and a key of the JSON of --train FILE (or a case file's\n"
+	"\"train\"), one spelling: --grad-ckpt is \"grad_ckpt\": true, --no-use-cache \"use_cache\":\n"
+	"false, --batch 4 \"batch\": 4. The command line wins over the files, in order.\n";
+static const char usage_files[] =
+	"Files (read in this order, the command line over them):\n"
+	"      --train FILE             the settings' keys as JSON, e.g. {\"batch\": 4, \"grad_ckpt\": true}\n"
+	"      --trainer-args FILE      a Hugging Face TrainingArguments JSON (to_json_string,\n"
+	"                               trainer.save_state): per_device_train_batch_size, bf16,\n"
+	"                               gradient_checkpointing, optim, fsdp... (docs/plan.md)\n"
+	"      --axolotl FILE           an axolotl YAML config: sequence_len, micro_batch_size,\n"
+	"                               adapter and lora_r, optimizer, gradient_checkpointing...\n"
+	"      --strict                 a length past the model's max_position_embeddings is an\n"
+	"                               error (exit 2), not a warning\n"
 	"      --calibrated [--db PATH] use what `headroom probe --torch` measured on GPU 0\n"
 	"GPU:\n";
 static const char usage_gpu[] =
@@ -127,6 +109,21 @@ static char *knob_names(void)
 	return strbuf_detach(&sb);
 }
 
+/* A knob that is none of the planner's: die naming them, and the nearest. */
+static noreturn void knob_refused(const char *opt, const char *bad, const char *note)
+{
+	const char *known[16];
+	size_t n = 0;
+	char *knobs = knob_names();
+
+	for (const char *k; n < 16 && (k = knob_name(n)); n++)
+		known[n] = k;
+	const char *near = suggest_closest(bad, known, n);
+	if (near)
+		die(EXIT_USAGE, "plan: %s wants %s%s, not '%s'; did you mean %s?", opt, knobs, note, bad, near);
+	die(EXIT_USAGE, "plan: %s wants %s%s, not '%s'", opt, knobs, note, bad);
+}
+
 /* An option's line of the usage: its description from column 31, its words wrapped
  * to lines of at most 90 columns as the rest of the usage is written. */
 static void usage_option(struct strbuf *sb, const char *opt, const char *text)
@@ -152,12 +149,39 @@ static void usage_option(struct strbuf *sb, const char *opt, const char *text)
 	strbuf_add(sb, "\n");
 }
 
+/* The settings' lines, from their table, and their old spellings. */
+static void usage_settings(struct strbuf *sb)
+{
+	const struct setting *s;
+	const struct setting_alias *al;
+	char opt[64];
+
+	for (size_t i = 0; (s = setting_at(i)); i++) {
+		setting_flag_text(s, s->arg ? s->arg : "true", opt, sizeof(opt));
+		if (!s->arg)
+			snprintf(opt, sizeof(opt), "--[no-]%s", strchr(opt, '-') + 2);
+		usage_option(sb, opt, s->help);
+	}
+	strbuf_add(sb, "Old spellings, still taken (docs/plan.md):");
+	for (size_t i = 0; (al = setting_alias_at(i)); i++) {
+		size_t k;
+		for (k = 0; al->name[k] && k + 1 < sizeof(opt); k++)
+			opt[k] = al->flag_only && al->name[k] == '_' ? '-' : al->name[k];
+		opt[k] = '\0';
+		strbuf_addf(sb, "%s %s%s%s is %s%s%s", i ? "," : "", al->flag_only ? "--" : "\"", opt,
+			    al->flag_only ? "" : "\"", al->key, al->if_true ? " " : "", al->if_true ? al->if_true : "");
+	}
+	strbuf_add(sb, "\n");
+}
+
 static void usage_print(FILE *f)
 {
 	struct strbuf sb = STRBUF_INIT, text = STRBUF_INIT;
 	char *gpus = gpu_names(), *knobs = knob_names();
 
 	strbuf_add(&sb, usage_head);
+	usage_settings(&sb);
+	strbuf_add(&sb, usage_files);
 	strbuf_addf(&text, "%s, in any case or as nvidia-smi names them (h100, a100: the 80 GB cards) "
 		    "(default: GPU 0 by NVML)", gpus);
 	usage_option(&sb, "--gpu NAME", strbuf_str(&text));
@@ -173,9 +197,14 @@ static void usage_print(FILE *f)
 	free(knobs);
 }
 
+/* Where an inference plan's prompt (prefill) length came from. */
+enum prompt_source { PROMPT_GIVEN, PROMPT_CONTEXT, PROMPT_DEFAULT };
+
 struct plan_args {
 	struct model_shape m;
 	struct train_settings t;
+	int64_t max_length;       /* the model's max_position_embeddings (0: not given) */
+	enum prompt_source prompt;
 	uint64_t gpu_bytes;
 	const char *gpu_name;
 	uint64_t margin_bytes;
@@ -186,22 +215,27 @@ struct plan_args {
 	size_t nlocks;
 };
 
+static void prompt_settle(struct plan_args *a, setting_mask given);
+
 static json_t *load_json(const char *path)
 {
 	return json_file_load("plan", path);
 }
 
-/* A config.json, or a case file with "model" and "train". */
-static void load_case(const char *path, struct model_shape *m, struct train_settings *t)
+/* A config.json, or a case file with "model" and "train": the shape, the model's
+ * longest sequence (max_length), the settings given (into *given). */
+static void load_case(const char *path, struct model_shape *m, struct train_settings *t, int64_t *max_length,
+		      setting_mask *given)
 {
 	json_t *j = load_json(path), *model = json_object_get(j, "model"), *train = json_object_get(j, "train");
 	char *err = NULL;
 
 	if (model_shape_from_json(model ? model : j, m, &err) ||
-	    (train && train_settings_from_json(train, t, &err))) {
+	    (train && settings_from_json(train, t, given, &err))) {
 		json_decref(j);
 		die(EXIT_USAGE, "plan: %s: %s", path, err);
 	}
+	*max_length = settings_model_max_length(model ? model : j);
 	json_decref(j);
 }
 
@@ -212,7 +246,7 @@ static uint64_t margin_of(const struct plan_args *a)
 
 static struct fit fit_of(const struct plan_args *a)
 {
-	return (struct fit){ .gpu_bytes = a->gpu_bytes, .margin_bytes = margin_of(a) };
+	return (struct fit){ .gpu_bytes = a->gpu_bytes, .margin_bytes = margin_of(a), .max_length = a->max_length };
 }
 
 static void compute(const struct plan_args *a, const struct train_settings *t, struct plan_result *r)
@@ -254,8 +288,13 @@ static int64_t sliding_layers(const struct model_shape *m)
 }
 
 /* What a plan assumed, as JSON: the setting solved for (solving, or NULL) is null. */
-static json_t *assumed_json(const struct model_shape *m, const struct train_settings *t, const char *solving)
+/* Where the prompt's length came from, as JSON says it. */
+static const char *const prompt_from[] = { [PROMPT_GIVEN] = "seq", [PROMPT_CONTEXT] = "context",
+					   [PROMPT_DEFAULT] = "default" };
+
+static json_t *assumed_json(const struct plan_args *a, const struct train_settings *t, const char *solving)
 {
+	const struct model_shape *m = &a->m;
 	struct precision_dtypes d;
 	const char *prec = precision_name(t);
 	json_t *o = json_object();
@@ -274,8 +313,11 @@ static json_t *assumed_json(const struct model_shape *m, const struct train_sett
 	json_object_set_new(o, "batch", json_integer(t->batch));
 	json_object_set_new(o, "seq", json_integer(t->seq));
 	json_object_set_new(o, "steps", t->steps && !t->inference ? json_integer(t->steps) : json_null());
-	if (t->inference)
+	if (t->inference) {
 		json_object_set_new(o, "context", json_integer(t->context > t->seq ? t->context : t->seq));
+		json_object_set_new(o, "prompt", json_integer(t->seq));
+		json_object_set_new(o, "prompt_from", json_string(prompt_from[a->prompt]));
+	}
 	json_object_set_new(o, "grad_ckpt", json_boolean(t->grad_ckpt && !t->inference));
 	json_object_set_new(o, "attention", json_string("sdpa"));
 	int64_t sliding = sliding_layers(m);
@@ -305,6 +347,8 @@ static json_t *assumed_json(const struct model_shape *m, const struct train_sett
 		json_object_set_new(o, "logits", json_string(t->logits_all ? "all" : "last"));
 	if (solving && json_object_get(o, solving))
 		json_object_set_new(o, solving, json_null());
+	if (solving && !strcmp(solving, "seq") && json_object_get(o, "prompt"))
+		json_object_set_new(o, "prompt", json_null());
 	return o;
 }
 
@@ -333,12 +377,34 @@ static const char *lora_targets_text(unsigned bits, char *buf, size_t n)
 /* The plan's first lines: what it assumed (precision and each kind of tensor's dtype,
  * the optimizer, batch x seq, checkpointing, attention, use_cache), the first line
  * begun with label ("assumed"), the others indented under its text. */
-static void print_assumed(const char *label, const struct model_shape *m, const struct train_settings *t,
+/* The lengths of what was assumed: batch x seq, in inference where the prompt's length
+ * came from and the KV cache. */
+static void assumed_lengths(struct strbuf *sb, const struct plan_args *a, const struct train_settings *t,
+			    const char *solving)
+{
+	static const char *const prompt_text[] = {
+		[PROMPT_GIVEN] = " (the prompt)",
+		[PROMPT_CONTEXT] = " (the prompt: the whole context, as no --seq gave its length)",
+		[PROMPT_DEFAULT] = " (the prompt: the default length; --seq N gives it)",
+	};
+	char b[24], s[24], c[24];
+
+	strbuf_addf(sb, "batch %s x seq %s", setting_text("batch", t->batch, solving, b, sizeof(b)),
+		    setting_text("seq", t->seq, solving, s, sizeof(s)));
+	if (t->inference)
+		strbuf_addf(sb, "%s, KV cache of %s tokens, %s", prompt_text[a->prompt],
+			    setting_text("context", t->context > t->seq ? t->context : t->seq, solving, c, sizeof(c)),
+			    t->logits_all ? "logits of every position (model(input_ids))"
+					  : "logits of the last position (generate)");
+}
+
+static void print_assumed(const char *label, const struct plan_args *a, const struct train_settings *t,
 			  const char *solving)
 {
+	const struct model_shape *m = &a->m;
 	struct precision_dtypes d;
 	const char *prec = precision_name(t);
-	char b[24], s[24], c[24], ind[24], tg[40];
+	char c[24], ind[24], tg[40];
 	struct strbuf sb = STRBUF_INIT;
 
 	precision_dtypes(t, &d);
@@ -367,14 +433,8 @@ static void print_assumed(const char *label, const struct model_shape *m, const 
 				    lora_targets_text(t->lora_targets, tg, sizeof(tg)));
 		strbuf_add(&sb, ", ");
 	}
-	strbuf_addf(&sb, "batch %s x seq %s", setting_text("batch", t->batch, solving, b, sizeof(b)),
-		    setting_text("seq", t->seq, solving, s, sizeof(s)));
-	if (t->inference)
-		strbuf_addf(&sb, ", KV cache of %s tokens, %s",
-			    setting_text("context", t->context > t->seq ? t->context : t->seq, solving, c, sizeof(c)),
-			    t->logits_all ? "logits of every position (model(input_ids))"
-					  : "logits of the last position (generate)");
-	else
+	assumed_lengths(&sb, a, t, solving);
+	if (!t->inference)
 		strbuf_add(&sb, t->grad_ckpt ? ", gradient checkpointing" : ", no gradient checkpointing");
 	if (t->loss_chunk && !t->inference)
 		strbuf_addf(&sb, ", loss in chunks of %s tokens", setting_text("loss_chunk", t->loss_chunk, solving, c,
@@ -456,7 +516,7 @@ static void print_table(const struct plan_args *a, const struct plan_result *r)
 {
 	char b[32], c[32], d[32];
 
-	print_assumed("assumed", &a->m, &a->t, NULL);
+	print_assumed("assumed", a, &a->t, NULL);
 	printf("%s, %.1fM parameters (%.1fM trainable), peak in the %s\n", a->m.type, r->params / 1e6,
 	       r->trainable_params / 1e6, r->peak_phase);
 	printf("  %-28s %12s %7s\n", "component", "memory", "share");
@@ -501,29 +561,40 @@ static void print_table(const struct plan_args *a, const struct plan_result *r)
 		       r->min_device_bytes + extra <= usable ? "that fits too" : "that does NOT fit");
 }
 
-/* A hint's change as typed: "--grad-ckpt", "--batch 3". */
-static void hint_change_text(enum hint_change c, int64_t value, char *buf, size_t n)
+/* A hint's changes as typed, one after another: "--optimizer adamw-fused --grad-ckpt". */
+static const char *hint_text(const struct hint *h, char *buf, size_t n)
 {
-	if (hint_bool(c) < 0)
-		snprintf(buf, n, "%s %lld", hint_flag(c), (long long)value);
-	else
-		snprintf(buf, n, "%s", hint_flag(c));
+	char one[64];
+	size_t len = 0;
+
+	buf[0] = '\0';
+	for (int c = 0; c < HINT_NCHANGES; c++)
+		if (h->changes & (1u << c) && len < n) {
+			hint_flag_text(c, h->value[c], one, sizeof(one));
+			len += (size_t)snprintf(buf + len, n - len, "%s%s", len ? " " : "", one);
+		}
+	return buf;
 }
 
 /* What a hint says, as JSON: null when no change fits; solving adds the knob's value. */
 static json_t *hint_json(const struct hint *h, int solving)
 {
 	json_t *o, *setting;
-	char change[48];
+	char change[256];
 
 	if (!h->found)
 		return json_null();
 	o = json_object();
 	setting = json_object();
-	hint_change_text(h->change, h->value, change, sizeof(change));
-	json_object_set_new(o, "change", json_string(change));
-	json_object_set_new(setting, hint_key(h->change),
-			    hint_bool(h->change) < 0 ? json_integer(h->value) : json_boolean(hint_bool(h->change)));
+	json_object_set_new(o, "change", json_string(hint_text(h, change, sizeof(change))));
+	for (int c = 0; c < HINT_NCHANGES; c++) {
+		const char *v = hint_value(c);
+		if (!(h->changes & (1u << c)))
+			continue;
+		json_object_set_new(setting, hint_key(c), !v ? json_integer(h->value[c])
+						       : !strcmp(v, "true") || !strcmp(v, "false") ? json_boolean(!strcmp(v, "true"))
+						       : json_string(v));
+	}
 	json_object_set_new(o, "setting", setting);
 	if (solving)
 		json_object_set_new(o, "value", json_integer(h->solved));
@@ -535,60 +606,34 @@ static json_t *hint_json(const struct hint *h, int solving)
 static json_t *hint_tried_json(const struct hint *h)
 {
 	json_t *a = json_array();
-	char change[48];
+	char change[64];
 
 	for (int c = 0; c < HINT_NCHANGES; c++)
-		if (h->tried & (1u << c)) {
-			hint_change_text(c, h->tried_value[c], change, sizeof(change));
-			json_array_append_new(a, json_string(change));
-		}
+		if (h->tried & (1u << c))
+			json_array_append_new(a, json_string(hint_flag_text(c, h->tried_value[c], change, sizeof(change))));
 	return a;
 }
 
-/* The changes tried all together: what they gave, solving: the value; null when they
- * do not fit. */
-static json_t *hint_together_json(const struct hint *h, int solving)
-{
-	json_t *o;
-
-	if (!h->all_fit)
-		return json_null();
-	o = json_object();
-	if (solving)
-		json_object_set_new(o, "value", json_integer(h->all_solved));
-	json_object_set_new(o, "device_peak_bytes", json_integer((json_int_t)h->all_plan.device_peak_bytes));
-	return o;
-}
-
-/* The hint's line: the change and what it gives (knob: the value solved for); when no
- * change alone fits, what all of them together give. */
+/* The hint's line: the changes and what they give (knob: the value solved for). */
 static void print_hint(const struct plan_args *a, const struct hint *h, const char *knob)
 {
-	char change[48], b[32], c[32];
+	char change[256], b[32], c[32];
 
 	if (!h->found) {
 		struct strbuf sb = STRBUF_INIT;
 		for (int i = 0, n = 0; i < HINT_NCHANGES; i++)
-			if (h->tried & (1u << i)) {
-				hint_change_text(i, h->tried_value[i], change, sizeof(change));
-				strbuf_addf(&sb, "%s%s", n++ ? ", " : "", change);
-			}
+			if (h->tried & (1u << i))
+				strbuf_addf(&sb, "%s%s", n++ ? ", " : "", hint_flag_text(i, h->tried_value[i], change,
+											   sizeof(change)));
 		if (!h->tried)
 			printf("hint: none of the changes the planner tries applies\n");
-		else if (!h->all_fit)
+		else
 			printf("hint: nothing the planner can change makes it fit, not even all of %s together\n",
 			       strbuf_str(&sb));
-		else if (knob)
-			printf("hint: no single change makes it fit (%s); all of them together: %s = %lld, peak %s\n",
-			       strbuf_str(&sb), knob, (long long)h->all_solved,
-			       size_format(h->all_plan.device_peak_bytes, b, sizeof(b)));
-		else
-			printf("hint: no single change makes it fit (%s); all of them together: peak %s\n",
-			       strbuf_str(&sb), size_format(h->all_plan.device_peak_bytes, b, sizeof(b)));
 		strbuf_release(&sb);
 		return;
 	}
-	hint_change_text(h->change, h->value, change, sizeof(change));
+	hint_text(h, change, sizeof(change));
 	if (knob)
 		printf("hint: with %s, %s = %lld fits: peak %s\n", change, knob, (long long)h->solved,
 		       size_format(h->plan.device_peak_bytes, b, sizeof(b)));
@@ -641,10 +686,8 @@ static int solve(const struct plan_args *a, const char *name)
 	const char *why;
 	int rc = solve_knob(&f, &a->m, &a->t, name, &r, &why);
 
-	if (rc == -ENOENT) {
-		char *knobs = knob_names();
-		die(EXIT_USAGE, "plan: --solve wants %s (a --buffer given), not '%s'", knobs, name);
-	}
+	if (rc == -ENOENT)
+		knob_refused("--solve", name, " (a --buffer given)");
 	if (rc)
 		die(EXIT_USAGE, "plan: %s", why);
 	struct hint h = { 0 };
@@ -653,7 +696,7 @@ static int solve(const struct plan_args *a, const char *name)
 	if (a->json) {
 		json_t *o = json_object();
 		json_object_set_new(o, "format", json_string(PLAN_JSON_FORMAT));
-		json_object_set_new(o, "assumed", assumed_json(&a->m, &a->t, name));
+		json_object_set_new(o, "assumed", assumed_json(a, &a->t, name));
 		json_object_set_new(o, "knob", json_string(name));
 		json_object_set_new(o, "value", r.value ? json_integer(r.value) : json_null());
 		json_object_set_new(o, "plan", r.value ? result_json(&r.plan) : json_null());
@@ -669,14 +712,13 @@ static int solve(const struct plan_args *a, const char *name)
 		if (!r.value) {
 			json_object_set_new(o, "hint", hint_json(&h, 1));
 			json_object_set_new(o, "hint_tried", hint_tried_json(&h));
-			json_object_set_new(o, "hint_together", hint_together_json(&h, 1));
 		}
 		json_dumpf(o, stdout, JSON_INDENT(2));
 		putchar('\n');
 		json_decref(o);
 	} else {
 		char b[32], c[32], d[32], e[32];
-		print_assumed("assumed", &a->m, &a->t, name);
+		print_assumed("assumed", a, &a->t, name);
 		if (!r.value) {
 			printf("no %s fits: %s = %lld needs %s, the GPU has %s with a margin of %s\n", name, name,
 			       (long long)r.next_value, size_format(r.next.min_device_bytes, b, sizeof(b)),
@@ -708,14 +750,17 @@ static int compare(struct plan_args *a, const char *pa, const char *pb)
 
 	train_settings_init(&x.t);
 	train_settings_init(&y.t);
-	load_case(pa, &x.m, &x.t);
-	load_case(pb, &y.m, &y.t);
+	setting_mask gx = 0, gy = 0;
+	load_case(pa, &x.m, &x.t, &x.max_length, &gx);
+	load_case(pb, &y.m, &y.t, &y.max_length, &gy);
+	prompt_settle(&x, gx);
+	prompt_settle(&y, gy);
 	compute(&x, &x.t, &ra);
 	compute(&y, &y.t, &rb);
 	if (a->json) {
 		json_t *o = json_object(), *ja = result_json(&ra), *jb = result_json(&rb);
-		json_object_set_new(ja, "assumed", assumed_json(&x.m, &x.t, NULL));
-		json_object_set_new(jb, "assumed", assumed_json(&y.m, &y.t, NULL));
+		json_object_set_new(ja, "assumed", assumed_json(&x, &x.t, NULL));
+		json_object_set_new(jb, "assumed", assumed_json(&y, &y.t, NULL));
 		json_object_set_new(o, "format", json_string(PLAN_JSON_FORMAT));
 		json_object_set_new(o, "a", ja);
 		json_object_set_new(o, "b", jb);
@@ -724,8 +769,8 @@ static int compare(struct plan_args *a, const char *pa, const char *pb)
 		json_decref(o);
 		return 0;
 	}
-	print_assumed("A assumed", &x.m, &x.t, NULL);
-	print_assumed("B assumed", &y.m, &y.t, NULL);
+	print_assumed("A assumed", &x, &x.t, NULL);
+	print_assumed("B assumed", &y, &y.t, NULL);
 	printf("  %-28s %12s %12s %12s\n", "component", "A", "B", "B - A");
 	for (int i = 0; i < C_NCOMPONENTS; i++) {
 		if (!ra.bytes[i] && !rb.bytes[i])
@@ -768,228 +813,358 @@ static uint64_t calibrated_context(const char *db)
 	return (uint64_t)v;
 }
 
-static int64_t whole(const char *opt, const char *v, int64_t min, int64_t max)
-{
-	int64_t n;
+/* The command's own options; the settings' follow from their table (plan/settings.h). */
+enum plan_opt { O_TRAIN = 256, O_GPU, O_GPUMEM, O_MARGIN, O_JSON, O_SOLVE, O_LOCK, O_CMP, O_CALIB, O_DB, O_STRICT,
+		O_TRAINER_ARGS, O_AXOLOTL, O_SETTING = 1000, O_SETTING_NO = 1100, O_ALIAS = 1200 };
 
-	if (parse_int64(v, min, max, &n))
-		die(EXIT_USAGE, "plan: %s wants a whole number from %lld to %lld, not '%s'", opt, (long long)min,
-		    (long long)max, v);
-	return n;
+#define PLAN_MAX_OPTIONS 96
+#define PLAN_MAX_PENDING 64
+#define PLAN_MAX_LOCKS 16
+
+/* What the command line said, before it is applied over the files. */
+struct plan_cli {
+	struct option opts[PLAN_MAX_OPTIONS];
+	char names[PLAN_MAX_OPTIONS][48];
+	struct { int c; const char *arg; } pending[PLAN_MAX_PENDING];
+	size_t npending;
+	const char *train_file, *trainer_args, *axolotl, *solve_name, *db, *locks[PLAN_MAX_LOCKS];
+	size_t nlocks;
+	int cmp, calibrated, strict;
+};
+
+static void add_option(struct plan_cli *c, size_t *n, const char *prefix, const char *key, int has_arg, int val)
+{
+	size_t i, k = strlen(prefix);
+
+	if (*n + 1 >= PLAN_MAX_OPTIONS)
+		die(EXIT_INTERNAL, "plan: more options than PLAN_MAX_OPTIONS");
+	memcpy(c->names[*n], prefix, k);
+	for (i = 0; key[i] && k + i + 1 < sizeof(c->names[0]); i++)
+		c->names[*n][k + i] = key[i] == '_' ? '-' : key[i];
+	c->names[*n][k + i] = '\0';
+	c->opts[*n] = (struct option){ c->names[*n], has_arg, NULL, val };
+	(*n)++;
 }
 
-enum plan_opt { O_TRAIN = 256, O_PREC, O_DTYPE, O_AUTOCAST, O_OPT, O_MOM, O_CKPT, O_NOCACHE, O_BATCH, O_SEQ, O_CHUNK, O_BUF, O_ZERO,
-       O_DP, O_LRANK, O_LTGT, O_INF, O_CTX, O_CTXB, O_GPU, O_GPUMEM, O_MARGIN, O_JSON, O_SOLVE, O_LOCK, O_CMP,
-       O_CALIB, O_DB, O_FREEZE, O_EMBEDS, O_ALLOCCONF, O_LOGITS, O_DDP, O_NORESHARD, O_STEPS };
-
-/* A setting from the command line, applied over what the files said. */
-static void apply_setting(struct train_settings *t, int c, const char *arg)
+/* getopt's table: the command's options, each setting (a boolean's --no- too), each
+ * old spelling. */
+static void options_build(struct plan_cli *c)
 {
-	switch (c) {
-	case O_PREC:
-		if (precision_apply(t, arg))
-			die(EXIT_USAGE, "plan: --precision wants bf16, amp-bf16 (fp32 weights, bf16 autocast), fp32 or fp16, "
-			    "not '%s'", arg);
+	static const struct { const char *name; int has_arg, val; } own[] = {
+		{ "train", required_argument, O_TRAIN }, { "gpu", required_argument, O_GPU },
+		{ "gpu-memory", required_argument, O_GPUMEM }, { "margin", required_argument, O_MARGIN },
+		{ "json", no_argument, O_JSON }, { "solve", required_argument, O_SOLVE },
+		{ "lock", required_argument, O_LOCK }, { "compare", no_argument, O_CMP },
+		{ "calibrated", no_argument, O_CALIB }, { "db", required_argument, O_DB },
+		{ "strict", no_argument, O_STRICT }, { "trainer-args", required_argument, O_TRAINER_ARGS },
+		{ "axolotl", required_argument, O_AXOLOTL }, { "help", no_argument, 'h' },
+	};
+	const struct setting *s;
+	const struct setting_alias *al;
+	size_t n = 0;
+
+	for (size_t i = 0; i < sizeof(own) / sizeof(own[0]); i++)
+		add_option(c, &n, "", own[i].name, own[i].has_arg, own[i].val);
+	for (size_t i = 0; (s = setting_at(i)); i++) {
+		add_option(c, &n, "", s->key, s->arg ? required_argument : no_argument, O_SETTING + (int)i);
+		if (!s->arg)
+			add_option(c, &n, "no-", s->key, no_argument, O_SETTING_NO + (int)i);
+	}
+	for (size_t i = 0; (al = setting_alias_at(i)); i++)
+		add_option(c, &n, "", al->name, al->if_true || !setting_find(al->key)->arg ? no_argument : required_argument,
+			   O_ALIAS + (int)i);
+	c->opts[n] = (struct option){ NULL, 0, NULL, 0 };
+}
+
+/* The name of getopt's option val, as typed ("--zero"). */
+static const char *option_name(const struct plan_cli *c, int val)
+{
+	for (const struct option *o = c->opts; o->name; o++)
+		if (o->val == val)
+			return o->name;
+	return "?";
+}
+
+/* A setting from the command line, applied over what the files said: die naming the
+ * flag, what it wants and the nearest value. */
+static void apply_option(const struct plan_cli *c, struct train_settings *t, setting_mask *given, int val,
+			 const char *arg)
+{
+	const struct setting *s;
+	const char *text = arg, *near;
+	char want[256];
+
+	if (val >= O_ALIAS) {
+		const struct setting_alias *al = setting_alias_at((size_t)(val - O_ALIAS));
+		s = setting_find(al->key);
+		if (al->if_true)
+			text = al->if_true;
+		else if (!s->arg)
+			text = "true";
+	} else if (val >= O_SETTING_NO) {
+		s = setting_at((size_t)(val - O_SETTING_NO));
+		text = "false";
+	} else {
+		s = setting_at((size_t)(val - O_SETTING));
+		if (!s->arg)
+			text = "true";
+	}
+	*given |= SETTING_BIT(s);
+	if (!setting_apply(s, t, text))
+		return;
+	setting_want(s, want, sizeof(want));
+	near = setting_suggest(s, text);
+	if (near)
+		die(EXIT_USAGE, "plan: --%s wants %s, not '%s'; did you mean %s?", option_name(c, val), want, text, near);
+	die(EXIT_USAGE, "plan: --%s wants %s, not '%s'", option_name(c, val), want, text);
+}
+
+static void gpu_option(struct plan_args *a, const char *name)
+{
+	const struct gpu_spec *g = gpus_find(name);
+	const char *near;
+
+	if (g) {
+		a->gpu_bytes = g->memory_bytes;
+		a->gpu_name = g->name;
+		return;
+	}
+	char *names = gpu_names();
+	near = gpus_suggest(name);
+	if (near)
+		die(EXIT_USAGE, "plan: unknown --gpu '%s'; did you mean %s? (%s; or --gpu-memory SIZE)", name, near, names);
+	die(EXIT_USAGE, "plan: unknown --gpu '%s' (%s; or --gpu-memory SIZE)", name, names);
+}
+
+static void margin_option(struct plan_args *a, const char *arg)
+{
+	size_t n = strlen(arg);
+
+	if (n && arg[n - 1] == '%') {
+		if (parse_pct(arg, 0, nextafter(100.0, 0.0), &a->margin_pct))
+			die(EXIT_USAGE, "plan: --margin wants a percentage from 0%% to below 100%%, not '%s'", arg);
+		a->margin_in_bytes = 0;
+	} else if (parse_size(arg, 0, PLAN_MAX_BYTES, &a->margin_bytes)) {
+		die(EXIT_USAGE, "plan: --margin wants a size up to 1 PiB such as 2G or a percentage such as 5%%, not '%s'",
+		    arg);
+	} else {
+		a->margin_in_bytes = 1;
+	}
+}
+
+/* One of the command's own options (not a setting). */
+static void own_option(struct plan_cli *c, struct plan_args *a, int opt, const char *arg)
+{
+	switch (opt) {
+	case O_TRAIN: c->train_file = arg; break;
+	case O_TRAINER_ARGS: c->trainer_args = arg; break;
+	case O_AXOLOTL: c->axolotl = arg; break;
+	case O_GPU: gpu_option(a, arg); break;
+	case O_GPUMEM:
+		if (parse_size(arg, 1, PLAN_MAX_BYTES, &a->gpu_bytes))
+			die(EXIT_USAGE, "plan: --gpu-memory wants a size from 1 byte to 1 PiB such as 80G, not '%s'", arg);
 		break;
-	case O_DTYPE:
-		t->param_bytes = param_dtype_bytes(arg);
-		if (!t->param_bytes)
-			die(EXIT_USAGE, "plan: --dtype wants fp32, bf16 or fp16, not '%s'", arg);
-		t->fp16 = !strcmp(arg, "fp16");
+	case O_MARGIN: margin_option(a, arg); break;
+	case O_JSON: a->json = 1; break;
+	case O_SOLVE: c->solve_name = arg; break;
+	case O_LOCK:
+		if (c->nlocks == PLAN_MAX_LOCKS)
+			die(EXIT_USAGE, "plan: at most %d --lock", PLAN_MAX_LOCKS);
+		c->locks[c->nlocks++] = arg;
 		break;
-	case O_AUTOCAST: t->autocast = 1; break;
-	case O_OPT:
-		t->fused = !strcmp(arg, "adamw-fused");
-		if (!strcmp(arg, "adamw") || t->fused)
-			t->opt = OPT_ADAMW;
-		else if (!strcmp(arg, "sgd"))
-			t->opt = OPT_SGD;
-		else if (!strcmp(arg, "none"))
-			t->opt = OPT_NONE;
-		else
-			die(EXIT_USAGE, "plan: --optimizer wants adamw, adamw-fused, sgd or none, not '%s'", arg);
-		break;
-	case O_MOM:
-		if (parse_double(arg, 0, nextafter(1.0, 0.0), &t->momentum))
-			die(EXIT_USAGE, "plan: --momentum wants a number from 0 to below 1, not '%s'", arg);
-		break;
-	case O_CKPT: t->grad_ckpt = 1; break;
-	case O_NOCACHE: t->use_cache = 0; break;
-	case O_BATCH: t->batch = whole("--batch", arg, 1, PLAN_MAX_BATCH); break;
-	case O_SEQ: t->seq = whole("--seq", arg, 1, PLAN_MAX_SEQ); break;
-	case O_STEPS: t->steps = whole("--steps", arg, 1, PLAN_MAX_STEPS); break;
-	case O_CHUNK: t->loss_chunk = whole("--loss-chunk", arg, 1, INT64_MAX); break;
-	case O_BUF:
-		if (t->nbuffers == PLAN_MAX_BUFFERS || buffer_spec_parse(arg, &t->buffers[t->nbuffers]))
-			die(EXIT_USAGE, "plan: --buffer wants NAME=COUNTxSIZE such as queue=50x100MB (at most %d of them; "
-			    "COUNT from 1 to %d, SIZE from 1 byte to 1 TiB), not '%s'", PLAN_MAX_BUFFERS, PLAN_MAX_BUFFER_COUNT,
-			    arg);
-		t->nbuffers++;
-		break;
-	case O_ZERO: t->zero_stage = (int)whole("--zero", arg, 0, 3); break;
-	case O_DP: t->dp = whole("--dp", arg, 1, PLAN_MAX_DP); break;
-	case O_LRANK: t->lora_rank = whole("--lora-rank", arg, 1, PLAN_MAX_LORA_RANK); break;
-	case O_LTGT:
-		if (lora_targets_parse(arg, &t->lora_targets))
-			die(EXIT_USAGE, "plan: --lora-targets wants a list of q k v o gate up down (or all), not '%s'", arg);
-		break;
-	case O_INF: t->inference = 1; t->opt = OPT_NONE; break;
-	case O_FREEZE:
-		if (freeze_list_parse(arg, t))
-			die(EXIT_USAGE, "plan: --freeze wants a list of embed, lm_head and layers:A-B (one range of layers, "
-			    "from 0), such as embed,lm_head, not '%s'", arg);
-		break;
-	case O_EMBEDS: t->inputs_embeds = 1; break;
-	case O_ALLOCCONF:
-		if (alloc_conf_parse(arg, &t->expandable))
-			die(EXIT_USAGE, "plan: --alloc-conf wants expandable_segments:True or expandable_segments:False (the "
-			    "PYTORCH_CUDA_ALLOC_CONF option modelled), not '%s'", arg);
-		break;
-	case O_LOGITS:
-		if (strcmp(arg, "all") && strcmp(arg, "last"))
-			die(EXIT_USAGE, "plan: --logits wants all (every position's, as model(input_ids)) or last (as "
-			    "generate()), not '%s'", arg);
-		t->logits_all = !strcmp(arg, "all");
-		break;
-	case O_DDP: t->ddp = 1; break;
-	case O_NORESHARD: t->keep_gathered = 1; break;
-	case O_CTX: t->context = whole("--context", arg, 1, PLAN_MAX_SEQ); break;
-	case O_CTXB:
-		if (parse_size(arg, 1, PLAN_MAX_ITEM_BYTES, &t->context_bytes))
-			die(EXIT_USAGE, "plan: --context-bytes wants a size from 1 byte to 1 TiB such as 740M, not '%s'", arg);
+	case O_CMP: c->cmp = 1; break;
+	case O_CALIB: c->calibrated = 1; break;
+	case O_STRICT: c->strict = 1; break;
+	case O_DB:
+		if (!*arg)
+			die(EXIT_USAGE, "plan: --db wants a path, not ''");
+		c->db = arg;
 		break;
 	}
+}
+
+/* The command line into c and a: 1 when --help was given. */
+static int parse_args(int argc, char **argv, struct plan_cli *c, struct plan_args *a)
+{
+	int opt;
+
+	options_build(c);
+	while ((opt = getopt_long(argc, argv, "h", c->opts, NULL)) != -1) {
+		if (opt == 'h')
+			return 1;
+		if (opt == '?')
+			opt_refused("plan", c->opts, argv);
+		if (opt < O_SETTING) {
+			own_option(c, a, opt, optarg);
+			continue;
+		}
+		/* applied after the files, in order: the command line wins */
+		if (c->npending == PLAN_MAX_PENDING)
+			die(EXIT_USAGE, "plan: more than %d settings on the command line", PLAN_MAX_PENDING);
+		c->pending[c->npending].c = opt;
+		c->pending[c->npending++].arg = optarg;
+	}
+	return 0;
+}
+
+/* A file of another tool's settings, read by reader over t. */
+static void load_settings_file(const char *path, struct train_settings *t, setting_mask *given,
+			       int (*reader)(const char *, struct train_settings *, setting_mask *, char **))
+{
+	char *err = NULL;
+
+	if (reader(path, t, given, &err))
+		die(EXIT_USAGE, "plan: %s: %s", path, err);
+}
+
+/* In inference with a KV cache (--context) and no prompt length given, the prompt is
+ * taken to be the whole context: its prefill is the step's largest, and a plan that
+ * silently kept the default 2048 tokens under a long context planned too little. */
+static void prompt_settle(struct plan_args *a, setting_mask given)
+{
+	const struct setting *seq = setting_find("seq"), *ctx = setting_find("context");
+
+	a->prompt = PROMPT_GIVEN;
+	if (!a->t.inference)
+		return;
+	if (given & SETTING_BIT(seq))
+		return;
+	if ((given & SETTING_BIT(ctx)) && a->t.context > 0) {
+		a->t.seq = a->t.context;
+		a->prompt = PROMPT_CONTEXT;
+	} else {
+		a->prompt = PROMPT_DEFAULT;
+	}
+}
+
+/* Lengths past the model's max_position_embeddings: a model was not trained for them
+ * (and GPT-2's learned positions have no row for them); said, or refused with --strict. */
+static void lengths_check(const struct plan_args *a, int strict, const char *solving)
+{
+	int64_t len = a->t.seq;
+	const char *what = "seq";
+
+	if (!a->max_length || (solving && !strcmp(solving, "seq")))
+		return;
+	if (a->t.inference && a->t.context > len && !(solving && !strcmp(solving, "context"))) {
+		len = a->t.context;
+		what = "context";
+	}
+	if (len <= a->max_length)
+		return;
+	if (strict)
+		die(EXIT_USAGE, "plan: %s %lld is past the model's max_position_embeddings (%lld): give --%s %lld or less, "
+		    "or leave out --strict to plan it anyway", what, (long long)len, (long long)a->max_length, what,
+		    (long long)a->max_length);
+	log_warn("plan: %s %lld is past the model's max_position_embeddings (%lld): planned anyway (--strict refuses it)",
+		 what, (long long)len, (long long)a->max_length);
+}
+
+/* The case file, the settings files, then the command line's settings over them. */
+static void settings_load(struct plan_cli *c, struct plan_args *a, const char *config)
+{
+	setting_mask given = 0;
+
+	load_case(config, &a->m, &a->t, &a->max_length, &given);
+	if (c->train_file) {
+		json_t *j = load_json(c->train_file);
+		char *err = NULL;
+		if (settings_from_json(j, &a->t, &given, &err))
+			die(EXIT_USAGE, "plan: %s: %s", c->train_file, err);
+		json_decref(j);
+	}
+	if (c->trainer_args)
+		load_settings_file(c->trainer_args, &a->t, &given, trainargs_read);
+	if (c->axolotl)
+		load_settings_file(c->axolotl, &a->t, &given, axolotl_read);
+	for (size_t i = 0; i < c->npending; i++)
+		apply_option(c, &a->t, &given, c->pending[i].c, c->pending[i].arg);
+	if (c->calibrated)
+		a->t.context_bytes = calibrated_context(c->db);
+	prompt_settle(a, given);
+	lengths_check(a, c->strict, c->solve_name);
+}
+
+static void gpu_default(struct plan_args *a)
+{
+	int rc;
+
+	if (a->gpu_bytes)
+		return;
+	rc = nvml_gpu_total_bytes(0, &a->gpu_bytes);
+	if (rc)
+		die(EXIT_USAGE, "plan: no GPU found through NVML (%s): give --gpu NAME or --gpu-memory SIZE",
+		    rc == -ENOENT ? "no driver or no GPU" : "NVML failed");
+	a->gpu_name = "0 (NVML)";
+}
+
+/* --lock's and --solve's knobs: each one the planner has, the nearest named if not. */
+static void knobs_check(struct plan_cli *c, struct plan_args *a)
+{
+	const char *bad;
+	int rc = knob_locks_check(&a->t, c->locks, c->nlocks, c->solve_name, &bad);
+
+	if (rc == -ENOENT)
+		knob_refused("--lock", bad, "");
+	if (rc)
+		die(EXIT_USAGE, "plan: %s is locked: it cannot be solved for", bad);
+	if (c->solve_name && !knob_of(&a->t, c->solve_name))
+		knob_refused("--solve", c->solve_name, " (a --buffer given)");
+	a->locks = c->locks;
+	a->nlocks = c->nlocks;
+}
+
+static void print_plan_json(const struct plan_args *a, const struct plan_result *r, const struct hint *h)
+{
+	struct fit f = fit_of(a);
+	int fits = fit_runs(&f, r), roomy = fit_ok(&f, r);
+	json_t *r_json, *o = json_object();
+
+	json_object_set_new(o, "format", json_string(PLAN_JSON_FORMAT));
+	json_object_set_new(o, "assumed", assumed_json(a, &a->t, NULL));
+	json_object_update(o, r_json = result_json(r));
+	json_decref(r_json);
+	json_object_set_new(o, "gpu_memory_bytes", json_integer((json_int_t)a->gpu_bytes));
+	json_object_set_new(o, "margin_bytes", json_integer((json_int_t)margin_of(a)));
+	json_object_set_new(o, "usable_bytes", json_integer((json_int_t)fit_usable_bytes(&f)));
+	json_object_set_new(o, "fits", json_boolean(fits));
+	json_object_set_new(o, "fits_with_margin", json_boolean(roomy));
+	json_object_set_new(o, "spare_bytes", json_integer((json_int_t)fit_usable_bytes(&f) -
+							    (json_int_t)r->min_device_bytes));
+	uint64_t extra = ddp_rebuild_extra_bytes(&a->t, r);
+	json_object_set_new(o, "ddp_rebuild_extra_bytes", extra ? json_integer((json_int_t)extra) : json_null());
+	if (!roomy) {
+		json_object_set_new(o, "hint", hint_json(h, 0));
+		json_object_set_new(o, "hint_tried", hint_tried_json(h));
+	}
+	json_dumpf(o, stdout, JSON_INDENT(2));
+	putchar('\n');
+	json_decref(o);
 }
 
 int cmd_plan(int argc, char **argv)
 {
-	static const struct option opts[] = {
-		{ "train", required_argument, NULL, O_TRAIN },     { "precision", required_argument, NULL, O_PREC },
-		{ "dtype", required_argument, NULL, O_DTYPE },
-		{ "autocast", no_argument, NULL, O_AUTOCAST },     { "optimizer", required_argument, NULL, O_OPT },
-		{ "momentum", required_argument, NULL, O_MOM },    { "grad-ckpt", no_argument, NULL, O_CKPT },
-		{ "no-cache", no_argument, NULL, O_NOCACHE },
-		{ "batch", required_argument, NULL, O_BATCH },     { "seq", required_argument, NULL, O_SEQ },
-		{ "loss-chunk", required_argument, NULL, O_CHUNK }, { "buffer", required_argument, NULL, O_BUF },
-		{ "zero", required_argument, NULL, O_ZERO },       { "dp", required_argument, NULL, O_DP },
-		{ "lora-rank", required_argument, NULL, O_LRANK }, { "lora-targets", required_argument, NULL, O_LTGT },
-		{ "inference", no_argument, NULL, O_INF },         { "context", required_argument, NULL, O_CTX },
-		{ "context-bytes", required_argument, NULL, O_CTXB }, { "gpu", required_argument, NULL, O_GPU },
-		{ "gpu-memory", required_argument, NULL, O_GPUMEM }, { "margin", required_argument, NULL, O_MARGIN },
-		{ "json", no_argument, NULL, O_JSON },             { "solve", required_argument, NULL, O_SOLVE },
-		{ "lock", required_argument, NULL, O_LOCK },       { "compare", no_argument, NULL, O_CMP },
-		{ "calibrated", no_argument, NULL, O_CALIB },      { "db", required_argument, NULL, O_DB },
-		{ "freeze", required_argument, NULL, O_FREEZE },   { "inputs-embeds", no_argument, NULL, O_EMBEDS },
-		{ "alloc-conf", required_argument, NULL, O_ALLOCCONF }, { "logits", required_argument, NULL, O_LOGITS },
-		{ "ddp", no_argument, NULL, O_DDP },               { "no-reshard", no_argument, NULL, O_NORESHARD },
-		{ "steps", required_argument, NULL, O_STEPS },
-		{ "help", no_argument, NULL, 'h' },                { NULL, 0, NULL, 0 },
-	};
-	struct { int c; const char *arg; } pending[64];
-	size_t npending = 0;
+	static struct plan_cli c; /* (its option names outlive getopt's use of them) */
 	struct plan_args a = { .margin_pct = 4.0 };
-	const char *train_file = NULL, *solve_name = NULL, *locks[16], *db = NULL;
-	size_t nlocks = 0;
-	int c, cmp = 0, calibrated = 0;
 
+	memset(&c, 0, sizeof(c));
 	train_settings_init(&a.t);
-	while ((c = getopt_long(argc, argv, "h", opts, NULL)) != -1) {
-		switch (c) {
-		case O_TRAIN: train_file = optarg; break;
-		case O_PREC: case O_DTYPE: case O_AUTOCAST: case O_OPT: case O_MOM: case O_CKPT: case O_NOCACHE: case O_BATCH: case O_SEQ:
-		case O_CHUNK: case O_BUF: case O_ZERO: case O_DP: case O_LRANK: case O_LTGT: case O_INF: case O_CTX:
-		case O_CTXB: case O_FREEZE: case O_EMBEDS: case O_ALLOCCONF: case O_LOGITS: case O_DDP: case O_NORESHARD:
-		case O_STEPS:
-			/* applied after the files, in order: the command line wins */
-			if (npending == sizeof(pending) / sizeof(pending[0]))
-				die(EXIT_USAGE, "plan: too many settings on the command line");
-			pending[npending].c = c;
-			pending[npending++].arg = optarg;
-			break;
-		case O_GPU: {
-			const struct gpu_spec *g = gpus_find(optarg);
-			if (!g) {
-				char *names = gpu_names();
-				die(EXIT_USAGE, "plan: unknown --gpu '%s' (%s; or --gpu-memory SIZE)", optarg, names);
-			}
-			a.gpu_bytes = g->memory_bytes;
-			a.gpu_name = g->name;
-			break;
-		}
-		case O_GPUMEM:
-			if (parse_size(optarg, 1, PLAN_MAX_BYTES, &a.gpu_bytes))
-				die(EXIT_USAGE, "plan: --gpu-memory wants a size from 1 byte to 1 PiB such as 80G, not '%s'", optarg);
-			break;
-		case O_MARGIN: {
-			size_t n = strlen(optarg);
-			if (n && optarg[n - 1] == '%') {
-				if (parse_pct(optarg, 0, nextafter(100.0, 0.0), &a.margin_pct))
-					die(EXIT_USAGE, "plan: --margin wants a percentage from 0%% to below 100%%, not '%s'", optarg);
-				a.margin_in_bytes = 0;
-			} else if (parse_size(optarg, 0, PLAN_MAX_BYTES, &a.margin_bytes)) {
-				die(EXIT_USAGE, "plan: --margin wants a size up to 1 PiB such as 2G or a percentage such as 5%%, "
-				    "not '%s'", optarg);
-			} else {
-				a.margin_in_bytes = 1;
-			}
-			break;
-		}
-		case O_JSON: a.json = 1; break;
-		case O_SOLVE: solve_name = optarg; break;
-		case O_LOCK:
-			if (nlocks == 16)
-				die(EXIT_USAGE, "plan: at most 16 --lock");
-			locks[nlocks++] = optarg;
-			break;
-		case O_CMP: cmp = 1; break;
-		case O_CALIB: calibrated = 1; break;
-		case O_DB:
-			if (!*optarg)
-				die(EXIT_USAGE, "plan: --db wants a path, not ''");
-			db = optarg;
-			break;
-		case 'h': usage_print(stdout); return 0;
-		default: opt_refused("plan", opts, argv);
-		}
+	if (parse_args(argc, argv, &c, &a)) {
+		usage_print(stdout);
+		return 0;
 	}
-	if (cmp) {
+	if (c.cmp) {
 		if (argc - optind != 2)
 			die(EXIT_USAGE, "plan: --compare wants two case files (try: headroom plan --compare a.json b.json)");
 		return compare(&a, argv[optind], argv[optind + 1]);
 	}
 	if (argc - optind != 1)
 		die(EXIT_USAGE, "plan: give one config.json (try: headroom plan --gpu h200 --batch 4 config.json)");
-	load_case(argv[optind], &a.m, &a.t);
-	if (train_file) {
-		json_t *j = load_json(train_file);
-		char *err = NULL;
-		if (train_settings_from_json(j, &a.t, &err))
-			die(EXIT_USAGE, "plan: %s: %s", train_file, err);
-		json_decref(j);
-	}
-	for (size_t i = 0; i < npending; i++)
-		apply_setting(&a.t, pending[i].c, pending[i].arg);
-	if (calibrated)
-		a.t.context_bytes = calibrated_context(db);
-	if (!a.gpu_bytes) {
-		int rc = nvml_gpu_total_bytes(0, &a.gpu_bytes);
-		if (rc)
-			die(EXIT_USAGE, "plan: no GPU found through NVML (%s): give --gpu NAME or --gpu-memory SIZE",
-			    rc == -ENOENT ? "no driver or no GPU" : "NVML failed");
-		a.gpu_name = "0 (NVML)";
-	}
-	const char *bad;
-	int rc = knob_locks_check(&a.t, locks, nlocks, solve_name, &bad);
-	if (rc == -ENOENT) {
-		char *knobs = knob_names();
-		die(EXIT_USAGE, "plan: --lock wants %s, not '%s'", knobs, bad);
-	}
-	if (rc)
-		die(EXIT_USAGE, "plan: %s is locked: it cannot be solved for", bad);
-	a.locks = locks;
-	a.nlocks = nlocks;
-	if (solve_name)
-		return solve(&a, solve_name);
+	settings_load(&c, &a, argv[optind]);
+	gpu_default(&a);
+	knobs_check(&c, &a);
+	if (c.solve_name)
+		return solve(&a, c.solve_name);
 
 	struct plan_result r;
 	compute(&a, &a.t, &r);
@@ -999,29 +1174,7 @@ int cmd_plan(int argc, char **argv)
 	if (!roomy)
 		hint_find(&f, &a.m, &a.t, NULL, a.locks, a.nlocks, &h);
 	if (a.json) {
-		json_t *r_json;
-		json_t *o = json_object();
-		json_object_set_new(o, "format", json_string(PLAN_JSON_FORMAT));
-		json_object_set_new(o, "assumed", assumed_json(&a.m, &a.t, NULL));
-		json_object_update(o, r_json = result_json(&r));
-		json_decref(r_json);
-		json_object_set_new(o, "gpu_memory_bytes", json_integer((json_int_t)a.gpu_bytes));
-		json_object_set_new(o, "margin_bytes", json_integer((json_int_t)margin_of(&a)));
-		json_object_set_new(o, "usable_bytes", json_integer((json_int_t)fit_usable_bytes(&f)));
-		json_object_set_new(o, "fits", json_boolean(fits));
-		json_object_set_new(o, "fits_with_margin", json_boolean(roomy));
-		json_object_set_new(o, "spare_bytes", json_integer((json_int_t)fit_usable_bytes(&f) -
-								    (json_int_t)r.min_device_bytes));
-		uint64_t extra = ddp_rebuild_extra_bytes(&a.t, &r);
-		json_object_set_new(o, "ddp_rebuild_extra_bytes", extra ? json_integer((json_int_t)extra) : json_null());
-		if (!roomy) {
-			json_object_set_new(o, "hint", hint_json(&h, 0));
-			json_object_set_new(o, "hint_tried", hint_tried_json(&h));
-			json_object_set_new(o, "hint_together", hint_together_json(&h, 0));
-		}
-		json_dumpf(o, stdout, JSON_INDENT(2));
-		putchar('\n');
-		json_decref(o);
+		print_plan_json(&a, &r, &h);
 	} else {
 		print_table(&a, &r);
 		if (!roomy)

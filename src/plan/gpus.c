@@ -3,6 +3,8 @@
 #include <ctype.h>
 #include <string.h>
 
+#include "util/suggest.h"
+
 #define MIB(n) ((uint64_t)(n) << 20)
 
 static const struct gpu_spec gpus[] = {
@@ -91,4 +93,21 @@ const struct gpu_spec *gpus_find(const char *name)
 				if (!strcmp(gpus[j].name, aliases[i].name))
 					return &gpus[j];
 	return NULL;
+}
+
+const char *gpus_suggest(const char *name)
+{
+	const char *known[NGPUS + sizeof(aliases) / sizeof(aliases[0])];
+	char want[64];
+	size_t n = 0;
+
+	if (squash(name, want, sizeof(want)))
+		return NULL;
+	for (size_t i = 0; i < NGPUS; i++)
+		known[n++] = gpus[i].name;
+	/* the short aliases ("h100"), as a user types them: not nvidia-smi's long names */
+	for (size_t i = 0; i < sizeof(aliases) / sizeof(aliases[0]); i++)
+		if (strlen(aliases[i].alias) <= 6)
+			known[n++] = aliases[i].alias;
+	return suggest_closest(want, known, n);
 }

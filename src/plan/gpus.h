@@ -19,4 +19,7 @@ const struct gpu_spec *gpus_find(const char *name);
 /* The i-th GPU of the table in the order the usage lists them, or NULL past its end. */
 const struct gpu_spec *gpus_at(size_t i);
 
+/* The name nearest a GPU name gpus_find did not know ("h10": "h100"), or NULL. */
+const char *gpus_suggest(const char *name);
+
 #endif

@@ -1,37 +1,44 @@
 #include "plan/hint.h"
 
 #include <errno.h>
+#include <stdio.h>
 #include <string.h>
 
 #include "plan/limits.h"
+#include "plan/settings.h"
 
+/* Each change as the setting it makes (value NULL: a whole number the change picks). */
 static const struct change {
-	const char *flag, *key;
-	int bool_value; /* -1: a whole number */
+	const char *key, *value;
 } changes[HINT_NCHANGES] = {
-	[HINT_FUSED] = { "--optimizer adamw-fused", "fused", 1 },
-	[HINT_NO_CACHE] = { "--no-cache", "use_cache", 0 },
-	[HINT_LOSS_CHUNK] = { "--loss-chunk", "loss_chunk", -1 },
-	[HINT_GRAD_CKPT] = { "--grad-ckpt", "grad_ckpt", 1 },
-	[HINT_BATCH] = { "--batch", "batch", -1 },
-	[HINT_LORA] = { "--lora-rank", "lora_rank", -1 },
+	[HINT_FUSED] = { "optimizer", "adamw-fused" },
+	[HINT_NO_CACHE] = { "use_cache", "false" },
+	[HINT_LOSS_CHUNK] = { "loss_chunk", NULL },
+	[HINT_GRAD_CKPT] = { "grad_ckpt", "true" },
+	[HINT_BATCH] = { "batch", NULL },
+	[HINT_LORA] = { "lora_rank", NULL },
 };
 
-const char *hint_flag(enum hint_change c)
-{
-	return c < HINT_NCHANGES ? changes[c].flag : "?";
-}
+/* The changes that keep the kind of run: all but LoRA. */
+#define KIND_KEEPING (((1u << HINT_NCHANGES) - 1) & ~(1u << HINT_LORA))
 
 const char *hint_key(enum hint_change c)
 {
 	return c < HINT_NCHANGES ? changes[c].key : "?";
 }
 
-int hint_bool(enum hint_change c)
+const char *hint_value(enum hint_change c)
 {
-	return c < HINT_NCHANGES ? changes[c].bool_value : -1;
+	return c < HINT_NCHANGES ? changes[c].value : NULL;
 }
 
+const char *hint_flag_text(enum hint_change c, int64_t value, char *buf, size_t n)
+{
+	char num[24];
+
+	snprintf(num, sizeof(num), "%lld", (long long)value);
+	return setting_flag_text(setting_find(hint_key(c)), hint_value(c) ? hint_value(c) : num, buf, n);
+}
 static int locked(const char *knob, const char *solving, const char *const *locks, size_t nlocks)
 {
 	if (solving && !strcmp(knob, solving))
@@ -123,43 +130,74 @@ static int fits_or_solves(const struct fit *f, const struct model_shape *m, cons
 	return 1;
 }
 
-/* The first change alone that makes t fit (or solves the knob): 1 with h->change,
- * value, plan (and solved), or 0. */
-static int one_change(const struct fit *f, const struct model_shape *m, const struct train_settings *t,
-		      const char *solving, const char *const *locks, size_t nlocks, struct hint *h)
+/* s with the changes in set applied in the table's order (each one's value into
+ * value[]): 0, or -1 when one of them does not apply. */
+static int apply_set(unsigned set, struct train_settings *s, const char *solving, const char *const *locks,
+		     size_t nlocks, int64_t *value)
 {
-	struct plan_result r;
-	int64_t value;
+	for (int c = 0; c < HINT_NCHANGES; c++)
+		if ((set & (1u << c)) && apply(c, s, solving, locks, nlocks, &value[c]))
+			return -1;
+	return 0;
+}
 
-	for (int c = 0; c < HINT_NCHANGES; c++) {
-		struct train_settings s = *t;
+/* s fits at batch 1 (its plan in *r): the largest batch below batch that fits with the
+ * other changes, its plan into *r. */
+static int64_t largest_batch(const struct fit *f, const struct model_shape *m, int64_t batch,
+			     struct train_settings *s, struct plan_result *r)
+{
+	struct plan_result q;
+	int64_t lo = 1, hi = batch;
 
-		if (!(h->tried & (1u << c)) || apply(c, &s, solving, locks, nlocks, &value))
-			continue;
-		if (solving) {
-			if (!fits_or_solves(f, m, &s, solving, &h->plan, &h->solved))
-				continue;
+	while (hi - lo > 1) {
+		s->batch = lo + (hi - lo) / 2;
+		if (fits(f, m, s, &q)) {
+			lo = s->batch;
+			*r = q;
 		} else {
-			if (!fits(f, m, &s, &r))
-				continue;
-			h->plan = r;
-			if (c == HINT_BATCH) { /* batch 1 fits: the largest below t's that does */
-				int64_t lo = 1, hi = t->batch;
-				while (hi - lo > 1) {
-					s.batch = lo + (hi - lo) / 2;
-					if (fits(f, m, &s, &r)) {
-						lo = s.batch;
-						h->plan = r;
-					} else {
-						hi = s.batch;
-					}
-				}
-				value = lo;
-			}
+			hi = s->batch;
 		}
-		h->change = c;
-		h->value = value;
-		return 1;
+	}
+	s->batch = lo;
+	return lo;
+}
+
+/* Whether the changes in set together make t fit (or solve the knob): 1 with h's
+ * changes, value, plan (and solved), or 0. */
+static int try_set(const struct fit *f, const struct model_shape *m, const struct train_settings *t,
+		   const char *solving, const char *const *locks, size_t nlocks, unsigned set, struct hint *h)
+{
+	struct train_settings s = *t;
+	int64_t value[HINT_NCHANGES] = { 0 }, solved = 0;
+	struct plan_result r;
+
+	if (apply_set(set, &s, solving, locks, nlocks, value) || !fits_or_solves(f, m, &s, solving, &r, &solved))
+		return 0;
+	if (!solving && (set & (1u << HINT_BATCH))) /* batch 1 fits: the largest below t's that does */
+		value[HINT_BATCH] = largest_batch(f, m, t->batch, &s, &r);
+	h->changes = set;
+	memcpy(h->value, value, sizeof(value));
+	h->plan = r;
+	h->solved = solved;
+	return 1;
+}
+
+/* The fewest changes of pool, with those of with always made, that make t fit: each
+ * alone first, then (when all of them together fit) pairs, threes..., the sets whose
+ * dearest change is cheapest first. 1 with h's changes, or 0. */
+static int fewest(const struct fit *f, const struct model_shape *m, const struct train_settings *t,
+		  const char *solving, const char *const *locks, size_t nlocks, unsigned pool, unsigned with,
+		  struct hint *h)
+{
+	int n = __builtin_popcount(pool);
+
+	for (int k = with ? 0 : 1; k <= n; k++) {
+		if (k == 2 && !try_set(f, m, t, solving, locks, nlocks, pool | with, h))
+			return 0; /* not even all of them: no fewer */
+		for (unsigned set = 0; set < 1u << HINT_NCHANGES; set++)
+			if ((set & pool) == set && __builtin_popcount(set) == k &&
+			    try_set(f, m, t, solving, locks, nlocks, set | with, h))
+				return 1;
 	}
 	return 0;
 }
@@ -168,7 +206,6 @@ int hint_find(const struct fit *f, const struct model_shape *m, const struct tra
 	      const char *const *locks, size_t nlocks, struct hint *h)
 {
 	struct train_settings all = *t;
-	struct plan_result r;
 	int64_t value;
 
 	memset(h, 0, sizeof(*h));
@@ -189,12 +226,9 @@ int hint_find(const struct fit *f, const struct model_shape *m, const struct tra
 	}
 	if (!h->tried)
 		return 0;
-	h->found = one_change(f, m, t, solving, locks, nlocks, h);
-	/* none alone: what all of them together give */
-	if (!h->found && fits_or_solves(f, m, &all, solving, &r, &value)) {
-		h->all_fit = 1;
-		h->all_plan = r;
-		h->all_solved = value;
-	}
+	/* the kind of run kept, then LoRA alone and with them */
+	h->found = fewest(f, m, t, solving, locks, nlocks, h->tried & KIND_KEEPING, 0, h) ||
+		   ((h->tried & (1u << HINT_LORA)) &&
+		    fewest(f, m, t, solving, locks, nlocks, h->tried & KIND_KEEPING, 1u << HINT_LORA, h));
 	return 0;
 }

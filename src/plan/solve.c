@@ -291,6 +291,11 @@ int solve_knob(const struct fit *f, const struct model_shape *m, const struct tr
 	*why = NULL;
 	if (!k || knob_range(t, knob, &min, &max, &r->max_is))
 		return -ENOENT;
+	/* a model is not run past its positions: lengths beyond them are not answered */
+	if (f->max_length && (!strcmp(knob, "seq") || !strcmp(knob, "context")) && max > f->max_length) {
+		max = f->max_length;
+		r->max_is = "the model's max_position_embeddings";
+	}
 	s.steps = solve_search_steps(t);
 	/* lo fits (min - 1: nothing known to), hi is tried next: powers of two from the
 	 * least at or above min, whatever min is, so that the values tried stay the same */

@@ -13,6 +13,8 @@
 struct fit {
 	uint64_t gpu_bytes;     /* the GPU's memory; 0: none given (plans, never fits) */
 	uint64_t margin_bytes;  /* kept free besides the plan's device peak */
+	int64_t max_length;     /* the model's max_position_embeddings: seq and context are
+				 * solved up to it (0: the planner's limit) */
 };
 
 /* Plan t on f's GPU: when memory is plentiful, and where that peak passes what CUDA
@@ -50,7 +52,8 @@ int knob_locks_check(struct train_settings *t, const char *const *locks, size_t 
 
 /* The range a knob is solved in: from *min to *max, *max_is saying what the largest is
  * (a static string). loss_chunk's is batch x seq, and its least makes at most
- * PLAN_MAX_LOSS_CHUNKS chunks; the others' are the planner's limits (plan/limits.h).
+ * PLAN_MAX_LOSS_CHUNKS chunks; the others' are the planner's limits (plan/limits.h);
+ * solve_knob caps seq and context at the fit's max_length.
  * 0, or -ENOENT for a knob t does not have. */
 int knob_range(const struct train_settings *t, const char *name, int64_t *min, int64_t *max, const char **max_is);
 

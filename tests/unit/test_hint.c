@@ -53,10 +53,13 @@ static void test_fused_first(void **state)
 	assert_int_equal(fitting_peak(&f, &m, &t), 0);
 	assert_int_equal(hint_find(&f, &m, &t, NULL, NULL, 0, &h), 0);
 	assert_true(h.found);
-	assert_int_equal(h.change, HINT_FUSED);
-	assert_string_equal(hint_flag(h.change), "--optimizer adamw-fused");
-	assert_string_equal(hint_key(h.change), "fused");
-	assert_int_equal(hint_bool(h.change), 1);
+	assert_int_equal(h.changes, 1u << HINT_FUSED);
+	char text[64];
+	assert_string_equal(hint_flag_text(HINT_FUSED, 0, text, sizeof(text)), "--optimizer adamw-fused");
+	assert_string_equal(hint_key(HINT_FUSED), "optimizer");
+	assert_string_equal(hint_value(HINT_FUSED), "adamw-fused");
+	assert_string_equal(hint_flag_text(HINT_NO_CACHE, 0, text, sizeof(text)), "--no-use-cache");
+	assert_string_equal(hint_flag_text(HINT_BATCH, 3, text, sizeof(text)), "--batch 3");
 	/* what it says it gives is what the plan with the change gives */
 	t.fused = 1;
 	assert_int_equal(fitting_peak(&f, &m, &t), h.plan.device_peak_bytes);
@@ -68,7 +71,7 @@ static void test_fused_first(void **state)
 	assert_int_equal(sr.value, 0);
 	assert_int_equal(hint_find(&f, &m, &t, "batch", NULL, 0, &h), 0);
 	assert_true(h.found);
-	assert_int_equal(h.change, HINT_FUSED);
+	assert_int_equal(h.changes, 1u << HINT_FUSED);
 	t.fused = 1;
 	assert_int_equal(solve_knob(&f, &m, &t, "batch", &sr, &why), 0);
 	assert_true(sr.value >= 1);
@@ -95,13 +98,13 @@ static void test_locks_and_batch(void **state)
 	t.use_cache = 0;
 	assert_int_equal(hint_find(&f, &m, &t, NULL, NULL, 0, &h), 0);
 	assert_true(h.found);
-	assert_int_equal(h.change, HINT_LOSS_CHUNK);
-	assert_int_equal(h.value, HINT_LOSS_CHUNK_TOKENS);
+	assert_int_equal(h.changes, 1u << HINT_LOSS_CHUNK);
+	assert_int_equal(h.value[HINT_LOSS_CHUNK], HINT_LOSS_CHUNK_TOKENS);
 	assert_false(h.tried & (1u << HINT_FUSED));
 	assert_false(h.tried & (1u << HINT_NO_CACHE));
 	assert_int_equal(hint_find(&f, &m, &t, NULL, lock_chunk, 1, &h), 0);
 	assert_true(h.found);
-	assert_int_equal(h.change, HINT_GRAD_CKPT);
+	assert_int_equal(h.changes, 1u << HINT_GRAD_CKPT);
 	assert_false(h.tried & (1u << HINT_LOSS_CHUNK));
 
 	/* batch 16 with checkpointing on 40 GiB: the largest batch that fits */
@@ -110,11 +113,11 @@ static void test_locks_and_batch(void **state)
 	t.grad_ckpt = 1;
 	assert_int_equal(hint_find(&f, &m, &t, NULL, lock_chunk, 1, &h), 0);
 	assert_true(h.found);
-	assert_int_equal(h.change, HINT_BATCH);
-	assert_true(h.value > 1 && h.value < 16);
-	t.batch = h.value;
+	assert_int_equal(h.changes, 1u << HINT_BATCH);
+	assert_true(h.value[HINT_BATCH] > 1 && h.value[HINT_BATCH] < 16);
+	t.batch = h.value[HINT_BATCH];
 	assert_int_equal(fitting_peak(&f, &m, &t), h.plan.device_peak_bytes);
-	t.batch = h.value + 1;
+	t.batch = h.value[HINT_BATCH] + 1;
 	assert_int_equal(fitting_peak(&f, &m, &t), 0);
 	t.batch = 16;
 	/* nothing left to change */
@@ -136,7 +139,6 @@ static void test_nothing_fits(void **state)
 	t.batch = 16;
 	assert_int_equal(hint_find(&f, &m, &t, NULL, NULL, 0, &h), 0);
 	assert_false(h.found);
-	assert_false(h.all_fit);
 	assert_int_equal(h.tried, (1u << HINT_NCHANGES) - 1);
 	assert_int_equal(h.tried_value[HINT_BATCH], 1);
 	assert_int_equal(h.tried_value[HINT_LORA], HINT_LORA_RANK);
@@ -147,12 +149,72 @@ static void test_nothing_fits(void **state)
 	assert_int_equal(h.tried, 1u << HINT_BATCH);
 }
 
+/* Llama-3.1-8B's published shape */
+static void llama8b(struct model_shape *m, struct train_settings *t)
+{
+	json_t *j = json_loads("{\"model_type\": \"llama\", \"hidden_size\": 4096, \"intermediate_size\": 14336,"
+			       " \"num_hidden_layers\": 32, \"num_attention_heads\": 32, \"num_key_value_heads\": 8,"
+			       " \"vocab_size\": 128256, \"rope_theta\": 500000.0, \"max_position_embeddings\": 131072,"
+			       " \"torch_dtype\": \"bfloat16\"}", 0, NULL);
+	char *err = NULL;
+
+	assert_int_equal(model_shape_from_json(j, m, &err), 0);
+	json_decref(j);
+	train_settings_init(t);
+}
+
+/* A full fine-tune of an 8B model at batch 2 on an 80 GB card: no change alone fits, but
+ * fused AdamW with checkpointing does (or a cheaper pair): the hint keeps the kind of
+ * run, never LoRA (issue 30). */
+static void test_kind_kept_before_lora(void **state)
+{
+	struct model_shape m;
+	struct train_settings t, s;
+	struct fit f = { .gpu_bytes = 81559 * MiB };
+	struct hint h;
+	(void)state;
+
+	llama8b(&m, &t);
+	t.batch = 2;
+	f.margin_bytes = f.gpu_bytes / 25;
+	assert_int_equal(fitting_peak(&f, &m, &t), 0);
+	s = t;
+	s.fused = 1;
+	s.grad_ckpt = 1;
+	assert_true(fitting_peak(&f, &m, &s) > 0);
+	assert_int_equal(hint_find(&f, &m, &t, NULL, NULL, 0, &h), 0);
+	assert_true(h.found);
+	assert_false(h.changes & (1u << HINT_LORA));
+	assert_true(__builtin_popcount(h.changes) >= 2);
+	/* what it says is what planning it gives */
+	s = t;
+	s.fused = !!(h.changes & (1u << HINT_FUSED));
+	s.loss_chunk = h.changes & (1u << HINT_LOSS_CHUNK) ? h.value[HINT_LOSS_CHUNK] : 0;
+	s.grad_ckpt = !!(h.changes & (1u << HINT_GRAD_CKPT));
+	s.use_cache = !(h.changes & (1u << HINT_NO_CACHE));
+	if (h.changes & (1u << HINT_BATCH))
+		s.batch = h.value[HINT_BATCH];
+	assert_int_equal(fitting_peak(&f, &m, &s), h.plan.device_peak_bytes);
+	/* with every kind-keeping change locked or made, LoRA is what is left */
+	static const char *const locks[] = { "loss_chunk", "batch" };
+	t.batch = 1;
+	t.seq = 8192;
+	t.fused = 1;
+	t.grad_ckpt = 1;
+	f.gpu_bytes = 40 * 1024 * MiB;
+	f.margin_bytes = 0;
+	assert_int_equal(hint_find(&f, &m, &t, NULL, locks, 2, &h), 0);
+	assert_true(h.found);
+	assert_int_equal(h.changes, 1u << HINT_LORA);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_fused_first),
 		cmocka_unit_test(test_locks_and_batch),
 		cmocka_unit_test(test_nothing_fits),
+		cmocka_unit_test(test_kind_kept_before_lora),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

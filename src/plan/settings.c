@@ -1,0 +1,512 @@
+#include "plan/settings.h"
+
+#include <errno.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "plan/config.h"
+#include "plan/limits.h"
+#include "plan/precision.h"
+#include "util/parse.h"
+#include "util/strbuf.h"
+#include "util/suggest.h"
+#include "util/xalloc.h"
+
+#define FIELD(name) offsetof(struct train_settings, name)
+#define WORDS(...) ((const char *const[]){ __VA_ARGS__, NULL })
+#define STR_(x) #x
+#define STR(x) STR_(x)
+
+static int64_t *int64_at(const struct setting *s, struct train_settings *t)
+{
+	return (int64_t *)((char *)t + s->offset);
+}
+
+static int *int_at(const struct setting *s, struct train_settings *t)
+{
+	return (int *)((char *)t + s->offset);
+}
+
+/* A boolean's text: "true" 1, "false" 0, else -1. */
+static int truth(const char *text)
+{
+	return !strcmp(text, "true") ? 1 : !strcmp(text, "false") ? 0 : -1;
+}
+
+static int p_bool(const struct setting *s, struct train_settings *t, const char *text)
+{
+	int v = truth(text);
+
+	if (v < 0)
+		return -EINVAL;
+	*int_at(s, t) = v;
+	return 0;
+}
+
+static int p_inference(const struct setting *s, struct train_settings *t, const char *text)
+{
+	int rc = p_bool(s, t, text);
+
+	if (!rc && t->inference)
+		t->opt = OPT_NONE; /* no optimizer in inference */
+	return rc;
+}
+
+/* reshard_after_forward=False keeps the gathered weights */
+static int p_reshard(const struct setting *s, struct train_settings *t, const char *text)
+{
+	int v = truth(text);
+
+	(void)s;
+	if (v < 0)
+		return -EINVAL;
+	t->keep_gathered = !v;
+	return 0;
+}
+
+static int p_int64(const struct setting *s, struct train_settings *t, const char *text)
+{
+	return parse_int64(text, s->min, s->max, int64_at(s, t));
+}
+
+static int p_zero(const struct setting *s, struct train_settings *t, const char *text)
+{
+	int64_t v;
+
+	if (parse_int64(text, s->min, s->max, &v))
+		return -EINVAL;
+	t->zero_stage = (int)v;
+	return 0;
+}
+
+static int p_precision(const struct setting *s, struct train_settings *t, const char *text)
+{
+	(void)s;
+	return precision_apply(t, text);
+}
+
+static int p_dtype(const struct setting *s, struct train_settings *t, const char *text)
+{
+	(void)s;
+	if (!param_dtype_bytes(text))
+		return -EINVAL;
+	t->param_bytes = param_dtype_bytes(text);
+	t->fp16 = !strcmp(text, "fp16");
+	return 0;
+}
+
+static int p_optimizer(const struct setting *s, struct train_settings *t, const char *text)
+{
+	static const struct { const char *name; enum optimizer opt; int fused; } opts[] = {
+		{ "adamw", OPT_ADAMW, 0 }, { "adamw-fused", OPT_ADAMW, 1 }, { "sgd", OPT_SGD, 0 }, { "none", OPT_NONE, 0 },
+	};
+
+	(void)s;
+	for (size_t i = 0; i < sizeof(opts) / sizeof(opts[0]); i++)
+		if (!strcmp(text, opts[i].name)) {
+			t->opt = opts[i].opt;
+			t->fused = opts[i].fused;
+			return 0;
+		}
+	return -EINVAL;
+}
+
+static int p_momentum(const struct setting *s, struct train_settings *t, const char *text)
+{
+	(void)s;
+	return parse_double(text, 0, nextafter(1.0, 0.0), &t->momentum) ? -EINVAL : 0;
+}
+
+static int p_buffer(const struct setting *s, struct train_settings *t, const char *text)
+{
+	(void)s;
+	if (t->nbuffers == PLAN_MAX_BUFFERS || buffer_spec_parse(text, &t->buffers[t->nbuffers]))
+		return -EINVAL;
+	t->nbuffers++;
+	return 0;
+}
+
+static int p_freeze(const struct setting *s, struct train_settings *t, const char *text)
+{
+	(void)s;
+	return freeze_list_parse(text, t);
+}
+
+static int p_alloc_conf(const struct setting *s, struct train_settings *t, const char *text)
+{
+	(void)s;
+	return alloc_conf_parse(text, &t->expandable);
+}
+
+static int p_lora_targets(const struct setting *s, struct train_settings *t, const char *text)
+{
+	(void)s;
+	return lora_targets_parse(text, &t->lora_targets);
+}
+
+static int p_logits(const struct setting *s, struct train_settings *t, const char *text)
+{
+	(void)s;
+	if (strcmp(text, "all") && strcmp(text, "last"))
+		return -EINVAL;
+	t->logits_all = !strcmp(text, "all");
+	return 0;
+}
+
+static int p_context_bytes(const struct setting *s, struct train_settings *t, const char *text)
+{
+	(void)s;
+	return parse_size(text, 1, PLAN_MAX_ITEM_BYTES, &t->context_bytes) ? -EINVAL : 0;
+}
+
+/* what the measuring scripts pass as attn_implementation: the one attention modelled */
+static int p_attn(const struct setting *s, struct train_settings *t, const char *text)
+{
+	(void)s;
+	(void)t;
+	return strcmp(text, "sdpa") ? -EINVAL : 0;
+}
+
+#define BOOL_ROW(k, fn, field, h) { k, NULL, "true or false", h, fn, SJ_BOOL, FIELD(field), 0, 1, NULL, 0 }
+#define INT_ROW(k, arg, field, lo, hi, h) { k, arg, NULL, h, p_int64, SJ_INT, FIELD(field), lo, hi, NULL, 0 }
+
+/* The rows in the order the usage lists them. */
+static const struct setting settings[] = {
+	{ "precision", "P", "bf16, amp-bf16 (fp32 weights, bf16 autocast), fp32 or fp16",
+	  "bf16 (the default: bf16 weights, gradients and AdamW states, no fp32 master copy), amp-bf16 (fp32 "
+	  "weights and states, bf16 autocast: HF Trainer's bf16=True), fp32, fp16",
+	  p_precision, SJ_TEXT, 0, 0, 0, WORDS("bf16", "amp-bf16", "fp32", "fp16"), 0 },
+	{ "dtype", "D", "fp32, bf16 or fp16", "the weights' dtype: fp32, bf16 (the default) or fp16", p_dtype, SJ_TEXT, 0,
+	  0, 0, WORDS("fp32", "bf16", "fp16"), 0 },
+	BOOL_ROW("autocast", p_bool, autocast, "bf16 autocast around the forward pass (with --dtype fp32)"),
+	{ "optimizer", "O", "adamw, adamw-fused, sgd or none", "adamw (the default: foreach), adamw-fused, sgd or none",
+	  p_optimizer, SJ_TEXT, 0, 0, 0, WORDS("adamw", "adamw-fused", "sgd", "none"), 0 },
+	{ "momentum", "F", "a number from 0 to below 1", "SGD momentum, 0 to below 1 (keeps a buffer per parameter)",
+	  p_momentum, SJ_NUM, 0, 0, 0, NULL, 0 },
+	BOOL_ROW("grad_ckpt", p_bool, grad_ckpt, "gradient checkpointing"),
+	BOOL_ROW("use_cache", p_bool, use_cache, "the model's use_cache in training (the default: on, its keys and "
+						  "values held to the next step; checkpointing turns it off)"),
+	INT_ROW("batch", "N", batch, 1, PLAN_MAX_BATCH, "the micro-batch (default 1)"),
+	INT_ROW("seq", "N", seq, 1, PLAN_MAX_SEQ, "the sequence length (default 2048); in inference the prompt's "
+						 "(prefill) length"),
+	INT_ROW("loss_chunk", "N", loss_chunk, 0, INT64_MAX, "tokens per lm_head + loss chunk (default 0: all at once)"),
+	INT_ROW("steps", "N", steps, 1, PLAN_MAX_STEPS, "the run's training steps (default: a long run; the first 8 are "
+							  "simulated, past which PyTorch's allocator was not seen to grow)"),
+	{ "buffer", "NAME=COUNTxSIZE",
+	  "NAME=COUNTxSIZE such as queue=50x100MB (at most " STR(PLAN_MAX_BUFFERS) " of them; COUNT from 1 to " STR(
+		  PLAN_MAX_BUFFER_COUNT) ", SIZE from 1 byte to 1 TiB)",
+	  "extra device buffers, e.g. queue=50x100MB (repeatable)", p_buffer, SJ_MAP, 0, 0, 0, NULL, 1 },
+	{ "zero_stage", "STAGE", NULL, "ZeRO-1/2/3 (3 = FSDP2 fully_shard) over --dp N > 1 data-parallel ranks, per rank",
+	  p_zero, SJ_INT, 0, 0, 3, NULL, 0 },
+	INT_ROW("dp", "N", dp, 1, PLAN_MAX_DP, "data-parallel ranks (with --zero-stage or --ddp)"),
+	BOOL_ROW("ddp", p_bool, ddp, "DDP over --dp N > 1 ranks (a replica and gradient buckets a rank)"),
+	BOOL_ROW("reshard_after_forward", p_reshard, keep_gathered,
+		 "ZeRO-3/FSDP2's reshard_after_forward (the default: on; --no-reshard-after-forward keeps the "
+		 "gathered weights)"),
+	{ "freeze", "LIST", "a list of embed, lm_head and layers:A-B (one range of layers, from 0), such as embed,lm_head",
+	  "frozen parts, no gradient or optimizer state: embed, lm_head, layers:A-B (e.g. embed,lm_head)", p_freeze,
+	  SJ_LIST, 0, 0, 0, NULL, 1 },
+	BOOL_ROW("inputs_embeds", p_bool, inputs_embeds, "fed hidden states (batch x seq x hidden), no embedding lookup"),
+	{ "alloc_conf", "CONF",
+	  "expandable_segments:True or expandable_segments:False (the PYTORCH_CUDA_ALLOC_CONF option modelled)",
+	  "expandable_segments:True: PyTorch's expandable segments (5 simulated placements, the plan 2/5 of the way "
+	  "from the plain run's peak to the highest; their range printed)",
+	  p_alloc_conf, SJ_TEXT, 0, 0, 0, WORDS("expandable_segments:True", "expandable_segments:False"), 0 },
+	INT_ROW("lora_rank", "R", lora_rank, 0, PLAN_MAX_LORA_RANK, "LoRA of rank R (default 0: full fine-tuning)"),
+	{ "lora_targets", "LIST", "a list of q k v o gate up down (or all), such as q,k,v,o",
+	  "LoRA's targets: q,k,v,o,gate,up,down or all (default q,k,v,o)", p_lora_targets, SJ_LIST, 0, 0, 0, NULL, 0 },
+	BOOL_ROW("inference", p_inference, inference, "inference: a prefill of batch x seq, then generation with a KV "
+						      "cache of batch x --context tokens"),
+	INT_ROW("context", "N", context, 0, PLAN_MAX_SEQ, "inference: tokens in the KV cache (with no --seq given, the "
+							   "prompt is taken to be all of them, and said)"),
+	{ "logits", "all|last", "all (every position's, as model(input_ids)) or last (as generate())",
+	  "inference: every position's logits (model(input_ids)) or the last one's (generate(), the default)", p_logits,
+	  SJ_TEXT, 0, 0, 0, WORDS("all", "last"), 0 },
+	{ "context_bytes", "SIZE", "a size from 1 to 1 TiB such as 740M (in JSON: a number of bytes)",
+	  "CUDA context and workspaces (default 740M, H200/torch 2.11)", p_context_bytes, SJ_INT, 0, 0, 0, NULL, 0 },
+	{ "attn", "sdpa", "sdpa (the attention the planner models)", "the attention implementation: sdpa, the one "
+								      "modelled", p_attn, SJ_TEXT, 0, 0, 0, WORDS("sdpa"), 0 },
+};
+
+#define NSETTINGS (sizeof(settings) / sizeof(settings[0]))
+_Static_assert(NSETTINGS <= 64, "setting_mask has a bit a row");
+
+/* Old spellings, kept working and documented (docs/plan.md). */
+static const struct setting_alias aliases[] = {
+	{ "param_dtype", "dtype", NULL, NULL, 0 },
+	{ "fused", "optimizer", "adamw-fused", "adamw", 0 },
+	{ "buffers", "buffer", NULL, NULL, 0 },
+	{ "no_cache", "use_cache", "false", "true", 1 },
+	{ "zero", "zero_stage", NULL, NULL, 1 },
+	{ "no_reshard", "reshard_after_forward", "false", "true", 1 },
+};
+
+#define NALIASES (sizeof(aliases) / sizeof(aliases[0]))
+
+const struct setting *setting_at(size_t i)
+{
+	return i < NSETTINGS ? &settings[i] : NULL;
+}
+
+/* names compare with '-' as '_': flags and keys are one spelling */
+static int same_name(const char *a, const char *b)
+{
+	for (; *a && *b; a++, b++)
+		if (*a != *b && !((*a == '-' || *a == '_') && (*b == '-' || *b == '_')))
+			return 0;
+	return *a == *b;
+}
+
+const struct setting *setting_find(const char *key)
+{
+	for (size_t i = 0; i < NSETTINGS; i++)
+		if (same_name(key, settings[i].key))
+			return &settings[i];
+	return NULL;
+}
+
+size_t setting_index(const struct setting *s)
+{
+	return (size_t)(s - settings);
+}
+
+const struct setting_alias *setting_alias_at(size_t i)
+{
+	return i < NALIASES ? &aliases[i] : NULL;
+}
+
+const struct setting_alias *setting_alias_find(const char *name)
+{
+	for (size_t i = 0; i < NALIASES; i++)
+		if (same_name(name, aliases[i].name))
+			return &aliases[i];
+	return NULL;
+}
+
+int setting_apply(const struct setting *s, struct train_settings *t, const char *text)
+{
+	return s->parse(s, t, text) ? -EINVAL : 0;
+}
+
+const char *setting_want(const struct setting *s, char *buf, size_t n)
+{
+	if (s->want)
+		snprintf(buf, n, "%s", s->want);
+	else if (s->max == INT64_MAX)
+		snprintf(buf, n, "a whole number from %lld", (long long)s->min);
+	else
+		snprintf(buf, n, "a whole number from %lld to %lld", (long long)s->min, (long long)s->max);
+	return buf;
+}
+
+const char *setting_suggest(const struct setting *s, const char *bad)
+{
+	size_t n = 0;
+
+	if (!s->values)
+		return NULL;
+	while (s->values[n])
+		n++;
+	return suggest_closest(bad, s->values, n);
+}
+
+const char *setting_flag_text(const struct setting *s, const char *value, char *buf, size_t n)
+{
+	char flag[64];
+	size_t i;
+
+	for (i = 0; s->key[i] && i + 1 < sizeof(flag); i++)
+		flag[i] = s->key[i] == '_' ? '-' : s->key[i];
+	flag[i] = '\0';
+	if (!s->arg)
+		snprintf(buf, n, "--%s%s", truth(value) == 0 ? "no-" : "", flag);
+	else
+		snprintf(buf, n, "--%s %s", flag, value);
+	return buf;
+}
+
+static int json_bad(char **err, const char *key, const struct setting *s, const char *text)
+{
+	char want[256];
+	const char *near = text ? setting_suggest(s, text) : NULL;
+
+	setting_want(s, want, sizeof(want));
+	if (near)
+		*err = xasprintf("settings: '%s' wants %s, not '%s'; did you mean %s?", key, want, text, near);
+	else
+		*err = xasprintf("settings: '%s' wants %s", key, want);
+	return -EINVAL;
+}
+
+/* One JSON value as the flag's text into buf (n bytes): 0, or -EINVAL when its type is
+ * not the row's. */
+static int json_text(const struct setting *s, json_t *v, char *buf, size_t n)
+{
+	switch (s->json) {
+	case SJ_BOOL:
+		if (!json_is_boolean(v))
+			return -EINVAL;
+		snprintf(buf, n, "%s", json_is_true(v) ? "true" : "false");
+		return 0;
+	case SJ_INT:
+		if (!json_is_integer(v))
+			return -EINVAL;
+		snprintf(buf, n, "%lld", (long long)json_integer_value(v));
+		return 0;
+	case SJ_NUM:
+		if (!json_is_number(v))
+			return -EINVAL;
+		snprintf(buf, n, "%.17g", json_number_value(v));
+		return 0;
+	default:
+		if (!json_is_string(v) || strlen(json_string_value(v)) >= n)
+			return -EINVAL;
+		snprintf(buf, n, "%s", json_string_value(v));
+		return 0;
+	}
+}
+
+/* A list's items as one comma-separated value into text: 0 or -EINVAL. */
+static int json_list_text(const struct setting *s, json_t *v, char *text, size_t n)
+{
+	char item_text[256];
+	json_t *item;
+	size_t i, len = 0;
+
+	text[0] = '\0';
+	json_array_foreach(v, i, item) {
+		if (json_text(s, item, item_text, sizeof(item_text)) || len + strlen(item_text) + 2 > n)
+			return -EINVAL;
+		len += (size_t)snprintf(text + len, n - len, "%s%s", i ? "," : "", item_text);
+	}
+	return i ? 0 : -EINVAL;
+}
+
+int setting_apply_json(const char *key, const struct setting *s, json_t *v, struct train_settings *t, char **err)
+{
+	char text[512];
+	const char *name;
+	json_t *item;
+	size_t i;
+
+	if (s->json == SJ_LIST && json_is_array(v)) {
+		if (json_list_text(s, v, text, sizeof(text)) || setting_apply(s, t, text))
+			return json_bad(err, key, s, NULL);
+		return 0;
+	}
+	if (s->json == SJ_MAP && json_is_array(v)) { /* a repeated flag's values, each in turn */
+		if (!json_array_size(v))
+			return json_bad(err, key, s, NULL);
+		json_array_foreach(v, i, item)
+			if (json_text(s, item, text, sizeof(text)) || setting_apply(s, t, text))
+				return json_bad(err, key, s, json_string_value(item));
+		return 0;
+	}
+	if (s->json == SJ_MAP && json_is_object(v)) {
+		json_object_foreach(v, name, item) {
+			if (!json_is_string(item))
+				return json_bad(err, key, s, NULL);
+			snprintf(text, sizeof(text), "%s=%s", name, json_string_value(item));
+			if (setting_apply(s, t, text))
+				return json_bad(err, key, s, text);
+		}
+		return 0;
+	}
+	if (json_text(s, v, text, sizeof(text)) || setting_apply(s, t, text))
+		return json_bad(err, key, s, json_string_value(v));
+	return 0;
+}
+
+/* An alias's value onto its row: a boolean alias of a valued row takes the value it
+ * stands for. */
+static int json_apply_alias(const char *key, const struct setting_alias *al, json_t *v, struct train_settings *t,
+			    char **err)
+{
+	const struct setting *s = setting_find(al->key);
+
+	if (!al->if_true)
+		return setting_apply_json(key, s, v, t, err);
+	if (!json_is_boolean(v)) {
+		*err = xasprintf("settings: '%s' wants true or false (it is '%s': %s for true)", key, al->key,
+				 al->if_true);
+		return -EINVAL;
+	}
+	if (setting_apply(s, t, json_is_true(v) ? al->if_true : al->if_false))
+		return json_bad(err, key, s, NULL);
+	return 0;
+}
+
+static int json_unknown(const char *key, char **err)
+{
+	const char *known[NSETTINGS + NALIASES], *near;
+	size_t n = 0;
+
+	for (size_t i = 0; i < NSETTINGS; i++)
+		known[n++] = settings[i].key;
+	for (size_t i = 0; i < NALIASES; i++)
+		if (!aliases[i].flag_only)
+			known[n++] = aliases[i].name;
+	near = suggest_closest(key, known, n);
+	if (near)
+		*err = xasprintf("settings: unknown key '%s'; did you mean '%s'?", key, near);
+	else
+		*err = xasprintf("settings: unknown key '%s' (docs/plan.md lists the keys)", key);
+	return -EINVAL;
+}
+
+int settings_from_json(json_t *obj, struct train_settings *t, setting_mask *given, char **err)
+{
+	const char *key;
+	json_t *v;
+
+	*err = NULL;
+	if (!json_is_object(obj)) {
+		*err = xstrdup("settings: not a JSON object");
+		return -EINVAL;
+	}
+	/* a preset sets what these set: with them, which wins would hang on their order */
+	if (json_object_get(obj, "precision") && (json_object_get(obj, "dtype") || json_object_get(obj, "param_dtype") ||
+						  json_object_get(obj, "autocast"))) {
+		*err = xstrdup("settings: 'precision' sets dtype and autocast: give it or them, not both");
+		return -EINVAL;
+	}
+	for (int pass = 0; pass < 2; pass++)
+		json_object_foreach(obj, key, v) {
+			const struct setting *s = strchr(key, '-') ? NULL : setting_find(key);
+			const struct setting_alias *al = strchr(key, '-') ? NULL : setting_alias_find(key);
+
+			if (al && al->flag_only)
+				al = NULL;
+			if (!s && !al)
+				return json_unknown(key, err);
+			if ((pass == 0) != (s != NULL))
+				continue;
+			if (s ? setting_apply_json(key, s, v, t, err) : json_apply_alias(key, al, v, t, err))
+				return -EINVAL;
+			if (given)
+				*given |= SETTING_BIT(s ? s : setting_find(al->key));
+		}
+	return 0;
+}
+
+int train_settings_from_json(json_t *obj, struct train_settings *t, char **err)
+{
+	return settings_from_json(obj, t, NULL, err);
+}
+
+int64_t settings_model_max_length(json_t *cfg)
+{
+	json_t *text = json_object_get(cfg, "text_config");
+	const char *type = json_string_value(json_object_get(cfg, "model_type"));
+	json_t *v = json_object_get(cfg, "max_position_embeddings");
+
+	if (!json_is_integer(v))
+		v = json_object_get(cfg, "n_positions");
+	if (!json_is_integer(v) && json_is_object(text))
+		v = json_object_get(text, "max_position_embeddings");
+	if (json_is_integer(v) && json_integer_value(v) > 0)
+		return json_integer_value(v);
+	return type && !strcmp(type, "gpt2") ? 1024 : 0; /* GPT2Config's n_positions */
+}

@@ -1,0 +1,87 @@
+/* The planner's settings as one table: each row a setting's one spelling (the JSON key;
+ * its flag is the key with '-' for '_', a boolean's off flag --no-KEY), what its value
+ * may be, its help, and its parser. The table drives `headroom plan`'s options, the
+ * JSON "train" keys (train_settings_from_json), the usage, and the readers of other
+ * tools' files (plan/trainargs.h); old spellings are aliases of a row, listed with it.
+ * Pure: text in, struct train_settings out. */
+#ifndef HEADROOM_PLAN_SETTINGS_H
+#define HEADROOM_PLAN_SETTINGS_H
+
+#include <jansson.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "plan/shape.h"
+
+struct setting;
+typedef int (*setting_parse_fn)(const struct setting *s, struct train_settings *t, const char *text);
+
+enum setting_json {
+	SJ_BOOL,   /* true or false */
+	SJ_INT,    /* a whole number */
+	SJ_NUM,    /* a number */
+	SJ_TEXT,   /* a string as the flag takes it */
+	SJ_LIST,   /* a string, or a list of them (each applied in turn) */
+	SJ_MAP,    /* as SJ_LIST, or an object {NAME: VALUE}, each as "NAME=VALUE" */
+};
+
+struct setting {
+	const char *key;          /* the one spelling: JSON key, and --key with '-' for '_' */
+	const char *arg;          /* the flag's value as the usage names it; NULL: a boolean */
+	const char *want;         /* what the value may be, as errors say (NULL: from min..max) */
+	const char *help;         /* the usage's text */
+	setting_parse_fn parse;
+	enum setting_json json;
+	size_t offset;            /* the field the generic parsers set */
+	int64_t min, max;         /* a whole number's range */
+	const char *const *values; /* the words the value may be (for "did you mean"), or NULL */
+	int repeat;               /* the flag may be given again (adds) */
+};
+
+/* An old spelling: the key (or flag) name as it was, the row it is, and for a boolean
+ * alias of a valued setting, the values it stands for when true and when false. */
+struct setting_alias {
+	const char *name;
+	const char *key;
+	const char *if_true, *if_false; /* NULL: the alias takes the row's own value */
+	int flag_only;                  /* only on the command line (its JSON key is the row's) */
+};
+
+/* The i-th row (NULL past the end), the row called key (NULL: none), its index. */
+const struct setting *setting_at(size_t i);
+const struct setting *setting_find(const char *key);
+size_t setting_index(const struct setting *s);
+/* The i-th alias, NULL past the end; the alias called name (flags as keys: '-' is '_'). */
+const struct setting_alias *setting_alias_at(size_t i);
+const struct setting_alias *setting_alias_find(const char *name);
+
+/* Settings given, one bit a row (setting_index): which ones a plan did not take from
+ * the defaults. */
+typedef uint64_t setting_mask;
+#define SETTING_BIT(s) ((setting_mask)1 << setting_index(s))
+
+/* Apply text as s's value over t: 0, or -EINVAL (t may be partly changed: a caller
+ * dies). A boolean takes "true" or "false". */
+int setting_apply(const struct setting *s, struct train_settings *t, const char *text);
+/* What s's value may be, into buf: its want, or "a whole number from MIN to MAX". */
+const char *setting_want(const struct setting *s, char *buf, size_t n);
+/* The value nearest a bad one among s's words, or NULL. */
+const char *setting_suggest(const struct setting *s, const char *bad);
+/* A setting as a flag: "--grad-ckpt", "--no-use-cache", "--batch 4", into buf. */
+const char *setting_flag_text(const struct setting *s, const char *value, char *buf, size_t n);
+
+/* Apply v, the JSON value of key, as s's value over t (a list joined with commas; a
+ * repeated setting's list or object entries one by one): 0, or -EINVAL with *err naming
+ * key and what it wants. */
+int setting_apply_json(const char *key, const struct setting *s, json_t *v, struct train_settings *t, char **err);
+/* Apply the keys of obj (canonical keys first, then the old spellings, so that an old
+ * key refines the row it belongs to) over t, each given setting's bit into *given
+ * (NULL: not kept). 0, or -EINVAL with *err (caller frees) naming the key and what it
+ * wants, and the nearest known key for an unknown one. */
+int settings_from_json(json_t *obj, struct train_settings *t, setting_mask *given, char **err);
+
+/* The model's longest sequence from its config.json: max_position_embeddings (or GPT-2's
+ * n_positions), from the config or its text_config; 0 when it gives none. */
+int64_t settings_model_max_length(json_t *cfg);
+
+#endif

@@ -1,0 +1,394 @@
+#include "plan/trainargs.h"
+
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "util/strbuf.h"
+#include "util/xalloc.h"
+#include "util/yaml.h"
+
+struct reader {
+	const char *tool;            /* "TrainingArguments", "axolotl" */
+	struct train_settings *t;
+	setting_mask *given;
+	char **err;
+	json_t *file;                /* the whole file (a key may read another) */
+};
+
+/* A key of a tool's file: the setting it is (its value as the setting's), or a
+ * function that maps it; neither: it changes no memory and is ignored. */
+struct file_key {
+	const char *key;
+	const char *setting;
+	int (*map)(struct reader *r, const char *key, json_t *v);
+};
+
+/* Whether v is a value that turns a feature off (false, null, 0, "", [], {}, "no"). */
+static int off(json_t *v)
+{
+	return !v || json_is_null(v) || json_is_false(v) || (json_is_integer(v) && !json_integer_value(v)) ||
+	       (json_is_string(v) && (!*json_string_value(v) || !strcmp(json_string_value(v), "no"))) ||
+	       (json_is_array(v) && !json_array_size(v)) || (json_is_object(v) && !json_object_size(v));
+}
+
+static int set(struct reader *r, const char *key, const char *setting, const char *text)
+{
+	const struct setting *s = setting_find(setting);
+
+	if (setting_apply(s, r->t, text)) {
+		*r->err = xasprintf("%s: '%s' gives %s '%s', which the planner does not take", r->tool, key, setting, text);
+		return -EINVAL;
+	}
+	if (r->given)
+		*r->given |= SETTING_BIT(s);
+	return 0;
+}
+
+static int set_json(struct reader *r, const char *key, const char *setting, json_t *v)
+{
+	const struct setting *s = setting_find(setting);
+	char *err = NULL;
+
+	if (setting_apply_json(key, s, v, r->t, &err)) {
+		*r->err = xasprintf("%s: %s", r->tool, err + strlen("settings: "));
+		free(err);
+		return -EINVAL;
+	}
+	if (r->given)
+		*r->given |= SETTING_BIT(s);
+	return 0;
+}
+
+/* A key that changes memory in a way the planner cannot plan: named, with what to do. */
+static int unmappable(struct reader *r, const char *key, const char *why)
+{
+	*r->err = xasprintf("%s: '%s' %s", r->tool, key, why);
+	return -EINVAL;
+}
+
+/* A feature the planner does not model: planned only when it is off. */
+static int must_be_off(struct reader *r, const char *key, json_t *v)
+{
+	if (off(v))
+		return 0;
+	return unmappable(r, key, "is not modelled by the planner (its memory differs): plan without it (remove the "
+				  "key), and take the plan as a guide only");
+}
+
+/* Optimizers by their Hugging Face names (TrainingArguments' optim, axolotl's optimizer). */
+static int map_optim(struct reader *r, const char *key, json_t *v)
+{
+	static const struct { const char *name, *opt; } known[] = {
+		{ "adamw_torch", "adamw" }, { "adamw_hf", "adamw" }, { "adamw_torch_fused", "adamw-fused" },
+		{ "sgd", "sgd" },
+	};
+	const char *s = json_string_value(v);
+
+	if (!s)
+		return unmappable(r, key, "wants an optimizer's name such as adamw_torch");
+	for (size_t i = 0; i < sizeof(known) / sizeof(known[0]); i++)
+		if (!strcmp(s, known[i].name))
+			return set(r, key, "optimizer", known[i].opt);
+	*r->err = xasprintf("%s: '%s' is %s, an optimizer the planner does not model (it plans adamw_torch, "
+			    "adamw_torch_fused and sgd): plan with --optimizer adamw for an upper bound of AdamW-like "
+			    "states (8-bit and factored states are smaller)", r->tool, key, s);
+	return -EINVAL;
+}
+
+static int map_positive_steps(struct reader *r, const char *key, json_t *v)
+{
+	if (json_is_integer(v) && json_integer_value(v) <= 0)
+		return 0; /* -1: the epochs decide */
+	return set_json(r, key, "steps", v);
+}
+
+/* TrainingArguments' bf16 and fp16: mixed precision over the model as loaded (fp32
+ * weights by default): amp-bf16 (fp16 autocast holds the same bytes). */
+static int map_hf_amp(struct reader *r, const char *key, json_t *v)
+{
+	if (!json_is_boolean(v))
+		return unmappable(r, key, "wants true or false");
+	return json_is_true(v) ? set(r, key, "precision", "amp-bf16") : 0;
+}
+
+/* FSDP's options, a list or a space-separated string. */
+static int map_fsdp(struct reader *r, const char *key, json_t *v)
+{
+	char *text = json_is_string(v) ? xstrdup(json_string_value(v)) : NULL, *save = NULL;
+	struct strbuf sb = STRBUF_INIT;
+	json_t *item;
+	size_t i;
+	int rc = 0;
+
+	if (off(v))
+		return 0;
+	if (!text) {
+		if (!json_is_array(v))
+			return unmappable(r, key, "wants FSDP's options, such as \"full_shard auto_wrap\"");
+		json_array_foreach(v, i, item)
+			strbuf_addf(&sb, "%s ", json_is_string(item) ? json_string_value(item) : "?");
+		text = strbuf_detach(&sb);
+	}
+	for (char *w = strtok_r(text, " ,", &save); w && !rc; w = strtok_r(NULL, " ,", &save)) {
+		if (!strcmp(w, "full_shard"))
+			rc = set(r, key, "zero_stage", "3");
+		else if (!strcmp(w, "shard_grad_op"))
+			rc = set(r, key, "zero_stage", "2");
+		else if (!strcmp(w, "no_shard"))
+			rc = set(r, key, "ddp", "true");
+		else if (strcmp(w, "auto_wrap"))
+			rc = unmappable(r, key, "has an FSDP option the planner does not model (offload, hybrid_shard): "
+						"plan with --zero-stage 3 --dp N for full_shard on the GPU, without it");
+	}
+	free(text);
+	return rc;
+}
+
+/* A DeepSpeed config given inline: its ZeRO stage, and no offload. */
+static int map_deepspeed(struct reader *r, const char *key, json_t *v)
+{
+	json_t *zero = json_object_get(v, "zero_optimization"), *stage = json_object_get(zero, "stage");
+	static const char *const offloads[] = { "offload_optimizer", "offload_param" };
+
+	if (off(v))
+		return 0;
+	if (!json_is_object(v))
+		return unmappable(r, key, "names a DeepSpeed config file, which the planner does not read: give its ZeRO "
+					  "stage as --zero-stage N --dp N (without offload) and leave the key out");
+	for (size_t i = 0; i < sizeof(offloads) / sizeof(offloads[0]); i++) {
+		const char *dev = json_string_value(json_object_get(json_object_get(zero, offloads[i]), "device"));
+		if (dev && strcmp(dev, "none"))
+			return unmappable(r, key, "offloads to the CPU or NVMe (zero_optimization's offload_optimizer or "
+						  "offload_param), which the planner does not model: plan without offload "
+						  "for an upper bound");
+	}
+	if (!json_is_integer(stage) || json_integer_value(stage) < 0 || json_integer_value(stage) > 3)
+		return unmappable(r, key, "has no zero_optimization.stage from 0 to 3 the planner can take");
+	return set_json(r, key, "zero_stage", stage);
+}
+
+/* axolotl's bf16 and fp16 load the model in that dtype and train it so: the planner's
+ * bf16 and fp16 ("auto" is bf16 where the GPU has it: the planner's GPUs do). */
+static int map_axolotl_dtype(struct reader *r, const char *key, json_t *v)
+{
+	const char *s = json_string_value(v);
+
+	if (off(v))
+		return 0;
+	if (json_is_true(v) || (s && !strcmp(s, "auto")))
+		return set(r, key, "precision", !strcmp(key, "fp16") ? "fp16" : "bf16");
+	return unmappable(r, key, "wants true, false or auto");
+}
+
+/* axolotl's adapter: lora with its lora_r; qlora's 4-bit base is not modelled. */
+static int map_adapter(struct reader *r, const char *key, json_t *v)
+{
+	const char *s = json_string_value(v);
+	json_t *rank = json_object_get(r->file, "lora_r");
+
+	if (off(v))
+		return 0;
+	if (!s || strcmp(s, "lora"))
+		return unmappable(r, key, "is not lora: a quantized base (qlora) is not modelled; plan the LoRA run with "
+					  "--lora-rank R for the bf16 base, an upper bound");
+	if (!rank)
+		return unmappable(r, key, "is lora without lora_r: give lora_r (or --lora-rank R)");
+	return set_json(r, "lora_r", "lora_rank", rank);
+}
+
+/* lora_r is read with adapter (without one axolotl trains the whole model) */
+static int map_with_adapter(struct reader *r, const char *key, json_t *v)
+{
+	(void)r;
+	(void)key;
+	(void)v;
+	return 0;
+}
+
+static int map_lora_targets(struct reader *r, const char *key, json_t *v)
+{
+	if (off(v) || off(json_object_get(r->file, "adapter")))
+		return 0;
+	return set_json(r, key, "lora_targets", v);
+}
+
+static int map_target_linear(struct reader *r, const char *key, json_t *v)
+{
+	if (off(v) || off(json_object_get(r->file, "adapter")))
+		return 0;
+	return set(r, key, "lora_targets", "all");
+}
+
+/* axolotl's gradient_checkpointing: true (or "unsloth", the same tensors kept), or
+ * "offload" (to the CPU: not modelled). */
+static int map_axolotl_ckpt(struct reader *r, const char *key, json_t *v)
+{
+	const char *s = json_string_value(v);
+
+	if (json_is_boolean(v))
+		return set(r, key, "grad_ckpt", json_is_true(v) ? "true" : "false");
+	if (s && !strcmp(s, "unsloth"))
+		return set(r, key, "grad_ckpt", "true");
+	return unmappable(r, key, "offloads the checkpoints to the CPU, which the planner does not model: plan with "
+				  "--grad-ckpt for an upper bound");
+}
+
+/* flash_attention and sdp_attention: sdpa's flash kernel keeps what flash-attn keeps
+ * (the output and its log-sum-exp), the attention the planner models. */
+static int map_attn_sdpa(struct reader *r, const char *key, json_t *v)
+{
+	return off(v) ? 0 : set(r, key, "attn", "sdpa");
+}
+
+/* A degree of parallelism: 1 (or none) is none. */
+static int must_be_one(struct reader *r, const char *key, json_t *v)
+{
+	if (off(v) || (json_is_integer(v) && json_integer_value(v) == 1))
+		return 0;
+	return unmappable(r, key, "splits the sequence over GPUs, which the planner does not model: plan one GPU's "
+				  "share with --seq");
+}
+
+/* FSDP's config: offload is not modelled, reshard_after_forward is a setting. */
+static int map_fsdp_config(struct reader *r, const char *key, json_t *v)
+{
+	static const char *const offload[] = { "offload_params", "fsdp_offload_params", "cpu_offload" };
+	json_t *reshard = json_object_get(v, "reshard_after_forward");
+
+	if (!reshard)
+		reshard = json_object_get(v, "fsdp_reshard_after_forward");
+	for (size_t i = 0; i < sizeof(offload) / sizeof(offload[0]); i++)
+		if (!off(json_object_get(v, offload[i])))
+			return unmappable(r, key, "offloads parameters to the CPU, which the planner does not model: plan "
+						  "without offload for an upper bound");
+	return json_is_boolean(reshard) ? set_json(r, key, "reshard_after_forward", reshard) : 0;
+}
+
+/* The keys and their meaning, and the documented list of keys that change no memory. */
+#include "plan/trainargs-keys.h"
+
+/* The row of table (n rows) for key, or NULL. */
+static const struct file_key *row(const struct file_key *table, size_t n, const char *key)
+{
+	for (size_t i = 0; i < n; i++)
+		if (!strcmp(table[i].key, key))
+			return &table[i];
+	return NULL;
+}
+
+/* Apply obj's keys over r: each mapped, ignored when listed as changing no memory; the
+ * keys known to neither are named together. */
+static int apply_file(struct reader *r, json_t *obj, const struct file_key *table, size_t n)
+{
+	struct strbuf unknown = STRBUF_INIT;
+	const char *key;
+	json_t *v;
+	int count = 0;
+
+	if (!json_is_object(obj)) {
+		*r->err = xasprintf("%s: not an object of keys and values", r->tool);
+		return -EINVAL;
+	}
+	r->file = obj;
+	json_object_foreach(obj, key, v) {
+		const struct file_key *k = row(table, n, key);
+		if (!k) {
+			strbuf_addf(&unknown, "%s'%s'", count++ ? ", " : "", key);
+			continue;
+		}
+		if ((k->map && k->map(r, key, v)) || (!k->map && k->setting && set_json(r, key, k->setting, v))) {
+			strbuf_release(&unknown);
+			return -EINVAL;
+		}
+	}
+	if (count) {
+		*r->err = xasprintf("%s: %s %s not known to the planner, which reads the keys docs/plan.md lists and "
+				    "ignores only those it lists as changing no memory: remove %s, or give the plan's "
+				    "settings as flags", r->tool, strbuf_str(&unknown), count > 1 ? "are" : "is",
+				    count > 1 ? "them" : "it");
+		strbuf_release(&unknown);
+		return -EINVAL;
+	}
+	strbuf_release(&unknown);
+	return 0;
+}
+
+int trainargs_from_json(json_t *obj, struct train_settings *t, setting_mask *given, char **err)
+{
+	struct reader r = { "TrainingArguments", t, given, err, NULL };
+
+	*err = NULL;
+	return apply_file(&r, obj, hf_keys, sizeof(hf_keys) / sizeof(hf_keys[0]));
+}
+
+int axolotl_from_json(json_t *obj, struct train_settings *t, setting_mask *given, char **err)
+{
+	struct reader r = { "axolotl", t, given, err, NULL };
+
+	*err = NULL;
+	return apply_file(&r, obj, axolotl_keys, sizeof(axolotl_keys) / sizeof(axolotl_keys[0]));
+}
+
+/* The file at path as text (the caller frees): 0, or -errno with *err. */
+static int read_text(const char *path, char **text, size_t *len, char **err)
+{
+	FILE *f = fopen(path, "rb");
+	struct strbuf sb = STRBUF_INIT;
+	char buf[4096];
+	size_t n;
+
+	if (!f) {
+		int e = errno;
+		*err = xasprintf("cannot read it (%s)", strerror(e));
+		return -e;
+	}
+	while ((n = fread(buf, 1, sizeof(buf) - 1, f)) > 0) {
+		buf[n] = '\0';
+		if (strlen(buf) != n) {
+			fclose(f);
+			strbuf_release(&sb);
+			*err = xstrdup("not text (a NUL byte)");
+			return -EINVAL;
+		}
+		strbuf_add(&sb, buf);
+	}
+	fclose(f);
+	*len = sb.len;
+	*text = sb.s ? strbuf_detach(&sb) : xstrdup("");
+	return 0;
+}
+
+int trainargs_read(const char *path, struct train_settings *t, setting_mask *given, char **err)
+{
+	json_error_t je;
+	json_t *j = json_load_file(path, 0, &je);
+	int rc;
+
+	if (!j) {
+		*err = xasprintf("not a TrainingArguments JSON: %s (line %d)", je.text, je.line);
+		return -EINVAL;
+	}
+	rc = trainargs_from_json(j, t, given, err);
+	json_decref(j);
+	return rc;
+}
+
+int axolotl_read(const char *path, struct train_settings *t, setting_mask *given, char **err)
+{
+	char *text;
+	size_t len;
+	json_t *j;
+	int rc = read_text(path, &text, &len, err);
+
+	if (rc)
+		return rc;
+	rc = yaml_to_json(text, len, &j, err);
+	free(text);
+	if (rc)
+		return rc;
+	rc = axolotl_from_json(j, t, given, err);
+	json_decref(j);
+	return rc;
+}
