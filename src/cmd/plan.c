@@ -54,7 +54,7 @@ static const char usage_head[] =
 	"false, --batch 4 \"batch\": 4. The command line wins over the files, in order.\n";
 static const char usage_files[] =
 	"Files (read in this order, the command line over them):\n"
-	"      --train FILE             the settings' keys as JSON, e.g. {\"batch\": 4, \"grad_ckpt\": true}\n"
+	"      --train FILE             the settings' keys as JSON: {\"batch\": 4, \"grad_ckpt\": true}\n"
 	"      --trainer-args FILE      a Hugging Face TrainingArguments JSON (to_json_string,\n"
 	"                               trainer.save_state): per_device_train_batch_size, bf16,\n"
 	"                               gradient_checkpointing, optim, fsdp... (docs/plan.md)\n"
@@ -133,6 +133,8 @@ static void usage_option(struct strbuf *sb, const char *opt, const char *text)
 	const char *w = text;
 
 	strbuf_addf(sb, "      %-*s", DESC_COL - 6, opt);
+	if (strlen(opt) >= DESC_COL - 6) /* too long for its column: the text below it */
+		strbuf_addf(sb, "\n%*s", DESC_COL, "");
 	while (*w) {
 		size_t n = strcspn(w, " ");
 		if (w != text && col + 1 + n > WIDTH) {
@@ -154,24 +156,33 @@ static void usage_settings(struct strbuf *sb)
 {
 	const struct setting *s;
 	const struct setting_alias *al;
-	char opt[64];
+	char flag[64], opt[72];
 
 	for (size_t i = 0; (s = setting_at(i)); i++) {
-		setting_flag_text(s, s->arg ? s->arg : "true", opt, sizeof(opt));
-		if (!s->arg)
-			snprintf(opt, sizeof(opt), "--[no-]%s", strchr(opt, '-') + 2);
+		setting_flag_text(s, s->arg ? s->arg : "true", flag, sizeof(flag));
+		snprintf(opt, sizeof(opt), "%s%s", s->arg ? "" : "--[no-]", s->arg ? flag : flag + 2);
 		usage_option(sb, opt, s->help);
 	}
-	strbuf_add(sb, "Old spellings, still taken (docs/plan.md):");
+	strbuf_add(sb, "Old spellings, still taken (docs/plan.md):\n");
 	for (size_t i = 0; (al = setting_alias_at(i)); i++) {
+		char text[96];
 		size_t k;
-		for (k = 0; al->name[k] && k + 1 < sizeof(opt); k++)
-			opt[k] = al->flag_only && al->name[k] == '_' ? '-' : al->name[k];
-		opt[k] = '\0';
-		strbuf_addf(sb, "%s %s%s%s is %s%s%s", i ? "," : "", al->flag_only ? "--" : "\"", opt,
-			    al->flag_only ? "" : "\"", al->key, al->if_true ? " " : "", al->if_true ? al->if_true : "");
+		for (k = 0; al->name[k] && k + 1 < sizeof(flag); k++)
+			flag[k] = al->flag_only && al->name[k] == '_' ? '-' : al->name[k];
+		flag[k] = '\0';
+		if (al->flag_only)
+			snprintf(opt, sizeof(opt), "--%s%s%s", flag, setting_find(al->key)->arg && !al->if_true ? " " : "",
+				 setting_find(al->key)->arg && !al->if_true ? setting_find(al->key)->arg : "");
+		else
+			snprintf(opt, sizeof(opt), "\"%s\"%s", flag, al->if_true ? ": true" : "");
+		s = setting_find(al->key);
+		if (al->flag_only)
+			setting_flag_text(s, al->if_true ? al->if_true : s->arg, text, sizeof(text));
+		else
+			snprintf(text, sizeof(text), "\"%s\"%s%s%s", al->key, al->if_true ? ": \"" : "",
+				 al->if_true ? al->if_true : "", al->if_true ? "\"" : "");
+		strbuf_addf(sb, "      %-*s is %s\n", 24, opt, text);
 	}
-	strbuf_add(sb, "\n");
 }
 
 static void usage_print(FILE *f)
@@ -1046,7 +1057,7 @@ static void lengths_check(const struct plan_args *a, int strict, const char *sol
 
 	if (!a->max_length || (solving && !strcmp(solving, "seq")))
 		return;
-	if (a->t.inference && a->t.context > len && !(solving && !strcmp(solving, "context"))) {
+	if (a->t.inference && a->t.context >= len && !(solving && !strcmp(solving, "context"))) {
 		len = a->t.context;
 		what = "context";
 	}

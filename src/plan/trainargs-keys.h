@@ -29,6 +29,7 @@ static const struct file_key hf_keys[] = {
 	{ "auto_find_batch_size", NULL, must_be_off },
 	{ "use_cpu", NULL, must_be_off },
 	{ "no_cuda", NULL, must_be_off },
+	{ "adafactor", NULL, must_be_off },
 	/* training length, schedule, optimizer hyperparameters: no memory */
 	IGNORED("output_dir"), IGNORED("overwrite_output_dir"), IGNORED("num_train_epochs"),
 	IGNORED("learning_rate"), IGNORED("lr_scheduler_type"), IGNORED("lr_scheduler_kwargs"),
@@ -68,7 +69,8 @@ static const struct file_key hf_keys[] = {
 	IGNORED("do_predict"), IGNORED("resume_from_checkpoint"), IGNORED("past_index"), IGNORED("mp_parameters"),
 	IGNORED("tpu_num_cores"), IGNORED("tpu_metrics_debug"), IGNORED("use_mps_device"), IGNORED("use_ipex"),
 	IGNORED("ray_scope"), IGNORED("split_batches"), IGNORED("dispatch_batches"), IGNORED("_n_gpu"),
-	IGNORED("xpu_backend"), IGNORED("torchdynamo"),
+	IGNORED("xpu_backend"), IGNORED("torchdynamo"), IGNORED("fsdp_min_num_params"),
+	IGNORED("fsdp_transformer_layer_cls_to_wrap"),
 	/* trainer_state.json: the run's progress */
 	IGNORED("best_global_step"), IGNORED("best_metric"), IGNORED("best_model_checkpoint"), IGNORED("epoch"),
 	IGNORED("global_step"), IGNORED("is_hyper_param_search"), IGNORED("is_local_process_zero"),

@@ -581,3 +581,146 @@ assert all(not n["fits"] for n in near if n["value"] == v + 1), near' "$output"
 	run "$HR" plan --gpu h100 --lock batch --solve seq --grad-ckpt --lora-rank 16 "$T/llama8b.json"
 	[[ "${lines[-1]}" == "near it: "* ]]
 }
+
+# Issue 30: the settings are one table: a flag and a key, one spelling; the old
+# spellings still plan the same; a mistyped value or name gets the nearest one.
+@test "one spelling a setting: flags and keys agree, old spellings are aliases, typos get a suggestion" {
+	llama1b
+	peak() { "$HR" plan --gpu h200 --json "$@" | python3 -c 'import json,sys; o=json.load(sys.stdin); print(o["device_peak_bytes"], o["assumed"]["use_cache"], o["assumed"]["zero_stage"], o["assumed"]["optimizer"])'; }
+	[ "$(peak --batch 2 --no-use-cache "$T/llama1b.json")" = "$(peak --batch 2 --no-cache "$T/llama1b.json")" ]
+	[ "$(peak --zero-stage 3 --dp 4 "$T/llama1b.json")" = "$(peak --zero 3 --dp 4 "$T/llama1b.json")" ]
+	[ "$(peak --zero-stage 3 --dp 4 --no-reshard-after-forward "$T/llama1b.json")" = "$(peak --zero 3 --dp 4 --no-reshard "$T/llama1b.json")" ]
+	# a boolean's --no- form undoes the file's
+	printf '{"model": %s, "train": {"grad_ckpt": true, "dtype": "fp32", "optimizer": "adamw-fused", "buffer": ["q=2x1G"]}}\n' "$(cat "$T/llama1b.json")" > "$T/new.json"
+	printf '{"model": %s, "train": {"grad_ckpt": true, "param_dtype": "fp32", "optimizer": "adamw", "fused": true, "buffers": {"q": "2x1G"}}}\n' "$(cat "$T/llama1b.json")" > "$T/old.json"
+	[ "$(peak "$T/new.json")" = "$(peak "$T/old.json")" ]
+	[ "$(peak --no-grad-ckpt "$T/new.json")" = "$(peak --dtype fp32 --optimizer adamw-fused --buffer q=2x1G "$T/llama1b.json")" ]
+	run "$HR" plan --gpu h200 --optimizer adamw-fuse "$T/llama1b.json"
+	[ "$status" -eq 2 ]
+	[ "$output" = "headroom: plan: --optimizer wants adamw, adamw-fused, sgd or none, not 'adamw-fuse'; did you mean adamw-fused?" ]
+	run "$HR" plan --gpu h10 "$T/llama1b.json"
+	[ "$status" -eq 2 ]
+	[[ "$output" == "headroom: plan: unknown --gpu 'h10'; did you mean h100?"* ]]
+	run "$HR" plan --gpu h200 --solve bach "$T/llama1b.json"
+	[ "$status" -eq 2 ]
+	[[ "$output" == *"not 'bach'; did you mean batch?" ]]
+	run "$HR" plan --gpu h200 --lock sq "$T/llama1b.json"
+	[[ "$output" == *"not 'sq'; did you mean seq?" ]]
+	printf '{"model": %s, "train": {"grad_ckp": true}}\n' "$(cat "$T/llama1b.json")" > "$T/typo.json"
+	run "$HR" plan --gpu h200 "$T/typo.json"
+	[ "$status" -eq 2 ]
+	[[ "$output" == *"settings: unknown key 'grad_ckp'; did you mean 'grad_ckpt'?" ]]
+	printf '{"model": %s, "train": {"logits": "al"}}\n' "$(cat "$T/llama1b.json")" > "$T/typo.json"
+	run "$HR" plan --gpu h200 "$T/typo.json"
+	[[ "$output" == *"'logits' wants "*", not 'al'; did you mean all?" ]]
+}
+
+@test "every setting of the table is in --help and in the man page, with its old spellings" {
+	run "$HR" plan --help
+	[ "$status" -eq 0 ]
+	local help="$output" man
+	man=$(sed 's/\\-/-/g; s/\\f[BIR]//g' "$ROOT/docs/headroom.1")
+	for key in precision dtype autocast optimizer momentum grad_ckpt use_cache batch seq loss_chunk steps buffer \
+	           zero_stage dp ddp reshard_after_forward freeze inputs_embeds alloc_conf lora_rank lora_targets \
+	           inference context logits context_bytes attn; do
+		flag=${key//_/-}
+		[[ "$help" == *"--$flag"* || "$help" == *"--[no-]$flag"* ]] || { echo "help lacks $flag"; false; }
+		[[ "$man" == *"--$flag"* || "$man" == *"--[no-]$flag"* ]] || { echo "man page lacks $flag"; false; }
+		grep -q "\`$key\`" "$ROOT/docs/plan.md" || { echo "docs/plan.md lacks $key"; false; }
+	done
+	for alias in param_dtype fused buffers --no-cache --zero --no-reshard; do
+		[[ "$help" == *"$alias"* ]] && [[ "$man" == *"$alias"* ]] || { echo "$alias"; false; }
+	done
+	# and no row the test does not know: the help's settings are these
+	local n=$(sed -n '/^Settings:/,/^Old spellings/p' <<< "$help" | grep -c '^      --')
+	[ "$n" -eq 26 ]
+}
+
+# Issue 30: "--inference --solve context on Llama-3.1 answers 492,544, its maximum is
+# 131,072"; "--inference --context 131072 keeps a prefill of 2,048 tokens without saying so".
+@test "lengths past max_position_embeddings: warned, refused with --strict, never solved past; the prompt is said" {
+	llama8b
+	run "$HR" plan --gpu h200 --seq 200000 --grad-ckpt --lora-rank 8 "$T/llama8b.json"
+	[[ "$output" == *"seq 200000 is past the model's max_position_embeddings (131072): planned anyway (--strict refuses it)"* ]]
+	run "$HR" plan --gpu h200 --strict --seq 200000 "$T/llama8b.json"
+	[ "$status" -eq 2 ]
+	[[ "$output" == *"seq 200000 is past the model's max_position_embeddings (131072): give --seq 131072 or less"* ]]
+	run "$HR" plan --gpu h200 --strict --inference --context 140000 "$T/llama8b.json"
+	[ "$status" -eq 2 ]
+	[[ "$output" == *"context 140000 is past"* ]]
+	run "$HR" plan --gpu h200 --strict --seq 131072 --grad-ckpt --lora-rank 8 "$T/llama8b.json"
+	[ "$status" -ne 2 ]
+	[[ "$output" != *"past the model"* ]]
+	run "$HR" plan --gpu h200 --inference --solve context --json "$T/llama8b.json"
+	[ "$status" -eq 0 ]
+	python3 -c 'import json,sys; o=json.loads(sys.argv[1]); assert o["value"] == 131072 and o["next_value"] is None, o' "$output"
+	run "$HR" plan --gpu h200 --inference --solve context "$T/llama8b.json"
+	[[ "${lines[4]}" == "context = 131072 fits: "*"it is the largest context (the model's max_position_embeddings)" ]]
+	# --context alone: the prompt is the whole context, said; with --seq, the prompt given
+	run "$HR" plan --gpu h200 --inference --context 131072 --json "$T/llama8b.json"
+	python3 -c 'import json,sys; a=json.loads(sys.argv[1])["assumed"]; assert a["prompt"] == 131072 and a["prompt_from"] == "context" and a["context"] == 131072, a' "$output"
+	local whole=$(python3 -c 'import json,sys; print(json.loads(sys.argv[1])["device_peak_bytes"])' "$output")
+	run "$HR" plan --gpu h200 --inference --context 131072 --seq 2048 --json "$T/llama8b.json"
+	python3 -c 'import json,sys; o=json.loads(sys.argv[1]); a=o["assumed"]; assert a["prompt"] == 2048 and a["prompt_from"] == "seq" and o["device_peak_bytes"] < int(sys.argv[2]), o' "$output" "$whole"
+	run "$HR" plan --gpu h200 --inference --context 131072 "$T/llama8b.json"
+	[[ "${lines[2]}" == *"seq 131072 (the prompt: the whole context, as no --seq gave its length), KV cache of 131072 tokens"* ]]
+}
+
+# Issue 30: "the hint for a full fine-tune of an 8 B model on 80 GB offers --lora-rank 16
+# (another kind of run) although --grad-ckpt with --optimizer adamw-fused fits".
+@test "the hint keeps the kind of run: fewest changes together before LoRA, and they fit" {
+	llama8b
+	run "$HR" plan --gpu h100 --batch 2 --json "$T/llama8b.json"
+	[ "$status" -eq 1 ]
+	local change=$(python3 -c 'import json,sys; h=json.loads(sys.argv[1])["hint"]; assert "lora_rank" not in h["setting"] and len(h["setting"]) >= 2, h; print(h["change"])' "$output")
+	echo "$change"
+	run "$HR" plan --gpu h100 --batch 2 $change "$T/llama8b.json"
+	[ "$status" -eq 0 ]
+	[[ "$output" == *"fits, "*" to spare"* ]]
+	run "$HR" plan --gpu h100 --batch 2 --grad-ckpt --optimizer adamw-fused "$T/llama8b.json"
+	[ "$status" -eq 0 ]
+	run "$HR" plan --gpu h100 --batch 2 "$T/llama8b.json"
+	[[ "${lines[-1]}" == "hint: with $change it fits: peak "* ]]
+}
+
+# Issue 30: read what users have: TrainingArguments JSON and axolotl YAML, as their
+# documentation writes them (tests/fixtures/plan-inputs), plan as the equivalent flags.
+@test "--trainer-args and --axolotl plan as the equivalent flags; unmappable and unknown keys are named" {
+	local F="$ROOT/tests/fixtures/plan-inputs" M="$ROOT/tests/fixtures/plan-inputs/llama-3.2-1b.json"
+	same() { # the plans of two command lines: byte-identical JSON
+		"$HR" plan --gpu h100 --json $1 "$M" > "$T/a.json"
+		"$HR" plan --gpu h100 --json $2 "$M" > "$T/b.json"
+		diff "$T/a.json" "$T/b.json"
+	}
+	same "--trainer-args $F/training-args.json" "--batch 4 --grad-ckpt --precision amp-bf16 --optimizer adamw-fused"
+	same "--axolotl $F/axolotl-lora.yml" \
+	     "--seq 2048 --batch 2 --lora-rank 16 --lora-targets all --optimizer adamw-fused --precision bf16 --grad-ckpt"
+	same "--axolotl $F/axolotl-full.yml" "--seq 4096 --batch 1 --optimizer adamw --precision bf16 --grad-ckpt"
+	# the command line wins over the file
+	same "--axolotl $F/axolotl-full.yml --batch 2 --no-grad-ckpt" "--seq 4096 --batch 2 --optimizer adamw --precision bf16"
+	run "$HR" plan --gpu h100 --axolotl "$F/axolotl-lora-8bit.yml" "$M"
+	[ "$status" -eq 2 ]
+	[[ "$output" == *"axolotl: 'optimizer' is adamw_8bit, an optimizer the planner does not model"*"--optimizer adamw"* ]]
+	run "$HR" plan --gpu h100 --trainer-args "$F/training-args-offload.json" "$M"
+	[ "$status" -eq 2 ]
+	[[ "$output" == *"TrainingArguments: 'deepspeed' offloads to the CPU"* ]]
+	python3 -c 'import json,sys; a=json.load(open(sys.argv[1])); a["my_new_knob"] = 1; a["torch_compile"] = False; json.dump(a, open(sys.argv[2], "w"))' "$F/training-args.json" "$T/ta.json"
+	run "$HR" plan --gpu h100 --trainer-args "$T/ta.json" "$M"
+	[ "$status" -eq 2 ]
+	[[ "$output" == *"TrainingArguments: 'my_new_knob' is not known to the planner"* ]]
+	python3 -c 'import json,sys; a=json.load(open(sys.argv[1])); a["fsdp"] = "full_shard auto_wrap"; a["torch_compile"] = True; json.dump(a, open(sys.argv[2], "w"))' "$F/training-args.json" "$T/ta.json"
+	run "$HR" plan --gpu h100 --trainer-args "$T/ta.json" "$M"
+	[ "$status" -eq 2 ]
+	[[ "$output" == *"'torch_compile' is not modelled"* ]]
+	printf 'sequence_len: [1, 2\n' > "$T/bad.yml"
+	run "$HR" plan --gpu h100 --axolotl "$T/bad.yml" "$M"
+	[ "$status" -eq 2 ]
+	[[ "$output" == *"bad.yml: not YAML"* ]]
+	printf 'sequence_len: 1000000000\n' > "$T/bad.yml"
+	run "$HR" plan --gpu h100 --axolotl "$T/bad.yml" "$M"
+	[ "$status" -eq 2 ]
+	[[ "$output" == *"'sequence_len' wants a whole number from 1 to 16777216"* ]]
+	run "$HR" plan --gpu h100 --axolotl "$T/nosuch.yml" "$M"
+	[ "$status" -eq 2 ]
+	[[ "$output" == *"nosuch.yml: cannot read it"* ]]
+}

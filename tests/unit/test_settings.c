@@ -1,0 +1,246 @@
+/* The settings table (plan/settings), the readers of other tools' files
+ * (plan/trainargs) and the YAML reader (util/yaml): text in, settings out. */
+#include <errno.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <cmocka.h>
+#include <jansson.h>
+
+#include "plan/config.h"
+#include "plan/model.h"
+#include "plan/settings.h"
+#include "plan/trainargs.h"
+#include "util/yaml.h"
+
+static json_t *obj(const char *text)
+{
+	json_t *j = json_loads(text, 0, NULL);
+
+	assert_non_null(j);
+	return j;
+}
+
+/* The settings a JSON train object gives (0), or its error's text (must hold needle). */
+static int from_json(const char *text, struct train_settings *t, const char *needle)
+{
+	json_t *j = obj(text);
+	setting_mask given = 0;
+	char *err = NULL;
+	int rc;
+
+	train_settings_init(t);
+	rc = settings_from_json(j, t, &given, &err);
+	json_decref(j);
+	if (needle) {
+		assert_int_equal(rc, -EINVAL);
+		if (!strstr(err, needle))
+			fail_msg("'%s' does not say '%s'", err, needle);
+	}
+	free(err);
+	return rc;
+}
+
+/* An old spelling is its row: applied after the row's own key whatever their order. */
+static void test_aliases(void **state)
+{
+	struct train_settings a, b, c;
+	(void)state;
+
+	assert_int_equal(from_json("{\"fused\": true, \"optimizer\": \"adamw\"}", &a, NULL), 0);
+	assert_int_equal(from_json("{\"optimizer\": \"adamw\", \"fused\": true}", &b, NULL), 0);
+	assert_int_equal(from_json("{\"optimizer\": \"adamw-fused\"}", &c, NULL), 0);
+	assert_true(a.fused && b.fused && c.fused);
+	assert_int_equal(a.opt, OPT_ADAMW);
+	assert_memory_equal(&a, &c, sizeof(a));
+	assert_int_equal(from_json("{\"param_dtype\": \"fp32\", \"buffers\": {\"q\": \"2x1G\"}}", &a, NULL), 0);
+	assert_int_equal(from_json("{\"dtype\": \"fp32\", \"buffer\": [\"q=2x1G\"]}", &b, NULL), 0);
+	assert_memory_equal(&a, &b, sizeof(a));
+	assert_int_equal(a.param_bytes, 4);
+	assert_int_equal(a.nbuffers, 1);
+	/* a list is one value, its items joined: q_proj is q */
+	assert_int_equal(from_json("{\"lora_targets\": [\"q_proj\", \"v_proj\"], \"freeze\": [\"embed\", \"lm_head\"]}", &a,
+				   NULL), 0);
+	assert_int_equal(a.lora_targets, LORA_Q | LORA_V);
+	assert_true(a.freeze_embed && a.freeze_head);
+	assert_int_equal(from_json("{\"reshard_after_forward\": false, \"inference\": true}", &a, NULL), 0);
+	assert_true(a.keep_gathered);
+	assert_int_equal(a.opt, OPT_NONE);
+}
+
+static void test_bad_values(void **state)
+{
+	struct train_settings t;
+	(void)state;
+
+	from_json("{\"grad_ckp\": true}", &t, "unknown key 'grad_ckp'; did you mean 'grad_ckpt'?");
+	from_json("{\"optimizer\": \"adamw-fuse\"}", &t, "not 'adamw-fuse'; did you mean adamw-fused?");
+	from_json("{\"inputs_embeds\": 1}", &t, "'inputs_embeds' wants true or false");
+	from_json("{\"batch\": \"4\"}", &t, "'batch' wants a whole number from 1 to 1048576");
+	from_json("{\"fused\": \"yes\"}", &t, "'fused' wants true or false");
+	from_json("{\"no_cache\": true}", &t, "unknown key 'no_cache'");
+	from_json("{\"precision\": \"bf16\", \"dtype\": \"fp32\"}", &t, "'precision' sets dtype and autocast");
+	from_json("{\"lora_targets\": []}", &t, "'lora_targets' wants");
+}
+
+static void test_flags(void **state)
+{
+	char buf[64];
+	(void)state;
+
+	assert_string_equal(setting_flag_text(setting_find("grad_ckpt"), "true", buf, sizeof(buf)), "--grad-ckpt");
+	assert_string_equal(setting_flag_text(setting_find("use_cache"), "false", buf, sizeof(buf)), "--no-use-cache");
+	assert_string_equal(setting_flag_text(setting_find("loss_chunk"), "1024", buf, sizeof(buf)),
+			    "--loss-chunk 1024");
+	/* flags and keys are one spelling */
+	assert_ptr_equal(setting_find("grad-ckpt"), setting_find("grad_ckpt"));
+	assert_string_equal(setting_alias_find("no-cache")->key, "use_cache");
+	for (size_t i = 0; setting_at(i); i++) {
+		const struct setting *s = setting_at(i);
+		assert_ptr_equal(setting_find(s->key), s);
+		assert_non_null(s->help);
+		for (size_t j = 0; setting_alias_at(j); j++)
+			assert_string_not_equal(setting_alias_at(j)->name, s->key);
+	}
+	for (size_t j = 0; setting_alias_at(j); j++)
+		assert_non_null(setting_find(setting_alias_at(j)->key));
+}
+
+static void test_max_length(void **state)
+{
+	json_t *j;
+	(void)state;
+
+	j = obj("{\"model_type\": \"llama\", \"max_position_embeddings\": 131072}");
+	assert_int_equal(settings_model_max_length(j), 131072);
+	json_decref(j);
+	j = obj("{\"model_type\": \"gpt2\"}");
+	assert_int_equal(settings_model_max_length(j), 1024);
+	json_decref(j);
+	j = obj("{\"model_type\": \"gemma3\", \"text_config\": {\"max_position_embeddings\": 32768}}");
+	assert_int_equal(settings_model_max_length(j), 32768);
+	json_decref(j);
+	j = obj("{\"model_type\": \"llama\"}");
+	assert_int_equal(settings_model_max_length(j), 0);
+	json_decref(j);
+}
+
+static json_t *yaml(const char *text, const char *needle)
+{
+	json_t *j = NULL;
+	char *err = NULL;
+	int rc = yaml_to_json(text, strlen(text), &j, &err);
+
+	if (needle) {
+		assert_int_equal(rc, -EINVAL);
+		if (!strstr(err, needle))
+			fail_msg("'%s' does not say '%s'", err, needle);
+		free(err);
+		return NULL;
+	}
+	if (rc)
+		fail_msg("%s", err);
+	return j;
+}
+
+static void test_yaml(void **state)
+{
+	json_t *j;
+	(void)state;
+
+	j = yaml("a: 1\nb: true\nc: \"true\"\nd:\ne: 2e-5\nf: [x, 'y']\ng:\n  h: no\nlr: 0.0002\n", NULL);
+	assert_int_equal(json_integer_value(json_object_get(j, "a")), 1);
+	assert_true(json_is_true(json_object_get(j, "b")));
+	assert_string_equal(json_string_value(json_object_get(j, "c")), "true");
+	assert_true(json_is_null(json_object_get(j, "d")));
+	assert_true(json_is_real(json_object_get(j, "e")));
+	assert_int_equal(json_array_size(json_object_get(j, "f")), 2);
+	assert_true(json_is_false(json_object_get(json_object_get(j, "g"), "h")));
+	json_decref(j);
+	yaml("a: [1, 2\n", "not YAML");
+	yaml("a: &x 1\nb: *x\n", "alias");
+	yaml("", "empty");
+	yaml("a: !!str 1\n", "tag");
+}
+
+static int read_args(int axolotl, const char *yaml_or_json, struct train_settings *t, const char *needle)
+{
+	json_t *j = axolotl ? yaml(yaml_or_json, NULL) : obj(yaml_or_json);
+	char *err = NULL;
+	int rc;
+
+	train_settings_init(t);
+	rc = axolotl ? axolotl_from_json(j, t, NULL, &err) : trainargs_from_json(j, t, NULL, &err);
+	json_decref(j);
+	if (needle) {
+		assert_int_equal(rc, -EINVAL);
+		if (!strstr(err, needle))
+			fail_msg("'%s' does not say '%s'", err, needle);
+	} else if (rc) {
+		fail_msg("%s", err);
+	}
+	free(err);
+	return rc;
+}
+
+static void test_trainer_args(void **state)
+{
+	struct train_settings t;
+	(void)state;
+
+	read_args(0, "{\"per_device_train_batch_size\": 4, \"bf16\": true, \"optim\": \"adamw_torch_fused\","
+		     " \"gradient_checkpointing\": true, \"max_steps\": -1, \"learning_rate\": 1e-5}", &t, NULL);
+	assert_int_equal(t.batch, 4);
+	assert_int_equal(t.param_bytes, 4);
+	assert_true(t.autocast && t.fused && t.grad_ckpt);
+	assert_int_equal(t.steps, 0);
+	read_args(0, "{\"fsdp\": \"full_shard auto_wrap\", \"fsdp_config\": {\"reshard_after_forward\": false}}", &t,
+		  NULL);
+	assert_int_equal(t.zero_stage, 3);
+	assert_true(t.keep_gathered);
+	read_args(0, "{\"deepspeed\": {\"zero_optimization\": {\"stage\": 2, \"offload_optimizer\": {\"device\": "
+		     "\"none\"}}}}", &t, NULL);
+	assert_int_equal(t.zero_stage, 2);
+	read_args(0, "{\"deepspeed\": \"ds.json\"}", &t, "'deepspeed' names a DeepSpeed config file");
+	read_args(0, "{\"optim\": \"adafactor\"}", &t, "'optim' is adafactor");
+	read_args(0, "{\"fsdp\": [\"full_shard\", \"offload\"]}", &t, "'fsdp' has an FSDP option");
+	read_args(0, "{\"a_new_key\": 1, \"another\": 2, \"seed\": 3}", &t, "'a_new_key', 'another' are not known");
+	read_args(0, "{\"torch_compile\": true}", &t, "'torch_compile' is not modelled");
+}
+
+static void test_axolotl(void **state)
+{
+	struct train_settings t;
+	(void)state;
+
+	read_args(1, "adapter: lora\nlora_r: 8\nlora_target_linear: true\nsequence_len: 4096\nmicro_batch_size: 2\n"
+		     "bf16: auto\noptimizer: adamw_torch\ngradient_checkpointing: unsloth\nflash_attention: true\n",
+		  &t, NULL);
+	assert_int_equal(t.lora_rank, 8);
+	assert_int_equal(t.lora_targets, LORA_Q | LORA_K | LORA_V | LORA_O | LORA_GATE | LORA_UP | LORA_DOWN);
+	assert_int_equal(t.seq, 4096);
+	assert_int_equal(t.batch, 2);
+	assert_int_equal(t.param_bytes, 2);
+	assert_true(t.grad_ckpt);
+	/* lora_r without an adapter is unused, as in axolotl */
+	read_args(1, "lora_r: 8\nlora_target_modules: [q_proj]\n", &t, NULL);
+	assert_int_equal(t.lora_rank, 0);
+	read_args(1, "adapter: qlora\nlora_r: 8\n", &t, "'adapter' is not lora");
+	read_args(1, "load_in_4bit: true\n", &t, "'load_in_4bit' is not modelled");
+	read_args(1, "sequence_parallel_degree: 2\n", &t, "splits the sequence");
+	read_args(1, "gradient_checkpointing: offload\n", &t, "offloads the checkpoints");
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_aliases),      cmocka_unit_test(test_bad_values), cmocka_unit_test(test_flags),
+		cmocka_unit_test(test_max_length),   cmocka_unit_test(test_yaml),       cmocka_unit_test(test_trainer_args),
+		cmocka_unit_test(test_axolotl),
+	};
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
