@@ -27,8 +27,9 @@ _headroom()
 	fi
 	case $cur in
 	-*)
+		# (a boolean's "--[no-]flag" is both --flag and --no-flag)
 		COMPREPLY=($(compgen -W "$("$prog" "$cmd" --help 2>/dev/null | grep -E '^[[:space:]]+-' |
-			grep -oE -- '--[a-z][a-z0-9-]*' | sort -u)" -- "$cur"))
+			sed -E 's/--\[no-\]([a-z0-9-]+)/--\1 --no-\1/g' | grep -oE -- '--[a-z][a-z0-9-]*' | sort -u)" -- "$cur"))
 		;;
 	*)
 		if [ "$cmd" = profiles ] && [ "$COMP_CWORD" -eq 2 ]; then

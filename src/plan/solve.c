@@ -278,6 +278,20 @@ static void near_values(const struct fit *f, const struct model_shape *m, struct
 	}
 }
 
+/* knob_range, the lengths capped at the model's: a model is not run past its positions,
+ * so lengths beyond them are not answered. */
+static int solve_range(const struct fit *f, const struct train_settings *t, const char *knob, int64_t *min,
+		       int64_t *max, const char **max_is)
+{
+	if (knob_range(t, knob, min, max, max_is))
+		return -ENOENT;
+	if (f->max_length && (!strcmp(knob, "seq") || !strcmp(knob, "context")) && *max > f->max_length) {
+		*max = f->max_length;
+		*max_is = "the model's max_position_embeddings";
+	}
+	return 0;
+}
+
 int solve_knob(const struct fit *f, const struct model_shape *m, const struct train_settings *t, const char *knob,
 	       struct solve_result *r, const char **why)
 {
@@ -289,13 +303,8 @@ int solve_knob(const struct fit *f, const struct model_shape *m, const struct tr
 
 	memset(r, 0, sizeof(*r));
 	*why = NULL;
-	if (!k || knob_range(t, knob, &min, &max, &r->max_is))
+	if (!k || solve_range(f, t, knob, &min, &max, &r->max_is))
 		return -ENOENT;
-	/* a model is not run past its positions: lengths beyond them are not answered */
-	if (f->max_length && (!strcmp(knob, "seq") || !strcmp(knob, "context")) && max > f->max_length) {
-		max = f->max_length;
-		r->max_is = "the model's max_position_embeddings";
-	}
 	s.steps = solve_search_steps(t);
 	/* lo fits (min - 1: nothing known to), hi is tried next: powers of two from the
 	 * least at or above min, whatever min is, so that the values tried stay the same */

@@ -1,6 +1,7 @@
 /* libFuzzer target: the planner's JSON readers (a config.json, or a case with "model"
- * and "train", as `headroom plan` and --train read them) and its option parsers
- * (--buffer, --lora-targets, --precision, --gpu). */
+ * and "train", as `headroom plan` and --train read them), the readers of
+ * TrainingArguments JSON and axolotl YAML (--trainer-args, --axolotl) and its option
+ * parsers (--buffer, --lora-targets, --precision, --gpu). */
 #include <stddef.h>
 #include <stdint.h>
 #include <stdlib.h>
@@ -12,6 +13,8 @@
 #include "plan/gpus.h"
 #include "plan/model.h"
 #include "plan/precision.h"
+#include "plan/trainargs.h"
+#include "util/yaml.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
@@ -34,8 +37,19 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		train_settings_init(&t);
 		train_settings_from_json(train ? train : j, &t, &err);
 		free(err);
+		err = NULL;
+		train_settings_init(&t);
+		trainargs_from_json(j, &t, NULL, &err);
+		free(err);
 		json_decref(j);
 	}
+	err = NULL;
+	if (!yaml_to_json((const char *)data, size, &j, &err)) {
+		train_settings_init(&t);
+		axolotl_from_json(j, &t, NULL, &err);
+		json_decref(j);
+	}
+	free(err);
 	/* The same bytes as a --buffer, --lora-targets, --precision or --gpu value. */
 	text = malloc(size + 1);
 	if (!text)
