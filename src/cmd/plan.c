@@ -273,21 +273,6 @@ static void compute(const struct plan_args *a, const struct train_settings *t, s
  * "assumed" (1, without this field, had the table's names as keys). */
 #define PLAN_JSON_FORMAT "headroom-plan/2"
 
-static const char *optimizer_name(const struct train_settings *t)
-{
-	if (t->inference || t->opt == OPT_NONE)
-		return "none";
-	if (t->opt == OPT_SGD)
-		return "sgd";
-	return t->fused ? "adamw-fused" : "adamw";
-}
-
-/* The model keeps use_cache in training unless checkpointing turns it off. */
-static int cache_on(const struct train_settings *t)
-{
-	return t->inference || (t->use_cache && !t->grad_ckpt);
-}
-
 /* Layers of m with a sliding window (0: none). */
 static int64_t sliding_layers(const struct model_shape *m)
 {
@@ -303,64 +288,57 @@ static int64_t sliding_layers(const struct model_shape *m)
 static const char *const prompt_from[] = { [PROMPT_GIVEN] = "seq", [PROMPT_CONTEXT] = "context",
 					   [PROMPT_DEFAULT] = "default" };
 
+/* The "assumed" object's keys in the order headroom-plan/2 has always written them (the
+ * format's readers compare them as text too); a key not listed, a new setting's, after
+ * them. Takes o's reference. */
+static json_t *assumed_ordered(json_t *o)
+{
+	static const char *const order[] = {
+		"precision", "weights_dtype", "compute_dtype", "master_weights_dtype", "gradients_dtype",
+		"optimizer_states_dtype", "optimizer", "momentum", "inference", "batch", "seq", "steps", "context",
+		"prompt", "prompt_from", "grad_ckpt", "attention", "sliding_window", "sliding_layers", "use_cache",
+		"loss_chunk", "lora_rank", "zero_stage", "dp", "ddp", "reshard_after_forward", "freeze",
+		"inputs_embeds", "alloc_conf", "logits",
+	};
+	json_t *out = json_object(), *v;
+	const char *key;
+
+	for (size_t i = 0; i < sizeof(order) / sizeof(order[0]); i++)
+		if ((v = json_object_get(o, order[i])))
+			json_object_set(out, order[i], v);
+	json_object_foreach(o, key, v)
+		if (!json_object_get(out, key))
+			json_object_set(out, key, v);
+	json_decref(o);
+	return out;
+}
+
 static json_t *assumed_json(const struct plan_args *a, const struct train_settings *t, const char *solving)
 {
 	const struct model_shape *m = &a->m;
 	struct precision_dtypes d;
-	const char *prec = precision_name(t);
-	json_t *o = json_object();
+	json_t *o = settings_assumed_json(t);
+	int64_t sliding = sliding_layers(m);
 
+	/* what the settings make of the run: each kind of tensor's dtype, the attention */
 	precision_dtypes(t, &d);
-	json_object_set_new(o, "precision", prec ? json_string(prec) : json_null());
 	json_object_set_new(o, "weights_dtype", json_string(d.weights));
 	json_object_set_new(o, "compute_dtype", json_string(d.compute));
 	json_object_set_new(o, "master_weights_dtype", json_string(d.master_weights));
 	json_object_set_new(o, "gradients_dtype", json_string(d.gradients));
 	json_object_set_new(o, "optimizer_states_dtype", json_string(d.optimizer_states));
-	json_object_set_new(o, "optimizer", json_string(optimizer_name(t)));
-	if (!t->inference && t->opt == OPT_SGD)
-		json_object_set_new(o, "momentum", json_real(t->momentum));
-	json_object_set_new(o, "inference", json_boolean(t->inference));
-	json_object_set_new(o, "batch", json_integer(t->batch));
-	json_object_set_new(o, "seq", json_integer(t->seq));
-	json_object_set_new(o, "steps", t->steps && !t->inference ? json_integer(t->steps) : json_null());
+	json_object_set_new(o, "attention", json_string("sdpa"));
+	json_object_set_new(o, "sliding_window", sliding ? json_integer(m->sliding_window) : json_null());
+	json_object_set_new(o, "sliding_layers", json_integer(sliding));
 	if (t->inference) {
-		json_object_set_new(o, "context", json_integer(t->context > t->seq ? t->context : t->seq));
 		json_object_set_new(o, "prompt", json_integer(t->seq));
 		json_object_set_new(o, "prompt_from", json_string(prompt_from[a->prompt]));
 	}
-	json_object_set_new(o, "grad_ckpt", json_boolean(t->grad_ckpt && !t->inference));
-	json_object_set_new(o, "attention", json_string("sdpa"));
-	int64_t sliding = sliding_layers(m);
-	json_object_set_new(o, "sliding_window", sliding ? json_integer(m->sliding_window) : json_null());
-	json_object_set_new(o, "sliding_layers", json_integer(sliding));
-	json_object_set_new(o, "use_cache", json_boolean(cache_on(t)));
-	json_object_set_new(o, "loss_chunk", t->loss_chunk && !t->inference ? json_integer(t->loss_chunk) : json_null());
-	json_object_set_new(o, "lora_rank", t->lora_rank && !t->inference ? json_integer(t->lora_rank) : json_null());
-	json_object_set_new(o, "zero_stage", json_integer(t->zero_stage));
-	json_object_set_new(o, "dp", json_integer(t->dp));
-	json_object_set_new(o, "ddp", json_boolean(t->ddp));
-	json_object_set_new(o, "reshard_after_forward",
-			    t->zero_stage == 3 ? json_boolean(!t->keep_gathered) : json_null());
-	json_t *fz = json_array();
-	if (t->freeze_embed)
-		json_array_append_new(fz, json_string("embed"));
-	if (t->freeze_head)
-		json_array_append_new(fz, json_string("lm_head"));
-	if (t->freeze_last >= t->freeze_first)
-		json_array_append_new(fz, json_sprintf("layers:%lld-%lld", (long long)t->freeze_first,
-						       (long long)t->freeze_last));
-	json_object_set_new(o, "freeze", fz);
-	json_object_set_new(o, "inputs_embeds", json_boolean(t->inputs_embeds));
-	json_object_set_new(o, "alloc_conf", json_string(t->expandable ? "expandable_segments:True"
-								       : "expandable_segments:False"));
-	if (t->inference)
-		json_object_set_new(o, "logits", json_string(t->logits_all ? "all" : "last"));
 	if (solving && json_object_get(o, solving))
 		json_object_set_new(o, solving, json_null());
 	if (solving && !strcmp(solving, "seq") && json_object_get(o, "prompt"))
 		json_object_set_new(o, "prompt", json_null());
-	return o;
+	return assumed_ordered(o);
 }
 
 /* A whole-number setting as the assumptions print it: "?" when it is solved for. */
@@ -433,7 +411,7 @@ static void print_assumed(const char *label, const struct plan_args *a, const st
 			    d.gradients, d.optimizer_states);
 	strbuf_add(&sb, ind);
 	if (!t->inference) {
-		strbuf_addf(&sb, "optimizer %s", optimizer_name(t));
+		strbuf_addf(&sb, "optimizer %s", settings_optimizer_name(t));
 		if (t->opt == OPT_ADAMW && !t->fused)
 			strbuf_add(&sb, " (foreach)");
 		else if (t->opt == OPT_SGD)
@@ -482,7 +460,7 @@ static void print_assumed(const char *label, const struct plan_args *a, const st
 							: "seq within it: no masks");
 	strbuf_addf(&sb, ", use_cache %s\n",
 		    t->inference ? "on (the KV cache)"
-		    : cache_on(t) ? "on (keys and values held to the next step; --no-cache if off)"
+		    : settings_cache_on(t) ? "on (keys and values held to the next step; --no-use-cache if off)"
 		    : t->grad_ckpt ? "off (checkpointing turns it off)" : "off");
 	fputs(strbuf_str(&sb), stdout);
 	strbuf_release(&sb);

@@ -169,65 +169,174 @@ static int p_attn(const struct setting *s, struct train_settings *t, const char 
 	return strcmp(text, "sdpa") ? -EINVAL : 0;
 }
 
-#define BOOL_ROW(k, fn, field, h) { k, NULL, "true or false", h, fn, SJ_BOOL, FIELD(field), 0, 1, NULL, 0 }
-#define INT_ROW(k, arg, field, lo, hi, h) { k, arg, NULL, h, p_int64, SJ_INT, FIELD(field), lo, hi, NULL, 0 }
+const char *settings_optimizer_name(const struct train_settings *t)
+{
+	if (t->inference || t->opt == OPT_NONE)
+		return "none";
+	if (t->opt == OPT_SGD)
+		return "sgd";
+	return t->fused ? "adamw-fused" : "adamw";
+}
+
+int settings_cache_on(const struct train_settings *t)
+{
+	return t->inference || (t->use_cache && !t->grad_ckpt);
+}
+
+/* What each row says in a plan's "assumed" object: NULL leaves the key out; a setting
+ * that does not apply to the run (training's in inference, a count of 0) is null. */
+static json_t *a_flag(const struct setting *s, const struct train_settings *t)
+{
+	return json_boolean(*int_at(s, (struct train_settings *)t));
+}
+
+static json_t *a_train_flag(const struct setting *s, const struct train_settings *t)
+{
+	return json_boolean(*int_at(s, (struct train_settings *)t) && !t->inference);
+}
+
+static json_t *a_count(const struct setting *s, const struct train_settings *t)
+{
+	return json_integer(*int64_at(s, (struct train_settings *)t));
+}
+
+static json_t *a_train_count(const struct setting *s, const struct train_settings *t)
+{
+	int64_t v = *int64_at(s, (struct train_settings *)t);
+
+	return v && !t->inference ? json_integer(v) : json_null();
+}
+
+static json_t *a_precision(const struct setting *s, const struct train_settings *t)
+{
+	const char *name = precision_name(t);
+
+	(void)s;
+	return name ? json_string(name) : json_null();
+}
+
+static json_t *a_optimizer(const struct setting *s, const struct train_settings *t)
+{
+	(void)s;
+	return json_string(settings_optimizer_name(t));
+}
+
+static json_t *a_momentum(const struct setting *s, const struct train_settings *t)
+{
+	(void)s;
+	return !t->inference && t->opt == OPT_SGD ? json_real(t->momentum) : NULL;
+}
+
+static json_t *a_use_cache(const struct setting *s, const struct train_settings *t)
+{
+	(void)s;
+	return json_boolean(settings_cache_on(t));
+}
+
+static json_t *a_zero(const struct setting *s, const struct train_settings *t)
+{
+	(void)s;
+	return json_integer(t->zero_stage);
+}
+
+static json_t *a_reshard(const struct setting *s, const struct train_settings *t)
+{
+	(void)s;
+	return t->zero_stage == 3 ? json_boolean(!t->keep_gathered) : json_null();
+}
+
+static json_t *a_freeze(const struct setting *s, const struct train_settings *t)
+{
+	json_t *fz = json_array();
+
+	(void)s;
+	if (t->freeze_embed)
+		json_array_append_new(fz, json_string("embed"));
+	if (t->freeze_head)
+		json_array_append_new(fz, json_string("lm_head"));
+	if (t->freeze_last >= t->freeze_first)
+		json_array_append_new(fz, json_sprintf("layers:%lld-%lld", (long long)t->freeze_first,
+						       (long long)t->freeze_last));
+	return fz;
+}
+
+static json_t *a_alloc_conf(const struct setting *s, const struct train_settings *t)
+{
+	(void)s;
+	return json_string(t->expandable ? "expandable_segments:True" : "expandable_segments:False");
+}
+
+static json_t *a_context(const struct setting *s, const struct train_settings *t)
+{
+	(void)s;
+	return t->inference ? json_integer(t->context > t->seq ? t->context : t->seq) : NULL;
+}
+
+static json_t *a_logits(const struct setting *s, const struct train_settings *t)
+{
+	(void)s;
+	return t->inference ? json_string(t->logits_all ? "all" : "last") : NULL;
+}
+
+#define BOOL_ROW(k, fn, field, h, as) { k, NULL, "true or false", h, fn, SJ_BOOL, FIELD(field), 0, 1, NULL, 0, as }
+#define INT_ROW(k, arg, field, lo, hi, h, as) { k, arg, NULL, h, p_int64, SJ_INT, FIELD(field), lo, hi, NULL, 0, as }
 
 /* The rows in the order the usage lists them. */
 static const struct setting settings[] = {
 	{ "precision", "P", "bf16, amp-bf16 (fp32 weights, bf16 autocast), fp32 or fp16",
 	  "bf16 (the default: bf16 weights, gradients and AdamW states, no fp32 master copy), amp-bf16 (fp32 "
 	  "weights and states, bf16 autocast: HF Trainer's bf16=True), fp32, fp16",
-	  p_precision, SJ_TEXT, 0, 0, 0, WORDS("bf16", "amp-bf16", "fp32", "fp16"), 0 },
+	  p_precision, SJ_TEXT, 0, 0, 0, WORDS("bf16", "amp-bf16", "fp32", "fp16"), 0, a_precision },
 	{ "dtype", "D", "fp32, bf16 or fp16", "the weights' dtype: fp32, bf16 (the default) or fp16", p_dtype, SJ_TEXT, 0,
-	  0, 0, WORDS("fp32", "bf16", "fp16"), 0 },
-	BOOL_ROW("autocast", p_bool, autocast, "bf16 autocast around the forward pass (with --dtype fp32)"),
+	  0, 0, WORDS("fp32", "bf16", "fp16"), 0, NULL },
+	BOOL_ROW("autocast", p_bool, autocast, "bf16 autocast around the forward pass (with --dtype fp32)", NULL),
 	{ "optimizer", "O", "adamw, adamw-fused, sgd or none", "adamw (the default: foreach), adamw-fused, sgd or none",
-	  p_optimizer, SJ_TEXT, 0, 0, 0, WORDS("adamw", "adamw-fused", "sgd", "none"), 0 },
+	  p_optimizer, SJ_TEXT, 0, 0, 0, WORDS("adamw", "adamw-fused", "sgd", "none"), 0, a_optimizer },
 	{ "momentum", "F", "a number from 0 to below 1", "SGD momentum, 0 to below 1 (keeps a buffer per parameter)",
-	  p_momentum, SJ_NUM, 0, 0, 0, NULL, 0 },
-	BOOL_ROW("grad_ckpt", p_bool, grad_ckpt, "gradient checkpointing"),
+	  p_momentum, SJ_NUM, 0, 0, 0, NULL, 0, a_momentum },
+	BOOL_ROW("grad_ckpt", p_bool, grad_ckpt, "gradient checkpointing", a_train_flag),
 	BOOL_ROW("use_cache", p_bool, use_cache, "the model's use_cache in training (the default: on, its keys and "
-						  "values held to the next step; checkpointing turns it off)"),
-	INT_ROW("batch", "N", batch, 1, PLAN_MAX_BATCH, "the micro-batch (default 1)"),
+						  "values held to the next step; checkpointing turns it off)", a_use_cache),
+	INT_ROW("batch", "N", batch, 1, PLAN_MAX_BATCH, "the micro-batch (default 1)", a_count),
 	INT_ROW("seq", "N", seq, 1, PLAN_MAX_SEQ, "the sequence length (default 2048); in inference the prompt's "
-						 "(prefill) length"),
-	INT_ROW("loss_chunk", "N", loss_chunk, 0, INT64_MAX, "tokens per lm_head + loss chunk (default 0: all at once)"),
+						 "(prefill) length", a_count),
+	INT_ROW("loss_chunk", "N", loss_chunk, 0, INT64_MAX, "tokens per lm_head + loss chunk (default 0: all at once)", a_train_count),
 	INT_ROW("steps", "N", steps, 1, PLAN_MAX_STEPS, "the run's training steps (default: a long run; the first 8 are "
-							  "simulated, past which PyTorch's allocator was not seen to grow)"),
+							  "simulated, past which PyTorch's allocator was not seen to grow)", a_train_count),
 	{ "buffer", "NAME=COUNTxSIZE",
 	  "NAME=COUNTxSIZE such as queue=50x100MB (at most " STR(PLAN_MAX_BUFFERS) " of them; COUNT from 1 to " STR(
 		  PLAN_MAX_BUFFER_COUNT) ", SIZE from 1 byte to 1 TiB)",
-	  "extra device buffers, e.g. queue=50x100MB (repeatable)", p_buffer, SJ_MAP, 0, 0, 0, NULL, 1 },
+	  "extra device buffers, e.g. queue=50x100MB (repeatable)", p_buffer, SJ_MAP, 0, 0, 0, NULL, 1, NULL },
 	{ "zero_stage", "STAGE", NULL, "ZeRO-1/2/3 (3 = FSDP2 fully_shard) over --dp N > 1 data-parallel ranks, per rank",
-	  p_zero, SJ_INT, 0, 0, 3, NULL, 0 },
-	INT_ROW("dp", "N", dp, 1, PLAN_MAX_DP, "data-parallel ranks (with --zero-stage or --ddp)"),
-	BOOL_ROW("ddp", p_bool, ddp, "DDP over --dp N > 1 ranks (a replica and gradient buckets a rank)"),
+	  p_zero, SJ_INT, 0, 0, 3, NULL, 0, a_zero },
+	INT_ROW("dp", "N", dp, 1, PLAN_MAX_DP, "data-parallel ranks (with --zero-stage or --ddp)", a_count),
+	BOOL_ROW("ddp", p_bool, ddp, "DDP over --dp N > 1 ranks (a replica and gradient buckets a rank)", a_flag),
 	BOOL_ROW("reshard_after_forward", p_reshard, keep_gathered,
 		 "ZeRO-3/FSDP2's reshard_after_forward (the default: on; --no-reshard-after-forward keeps the "
-		 "gathered weights)"),
+		 "gathered weights)", a_reshard),
 	{ "freeze", "LIST", "a list of embed, lm_head and layers:A-B (one range of layers, from 0), such as embed,lm_head",
 	  "frozen parts, no gradient or optimizer state: embed, lm_head, layers:A-B (e.g. embed,lm_head)", p_freeze,
-	  SJ_LIST, 0, 0, 0, NULL, 1 },
-	BOOL_ROW("inputs_embeds", p_bool, inputs_embeds, "fed hidden states (batch x seq x hidden), no embedding lookup"),
+	  SJ_LIST, 0, 0, 0, NULL, 1, a_freeze },
+	BOOL_ROW("inputs_embeds", p_bool, inputs_embeds, "fed hidden states (batch x seq x hidden), no embedding lookup", a_flag),
 	{ "alloc_conf", "CONF",
 	  "expandable_segments:True or expandable_segments:False (the PYTORCH_CUDA_ALLOC_CONF option modelled)",
 	  "expandable_segments:True: PyTorch's expandable segments (5 simulated placements, the plan 2/5 of the way "
 	  "from the plain run's peak to the highest; their range printed)",
-	  p_alloc_conf, SJ_TEXT, 0, 0, 0, WORDS("expandable_segments:True", "expandable_segments:False"), 0 },
-	INT_ROW("lora_rank", "R", lora_rank, 0, PLAN_MAX_LORA_RANK, "LoRA of rank R (default 0: full fine-tuning)"),
+	  p_alloc_conf, SJ_TEXT, 0, 0, 0, WORDS("expandable_segments:True", "expandable_segments:False"), 0, a_alloc_conf },
+	INT_ROW("lora_rank", "R", lora_rank, 0, PLAN_MAX_LORA_RANK, "LoRA of rank R (default 0: full fine-tuning)", a_train_count),
 	{ "lora_targets", "LIST", "a list of q k v o gate up down (or all), such as q,k,v,o",
-	  "LoRA's targets: q,k,v,o,gate,up,down or all (default q,k,v,o)", p_lora_targets, SJ_LIST, 0, 0, 0, NULL, 0 },
+	  "LoRA's targets: q,k,v,o,gate,up,down or all (default q,k,v,o)", p_lora_targets, SJ_LIST, 0, 0, 0, NULL, 0, NULL },
 	BOOL_ROW("inference", p_inference, inference, "inference: a prefill of batch x seq, then generation with a KV "
-						      "cache of batch x --context tokens"),
+						      "cache of batch x --context tokens", a_flag),
 	INT_ROW("context", "N", context, 0, PLAN_MAX_SEQ, "inference: tokens in the KV cache (with no --seq given, the "
-							   "prompt is taken to be all of them, and said)"),
+							   "prompt is taken to be all of them, and said)", a_context),
 	{ "logits", "all|last", "all (every position's, as model(input_ids)) or last (as generate())",
 	  "inference: every position's logits (model(input_ids)) or the last one's (generate(), the default)", p_logits,
-	  SJ_TEXT, 0, 0, 0, WORDS("all", "last"), 0 },
+	  SJ_TEXT, 0, 0, 0, WORDS("all", "last"), 0, a_logits },
 	{ "context_bytes", "SIZE", "a size from 1 to 1 TiB such as 740M (in JSON: a number of bytes)",
-	  "CUDA context and workspaces (default 740M, H200/torch 2.11)", p_context_bytes, SJ_INT, 0, 0, 0, NULL, 0 },
+	  "CUDA context and workspaces (default 740M, H200/torch 2.11)", p_context_bytes, SJ_INT, 0, 0, 0, NULL, 0, NULL },
 	{ "attn", "sdpa", "sdpa (the attention the planner models)", "the attention implementation: sdpa, the one "
-								      "modelled", p_attn, SJ_TEXT, 0, 0, 0, WORDS("sdpa"), 0 },
+								      "modelled", p_attn, SJ_TEXT, 0, 0, 0, WORDS("sdpa"), 0, NULL },
 };
 
 #define NSETTINGS (sizeof(settings) / sizeof(settings[0]))
@@ -494,6 +603,16 @@ int settings_from_json(json_t *obj, struct train_settings *t, setting_mask *give
 int train_settings_from_json(json_t *obj, struct train_settings *t, char **err)
 {
 	return settings_from_json(obj, t, NULL, err);
+}
+
+json_t *settings_assumed_json(const struct train_settings *t)
+{
+	json_t *o = json_object(), *v;
+
+	for (size_t i = 0; i < NSETTINGS; i++)
+		if (settings[i].assumed && (v = settings[i].assumed(&settings[i], t)))
+			json_object_set_new(o, settings[i].key, v);
+	return o;
 }
 
 int64_t settings_model_max_length(json_t *cfg)

@@ -36,6 +36,9 @@ struct setting {
 	int64_t min, max;         /* a whole number's range */
 	const char *const *values; /* the words the value may be (for "did you mean"), or NULL */
 	int repeat;               /* the flag may be given again (adds) */
+	/* its value as a plan's "assumed" object says it (NULL: left out); NULL: a row the
+	 * object does not show (the derived dtypes stand for dtype and autocast) */
+	json_t *(*assumed)(const struct setting *s, const struct train_settings *t);
 };
 
 /* An old spelling: the key (or flag) name as it was, the row it is, and for a boolean
@@ -79,6 +82,15 @@ int setting_apply_json(const char *key, const struct setting *s, json_t *v, stru
  * (NULL: not kept). 0, or -EINVAL with *err (caller frees) naming the key and what it
  * wants, and the nearest known key for an unknown one. */
 int settings_from_json(json_t *obj, struct train_settings *t, setting_mask *given, char **err);
+
+/* What t assumes, one key a row that shows itself (struct setting's assumed), in the
+ * table's order; the caller decrefs. */
+json_t *settings_assumed_json(const struct train_settings *t);
+/* The optimizer as the plan names it ("none" in inference), and whether the model's
+ * use_cache holds keys and values (in inference, or on in training without
+ * checkpointing, which turns it off). */
+const char *settings_optimizer_name(const struct train_settings *t);
+int settings_cache_on(const struct train_settings *t);
 
 /* The model's longest sequence from its config.json: max_position_embeddings (or GPT-2's
  * n_positions), from the config or its text_config; 0 when it gives none. */

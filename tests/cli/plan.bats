@@ -324,7 +324,7 @@ J
 	[ "${lines[0]}" = "assumed: precision bf16 (HF Trainer's bf16=True is amp-bf16: fp32 weights)" ]
 	[ "${lines[1]}" = "         weights bf16, master weights none, gradients bf16, optimizer states bf16" ]
 	[ "${lines[2]}" = "         optimizer adamw (foreach), batch 2 x seq 1024, no gradient checkpointing" ]
-	[ "${lines[3]}" = "         attention sdpa, use_cache on (keys and values held to the next step; --no-cache if off)" ]
+	[ "${lines[3]}" = "         attention sdpa, use_cache on (keys and values held to the next step; --no-use-cache if off)" ]
 	[[ "${lines[4]}" == "llama, 1235.8M parameters"* ]]
 	run "$HR" plan --gpu h200 --precision amp-bf16 --grad-ckpt --optimizer adamw-fused "$T/llama1b.json"
 	echo "$output"
