@@ -18,6 +18,10 @@ static const struct file_key hf_keys[] = {
 	{ "fsdp", NULL, map_fsdp },
 	{ "fsdp_config", NULL, map_fsdp_config },
 	{ "deepspeed", NULL, map_deepspeed },
+	/* TRL's SFTConfig, a TrainingArguments with the sequence's length */
+	{ "max_length", NULL, map_length },
+	{ "max_seq_length", NULL, map_length },
+	{ "activation_offloading", NULL, must_be_off },
 	{ "torch_compile", NULL, must_be_off },
 	{ "torch_compile_backend", NULL, must_be_off },
 	{ "torch_compile_mode", NULL, must_be_off },
@@ -71,6 +75,13 @@ static const struct file_key hf_keys[] = {
 	IGNORED("ray_scope"), IGNORED("split_batches"), IGNORED("dispatch_batches"), IGNORED("_n_gpu"),
 	IGNORED("xpu_backend"), IGNORED("torchdynamo"), IGNORED("fsdp_min_num_params"),
 	IGNORED("fsdp_transformer_layer_cls_to_wrap"),
+	/* TRL's SFTConfig: the dataset and its packing (a packed or padded batch is batch x
+	 * max_length at most), the loss's masking */
+	IGNORED("model_init_kwargs"), IGNORED("chat_template_path"), IGNORED("dataset_text_field"),
+	IGNORED("dataset_kwargs"), IGNORED("dataset_num_proc"), IGNORED("eos_token"), IGNORED("pad_token"),
+	IGNORED("shuffle_dataset"), IGNORED("packing"), IGNORED("packing_strategy"), IGNORED("padding_free"),
+	IGNORED("pad_to_multiple_of"), IGNORED("eval_packing"), IGNORED("completion_only_loss"),
+	IGNORED("assistant_only_loss"), IGNORED("loss_type"),
 	/* trainer_state.json: the run's progress */
 	IGNORED("best_global_step"), IGNORED("best_metric"), IGNORED("best_model_checkpoint"), IGNORED("epoch"),
 	IGNORED("global_step"), IGNORED("is_hyper_param_search"), IGNORED("is_local_process_zero"),

@@ -104,6 +104,12 @@ static int map_positive_steps(struct reader *r, const char *key, json_t *v)
 	return set_json(r, key, "steps", v);
 }
 
+/* TRL's max_length (max_seq_length before): the sequence; null leaves it to the data */
+static int map_length(struct reader *r, const char *key, json_t *v)
+{
+	return json_is_null(v) ? 0 : set_json(r, key, "seq", v);
+}
+
 /* TrainingArguments' bf16 and fp16: mixed precision over the model as loaded (fp32
  * weights by default): amp-bf16 (fp16 autocast holds the same bytes). */
 static int map_hf_amp(struct reader *r, const char *key, json_t *v)

@@ -205,6 +205,15 @@ static void test_trainer_args(void **state)
 	read_args(0, "{\"deepspeed\": {\"zero_optimization\": {\"stage\": 2, \"offload_optimizer\": {\"device\": "
 		     "\"none\"}}}}", &t, NULL);
 	assert_int_equal(t.zero_stage, 2);
+	/* TRL's SFTConfig gives the length; trainer_state.json the batch */
+	read_args(0, "{\"max_length\": 1024, \"packing\": true, \"dataset_text_field\": \"text\"}", &t, NULL);
+	assert_int_equal(t.seq, 1024);
+	read_args(0, "{\"max_seq_length\": null, \"activation_offloading\": false}", &t, NULL);
+	assert_int_equal(t.seq, 2048);
+	read_args(0, "{\"activation_offloading\": true}", &t, "'activation_offloading' is not modelled");
+	read_args(0, "{\"train_batch_size\": 6, \"global_step\": 10, \"log_history\": [], \"max_steps\": 5}", &t, NULL);
+	assert_int_equal(t.batch, 6);
+	assert_int_equal(t.steps, 5);
 	read_args(0, "{\"deepspeed\": \"ds.json\"}", &t, "'deepspeed' names a DeepSpeed config file");
 	read_args(0, "{\"optim\": \"adafactor\"}", &t, "'optim' is adafactor");
 	read_args(0, "{\"fsdp\": [\"full_shard\", \"offload\"]}", &t, "'fsdp' has an FSDP option");
