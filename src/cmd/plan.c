@@ -151,6 +151,32 @@ static void usage_option(struct strbuf *sb, const char *opt, const char *text)
 	strbuf_add(sb, "\n");
 }
 
+/* An old spelling's line: "--zero STAGE  is --zero-stage STAGE", "\"fused\": true  is
+ * \"optimizer\": \"adamw-fused\"". */
+static void usage_alias(struct strbuf *sb, const struct setting_alias *al)
+{
+	const struct setting *s = setting_find(al->key);
+	const char *value = al->if_true ? al->if_true : s->arg;
+	char name[48], opt[72], text[96];
+	size_t k;
+
+	for (k = 0; al->name[k] && k + 1 < sizeof(name); k++)
+		name[k] = al->flag_only && al->name[k] == '_' ? '-' : al->name[k];
+	name[k] = '\0';
+	if (al->flag_only) {
+		snprintf(opt, sizeof(opt), "--%s%s%s", name, value && !al->if_true ? " " : "",
+			 value && !al->if_true ? value : "");
+		setting_flag_text(s, value, text, sizeof(text));
+	} else if (al->if_true) {
+		snprintf(opt, sizeof(opt), "\"%s\": true", name);
+		snprintf(text, sizeof(text), "\"%s\": \"%s\"", al->key, al->if_true);
+	} else {
+		snprintf(opt, sizeof(opt), "\"%s\"", name);
+		snprintf(text, sizeof(text), "\"%s\"", al->key);
+	}
+	strbuf_addf(sb, "      %-24s is %s\n", opt, text);
+}
+
 /* The settings' lines, from their table, and their old spellings. */
 static void usage_settings(struct strbuf *sb)
 {
@@ -164,25 +190,8 @@ static void usage_settings(struct strbuf *sb)
 		usage_option(sb, opt, s->help);
 	}
 	strbuf_add(sb, "Old spellings, still taken (docs/plan.md):\n");
-	for (size_t i = 0; (al = setting_alias_at(i)); i++) {
-		char text[96];
-		size_t k;
-		for (k = 0; al->name[k] && k + 1 < sizeof(flag); k++)
-			flag[k] = al->flag_only && al->name[k] == '_' ? '-' : al->name[k];
-		flag[k] = '\0';
-		if (al->flag_only)
-			snprintf(opt, sizeof(opt), "--%s%s%s", flag, setting_find(al->key)->arg && !al->if_true ? " " : "",
-				 setting_find(al->key)->arg && !al->if_true ? setting_find(al->key)->arg : "");
-		else
-			snprintf(opt, sizeof(opt), "\"%s\"%s", flag, al->if_true ? ": true" : "");
-		s = setting_find(al->key);
-		if (al->flag_only)
-			setting_flag_text(s, al->if_true ? al->if_true : s->arg, text, sizeof(text));
-		else
-			snprintf(text, sizeof(text), "\"%s\"%s%s%s", al->key, al->if_true ? ": \"" : "",
-				 al->if_true ? al->if_true : "", al->if_true ? "\"" : "");
-		strbuf_addf(sb, "      %-*s is %s\n", 24, opt, text);
-	}
+	for (size_t i = 0; (al = setting_alias_at(i)); i++)
+		usage_alias(sb, al);
 }
 
 static void usage_print(FILE *f)
