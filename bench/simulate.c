@@ -69,6 +69,7 @@ struct sjob {
 	double prog;               /* progress along its recording, in recorded ms */
 	int frozen, kills;
 	uint64_t prev;             /* memory at the tick before */
+	uint64_t rate;             /* frozen: how fast it grew before, bytes a second */
 	double pace;               /* this run's length over the recorded one (--jitter) */
 	struct curve_sample *samples;
 	size_t nsamples;
@@ -141,7 +142,9 @@ struct sim {
 	uint64_t rng;
 	struct store sig, cls;
 	enum net_action act;
-	int freezes, kills;
+	int freezes, kills, stall_thaws;
+	int stall;                 /* stalled frozen jobs are thawed (net_thaw_stalled()) */
+	int smallest;              /* tried: the net freezes the job holding least first */
 	int64_t last_kill;
 	uint64_t peak;
 	double mem_ms;             /* memory × time, for the mean use of the budget */
@@ -357,6 +360,21 @@ static struct sjob *youngest(struct sim *s, int want_frozen, int any)
 	return best;
 }
 
+/* The running job holding the least memory, the youngest of those that hold as little. */
+static struct sjob *smallest(struct sim *s)
+{
+	struct sjob *best = NULL;
+
+	for (size_t i = 0; i < s->n; i++) {
+		struct sjob *j = &s->j[i];
+		if (j->state != 2 || j->frozen)
+			continue;
+		if (!best || j->current < best->current || (j->current == best->current && j->t_start >= best->t_start))
+			best = j;
+	}
+	return best;
+}
+
 static struct sjob *oldest(struct sim *s, int want_frozen)
 {
 	struct sjob *best = NULL;
@@ -436,10 +454,11 @@ static void tick(struct sim *s, int64_t *used_prev)
 	} else if (s->act == NET_FREEZE) {
 		frozen = 0;
 		while (!net_freeze_done(frozen, running, growth(s), avail, s->reserve)) {
-			struct sjob *v = youngest(s, 0, 0);
+			struct sjob *v = s->smallest ? smallest(s) : youngest(s, 0, 0);
 			if (!v)
 				break;
 			v->frozen = 1;
+			v->rate = v->current > v->prev ? (v->current - v->prev) * 1000 / TICK_MS : 0;
 			s->freezes++;
 			running--;
 			frozen++;
@@ -457,6 +476,12 @@ static void tick(struct sim *s, int64_t *used_prev)
 		if (admit_thaw_fits(need, avail, s->reserve, used, s->budget))
 			f->frozen = 0;
 		free(snap);
+	}
+	f = oldest(s, 1);
+	if (f && s->stall && (s->act == NET_OK || s->act == NET_HOLD) &&
+	    net_thaw_stalled(growth(s), net_lookahead_growth(f->rate), avail, s->reserve)) {
+		f->frozen = 0;
+		s->stall_thaws++;
 	}
 	if (s->act == NET_OK && !oldest(s, 1))
 		admit_waiting(s);
@@ -493,7 +518,7 @@ static int64_t run_headroom(struct sim *s)
 	size_t done = 0;
 
 	s->act = NET_OK;
-	s->freezes = s->kills = 0;
+	s->freezes = s->kills = s->stall_thaws = 0;
 	s->last_kill = -1000000;
 	s->peak = 0;
 	s->mem_ms = 0;
@@ -563,7 +588,12 @@ static int64_t run_headroom(struct sim *s)
 				fz += s->j[i].state == 2 && s->j[i].frozen;
 				w += s->j[i].state == 1;
 			}
-			fprintf(stderr, "t %6.1f run %2d frozen %d wait %2d used %.2f\n", s->now / 1000.0, r, fz, w, gib(u));
+			fprintf(stderr, "t %6.1f run %2d frozen %d wait %2d used %.2f", s->now / 1000.0, r, fz, w, gib(u));
+			for (size_t i = 0; i < s->n && atoi(getenv("SIM_TIMELINE")) > 1; i++)
+				if (s->j[i].state == 2)
+					fprintf(stderr, " %zu%s:%.1f@%.0f%%", i, s->j[i].frozen ? "F" : "", gib(s->j[i].current),
+						100 * s->j[i].prog / (double)s->tj[i].dur_ms);
+			fprintf(stderr, "\n");
 		}
 	}
 	for (size_t i = 0; i < s->n; i++)
@@ -908,19 +938,30 @@ int main(int argc, char **argv)
 		for (int64_t t = 0; t < tj[i].dur_ms; t += STEP_MS)
 			memtime += (double)mem_at(&tj[i], t) * STEP_MS;
 	}
-	double lb = work_ms / slots > memtime / (double)s->budget ? work_ms / slots : memtime / (double)s->budget;
+	/* the jobs' room: the budget less what other processes hold */
+	uint64_t room = s->budget > other ? s->budget - other : 1;
+	double lb = work_ms / slots > memtime / (double)room ? work_ms / slots : memtime / (double)room;
 	if (longest > lb)
 		lb = longest;
-	printf("\n| policy | makespan | peak GiB | vs budget | mean use of budget | freezes | kills | x best fixed |\n");
-	printf("| --- | --- | --- | --- | --- | --- | --- | --- |\n");
-	printf("| best fixed -j%d | %.1f s | | | | | | 1.00 |\n", best, best_ms / 1000.0);
-	static const char *const runs[] = { "fresh", "warm", "class only" };
+	printf("\n| policy | makespan | peak GiB | vs budget | mean use of budget | freezes | stall thaws | kills | "
+	       "x best fixed |\n");
+	printf("| --- | --- | --- | --- | --- | --- | --- | --- | --- |\n");
+	printf("| best fixed -j%d | %.1f s | | | | | | | 1.00 |\n", best, best_ms / 1000.0);
+	/* the policy before stalled frozen jobs were thawed, fresh and warm; then as it is.
+	 * SIM_POLICY (a list) changes the second: "none" as before, "stall" (the default),
+	 * "small" (tried: freeze the job holding least first) */
+	static const char *const runs[] = { "fresh, before", "warm, before", "fresh", "warm", "class only" };
 	int recommended = 0;
-	for (int warm = 0; warm < 3; warm++) {
-		if (warm == 2)
+	for (int r = 0; r < 5; r++) {
+		const char *pol = getenv("SIM_POLICY") ? getenv("SIM_POLICY") : "stall";
+		s->stall = r >= 2 && strstr(pol, "stall");
+		s->smallest = r >= 2 && strstr(pol, "small");
+		if (r == 2)
+			s->sig.n = s->cls.n = 0;
+		if (r == 4)
 			class_only(s);
 		int64_t ms = run_headroom(s);
-		if (warm == 1) {
+		if (r == 3) {
 			/* the report's recommendation: the curves learned, in the build's order */
 			const struct curve **c = xmalloc(s->n * sizeof(*c));
 			for (size_t i = 0; i < s->n; i++)
@@ -928,30 +969,30 @@ int main(int argc, char **argv)
 			recommended = admit_safe_fixed_jobs(c, s->n, s->limit - s->other);
 			free(c);
 		}
-		printf("| headroom %s | %.1f s | %.2f | %s | %.0f %% | %d | %d | %.2f |\n", runs[warm],
-		       ms / 1000.0, gib(s->peak), s->peak > limit ? "OOM" : s->peak > s->budget ? "over" : "within",
-		       100.0 * s->mem_ms / ((double)ms * (double)s->budget), s->freezes, s->kills,
+		printf("| headroom %s | %.1f s | %.2f | %s | %.0f %% | %d | %d | %d | %.2f |\n", runs[r], ms / 1000.0,
+		       gib(s->peak), s->peak > limit ? "OOM" : s->peak > s->budget ? "over" : "within",
+		       100.0 * s->mem_ms / ((double)ms * (double)s->budget), s->freezes, s->stall_thaws, s->kills,
 		       (double)ms / (double)best_ms);
 	}
 	size_t *ord = xmalloc(s->n * sizeof(*ord));
 	for (size_t i = 0; i < s->n; i++)
 		ord[i] = i;
-	int64_t bo = pack(tj, s->n, ord, slots, s->budget);
+	int64_t bo = pack(tj, s->n, ord, slots, room);
 	free(ord);
-	printf("| offline packing, every curve known, in the build's order | %.1f s | | | | | | %.2f |\n", bo / 1000.0,
+	printf("| offline packing, every curve known, in the build's order | %.1f s | | | | | | | %.2f |\n", bo / 1000.0,
 	       (double)bo / (double)best_ms);
-	int64_t lf = pack_best(tj, s->n, slots, s->budget, 0, seed);
-	printf("| offline packing, every curve known, no build tool's window: longest first | %.1f s | | | | | | %.2f |\n",
+	int64_t lf = pack_best(tj, s->n, slots, room, 0, seed);
+	printf("| offline packing, every curve known, no build tool's window: longest first | %.1f s | | | | | | | %.2f |\n",
 	       lf / 1000.0, (double)lf / (double)best_ms);
 	if (search) {
-		int64_t ls = pack_best(tj, s->n, slots, s->budget, search, seed);
-		printf("| the same, after a local search of %d swaps | %.1f s | | | | | | %.2f |\n", search,
+		int64_t ls = pack_best(tj, s->n, slots, room, search, seed);
+		printf("| the same, after a local search of %d swaps | %.1f s | | | | | | | %.2f |\n", search,
 		       ls / 1000.0, (double)ls / (double)best_ms);
 	}
-	printf("| lower bound | %.1f s | | | | | | %.2f |\n", lb / 1000.0, lb / (double)best_ms);
+	printf("| lower bound | %.1f s | | | | | | | %.2f |\n", lb / 1000.0, lb / (double)best_ms);
 	/* what a build can reach with every job started at once: its longest job, after the
 	 * jobs before the first barrier's... here the start is 0 */
-	printf("| longest job + start | %.1f s | | | | | | %.2f |\n", longest / 1000.0, longest / (double)best_ms);
+	printf("| longest job + start | %.1f s | | | | | | | %.2f |\n", longest / 1000.0, longest / (double)best_ms);
 	printf("\nrecommended fixed -j%d (the warm run's curves replayed in the build's order within the limit "
 	       "less others' memory, as the report does); best fixed -j%d\n", recommended, best);
 	for (size_t i = 0; i < s->n; i++)

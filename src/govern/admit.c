@@ -77,15 +77,22 @@ uint64_t admit_job_future(const struct admit_job *j, uint64_t unknown_bytes, int
 	return future_at(&f, unknown_bytes, tau_ms);
 }
 
+/* How far ahead a job of unknown length is looked at. */
+#define UNKNOWN_HORIZON_MS 60000
+/* Steps of the look ahead over a horizon, none shorter than the minimum: the predictions
+ * are 64 slices of a job's life, so twice that many steps see every slice. */
+#define AHEAD_STEPS 128
+#define AHEAD_STEP_MIN_MS 50
+
 void admit_decide(const struct admit_snapshot *s, const struct curve *cand, int cand_own, struct admit_result *r)
 {
-	/* Look as far ahead as the candidate lives; an unknown one as far as a minute. */
-	int64_t horizon = cand && cand->duration_ms > 0 ? cand->duration_ms : 60000;
-	int64_t step = horizon / 128;
+	/* Look as far ahead as the candidate lives. */
+	int64_t horizon = cand && cand->duration_ms > 0 ? cand->duration_ms : UNKNOWN_HORIZON_MS;
+	int64_t step = horizon / AHEAD_STEPS;
 	uint64_t cur = 0;
 
-	if (step < 50)
-		step = 50;
+	if (step < AHEAD_STEP_MIN_MS)
+		step = AHEAD_STEP_MIN_MS;
 	struct future *f = xmalloc((s->njobs ? s->njobs : 1) * sizeof(*f));
 	for (size_t i = 0; i < s->njobs; i++) {
 		cur += s->jobs[i].current_bytes;
@@ -100,11 +107,10 @@ void admit_decide(const struct admit_snapshot *s, const struct curve *cand, int 
 
 		for (size_t i = 0; i < s->njobs; i++)
 			total += future_at(&f[i], s->unknown_bytes, tau);
-		if (cand && cand->duration_ms > 0) {
+		if (cand && cand->duration_ms > 0)
 			c = smeared(cand, cand_own, tau);
-		} else {
+		else
 			c = s->unknown_bytes;
-		}
 		total += c;
 		if (total > r->worst_bytes) {
 			r->worst_bytes = total;
@@ -157,6 +163,15 @@ enum net_action net_decide(const struct net_state *s)
 enum net_action net_apply_budget(enum net_action act, uint64_t jobs_bytes, uint64_t budget_bytes)
 {
 	return act == NET_OK && jobs_bytes > budget_bytes ? NET_FREEZE : act;
+}
+
+int net_thaw_stalled(uint64_t running_growth_bytes, uint64_t frozen_growth_bytes, uint64_t avail_bytes,
+		     uint64_t reserve_bytes)
+{
+	uint64_t room = avail_bytes > reserve_bytes ? avail_bytes - reserve_bytes : 0;
+
+	return room && running_growth_bytes <= room / STALL_ROOM_DIV &&
+	       running_growth_bytes + frozen_growth_bytes <= room / 2;
 }
 
 uint64_t net_lookahead_growth(uint64_t bytes_per_s)
@@ -289,7 +304,9 @@ int admit_passed_peak(const struct admit_obs *o)
 	if (peaks_seen(o, max) < (o->peaks > 1 ? o->peaks : 1))
 		return 0;
 	int64_t confirm = t_max / 4 > PASSED_CONFIRM_MIN_MS ? t_max / 4 : PASSED_CONFIRM_MIN_MS;
-	if (confirm > t_max)
+	/* at most the rise, but never under the minimum: a rise of a second or two is a
+	 * start-up bump (nvcc's preprocessing before cicc), not the job's peak */
+	if (confirm > t_max && t_max >= PASSED_CONFIRM_MIN_MS)
 		confirm = t_max;
 	return o->elapsed_ms - t_high >= confirm && o->elapsed_ms > t_high;
 }
@@ -499,15 +516,15 @@ int admit_tokens(const struct admit_snapshot *s, const struct curve *next, int r
 	 * most that pass admit_decide()'s two bounds is the least room / need over its steps,
 	 * one pass over the running jobs, however large jobs_cap is. */
 	int known = next && next->duration_ms > 0;
-	int64_t horizon = known ? next->duration_ms : 60000;
-	int64_t step = horizon / 128;
+	int64_t horizon = known ? next->duration_ms : UNKNOWN_HORIZON_MS;
+	int64_t step = horizon / AHEAD_STEPS;
 	uint64_t cur = 0, most = UINT64_MAX;
 	int want;
 
 	if (waiting || running >= jobs_cap)
 		return 0;
-	if (step < 50)
-		step = 50;
+	if (step < AHEAD_STEP_MIN_MS)
+		step = AHEAD_STEP_MIN_MS;
 	for (size_t i = 0; i < s->njobs; i++)
 		cur += s->jobs[i].current_bytes;
 	uint64_t cap = s->budget_bytes;

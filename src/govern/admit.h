@@ -175,6 +175,19 @@ enum net_action net_apply_budget(enum net_action act, uint64_t jobs_bytes, uint6
  * the reserve, and never freeze the last runner. growth_bytes: net_lookahead_growth()
  * summed over the jobs still running. */
 int net_freeze_done(int frozen, int running, uint64_t growth_bytes, uint64_t avail_bytes, uint64_t reserve_bytes);
+/* A build stalled on its frozen jobs: they hold most of the memory, the jobs still
+ * running are in their long low tails and grow by little, and admit_thaw_fits() waits for
+ * room that only the frozen jobs could give back (a class's curve, made of its jobs that
+ * peak sooner, predicts a frozen job far above what it will still take; under NET_HOLD
+ * nothing is thawed at all). Thaw the oldest frozen job all the same, while the net holds
+ * or says OK, when the running jobs' growth over NET_LOOKAHEAD_MS (running_growth_bytes)
+ * is at most 1/STALL_ROOM_DIV of what is free above the reserve, and that growth with the
+ * frozen job's own, at the rate it grew before it was frozen (frozen_growth_bytes), at
+ * most half: the net, looking as far ahead each tick, freezes it again before the
+ * reserve. */
+#define STALL_ROOM_DIV 4
+int net_thaw_stalled(uint64_t running_growth_bytes, uint64_t frozen_growth_bytes, uint64_t avail_bytes,
+		     uint64_t reserve_bytes);
 /* What a job growing at bytes_per_s adds over NET_LOOKAHEAD_MS. */
 uint64_t net_lookahead_growth(uint64_t bytes_per_s);
 /* The reserve headroom keeps free below a limit: 6 %, between 64 MiB and 2 GiB. */

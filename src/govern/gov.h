@@ -50,6 +50,7 @@ struct job {
 	size_t nsamples, capsamples;
 	uint64_t current_bytes, peak_bytes;
 	uint64_t growth_bytes_per_s;  /* over the last tick; 0 when shrinking */
+	uint64_t frozen_growth_bytes_per_s; /* frozen: how fast it grew in the tick before */
 	int passed_peak;            /* admit_passed_peak() said so once: kept for this run */
 	int killed_by_us;
 	uint64_t oom_at_admit;

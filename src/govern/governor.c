@@ -475,9 +475,9 @@ static void govern_tick(struct gov *g, int64_t now)
 		job_thaw(g, oldest_frozen(g), now);
 	} else if (act == NET_FREEZE) {
 		freeze_growth(g, avail, running, now);
-	} else if (act == NET_OK) {
+	} else if (act == NET_OK || act == NET_HOLD) {
 		struct job *f = oldest_frozen(g);
-		if (f) {
+		if (f && act == NET_OK) {
 			/* Thaw when the memory it is predicted to still grow by is free. */
 			struct admit_job aj = { job_elapsed(f, now), f->pred, f->current_bytes, 1, f->pred_own };
 			uint64_t room = avail > g->reserve_bytes ? avail - g->reserve_bytes : 0;
@@ -486,6 +486,11 @@ static void govern_tick(struct gov *g, int64_t now)
 			if (admit_thaw_fits(need, avail, g->reserve_bytes, jobs_bytes, jobs_budget(g)))
 				job_thaw(g, f, now);
 		}
+		/* frozen jobs holding the memory that they wait for, beside runners that barely grow */
+		if (f && f->frozen && !mem_err &&
+		    net_thaw_stalled(running_growth(g), net_lookahead_growth(f->frozen_growth_bytes_per_s), avail,
+				     g->reserve_bytes))
+			job_thaw(g, f, now);
 	}
 
 	g->net_act = act;

@@ -126,6 +126,7 @@ void job_freeze(struct gov *g, struct job *j, int64_t now)
 	cgroup_freeze(&j->cg, 1);
 	j->frozen = 1;
 	j->frozen_at_ms = now;
+	j->frozen_growth_bytes_per_s = j->growth_bytes_per_s;
 	g->rep.freezes++;
 	log_info("froze job %d (%s): memory is short", j->id, j->src);
 }

@@ -360,13 +360,14 @@ static void test_passed_peak_timing(void **state)
 	o.nsamples = sampled(sm, 51000, long_rise);
 	o.elapsed_ms = 51000;
 	assert_true(admit_passed_peak(&o));
-	/* a rise shorter than 5 s is confirmed after the rise itself: one_peak rose for 3 s and
-	 * held half its peak or more until 3.9 s */
-	o.nsamples = sampled(sm, 6800, one_peak);
-	o.elapsed_ms = 6800;
+	/* a rise shorter than 5 s is confirmed after 5 s all the same (a start-up bump rises
+	 * for a second or two): one_peak rose for 3 s and held half its peak or more until
+	 * 3.9 s */
+	o.nsamples = sampled(sm, 8800, one_peak);
+	o.elapsed_ms = 8800;
 	assert_false(admit_passed_peak(&o));
-	o.nsamples = sampled(sm, 7000, one_peak);
-	o.elapsed_ms = 7000;
+	o.nsamples = sampled(sm, 9000, one_peak);
+	o.elapsed_ms = 9000;
 	assert_true(admit_passed_peak(&o));
 	/* expected to peak twice (two -gencode passes, one thread): one peak is not enough */
 	o.peaks = 2;
@@ -376,9 +377,12 @@ static void test_passed_peak_timing(void **state)
 	o.nsamples = sampled(sm, 4000, two_peaks);
 	o.elapsed_ms = 4000;
 	assert_false(admit_passed_peak(&o));
-	/* after its second fall, and its valley as long as the 2 s rise: passed */
-	o.nsamples = sampled(sm, 7600, two_peaks);
-	o.elapsed_ms = 7600;
+	/* after its second fall (at 5.5 s), once its valley lasted 5 s: passed */
+	o.nsamples = sampled(sm, 10300, two_peaks);
+	o.elapsed_ms = 10300;
+	assert_false(admit_passed_peak(&o));
+	o.nsamples = sampled(sm, 10500, two_peaks);
+	o.elapsed_ms = 10500;
 	assert_true(admit_passed_peak(&o));
 }
 
@@ -388,13 +392,13 @@ static void test_passed_peak(void **state)
 	struct admit_obs o = { sm, 0, 0, 1 };
 
 	(void)state;
-	/* fell at 4 s: 1 s low is not yet as long as its 3 s rise */
-	o.nsamples = sampled(sm, 5000, one_peak);
-	o.elapsed_ms = 5000;
-	assert_false(admit_passed_peak(&o));
-	/* low from 4 s to 7.1 s: passed */
+	/* fell at 4 s: 3 s low, as long as its rise, is not yet the 5 s the least confirmation */
 	o.nsamples = sampled(sm, 7100, one_peak);
 	o.elapsed_ms = 7100;
+	assert_false(admit_passed_peak(&o));
+	/* low from 4 s to 9 s: passed */
+	o.nsamples = sampled(sm, 9000, one_peak);
+	o.elapsed_ms = 9000;
 	assert_true(admit_passed_peak(&o));
 	/* still rising */
 	o.nsamples = sampled(sm, 2500, one_peak);
@@ -413,6 +417,53 @@ static void test_passed_peak(void **state)
 	o.nsamples = sampled(sm, 10000, tiny);
 	o.elapsed_ms = 10000;
 	assert_false(admit_passed_peak(&o));
+}
+
+/* nvcc's start: its preprocessing rises to 200 MiB in half a second and falls before cicc
+ * starts its long rise. */
+static uint64_t startup_bump(int64_t t)
+{
+	if (t <= 500)
+		return 40 * MiB + 160 * MiB * (uint64_t)t / 500;
+	if (t < 1500)
+		return 30 * MiB;
+	return 30 * MiB + 100 * MiB * (uint64_t)(t - 1500) / 1000;
+}
+
+/* The bump is not the job's peak: taken for one, it made a provisional profile of 200 MiB
+ * for a class of 5 GiB kernels, and every waiting kernel was let in at once. */
+static void test_passed_peak_startup_bump(void **state)
+{
+	static struct curve_sample sm[200];
+	struct admit_obs o = { sm, 0, 0, 1 };
+
+	(void)state;
+	for (int64_t t = 1000; t <= 1400; t += 100) {
+		o.nsamples = sampled(sm, t, startup_bump);
+		o.elapsed_ms = t;
+		assert_false(admit_passed_peak(&o));
+	}
+	/* and once the job rises again past half the bump, it has passed nothing */
+	o.nsamples = sampled(sm, 8000, startup_bump);
+	o.elapsed_ms = 8000;
+	assert_false(admit_passed_peak(&o));
+}
+
+/* A build stalled on its frozen jobs is thawed while the runners barely grow. */
+static void test_thaw_stalled(void **state)
+{
+	(void)state;
+	/* runners flat, 1 GiB free above the reserve, the frozen job grew 200 MiB per lookahead */
+	assert_true(net_thaw_stalled(0, 200 * MiB, GiB + 512 * MiB, 512 * MiB));
+	/* runners growing by more than a quarter of the room: they may need it */
+	assert_false(net_thaw_stalled(300 * MiB, 0, GiB + 512 * MiB, 512 * MiB));
+	assert_true(net_thaw_stalled(256 * MiB, 0, GiB + 512 * MiB, 512 * MiB));
+	/* the frozen job's own growth and theirs past half the room */
+	assert_false(net_thaw_stalled(100 * MiB, 425 * MiB, GiB + 512 * MiB, 512 * MiB));
+	assert_true(net_thaw_stalled(100 * MiB, 412 * MiB, GiB + 512 * MiB, 512 * MiB));
+	/* inside the reserve: never */
+	assert_false(net_thaw_stalled(0, 0, 512 * MiB, 512 * MiB));
+	assert_false(net_thaw_stalled(0, 0, 100 * MiB, 512 * MiB));
 }
 
 static void test_provisional(void **state)
@@ -438,7 +489,7 @@ static void test_provisional(void **state)
 	/* a class whose first job is its smallest: the first to pass its peak took 200 MiB,
 	 * but another of the class, still rising, already holds 1 GiB. The profile is scaled
 	 * to it, and a new job is predicted at 1 GiB, not at 200 MiB. */
-	o[0] = (struct admit_obs){ a, sampled(a, 3000, small_peak), 3000, 1 };
+	o[0] = (struct admit_obs){ a, sampled(a, 6000, small_peak), 6000, 1 };
 	o[1] = (struct admit_obs){ b, sampled(b, 3000, one_peak), 3000, 1 };
 	passed[0] = 1;
 	passed[1] = 0;
@@ -914,6 +965,8 @@ int main(void)
 		cmocka_unit_test(test_net_big_reserve),
 		cmocka_unit_test(test_passed_peak),
 		cmocka_unit_test(test_passed_peak_timing),
+		cmocka_unit_test(test_passed_peak_startup_bump),
+		cmocka_unit_test(test_thaw_stalled),
 		cmocka_unit_test(test_provisional),
 		cmocka_unit_test(test_at_once),
 		cmocka_unit_test(test_order),
