@@ -13,6 +13,9 @@
 #define SMEAR_OWN_PCT 2
 /* A job above its prediction is assumed to stay above by the same ratio, up to this. */
 #define MAX_SCALE 4.0
+/* A job past this share of its predicted duration runs late: its prediction is stretched
+ * so that it ends after this share, never before the job. */
+#define LATE_PCT 90
 /* Below this, a ratio between seen and predicted memory is noise (start-up). */
 #define SCALE_MIN_BYTES (32ULL << 20)
 
@@ -23,7 +26,7 @@ static uint64_t smeared(const struct curve *c, int own, int64_t t_ms)
 }
 
 /* What admit_job_future() needs of a job whatever tau: computed once per job, not once
- * per job and step (admission looks 128 steps ahead for every running job). */
+ * per job and step (admission looks AHEAD_STEPS steps ahead for every running job). */
 struct future {
 	const struct admit_job *j;
 	struct curve c;             /* the prediction, stretched when the job runs late */
@@ -41,8 +44,8 @@ static void future_prepare(const struct admit_job *j, struct future *f)
 	f->c = *j->pred;
 	/* Running late: stretch the prediction so that the job is never assumed to have
 	 * ended while it still runs. */
-	if (j->elapsed_ms * 10 > f->c.duration_ms * 9)
-		f->c.duration_ms = j->elapsed_ms * 10 / 9 + 1;
+	if (j->elapsed_ms * 100 > f->c.duration_ms * LATE_PCT)
+		f->c.duration_ms = j->elapsed_ms * 100 / LATE_PCT + 1;
 	uint64_t now_pred = smeared(&f->c, j->own, j->elapsed_ms);
 	if (j->current_bytes > SCALE_MIN_BYTES && now_pred && j->current_bytes > now_pred) {
 		f->scale = (double)j->current_bytes / (double)now_pred;
@@ -125,67 +128,6 @@ void admit_decide(const struct admit_snapshot *s, const struct curve *cand, int 
 	free(f);
 }
 
-uint64_t net_default_reserve(uint64_t limit_bytes)
-{
-	uint64_t r = limit_bytes / 100 * 6;
-
-	if (r < (64ULL << 20))
-		r = 64ULL << 20;
-	if (r > (2ULL << 30))
-		r = 2ULL << 30;
-	return r;
-}
-
-uint64_t net_hold_band(uint64_t limit_bytes, uint64_t reserve_bytes)
-{
-	return reserve_bytes < limit_bytes / 16 ? reserve_bytes : limit_bytes / 16;
-}
-
-enum net_action net_decide(const struct net_state *s)
-{
-	uint64_t avail = s->limit_bytes > s->used_bytes ? s->limit_bytes - s->used_bytes : 0;
-	uint64_t rise = s->growth_bytes_per_s / 1000 * NET_LOOKAHEAD_MS;
-	uint64_t soon = avail > rise ? avail - rise : 0;
-
-	/* Critical: a third of the reserve left, or the limit reached within the lookahead
-	 * while already inside the reserve, or the kernel stalling everything on reclaim.
-	 * One kill at a time: give the memory a moment to come back. */
-	if (avail < s->reserve_bytes / 3 || (soon == 0 && avail < s->reserve_bytes) ||
-	    (s->psi_full_avg10_pct >= 0 && s->psi_full_avg10_pct > 20.0))
-		return s->ms_since_last_kill >= 1000 ? NET_KILL : NET_FREEZE;
-	if (soon < s->reserve_bytes)
-		return NET_FREEZE;
-	if (soon < s->reserve_bytes + net_hold_band(s->limit_bytes, s->reserve_bytes))
-		return NET_HOLD;
-	return NET_OK;
-}
-
-enum net_action net_apply_budget(enum net_action act, uint64_t jobs_bytes, uint64_t budget_bytes)
-{
-	return act == NET_OK && jobs_bytes > budget_bytes ? NET_FREEZE : act;
-}
-
-int net_thaw_stalled(uint64_t running_growth_bytes, uint64_t frozen_growth_bytes, uint64_t avail_bytes,
-		     uint64_t reserve_bytes)
-{
-	uint64_t room = avail_bytes > reserve_bytes ? avail_bytes - reserve_bytes : 0;
-
-	return room && running_growth_bytes <= room / STALL_ROOM_DIV &&
-	       running_growth_bytes + frozen_growth_bytes <= room / 2;
-}
-
-uint64_t net_lookahead_growth(uint64_t bytes_per_s)
-{
-	return bytes_per_s / 1000 * NET_LOOKAHEAD_MS;
-}
-
-int net_freeze_done(int frozen, int running, uint64_t growth_bytes, uint64_t avail_bytes, uint64_t reserve_bytes)
-{
-	uint64_t room = avail_bytes > reserve_bytes / 2 ? avail_bytes - reserve_bytes / 2 : 0;
-
-	return running <= 1 || (frozen && growth_bytes <= room);
-}
-
 /* A job predicted to run longer than this waits for the tick, which costs it a tenth of
  * its time at most, so that a burst is sorted before any of its long jobs starts. */
 #define AT_ONCE_MAX_MS 1000
@@ -204,18 +146,25 @@ int admit_at_once(const struct admit_snapshot *s, const struct curve *cand)
 	return sum <= s->budget_bytes / 2;
 }
 
+/* The ramp: an unknown job is priced at this share of the room (1/RAMP_DIV), or a seen
+ * peak and that share more; with --tree, where a job killed for memory cannot run again,
+ * twice as cautious. */
+#define RAMP_DIV 4
+#define RAMP_TREE_DIV 2
+
 uint64_t admit_unknown_need(uint64_t budget_bytes, uint64_t free_bytes, int tree, uint64_t seen_peak_bytes,
 			    const struct admit_job *jobs, size_t njobs)
 {
 	uint64_t u, room = free_bytes;
 
-	uint64_t seen = seen_peak_bytes + seen_peak_bytes / (tree ? 2 : 4);
+	int div = tree ? RAMP_TREE_DIV : RAMP_DIV;
+	uint64_t seen = seen_peak_bytes + seen_peak_bytes / (uint64_t)div;
 
 	for (size_t i = 0; i < njobs; i++)
 		room += jobs[i].current_bytes;
 	if (room > budget_bytes)
 		room = budget_bytes;
-	u = room / (tree ? 2 : 4);
+	u = room / (uint64_t)div;
 	if (seen > u)
 		u = seen;
 	for (size_t i = 0; i < njobs; i++) {
@@ -367,134 +316,19 @@ void admit_order(struct admit_wait *w, size_t n, int64_t unknown_ms)
 		qsort(w, n, sizeof(*w), wait_cmp);
 }
 
-static int i64_cmp(const void *a, const void *b)
-{
-	int64_t x = *(const int64_t *)a, y = *(const int64_t *)b;
-	return (x > y) - (x < y);
-}
-
-/* The replay with the start times of list scheduling on `slots`; stops early, returning
- * a value over stop_above, once the sum passes it (0: never). */
-static uint64_t replay(const struct curve *const *jobs, size_t n, int slots, uint64_t stop_above)
-{
-	int64_t *start = xmalloc(n * sizeof(*start)), *free_at = xcalloc((size_t)slots, sizeof(*free_at));
-	int64_t *pts = xmalloc(n * CURVE_POINTS * sizeof(*pts));
-	size_t *active = xmalloc(n * sizeof(*active)), nact = 0, next = 0, npts = 0;
-	uint64_t peak = 0;
-
-	for (size_t k = 0; k < n; k++) {
-		int s = 0;
-		for (int i = 1; i < slots; i++)
-			if (free_at[i] < free_at[s])
-				s = i;
-		int64_t d = jobs[k]->duration_ms > 0 ? jobs[k]->duration_ms : 1;
-		start[k] = free_at[s];
-		free_at[s] += d;
-		/* the curve is constant on each slice: the sum's maxima are at slice starts */
-		for (int i = 0; i < CURVE_POINTS; i++)
-			pts[npts++] = start[k] + d * i / CURVE_POINTS;
-	}
-	qsort(pts, npts, sizeof(*pts), i64_cmp);
-	for (size_t p = 0; p < npts; p++) {
-		int64_t t = pts[p];
-		uint64_t sum = 0;
-
-		if (p && t == pts[p - 1])
-			continue;
-		/* starts never decrease with k: take the started ones, drop the ended */
-		while (next < n && start[next] <= t)
-			active[nact++] = next++;
-		for (size_t a = 0; a < nact;) {
-			const struct curve *c = jobs[active[a]];
-			if (start[active[a]] + (c->duration_ms > 0 ? c->duration_ms : 1) <= t) {
-				active[a] = active[--nact];
-				continue;
-			}
-			sum += curve_at(c, t - start[active[a]]);
-			a++;
-		}
-		if (sum > peak)
-			peak = sum;
-		if (stop_above && peak > stop_above)
-			break;
-	}
-	free(start);
-	free(free_at);
-	free(pts);
-	free(active);
-	return peak;
-}
-
-uint64_t admit_replay_peak(const struct curve *const *jobs, size_t n, int slots)
-{
-	if (!n || slots < 1)
-		return 0;
-	return replay(jobs, n, slots > (int)n ? (int)n : slots, 0);
-}
-
-int64_t admit_replay_wall_ms(const struct curve *const *jobs, size_t n, int slots)
-{
-	int64_t *free_at, end = 0;
-
-	if (!n || slots < 1)
-		return 0;
-	if (slots > (int)n)
-		slots = (int)n;
-	free_at = xcalloc((size_t)slots, sizeof(*free_at));
-	for (size_t k = 0; k < n; k++) {
-		int s = 0;
-		for (int i = 1; i < slots; i++)
-			if (free_at[i] < free_at[s])
-				s = i;
-		free_at[s] += jobs[k]->duration_ms > 0 ? jobs[k]->duration_ms : 1;
-		if (free_at[s] > end)
-			end = free_at[s];
-	}
-	free(free_at);
-	return end;
-}
-
-int admit_safe_fixed_jobs(const struct curve *const *jobs, size_t n, uint64_t budget_bytes)
-{
-	int lo = 1, hi;
-
-	if (!n)
-		return 0;
-	if (replay(jobs, n, (int)n, budget_bytes) <= budget_bytes)
-		return (int)n;
-	/* lo fits (or is the least there is), hi does not */
-	hi = (int)n;
-	while (hi - lo > 1) {
-		int mid = lo + (hi - lo) / 2;
-		if (replay(jobs, n, mid, budget_bytes) <= budget_bytes)
-			lo = mid;
-		else
-			hi = mid;
-	}
-	return lo;
-}
-
-int admit_is_compile_job(const char *tool, int has_src, int64_t duration_ms, uint64_t peak_bytes)
-{
-	static const char *const linkers[] = { "ld", "ld.bfd", "ld.gold", "ld.lld", "lld", "gold", "mold",
-					       "collect2", "nvlink", "ar", "ranlib" };
-	const char *base = strrchr(tool, '/');
-
-	base = base ? base + 1 : tool;
-	for (size_t i = 0; i < sizeof(linkers) / sizeof(linkers[0]); i++)
-		if (!strcmp(base, linkers[i]))
-			return 0;
-	return has_src && duration_ms >= 100 && peak_bytes >= PEAK_MIN_BYTES;
-}
+/* A frozen job of unknown shape is looked at over this much of its future; its future is
+ * looked at in this many steps (half the curve's slices: a thaw is tried each tick). */
+#define THAW_UNKNOWN_MS 10000
+#define THAW_STEPS 32
 
 uint64_t admit_thaw_need(const struct admit_job *j, uint64_t unknown_bytes)
 {
 	struct admit_job running = *j;
-	int64_t h = j->pred ? j->pred->duration_ms : 10000;
+	int64_t h = j->pred ? j->pred->duration_ms : THAW_UNKNOWN_MS;
 	uint64_t need = 0;
 
 	running.frozen = 0;
-	for (int64_t t = 0; t <= h; t += h / 32 + 1) {
+	for (int64_t t = 0; t <= h; t += h / THAW_STEPS + 1) {
 		uint64_t v = admit_job_future(&running, unknown_bytes, t);
 		if (v > need)
 			need = v;

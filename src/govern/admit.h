@@ -1,11 +1,14 @@
-/* Admission and the safety net: pure policy. Nothing here reads the system; the
- * governor passes a snapshot in and acts on the decision that comes back. */
+/* Admission: pure policy. Nothing here reads the system; the governor passes a snapshot
+ * in and acts on the decision that comes back. The safety net is net.h, the fixed -j
+ * replay behind the recommendation fixedj.h (included here for their callers). */
 #ifndef HEADROOM_ADMIT_H
 #define HEADROOM_ADMIT_H
 
 #include <stddef.h>
 #include <stdint.h>
 
+#include "govern/fixedj.h"
+#include "govern/net.h"
 #include "profile/curve.h"
 
 /* A job the governor already let run. */
@@ -111,19 +114,6 @@ void admit_order(struct admit_wait *w, size_t n, int64_t unknown_ms);
  * need at most half the budget at their peaks, as a small or no-op build always does. */
 int admit_at_once(const struct admit_snapshot *s, const struct curve *cand);
 
-/* The simulated peak of running the jobs (curves, in their observed order) with a fixed
- * number of slots: each job starts when a slot frees, then follows its curve. */
-uint64_t admit_replay_peak(const struct curve *const *jobs, size_t n, int slots);
-/* The wall time of that replay: when the last job ends. 0 without jobs. */
-int64_t admit_replay_wall_ms(const struct curve *const *jobs, size_t n, int slots);
-/* The largest fixed job count whose replayed peak fits the budget (at least 1; n when
- * all jobs at once fit); 0 without jobs. */
-int admit_safe_fixed_jobs(const struct curve *const *jobs, size_t n, uint64_t budget_bytes);
-/* Is it a compile job, as the recommendation counts them: it has a source file, its tool
- * is not a linker, and it is not trivial (a version probe): it ran 100 ms or more and
- * took 32 MiB or more. */
-int admit_is_compile_job(const char *tool, int has_src, int64_t duration_ms, uint64_t peak_bytes);
-
 /* How much more memory a frozen job is predicted to take once thawed: the most it
  * reaches over its predicted duration (10 s when unknown), above what it holds now.
  * j->frozen is ignored: the question is how it grows when it runs. */
@@ -140,57 +130,5 @@ int admit_thaw_fits(uint64_t need_bytes, uint64_t avail_bytes, uint64_t reserve_
  * first job, so that one needs no token. Its cost does not grow with jobs_cap. */
 int admit_tokens(const struct admit_snapshot *s, const struct curve *next, int running, int jobs_cap,
 		 int waiting);
-
-/* The safety net. It acts on what memory really is, not on predictions. */
-enum net_action {
-	NET_OK = 0,        /* nothing to do; may thaw */
-	NET_HOLD,          /* admit nothing more */
-	NET_FREEZE,        /* freeze the youngest running job */
-	NET_KILL,          /* kill the youngest job and requeue it */
-};
-
-struct net_state {
-	uint64_t limit_bytes;       /* the limit that applies (cgroup or RAM) */
-	uint64_t used_bytes;        /* charged against it now */
-	uint64_t reserve_bytes;     /* kept free for the rest of the machine */
-	double psi_full_avg10_pct;  /* < 0 when unknown */
-	int64_t ms_since_last_kill; /* since headroom last killed a job */
-	uint64_t growth_bytes_per_s; /* how fast used_bytes rose over the last tick; 0 if falling */
-};
-
-/* How far ahead the net looks along the current growth: one reaction (a tick, a freeze
- * taking effect) must not be able to run past the limit. */
-#define NET_LOOKAHEAD_MS 500
-
-/* NET_HOLD while what is free, less the growth over the lookahead, is within this band
- * above the reserve: the reserve again (a default reserve's band), at most a sixteenth of
- * the limit, so that a large --reserve narrows what the jobs get, not stops them. */
-uint64_t net_hold_band(uint64_t limit_bytes, uint64_t reserve_bytes);
-enum net_action net_decide(const struct net_state *s);
-/* The jobs over their budget (a --budget below the machine's limit) are short of
- * memory too: an OK becomes a freeze. */
-enum net_action net_apply_budget(enum net_action act, uint64_t jobs_bytes, uint64_t budget_bytes);
-/* Freezing for growth, one youngest job after another: stop once one is frozen and
- * what the unfrozen jobs grow by over NET_LOOKAHEAD_MS fits in what is free above half
- * the reserve, and never freeze the last runner. growth_bytes: net_lookahead_growth()
- * summed over the jobs still running. */
-int net_freeze_done(int frozen, int running, uint64_t growth_bytes, uint64_t avail_bytes, uint64_t reserve_bytes);
-/* A build stalled on its frozen jobs: they hold most of the memory, the jobs still
- * running are in their long low tails and grow by little, and admit_thaw_fits() waits for
- * room that only the frozen jobs could give back (a class's curve, made of its jobs that
- * peak sooner, predicts a frozen job far above what it will still take; under NET_HOLD
- * nothing is thawed at all). Thaw the oldest frozen job all the same, while the net holds
- * or says OK, when the running jobs' growth over NET_LOOKAHEAD_MS (running_growth_bytes)
- * is at most 1/STALL_ROOM_DIV of what is free above the reserve, and that growth with the
- * frozen job's own, at the rate it grew before it was frozen (frozen_growth_bytes), at
- * most half: the net, looking as far ahead each tick, freezes it again before the
- * reserve. */
-#define STALL_ROOM_DIV 4
-int net_thaw_stalled(uint64_t running_growth_bytes, uint64_t frozen_growth_bytes, uint64_t avail_bytes,
-		     uint64_t reserve_bytes);
-/* What a job growing at bytes_per_s adds over NET_LOOKAHEAD_MS. */
-uint64_t net_lookahead_growth(uint64_t bytes_per_s);
-/* The reserve headroom keeps free below a limit: 6 %, between 64 MiB and 2 GiB. */
-uint64_t net_default_reserve(uint64_t limit_bytes);
 
 #endif

@@ -28,6 +28,13 @@
 
 /* After an interrupt, the build gets this long to stop before everything is killed. */
 #define GRACE_MS 3000
+/* The live progress line is redrawn at most this often: faster is flicker, not news. */
+#define PROGRESS_EVERY_MS 500
+/* The last kill, at the start: long enough ago that the net may kill at once. */
+#define KILL_LONG_AGO_MS 100000
+/* A build that ran this long with no job through the launcher did compile something, so
+ * the warning that none was governed is worth its line; a no-op build is not. */
+#define NO_JOBS_WARN_MS 2000
 
 uint64_t gov_oom_count(struct gov *g)
 {
@@ -440,7 +447,7 @@ static void govern_tick(struct gov *g, int64_t now)
 	}
 	if (!mem_err && g->progress.fd >= 0 && now >= g->next_progress_ms) {
 		show_progress(g, now, used);
-		g->next_progress_ms = now + 500;
+		g->next_progress_ms = now + PROGRESS_EVERY_MS;
 	}
 	/* what jobs left running counts while jobs run; alone, however large, it must not
 	 * stop the one job that always runs (it may never end: a daemon) */
@@ -640,7 +647,7 @@ int governor_run(const struct governor_opts *o)
 	int rc, status = EXIT_INTERNAL;
 
 	g.t0_ms = now_ms();
-	g.last_kill_ms = g.t0_ms - 100000;
+	g.last_kill_ms = g.t0_ms - KILL_LONG_AGO_MS;
 	g.t_prev_ms = g.t0_ms;
 	g.rep.jobs_cap = o->jobs;
 	g.rep.jobs_cap_from = o->jobs_from;
@@ -768,7 +775,7 @@ int governor_run(const struct governor_opts *o)
 	}
 	if (!o->quiet)
 		report_print(&g.rep, stderr);
-	if (!o->quiet && !g.next_id && !g.tree && g.rep.wall_ms > 2000)
+	if (!o->quiet && !g.next_id && !g.tree && g.rep.wall_ms > NO_JOBS_WARN_MS)
 		log_warn("no compile job came through headroom exec, so none was governed: does the build use "
 		      "$HEADROOM_LAUNCHER, CMAKE_<LANG>_COMPILER_LAUNCHER or PYTORCH_NVCC (a build script may "
 		      "overwrite them)?");
