@@ -399,6 +399,52 @@ static void read_procs(struct gov *g)
 	proc_table_read(g->o->proc_root, &g->procs);
 }
 
+/* Thaw the oldest frozen job when what it is predicted to still grow by is free (the net
+ * saying OK), or when the build stalls on its frozen jobs (net_thaw_stalled). */
+static void thaw_oldest(struct gov *g, enum net_action act, int64_t now, uint64_t avail, const struct admit_job *snap,
+			size_t n, uint64_t jobs_bytes)
+{
+	struct job *f = oldest_frozen(g);
+
+	if (!f)
+		return;
+	if (act == NET_OK) {
+		struct admit_job aj = { job_elapsed(f, now), f->pred, f->current_bytes, 1, f->pred_own };
+		uint64_t room = avail > g->reserve_bytes ? avail - g->reserve_bytes : 0;
+		uint64_t need = admit_thaw_need(&aj, admit_unknown_need(jobs_budget(g), room, g->tree, g->seen_peak_bytes,
+									 snap, n));
+		if (admit_thaw_fits(need, avail, g->reserve_bytes, jobs_bytes, jobs_budget(g))) {
+			job_thaw(g, f, now);
+			return;
+		}
+	}
+	/* frozen jobs holding the memory that they wait for, beside runners that barely grow */
+	if (net_thaw_stalled(running_growth(g), net_lookahead_growth(f->frozen_growth_bytes_per_s), avail,
+			     g->reserve_bytes))
+		job_thaw(g, f, now);
+}
+
+/* Carry out the net's verdict (mem_err: memory unknown, the verdict a hold). */
+static void net_carry_out(struct gov *g, enum net_action act, int64_t now, uint64_t avail, int mem_err,
+			  const struct admit_job *snap, size_t n, uint64_t jobs_bytes, int running)
+{
+	if (act == NET_KILL) {
+		/* Never the last job: alone, it would only be killed again; the kernel judges it. */
+		struct job *v = youngest(g, 0, 1);
+		if (v && n > 1 && v->tree && !v->frozen)
+			job_freeze(g, v, now); /* no launcher to run it again: freeze, never kill */
+		else if (v && n > 1 && !v->tree)
+			job_kill(g, v, now);
+	} else if (running == 0 && oldest_frozen(g)) {
+		/* Frozen jobs alone can hold more than the budget: one must move on. */
+		job_thaw(g, oldest_frozen(g), now);
+	} else if (act == NET_FREEZE) {
+		freeze_growth(g, avail, running, now);
+	} else if (act == NET_OK || (act == NET_HOLD && !mem_err)) {
+		thaw_oldest(g, act, now, avail, snap, n, jobs_bytes);
+	}
+}
+
 static void govern_tick(struct gov *g, int64_t now)
 {
 	struct admit_job *snap;
@@ -470,36 +516,7 @@ static void govern_tick(struct gov *g, int64_t now)
 		g->mem_unknown = 0;
 	}
 
-	if (act == NET_KILL) {
-		/* Never the last job: alone, it would only be killed again; the kernel judges it. */
-		struct job *v = youngest(g, 0, 1);
-		if (v && n > 1 && v->tree && !v->frozen)
-			job_freeze(g, v, now); /* no launcher to run it again: freeze, never kill */
-		else if (v && n > 1 && !v->tree)
-			job_kill(g, v, now);
-	} else if (running == 0 && oldest_frozen(g)) {
-		/* Frozen jobs alone can hold more than the budget: one must move on. */
-		job_thaw(g, oldest_frozen(g), now);
-	} else if (act == NET_FREEZE) {
-		freeze_growth(g, avail, running, now);
-	} else if (act == NET_OK || act == NET_HOLD) {
-		struct job *f = oldest_frozen(g);
-		if (f && act == NET_OK) {
-			/* Thaw when the memory it is predicted to still grow by is free. */
-			struct admit_job aj = { job_elapsed(f, now), f->pred, f->current_bytes, 1, f->pred_own };
-			uint64_t room = avail > g->reserve_bytes ? avail - g->reserve_bytes : 0;
-			uint64_t need = admit_thaw_need(&aj, admit_unknown_need(jobs_budget(g), room, g->tree,
-										   g->seen_peak_bytes, snap, n));
-			if (admit_thaw_fits(need, avail, g->reserve_bytes, jobs_bytes, jobs_budget(g)))
-				job_thaw(g, f, now);
-		}
-		/* frozen jobs holding the memory that they wait for, beside runners that barely grow */
-		if (f && f->frozen && !mem_err &&
-		    net_thaw_stalled(running_growth(g), net_lookahead_growth(f->frozen_growth_bytes_per_s), avail,
-				     g->reserve_bytes))
-			job_thaw(g, f, now);
-	}
-
+	net_carry_out(g, act, now, avail, mem_err, snap, n, jobs_bytes, running);
 	g->net_act = act;
 	if (act == NET_OK && !g->interrupted && !oldest_frozen(g)) {
 		struct admit_snapshot s;
@@ -639,52 +656,59 @@ static int watch_fd(struct gov *g, int fd, void *tag)
 	return epoll_ctl(g->ep_fd, EPOLL_CTL_ADD, fd, &ev);
 }
 
-int governor_run(const struct governor_opts *o)
+/* The governor's own process and the launchers' socket (and the jobserver): 0, or the exit
+ * status to end with. */
+static int setup_self(struct gov *g)
 {
-	struct gov g = { .o = o, .longest_done_ms = -1, .avail_at_ms = -1, .listen_fd = -1, .sig_fd = -1, .ep_fd = -1, .js = { .rfd = -1, .wfd = -1, .own_fd = -1 },
-			 .progress = { .fd = -1 }, .guard_fd = -1 };
-	sigset_t mask, orig;
-	int rc, status = EXIT_INTERNAL;
+	const struct governor_opts *o = g->o;
+	int rc, status;
 
-	g.t0_ms = now_ms();
-	g.last_kill_ms = g.t0_ms - KILL_LONG_AGO_MS;
-	g.t_prev_ms = g.t0_ms;
-	g.rep.jobs_cap = o->jobs;
-	g.rep.jobs_cap_from = o->jobs_from;
-	g.tree = o->tree;
-	g.rep.mode = o->tree ? "process tree" : "launcher";
-	g.rep.knob = report_knob_for(o->argv);
-	if (prctl(PR_GET_NAME, g.self_name) || !g.self_name[0])
-		snprintf(g.self_name, sizeof(g.self_name), "headroom");
-	status = setup_memory(&g);
+	g->t0_ms = now_ms();
+	g->last_kill_ms = g->t0_ms - KILL_LONG_AGO_MS;
+	g->t_prev_ms = g->t0_ms;
+	g->rep.jobs_cap = o->jobs;
+	g->rep.jobs_cap_from = o->jobs_from;
+	g->tree = o->tree;
+	g->rep.mode = o->tree ? "process tree" : "launcher";
+	g->rep.knob = report_knob_for(o->argv);
+	if (prctl(PR_GET_NAME, g->self_name) || !g->self_name[0])
+		snprintf(g->self_name, sizeof(g->self_name), "headroom");
+	status = setup_memory(g);
 	if (status)
-		goto out;
-	status = EXIT_INTERNAL;
-	g.nice0 = getpriority(PRIO_PROCESS, 0);
-	if (fs_read("/proc/self/oom_score_adj", g.oom_adj0, sizeof(g.oom_adj0)) <= 0)
-		g.oom_adj0[0] = '\0';
+		return status;
+	g->nice0 = getpriority(PRIO_PROCESS, 0);
+	if (fs_read("/proc/self/oom_score_adj", g->oom_adj0, sizeof(g->oom_adj0)) <= 0)
+		g->oom_adj0[0] = '\0';
 	guard_lock_self();
 	/* Orphans of the build (a compiler whose launcher died) become ours to end. */
 	prctl(PR_SET_CHILD_SUBREAPER, 1);
-	rc = server_open(&g);
+	rc = server_open(g);
 	if (rc) {
 		log_warn("cannot create the governor's socket: %s", strerror(-rc));
-		goto out;
+		return EXIT_INTERNAL;
 	}
-	setenv("HEADROOM_SOCK", g.sock_path, 1);
+	setenv("HEADROOM_SOCK", g->sock_path, 1);
 	if (o->jobserver != JOBSERVER_NONE) {
-		rc = jobserver_open(&g.js, o->jobserver, g.sock_dir, o->jobs, getenv("MAKEFLAGS"));
+		rc = jobserver_open(&g->js, o->jobserver, g->sock_dir, o->jobs, getenv("MAKEFLAGS"));
 		if (rc) {
 			log_warn("cannot open a %s jobserver: %s", jobserver_style_name(o->jobserver), strerror(-rc));
-			goto out;
+			return EXIT_INTERNAL;
 		}
-		setenv("MAKEFLAGS", g.js.makeflags, 1);
-		g.tree = 1;
-		g.rep.mode = o->jobserver == JOBSERVER_PIPE ? "jobserver (pipe) and process tree"
-							     : "jobserver (fifo) and process tree";
-		log_debug("jobserver: MAKEFLAGS=%s", g.js.makeflags);
+		setenv("MAKEFLAGS", g->js.makeflags, 1);
+		g->tree = 1;
+		g->rep.mode = o->jobserver == JOBSERVER_PIPE ? "jobserver (pipe) and process tree"
+							      : "jobserver (fifo) and process tree";
+		log_debug("jobserver: MAKEFLAGS=%s", g->js.makeflags);
 	}
 	unsetenv("HEADROOM_JOB"); /* a build inside a job has a governor of its own: us */
+	return 0;
+}
+
+/* Signals (blocked, read from a signalfd: orig keeps the mask to restore), the build, the
+ * guardian and epoll: 0, or the exit status to end with. */
+static int setup_build(struct gov *g, sigset_t *orig)
+{
+	sigset_t mask;
 
 	sigemptyset(&mask);
 	sigaddset(&mask, SIGCHLD);
@@ -692,35 +716,42 @@ int governor_run(const struct governor_opts *o)
 	sigaddset(&mask, SIGTERM);
 	sigaddset(&mask, SIGHUP);
 	sigaddset(&mask, SIGQUIT);
-	sigprocmask(SIG_BLOCK, &mask, &orig);
-	g.sig_fd = signalfd(-1, &mask, SFD_CLOEXEC | SFD_NONBLOCK);
-	if (g.sig_fd < 0) {
+	sigprocmask(SIG_BLOCK, &mask, orig);
+	g->sig_fd = signalfd(-1, &mask, SFD_CLOEXEC | SFD_NONBLOCK);
+	if (g->sig_fd < 0) {
 		log_warn("signalfd: %s", strerror(errno));
-		goto out_mask;
+		return EXIT_INTERNAL;
 	}
-	build_history(&g);
-	if (!o->quiet)
-		progress_open(&g.progress, STDERR_FILENO);
-	g.build_pid = start_build(&g, &orig);
-	if (g.build_pid < 0) {
+	build_history(g);
+	if (!g->o->quiet)
+		progress_open(&g->progress, STDERR_FILENO);
+	g->build_pid = start_build(g, orig);
+	if (g->build_pid < 0) {
 		log_warn("cannot start the build: %s", strerror(errno));
-		goto out_mask;
+		return EXIT_INTERNAL;
 	}
-	g.guard_fd = guard_start(&g);
-
+	g->guard_fd = guard_start(g);
 	/* epoll: each wakeup costs the same with 8 launchers connected or 512 */
-	g.ep_fd = epoll_create1(EPOLL_CLOEXEC);
-	if (g.ep_fd < 0 || watch_fd(&g, g.listen_fd, &g.listen_fd) || watch_fd(&g, g.sig_fd, &g.sig_fd)) {
+	g->ep_fd = epoll_create1(EPOLL_CLOEXEC);
+	if (g->ep_fd < 0 || watch_fd(g, g->listen_fd, &g->listen_fd) || watch_fd(g, g->sig_fd, &g->sig_fd)) {
 		log_warn("epoll: %s", strerror(errno));
-		goto out_mask;
+		return EXIT_INTERNAL;
 	}
+	return 0;
+}
+
+/* Until the build ends (or, interrupted, its grace runs out): launchers' messages and
+ * signals as they come, the tick every tick_ms. */
+static void run_loop(struct gov *g)
+{
 	int64_t next_tick = now_ms();
-	g.max_conns = conn_cap();
-	while (!g.build_done) {
+
+	g->max_conns = conn_cap();
+	while (!g->build_done) {
 		struct epoll_event ev[64];
 		int64_t now = now_ms();
 		int timeout = next_tick > now ? (int)(next_tick - now) : 0;
-		int n = epoll_wait(g.ep_fd, ev, (int)(sizeof(ev) / sizeof(ev[0])), timeout);
+		int n = epoll_wait(g->ep_fd, ev, (int)(sizeof(ev) / sizeof(ev[0])), timeout);
 
 		if (n < 0 && errno != EINTR) {
 			log_warn("epoll_wait: %s", strerror(errno));
@@ -728,90 +759,118 @@ int governor_run(const struct governor_opts *o)
 		}
 		now = now_ms();
 		for (int k = 0; k < n; k++) {
-			if (ev[k].data.ptr == &g.sig_fd)
-				on_signal(&g, now);
-			else if (ev[k].data.ptr == &g.listen_fd)
-				server_accept(&g);
+			if (ev[k].data.ptr == &g->sig_fd)
+				on_signal(g, now);
+			else if (ev[k].data.ptr == &g->listen_fd)
+				server_accept(g);
 			else
-				server_read(&g, ev[k].data.ptr, now);
+				server_read(g, ev[k].data.ptr, now);
 		}
-		server_listen_again(&g);
+		server_listen_again(g);
 		if (now >= next_tick) {
-			govern_tick(&g, now);
-			server_tell_waiting(&g, now);
-			next_tick = now + o->tick_ms;
+			govern_tick(g, now);
+			server_tell_waiting(g, now);
+			next_tick = now + g->o->tick_ms;
 		}
-		if (g.interrupted && now >= g.deadline_ms)
+		if (g->interrupted && now >= g->deadline_ms)
 			break;
 	}
-	if (g.build_done)
-		server_drain(&g, now_ms());
-	if (g.tree && g.build_done) {
+}
+
+/* After the loop: the last jobs' ends, everything left ended, the store, the report and
+ * the records. Returns the exit status. */
+static int finish(struct gov *g)
+{
+	int status = EXIT_INTERNAL;
+
+	if (g->build_done)
+		server_drain(g, now_ms());
+	if (g->tree && g->build_done) {
 		/* The last jobs ended with the build, after the last tick: learn them too. */
-		read_procs(&g);
-		treescan_run(&g, now_ms());
+		read_procs(g);
+		treescan_run(g, now_ms());
 	}
-	progress_close(&g.progress);
+	progress_close(&g->progress);
 	/* the guardian is below us too: guard_kill_everything ends it with the rest */
-	guard_kill_everything(&g);
-	g.rep.wall_ms = now_ms() - g.t0_ms;
-	if (g.interrupted)
-		status = 128 + g.interrupted;
-	else if (g.build_done)
-		status = exit_status_of(g.build_status);
-	g.rep.exit_status = status;
+	guard_kill_everything(g);
+	g->rep.wall_ms = now_ms() - g->t0_ms;
+	if (g->interrupted)
+		status = 128 + g->interrupted;
+	else if (g->build_done)
+		status = exit_status_of(g->build_status);
+	g->rep.exit_status = status;
 	/* Kills in the jobs' own groups do not show in ours: count the larger. */
-	uint64_t group_ooms = gov_oom_count(&g) - g.oom_start;
-	if (group_ooms > (uint64_t)g.rep.oom_kills)
-		g.rep.oom_kills = (int)group_ooms;
-	if (g.cg_limited && !cgroup_mem_peak_since(&g.cg, &g.peak_mark, &g.rep.peak_group_bytes))
-		g.rep.has_peak_group = 1;
-	learned_save(&g);
-	record_governed(&g);
-	if (status == 0 && g.build_key && g.rep.njobs) {
-		struct build_profile b = { g.last_build.runs + 1, (int64_t)g.rep.njobs, g.rep.wall_ms };
-		if (store_build_put(o->store, g.build_key, &b))
+	uint64_t group_ooms = gov_oom_count(g) - g->oom_start;
+	if (group_ooms > (uint64_t)g->rep.oom_kills)
+		g->rep.oom_kills = (int)group_ooms;
+	if (g->cg_limited && !cgroup_mem_peak_since(&g->cg, &g->peak_mark, &g->rep.peak_group_bytes))
+		g->rep.has_peak_group = 1;
+	learned_save(g);
+	record_governed(g);
+	if (status == 0 && g->build_key && g->rep.njobs) {
+		struct build_profile b = { g->last_build.runs + 1, (int64_t)g->rep.njobs, g->rep.wall_ms };
+		if (store_build_put(g->o->store, g->build_key, &b))
 			log_debug("could not save the build's job count");
 	}
-	if (!o->quiet)
-		report_print(&g.rep, stderr);
-	if (!o->quiet && !g.next_id && !g.tree && g.rep.wall_ms > NO_JOBS_WARN_MS)
+	if (!g->o->quiet)
+		report_print(&g->rep, stderr);
+	if (!g->o->quiet && !g->next_id && !g->tree && g->rep.wall_ms > NO_JOBS_WARN_MS)
 		log_warn("no compile job came through headroom exec, so none was governed: does the build use "
-		      "$HEADROOM_LAUNCHER, CMAKE_<LANG>_COMPILER_LAUNCHER or PYTORCH_NVCC (a build script may "
-		      "overwrite them)?");
+			 "$HEADROOM_LAUNCHER, CMAKE_<LANG>_COMPILER_LAUNCHER or PYTORCH_NVCC (a build script may "
+			 "overwrite them)?");
 	/* a build that went well but whose outputs were not written is not a success */
-	if (write_records(&g) && !status)
+	if (write_records(g) && !status)
 		status = EXIT_INTERNAL;
-out_mask:
-	sigprocmask(SIG_SETMASK, &orig, NULL);
-out:
-	while (g.njobs)
-		job_remove(&g, g.njobs - 1);
-	free(g.jobs);
-	free(g.skip);
-	free(g.next_class);
-	free(g.build_key);
-	progress_close(&g.progress);
-	if (g.js.style != JOBSERVER_NONE)
-		jobserver_close(&g.js);
-	learned_free(&g);
-	if (g.guard_fd >= 0)
-		close(g.guard_fd);
-	if (g.listen_fd >= 0)
-		close(g.listen_fd);
-	if (g.sig_fd >= 0)
-		close(g.sig_fd);
-	if (g.ep_fd >= 0)
-		close(g.ep_fd);
-	if (g.sock_path)
-		unlink(g.sock_path);
-	if (g.sock_dir)
-		rmdir(g.sock_dir);
-	free(g.sock_path);
-	free(g.sock_dir);
-	free(g.psi_path);
-	cgroup_free(&g.cg);
-	proc_table_free(&g.procs);
-	report_free(&g.rep);
+	return status;
+}
+
+static void gov_free(struct gov *g)
+{
+	while (g->njobs)
+		job_remove(g, g->njobs - 1);
+	free(g->jobs);
+	free(g->skip);
+	free(g->next_class);
+	free(g->build_key);
+	progress_close(&g->progress);
+	if (g->js.style != JOBSERVER_NONE)
+		jobserver_close(&g->js);
+	learned_free(g);
+	if (g->guard_fd >= 0)
+		close(g->guard_fd);
+	if (g->listen_fd >= 0)
+		close(g->listen_fd);
+	if (g->sig_fd >= 0)
+		close(g->sig_fd);
+	if (g->ep_fd >= 0)
+		close(g->ep_fd);
+	if (g->sock_path)
+		unlink(g->sock_path);
+	if (g->sock_dir)
+		rmdir(g->sock_dir);
+	free(g->sock_path);
+	free(g->sock_dir);
+	free(g->psi_path);
+	cgroup_free(&g->cg);
+	proc_table_free(&g->procs);
+	report_free(&g->rep);
+}
+
+int governor_run(const struct governor_opts *o)
+{
+	struct gov g = { .o = o, .longest_done_ms = -1, .avail_at_ms = -1, .listen_fd = -1, .sig_fd = -1, .ep_fd = -1, .js = { .rfd = -1, .wfd = -1, .own_fd = -1 },
+			 .progress = { .fd = -1 }, .guard_fd = -1 };
+	sigset_t orig;
+	int status = setup_self(&g);
+
+	if (!status) {
+		status = setup_build(&g, &orig);
+		if (!status) {
+			run_loop(&g);
+			status = finish(&g);
+		}
+		sigprocmask(SIG_SETMASK, &orig, NULL);
+	}
+	gov_free(&g);
 	return status;
 }
