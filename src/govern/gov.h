@@ -161,6 +161,12 @@ void job_add_sample(struct job *j, int64_t t_ms, uint64_t bytes);
 /* A run of the job that ended, for the trace and the record (when either was asked for),
  * whoever found it: a launcher's, or the tree's. exit_code -1: unknown or a signal. */
 void job_add_span(struct gov *g, struct job *j, int64_t duration_ms, int exit_code, int retried);
+/* A job's end as its launcher reported it (d): run it again, 1, when headroom killed it or
+ * the kernel's OOM killer did and it has attempts left (*reason says which, for the ack);
+ * else 0, learned when it succeeded, counted failed when it did not; a span either way. */
+int job_done(struct gov *g, struct job *j, const struct proto_done *d, int64_t now, const char **reason);
+/* The run is over: its group removed, its state idle, ready to be asked for again. */
+void job_end_run(struct job *j);
 /* Read the running jobs' memory from g->procs (each process counts for the job it is
  * below); dt_ms since the last tick, for their growth. A launcher's job that has run a
  * tick gets a cgroup of its own (where g->job_groups), and each tick its new processes

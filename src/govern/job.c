@@ -8,6 +8,7 @@
 
 #include "govern/gov.h"
 #include "govern/governor.h"
+#include "govern/signature.h"
 #include "govern/tree.h"
 #include "util/grow.h"
 #include "util/log.h"
@@ -329,3 +330,51 @@ void job_add_span(struct gov *g, struct job *j, int64_t duration_ms, int exit_co
 	};
 	report_add_span(&g->rep, &sp);
 }
+
+/* Was the job's SIGKILL the kernel's OOM killer's: its own group's count, else the
+ * group's or the machine's counter since it was admitted. */
+static int job_oom_killed(struct gov *g, struct job *j, const struct proto_done *d)
+{
+	uint64_t n;
+
+	if (!d->has_signal || d->signal != SIGKILL)
+		return 0;
+	if (j->cg.version != CGROUP_NONE && !cgroup_oom_kills(&j->cg, &n) && n > 0)
+		return 1;
+	return gov_oom_count(g) > j->oom_at_admit;
+}
+
+int job_done(struct gov *g, struct job *j, const struct proto_done *d, int64_t now, const char **reason)
+{
+	int64_t dur = d->duration_ms, ran = job_elapsed(j, now);
+	int oom = job_oom_killed(g, j, d), retry = 0;
+
+	*reason = "finished";
+	/* a job we killed that ended on its own just before is done, not run again */
+	if (((j->killed_by_us && d->has_signal && d->signal == SIGKILL) || oom) && j->attempt < GOV_MAX_RETRIES) {
+		retry = 1;
+		*reason = j->killed_by_us ? "killed by headroom to save memory" : "killed by the kernel (out of memory)";
+		g->rep.retries++;
+		if (oom) {
+			g->rep.oom_kills++;
+			log_warn("job %d (%s) was OOM-killed; it will run again", j->id, j->src);
+		}
+	} else if (d->has_exit && d->exit_code == 0) {
+		struct job_seen seen = { .check = j->check, .cached = j->cached, .cache_hit = d->cache_hit,
+					 .saw_compiler = j->saw_compiler };
+		j->not_learned = job_seen_untrue(&seen);
+		learned_job_done(g, j, dur > 0 && dur < ran ? dur : ran, d->maxrss_bytes);
+	} else {
+		g->rep.failed_jobs++;
+	}
+	job_add_span(g, j, dur > 0 && dur < ran ? dur : ran, d->has_exit ? (int)d->exit_code : -1, retry);
+	return retry;
+}
+
+void job_end_run(struct job *j)
+{
+	job_drop_group(j);
+	job_reset_run(j);
+	j->state = JOB_IDLE;
+}
+

@@ -10,7 +10,6 @@
 
 #include "govern/gov.h"
 #include "govern/governor.h"
-#include "govern/signature.h"
 #include "sys/usock.h"
 #include "util/log.h"
 #include "util/path.h"
@@ -22,45 +21,16 @@ static void set_str(char **dst, const char *v)
 	*dst = xstrdup(v);
 }
 
+/* The launcher's report of its job's end: the governor's word on it (job_done) goes back
+ * to a launcher whose tool was SIGKILLed, the only one that waits for it. */
 static void on_done(struct gov *g, struct job *j, const struct proto_done *d, int64_t now)
 {
-	int64_t dur = d->duration_ms;
-	int oom = 0, retry = 0;
-	const char *reason = "finished";
-	uint64_t n;
+	const char *reason;
+	int retry = job_done(g, j, d, now, &reason);
 
-	if (d->has_signal && d->signal == SIGKILL) {
-		if (j->cg.version != CGROUP_NONE && !cgroup_oom_kills(&j->cg, &n) && n > 0)
-			oom = 1;
-		else if (gov_oom_count(g) > j->oom_at_admit)
-			oom = 1;
-	}
-	/* a job we killed that ended on its own just before is done, not run again */
-	if (((j->killed_by_us && d->has_signal && d->signal == SIGKILL) || oom) && j->attempt < GOV_MAX_RETRIES) {
-		retry = 1;
-		reason = j->killed_by_us ? "killed by headroom to save memory" : "killed by the kernel (out of memory)";
-		g->rep.retries++;
-		if (oom) {
-			g->rep.oom_kills++;
-			log_warn("job %d (%s) was OOM-killed; it will run again", j->id, j->src);
-		}
-	} else if (d->has_exit && d->exit_code == 0) {
-		int64_t ran = job_elapsed(j, now);
-		struct job_seen seen = { .check = j->check, .cached = j->cached, .cache_hit = d->cache_hit,
-					 .saw_compiler = j->saw_compiler };
-		j->not_learned = job_seen_untrue(&seen);
-		learned_job_done(g, j, dur > 0 && dur < ran ? dur : ran, d->maxrss_bytes);
-	} else {
-		g->rep.failed_jobs++;
-	}
-	job_add_span(g, j, dur > 0 && dur < job_elapsed(j, now) ? dur : job_elapsed(j, now),
-		     d->has_exit ? (int)d->exit_code : -1, retry);
-	/* only a launcher whose tool was SIGKILLed waits for the answer */
 	if (d->has_signal && d->signal == SIGKILL)
 		proto_send_ack(j->conn.fd, &(struct proto_ack){ j->id, retry, reason });
-	job_drop_group(j);
-	job_reset_run(j);
-	j->state = JOB_IDLE;
+	job_end_run(j);
 }
 
 static void on_message(struct gov *g, struct job *j, json_t *msg, int64_t now)
