@@ -5,7 +5,9 @@
  * a fixed -jN a job runs as soon as it has one of N slots; under headroom each started job
  * asks for admission, answered at once when it fits (and when a job ends) and tried again
  * on each 100 ms tick, as the governor does. A job's memory follows its recorded samples
- * and it runs its recorded length (no CPU contention: jobs do not slow each other down).
+ * and it runs its recorded length, or longer where the running jobs want more threads
+ * than --cpus (an nvcc job its --threads, default 4: each job slows by CONTENTION of the
+ * excess; without --cpus jobs do not slow each other down).
  * The governor's inputs are built as governor.c and learned.c build them: jobs sampled
  * each tick, provisional profiles from admit_passed_peak()/admit_provisional(), the ramp
  * from admit_unknown_need(), predictions as learned_predict() makes them (own, twins, class),
@@ -15,6 +17,11 @@
  * would have ordered is counted, not carried out).
  *   make bench/simulate && bench/simulate TRACE [--limit SIZE] [--budget SIZE] [--slots N]
  *       [--mem-scale X] [--time-scale X] [--repeat K] [--jitter PCT] [--seed N] [--search N]
+ *       [--cpus N [--threads T]] [--order trace|shortest|longest]
+ * --order: the jobs between two links reordered, the longest last (shortest) or first.
+ * SIM_POLICY: "stall" (default: the governor's policy), "none" (no stall thaw), "small"
+ * (tried: the net freezes the job holding least first); the table's "before" rows run
+ * without the stall thaw.
  * --other: memory that processes other than the jobs hold all along (the build tool,
  * setup.py). --jitter: each run under headroom gives each job its own pace, its length (and its curve
  * with it) stretched by up to that share either way, so the warm run does not meet exactly
