@@ -593,3 +593,18 @@ SH
 	[[ "$output" == *"jobs left running hold"*"more than the budget of 200.00 MiB: one job at a time until they end"* ]]
 	[[ "$output" == *"left running by jobs"* ]]
 }
+
+@test "outputs named by a bare file name are written in the current directory" {
+	mkdir "$T/w"
+	cd "$T/w"
+	run "$HR" run -q --no-db --report r.json --trace t.json --record rec -- true
+	[ "$status" -eq 0 ]
+	[ -z "$output" ]
+	python3 -c 'import json,sys; [json.load(open(f)) for f in sys.argv[1:]]' r.json t.json rec
+	"$HR" profiles --db "$T/p.db" export exp.json
+	grep -q headroom-profiles/1 exp.json
+	LD_LIBRARY_PATH="$ROOT/build/nvml-double" NVML_DOUBLE_SCRIPT=/nonexistent \
+		"$HR" watch -q --interval 200 --duration 1 --jsonl o.jsonl
+	[ -s o.jsonl ]
+	[ "$(ls -A | tr '\n' ' ')" = "exp.json o.jsonl r.json rec t.json " ]
+}
