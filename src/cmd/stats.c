@@ -21,10 +21,14 @@ static const char usage[] =
 	"  freezes     jobs frozen when memory ran short (thawed later)\n"
 	"  kills       jobs killed for memory and requeued (run again)\n"
 	"  OOM avoided builds that at their own job count (their -jN, or the CPUs) would have\n"
-	"              needed more memory than their budget, and ran without an OOM kill: the\n"
-	"              compile jobs' curves replayed that many at a time in their order\n"
+	"              needed more memory than the memory limit (RAM or cgroup; never a\n"
+	"              --budget, which only headroom enforces), and ran without an OOM kill:\n"
+	"              the compile jobs' curves replayed that many at a time in their order\n"
 	"  saved       the compile jobs' wall time at the best fixed -j that fits the budget\n"
-	"              (the same replay) less headroom's, over the builds where both are known\n"
+	"              and the CPUs (the same replay) less headroom's, over the builds where\n"
+	"              both are known\n"
+	"A build cut short (failed, interrupted) counts in neither, nor one recorded before\n"
+	"the store's schema 5 (it has no memory limit).\n"
 	"\n"
 	"A directory is shown with control characters and bytes that are not UTF-8 as \\xHH;\n"
 	"in JSON such a directory also has \"dir_hex\", its bytes.\n"
@@ -140,8 +144,8 @@ int cmd_stats(int argc, char **argv)
 		for (size_t i = 0; i < ts.n; i++)
 			tally_print(&ts.v[i], ts.v[i].dir);
 		tally_print(&ts.total, "total");
-		printf("(OOM avoided: builds whose own -jN would not have fit their budget; saved: against the\n"
-		       " best fixed -j that fits; `headroom stats --help` says how each is counted)\n");
+		printf("(OOM avoided: builds whose own -jN would not have fit the memory limit; saved: against\n"
+		       " the best fixed -j that fits and the CPUs run; `headroom stats --help` says how)\n");
 	}
 	for (size_t i = 0; i < ts.n; i++)
 		free((char *)ts.v[i].dir);

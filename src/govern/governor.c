@@ -553,7 +553,7 @@ static void record_governed(struct gov *g)
 	const struct report *r = &g->rep;
 	struct strbuf cmd = STRBUF_INIT;
 	char cwd[4096];
-	int safe = report_safe_max_jobs(r), ncompile = 0;
+	int safe = report_safe_max_jobs(r), ncompile = 0, whole = report_completed(r);
 
 	if (!g->o->store || !r->njobs || !getcwd(cwd, sizeof(cwd)))
 		return;
@@ -567,7 +567,9 @@ static void record_governed(struct gov *g)
 		.freezes = r->freezes, .kills = r->kills, .retries = r->retries, .oom_kills = r->oom_kills,
 		.jobs_cap = r->jobs_cap, .budget_bytes = (int64_t)r->budget_bytes,
 		.safe_jobs = safe ? safe : -1,
-		.plain_peak_bytes = ncompile && r->jobs_cap > 0 ? (int64_t)report_fixed_peak_bytes(r, r->jobs_cap) : -1,
+		.limit_bytes = r->limit_bytes ? (int64_t)r->limit_bytes : -1,
+		/* a build cut short ran part of its jobs: no replay of it stands for the build */
+		.plain_peak_bytes = whole && ncompile && r->jobs_cap > 0 ? (int64_t)report_fixed_peak_bytes(r, r->jobs_cap) : -1,
 		.compile_wall_ms = ncompile ? report_compile_wall_ms(r) : -1,
 		.safe_fixed_wall_ms = safe ? report_fixed_wall_ms(r, safe) : -1,
 	};
@@ -667,6 +669,7 @@ static int setup_self(struct gov *g)
 	g->last_kill_ms = g->t0_ms - KILL_LONG_AGO_MS;
 	g->t_prev_ms = g->t0_ms;
 	g->rep.jobs_cap = o->jobs;
+	g->rep.cpus = cpus_usable("");
 	g->rep.jobs_cap_from = o->jobs_from;
 	g->tree = o->tree;
 	g->rep.mode = o->tree ? "process tree" : "launcher";

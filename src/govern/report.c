@@ -83,20 +83,38 @@ static const struct curve **compile_curves(const struct report *r, size_t *n)
 	return c;
 }
 
+int report_completed(const struct report *r)
+{
+	return r->exit_status == 0;
+}
+
+int report_fixed_cap(const struct report *r)
+{
+	if (r->jobs_cap > 0 && r->cpus > 0)
+		return r->jobs_cap < r->cpus ? r->jobs_cap : r->cpus;
+	return r->jobs_cap > 0 ? r->jobs_cap : r->cpus;
+}
+
 int report_safe_max_jobs(const struct report *r)
 {
 	const struct curve **c;
-	size_t n;
-	int safe;
-
+	size_t n = compile_jobs(r);
+	int safe, cap = report_fixed_cap(r);
 	uint64_t budget = r->fixed_budget_bytes ? r->fixed_budget_bytes : r->budget_bytes;
 
-	if (!compile_jobs(r) || !budget)
+	if (!report_completed(r) || n < 2 || !budget || (cap && cap < 2))
 		return 0;
 	c = compile_curves(r, &n);
 	safe = admit_safe_fixed_jobs(c, n, budget);
 	free(c);
-	return safe;
+	return cap && safe > cap ? cap : safe;
+}
+
+int report_oom_avoided(const struct report *r)
+{
+	if (!report_completed(r) || !compile_jobs(r) || r->jobs_cap < 1 || !r->limit_bytes)
+		return -1;
+	return report_fixed_peak_bytes(r, r->jobs_cap) > r->limit_bytes && !r->oom_kills;
 }
 
 uint64_t report_fixed_peak_bytes(const struct report *r, int slots)
@@ -221,6 +239,11 @@ json_t *report_to_json(const struct report *r)
 	json_object_set_new(o, "other_jobs", json_integer((json_int_t)(r->njobs - ncompile)));
 	json_object_set_new(o, "safe_fixed_max_jobs", safe ? json_integer(safe) : json_null());
 	json_object_set_new(o, "safe_fixed_knob", json_string(r->knob ? r->knob : "-j"));
+	json_object_set_new(o, "completed", json_boolean(report_completed(r)));
+	json_object_set_new(o, "cpus", r->cpus ? json_integer(r->cpus) : json_null());
+	json_object_set_new(o, "safe_fixed_cap", report_fixed_cap(r) ? json_integer(report_fixed_cap(r)) : json_null());
+	int avoided = report_oom_avoided(r);
+	json_object_set_new(o, "oom_avoided", avoided < 0 ? json_null() : json_boolean(avoided));
 	/* the side-by-side: the build as it asked (jobs_cap at once) and at the safe fixed count */
 	json_object_set_new(o, "plain_peak_bytes",
 			    ncompile && r->jobs_cap > 0 ? json_integer((json_int_t)report_fixed_peak_bytes(r, r->jobs_cap))
@@ -263,6 +286,42 @@ static const char *plural(long long n)
 	return n == 1 ? "" : "s";
 }
 
+/* The fixed count a user can follow, and whether the build's own count would have fit the
+ * memory limit: only for a build that completed, each saying what it compared against. */
+static void print_advice(const struct report *r, int safe, FILE *f)
+{
+	size_t ncompile = compile_jobs(r), other = r->njobs - ncompile;
+	int mj = r->knob && !strcmp(r->knob, "MAX_JOBS"), avoided = report_oom_avoided(r);
+	char a[32], b[32];
+
+	if (!report_completed(r)) {
+		if (r->njobs)
+			fprintf(f, "  no advice: the build did not complete (exit status %d), so its jobs are not "
+				   "the whole build\n", r->exit_status);
+		return;
+	}
+	if (safe) {
+		fprintf(f, "  a fixed %s%s%d would have been safe here: the %zu compile jobs' curves replayed %d at a "
+			   "time in their order fit the budget", mj ? "MAX_JOBS" : "-j", mj ? "=" : "", safe, ncompile, safe);
+		if (safe == report_fixed_cap(r) && r->cpus && r->cpus < r->jobs_cap)
+			fprintf(f, ", and no more: %d CPU%s here", r->cpus, plural(r->cpus));
+		else if (safe == report_fixed_cap(r))
+			fprintf(f, ", and no more: the cap in force (%s)", r->jobs_cap_from ? r->jobs_cap_from : "unknown");
+		if (other)
+			fprintf(f, " (%zu probe%s, link%s and trivial job%s not counted)", other, plural((long long)other),
+				plural((long long)other), plural((long long)other));
+		fputc('\n', f);
+	}
+	if (avoided < 0)
+		return;
+	uint64_t plain = report_fixed_peak_bytes(r, r->jobs_cap);
+	fprintf(f, "  replayed %d at a time (%s), the compile jobs would have peaked at %s, %s the memory limit "
+		   "%s (%s): %s\n", r->jobs_cap, r->jobs_cap_from ? r->jobs_cap_from : "the cap",
+		size_format(plain, a, sizeof(a)), plain > r->limit_bytes ? "above" : "within",
+		size_format(r->limit_bytes, b, sizeof(b)), r->limit_source ? r->limit_source : "unknown",
+		avoided ? "an OOM avoided" : plain > r->limit_bytes ? "OOM kills were seen" : "no OOM avoided");
+}
+
 void report_print(const struct report *r, FILE *f)
 {
 	char a[32], b[32], c[32];
@@ -300,18 +359,7 @@ void report_print(const struct report *r, FILE *f)
 			size_format(report_class_percentile(r, cls[i], 95), b, sizeof(b)),
 			size_format(report_class_percentile(r, cls[i], 100), c, sizeof(c)));
 	}
-	if (safe) {
-		size_t ncompile = compile_jobs(r);
-		int mj = r->knob && !strcmp(r->knob, "MAX_JOBS");
-		fprintf(f, "  a fixed %s%s%d would have been safe here: the %zu compile job%s curve%s replayed %d at a time "
-			"in their order fit the budget", mj ? "MAX_JOBS" : "-j", mj ? "=" : "", safe, ncompile,
-			ncompile == 1 ? "'s" : "s'", plural((long long)ncompile), safe);
-		if (r->njobs > ncompile)
-			fprintf(f, " (%zu probe%s, link%s and trivial job%s not counted)", r->njobs - ncompile,
-				plural((long long)(r->njobs - ncompile)), plural((long long)(r->njobs - ncompile)),
-				plural((long long)(r->njobs - ncompile)));
-		fputc('\n', f);
-	}
+	print_advice(r, safe, f);
 	free(cls);
 }
 

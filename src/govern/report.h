@@ -55,6 +55,7 @@ struct report {
 	uint64_t peak_group_bytes;
 	int freezes, thaws, kills, retries, oom_kills;
 	int jobs_cap;
+	int cpus;                 /* CPUs the build could use (cpus_usable); 0 unknown */
 	const char *jobs_cap_from; /* where the cap came from: "build -j8", "headroom -j4", "16 CPUs"...; NULL unknown */
 	int not_learned;          /* jobs whose curves taught nothing: cache hits, checks, partial */
 	int exit_status;
@@ -83,10 +84,22 @@ void report_add_point(struct report *r, const struct report_point *p);
 
 /* Copies j (and its class, made valid UTF-8: utf8_visible). */
 void report_add_job(struct report *r, const struct report_job *j);
-/* The fixed job count a user can follow: the largest N whose replay of the observed
- * compile jobs' curves, N at a time in the order they started, peaks within the budget
- * (admit_safe_fixed_jobs). 0 if no compile job finished. */
+/* Whether the build ran to its end and succeeded (exit status 0): only such a build's
+ * jobs are the whole build, to give advice from. */
+int report_completed(const struct report *r);
+/* The most a fixed count may name: the cap in force (jobs_cap), no more than the CPUs
+ * the build could use; 0 when neither is known. */
+int report_fixed_cap(const struct report *r);
+/* The fixed job count a user can follow: the largest N, at most report_fixed_cap, whose
+ * replay of the observed compile jobs' curves, N at a time in the order they started,
+ * peaks within the budget (admit_safe_fixed_jobs). 0 (no advice) for a build that did
+ * not complete, fewer than 2 compile jobs or a cap below 2: nothing to choose. */
 int report_safe_max_jobs(const struct report *r);
+/* Whether headroom avoided an OOM: 1 when the compile jobs replayed jobs_cap at a time
+ * (the build's own -jN, or the CPUs) peak above the memory limit (RAM or cgroup: never a
+ * --budget, which nothing enforces but headroom) and no OOM kill was seen; 0 when they
+ * fit it; -1 unknown (a build that did not complete, no compile job, no limit). */
+int report_oom_avoided(const struct report *r);
 /* The compile jobs replayed `slots` at a time in the order they started (as
  * report_safe_max_jobs): their peak together and their wall time. 0 without compile jobs. */
 uint64_t report_fixed_peak_bytes(const struct report *r, int slots);

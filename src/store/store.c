@@ -51,10 +51,11 @@ static const char schema[] =
 	" compile_jobs INTEGER NOT NULL, freezes INTEGER NOT NULL, kills INTEGER NOT NULL,"
 	" retries INTEGER NOT NULL, oom_kills INTEGER NOT NULL, jobs_cap INTEGER NOT NULL,"
 	" budget_bytes INTEGER NOT NULL, safe_jobs INTEGER, plain_peak_bytes INTEGER,"
-	" compile_wall_ms INTEGER, safe_fixed_wall_ms INTEGER);"
-	"PRAGMA user_version = 4;";
-#define SCHEMA_VERSION 4
-/* The tables of every schema version (1: profiles, 2: builds, 3: probes, 4: governed).
+	" compile_wall_ms INTEGER, safe_fixed_wall_ms INTEGER, limit_bytes INTEGER);"
+	"PRAGMA user_version = 5;";
+#define SCHEMA_VERSION 5
+/* The tables of every schema version (1: profiles, 2: builds, 3: probes, 4: governed,
+ * 5: governed.limit_bytes, added to a table of schema 4 by create_schema).
  * A store of an older version is read as it is (a table it lacks reads as empty) and
  * gets the tables it lacks at its first write. */
 static const char *const our_tables[] = { "profiles", "builds", "probes", "governed", NULL };
@@ -205,6 +206,16 @@ static int exec_rc(sqlite3 *db, const char *sql)
 	return sqlite_errno(sqlite3_exec(db, sql, NULL, NULL, NULL));
 }
 
+/* Whether the governed table has limit_bytes (schema 5): 1, 0, or 0 without the table. */
+static int has_limit_column(sqlite3 *db)
+{
+	sqlite3_stmt *q = NULL;
+	int ok = sqlite3_prepare_v2(db, "SELECT limit_bytes FROM governed LIMIT 0", -1, &q, NULL) == SQLITE_OK;
+
+	sqlite3_finalize(q);
+	return ok;
+}
+
 /* Make the schema current and mark the file headroom's, in one transaction. */
 static int create_schema(sqlite3 *db)
 {
@@ -216,6 +227,9 @@ static int create_schema(sqlite3 *db)
 		return rc;
 	}
 	rc = exec_rc(db, schema);
+	/* a governed table of schema 4 was kept as it was by CREATE TABLE IF NOT EXISTS */
+	if (!rc && !has_limit_column(db))
+		rc = exec_rc(db, "ALTER TABLE governed ADD COLUMN limit_bytes INTEGER");
 	if (!rc)
 		rc = exec_rc(db, app);
 	if (!rc)
@@ -837,8 +851,8 @@ int store_governed_add(struct store *st, const struct governed_build *b)
 		return rc;
 	if (sqlite3_prepare_v2(st->db, "INSERT INTO governed (dir, command, ended_s, wall_ms, exit_status, jobs,"
 				       " compile_jobs, freezes, kills, retries, oom_kills, jobs_cap, budget_bytes,"
-				       " safe_jobs, plain_peak_bytes, compile_wall_ms, safe_fixed_wall_ms)"
-				       " VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16, ?17)",
+				       " safe_jobs, plain_peak_bytes, compile_wall_ms, safe_fixed_wall_ms, limit_bytes)"
+				       " VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16, ?17, ?18)",
 			       -1, &q, NULL) != SQLITE_OK)
 		return -EIO;
 	sqlite3_bind_text(q, 1, b->dir, -1, SQLITE_TRANSIENT);
@@ -858,6 +872,7 @@ int store_governed_add(struct store *st, const struct governed_build *b)
 	bind_known(q, 15, b->plain_peak_bytes);
 	bind_known(q, 16, b->compile_wall_ms);
 	bind_known(q, 17, b->safe_fixed_wall_ms);
+	bind_known(q, 18, b->limit_bytes);
 	rc = step_write(st, q);
 	sqlite3_finalize(q);
 	return rc;
@@ -875,10 +890,14 @@ int store_governed_each(struct store *st, int (*fn)(const struct governed_build 
 
 	if (!can_read(st))
 		return 0;
-	s = sqlite3_prepare_v2(st->db, "SELECT dir, command, ended_s, wall_ms, exit_status, jobs, compile_jobs,"
-				       " freezes, kills, retries, oom_kills, jobs_cap, budget_bytes, safe_jobs,"
-				       " plain_peak_bytes, compile_wall_ms, safe_fixed_wall_ms FROM governed ORDER BY id",
-			       -1, &q, NULL);
+	/* a store of schema 4 read as it is has no limit: unknown */
+	s = sqlite3_prepare_v2(st->db, has_limit_column(st->db)
+		? "SELECT dir, command, ended_s, wall_ms, exit_status, jobs, compile_jobs, freezes, kills, retries,"
+		  " oom_kills, jobs_cap, budget_bytes, safe_jobs, plain_peak_bytes, compile_wall_ms,"
+		  " safe_fixed_wall_ms, limit_bytes FROM governed ORDER BY id"
+		: "SELECT dir, command, ended_s, wall_ms, exit_status, jobs, compile_jobs, freezes, kills, retries,"
+		  " oom_kills, jobs_cap, budget_bytes, safe_jobs, plain_peak_bytes, compile_wall_ms,"
+		  " safe_fixed_wall_ms, NULL FROM governed ORDER BY id", -1, &q, NULL);
 	if (s != SQLITE_OK) {
 		/* a store older than the table: no build recorded yet */
 		int none = strstr(sqlite3_errmsg(st->db), "no such table") != NULL;
@@ -896,7 +915,7 @@ int store_governed_each(struct store *st, int (*fn)(const struct governed_build 
 			.oom_kills = sqlite3_column_int64(q, 10), .jobs_cap = sqlite3_column_int64(q, 11),
 			.budget_bytes = sqlite3_column_int64(q, 12), .safe_jobs = column_known(q, 13),
 			.plain_peak_bytes = column_known(q, 14), .compile_wall_ms = column_known(q, 15),
-			.safe_fixed_wall_ms = column_known(q, 16),
+			.safe_fixed_wall_ms = column_known(q, 16), .limit_bytes = column_known(q, 17),
 		};
 		rc = fn(&b, arg);
 	}
@@ -913,14 +932,17 @@ int store_governed_tally(struct store *st, int (*fn)(const struct governed_tally
 
 	if (!can_read(st))
 		return 0;
-	/* NULL is unknown: a comparison with it counts nowhere, as unknown never counts. */
-	s = sqlite3_prepare_v2(st->db, "SELECT dir, count(*), sum(jobs), sum(freezes), sum(kills),"
-				       " sum(retries), sum(oom_kills),"
-				       " coalesce(sum(plain_peak_bytes > budget_bytes AND oom_kills = 0), 0),"
-				       " coalesce(sum(safe_fixed_wall_ms - compile_wall_ms), 0),"
-				       " count(safe_fixed_wall_ms - compile_wall_ms)"
-				       " FROM governed GROUP BY dir ORDER BY min(id)",
-			       -1, &q, NULL);
+	/* NULL is unknown: a comparison with it counts nowhere, as unknown never counts. A
+	 * build recorded before schema 5 has no limit: its replays were against a --budget
+	 * and a -j past the CPUs, so it counts in neither OOM avoided nor saved. */
+	s = sqlite3_prepare_v2(st->db, has_limit_column(st->db)
+		? "SELECT dir, count(*), sum(jobs), sum(freezes), sum(kills), sum(retries), sum(oom_kills),"
+		  " coalesce(sum(plain_peak_bytes > limit_bytes AND oom_kills = 0), 0),"
+		  " coalesce(sum(safe_fixed_wall_ms - compile_wall_ms + 0 * limit_bytes), 0),"
+		  " count(safe_fixed_wall_ms - compile_wall_ms + 0 * limit_bytes)"
+		  " FROM governed GROUP BY dir ORDER BY min(id)"
+		: "SELECT dir, count(*), sum(jobs), sum(freezes), sum(kills), sum(retries), sum(oom_kills), 0, 0, 0"
+		  " FROM governed GROUP BY dir ORDER BY min(id)", -1, &q, NULL);
 	if (s != SQLITE_OK) {
 		/* a store older than the table: no build recorded yet */
 		int none = strstr(sqlite3_errmsg(st->db), "no such table") != NULL;

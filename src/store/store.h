@@ -101,6 +101,7 @@ struct governed_build {
 	int64_t freezes, kills, retries, oom_kills;
 	int64_t jobs_cap;            /* the most jobs at once it asked for (its -jN, the CPUs) */
 	int64_t budget_bytes;
+	int64_t limit_bytes;         /* the memory limit (RAM or cgroup); -1 unknown (schema < 5) */
 	int64_t safe_jobs;           /* the largest fixed -j whose replay fits the budget */
 	int64_t plain_peak_bytes;    /* the compile jobs replayed jobs_cap at a time */
 	int64_t compile_wall_ms;     /* first compile job's start to the last one's end */
@@ -116,9 +117,9 @@ int store_governed_each(struct store *st, int (*fn)(const struct governed_build 
 struct governed_tally {
 	const char *dir;             /* the directory, byte for byte as recorded */
 	int64_t builds, jobs, freezes, kills, retries, oom_kills;
-	int64_t avoided;             /* builds whose plain_peak_bytes passed their budget, no OOM kill */
+	int64_t avoided;             /* builds whose plain_peak_bytes passed their limit_bytes, no OOM kill */
 	int64_t saved_ms;            /* safe_fixed_wall_ms less compile_wall_ms, summed over */
-	int64_t saved_builds;        /* the builds where both are known */
+	int64_t saved_builds;        /* the builds where both are known, and the limit (schema 5) */
 };
 
 /* Call fn for each directory's tally, in the order of its first build (grouped by the

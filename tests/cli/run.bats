@@ -608,3 +608,55 @@ SH
 	[ -s o.jsonl ]
 	[ "$(ls -A | tr '\n' ' ')" = "exp.json o.jsonl r.json rec t.json " ]
 }
+
+# The tiny trace's first N jobs as a ninja build in DIR (memory scaled by SCALE).
+tiny_build() {
+	local dir=$1 n=$2 scale=$3
+	python3 - "$ROOT/tests/fixtures/tiny-trace.json" "$T/tiny-$n.json" "$n" <<-'PY'
+	import json, sys
+	t = json.load(open(sys.argv[1]))
+	t["jobs"] = t["jobs"][:int(sys.argv[3])]
+	json.dump(t, open(sys.argv[2], "w"))
+	PY
+	python3 "$ROOT/bench/replay" generate "$T/tiny-$n.json" "$dir" --time-scale 0.1 --mem-scale "$scale" >/dev/null
+}
+
+@test "the fixed -j advice names no more jobs than the CPUs, and none for a build cut short or of one job" {
+	command -v ninja || skip "ninja not installed"
+	command -v taskset || skip "taskset not installed"
+	[ "$(nproc --all)" -ge 2 ] || skip "needs 2 CPUs"
+	tiny_build "$T/b" 6 1
+	cd "$T/b"
+	# a wide -j on 2 CPUs: every job fits the budget at once, but the machine runs 2
+	run --separate-stderr taskset -c 0,1 "$HR" run --no-db --report "$T/r.json" -- ninja -j16
+	echo "$stderr"
+	[ "$status" -eq 0 ]
+	[[ "$stderr" == *"a fixed -j2 would have been safe here"*"and no more: 2 CPUs here"* ]]
+	# its own -j16 against the machine's memory, not the budget: nothing avoided here
+	[[ "$stderr" == *"replayed 16 at a time (build -j16), the compile jobs would have peaked at"*"within the memory limit"*"no OOM avoided"* ]]
+	python3 - "$T/r.json" <<-'PY'
+	import json, sys
+	r = json.load(open(sys.argv[1]))
+	assert r["safe_fixed_max_jobs"] == 2 and r["cpus"] == 2 and r["safe_fixed_cap"] == 2, r
+	assert r["completed"] is True and r["oom_avoided"] is False, r
+	PY
+	# cut short by a failing job: what ran is not the build, no advice
+	rm -rf obj .ninja_log
+	printf 'rule fail\n  command = false\nbuild zz: fail\n' >> build.ninja
+	run --separate-stderr "$HR" run --no-db --report "$T/r.json" -- ninja -j2
+	echo "$stderr"
+	[ "$status" -eq 1 ]
+	[[ "$stderr" == *"no advice: the build did not complete (exit status 1)"* ]]
+	[[ "$stderr" != *"would have been safe"* ]]
+	[[ "$stderr" != *"OOM avoided"* ]]
+	python3 -c 'import json,sys; r=json.load(open(sys.argv[1])); assert r["safe_fixed_max_jobs"] is None and r["oom_avoided"] is None and r["completed"] is False, r' "$T/r.json"
+	# one compile job: nothing to choose, no "-j1 would have been safe"
+	tiny_build "$T/one" 1 1
+	cd "$T/one"
+	run --separate-stderr "$HR" run --no-db --report "$T/r.json" -- ninja -j2
+	echo "$stderr"
+	[ "$status" -eq 0 ]
+	[[ "$stderr" == *"1 job "* ]]
+	[[ "$stderr" != *"would have been safe"* ]]
+	python3 -c 'import json,sys; r=json.load(open(sys.argv[1])); assert r["compile_jobs"] == 1 and r["safe_fixed_max_jobs"] is None, r' "$T/r.json"
+}

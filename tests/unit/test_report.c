@@ -94,6 +94,43 @@ static void test_report_build_order(void **state)
 	report_free(&r);
 }
 
+/* Advice only names what the machine runs, only from a whole build, only where there is
+ * a choice; an OOM avoided is against the memory limit, never the budget. */
+static void test_report_advice_bounds(void **state)
+{
+	struct report r = { .budget_bytes = 100, .limit_bytes = 10, .jobs_cap = 8, .cpus = 2 };
+	struct report_job one = job("nvcc", 3, 0, 100, 1);
+
+	(void)state;
+	report_add_job(&r, &one);
+	assert_int_equal(report_safe_max_jobs(&r), 0); /* one compile job: nothing to choose */
+	for (int i = 1; i < 6; i++) {
+		struct report_job j = job("nvcc", 3, i, 100, 1);
+		report_add_job(&r, &j);
+	}
+	/* all six fit the budget at once; the machine runs two */
+	assert_int_equal(report_safe_max_jobs(&r), 2);
+	/* -j8 replayed: 18 above the limit of 10, not above the budget of 100 */
+	assert_int_equal(report_oom_avoided(&r), 1);
+	r.limit_bytes = 20;
+	assert_int_equal(report_oom_avoided(&r), 0);
+	r.limit_bytes = 10;
+	r.oom_kills = 1;
+	assert_int_equal(report_oom_avoided(&r), 0);
+	r.cpus = 1;
+	assert_int_equal(report_safe_max_jobs(&r), 0); /* one at a time is no advice */
+	r.cpus = 4;
+	r.exit_status = 130; /* cut short */
+	assert_int_equal(report_safe_max_jobs(&r), 0);
+	assert_int_equal(report_oom_avoided(&r), -1);
+	json_t *o = report_to_json(&r);
+	assert_true(json_is_null(json_object_get(o, "safe_fixed_max_jobs")));
+	assert_true(json_is_null(json_object_get(o, "oom_avoided")));
+	assert_true(json_is_false(json_object_get(o, "completed")));
+	json_decref(o);
+	report_free(&r);
+}
+
 static void test_knob(void **state)
 {
 	char *setup[] = { "python3", "setup.py", "build_ext", NULL };
@@ -118,6 +155,7 @@ int main(void)
 		cmocka_unit_test(test_report),
 		cmocka_unit_test(test_report_replay),
 		cmocka_unit_test(test_report_build_order),
+		cmocka_unit_test(test_report_advice_bounds),
 		cmocka_unit_test(test_knob),
 	};
 	return cmocka_run_group_tests_name("report", tests, NULL, NULL);

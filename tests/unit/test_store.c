@@ -335,7 +335,7 @@ static void test_made_by_first_write(void **state)
 	assert_int_equal(store_build_put(st, "k", &b), 0);
 	assert_int_equal(access(path, F_OK), 0);
 	assert_int_equal(int_of(path, "PRAGMA application_id"), STORE_APPLICATION_ID);
-	assert_int_equal(int_of(path, "PRAGMA user_version"), 4);
+	assert_int_equal(int_of(path, "PRAGMA user_version"), 5);
 	store_close(st);
 	free(path);
 	free(dirpath);
@@ -409,7 +409,7 @@ static void test_governed(void **state)
 	assert_int_equal(got[0].jobs, 0);
 	assert_int_equal(store_governed_add(st, &a), 0);
 	assert_int_equal(store_governed_add(st, &b), 0);
-	assert_int_equal(int_of(path, "PRAGMA user_version"), 4);
+	assert_int_equal(int_of(path, "PRAGMA user_version"), 5);
 	assert_int_equal(store_governed_each(st, collect, got), 0);
 	assert_int_equal(got[0].jobs, 2);
 	assert_int_equal(got[1].freezes, 3);
@@ -437,7 +437,7 @@ static void test_old_store_adopted(void **state)
 	(void)state;
 	assert_int_equal(store_open(path, &st, &err), 0);
 	assert_int_equal(int_of(path, "PRAGMA application_id"), STORE_APPLICATION_ID);
-	assert_int_equal(int_of(path, "PRAGMA user_version"), 4);
+	assert_int_equal(int_of(path, "PRAGMA user_version"), 5);
 	assert_int_equal(store_build_put(st, "k", &b), 0);
 	assert_int_equal(store_build_get(st, "k", &b), 0);
 	store_close(st);
