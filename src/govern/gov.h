@@ -43,6 +43,7 @@ struct job {
 	int64_t t_told_ms;          /* when its waiting launcher last heard from us */
 	int frozen;
 	int64_t frozen_at_ms, frozen_total_ms;
+	int64_t wait_memory_ms, wait_slot_ms; /* this wait so far (job_note_tick), not yet reported */
 	const struct curve *pred;   /* points into the learned cache or at twins; NULL when unknown */
 	int pred_own;               /* pred is its own signature's profile */
 	struct curve twins;         /* the mean of its twins' profiles, when pred points here */
@@ -173,6 +174,13 @@ void job_end_run(struct job *j);
  * are moved into it: made at admission, a group would cost every job, the many that
  * end within a tick too, a mkdir and an rmdir in the loop. */
 void job_sample_all(struct gov *g, int64_t now, int64_t dt_ms);
+/* Whether the waiting jobs wait for memory rather than a CPU slot: fewer than the cap
+ * run (unfrozen), so admission, a frozen job or the safety net holds them. */
+int job_waits_for_memory(const struct gov *g, int running);
+/* The tick's accounting for the report (report_note_tick): each waiting job's wait for
+ * memory or a slot, reported once it ends; the frozen; the jobs' memory together and
+ * the running job furthest above its prediction. Before the net acts. */
+void job_note_tick(struct gov *g, int64_t now, int64_t dt_ms, int running, uint64_t jobs_bytes);
 
 /* ---- learned.c: the profiles the store knows and this build learns ---- */
 

@@ -483,6 +483,7 @@ static void govern_tick(struct gov *g, int64_t now)
 		.growth_bytes_per_s = used > g->used_prev && now > g->t_prev_ms
 			? (used - g->used_prev) * 1000 / (uint64_t)(now - g->t_prev_ms) : 0,
 	};
+	job_note_tick(g, now, now - g->t_prev_ms, running, jobs_bytes);
 	g->used_prev = used;
 	g->t_prev_ms = now;
 	if (!mem_err && now - g->t0_ms >= (int64_t)g->rep.npoints * 1000) {

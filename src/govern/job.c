@@ -300,10 +300,55 @@ void job_sample_all(struct gov *g, int64_t now, int64_t dt_ms)
 	free(o);
 }
 
+/* A wait that ended: into the report. A tick or less is admission's own pace (a burst
+ * sorted before its long jobs start, a slot freed between ticks), not a wait for it. */
+static void report_wait(struct gov *g, struct job *j)
+{
+	if (j->wait_memory_ms > g->o->tick_ms)
+		report_add_wait(&g->rep.wait_memory, j->wait_memory_ms);
+	if (j->wait_slot_ms > g->o->tick_ms)
+		report_add_wait(&g->rep.wait_slot, j->wait_slot_ms);
+	j->wait_memory_ms = j->wait_slot_ms = 0;
+}
+
+int job_waits_for_memory(const struct gov *g, int running)
+{
+	return running < g->o->jobs;
+}
+
+void job_note_tick(struct gov *g, int64_t now, int64_t dt_ms, int running, uint64_t jobs_bytes)
+{
+	struct report_tick t = { .dt_ms = dt_ms, .running = running, .jobs_bytes = jobs_bytes };
+	int for_memory = job_waits_for_memory(g, running);
+
+	for (size_t i = 0; i < g->njobs; i++) {
+		struct job *j = g->jobs[i];
+		if (j->state == JOB_WAITING) {
+			int64_t from = j->t_request_ms > now - dt_ms ? j->t_request_ms : now - dt_ms;
+			*(for_memory ? &j->wait_memory_ms : &j->wait_slot_ms) += now - from;
+			continue;
+		}
+		if (j->wait_memory_ms || j->wait_slot_ms)
+			report_wait(g, j);
+		if (j->state != JOB_RUNNING)
+			continue;
+		t.frozen += j->frozen;
+		/* what it holds past what it was admitted on: its prediction now, or all of it */
+		uint64_t pred = j->pred ? curve_at(j->pred, job_elapsed(j, now)) : 0;
+		if (!j->frozen && j->current_bytes > pred && j->current_bytes - pred > t.grew_bytes) {
+			t.grew_bytes = j->current_bytes - pred;
+			t.grew_job = *j->src ? j->src : j->tool;
+			t.grew_unknown = !j->pred;
+		}
+	}
+	report_note_tick(&g->rep, &t);
+}
+
 void job_remove(struct gov *g, size_t i)
 {
 	struct job *j = g->jobs[i];
 
+	report_wait(g, j);
 	/* A launcher that vanished mid-job leaves its tool behind: end it. */
 	if (j->state == JOB_RUNNING) {
 		job_signal(g, j, SIGKILL);

@@ -26,6 +26,47 @@ void report_add_point(struct report *r, const struct report_point *p)
 	r->timeline[r->npoints++] = *p;
 }
 
+void report_add_wait(struct report_waits *w, int64_t waited_ms)
+{
+	if (waited_ms <= 0)
+		return;
+	w->jobs++;
+	w->total_ms += waited_ms;
+	if (waited_ms > w->longest_ms)
+		w->longest_ms = waited_ms;
+}
+
+void report_note_tick(struct report *r, const struct report_tick *t)
+{
+	struct report_over *o = &r->over;
+	int was = o->in_spell;
+
+	r->frozen_ms += t->frozen * t->dt_ms;
+	/* what the net did since the last tick, while the spell lasted */
+	if (was) {
+		o->freezes += r->freezes - o->seen_freezes;
+		o->kills += r->kills - o->seen_kills;
+	}
+	o->seen_freezes = r->freezes;
+	o->seen_kills = r->kills;
+	o->in_spell = r->budget_bytes && t->jobs_bytes > r->budget_bytes;
+	if (!o->in_spell)
+		return;
+	o->times += !was;
+	if (t->jobs_bytes - r->budget_bytes > o->most_bytes) {
+		o->most_bytes = t->jobs_bytes - r->budget_bytes;
+		if (t->grew_job) {
+			free(o->grew_job);
+			o->grew_job = esc_dup(esc_utf8, t->grew_job);
+			o->grew_bytes = t->grew_bytes;
+			o->grew_unknown = t->grew_unknown;
+		}
+	}
+	o->total_ms += t->dt_ms;
+	if (t->running <= 1)
+		o->alone_ms += t->dt_ms;
+}
+
 void report_add_span(struct report *r, const struct report_span *s)
 {
 	struct report_span *d;
@@ -204,6 +245,24 @@ static size_t classes(const struct report *r, const char ***out)
 	return n;
 }
 
+static json_t *waits_json(const struct report_waits *w)
+{
+	return json_pack("{s:i, s:I, s:I}", "jobs", w->jobs, "total_ms", (json_int_t)w->total_ms, "longest_ms",
+			 (json_int_t)w->longest_ms);
+}
+
+static json_t *over_json(const struct report_over *o)
+{
+	json_t *j = json_pack("{s:i, s:I, s:I, s:i, s:i, s:I}", "times", o->times, "total_ms", (json_int_t)o->total_ms,
+			      "most_bytes", (json_int_t)o->most_bytes, "freezes", o->freezes, "kills", o->kills,
+			      "alone_ms", (json_int_t)o->alone_ms);
+
+	json_object_set_new(j, "grew_job", o->grew_job ? json_string(o->grew_job) : json_null());
+	json_object_set_new(j, "grew_bytes", o->grew_job ? json_integer((json_int_t)o->grew_bytes) : json_null());
+	json_object_set_new(j, "grew_unpredicted", json_boolean(o->grew_unknown));
+	return j;
+}
+
 json_t *report_to_json(const struct report *r)
 {
 	json_t *o = json_object(), *cl = json_array();
@@ -225,6 +284,7 @@ json_t *report_to_json(const struct report *r)
 	json_object_set_new(o, "mode", r->mode ? json_string(r->mode) : json_null());
 	json_object_set_new(o, "tree_fallback", json_boolean(r->tree_fallback));
 	json_object_set_new(o, "peak_jobs_bytes", json_integer((json_int_t)r->peak_jobs_bytes));
+	json_object_set_new(o, "peak_single_job_bytes", json_integer((json_int_t)report_single_peak_bytes(r)));
 	json_object_set_new(o, "peak_unowned_bytes", json_integer((json_int_t)r->peak_unowned_bytes));
 	json_object_set_new(o, "peak_group_bytes",
 			    r->has_peak_group ? json_integer((json_int_t)r->peak_group_bytes) : json_null());
@@ -233,6 +293,10 @@ json_t *report_to_json(const struct report *r)
 	json_object_set_new(o, "kills", json_integer(r->kills));
 	json_object_set_new(o, "retries", json_integer(r->retries));
 	json_object_set_new(o, "oom_kills", json_integer(r->oom_kills));
+	json_object_set_new(o, "frozen_ms", json_integer(r->frozen_ms));
+	json_object_set_new(o, "waited", json_pack("{s:o, s:o}", "memory", waits_json(&r->wait_memory),
+						   "cpu_slot", waits_json(&r->wait_slot)));
+	json_object_set_new(o, "over_budget", over_json(&r->over));
 	int safe = report_safe_max_jobs(r);
 	size_t ncompile = compile_jobs(r);
 	json_object_set_new(o, "compile_jobs", json_integer((json_int_t)ncompile));
@@ -322,24 +386,88 @@ static void print_advice(const struct report *r, int safe, FILE *f)
 		avoided ? "an OOM avoided" : plain > r->limit_bytes ? "OOM kills were seen" : "no OOM avoided");
 }
 
+/* "3 jobs, 4.2 s in all, longest 2.1 s" */
+static void print_waits(const struct report_waits *w, FILE *f)
+{
+	fprintf(f, "%d job%s, %.1f s in all, longest %.1f s", w->jobs, plural(w->jobs), w->total_ms / 1000.0,
+		w->longest_ms / 1000.0);
+}
+
+/* The jobs' memory above the budget: how often, why, and what the net did. */
+static void print_over(const struct report *r, FILE *f)
+{
+	const struct report_over *o = &r->over;
+	char a[32], b[32];
+
+	if (!o->times)
+		return;
+	fprintf(f, "  over the budget: %d time%s, %.1f s in all, by at most %s", o->times, plural(o->times),
+		o->total_ms / 1000.0, size_format(o->most_bytes, a, sizeof(a)));
+	if (o->grew_job && o->grew_unknown)
+		fprintf(f, ": %s, admitted with no prediction, grew to %s after admission", o->grew_job,
+			size_format(o->grew_bytes, b, sizeof(b)));
+	else if (o->grew_job)
+		fprintf(f, ": %s grew %s past its prediction after admission", o->grew_job,
+			size_format(o->grew_bytes, b, sizeof(b)));
+	if (o->kills)
+		fprintf(f, "; the net froze jobs %d time%s and killed %d to run again\n", o->freezes, plural(o->freezes),
+			o->kills);
+	else if (o->freezes)
+		fprintf(f, "; the net froze jobs %d time%s until it fit\n", o->freezes, plural(o->freezes));
+	else if (o->alone_ms)
+		fprintf(f, "; the net froze none: one job ran alone (the last one running is never frozen)\n");
+	else
+		fprintf(f, "; the net froze none: the jobs came back under it before it acted\n");
+}
+
+/* A class name is never cut: one longer than the column is printed whole on a line of
+ * its own, its figures on the next. */
+static void print_class(const struct report *r, const char *cls, FILE *f)
+{
+	enum { COLUMN = 40 };
+	char a[32], b[32], c[32];
+	size_t cnt = 0;
+
+	for (size_t k = 0; k < r->njobs; k++)
+		cnt += !strcmp(r->jobs[k].class_key, cls);
+	if (strlen(cls) > COLUMN)
+		fprintf(f, "  %s\n", cls);
+	fprintf(f, "  %-*s %4zu job%s peak p50 %s  p95 %s  max %s\n", COLUMN, strlen(cls) > COLUMN ? "" : cls, cnt,
+		cnt == 1 ? " " : "s ", size_format(report_class_percentile(r, cls, 50), a, sizeof(a)),
+		size_format(report_class_percentile(r, cls, 95), b, sizeof(b)),
+		size_format(report_class_percentile(r, cls, 100), c, sizeof(c)));
+}
+
+uint64_t report_single_peak_bytes(const struct report *r)
+{
+	uint64_t most = 0;
+
+	for (size_t i = 0; i < r->njobs; i++)
+		if (r->jobs[i].peak_bytes > most)
+			most = r->jobs[i].peak_bytes;
+	return most;
+}
+
 void report_print(const struct report *r, FILE *f)
 {
-	char a[32], b[32], c[32];
+	char a[32], b[32];
 	const char **cls;
 	size_t n = classes(r, &cls);
 	int safe = report_safe_max_jobs(r);
 
 	fprintf(f, "headroom: %zu job%s%s in %.1f s, exit status %d\n", r->njobs, plural((long long)r->njobs),
 		r->failed_jobs ? " (some failed)" : "", r->wall_ms / 1000.0, r->exit_status);
-	fprintf(f, "  memory: limit %s (%s), budget %s, peak of the jobs %s",
+	fprintf(f, "  memory: limit %s (%s), budget %s\n",
 		r->limit_bytes ? size_format(r->limit_bytes, a, sizeof(a)) : "unknown",
-		r->limit_source ? r->limit_source : "unknown", size_format(r->budget_bytes, b, sizeof(b)),
-		size_format(r->peak_jobs_bytes, c, sizeof(c)));
+		r->limit_source ? r->limit_source : "unknown", size_format(r->budget_bytes, b, sizeof(b)));
+	/* the three peaks, each as docs/governor.md defines it */
+	fprintf(f, "  peaks: jobs together %s, single job %s", size_format(r->peak_jobs_bytes, a, sizeof(a)),
+		size_format(report_single_peak_bytes(r), b, sizeof(b)));
+	if (r->has_peak_group)
+		fprintf(f, ", group %s", size_format(r->peak_group_bytes, a, sizeof(a)));
 	if (r->peak_unowned_bytes)
 		fprintf(f, ", left running by jobs (no job's, counted against the budget) %s",
 			size_format(r->peak_unowned_bytes, a, sizeof(a)));
-	if (r->has_peak_group)
-		fprintf(f, ", group peak %s", size_format(r->peak_group_bytes, a, sizeof(a)));
 	if (r->mode)
 		fprintf(f, "\n  jobs found: %s%s", r->mode,
 			r->tree_fallback ? " (compilers ran outside the launcher: the process tree was governed too)" : "");
@@ -347,18 +475,22 @@ void report_print(const struct report *r, FILE *f)
 	if (r->not_learned)
 		fprintf(f, "; %d job%s not learned (cache hits, configure checks, seen in part)", r->not_learned,
 			plural(r->not_learned));
-	fprintf(f, "\n  actions: %d freeze%s, %d thaw%s, %d kill%s, %d %s, %d OOM kill%s seen\n", r->freezes,
-		plural(r->freezes), r->thaws, plural(r->thaws), r->kills, plural(r->kills), r->retries,
-		r->retries == 1 ? "retry" : "retries", r->oom_kills, plural(r->oom_kills));
-	for (size_t i = 0; i < n; i++) {
-		size_t cnt = 0;
-		for (size_t k = 0; k < r->njobs; k++)
-			cnt += !strcmp(r->jobs[k].class_key, cls[i]);
-		fprintf(f, "  %-40.40s %4zu job%s peak p50 %s  p95 %s  max %s\n", cls[i], cnt, cnt == 1 ? " " : "s ",
-			size_format(report_class_percentile(r, cls[i], 50), a, sizeof(a)),
-			size_format(report_class_percentile(r, cls[i], 95), b, sizeof(b)),
-			size_format(report_class_percentile(r, cls[i], 100), c, sizeof(c)));
+	if (r->wait_memory.jobs) {
+		fprintf(f, "\n  waited for memory (a CPU slot free): ");
+		print_waits(&r->wait_memory, f);
 	}
+	if (r->wait_slot.jobs) {
+		fprintf(f, "\n  waited for a CPU slot: ");
+		print_waits(&r->wait_slot, f);
+	}
+	fprintf(f, "\n  actions: %d freeze%s", r->freezes, plural(r->freezes));
+	if (r->freezes)
+		fprintf(f, " (frozen %.1f s in all)", r->frozen_ms / 1000.0);
+	fprintf(f, ", %d thaw%s, %d kill%s, %d %s, %d OOM kill%s seen\n", r->thaws, plural(r->thaws), r->kills,
+		plural(r->kills), r->retries, r->retries == 1 ? "retry" : "retries", r->oom_kills, plural(r->oom_kills));
+	print_over(r, f);
+	for (size_t i = 0; i < n; i++)
+		print_class(r, cls[i], f);
 	print_advice(r, safe, f);
 	free(cls);
 }
@@ -374,6 +506,8 @@ void report_free(struct report *r)
 	}
 	free(r->spans);
 	r->spans = NULL;
+	free(r->over.grew_job);
+	r->over.grew_job = NULL;
 	r->nspans = r->capspans = 0;
 	free(r->jobs);
 	free(r->timeline);

@@ -40,6 +40,35 @@ struct report_point {
 	uint64_t used_bytes;      /* in use against the limit */
 };
 
+/* What the jobs waited for, and a spell of the jobs' memory above the budget. */
+struct report_waits {
+	int jobs;                 /* jobs that waited for it at all */
+	int64_t total_ms, longest_ms;
+};
+
+struct report_over {
+	int times;                /* spells of the jobs' memory together above the budget */
+	int64_t total_ms;
+	uint64_t most_bytes;      /* the most they were above it */
+	char *grew_job;           /* the job furthest above its prediction then; owned, NULL none */
+	uint64_t grew_bytes;      /* by how much */
+	int grew_unknown;         /* it had no prediction: admitted on a guess */
+	int freezes, kills;       /* what the net did meanwhile */
+	int64_t alone_ms;         /* one job ran alone: the net freezes no last runner */
+	int in_spell, seen_freezes, seen_kills; /* report_note_tick's own */
+};
+
+/* One tick's view of the jobs (report_note_tick). */
+struct report_tick {
+	int64_t dt_ms;            /* since the last tick */
+	int running;              /* jobs running, not frozen */
+	int frozen;
+	uint64_t jobs_bytes;      /* their memory together */
+	const char *grew_job;     /* the running job furthest above its prediction, or NULL */
+	uint64_t grew_bytes;
+	int grew_unknown;
+};
+
 struct report {
 	struct report_job *jobs;  /* completed jobs; owned */
 	size_t njobs, cap;
@@ -54,6 +83,10 @@ struct report {
 	int has_peak_group;       /* the cgroup's own peak could be read */
 	uint64_t peak_group_bytes;
 	int freezes, thaws, kills, retries, oom_kills;
+	int64_t frozen_ms;        /* the jobs' time frozen, summed */
+	struct report_waits wait_memory; /* waited with a CPU slot free: for memory */
+	struct report_waits wait_slot;   /* waited for a CPU slot (the cap was running) */
+	struct report_over over;  /* the jobs' memory together above the budget */
 	int jobs_cap;
 	int cpus;                 /* CPUs the build could use (cpus_usable); 0 unknown */
 	const char *jobs_cap_from; /* where the cap came from: "build -j8", "headroom -j4", "16 CPUs"...; NULL unknown */
@@ -81,6 +114,13 @@ int report_write_record(const struct report *r, const char *path, const char *de
 			uint64_t mem_total_bytes);
 
 void report_add_point(struct report *r, const struct report_point *p);
+/* One job's wait, in w, when it ends (it was admitted, or its launcher left): waited_ms
+ * 0 adds nothing. */
+void report_add_wait(struct report_waits *w, int64_t waited_ms);
+/* Each tick, before the net acts: the frozen time, and a spell above the budget with
+ * why (the job grown furthest past its prediction since admission) and what the net did
+ * (counted from the freezes and kills made while it lasts). */
+void report_note_tick(struct report *r, const struct report_tick *t);
 
 /* Copies j (and its class, made valid UTF-8: utf8_visible). */
 void report_add_job(struct report *r, const struct report_job *j);
@@ -111,6 +151,8 @@ int64_t report_compile_wall_ms(const struct report *r);
 const char *report_knob_for(char *const *argv);
 /* p in [0,100] of the peaks of one class (nearest rank). */
 uint64_t report_class_percentile(const struct report *r, const char *class_key, int p);
+/* The largest peak of one job (its sampled memory or its maxrss, whichever is more). */
+uint64_t report_single_peak_bytes(const struct report *r);
 json_t *report_to_json(const struct report *r);
 void report_print(const struct report *r, FILE *f);
 void report_free(struct report *r);

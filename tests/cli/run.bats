@@ -660,3 +660,48 @@ tiny_build() {
 	[[ "$stderr" != *"would have been safe"* ]]
 	python3 -c 'import json,sys; r=json.load(open(sys.argv[1])); assert r["compile_jobs"] == 1 and r["safe_fixed_max_jobs"] is None, r' "$T/r.json"
 }
+
+@test "under a budget the report says what the jobs waited for, the freezes' time, and each spell over the budget with why" {
+	command -v ninja || skip "ninja not installed"
+	python3 "$ROOT/bench/replay" generate "$ROOT/tests/fixtures/tiny-trace.json" "$T/b" --time-scale 0.3 >/dev/null
+	cd "$T/b"
+	# six jobs of 60 to 110 MiB, every one at once asked for: they cannot all fit 200M
+	run --separate-stderr "$HR" run --no-db --budget 200M --report "$T/r.json" -- ninja -j6
+	echo "$stderr"
+	[ "$status" -eq 0 ]
+	[[ "$stderr" == *"peaks: jobs together "*", single job "* ]]
+	[[ "$stderr" == *"waited for memory (a CPU slot free): "*" jobs, "*" s in all, longest "* ]]
+	[[ "$stderr" != *"waited for a CPU slot"* ]]
+	python3 - "$T/r.json" "$stderr" <<-'PY'
+	import json, sys
+	r, text = json.load(open(sys.argv[1])), sys.argv[2]
+	w = r["waited"]["memory"]
+	assert w["jobs"] >= 1 and 0 < w["longest_ms"] <= w["total_ms"], r["waited"]
+	assert r["waited"]["cpu_slot"]["jobs"] == 0, r["waited"]
+	assert r["peak_single_job_bytes"] == max(c["peak_max_bytes"] for c in r["classes"]), r
+	o = r["over_budget"]
+	if r["freezes"]:
+	    assert r["frozen_ms"] > 0 and "s in all)" in text, r
+	# a jobs' peak above the budget is never left unsaid: how far, why, what the net did
+	if r["peak_jobs_bytes"] > r["budget_bytes"]:
+	    assert o["times"] >= 1 and o["most_bytes"] == r["peak_jobs_bytes"] - r["budget_bytes"], o
+	    assert o["grew_job"] and o["grew_bytes"] > 0, o
+	    assert "over the budget: " in text and o["grew_job"] in text and "the net " in text, text
+	else:
+	    assert o["times"] == 0 and "over the budget" not in text, o
+	PY
+}
+
+@test "a class name is never cut in the text report: a long one gets a line of its own" {
+	command -v ninja || skip "ninja not installed"
+	mkdir "$T/b"
+	cd "$T/b"
+	local flags="--generate-code=arch=compute_90,code=sm_90 --generate-code=arch=compute_80,code=sm_80"
+	printf 'rule t\n  command = $${HEADROOM_LAUNCHER} true %s && touch $out\nbuild o1: t\nrule s\n  command = $${HEADROOM_LAUNCHER} true && touch $out\nbuild o2: s\n' "$flags" > build.ninja
+	run --separate-stderr "$HR" run --no-db -- ninja
+	echo "$stderr"
+	[ "$status" -eq 0 ]
+	grep -qx "  true $flags" <<<"$stderr"
+	grep -qE "^ {46}1 job  peak p50 " <<<"$stderr"
+	grep -qE "^  true {40}1 job  peak p50 " <<<"$stderr"
+}

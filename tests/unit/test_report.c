@@ -131,6 +131,43 @@ static void test_report_advice_bounds(void **state)
 	report_free(&r);
 }
 
+/* A spell over the budget: counted once, with the job furthest above its prediction at
+ * its worst and the freezes made while it lasted; waits keep their longest. */
+static void test_report_ticks(void **state)
+{
+	struct report r = { .budget_bytes = 100 };
+	struct report_tick t = { .dt_ms = 100, .running = 2, .jobs_bytes = 90 };
+
+	(void)state;
+	report_note_tick(&r, &t);
+	t.jobs_bytes = 120, t.grew_job = "a.cu", t.grew_bytes = 30;
+	report_note_tick(&r, &t);
+	r.freezes++; /* the net acts after the note */
+	t.jobs_bytes = 110, t.grew_job = "b.cu", t.frozen = 1, t.running = 1;
+	report_note_tick(&r, &t);
+	t.jobs_bytes = 80;
+	report_note_tick(&r, &t);
+	assert_int_equal(r.over.times, 1);
+	assert_int_equal(r.over.total_ms, 200);
+	assert_int_equal(r.over.most_bytes, 20);
+	assert_string_equal(r.over.grew_job, "a.cu");
+	assert_int_equal(r.over.grew_bytes, 30);
+	assert_int_equal(r.over.freezes, 1);
+	assert_int_equal(r.over.alone_ms, 100);
+	assert_int_equal(r.frozen_ms, 200);
+	t.jobs_bytes = 101;
+	report_note_tick(&r, &t);
+	assert_int_equal(r.over.times, 2);
+	report_add_wait(&r.wait_memory, 300);
+	report_add_wait(&r.wait_memory, 0);
+	report_add_wait(&r.wait_memory, 500);
+	assert_int_equal(r.wait_memory.jobs, 2);
+	assert_int_equal(r.wait_memory.total_ms, 800);
+	assert_int_equal(r.wait_memory.longest_ms, 500);
+	report_free(&r);
+	assert_null(r.over.grew_job);
+}
+
 static void test_knob(void **state)
 {
 	char *setup[] = { "python3", "setup.py", "build_ext", NULL };
@@ -156,6 +193,7 @@ int main(void)
 		cmocka_unit_test(test_report_replay),
 		cmocka_unit_test(test_report_build_order),
 		cmocka_unit_test(test_report_advice_bounds),
+		cmocka_unit_test(test_report_ticks),
 		cmocka_unit_test(test_knob),
 	};
 	return cmocka_run_group_tests_name("report", tests, NULL, NULL);
