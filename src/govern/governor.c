@@ -349,10 +349,10 @@ void gov_admit(struct gov *g, int64_t now, int on_request)
 	free(snap);
 }
 
-static void show_progress(struct gov *g, int64_t now, uint64_t used)
+static void show_progress(struct gov *g, int64_t now, uint64_t jobs_bytes)
 {
-	struct progress_state ps = { .done = (int)g->rep.njobs, .used_bytes = used, .limit_bytes = g->limit_bytes,
-				   .jobs_cap = g->o->jobs };
+	struct progress_state ps = { .done = (int)g->rep.njobs, .jobs_bytes = jobs_bytes, .budget_bytes = g->budget_bytes };
+	int waiting = 0;
 	struct progress_eta_in in = {
 		.elapsed_ms = now - g->t0_ms,
 		.done = (int)g->rep.njobs,
@@ -365,7 +365,7 @@ static void show_progress(struct gov *g, int64_t now, uint64_t used)
 	for (size_t i = 0; i < g->njobs; i++) {
 		struct job *j = g->jobs[i];
 		if (j->state == JOB_WAITING) {
-			ps.waiting++;
+			waiting++;
 		} else if (j->state == JOB_RUNNING) {
 			int64_t left = j->pred ? j->pred->duration_ms - job_elapsed(j, now)
 					       : (in.done ? in.done_work_ms / in.done : 0);
@@ -374,10 +374,11 @@ static void show_progress(struct gov *g, int64_t now, uint64_t used)
 			ps.running += !j->frozen;
 		}
 	}
+	*(job_waits_for_memory(g, ps.running) ? &ps.waiting_memory : &ps.waiting_slot) = waiting;
 	in.running = ps.running + ps.frozen;
 	/* the last build's count, or more when this one already saw more */
 	if (g->last_build.jobs) {
-		int seen = ps.done + in.running + ps.waiting;
+		int seen = ps.done + in.running + waiting;
 		ps.total = g->last_build.jobs > seen ? (int)g->last_build.jobs : seen;
 	}
 	in.total = ps.total;
@@ -493,7 +494,7 @@ static void govern_tick(struct gov *g, int64_t now)
 		report_add_point(&g->rep, &p);
 	}
 	if (!mem_err && g->progress.fd >= 0 && now >= g->next_progress_ms) {
-		show_progress(g, now, used);
+		show_progress(g, now, jobs_bytes);
 		g->next_progress_ms = now + PROGRESS_EVERY_MS;
 	}
 	/* what jobs left running counts while jobs run; alone, however large, it must not

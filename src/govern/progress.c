@@ -41,15 +41,16 @@ static void format_duration(int64_t ms, char *buf, size_t size)
 void progress_format(const struct progress_state *s, int utf8, char *buf, size_t size)
 {
 	const char *sep = utf8 ? " \u00b7 " : ", ";
-	char count[48], wait[64] = "", frozen[48] = "", used[32], lim[32], eta[32] = "";
+	char count[48], wait[64] = "", slot[64] = "", frozen[48] = "", used[32], lim[32], eta[32] = "";
 
 	if (s->total > 0)
 		snprintf(count, sizeof(count), "[%d/%d]", s->done, s->total > s->done ? s->total : s->done);
 	else
 		snprintf(count, sizeof(count), "[%d done]", s->done);
-	if (s->waiting)
-		snprintf(wait, sizeof(wait), "%s%d waiting%s", sep, s->waiting,
-			 s->running + s->frozen < s->jobs_cap ? " for memory" : "");
+	if (s->waiting_memory)
+		snprintf(wait, sizeof(wait), "%s%d waiting for memory", sep, s->waiting_memory);
+	if (s->waiting_slot)
+		snprintf(slot, sizeof(slot), "%s%d waiting for a CPU slot", sep, s->waiting_slot);
 	if (s->frozen)
 		snprintf(frozen, sizeof(frozen), "%s%d frozen", sep, s->frozen);
 	if (s->eta_ms >= 0) {
@@ -57,8 +58,8 @@ void progress_format(const struct progress_state *s, int utf8, char *buf, size_t
 		format_duration(s->eta_ms, d, sizeof(d));
 		snprintf(eta, sizeof(eta), "%sETA %s", sep, d);
 	}
-	snprintf(buf, size, "%s running %d%s%s%s%s/%s%s", count, s->running, wait, frozen, sep,
-		 size_format(s->used_bytes, used, sizeof(used)), size_format(s->limit_bytes, lim, sizeof(lim)), eta);
+	snprintf(buf, size, "%s running %d%s%s%s%sjobs %s/%s budget%s", count, s->running, wait, slot, frozen, sep,
+		 size_format(s->jobs_bytes, used, sizeof(used)), size_format(s->budget_bytes, lim, sizeof(lim)), eta);
 }
 
 static int term_rows(int fd, int *cols)

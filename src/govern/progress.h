@@ -1,5 +1,6 @@
 /* The live progress line of a governed build on a terminal:
- *   [37/96] running 14 · 3 waiting for memory · 81.0/110.0 GiB · ETA 6m
+ *   [37/96] running 14 · 3 waiting for memory · jobs 81.0/110.0 GiB budget · ETA 6m
+ * (the jobs' memory together against the budget in force, never the machine's RAM)
  * kept on the terminal's last line below a scroll region, so that the build's own
  * output (ninja's status line included) scrolls above it. */
 #ifndef HEADROOM_PROGRESS_H
@@ -11,9 +12,11 @@
 struct progress_state {
 	int done;                 /* jobs finished */
 	int total;                /* jobs the build will run: 0 when unknown */
-	int running, waiting, frozen;
-	int jobs_cap;             /* waiting jobs wait for memory only below it */
-	uint64_t used_bytes, limit_bytes;
+	int running, frozen;
+	int waiting_memory;       /* waiting with a CPU slot free (job_waits_for_memory) */
+	int waiting_slot;         /* waiting for a CPU slot: the cap runs */
+	uint64_t jobs_bytes;      /* the jobs' resident memory together */
+	uint64_t budget_bytes;    /* the budget in force */
 	int64_t eta_ms;           /* < 0 when unknown */
 };
 

@@ -36,3 +36,18 @@ slow_build() {
 	TERM=xterm script -qfec "'$HR' run -q -j 2 --no-db -- ninja" /dev/null > "$T/out"
 	not grep -qF $'\e[1;' "$T/out"
 }
+
+@test "the live line: the jobs' memory against the budget in force, waits for memory apart from waits for a CPU slot" {
+	command -v script && command -v ninja || skip "script (util-linux) and ninja needed"
+	slow_build
+	cd "$T/pg"
+	# at -j 2 the 8 jobs of 50M fit a wide budget: the rest wait for a slot
+	TERM=xterm LANG=C LC_ALL=C script -qfec "stty rows 20 cols 160; '$HR' run -j 2 --no-db --budget 2G -- ninja" /dev/null > "$T/out1"
+	grep -a -o 'running [^[:cntrl:]]*' "$T/out1" | grep -q 'waiting for a CPU slot, jobs [0-9.]* [KMG]i\?B/2.00 GiB budget'
+	not grep -a -q 'waiting for memory' "$T/out1"
+	rm -f out*
+	# room for two of them in 120M, and four slots: the rest wait for memory
+	TERM=xterm LANG=C LC_ALL=C script -qfec "stty rows 20 cols 160; '$HR' run -j 4 --no-db --budget 120M -- ninja" /dev/null > "$T/out2"
+	grep -a -o 'running [^[:cntrl:]]*' "$T/out2" | grep -q 'waiting for memory, jobs [0-9.]* [KMG]i\?B/120.00 MiB budget'
+	not grep -a -q 'waiting for a CPU slot' "$T/out2"
+}

@@ -15,22 +15,24 @@ static void test_format(void **state)
 {
 	(void)state;
 	char buf[256];
-	struct progress_state s = { 37, 96, 14, 3, 0, 16, 81 * GiB, 110 * GiB, 6 * 60 * 1000 - 500 };
+	struct progress_state s = { .done = 37, .total = 96, .running = 14, .waiting_memory = 3,
+				    .jobs_bytes = 81 * GiB, .budget_bytes = 110 * GiB, .eta_ms = 6 * 60 * 1000 - 500 };
 
 	progress_format(&s, 1, buf, sizeof(buf));
-	assert_string_equal(buf, "[37/96] running 14 \u00b7 3 waiting for memory \u00b7 81.00 GiB/110.00 GiB \u00b7 ETA 6m");
+	assert_string_equal(buf, "[37/96] running 14 \u00b7 3 waiting for memory \u00b7 jobs 81.00 GiB/110.00 GiB budget \u00b7 ETA 6m");
 	s.total = 0;
 	s.eta_ms = -1;
-	s.waiting = 0;
+	s.waiting_memory = 0;
 	s.frozen = 2;
 	progress_format(&s, 0, buf, sizeof(buf));
-	assert_string_equal(buf, "[37 done] running 14, 2 frozen, 81.00 GiB/110.00 GiB");
+	assert_string_equal(buf, "[37 done] running 14, 2 frozen, jobs 81.00 GiB/110.00 GiB budget");
 	/* at the job cap, jobs wait for a slot, not for memory */
 	s.frozen = 0;
 	s.running = 16;
-	s.waiting = 5;
+	s.waiting_slot = 5;
 	progress_format(&s, 0, buf, sizeof(buf));
-	assert_non_null(strstr(buf, ", 5 waiting, "));
+	assert_non_null(strstr(buf, ", 5 waiting for a CPU slot, "));
+	assert_null(strstr(buf, "for memory"));
 }
 
 static void test_eta(void **state)
