@@ -13,6 +13,7 @@
 #include <sys/resource.h>
 #include <sys/signalfd.h>
 #include <sys/wait.h>
+#include <termios.h>
 #include <unistd.h>
 
 #include "cmd/cmd.h"
@@ -47,6 +48,10 @@ static const char usage[] =
 	"process_exit, read_failed, xid (critical XID errors the driver reports). With\n"
 	"COMMAND: run it, watch only its processes, exit with its status and print a\n"
 	"summary. Without a GPU or driver it watches host memory.\n"
+	"\n"
+	"On a terminal, a live view (the alternate screen) shows the figures and the last\n"
+	"events, newest first, with their time and message; when watch ends the summary lists\n"
+	"every event. q quits, as Ctrl-C does (with COMMAND: the command is told, and decides).\n"
 	"\n"
 	"  -i, --interval MS          sampling interval when margins are wide (default 1000)\n"
 	"      --min-interval MS      ... when a margin is narrow (default 100)\n"
@@ -166,15 +171,43 @@ static void parse(int argc, char **argv, struct wopts *o)
 	o->cmd = optind < argc ? argv + optind : NULL;
 }
 
+/* Keys read from the terminal (key_fd): whether one was q. */
+static int key_quits(int key_fd)
+{
+	char buf[64];
+	ssize_t n = read(key_fd, buf, sizeof(buf));
+
+	for (ssize_t i = 0; i < n; i++)
+		if (buf[i] == 'q' || buf[i] == 'Q')
+			return 1;
+	return 0;
+}
+
+/* Keys one at a time, unechoed, from a terminal on standard input (Ctrl-C still a
+ * signal); *saved gets the settings to give back. The descriptor, or -1. */
+static int keys_open(struct termios *saved)
+{
+	struct termios t;
+
+	if (!isatty(STDIN_FILENO) || tcgetattr(STDIN_FILENO, saved))
+		return -1;
+	t = *saved;
+	t.c_lflag &= ~(tcflag_t)(ICANON | ECHO);
+	t.c_cc[VMIN] = 0;
+	t.c_cc[VTIME] = 0;
+	return tcsetattr(STDIN_FILENO, TCSANOW, &t) ? -1 : STDIN_FILENO;
+}
+
 /* Wait until `until` for a signal (sfd) or a watched process's end; returns early when
  * the set of processes changed. *interrupted: the signal that stops the watch. */
-static void wait_next(struct watcher *x, int sfd, int64_t until, int *interrupted)
+static void wait_next(struct watcher *x, int sfd, int key_fd, int64_t until, int *interrupted)
 {
-	size_t npf = 1;
-	struct pollfd *pf = xcalloc(x->w.nprocs + 1, sizeof(*pf));
+	size_t npf = 2;
+	struct pollfd *pf = xcalloc(x->w.nprocs + 2, sizeof(*pf));
 	int64_t now;
 
 	pf[0] = (struct pollfd){ .fd = sfd, .events = POLLIN };
+	pf[1] = (struct pollfd){ .fd = key_fd, .events = POLLIN }; /* -1: ignored by poll */
 	for (size_t i = 0; i < x->w.nprocs; i++)
 		if (x->w.procs[i].alive && x->w.procs[i].pidfd >= 0)
 			pf[npf++] = (struct pollfd){ .fd = x->w.procs[i].pidfd, .events = POLLIN };
@@ -192,8 +225,17 @@ static void wait_next(struct watcher *x, int sfd, int64_t until, int *interrupte
 					*interrupted = (int)si.ssi_signo;
 			}
 		}
+		if (pf[1].revents && key_quits(key_fd)) {
+			/* q is Ctrl-C: a watched command is told, and decides */
+			if (x->child && !x->child_done)
+				kill(x->child, SIGINT);
+			else
+				*interrupted = SIGINT;
+		}
+		if (pf[1].revents & (POLLHUP | POLLERR | POLLNVAL))
+			pf[1].fd = -1;
 		int ended = 0;
-		for (size_t k = 1; k < npf; k++)
+		for (size_t k = 2; k < npf; k++)
 			if (pf[k].revents) {
 				for (size_t i = 0; i < x->w.nprocs; i++)
 					if (x->w.procs[i].pidfd == pf[k].fd)
@@ -270,8 +312,12 @@ int cmd_watch(int argc, char **argv)
 
 	int interrupted = 0;
 	struct screen scr = { 0 };
-	if (tty)
+	struct termios keys_saved;
+	int key_fd = -1;
+	if (tty) {
 		screen_enter(&scr, stdout);
+		key_fd = keys_open(&keys_saved);
+	}
 	while (!interrupted) {
 		int64_t now = now_ms();
 		watcher_sample(&x, now);
@@ -283,8 +329,10 @@ int cmd_watch(int argc, char **argv)
 			screen_view(&scr, &x.w, x.nvml != NULL);
 		if ((x.child && x.child_done) || (o.duration_ms && now - t0_ms >= o.duration_ms))
 			break;
-		wait_next(&x, sfd, now + watcher_next_interval_ms(&x), &interrupted);
+		wait_next(&x, sfd, key_fd, now + watcher_next_interval_ms(&x), &interrupted);
 	}
+	if (key_fd >= 0)
+		tcsetattr(key_fd, TCSANOW, &keys_saved);
 	screen_leave(&scr);
 	if (x.child) {
 		while (!x.child_done) { /* interrupted: the command was signalled; wait for it */
@@ -298,7 +346,7 @@ int cmd_watch(int argc, char **argv)
 	}
 	if (x.child || !o.quiet) {
 		struct strbuf sum = STRBUF_INIT;
-		summary_render(&x.w, x.child != 0, now_ms() - t0_ms, &sum);
+		summary_render(&x.w, x.child != 0, now_ms() - t0_ms, tty, &sum);
 		fputs(strbuf_str(&sum), stderr);
 		strbuf_release(&sum);
 	}

@@ -1,5 +1,8 @@
 #include "watch/event.h"
 
+#include <stdio.h>
+#include <time.h>
+
 static const struct {
 	const char *name;
 	enum watch_event_class cls;
@@ -32,4 +35,14 @@ uint64_t watch_events_problems(const uint64_t counts[EV_COUNT])
 		if (watch_event_class((enum watch_event)e) != EVC_INFO)
 			n += counts[e];
 	return n;
+}
+
+const char *watch_event_clock(int64_t wall_ms, char *buf, size_t size)
+{
+	time_t t = (time_t)(wall_ms / 1000);
+	struct tm tm;
+
+	if (!localtime_r(&t, &tm) || !strftime(buf, size, "%H:%M:%S", &tm))
+		snprintf(buf, size, "?");
+	return buf;
 }

@@ -3,6 +3,7 @@
 #ifndef HEADROOM_WATCH_EVENT_H
 #define HEADROOM_WATCH_EVENT_H
 
+#include <stddef.h>
 #include <stdint.h>
 
 /* The order is the order of Prometheus's headroom_events_total samples and of the
@@ -24,5 +25,8 @@ const char *watch_event_name(enum watch_event e);
 enum watch_event_class watch_event_class(enum watch_event e);
 /* Counts by kind (EV_COUNT of them): how many events were warnings or errors. */
 uint64_t watch_events_problems(const uint64_t counts[EV_COUNT]);
+
+/* wall_ms (Unix time) as the local time of day, "14:03:09", in buf. */
+const char *watch_event_clock(int64_t wall_ms, char *buf, size_t size);
 
 #endif

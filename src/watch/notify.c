@@ -28,7 +28,10 @@ void notify_event(struct notifier *n, enum watch_event e, json_t *rec, const cha
 	n->counts[e]++;
 	json_object_set_new(rec, "type", json_string("event"));
 	json_object_set_new(rec, "event", json_string(watch_event_name(e)));
-	json_object_set_new(rec, "time_ms", json_integer(jsonl_wall_ms()));
+	int64_t wall_ms = jsonl_wall_ms();
+	json_object_set_new(rec, "time_ms", json_integer(wall_ms));
+	if (n->log)
+		watch_state_log_event(n->log, e, wall_ms, msg);
 	json_object_set_new(rec, "message", jsonl_str(msg));
 	txt = json_dumps(rec, JSON_COMPACT);
 	esc_term(&term, msg);

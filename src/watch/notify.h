@@ -8,11 +8,13 @@
 #include <stdio.h>
 
 #include "watch/event.h"
+#include "watch/state.h"
 
 struct notifier {
 	FILE *jsonl;              /* not owned; NULL: no JSON lines */
 	const char *hook_cmd;     /* NULL: no hook */
 	uint64_t *counts;         /* not owned: EV_COUNT counters, by kind */
+	struct watch_state *log;  /* not owned: keeps each event for the view; NULL none */
 };
 
 /* Raise event e: rec (taken) gets type, event, time_ms and the message fmt makes. */

@@ -4,7 +4,9 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "util/escape.h"
 #include "util/grow.h"
+#include "util/strbuf.h"
 #include "util/xalloc.h"
 
 int wjob_id_same(const struct wjob_id *a, const struct wjob_id *b)
@@ -94,8 +96,28 @@ void watch_state_forget_ended(struct watch_state *w)
 	w->njobs = k;
 }
 
+void watch_state_log_event(struct watch_state *w, enum watch_event e, int64_t wall_ms, const char *msg)
+{
+	struct strbuf t = STRBUF_INIT;
+
+	if (w->nlog == WATCH_EVENT_LOG_MAX) {
+		free(w->log[0].msg);
+		memmove(w->log, w->log + 1, (w->nlog - 1) * sizeof(*w->log));
+		w->nlog--;
+		w->log_dropped++;
+	}
+	ARRAY_GROW(w->log, w->nlog + 1, w->caplog);
+	esc_term(&t, msg);
+	w->log[w->nlog++] = (struct wevent_rec){ wall_ms, e, strbuf_detach(&t) };
+}
+
 void watch_state_free(struct watch_state *w)
 {
+	for (size_t i = 0; i < w->nlog; i++)
+		free(w->log[i].msg);
+	free(w->log);
+	w->log = NULL;
+	w->nlog = w->caplog = 0;
 	for (size_t i = 0; i < w->nprocs; i++)
 		free(w->procs[i].job.key);
 	for (size_t i = 0; i < w->njobs; i++)

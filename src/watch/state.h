@@ -70,6 +70,16 @@ struct wjob {
 	int64_t stop_at_ms, kill_at_ms;
 };
 
+/* An event as the live view and the summary show it. */
+struct wevent_rec {
+	int64_t wall_ms;          /* when it was raised (Unix time) */
+	enum watch_event e;
+	char *msg;                /* its message, escaped for a terminal; owned */
+};
+
+/* The events kept for the view and the summary: the newest this many. */
+#define WATCH_EVENT_LOG_MAX 1000
+
 struct watch_state {
 	char hostname[64];
 	int nvml_ok;              /* NVML loaded and the device count read */
@@ -85,6 +95,9 @@ struct watch_state {
 	uint64_t host_oom_kills;
 	double psi_some_avg10, psi_full_avg10; /* < 0 unknown */
 	uint64_t events[EV_COUNT];
+	struct wevent_rec *log;   /* owned: the events in order, the newest WATCH_EVENT_LOG_MAX */
+	size_t nlog, caplog;
+	uint64_t log_dropped;     /* older ones no longer kept */
 };
 
 /* The job of id, added (no ranks yet, with a copy of id) when there is none. The pointer
@@ -101,6 +114,9 @@ struct wproc *watch_state_add_proc(struct watch_state *w, pid_t pid, unsigned gp
 /* Fixed memory over a long watch: past a bound, ended processes of finished jobs and
  * the finished jobs themselves are forgotten (their events went out already). */
 void watch_state_forget_ended(struct watch_state *w);
+/* Keep event e, raised at wall_ms with message msg (copied, escaped for a terminal);
+ * past WATCH_EVENT_LOG_MAX the oldest goes. */
+void watch_state_log_event(struct watch_state *w, enum watch_event e, int64_t wall_ms, const char *msg);
 /* Frees the tables and their keys (not the pidfds: the watcher closes those). */
 void watch_state_free(struct watch_state *w);
 

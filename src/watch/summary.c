@@ -3,7 +3,8 @@
 #include "util/escape.h"
 #include "util/units.h"
 
-void summary_render(const struct watch_state *w, int watched_command, int64_t elapsed_ms, struct strbuf *out)
+void summary_render(const struct watch_state *w, int watched_command, int64_t elapsed_ms, int list_events,
+		    struct strbuf *out)
 {
 	char a[32];
 
@@ -30,4 +31,11 @@ void summary_render(const struct watch_state *w, int watched_command, int64_t el
 			strbuf_addf(out, " %s %llu", watch_event_name((enum watch_event)e), (unsigned long long)w->events[e]);
 	/* info events alone (processes that ended) are no reason for concern */
 	strbuf_addf(out, "%s\n", watch_events_problems(w->events) ? "" : " no warnings");
+	if (!list_events)
+		return;
+	if (w->log_dropped)
+		strbuf_addf(out, "  (%llu earlier events not kept)\n", (unsigned long long)w->log_dropped);
+	for (size_t i = 0; i < w->nlog; i++)
+		strbuf_addf(out, "  %s %s: %s\n", watch_event_clock(w->log[i].wall_ms, a, sizeof(a)),
+			    watch_event_name(w->log[i].e), w->log[i].msg);
 }

@@ -9,7 +9,10 @@
 #include "watch/state.h"
 
 /* Appends the summary of w after elapsed_ms to out. watched_command: it watched a
- * command (`watch -- CMD`), which has ended by now; else it was stopped. */
-void summary_render(const struct watch_state *w, int watched_command, int64_t elapsed_ms, struct strbuf *out);
+ * command (`watch -- CMD`), which has ended by now; else it was stopped. list_events:
+ * each event kept, in order, with its time and message (after a live view, which hid
+ * the lines stderr got). */
+void summary_render(const struct watch_state *w, int watched_command, int64_t elapsed_ms, int list_events,
+		    struct strbuf *out);
 
 #endif

@@ -12,6 +12,26 @@ static const char *term(struct strbuf *b, const char *s)
 	return strbuf_str(b);
 }
 
+/* The last events, newest first: each kept on screen until newer ones push it off (the
+ * summary lists them all when watch ends). */
+static void view_events(FILE *out, const struct watch_state *w)
+{
+	char clock[16];
+	size_t shown = w->nlog < VIEW_EVENTS ? w->nlog : VIEW_EVENTS;
+
+	if (!w->nlog) {
+		fprintf(out, "\nno events yet (q quits)\n");
+		return;
+	}
+	fprintf(out, "\nevents, newest first (%llu in all; q quits):\n",
+		(unsigned long long)(w->nlog + w->log_dropped));
+	for (size_t k = 0; k < shown; k++) {
+		const struct wevent_rec *r = &w->log[w->nlog - 1 - k];
+		fprintf(out, "  %s %-13s %s\n", watch_event_clock(r->wall_ms, clock, sizeof(clock)),
+			watch_event_name(r->e), r->msg);
+	}
+}
+
 void view_show(FILE *out, const struct watch_state *w, int have_driver)
 {
 	char a[32], b[32], c[32];
@@ -57,6 +77,7 @@ void view_show(FILE *out, const struct watch_state *w, int have_driver)
 				p->used_bytes >= 0 ? size_format((uint64_t)p->used_bytes, a, sizeof(a)) : "?",
 				p->peak_bytes >= 0 ? size_format((uint64_t)p->peak_bytes, c, sizeof(c)) : "?");
 	}
+	view_events(out, w);
 	strbuf_release(&t);
 	fflush(out);
 }

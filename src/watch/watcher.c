@@ -24,6 +24,7 @@ void watcher_init(struct watcher *x, const char *root, const struct watch_limits
 	x->root = root;
 	x->lim = *lim;
 	x->notify.counts = x->w.events;
+	x->notify.log = &x->w;
 	gethostname(x->w.hostname, sizeof(x->w.hostname) - 1);
 }
 

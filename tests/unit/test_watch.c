@@ -76,7 +76,7 @@ static char *summary_of(const struct watch_state *w, int watched_command, int64_
 {
 	struct strbuf b = STRBUF_INIT;
 
-	summary_render(w, watched_command, elapsed_ms, &b);
+	summary_render(w, watched_command, elapsed_ms, 0, &b);
 	return strbuf_detach(&b);
 }
 
@@ -380,7 +380,8 @@ static void test_view(void **state)
 				  "1    H200                     (read failed: figures unknown)\n"
 				  "job cmd:40                                   2 of 2 ranks alive (uid 0)\n"
 				  "  pid 41       python           GPU 0             ? (peak 4.00 GiB)\n"
-				  "  pid 42       python           GPU 1             ? (peak ?)\n");
+				  "  pid 42       python           GPU 1             ? (peak ?)\n"
+				  "\nno events yet (q quits)\n");
 	free(text);
 	w.gpus = NULL;
 	watch_state_free(&w);
@@ -433,7 +434,7 @@ static void test_hostile_text(void **state)
 	assert_non_null(f);
 	view_show(f, &w, 1);
 	fclose(f);
-	summary_render(&w, 0, 0, &sum);
+	summary_render(&w, 0, 0, 0, &sum);
 	assert_null(strchr(text, '\x1B'));
 	assert_null(strchr(text, '\a'));
 	assert_non_null(strstr(text, "torchelastic:x\\x1B]0;PWNED\\x07\\x1B[2J\\xFF\\xC3"));
