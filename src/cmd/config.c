@@ -16,9 +16,15 @@
 #include <unistd.h>
 
 #include "cmd/cmd.h"
+#include "govern/admit.h"
+#include "store/store.h"
+#include "sys/cgroup.h"
+#include "sys/cpus.h"
+#include "sys/meminfo.h"
 #include "util/log.h"
 #include "util/strbuf.h"
 #include "util/suggest.h"
+#include "util/units.h"
 #include "util/xalloc.h"
 
 /* One setting: its key in a file (HEADROOM_ and the key in capitals in the environment),
@@ -31,32 +37,129 @@ struct setting {
 	const char *short_option; /* or NULL */
 	int flag;
 	const char *what;
+	/* the command's default, as its --help says it, and how it is found: text, or worked
+	 * out here for this machine (def_now) */
+	const char *def, *def_how;
+	void (*def_now)(struct strbuf *value, struct strbuf *how);
 };
 
+static void budget_now(struct strbuf *value, struct strbuf *how);
+static void reserve_now(struct strbuf *value, struct strbuf *how);
+static void jobs_now(struct strbuf *value, struct strbuf *how);
+static void db_now(struct strbuf *value, struct strbuf *how);
+
 static const struct setting settings[] = {
-	{ "budget", "run", "--budget", "-b", 0, "memory the build's jobs may use, e.g. 24G" },
-	{ "reserve", "run", "--reserve", NULL, 0, "memory kept free for the rest of the machine, e.g. 1G" },
-	{ "jobs", "run", "--jobs", "-j", 0, "the most jobs at once" },
-	{ "tree", "run", "--tree", NULL, 1, "govern the process tree (true or false)" },
-	{ "jobserver", "run", "--jobserver", NULL, 0, "serve make's jobserver: auto, pipe or fifo" },
-	{ "db", "run plan probe profiles stats", "--db", NULL, 0, "the profile store" },
-	{ "margin", "plan", "--margin", NULL, 0, "GPU memory kept free, e.g. 2G or 5%" },
-	{ "gpu", "plan", "--gpu", NULL, 0, "the GPU planned for, e.g. h100" },
-	{ "gpu_memory", "plan", "--gpu-memory", NULL, 0, "the GPU's memory, e.g. 80G" },
-	{ "context_bytes", "plan", "--context-bytes", NULL, 0, "CUDA context and workspaces, e.g. 740M" },
-	{ "interval", "watch", "--interval", "-i", 0, "milliseconds between samples" },
-	{ "min_free", "watch", "--min-free", NULL, 0, "warn below this much free memory, e.g. 2G" },
-	{ "min_free_pct", "watch", "--min-free-pct", NULL, 0, "warn below this share free, e.g. 5" },
-	{ "horizon", "watch", "--horizon", NULL, 0, "seconds ahead a time-to-OOM warns" },
-	{ "window", "watch", "--window", NULL, 0, "seconds of samples a trend is fitted to" },
-	{ "stuck_timeout", "watch", "--stuck-timeout", NULL, 0, "seconds before a job that lost ranks is stuck" },
-	{ "prometheus", "watch", "--prometheus", NULL, 0, "address of the Prometheus endpoint, e.g. 127.0.0.1:9405" },
-	{ "jsonl", "watch", "--jsonl", NULL, 0, "file the events are appended to" },
-	{ "on_event", "watch", "--on-event", NULL, 0, "command run on each event" },
-	{ "grace", "watch", "--grace", NULL, 0, "seconds between SIGTERM and SIGKILL" },
-	{ "stop_delay", "watch", "--stop-delay", NULL, 0, "seconds before a job that lost ranks is stopped" },
+	{ "budget", "run", "--budget", "-b", 0, "memory the build's jobs may use, e.g. 24G",
+	  NULL, NULL, budget_now },
+	{ "reserve", "run", "--reserve", NULL, 0, "memory kept free for the rest of the machine, e.g. 1G",
+	  NULL, NULL, reserve_now },
+	{ "jobs", "run", "--jobs", "-j", 0, "the most jobs at once",
+	  NULL, NULL, jobs_now },
+	{ "tree", "run", "--tree", NULL, 1, "govern the process tree (true or false)",
+	  "false", NULL, NULL },
+	{ "jobserver", "run", "--jobserver", NULL, 0, "serve make's jobserver: auto, pipe or fifo",
+	  "off", NULL, NULL },
+	{ "db", "run plan probe profiles stats", "--db", NULL, 0, "the profile store",
+	  NULL, NULL, db_now },
+	{ "margin", "plan", "--margin", NULL, 0, "GPU memory kept free, e.g. 2G or 5%",
+	  "4%", NULL, NULL },
+	{ "gpu", "plan", "--gpu", NULL, 0, "the GPU planned for, e.g. h100",
+	  "none", "plan needs it or --gpu-memory to say whether it fits", NULL },
+	{ "gpu_memory", "plan", "--gpu-memory", NULL, 0, "the GPU's memory, e.g. 80G",
+	  "none", "the --gpu's memory", NULL },
+	{ "context_bytes", "plan", "--context-bytes", NULL, 0, "CUDA context and workspaces, e.g. 740M",
+	  "740M", "H200, torch 2.11", NULL },
+	{ "interval", "watch", "--interval", "-i", 0, "milliseconds between samples",
+	  "1000", NULL, NULL },
+	{ "min_free", "watch", "--min-free", NULL, 0, "warn below this much free memory, e.g. 2G",
+	  "1G", NULL, NULL },
+	{ "min_free_pct", "watch", "--min-free-pct", NULL, 0, "warn below this share free, e.g. 5",
+	  "5", NULL, NULL },
+	{ "horizon", "watch", "--horizon", NULL, 0, "seconds ahead a time-to-OOM warns",
+	  "120", NULL, NULL },
+	{ "window", "watch", "--window", NULL, 0, "seconds of samples a trend is fitted to",
+	  "30", NULL, NULL },
+	{ "stuck_timeout", "watch", "--stuck-timeout", NULL, 0, "seconds before a job that lost ranks is stuck",
+	  "600", NULL, NULL },
+	{ "prometheus", "watch", "--prometheus", NULL, 0, "address of the Prometheus endpoint, e.g. 127.0.0.1:9405",
+	  "off", NULL, NULL },
+	{ "jsonl", "watch", "--jsonl", NULL, 0, "file the events are appended to",
+	  "off", NULL, NULL },
+	{ "on_event", "watch", "--on-event", NULL, 0, "command run on each event",
+	  "none", NULL, NULL },
+	{ "grace", "watch", "--grace", NULL, 0, "seconds between SIGTERM and SIGKILL",
+	  "10", NULL, NULL },
+	{ "stop_delay", "watch", "--stop-delay", NULL, 0, "seconds before a job that lost ranks is stopped",
+	  "30", NULL, NULL },
 };
 enum { NSETTINGS = sizeof(settings) / sizeof(settings[0]) };
+
+/* This machine's memory limit (RAM, or a tighter cgroup's) and what is available under
+ * it, as `headroom run` reads them; 0 when unknown. */
+static uint64_t memory_limit(uint64_t *avail, const char **source)
+{
+	struct meminfo mi;
+	struct cgroup cg;
+	uint64_t lim = 0, ws;
+
+	*avail = 0;
+	*source = "RAM";
+	if (meminfo_read("", &mi))
+		return 0;
+	*avail = mi.available_bytes;
+	if (!cgroup_find("", 0, &cg)) {
+		if (!cgroup_mem_limit(&cg, &lim) && lim < mi.total_bytes) {
+			*source = cg.version == CGROUP_V1 ? "cgroup v1" : "cgroup v2";
+			if (!cgroup_mem_working_set(&cg, &ws) && (lim > ws ? lim - ws : 0) < *avail)
+				*avail = lim > ws ? lim - ws : 0;
+		} else {
+			lim = 0;
+		}
+		cgroup_free(&cg);
+	}
+	return lim ? lim : mi.total_bytes;
+}
+
+static void reserve_now(struct strbuf *value, struct strbuf *how)
+{
+	uint64_t avail, lim = memory_limit(&avail, &(const char *){ NULL });
+	char a[32];
+
+	strbuf_add(value, lim ? size_format(net_default_reserve(lim), a, sizeof(a)) : "unknown");
+	strbuf_add(how, "6% of the memory limit, 64M..2G");
+}
+
+/* As the governor sets it (setup_memory): the limit less others' use and the reserve. */
+static void budget_now(struct strbuf *value, struct strbuf *how)
+{
+	const char *src;
+	uint64_t avail, lim = memory_limit(&avail, &src), res = net_default_reserve(lim);
+	char a[32], b[32];
+
+	if (!lim) {
+		strbuf_add(value, "unknown");
+		strbuf_add(how, "the memory limit less others' use and the reserve");
+		return;
+	}
+	strbuf_add(value, size_format(avail > res ? avail - res : lim / 4, a, sizeof(a)));
+	strbuf_addf(how, "now: the memory limit, %s (%s), less others' use and the reserve",
+		    size_format(lim, b, sizeof(b)), src);
+}
+
+static void jobs_now(struct strbuf *value, struct strbuf *how)
+{
+	strbuf_addf(value, "%d", cpus_usable(""));
+	strbuf_add(how, "the build's own -jN, else the CPUs");
+}
+
+static void db_now(struct strbuf *value, struct strbuf *how)
+{
+	char *p = store_default_path();
+
+	(void)how;
+	strbuf_add(value, p);
+	free(p);
+}
 
 /* Where each setting's value came from: a file and line, or a variable. */
 struct value {
@@ -408,6 +511,46 @@ static void check_unknown(const struct config *c, const char *cmd)
 	}
 }
 
+/* HEADROOM_* variables that are headroom's own and no setting: what it sets for a
+ * build's jobs and watch's hooks, and what it reads besides the settings. */
+static const char *const own_variables[] = {
+	"CONFIG", "SYSTEM_CONFIG", "SOCK", "LAUNCHER", "JOB", "REAL_CC", "REAL_CXX", "DEBUG", "GOVERNOR_TIMEOUT",
+	"EVENT", "EVENT_MESSAGE", "EVENT_JSON",
+};
+
+/* A HEADROOM_* variable that is no setting but near one (HEADROOM_BUDJET) is a setting
+ * misspelled, which would silently not be in force: warned of. One near none is another
+ * program's, and left alone. */
+static void check_unknown_env(void)
+{
+	extern char **environ;
+	static const char prefix[] = "HEADROOM_";
+
+	for (char **e = environ; e && *e; e++) {
+		const char *name = *e + sizeof(prefix) - 1, *eq = strchr(*e, '=');
+		size_t at, own = 0;
+
+		if (strncmp(*e, prefix, sizeof(prefix) - 1) || !eq)
+			continue;
+		char *key = xasprintf("%.*s", (int)(eq - name), name);
+		while (own < sizeof(own_variables) / sizeof(*own_variables) && strcmp(key, own_variables[own]))
+			own++;
+		for (char *k = key; *k; k++)
+			*k = (char)tolower((unsigned char)*k);
+		const struct setting *near = own < sizeof(own_variables) / sizeof(*own_variables) || find(key, &at)
+			? NULL : nearest(key);
+		if (near) {
+			char *upper = xstrdup(near->key);
+			for (char *k = upper; *k; k++)
+				*k = (char)toupper((unsigned char)*k);
+			log_warn("%.*s is no setting, ignored (did you mean HEADROOM_%s? `headroom config` lists them)",
+				 (int)(eq - *e), *e, upper);
+			free(upper);
+		}
+		free(key);
+	}
+}
+
 char **config_inject(int *argc, char **argv)
 {
 	struct config c;
@@ -416,6 +559,7 @@ char **config_inject(int *argc, char **argv)
 
 	config_load(&c);
 	check_unknown(&c, argv[0]);
+	check_unknown_env();
 	out[n++] = argv[0];
 	for (size_t i = 0; i < NSETTINGS; i++) {
 		const struct setting *s = &settings[i];
@@ -448,7 +592,8 @@ char **config_inject(int *argc, char **argv)
 static const char usage[] =
 	"usage: headroom config [--json]\n"
 	"\n"
-	"Show the settings in force and where each came from. A setting is an option's default:\n"
+	"Show the settings in force and where each came from (one nothing sets: the command's\n"
+	"default, worked out for this machine where it depends on it). A setting is an option's default:\n"
 	"read from /etc/headroom.conf, then $XDG_CONFIG_HOME/headroom/config (~/.config/headroom/config;\n"
 	"HEADROOM_CONFIG names another file), then HEADROOM_<KEY> variables (HEADROOM_BUDGET=24G);\n"
 	"each over the one before, and the command line over them all. A file holds lines\n"
@@ -457,6 +602,18 @@ static const char usage[] =
 	"\n"
 	"      --json      JSON (format headroom-config/1)\n"
 	"  -h, --help      show this help\n";
+
+/* A setting's default in force here, and how it is found ("" when plain). */
+static void default_of(const struct setting *s, struct strbuf *value, struct strbuf *how)
+{
+	if (s->def_now) {
+		s->def_now(value, how);
+		return;
+	}
+	strbuf_add(value, s->def);
+	if (s->def_how)
+		strbuf_add(how, s->def_how);
+}
 
 int cmd_config(int argc, char **argv)
 {
@@ -477,6 +634,7 @@ int cmd_config(int argc, char **argv)
 		die(EXIT_USAGE, "config: no arguments expected, got '%s'", argv[optind]);
 	config_load(&c);
 	check_unknown(&c, NULL);
+	check_unknown_env();
 	if (json) {
 		json_t *o = json_object(), *files = json_array(), *set = json_object();
 		json_object_set_new(o, "format", json_string("headroom-config/1"));
@@ -490,11 +648,16 @@ int cmd_config(int argc, char **argv)
 			for (char *w = strtok_r(list, " ", &save); w; w = strtok_r(NULL, " ", &save))
 				json_array_append_new(cmds, json_string(w));
 			free(list);
-			json_object_set_new(set, s->key, json_pack("{s:o, s:o, s:o, s:s, s:o}",
-				"value", c.v[i].text ? json_string(c.v[i].text) : json_null(),
+			struct strbuf def = STRBUF_INIT, how = STRBUF_INIT;
+			default_of(s, &def, &how);
+			json_object_set_new(set, s->key, json_pack("{s:s, s:s, s:o, s:o, s:o, s:s, s:o}",
+				"value", c.v[i].text ? c.v[i].text : strbuf_str(&def), "default", strbuf_str(&def),
+				"default_how", how.len ? json_string(strbuf_str(&how)) : json_null(),
 				"source", c.v[i].source ? json_string(c.v[i].source) : json_null(),
 				"kind", c.v[i].kind ? json_string(c.v[i].kind) : json_string("default"),
 				"option", s->option, "commands", cmds));
+			strbuf_release(&how);
+			strbuf_release(&def);
 		}
 		json_object_set_new(o, "settings", set);
 		json_dumpf(o, stdout, JSON_INDENT(2));
@@ -508,8 +671,15 @@ int cmd_config(int argc, char **argv)
 	printf("%-14s %-20s %-32s %s\n", "SETTING", "VALUE", "FROM", "OPTION OF");
 	for (size_t i = 0; i < NSETTINGS; i++) {
 		const struct setting *s = &settings[i];
-		printf("%-14s %-20s %-32s %s %s\n", s->key, c.v[i].text ? c.v[i].text : "-",
-		       c.v[i].source ? c.v[i].source : "(the command's default)", s->option, s->commands);
+		struct strbuf def = STRBUF_INIT, how = STRBUF_INIT;
+		if (!c.v[i].text)
+			default_of(s, &def, &how);
+		/* how a default is found is long more often than a value: it comes last, whole */
+		printf("%-14s %-20s %-32s %s %s%s%s%s\n", s->key, c.v[i].text ? c.v[i].text : strbuf_str(&def),
+		       c.v[i].source ? c.v[i].source : "(the command's default)", s->option, s->commands,
+		       how.len ? " (" : "", strbuf_str(&how), how.len ? ")" : "");
+		strbuf_release(&how);
+		strbuf_release(&def);
 	}
 	config_release(&c);
 	return 0;

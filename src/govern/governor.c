@@ -154,6 +154,13 @@ static int setup_memory(struct gov *g)
 		others = g->limit_bytes - avail;
 	if (g->o->budget_bytes) {
 		g->budget_bytes = g->o->budget_bytes;
+		if (g->limit_bytes && g->budget_bytes > g->limit_bytes) {
+			char bb[32], l[32];
+			log_warn("the budget, %s, is more than the memory limit, %s (%s): the limit binds first, and "
+				 "the kernel may kill jobs before headroom acts; give at most %s",
+				 size_format(g->budget_bytes, bb, sizeof(bb)), size_format(g->limit_bytes, l, sizeof(l)),
+				 g->rep.limit_source, l);
+		}
 	} else {
 		g->budget_bytes = g->limit_bytes > others + g->reserve_bytes ? g->limit_bytes - others - g->reserve_bytes
 									      : g->limit_bytes / 4;

@@ -455,6 +455,14 @@ void report_print(const struct report *r, FILE *f)
 	size_t n = classes(r, &cls);
 	int safe = report_safe_max_jobs(r);
 
+	/* a build that failed before any job (no Makefile, a bad target): its own error above
+	 * says why; a report of nothing would bury it */
+	if (!r->njobs && r->exit_status) {
+		fprintf(f, "headroom: the build ended with exit status %d before any job ran (its own output above "
+			   "says why)\n", r->exit_status);
+		free(cls);
+		return;
+	}
 	fprintf(f, "headroom: %zu job%s%s in %.1f s, exit status %d\n", r->njobs, plural((long long)r->njobs),
 		r->failed_jobs ? " (some failed)" : "", r->wall_ms / 1000.0, r->exit_status);
 	fprintf(f, "  memory: limit %s (%s), budget %s\n",

@@ -27,12 +27,19 @@ settings() { # $1: file, rest: lines
 	grep -E "^budget +2G +$XDG_CONFIG_HOME/headroom/config:2 " <<<"$output"
 	grep -E "^reserve +512M +HEADROOM_RESERVE " <<<"$output"
 	grep -E "^margin +7% +$HEADROOM_SYSTEM_CONFIG:2 " <<<"$output"
-	grep -E "^jobs +- +\(the command's default\)" <<<"$output"
+	# a key nothing sets shows the default in force, and how it is found
+	grep -E "^jobs +$(nproc) +\(the command's default\) +--jobs run \(the build's own -jN, else the CPUs\)" <<<"$output"
+	grep -E "^interval +1000 +\(the command's default\) +--interval watch$" <<<"$output"
+	grep -E "^db +$XDG_STATE_HOME/headroom/profiles.db +" <<<"$output"
+	not grep -E "^[a-z_]+ +- " <<<"$output"
 	run env HEADROOM_RESERVE=512M "$HR" config --json
 	[ "$(js .settings.budget.source <<<"$output")" = "$XDG_CONFIG_HOME/headroom/config:2" ]
 	[ "$(js .settings.reserve.value <<<"$output")" = 512M ]
 	[ "$(js .settings.reserve.kind <<<"$output")" = environment ]
-	[ "$(js .settings.jobs.value <<<"$output")" = null ]
+	[ "$(js .settings.jobs.value <<<"$output")" = "$(nproc)" ]
+	[ "$(js .settings.jobs.kind <<<"$output")" = default ]
+	[ "$(js .settings.jobs.source <<<"$output")" = null ]
+	[ "$(js .settings.tree.value <<<"$output")" = false ]
 
 	# the build sees what is in force: the report's budget
 	run env HEADROOM_RESERVE=512M "$HR" run --no-db --report "$T/r1.json" -- true
@@ -245,4 +252,51 @@ settings() { # $1: file, rest: lines
 	[[ "$output" == *"resident memory (MiB) in 64 slices of the job's"* ]]
 	grep -qE '^ +0- 12% +[0-9]+' <<<"$output"
 	grep -qE '^ +87-100% +[0-9]+' <<<"$output"
+}
+
+@test "config: a HEADROOM_* variable near a setting's is warned of, naming the setting; headroom's own are not" {
+	run --separate-stderr env HEADROOM_BUDJET=4G HEADROOM_JOB=3 HEADROOM_ELSEWHERE=1 "$HR" stats --db "$T/none.db"
+	[ "$status" -eq 0 ]
+	echo "$stderr"
+	[ "$stderr" = "headroom: stats: HEADROOM_BUDJET is no setting, ignored (did you mean HEADROOM_BUDGET? \`headroom config\` lists them)" ]
+	run --separate-stderr env HEADROOM_RESERVEE=1G "$HR" config
+	[ "$status" -eq 0 ]
+	[[ "$stderr" == *"HEADROOM_RESERVEE is no setting, ignored (did you mean HEADROOM_RESERVE?"* ]]
+}
+
+@test "run: a budget above the memory limit is a warning naming both" {
+	local ram_kib
+	ram_kib=$(awk '/^MemTotal:/ { print $2 }' /proc/meminfo)
+	run --separate-stderr "$HR" run --no-db --budget $((ram_kib / 1024 / 1024 + 64))G --report "$T/r.json" -- true
+	[ "$status" -eq 0 ]
+	echo "$stderr"
+	[[ "$stderr" == *"the budget, "*" GiB, is more than the memory limit, "*" GiB ("*"): the limit binds first"* ]]
+	# within it: no word
+	run --separate-stderr "$HR" run --no-db --budget 64M -- true
+	[[ "$stderr" != *"more than the memory limit"* ]]
+}
+
+@test "run -q: nothing on stderr but warnings, as run --help, the README and the man page say" {
+	run --separate-stderr "$HR" run -q --no-db --report "$T/r.json" -- true
+	[ "$status" -eq 0 ]
+	[ -z "$stderr" ]
+	[ -s "$T/r.json" ]
+	"$HR" run --help | grep -q -- "-q, --quiet         no live line and no end report: only warnings and errors"
+	grep -q 'with `-q` there$' "$ROOT/README.md"
+	grep -q '^is neither: nothing but warnings and errors' "$ROOT/README.md"
+	not grep -q 'or with `-q`, there is nothing but the final report' "$ROOT/README.md"
+	grep -q '^No progress line and no end report on standard error: only warnings and errors' "$ROOT/docs/headroom.1"
+}
+
+@test "run make with no Makefile: make's own error and one line, not a report of 0 jobs" {
+	command -v make || skip "make needed"
+	mkdir "$T/empty"
+	cd "$T/empty"
+	run --separate-stderr "$HR" run --no-db -- make
+	echo "$stderr"
+	[ "$status" -eq 2 ]
+	[[ "$stderr" == *"No targets specified and no makefile found"* ]]
+	[[ "$stderr" == *"headroom: the build ended with exit status 2 before any job ran (its own output above says why)" ]]
+	[[ "$stderr" != *"0 jobs"* ]]
+	[[ "$stderr" != *"memory: limit"* ]]
 }

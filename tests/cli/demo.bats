@@ -14,5 +14,20 @@ load helper
 	grep -qE '^  plain ninja -j16 +[0-9.]+ [MG]iB +- +does NOT fit' <<<"$output"
 	grep -qE '^  best fixed ninja -j[0-9]+ +([0-9.]+ [MG]iB +)?[0-9.]+ s +measured' <<<"$output"
 	grep -qE '^  headroom run -- ninja -j16 +[0-9.]+ [MG]iB +[0-9.]+ s +peak; exit status 0, [0-9]+ freezes?, 0 OOM kills' <<<"$output"
+	# the figures agree: headroom's peak within its jobs' memory, the fixed row's within
+	# what the header says a fixed -j may use
+	python3 - "$output" <<-'PY'
+	import re, sys
+	out = sys.argv[1]
+	def mib(s):
+	    n, u = s.split()
+	    return float(n) * (1024 if u == "GiB" else 1)
+	head = re.search(r"headroom's jobs may use ([0-9.]+ [MG]iB) .*a fixed -j ([0-9.]+ [MG]iB) \(no reserve\)", out)
+	assert head, out
+	fixed = re.search(r"^  best fixed ninja -j[0-9]+ +([0-9.]+ [MG]iB) .*within the ([0-9.]+ [MG]iB) a fixed -j may use", out, re.M)
+	if fixed:
+	    assert fixed.group(2) == head.group(2), (fixed.groups(), head.groups())
+	    assert mib(fixed.group(1)) <= mib(head.group(2)), fixed.groups()
+	PY
 	[ -z "$(left_over)" ]
 }
