@@ -580,7 +580,7 @@ static void record_governed(struct gov *g)
 		/* a build cut short ran part of its jobs: no replay of it stands for the build */
 		.plain_peak_bytes = whole && ncompile && r->jobs_cap > 0 ? (int64_t)report_fixed_peak_bytes(r, r->jobs_cap) : -1,
 		.compile_wall_ms = ncompile ? report_compile_wall_ms(r) : -1,
-		.safe_fixed_wall_ms = safe ? report_fixed_wall_ms(r, safe) : -1,
+		.safe_fixed_wall_ms = safe && report_fixed_wall_fair(r) ? report_fixed_wall_ms(r, safe) : -1,
 	};
 	if (store_governed_add(g->o->store, &b))
 		log_debug("could not record the build for headroom stats");

@@ -178,6 +178,11 @@ int64_t report_fixed_wall_ms(const struct report *r, int slots)
 	return wall;
 }
 
+int report_fixed_wall_fair(const struct report *r)
+{
+	return !r->cpus || r->jobs_cap <= r->cpus;
+}
+
 int64_t report_compile_wall_ms(const struct report *r)
 {
 	int64_t first = INT64_MAX, last = 0;
@@ -316,8 +321,8 @@ json_t *report_to_json(const struct report *r)
 			    json_integer((json_int_t)(r->fixed_budget_bytes ? r->fixed_budget_bytes : r->budget_bytes)));
 	json_object_set_new(o, "safe_fixed_peak_bytes",
 			    safe ? json_integer((json_int_t)report_fixed_peak_bytes(r, safe)) : json_null());
-	json_object_set_new(o, "safe_fixed_wall_ms",
-			    safe ? json_integer((json_int_t)report_fixed_wall_ms(r, safe)) : json_null());
+	json_object_set_new(o, "safe_fixed_wall_ms", safe && report_fixed_wall_fair(r)
+			    ? json_integer((json_int_t)report_fixed_wall_ms(r, safe)) : json_null());
 	json_object_set_new(o, "compile_wall_ms",
 			    ncompile ? json_integer((json_int_t)report_compile_wall_ms(r)) : json_null());
 	for (size_t i = 0; i < n; i++) {

@@ -144,6 +144,10 @@ int report_oom_avoided(const struct report *r);
  * report_safe_max_jobs): their peak together and their wall time. 0 without compile jobs. */
 uint64_t report_fixed_peak_bytes(const struct report *r, int slots);
 int64_t report_fixed_wall_ms(const struct report *r, int slots);
+/* Whether the jobs' observed durations are a fair basis for the fixed count's replayed
+ * wall time: they ran at most as many at once as the CPUs (more share the CPUs, and
+ * their durations, stretched, would make any fixed count look slow). */
+int report_fixed_wall_fair(const struct report *r);
 /* From the first compile job's start to the last one's end in this build; 0 without. */
 int64_t report_compile_wall_ms(const struct report *r);
 /* How a build command sets its parallelism: "MAX_JOBS" for torch builds (setup.py, pip,

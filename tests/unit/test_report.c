@@ -110,6 +110,14 @@ static void test_report_advice_bounds(void **state)
 	}
 	/* all six fit the budget at once; the machine runs two */
 	assert_int_equal(report_safe_max_jobs(&r), 2);
+	/* eight at once on two CPUs: durations stretched, no replayed wall time from them */
+	assert_false(report_fixed_wall_fair(&r));
+	json_t *w = report_to_json(&r);
+	assert_true(json_is_null(json_object_get(w, "safe_fixed_wall_ms")));
+	json_decref(w);
+	r.jobs_cap = 2;
+	assert_true(report_fixed_wall_fair(&r));
+	r.jobs_cap = 8;
 	/* -j8 replayed: 18 above the limit of 10, not above the budget of 100 */
 	assert_int_equal(report_oom_avoided(&r), 1);
 	r.limit_bytes = 20;
