@@ -705,3 +705,27 @@ tiny_build() {
 	grep -qE "^ {46}1 job  peak p50 " <<<"$stderr"
 	grep -qE "^  true {40}1 job  peak p50 " <<<"$stderr"
 }
+
+# Lines ninja logged in DIR/.ninja_log (edges finished), at least N.
+ninja_done() {
+	[ -e "$1/.ninja_log" ] && [ "$(grep -vc '^#' "$1/.ninja_log")" -ge "$2" ]
+}
+
+@test "a build cut short by Ctrl-C after jobs finished gets no fixed -j advice" {
+	command -v ninja || skip "ninja not installed"
+	tiny_build "$T/b" 6 1
+	cd "$T/b"
+	printf 'rule long\n  command = $${HEADROOM_LAUNCHER} %s --hold 20M --ms 60000 && touch $out\nbuild zz: long\n' "$MEMHOG" >> build.ninja
+	setsid "$HR" run --no-db --report "$T/r.json" -j 2 -- ninja -j2 > "$T/c.log" 2>&1 &
+	local pid=$!
+	wait_for 60 ninja_done "$T/b" 4
+	kill -INT -- "-$pid"
+	local st=0
+	wait "$pid" || st=$?
+	cat "$T/c.log"
+	[ "$st" -eq 130 ]
+	grep -q "no advice: the build did not complete (exit status 130)" "$T/c.log"
+	not grep -q "would have been safe" "$T/c.log"
+	python3 -c 'import json,sys; r=json.load(open(sys.argv[1])); assert r["compile_jobs"] >= 2 and r["safe_fixed_max_jobs"] is None and r["completed"] is False, r' "$T/r.json"
+	wait_for 10 none_running "$MEMHOG --hold 20M"
+}
