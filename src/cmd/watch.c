@@ -51,7 +51,7 @@ static const char usage[] =
 	"\n"
 	"On a terminal, a live view (the alternate screen) shows the figures and the last\n"
 	"events, newest first, with their time and message; when watch ends the summary lists\n"
-	"every event. q quits, as Ctrl-C does (with COMMAND: the command is told, and decides).\n"
+	"every event. q quits, as Ctrl-C does (not with COMMAND: the keys are its input).\n"
 	"\n"
 	"  -i, --interval MS          sampling interval when margins are wide (default 1000)\n"
 	"      --min-interval MS      ... when a margin is narrow (default 100)\n"
@@ -225,13 +225,8 @@ static void wait_next(struct watcher *x, int sfd, int key_fd, int64_t until, int
 					*interrupted = (int)si.ssi_signo;
 			}
 		}
-		if (pf[1].revents && key_quits(key_fd)) {
-			/* q is Ctrl-C: a watched command is told, and decides */
-			if (x->child && !x->child_done)
-				kill(x->child, SIGINT);
-			else
-				*interrupted = SIGINT;
-		}
+		if (pf[1].revents && key_quits(key_fd))
+			*interrupted = SIGINT;
 		if (pf[1].revents & (POLLHUP | POLLERR | POLLNVAL))
 			pf[1].fd = -1;
 		int ended = 0;
@@ -316,7 +311,9 @@ int cmd_watch(int argc, char **argv)
 	int key_fd = -1;
 	if (tty) {
 		screen_enter(&scr, stdout);
-		key_fd = keys_open(&keys_saved);
+		/* a watched command's input is its own: its keys are not read here */
+		if (!o.cmd)
+			key_fd = keys_open(&keys_saved);
 	}
 	while (!interrupted) {
 		int64_t now = now_ms();
