@@ -172,3 +172,8 @@ int detect_partial_death(const struct job_ranks *j)
 {
 	return j->seen >= 2 && j->died > 0 && j->alive > 0;
 }
+
+int detect_death_news(int died_before, int asked_to_end)
+{
+	return !died_before || !asked_to_end;
+}

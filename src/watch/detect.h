@@ -59,5 +59,9 @@ struct job_ranks {
 	int died;                 /* ended, and not known to have exited 0 */
 };
 int detect_partial_death(const struct job_ranks *j);
+/* Whether a partial death is news: a job's first death always; a later one unless the
+ * rank was asked to end (SIGTERM, SIGINT, SIGHUP): that is its launcher, a person or
+ * headroom ending the job after the first, not a rank dying on its own. */
+int detect_death_news(int died_before, int asked_to_end);
 
 #endif

@@ -129,7 +129,7 @@ static struct wproc *proc_add(struct watcher *x, pid_t pid, unsigned gpu, int64_
 /* How pid ended: known from our own reaping (our children, and orphans under
  * `watch -- CMD`), else from its zombie's stat while its parent has not reaped it; else
  * a rise of the host's OOM kills, or nothing known. buf says it in words. */
-enum ending { END_CLEAN, END_FAILED, END_UNKNOWN };
+enum ending { END_CLEAN, END_FAILED, END_ASKED, END_UNKNOWN };
 
 static enum ending how_it_ended(struct watcher *x, pid_t pid, char *buf, size_t len)
 {
@@ -146,6 +146,8 @@ static enum ending how_it_ended(struct watcher *x, pid_t pid, char *buf, size_t 
 			snprintf(buf, len, "killed by signal %d", WTERMSIG(st));
 		else
 			snprintf(buf, len, "exited with status %d", WEXITSTATUS(st));
+		if (WIFSIGNALED(st) && (WTERMSIG(st) == SIGTERM || WTERMSIG(st) == SIGINT || WTERMSIG(st) == SIGHUP))
+			return END_ASKED;
 		return WIFEXITED(st) && !WEXITSTATUS(st) ? END_CLEAN : END_FAILED;
 	}
 	if (!meminfo_oom_kills(x->root, &oom) && oom > x->oom_prev) {
@@ -253,9 +255,10 @@ void watcher_proc_ended(struct watcher *x, struct wproc *p, int64_t now)
 			       (json_int_t)p->job.uid, "rank", p->rank, "gpu", (int)p->gpu, "uuid", jsonl_str(uuid), "how", how),
 		     "pid %d (%s, job %s, GPU %u) %s", (int)p->pid, p->comm, p->job.key, p->gpu, how);
 	/* every rank that dies on its own while others run on is news (the seed's job lost
-	 * two); the ranks headroom stopped are not */
+	 * two); the ranks headroom stopped, and those a launcher asks to end after the first
+	 * death (torchrun ends the rest with SIGTERM), are not */
 	if (end == END_CLEAN || !detect_partial_death(&(struct job_ranks){ j->seen, j->alive, j->died }) ||
-	    j->signalled)
+	    j->signalled || !detect_death_news(j->died > 1, end == END_ASKED))
 		return;
 	notify_event(&x->notify, EV_PARTIAL_DEATH,
 		     json_pack("{s:o, s:I, s:i, s:i, s:i, s:o, s:i, s:i, s:s}", "job", jsonl_str(j->id.key), "uid",

@@ -149,6 +149,11 @@ static void test_jobs(void **state)
 	assert_false(detect_partial_death(&(struct job_ranks){ 4, 0, 4 })); /* all gone: not partial */
 	assert_false(detect_partial_death(&(struct job_ranks){ 1, 0, 1 })); /* a single process */
 	assert_false(detect_partial_death(&(struct job_ranks){ 2, 2, 0 }));
+	/* a job's first death is news however it came; later ones unless asked to end */
+	assert_true(detect_death_news(0, 1));
+	assert_true(detect_death_news(0, 0));
+	assert_true(detect_death_news(1, 0));
+	assert_false(detect_death_news(1, 1));
 }
 
 /* A rank is what its environment says (issue 12: any sibling under a common parent was
