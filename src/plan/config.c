@@ -6,25 +6,11 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "plan/family.h"
 #include "plan/limits.h"
 #include "plan/precision.h"
 #include "util/parse.h"
 #include "util/xalloc.h"
-
-static const struct {
-	const char *type;
-	enum arch_family family;
-	int tied_default, qkv_bias, qk_norm, norms, fused;
-} families[] = {
-	/* defaults of each model_type's Hugging Face config class and modeling code */
-	{ "llama", ARCH_LLAMA, 0, 0, 0, 2, 0 },  { "mistral", ARCH_LLAMA, 0, 0, 0, 2, 0 },
-	{ "qwen2", ARCH_LLAMA, 0, 1, 0, 2, 0 },  { "qwen3", ARCH_LLAMA, 0, 0, 1, 2, 0 },
-	{ "phi3", ARCH_LLAMA, 0, 0, 0, 2, 1 },   { "gemma", ARCH_GEMMA, 1, 0, 0, 2, 0 },
-	{ "gemma2", ARCH_GEMMA, 1, 0, 0, 4, 0 }, { "gpt2", ARCH_GPT2, 1, 1, 0, 2, 0 },
-	{ "qwen3_moe", ARCH_LLAMA, 0, 0, 1, 2, 0 }, { "mixtral", ARCH_LLAMA, 0, 0, 0, 2, 0 },
-	{ "gemma3_text", ARCH_GEMMA, 1, 0, 1, 4, 0 },
-};
-#define FAMILY_NAMES "llama, mistral, qwen2, qwen3, phi3, gemma, gemma2, gpt2, qwen3_moe, mixtral, gemma3_text"
 
 /* The field under the first of its names present (NULL: none, or null). */
 static json_t *field(json_t *cfg, const char *const *names, const char **name)
@@ -123,22 +109,20 @@ bad:
 }
 
 
-/* The experts of qwen3_moe and mixtral, with their config classes' defaults. Every layer
- * sparse: decoder_sparse_step other than 1 and mlp_only_layers are refused. */
-static int moe_from_json(json_t *cfg, const char *type, struct model_shape *m, char **err)
+/* The experts of an MLP_MOE family, with its config class's defaults (its row). Every
+ * layer sparse: decoder_sparse_step other than 1 and mlp_only_layers are refused. */
+static int moe_from_json(json_t *cfg, const struct family *f, struct model_shape *m, char **err)
 {
-	int qwen = !strcmp(type, "qwen3_moe");
 	json_t *v;
 
-	if (!qwen && strcmp(type, "mixtral"))
+	if (f->mlp != MLP_MOE)
 		return 0;
-	m->experts = qwen ? 128 : 8;
-	m->experts_per_tok = qwen ? 8 : 2;
-	m->moe_inter = qwen ? 768 : m->intermediate;
-	m->router_fp32 = !qwen;
-	if (maybe(cfg, qwen ? NAMES("num_experts") : NAMES("num_local_experts"), PLAN_MAX_EXPERTS, &m->experts, err) ||
+	m->experts = f->experts;
+	m->experts_per_tok = f->experts_per_tok;
+	m->moe_inter = f->moe_inter ? f->moe_inter : m->intermediate;
+	if (maybe(cfg, NAMES(f->experts_key), PLAN_MAX_EXPERTS, &m->experts, err) ||
 	    maybe(cfg, NAMES("num_experts_per_tok"), PLAN_MAX_EXPERTS, &m->experts_per_tok, err) ||
-	    (qwen && maybe(cfg, NAMES("moe_intermediate_size"), PLAN_MAX_WIDTH, &m->moe_inter, err)))
+	    (f->moe_inter && maybe(cfg, NAMES("moe_intermediate_size"), PLAN_MAX_WIDTH, &m->moe_inter, err)))
 		return -EINVAL;
 	if (m->experts_per_tok > m->experts) {
 		*err = xasprintf("config.json: num_experts_per_tok %lld is more than the %lld experts",
@@ -159,86 +143,45 @@ static int moe_from_json(json_t *cfg, const char *type, struct model_shape *m, c
 	return 0;
 }
 
-int model_shape_from_json(json_t *cfg, struct model_shape *m, char **err)
+/* The sizes: GPT-2's under its own keys (n_embd...; its MLP 4 x n_embd and 1024 learned
+ * positions by default, as many key/value heads as heads), others' under the common ones. */
+static int sizes_from_json(json_t *cfg, const struct family *f, struct model_shape *m, char **err)
 {
-	const char *type = json_string_value(json_object_get(cfg, "model_type"));
-	size_t f;
-	json_t *v;
+	const char *type = f->type;
 
-	memset(m, 0, sizeof(*m));
-	*err = NULL;
-	if (!json_is_object(cfg)) {
-		*err = xstrdup("config.json: not a JSON object");
-		return -EINVAL;
-	}
-	if (!type) {
-		*err = xstrdup("config.json: missing model_type (one of " FAMILY_NAMES ")");
-		return -EINVAL;
-	}
-	for (f = 0; f < sizeof(families) / sizeof(families[0]); f++)
-		if (!strcmp(type, families[f].type))
-			break;
-	if (f == sizeof(families) / sizeof(families[0])) {
-		*err = xasprintf("config.json: model_type '%s' is not supported (" FAMILY_NAMES ")", type);
-		return -EINVAL;
-	}
-	snprintf(m->type, sizeof(m->type), "%s", type);
-	m->family = families[f].family;
-	m->qkv_bias = families[f].qkv_bias;
-	m->qk_norm = families[f].qk_norm;
-	m->norms_per_layer = families[f].norms;
-	m->fused_proj = families[f].fused;
-	m->tied = families[f].tied_default;
-	v = json_object_get(cfg, "tie_word_embeddings");
-	if (json_is_boolean(v))
-		m->tied = json_is_true(v);
-	if (!strcmp(type, "gemma2"))
-		m->final_softcap = 30.0; /* Gemma2Config's default */
-	v = json_object_get(cfg, "final_logit_softcapping");
-	if (json_is_number(v))
-		m->final_softcap = json_number_value(v);
-	else if (json_is_null(v))
-		m->final_softcap = 0;
-	/* attention_bias: q, k, v and o_proj's biases where the modeling code reads it
-	 * (qwen2's q, k, v always have one; mistral, mixtral, phi3 and GPT-2 fix theirs) */
-	v = json_object_get(cfg, "attention_bias");
-	if (json_is_boolean(v) && (!strcmp(type, "llama") || !strcmp(type, "qwen3") || !strcmp(type, "qwen3_moe") ||
-				   m->family == ARCH_GEMMA))
-		m->qkv_bias = m->o_bias = json_is_true(v);
-	if (m->family == ARCH_GPT2) {
+	if (f->gpt2_keys) {
 		if (need(cfg, NAMES("n_embd", "hidden_size"), PLAN_MAX_WIDTH, type, &m->hidden, err) ||
 		    need(cfg, NAMES("n_layer", "num_hidden_layers"), PLAN_MAX_LAYERS, type, &m->layers, err) ||
 		    need(cfg, NAMES("n_head", "num_attention_heads"), PLAN_MAX_HEADS, type, &m->heads, err) ||
 		    need(cfg, NAMES("vocab_size"), PLAN_MAX_VOCAB, type, &m->vocab, err))
 			return -EINVAL;
 		m->intermediate = 4 * m->hidden;
-		m->positions = 1024;
+		m->positions = f->positions_default;
 		if (maybe(cfg, NAMES("n_inner"), PLAN_MAX_WIDTH, &m->intermediate, err) ||
 		    maybe(cfg, NAMES("n_positions", "max_position_embeddings"), PLAN_MAX_VOCAB, &m->positions, err))
 			return -EINVAL;
 		m->kv_heads = m->heads;
-	} else {
-		if (need(cfg, NAMES("hidden_size"), PLAN_MAX_WIDTH, type, &m->hidden, err) ||
-		    need(cfg, NAMES("num_hidden_layers"), PLAN_MAX_LAYERS, type, &m->layers, err) ||
-		    need(cfg, NAMES("num_attention_heads"), PLAN_MAX_HEADS, type, &m->heads, err) ||
-		    int_field(cfg, NAMES("intermediate_size"), PLAN_MAX_WIDTH, strcmp(type, "qwen3_moe") != 0, type,
-			      &m->intermediate, err) < 0 ||
-		    need(cfg, NAMES("vocab_size"), PLAN_MAX_VOCAB, type, &m->vocab, err))
-			return -EINVAL;
-		if (moe_from_json(cfg, type, m, err))
-			return -EINVAL;
-		if (!m->intermediate) /* qwen3_moe's dense size serves no layer here */
-			m->intermediate = m->moe_inter;
-		m->kv_heads = m->heads;
-		if (maybe(cfg, NAMES("num_key_value_heads"), PLAN_MAX_HEADS, &m->kv_heads, err))
-			return -EINVAL;
+		return 0;
 	}
-	if ((!strcmp(type, "gemma3_text") && sliding_from_json(cfg, m, 4096, 6, err)) ||
-	    (!strcmp(type, "gemma2") && sliding_from_json(cfg, m, 4096, 2, err)) ||
-	    (!strcmp(type, "mistral") && sliding_from_json(cfg, m, 4096, PLAN_MAX_LAYERS + 1, err)) ||
-	    ((!strcmp(type, "mixtral") || !strcmp(type, "phi3")) &&
-	     sliding_from_json(cfg, m, 0, PLAN_MAX_LAYERS + 1, err)))
+	/* a MoE family with its own expert width needs no dense intermediate_size */
+	if (need(cfg, NAMES("hidden_size"), PLAN_MAX_WIDTH, type, &m->hidden, err) ||
+	    need(cfg, NAMES("num_hidden_layers"), PLAN_MAX_LAYERS, type, &m->layers, err) ||
+	    need(cfg, NAMES("num_attention_heads"), PLAN_MAX_HEADS, type, &m->heads, err) ||
+	    int_field(cfg, NAMES("intermediate_size"), PLAN_MAX_WIDTH, !(f->mlp == MLP_MOE && f->moe_inter), type,
+		      &m->intermediate, err) < 0 ||
+	    need(cfg, NAMES("vocab_size"), PLAN_MAX_VOCAB, type, &m->vocab, err))
 		return -EINVAL;
+	if (moe_from_json(cfg, f, m, err))
+		return -EINVAL;
+	if (!m->intermediate) /* the MoE's dense size serves no layer here */
+		m->intermediate = m->moe_inter;
+	m->kv_heads = m->heads;
+	return maybe(cfg, NAMES("num_key_value_heads"), PLAN_MAX_HEADS, &m->kv_heads, err);
+}
+
+/* head_dim (hidden / heads by default), and heads a multiple of the key/value heads. */
+static int heads_from_json(json_t *cfg, struct model_shape *m, char **err)
+{
 	m->head_dim = 0;
 	if (maybe(cfg, NAMES("head_dim"), PLAN_MAX_HEADS, &m->head_dim, err))
 		return -EINVAL;
@@ -256,6 +199,57 @@ int model_shape_from_json(json_t *cfg, struct model_shape *m, char **err)
 		return -EINVAL;
 	}
 	return 0;
+}
+
+int model_shape_from_json(json_t *cfg, struct model_shape *m, char **err)
+{
+	const char *type = json_string_value(json_object_get(cfg, "model_type"));
+	const struct family *f;
+	char names[256];
+	json_t *v;
+
+	memset(m, 0, sizeof(*m));
+	*err = NULL;
+	if (!json_is_object(cfg)) {
+		*err = xstrdup("config.json: not a JSON object");
+		return -EINVAL;
+	}
+	family_names(names, sizeof(names));
+	if (!type) {
+		*err = xasprintf("config.json: missing model_type (one of %s)", names);
+		return -EINVAL;
+	}
+	f = family_find(type);
+	if (!f) {
+		*err = xasprintf("config.json: model_type '%s' is not supported (%s)", type, names);
+		return -EINVAL;
+	}
+	snprintf(m->type, sizeof(m->type), "%s", type);
+	m->family = f;
+	m->qkv_bias = f->qkv_bias;
+	m->o_bias = f->o_bias;
+	m->tied = f->tied;
+	v = json_object_get(cfg, "tie_word_embeddings");
+	if (json_is_boolean(v))
+		m->tied = json_is_true(v);
+	m->final_softcap = f->final_softcap;
+	v = json_object_get(cfg, "final_logit_softcapping");
+	if (json_is_number(v))
+		m->final_softcap = json_number_value(v);
+	else if (json_is_null(v))
+		m->final_softcap = 0;
+	/* attention_bias: q, k, v and o_proj's biases where the modeling code reads it
+	 * (qwen2's q, k, v always have one; mistral, mixtral, phi3 and GPT-2 fix theirs) */
+	v = json_object_get(cfg, "attention_bias");
+	if (json_is_boolean(v) && f->reads_attention_bias)
+		m->qkv_bias = m->o_bias = json_is_true(v);
+	if (sizes_from_json(cfg, f, m, err))
+		return -EINVAL;
+	if (f->sliding && sliding_from_json(cfg, m, f->sliding_window,
+					    f->sliding_pattern == SLIDE_EVERY_LAYER ? PLAN_MAX_LAYERS + 1
+										     : f->sliding_pattern, err))
+		return -EINVAL;
+	return heads_from_json(cfg, m, err);
 }
 
 int buffer_spec_parse(const char *s, struct buffer_spec *b)

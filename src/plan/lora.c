@@ -17,8 +17,9 @@ int lora_projs(const struct model_shape *m, unsigned targets, struct lora_proj *
 		{ LORA_GATE | LORA_UP, h, 2 * I, 1 },
 		{ LORA_DOWN, I, h, 1 },
 	};
-	const struct lora_proj *v = m->fused_proj ? fused : all;
-	size_t nv = m->fused_proj ? sizeof(fused) / sizeof(fused[0]) : LORA_MAX_PROJS;
+	int f = model_family(m)->fused_qkv;
+	const struct lora_proj *v = f ? fused : all;
+	size_t nv = f ? sizeof(fused) / sizeof(fused[0]) : LORA_MAX_PROJS;
 	int n = 0;
 
 	for (size_t i = 0; i < nv; i++)

@@ -6,6 +6,7 @@
 
 #include "plan/limits.h"
 #include "plan/lora.h"
+#include "plan/pytorch.h"
 #include "plan/sim.h"
 
 #include <errno.h>
@@ -15,18 +16,6 @@
 #include <stdatomic.h>
 #include <string.h>
 #include <unistd.h>
-
-/* The CUDA context with cuBLAS/cuBLASLt workspaces and the caching allocator's own
- * bookkeeping, as nvidia-smi sees it beyond torch's reserved memory: 0.740 GiB in 15 of
- * the 17 H200 / torch 2.11 / CUDA 13.0 fixture cases (0.725 GiB in the two fused-AdamW
- * cases). `headroom probe` measures it per machine. */
-#define CONTEXT_BYTES (740ULL << 20)
-
-/* A data-parallel rank's NCCL communicator and its buffers, outside PyTorch's allocator:
- * nvidia-smi's figure less torch's reserved memory was 1600-1604 MiB a rank in the ten
- * two-GPU H200 cases (DDP and FSDP2, bench/results/gpu-dist-h200x2.jsonl), 862 MiB more
- * than one GPU's context. */
-#define NCCL_BYTES (862ULL << 20)
 
 /* Inference batches simulated: the cache of one batch goes before the next's prefill. */
 #define INFER_STEPS 3
@@ -46,12 +35,13 @@ void train_settings_init(struct train_settings *t)
 
 uint64_t plan_default_context_bytes(void)
 {
-	return CONTEXT_BYTES;
+	return (uint64_t)pytorch_constants()->cuda_context;
 }
 
 uint64_t plan_context_bytes(const struct train_settings *t)
 {
-	return (t->context_bytes ? t->context_bytes : CONTEXT_BYTES) + (t->dp > 1 ? NCCL_BYTES : 0);
+	return (t->context_bytes ? t->context_bytes : plan_default_context_bytes()) +
+	       (t->dp > 1 ? (uint64_t)pytorch_constants()->nccl_rank : 0);
 }
 
 static int64_t q_dim(const struct model_shape *m)
@@ -64,20 +54,34 @@ static int64_t kv_dim(const struct model_shape *m)
 	return m->kv_heads * m->head_dim;
 }
 
-/* Parameters of one decoder layer. */
+/* A norm's parameters over dim units: its weight, and LayerNorm's bias. */
+static int64_t norm_params(const struct family *f, int64_t dim)
+{
+	return f->norm == NORM_LAYER ? 2 * dim : dim;
+}
+
+/* Parameters of one decoder layer, from its family's description. */
 static int64_t layer_params(const struct model_shape *m)
 {
-	int64_t h = m->hidden, q = q_dim(m), k = kv_dim(m), I = m->intermediate;
+	const struct family *f = model_family(m);
+	int64_t h = m->hidden, q = q_dim(m), k = kv_dim(m), I = m->intermediate, mlp;
 
-	if (m->family == ARCH_GPT2) /* c_attn, c_proj, c_fc, mlp c_proj with biases; 2 LayerNorms */
-		return 3 * h * h + 3 * h + h * h + h + 2 * h * I + I + h + 4 * h;
-	int64_t mlp = m->experts ? m->experts * (3 * h * m->moe_inter + h) : 3 * h * I;
-	int64_t p = h * q + 2 * h * k + q * h + mlp + m->norms_per_layer * h;
+	switch (f->mlp) {
+	case MLP_MOE: /* each expert's gate, up and down, and the router's row */
+		mlp = m->experts * (3 * h * m->moe_inter + h);
+		break;
+	case MLP_GELU: /* c_fc and c_proj with their biases */
+		mlp = 2 * h * I + I + h;
+		break;
+	default:
+		mlp = 3 * h * I;
+	}
+	int64_t p = h * q + 2 * h * k + q * h + mlp + (f->post_norms ? 4 : 2) * norm_params(f, h);
 	if (m->qkv_bias)
 		p += q + 2 * k;
 	if (m->o_bias)
 		p += h;
-	if (m->qk_norm)
+	if (f->qk_norm != QK_NORM_NONE)
 		p += 2 * m->head_dim;
 	return p;
 }
@@ -97,11 +101,12 @@ static int64_t trained_params(const struct model_shape *m, const struct train_se
 
 int64_t model_params(const struct model_shape *m)
 {
+	const struct family *f = model_family(m);
 	int64_t emb = m->vocab * m->hidden * (m->tied ? 1 : 2);
 
-	if (m->family == ARCH_GPT2)
-		return emb + m->positions * m->hidden + m->layers * layer_params(m) + 2 * m->hidden;
-	return emb + m->layers * layer_params(m) + m->hidden;
+	if (f->positions == POS_LEARNED)
+		emb += m->positions * m->hidden;
+	return emb + m->layers * layer_params(m) + norm_params(f, m->hidden);
 }
 
 /* The plan from a simulation: each component as the simulation tagged its blocks at
@@ -261,8 +266,8 @@ int plan_settings_check(const struct model_shape *m, const struct train_settings
 		*why = "freeze with LoRA: LoRA already freezes every base weight";
 		return -EINVAL;
 	}
-	if (m->family == ARCH_GPT2 && (t->freeze_embed || t->freeze_head || t->freeze_last >= t->freeze_first ||
-				       t->inputs_embeds || t->lora_rank)) {
+	if (model_family(m)->layer == LAYER_GPT2 && (t->freeze_embed || t->freeze_head ||
+						     t->freeze_last >= t->freeze_first || t->inputs_embeds || t->lora_rank)) {
 		/* GPT-2's fused c_attn and Conv1D layers have none of the projections LoRA's
 		 * targets name, and the simulation of its block has no adapters */
 		*why = "freeze, inputs_embeds and LoRA are modelled for every family but gpt2";

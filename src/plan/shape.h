@@ -7,31 +7,29 @@
 #include <stddef.h>
 #include <stdint.h>
 
-enum arch_family {
-	ARCH_LLAMA,   /* llama, mistral, qwen2, qwen3, phi3: RMSNorm, rotary, gated MLP */
-	ARCH_GEMMA,   /* gemma, gemma2, gemma3_text: as llama with a scaled embedding; gemma2 and
-		       * gemma3_text have 4 norms a layer, gemma3_text q/k norms */
-	ARCH_GPT2,    /* LayerNorm, learned positions, 4h GELU MLP, fused qkv */
-};
+#include "plan/family.h"
 
 struct model_shape {
 	char type[32];            /* model_type from config.json */
-	enum arch_family family;
+	const struct family *family; /* its row (plan/family.h); NULL: the first row's */
 	int64_t hidden, layers, heads, kv_heads, head_dim, intermediate, vocab, positions;
 	int tied;                 /* lm_head shares the embedding */
-	int qkv_bias, qk_norm, norms_per_layer;
-	int o_bias;               /* attention_bias on o_proj too (llama, qwen3, qwen3_moe, the gemmas) */
-	int fused_proj;           /* phi3: one qkv_proj and one gate_up_proj matrix */
-	double final_softcap;     /* gemma2's final_logit_softcapping; 0 none */
-	/* mixture of experts (qwen3_moe, mixtral): every layer's MLP is `experts` gated
+	int qkv_bias;             /* q, k, v have biases */
+	int o_bias;               /* o_proj has one */
+	double final_softcap;     /* final_logit_softcapping; 0 none */
+	/* mixture of experts (the family's mlp MLP_MOE): every layer's MLP is `experts` gated
 	 * experts of moe_inter units behind a router, top `experts_per_tok` a token; 0 dense */
 	int64_t experts, experts_per_tok, moe_inter;
-	int router_fp32;          /* mixtral: the routing weights stay fp32 (qwen3_moe casts them) */
-	/* sliding-window layers (gemma2, gemma3_text, and mistral, mixtral, phi3 when their
-	 * configs give a window): every layer but each sliding_pattern-th attends within
-	 * sliding_window positions (0: no sliding layers) */
+	/* sliding-window layers (the family's, or its config's window): every layer but each
+	 * sliding_pattern-th attends within sliding_window positions (0: no sliding layers) */
 	int64_t sliding_window, sliding_pattern;
 };
+
+/* m's family row. */
+static inline const struct family *model_family(const struct model_shape *m)
+{
+	return m->family ? m->family : family_default();
+}
 
 enum optimizer { OPT_ADAMW, OPT_SGD, OPT_NONE };
 

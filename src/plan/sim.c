@@ -6,7 +6,9 @@
 
 #include "plan/alloc.h"
 #include "plan/component.h"
+#include "plan/dtype.h"
 #include "plan/lora.h"
+#include "plan/pytorch.h"
 #include "util/grow.h"
 #include "util/xalloc.h"
 
@@ -95,14 +97,10 @@ struct step {
 	int resid_bytes;          /* the residual stream: 4 with fp32 weights */
 	int autocast;             /* bf16 autocast over fp32 weights */
 	int fp32;                 /* fp32 weights without autocast */
-	int gemma;                /* gemma's norm: (1 + weight) in fp32 */
-	int gpt2;                 /* GPT-2's blocks: LayerNorm, fused qkv, gelu_new, dropout */
+	const struct family *fam; /* what the layers are made of (plan/family.h) */
 	int eval;                 /* the model in eval mode (inference): no dropout */
-	int64_t positions;        /* GPT-2's learned positions */
-	int qk_norm;              /* qwen3's q/k norms */
-	int norms_per_layer;
-	double softcap;           /* gemma2's final logit softcapping; 0 none */
-	int fused;                /* phi3: fused qkv_proj and gate_up_proj */
+	int64_t positions;        /* learned positions */
+	double softcap;           /* the final logit softcapping; 0 none */
 	int base_trains;          /* the base weights train (not LoRA): linears keep their inputs */
 	unsigned lora_targets;    /* LoRA: the LORA_* targets; 0 without LoRA */
 	int64_t lora_rank;
@@ -131,6 +129,23 @@ struct step {
 	struct tlist *rot_last;   /* a rotary set's cos and sin, to go at their last use (the q
 				   * rotation of the lowest trained layer using it); NULL in others */
 };
+
+struct layer_fwd;
+/* What a sublayer's kind (an attention kind, an MLP kind: plan/family.h) does, written
+ * once: its forward with autograd over its norm's output y (0 when kept; what the
+ * backward needs into sv, stages telling which node frees each), without autograd (a
+ * cache, when given, takes an attention's keys and values), and its backward from its
+ * output's gradient (0: the residual stream's), its input's gradient's bytes a unit
+ * into *bytes. A new kind (MLA, linear attention, shared experts) is a new row. */
+struct sublayer_ops {
+	int (*forward)(struct step *s, struct layer_fwd *c, struct tlist *sv, int y);
+	int (*plain)(struct step *s, struct tlist *cache);
+	int (*backward)(struct step *s, int gp, struct tlist *sv, struct tlist *grads, int64_t gw_bytes, int *bytes);
+};
+
+/* The kinds' rows (their tables follow the ops). */
+static const struct sublayer_ops *attn_op(const struct step *s);
+static const struct sublayer_ops *mlp_op(const struct step *s);
 
 /* Take the breakdown at the allocated peak the last allocation made, once every tensor
  * alive then has its final tag (before the next allocation or free). */
@@ -195,6 +210,13 @@ static int remake(struct step *s, int x, int64_t bytes)
 	return c;
 }
 
+/* x replaced by n, made from it: x goes once n exists. Returns n. */
+static int remade_by(struct step *s, int x, int n)
+{
+	drop(s, x);
+	return n;
+}
+
 static void push(struct tlist *l, int id)
 {
 	ARRAY_GROW(l->v, l->n + 1, l->cap);
@@ -255,14 +277,14 @@ static int norm_out_bytes(const struct step *s, int in_bytes)
 /* Bytes an element of q and k as their norms leave them (qwen3's; gemma's cast back). */
 static int64_t qk_bytes(const struct step *s)
 {
-	return s->qk_norm && !s->gemma ? norm_out_bytes(s, s->act_bytes) : s->act_bytes;
+	return s->fam->qk_norm != QK_NORM_NONE && s->fam->norm == NORM_RMS ? norm_out_bytes(s, s->act_bytes) : s->act_bytes;
 }
 
 /* Bytes an element of the rotated q and k, and of the cache's keys and values: fp32
  * under autocast (cos and sin are). */
 static int64_t kv_bytes(const struct step *s)
 {
-	return s->autocast ? 4 : qk_bytes(s);
+	return s->autocast ? DT_FP32 : qk_bytes(s);
 }
 
 /* The stage of a norm's normalized tensor, which its weight's product keeps (the
@@ -314,41 +336,41 @@ static int norm_of(struct step *s, struct tlist *sv, int64_t rows, int64_t dim, 
 	int kept;
 
 	/* an input without a gradient to take (nograd_in) keeps neither for the backward */
-	int x32 = in_bytes == 2 ? tensor(s, 4 * u) : 0;
+	int x32 = in_bytes == DT_BF16 ? tensor(s, DT_FP32 * u) : 0;
 	if (x32 && !s->nograd_in)
 		save(s, sv, x32), x32 = 0;
 	/* x.pow(2) and its mean, the mean + eps and its rsqrt (traced: the mean lives to
 	 * the norm's return, a local; with heads normalized, q's and k's, these are
 	 * rows of heads and large blocks) */
-	int tmp = tensor(s, 4 * u);
-	int mean = tensor(s, 4 * rows);
+	int tmp = tensor(s, DT_FP32 * u);
+	int mean = tensor(s, DT_FP32 * rows);
 	drop(s, tmp);
-	int eps = tensor(s, 4 * rows);
-	int r = tensor(s, 4 * rows);
+	int eps = tensor(s, DT_FP32 * rows);
+	int r = tensor(s, DT_FP32 * rows);
 	drop(s, eps);
 	if (!s->nograd_in)
 		save(s, sv, r), r = 0;
-	int n32 = tensor(s, 4 * u);
+	int n32 = tensor(s, DT_FP32 * u);
 	drop(s, x32), drop(s, r);
-	if (s->gemma) {
+	if (s->fam->norm == NORM_RMS_UNIT) {
 		int out;
 		if (s->early_stop == 2) { /* the product would pack the last saved tensors */
 			keep_normed(s, sv, n32);
 			drop(s, mean);
 			return 0;
 		}
-		if (in_bytes == 4) {
-			out = tensor(s, 4 * u);
+		if (in_bytes == DT_FP32) {
+			out = tensor(s, DT_FP32 * u);
 		} else {
-			int p32 = tensor(s, 4 * u);
-			out = tensor(s, 2 * u);
+			int p32 = tensor(s, DT_FP32 * u);
+			out = tensor(s, DT_BF16 * u);
 			drop(s, p32);
 		}
 		keep_normed(s, sv, n32);
 		drop(s, mean);
 		return out;
 	}
-	kept = in_bytes == 2 ? tensor(s, 2 * u) : n32;
+	kept = in_bytes == DT_BF16 ? tensor(s, DT_BF16 * u) : n32;
 	int out = tensor(s, norm_out_bytes(s, in_bytes) * u);
 	if (kept != n32) /* the fp32 tensor lives to the norm's return */
 		drop(s, n32);
@@ -362,15 +384,16 @@ static int norm_of(struct step *s, struct tlist *sv, int64_t rows, int64_t dim, 
 static int plain_norm(struct step *s, int64_t rows, int64_t dim, int in_bytes)
 {
 	int64_t u = rows * dim;
-	int x32 = in_bytes == 2 ? tensor(s, 4 * u) : 0;
-	int tmp = tensor(s, 4 * u);
+	int x32 = in_bytes == DT_BF16 ? tensor(s, DT_FP32 * u) : 0;
+	int tmp = tensor(s, DT_FP32 * u);
 	drop(s, tmp);
-	int n32 = tensor(s, 4 * u);
+	int n32 = tensor(s, DT_FP32 * u);
 	drop(s, x32);
-	int cast = s->gemma ? tensor(s, 4 * u) : in_bytes == 2 ? tensor(s, 2 * u) : 0;
-	if (s->gemma)
+	int unit = s->fam->norm == NORM_RMS_UNIT;
+	int cast = unit ? tensor(s, DT_FP32 * u) : in_bytes == DT_BF16 ? tensor(s, DT_BF16 * u) : 0;
+	if (unit)
 		drop(s, n32);
-	int out = tensor(s, (s->gemma ? in_bytes : norm_out_bytes(s, in_bytes)) * u);
+	int out = tensor(s, (unit ? in_bytes : norm_out_bytes(s, in_bytes)) * u);
 	drop(s, cast), drop(s, n32);
 	return out;
 }
@@ -391,7 +414,7 @@ static int norm_at(struct step *s, struct tlist *sv, int64_t rows, int64_t dim, 
  * st; with sv NULL, without autograd. Other models return x as it is. */
 static int post_norm(struct step *s, struct tlist *sv, int x, enum stage st)
 {
-	if (s->norms_per_layer != 4)
+	if (!s->fam->post_norms)
 		return x;
 	int n = sv ? norm_at(s, sv, s->tokens, s->hidden, st) : plain_norm(s, s->tokens, s->hidden, (int)s->act_bytes);
 	drop(s, x);
@@ -411,7 +434,7 @@ static int rope(struct step *s, int64_t bytes, int64_t in_bytes)
 	int e = tensor(s, bytes);
 
 	drop(s, t1), drop(s, t2);
-	if (!s->fused)
+	if (!s->fam->rope_pass_copy)
 		return e;
 	int out = tensor(s, bytes);
 	drop(s, e);
@@ -435,11 +458,11 @@ static int linear(struct step *s, struct tlist *sv, int64_t in_u, int64_t out_u,
 	 * by the product for the input's gradient or the weight's (a frozen weight's goes
 	 * with the product when the input takes none: s->in_nograd), and a bf16 cast of an
 	 * fp32 input, kept by the product when the weight trains */
-	int wc = s->autocast ? tensor(s, 2 * w_elems) : 0;
+	int wc = s->autocast ? tensor(s, DT_BF16 * w_elems) : 0;
 	if (wc && (s->base_trains || !s->in_nograd))
 		save(s, sv, wc), wc = 0;
 	if (cast_in) {
-		cast = tensor(s, 2 * T * in_u);
+		cast = tensor(s, DT_BF16 * T * in_u);
 		if (s->base_trains)
 			save(s, sv, cast), cast = 0;
 	}
@@ -451,19 +474,19 @@ static int linear(struct step *s, struct tlist *sv, int64_t in_u, int64_t out_u,
 		/* the adapter under autocast: x in fp32 copies a bf16 input, A's autocast casts
 		 * it to bf16 (kept for A's gradient), A's output (kept for B's), B's, scaled,
 		 * added in bf16 */
-		int x32 = cast_in ? 0 : tensor(s, 4 * T * in_u);
-		save(s, sv, tensor(s, 2 * T * in_u));
+		int x32 = cast_in ? 0 : tensor(s, DT_FP32 * T * in_u);
+		save(s, sv, tensor(s, DT_BF16 * T * in_u));
 		drop(s, x32);
-		save(s, sv, tensor(s, 2 * T * s->lora_rank));
-		int b = tensor(s, 2 * T * out_u), sc = tensor(s, 2 * T * out_u);
+		save(s, sv, tensor(s, DT_BF16 * T * s->lora_rank));
+		int b = tensor(s, DT_BF16 * T * out_u), sc = tensor(s, DT_BF16 * T * out_u);
 		drop(s, b);
-		int sum = tensor(s, 2 * T * out_u);
+		int sum = tensor(s, DT_BF16 * T * out_u);
 		drop(s, out), drop(s, sc);
 		return sum;
 	}
-	save(s, sv, tensor(s, 4 * T * in_u));
-	save(s, sv, tensor(s, 4 * T * s->lora_rank));
-	int b = tensor(s, 4 * T * out_u), sc = tensor(s, 4 * T * out_u);
+	save(s, sv, tensor(s, DT_FP32 * T * in_u));
+	save(s, sv, tensor(s, DT_FP32 * T * s->lora_rank));
+	int b = tensor(s, DT_FP32 * T * out_u), sc = tensor(s, DT_FP32 * T * out_u);
 	drop(s, b);
 	int c = tensor(s, s->act_bytes * T * out_u);
 	drop(s, sc);
@@ -497,19 +520,19 @@ static void node_done(struct step *s, struct tlist *sv, enum stage st, int g)
  * it when gres is 0 (in the input's dtype: a cast back from fp32). Returns it. */
 static int rsqrt_backward(struct step *s, int64_t u, int a, int ib, struct tlist *sv, enum stage st, int gres)
 {
-	int d = tensor(s, 4 * u), e = tensor(s, 4 * u);
+	int d = tensor(s, DT_FP32 * u), e = tensor(s, DT_FP32 * u);
 
 	drop(s, d), drop(s, a);
-	if (ib == 4 && gres) {
+	if (ib == DT_FP32 && gres) {
 		drop(s, e);
 		e = gres;
 	}
-	int f1 = tensor(s, 4 * u), f2 = tensor(s, 4 * u), f3 = tensor(s, 4 * u), f4 = tensor(s, 4 * u);
+	int f1 = tensor(s, DT_FP32 * u), f2 = tensor(s, DT_FP32 * u), f3 = tensor(s, DT_FP32 * u), f4 = tensor(s, DT_FP32 * u);
 	drop(s, f3), drop(s, f2), drop(s, f1);
 	release(s, sv, st);
 	drop(s, f4); /* added into e */
-	if (ib == 2) {
-		int o = tensor(s, 2 * u);
+	if (ib == DT_BF16) {
+		int o = tensor(s, DT_BF16 * u);
 		drop(s, e);
 		if (gres)
 			drop(s, o);
@@ -531,29 +554,27 @@ static int rsqrt_backward(struct step *s, int64_t u, int a, int ib, struct tlist
  * Returns the input's gradient (added into gres when there is one). */
 /* A norm weight's gradient is summed over the rows of its input (u units, dim wide)
  * by a reduction whose staging buffer is twice the fp32 sum's size, up to what the
- * kernel's grid holds: SUM_STAGING_MAX bytes, in rows of 128, whatever dim (traced on
- * the H200: 132 MiB at 128, 3072 and 4096 wide, 132.5 MiB at 5120). */
-#define SUM_STAGING_MAX (132LL << 20)
-#define SUM_STAGING_ROWS 128
-
+ * kernel's grid holds: sum_staging_max bytes, in rows of sum_staging_rows, whatever dim
+ * (traced on the H200: the cap at 128, 3072 and 4096 wide, rounded up to a row at 5120). */
 static int64_t sum_staging(int64_t u, int64_t dim)
 {
-	int64_t row = SUM_STAGING_ROWS * dim * (int64_t)sizeof(float);
-	int64_t cap = (SUM_STAGING_MAX + row - 1) / row * row;
+	const struct pytorch_constants *pc = pytorch_constants();
+	int64_t row = pc->sum_staging_rows * dim * DT_FP32;
+	int64_t cap = (pc->sum_staging_max + row - 1) / row * row;
 
-	return 2 * (int64_t)sizeof(float) * u < cap ? 2 * (int64_t)sizeof(float) * u : cap;
+	return 2 * DT_FP32 * u < cap ? 2 * DT_FP32 * u : cap;
 }
 
 static int gemma_norm_backward(struct step *s, int64_t u, int64_t dim, int g, int g_bytes, int keep_g, int ib,
 			       struct tlist *sv, enum stage w_st, enum stage st, int gres)
 {
-	if (g_bytes != 4) {
-		int c = tensor(s, 4 * u);
+	if (g_bytes != DT_FP32) {
+		int c = tensor(s, DT_FP32 * u);
 		if (!keep_g)
 			drop(s, g);
 		g = c, keep_g = 0;
 	}
-	int b = s->base_trains ? tensor(s, 4 * u) : 0, a = tensor(s, 4 * u);
+	int b = s->base_trains ? tensor(s, DT_FP32 * u) : 0, a = tensor(s, DT_FP32 * u);
 	if (s->recomputed)
 		release(s, sv, w_st);
 	if (b) {
@@ -593,7 +614,7 @@ static int rms_backward(struct step *s, int64_t u, int64_t dim, int g, int g_byt
 {
 	int ob = norm_out_bytes(s, ib);
 
-	if (s->gemma)
+	if (s->fam->norm == NORM_RMS_UNIT)
 		return gemma_norm_backward(s, u, dim, g, g_bytes, 0, ib, sv, w_st, st, gres);
 	if (g_bytes != ob)
 		g = remake(s, g, ob * u);
@@ -605,12 +626,12 @@ static int rms_backward(struct step *s, int64_t u, int64_t dim, int g, int g_byt
 		int t = tensor(s, sum_staging(u, dim));
 		drop(s, t), drop(s, b);
 	}
-	if (ib == 2 && ob != 2) /* to the bf16 input's dtype first */
-		a = remake(s, a, 2 * u);
+	if (ib == DT_BF16 && ob != DT_BF16) /* to the bf16 input's dtype first */
+		a = remake(s, a, DT_BF16 * u);
 	drop(s, g);
 	release(s, sv, w_st);
-	if (ib == 2)
-		a = remake(s, a, 4 * u);
+	if (ib == DT_BF16)
+		a = remake(s, a, DT_FP32 * u);
 	return rsqrt_backward(s, u, a, ib, sv, st, gres);
 }
 
@@ -628,8 +649,8 @@ static int norm_backward(struct step *s, int g, int g_bytes, struct tlist *sv, e
 static int plain_linear(struct step *s, int64_t in_u, int64_t out_u, int64_t w_elems, int cast_in, unsigned target)
 {
 	int64_t T = s->tokens;
-	int w = s->autocast ? tensor(s, 2 * w_elems) : 0;
-	int c = s->autocast && cast_in ? tensor(s, 2 * T * in_u) : 0;
+	int w = s->autocast ? tensor(s, DT_BF16 * w_elems) : 0;
+	int c = s->autocast && cast_in ? tensor(s, DT_BF16 * T * in_u) : 0;
 	int out = tensor(s, s->act_bytes * T * out_u);
 
 	drop(s, c);
@@ -642,10 +663,10 @@ static int plain_linear(struct step *s, int64_t in_u, int64_t out_u, int64_t w_e
 	/* LoRA's adapter without autograd (a checkpointed layer's first pass): x in fp32
 	 * (under autocast cast back to bf16 for A), A's output, B's, scaled, in the base
 	 * output's dtype, added; each goes once the next is made (traced: gpu-session rs2) */
-	int wide = s->autocast ? 2 : 4;
-	int x = cast_in ? 0 : tensor(s, 4 * T * in_u);
+	int wide = s->autocast ? DT_BF16 : DT_FP32;
+	int x = cast_in ? 0 : tensor(s, DT_FP32 * T * in_u);
 	if (s->autocast) {
-		int xb = tensor(s, 2 * T * in_u);
+		int xb = tensor(s, DT_BF16 * T * in_u);
 		drop(s, x);
 		x = xb;
 	}
@@ -665,6 +686,30 @@ static int plain_linear(struct step *s, int64_t in_u, int64_t out_u, int64_t w_e
 	return sum;
 }
 
+/* The router of a mixture-of-experts MLP over the post-attention norm's output (a
+ * linear, the softmax in fp32, the top experts and their weights), what it keeps into sv
+ * (with keep: for the backward; else locals to the experts' return). */
+static void moe_router(struct step *s, struct tlist *sv, int keep)
+{
+	int64_t T = s->tokens, h = s->hidden, E = s->experts, rw = s->router_fp32 ? DT_FP32 : s->act_bytes;
+
+	s->stage = S_MLP_IN;
+	int rl = keep ? linear(s, sv, h, E, 0, s->lp.router, s->autocast)
+		      : plain_linear(s, h, E, s->lp.router, s->autocast, 0);
+	if (s->router_fp32) /* router_logits.float() */
+		rl = remake(s, rl, DT_FP32 * T * E);
+	int sm = tensor(s, DT_FP32 * T * E);
+	drop(s, rl);
+	int tv = tensor(s, DT_FP32 * T * s->topk), ti = tensor(s, DT_INT64 * T * s->topk), sum = tensor(s, DT_FP32 * T);
+	save(s, sv, sm), save(s, sv, ti), save(s, sv, sum);
+	if (rw != DT_FP32) {
+		int w = tensor(s, rw * T * s->topk);
+		save(s, sv, tv);
+		tv = w;
+	}
+	save(s, sv, tv);
+}
+
 /* A mixture-of-experts MLP as transformers 5.17 runs it (grouped_mm experts) over the
  * output y of the post-attention norm: the router (a linear, the softmax in fp32, the top
  * experts and their weights), then the tokens' copies sorted by expert (S = tokens x
@@ -674,40 +719,23 @@ static int plain_linear(struct step *s, int64_t in_u, int64_t out_u, int64_t w_e
  * input to the weight's). With sv NULL, without autograd. Returns the MLP's output. */
 static int moe_forward(struct step *s, struct tlist *sv)
 {
-	int64_t T = s->tokens, h = s->hidden, E = s->experts, S = T * s->topk, I = s->moe_inter;
-	int64_t eb = s->weight_bytes, ab = s->act_bytes, rw = s->router_fp32 ? 4 : ab;
+	int64_t T = s->tokens, h = s->hidden, S = T * s->topk, I = s->moe_inter;
+	int64_t eb = s->weight_bytes, ab = s->act_bytes, rw = s->router_fp32 ? DT_FP32 : ab;
 	int64_t wb = rw > eb ? rw : eb; /* the weighted copies' */
 	struct tlist none = { 0 };
 	int keep = sv != NULL;
 
 	if (!sv)
 		sv = &none;
-	s->stage = S_MLP_IN;
-	int rl = keep ? linear(s, sv, h, E, 0, s->lp.router, s->autocast)
-		      : plain_linear(s, h, E, s->lp.router, s->autocast, 0);
-	if (s->router_fp32) { /* router_logits.float() */
-		int f = tensor(s, 4 * T * E);
-		drop(s, rl);
-		rl = f;
-	}
-	int sm = tensor(s, 4 * T * E);
-	drop(s, rl);
-	int tv = tensor(s, 4 * T * s->topk), ti = tensor(s, 8 * T * s->topk), sum = tensor(s, 4 * T);
-	save(s, sv, sm), save(s, sv, ti), save(s, sv, sum);
-	if (rw != 4) {
-		int w = tensor(s, rw * T * s->topk);
-		save(s, sv, tv);
-		tv = w;
-	}
-	save(s, sv, tv);
-	int ids = tensor(s, 8 * S), perm = tensor(s, 8 * S), pk = tensor(s, 8 * S);
+	moe_router(s, sv, keep);
+	int ids = tensor(s, DT_INT64 * S), perm = tensor(s, DT_INT64 * S), pk = tensor(s, DT_INT64 * S);
 	save(s, sv, pk);
 	/* the sorted copies and the product are kept for the experts' weights' gradients:
 	 * not by frozen experts (LoRA's base) */
 	int wtrain = keep && s->base_trains;
 	int sel = tensor(s, eb * S * h);
 	save(s, sv, tensor(s, rw * S)); /* the sorted weights */
-	save(s, sv, tensor(s, S));      /* the sentinel mask */
+	save(s, sv, tensor(s, DT_BOOL * S));      /* the sentinel mask */
 	s->stage = S_SORTED;
 	if (wtrain || !keep) /* (without autograd: a local to the experts' return) */
 		save(s, sv, sel);
@@ -736,7 +764,7 @@ static int moe_forward(struct step *s, struct tlist *sv)
 	if (keep && !wtrain)
 		drop(s, prod);
 	int wo = tensor(s, wb * S * h);
-	int inv = tensor(s, 8 * S), ar = tensor(s, 8 * S);
+	int inv = tensor(s, DT_INT64 * S), ar = tensor(s, DT_INT64 * S);
 	drop(s, ar);
 	int ro = tensor(s, wb * S * h);
 	drop(s, wo);
@@ -764,7 +792,7 @@ static int moe_forward(struct step *s, struct tlist *sv)
 static int moe_backward(struct step *s, int g, struct tlist *sv, struct tlist *grads, int64_t gw_bytes)
 {
 	int64_t T = s->tokens, h = s->hidden, S = T * s->topk, I = s->moe_inter, E = s->experts;
-	int64_t eb = s->weight_bytes, ab = s->act_bytes, rw = s->router_fp32 ? 4 : ab;
+	int64_t eb = s->weight_bytes, ab = s->act_bytes, rw = s->router_fp32 ? DT_FP32 : ab;
 	int64_t wb = rw > eb ? rw : eb;
 
 	if (wb != s->resid_bytes && wb != ab) /* the output's cast to the hidden dtype */
@@ -808,7 +836,7 @@ static int moe_backward(struct step *s, int g, struct tlist *sv, struct tlist *g
 	int gx = tensor(s, eb * T * h);
 	drop(s, gs2);
 	/* the routing weights' gradient back through the top-k and the softmax */
-	int gt = tensor(s, 4 * T * s->topk), gsm = tensor(s, 4 * T * E);
+	int gt = tensor(s, DT_FP32 * T * s->topk), gsm = tensor(s, DT_FP32 * T * E);
 	drop(s, gw), drop(s, gt);
 	int gl = tensor(s, ab * T * E);
 	drop(s, gsm);
@@ -836,161 +864,197 @@ static int head_norm(struct step *s, struct tlist *sv, int x, int64_t heads, int
 static int recompute_end(struct step *s, struct tlist *sv, int h1)
 {
 	s->stage = S_NORM2;
-	if (s->resid_bytes == 4)
+	if (s->resid_bytes == DT_FP32)
 		save(s, sv, h1);
 	else
 		drop(s, h1);
 	return 0;
 }
 
-/* One decoder layer's forward for training: what the backward pass needs goes into sv.
- * A frozen layer (frozen) keeps what its input's gradient needs and nothing for its
- * weights', as LoRA's frozen base does: autograd saves a product's operand only for the
- * other operand's gradient. An input without a gradient to take (s->nograd_in, cleared
- * here) is kept by nothing of this layer. Returns the layer's output. */
-static int layer_forward(struct step *s, int in, struct tlist *sv, int frozen)
-{
-	int64_t T = s->tokens, h = s->hidden, I = s->inter, qd = s->q_dim, k = s->kv_dim, ab = s->act_bytes;
-	int out, nograd = s->nograd_in, base_trains = s->base_trains;
-	/* a checkpointed layer's recompute, traced where its end is plain: bf16 or fp32
-	 * weights, trained, dense */
-	int stop = s->early_stop && !frozen && base_trains && !s->nadapters && !s->autocast && !s->experts;
-
-	if (frozen)
-		s->base_trains = 0;
-	s->stage = S_NORM1;
-	int y = norm(s, sv);
-	s->nograd_in = 0;
-	s->stage = S_QKV_IN;
-	if (s->base_trains && !s->autocast) { /* q, k, v keep their input (under autocast, their casts) */
-		save(s, sv, y);
-		y = 0;
-	}
-	int q = 0, kk = 0, v;
+/* What a decoder layer's forward hands from one of its ops to the next. */
+struct layer_fwd {
+	int in;                   /* the layer's input */
+	int nograd;               /* it takes no gradient (s->nograd_in as the layer began) */
+	int h1;                   /* the residual stream after the attention */
 	/* LoRA's first layer fed a frozen embedding (a frozen norm over an input without a
 	 * gradient): a projection's input takes a gradient only once an adapter before it
 	 * (ran) has run */
-	int lora0 = nograd && !s->base_trains;
-	unsigned ran = 0;
-	s->in_nograd = lora0;
-	if (s->fused) { /* q, k and v are views of one output */
-		v = linear(s, sv, h, qd + 2 * k, LORA_Q | LORA_K | LORA_V, s->lp.qkv, s->autocast);
-	} else {
-		/* qwen3 normalizes q and k per head as each projection returns, gemma3 after
-		 * all three */
-		int inl = s->qk_norm && !s->gemma;
-		q = linear(s, sv, h, qd, LORA_Q, s->lp.q, s->autocast);
-		if (inl)
-			q = head_norm(s, sv, q, s->heads, qd, S_QNORM);
-		s->stage = S_K_IN;
-		kk = linear(s, sv, h, k, LORA_K, s->lp.k, s->autocast);
-		if (inl)
-			kk = head_norm(s, sv, kk, s->kv_heads, k, S_KNORM);
-		s->stage = S_V_IN;
-		v = linear(s, sv, h, k, LORA_V, s->lp.v, s->autocast);
-		s->stage = S_QKV_IN;
-		if (s->qk_norm && s->gemma) {
-			q = head_norm(s, sv, q, s->heads, qd, S_QNORM);
-			kk = head_norm(s, sv, kk, s->kv_heads, k, S_KNORM);
-		}
+	int lora0;
+	unsigned ran;
+	int stop;                 /* a checkpointed layer's recompute that stops early */
+};
+
+/* Whether the next projection's input takes no gradient (layer_fwd's lora0). */
+static void lora_input(struct step *s, const struct layer_fwd *c)
+{
+	s->in_nograd = c->lora0 && !(s->lora_targets & c->ran);
+}
+
+/* A sublayer's pre-norm over the residual stream, what it keeps of stage st; its output
+ * kept by the sublayer's first projections (stage in_st) while their weights train
+ * (under autocast their casts are, and the norm's output lives to the sublayer's end).
+ * Returns the output, 0 once kept. */
+static int pre_norm(struct step *s, struct tlist *sv, enum stage st, enum stage in_st)
+{
+	s->stage = st;
+	int y = norm(s, sv);
+	s->nograd_in = 0;
+	s->stage = in_st;
+	if (s->base_trains && !s->autocast) {
+		save(s, sv, y);
+		return 0;
 	}
-	ran |= LORA_Q | LORA_K | LORA_V;
-	/* with a mask sdpa is handed k and v repeated to every query head (transformers
-	 * leaves grouped queries to sdpa only without one): views of one kv head, copies
-	 * (repeat_kv's) of more, which live to sdpa's return; casts of them are q-sized */
-	int copies = kv_copies(s);
-	int64_t ku = kv_units(s);
-	s->stage = S_SDPA;
-	if (!s->kv && !copies) /* sdpa keeps v (with phi3 a slice: all of qkv) */
-		save(s, sv, v);
-	if (!s->autocast) /* (under autocast the fp32 norm output lives to the attention's end) */
-		drop(s, y);
-	/* rotary embedding: two temporaries each; with fp32 cos/sin (autocast) the rotated
-	 * q and k are fp32 and sdpa casts them back */
-	int64_t rq = kv_bytes(s), qb = qk_bytes(s);
-	s->stage = S_SDPA;
-	int qe = rope(s, rq * T * qd, qb * T * qd), ke;
-	ke = rope(s, rq * T * k, qb * T * k);
-	drop(s, q), drop(s, kk); /* apply_rotary_pos_emb returns both */
-	if (s->kv) {
-		/* use_cache (the model's default; off with checkpointing): the keys and
-		 * values are copied into the DynamicCache, and sdpa works on (and keeps)
-		 * the copies; the model's output holds the cache until the caller drops it */
-		push(s->kv, tensor_as(s, rq * T * k, C_KV_CACHE));
-		push(s->kv, tensor_as(s, rq * T * k, C_KV_CACHE)); /* concatenated onto an empty tensor of k's dtype */
-		drop(s, ke);
-		ke = 0;
-		if (!s->fused)
-			drop(s, v);
+	return y;
+}
+
+/* q, k and v projected from the attention's input: one fused qkv (q, k and v its views),
+ * or each apart with q's and k's per-head norms where the family has them (as each
+ * projection returns, or after all three). Returns v (fused: qkv); q and k into *q, *kk
+ * (0 when fused). */
+static int qkv_forward(struct step *s, struct tlist *sv, int *q, int *kk)
+{
+	int64_t h = s->hidden, qd = s->q_dim, k = s->kv_dim;
+	int each = s->fam->qk_norm == QK_NORM_EACH;
+
+	*q = *kk = 0;
+	if (s->fam->fused_qkv)
+		return linear(s, sv, h, qd + 2 * k, LORA_Q | LORA_K | LORA_V, s->lp.qkv, s->autocast);
+	*q = linear(s, sv, h, qd, LORA_Q, s->lp.q, s->autocast);
+	if (each)
+		*q = head_norm(s, sv, *q, s->heads, qd, S_QNORM);
+	s->stage = S_K_IN;
+	*kk = linear(s, sv, h, k, LORA_K, s->lp.k, s->autocast);
+	if (each)
+		*kk = head_norm(s, sv, *kk, s->kv_heads, k, S_KNORM);
+	s->stage = S_V_IN;
+	int v = linear(s, sv, h, k, LORA_V, s->lp.v, s->autocast);
+	s->stage = S_QKV_IN;
+	if (s->fam->qk_norm == QK_NORM_AFTER) {
+		*q = head_norm(s, sv, *q, s->heads, qd, S_QNORM);
+		*kk = head_norm(s, sv, *kk, s->kv_heads, k, S_KNORM);
 	}
+	return v;
+}
+
+/* The attention's tensors from the projections to sdpa's return. */
+struct attn_live {
+	int q, kk, v;             /* the projections' (v: fused, qkv) */
+	int qe, ke;               /* q and k rotated */
+};
+
+/* The rotary embedding of q and k (two temporaries each; with fp32 cos/sin under
+ * autocast the rotated q and k are fp32 and sdpa casts them back), then with use_cache
+ * (the model's default; off with checkpointing) the keys and values copied into the
+ * DynamicCache (concatenated onto an empty tensor of k's dtype): sdpa works on (and
+ * keeps) the copies; the model's output holds the cache until the caller drops it. */
+static void rope_forward(struct step *s, struct attn_live *a)
+{
+	int64_t T = s->tokens, qd = s->q_dim, k = s->kv_dim, rq = kv_bytes(s), qb = qk_bytes(s);
+
+	s->stage = S_SDPA;
+	a->qe = rope(s, rq * T * qd, qb * T * qd);
+	a->ke = rope(s, rq * T * k, qb * T * k);
+	drop(s, a->q), drop(s, a->kk); /* apply_rotary_pos_emb returns both */
+	if (!s->kv)
+		return;
+	push(s->kv, tensor_as(s, rq * T * k, C_KV_CACHE));
+	push(s->kv, tensor_as(s, rq * T * k, C_KV_CACHE));
+	drop(s, a->ke);
+	a->ke = 0;
+	if (!s->fam->fused_qkv)
+		drop(s, a->v);
+}
+
+/* sdpa with autograd: what it keeps (q, k, v as it gets them: under autocast its bf16
+ * casts; with a mask k and v repeated; the mask's bias; its output and log-sum-exp; in
+ * fp32 the math kernel's probabilities). */
+static void sdpa_forward(struct step *s, struct tlist *sv, struct attn_live *a, int copies)
+{
+	int64_t T = s->tokens, qd = s->q_dim, ab = s->act_bytes, rq = kv_bytes(s), ku = kv_units(s);
 	int krep = copies ? tensor(s, rq * T * qd) : 0, vrep = copies ? tensor(s, (s->kv ? rq : ab) * T * qd) : 0;
+
 	if (s->autocast) { /* sdpa's bf16 casts (of the cache's fp32 v too; a bf16 v is kept as it is) */
 		if (s->kv)
-			save(s, sv, tensor(s, 2 * T * ku));
+			save(s, sv, tensor(s, DT_BF16 * T * ku));
 		else if (vrep)
 			save(s, sv, vrep), vrep = 0;
-		save(s, sv, tensor(s, 2 * T * ku));
-		save(s, sv, tensor(s, 2 * T * qd));
-		drop(s, ke);
-		ke = 0;
+		save(s, sv, tensor(s, DT_BF16 * T * ku));
+		save(s, sv, tensor(s, DT_BF16 * T * qd));
+		drop(s, a->ke);
+		a->ke = 0;
 	} else {
-		save(s, sv, qe);
+		save(s, sv, a->qe);
 		if (copies)
 			save(s, sv, krep), save(s, sv, vrep), krep = vrep = 0;
-		else if (ke)
-			save(s, sv, ke), ke = 0;
+		else if (a->ke)
+			save(s, sv, a->ke), a->ke = 0;
 	}
 	int bias = s->mask_bytes ? tensor(s, s->mask_bytes) : 0;
 	if (bias && !s->fp32) /* (the math kernel adds it and keeps nothing of it) */
 		save(s, sv, bias), bias = 0;
 	save(s, sv, tensor(s, ab * T * qd));                 /* attention output, kept by sdpa */
-	save(s, sv, tensor(s, 4 * s->batch * s->heads * s->seq)); /* log-sum-exp */
+	save(s, sv, tensor(s, DT_FP32 * s->batch * s->heads * s->seq)); /* log-sum-exp */
 	if (s->fp32) /* fp32 sdpa runs the math kernel, which keeps the probabilities */
-		save(s, sv, tensor(s, 4 * s->batch * s->heads * s->seq * s->seq));
+		save(s, sv, tensor(s, DT_FP32 * s->batch * s->heads * s->seq * s->seq));
 	drop(s, bias), drop(s, krep), drop(s, vrep);
-	/* phi3's output comes in q's layout: transpose().contiguous() copies it, kept by
-	 * o_proj for its weight's gradient */
-	int oc = s->fused ? tensor(s, ab * T * qd) : 0;
+}
+
+/* The attention (ATTN_SDPA) with autograd over its input y (the norm's output, 0 when
+ * kept): q, k, v, their rotation, sdpa, o_proj. With a mask sdpa is handed k and v
+ * repeated to every query head (transformers leaves grouped queries to sdpa only without
+ * one): views of one kv head, copies (repeat_kv's) of more, which live to sdpa's return.
+ * Returns o_proj's output. */
+static int sdpa_attn_forward(struct step *s, struct layer_fwd *c, struct tlist *sv, int y)
+{
+	int64_t T = s->tokens, h = s->hidden, qd = s->q_dim, ab = s->act_bytes;
+	struct attn_live a;
+	int copies = kv_copies(s);
+
+	lora_input(s, c);
+	a.v = qkv_forward(s, sv, &a.q, &a.kk);
+	c->ran |= LORA_Q | LORA_K | LORA_V;
+	s->stage = S_SDPA;
+	if (!s->kv && !copies) /* sdpa keeps v (fused: a slice, all of qkv) */
+		save(s, sv, a.v);
+	if (!s->autocast) /* (under autocast the fp32 norm output lives to the attention's end) */
+		drop(s, y);
+	rope_forward(s, &a);
+	sdpa_forward(s, sv, &a, copies);
+	/* the output copied to q's layout (transpose().contiguous()), kept by o_proj for its
+	 * weight's gradient */
+	int oc = s->fam->attn_out_copy ? tensor(s, ab * T * qd) : 0;
 	if (oc && s->base_trains)
 		save(s, sv, oc), oc = 0;
 	s->stage = S_O_IN;
-	s->in_nograd = lora0 && !(s->lora_targets & ran);
+	lora_input(s, c);
 	int ao = linear(s, sv, qd, h, LORA_O, s->lp.o, 0);
-	ran |= LORA_O;
+	c->ran |= LORA_O;
 	drop(s, oc);
-	/* at the attention's return: phi3's qkv, a v that sdpa had copies of */
-	if ((s->fused && s->kv) || (copies && !s->kv))
-		drop(s, v);
-	drop(s, ke);
+	/* at the attention's return: a fused qkv, a v that sdpa had copies of */
+	if ((s->fam->fused_qkv && s->kv) || (copies && !s->kv))
+		drop(s, a.v);
+	drop(s, a.ke);
 	if (s->autocast) /* the fp32 rotated q and norm output, there too */
-		drop(s, qe), drop(s, y);
-	ao = post_norm(s, sv, ao, S_PNORM1);
-	int h1 = tensor(s, s->resid_bytes * T * h);
-	drop(s, ao);
-	if (s->resid_bytes == 4 && !nograd) { /* fp32 residual: the norm keeps its input itself */
-		s->stage = S_NORM1;
-		save(s, sv, in);
-	}
-	s->stage = S_NORM2;
-	int y2 = norm(s, sv);
-	s->stage = S_MLP_IN;
-	if (s->base_trains && !s->autocast) {
-		save(s, sv, y2);
-		y2 = 0;
-	}
-	/* gate and up (phi3: one tensor of both), act(gate) and act x up: silu keeps gate,
-	 * the product keeps act and up, down_proj keeps the product if its weight trains */
-	int prod, g, dn;
-	s->in_nograd = lora0 && !(s->lora_targets & ran);
-	if (s->experts) {
-		dn = moe_forward(s, sv);
-		drop(s, y2);
-		goto mlp_done;
-	}
-	if (s->fused) {
+		drop(s, a.qe), drop(s, y);
+	return ao;
+}
+
+/* The gated MLP (MLP_GATED) with autograd over its input y (0 when kept): gate and up
+ * (fused: one tensor of both), act(gate) and act x up: silu keeps gate, the product
+ * keeps act and up, down_proj keeps the product if its weight trains. A recompute that
+ * stops early without post-norms stops at the product (down_proj would pack the last):
+ * then 0. Returns down_proj's output. */
+static int gated_mlp_forward(struct step *s, struct layer_fwd *c, struct tlist *sv, int y)
+{
+	int64_t T = s->tokens, h = s->hidden, I = s->inter, ab = s->act_bytes;
+	int g;
+
+	if (s->fam->fused_gate_up) {
 		g = linear(s, sv, h, 2 * I, LORA_GATE | LORA_UP, s->lp.gate_up, s->autocast);
 		s->stage = S_GATE;
 		save(s, sv, g);
+		s->stage = S_MUL;
+		save(s, sv, tensor(s, ab * T * I)); /* act(gate) */
 	} else {
 		g = linear(s, sv, h, I, LORA_GATE, s->lp.gate, s->autocast);
 		s->stage = S_GATE;
@@ -1002,54 +1066,100 @@ static int layer_forward(struct step *s, int in, struct tlist *sv, int frozen)
 		s->stage = S_MUL;
 		save(s, sv, u);
 	}
-	if (s->fused) {
-		s->stage = S_MUL;
-		save(s, sv, tensor(s, ab * T * I)); /* act(gate) */
-	}
 	if (!s->autocast)
-		drop(s, y2);
-	prod = tensor(s, ab * T * I);
+		drop(s, y);
+	int prod = tensor(s, ab * T * I);
 	s->stage = S_DOWN;
-	if (stop && s->norms_per_layer != 4) { /* down_proj packs the last: no output */
+	if (c->stop && !s->fam->post_norms) {
 		save(s, sv, prod);
-		s->base_trains = base_trains;
-		return recompute_end(s, sv, h1);
+		return 0;
 	}
-	ran |= LORA_GATE | LORA_UP;
-	s->in_nograd = lora0 && !(s->lora_targets & ran);
-	dn = linear(s, sv, I, h, LORA_DOWN, s->lp.down, 0);
-	drop(s, y2);
+	c->ran |= LORA_GATE | LORA_UP;
+	lora_input(s, c);
+	int dn = linear(s, sv, I, h, LORA_DOWN, s->lp.down, 0);
+	drop(s, y);
 	if (s->base_trains)
 		save(s, sv, prod);
 	else
 		drop(s, prod);
-mlp_done:
-	s->in_nograd = 0;
-	s->early_stop = stop ? 2 : 0; /* gemma's: the post-norm's product packs the last */
-	dn = post_norm(s, sv, dn, S_PNORM2);
-	s->early_stop = 0;
-	if (stop) {
-		s->base_trains = base_trains;
-		return recompute_end(s, sv, h1);
-	}
-	out = tensor(s, s->resid_bytes * T * h);
+	return dn;
+}
+
+/* The experts (MLP_MOE) with autograd over their input y (moe_forward). */
+static int moe_mlp_forward(struct step *s, struct layer_fwd *c, struct tlist *sv, int y)
+{
+	(void)c;
+	int dn = moe_forward(s, sv);
+
+	drop(s, y);
+	return dn;
+}
+
+/* A layer's end after the MLP's output dn: the residual add; the attention's residual
+ * sum kept by the post-attention norm when fp32. Returns the layer's output. */
+static int residual_end(struct step *s, struct tlist *sv, int dn, int h1)
+{
+	int out = tensor(s, s->resid_bytes * s->tokens * s->hidden);
+
 	drop(s, dn);
 	s->stage = S_NORM2;
-	if (s->resid_bytes == 4)
+	if (s->resid_bytes == DT_FP32)
 		save(s, sv, h1);
 	else
 		drop(s, h1);
-	s->base_trains = base_trains;
 	return out;
 }
 
+/* One decoder layer's forward for training, op by op as the family describes it (the
+ * attention's and the MLP's kinds from sim_ops, post-norms where it has them): what the
+ * backward pass needs goes into sv. A frozen layer (frozen) keeps what its input's
+ * gradient needs and nothing for its weights', as LoRA's frozen base does: autograd
+ * saves a product's operand only for the other operand's gradient. An input without a
+ * gradient to take (s->nograd_in, cleared here) is kept by nothing of this layer.
+ * Returns the layer's output (0: a recompute stopped early). */
+static int layer_forward(struct step *s, int in, struct tlist *sv, int frozen)
+{
+	struct layer_fwd c = { .in = in, .nograd = s->nograd_in };
+	int base_trains = s->base_trains, out = 0;
+
+	/* a checkpointed layer's recompute, traced where its end is plain: bf16 or fp32
+	 * weights, trained, dense */
+	c.stop = s->early_stop && !frozen && base_trains && !s->nadapters && !s->autocast && !s->experts;
+	if (frozen)
+		s->base_trains = 0;
+	c.lora0 = c.nograd && !s->base_trains;
+	int y = pre_norm(s, sv, S_NORM1, S_QKV_IN);
+	int ao = attn_op(s)->forward(s, &c, sv, y);
+	ao = post_norm(s, sv, ao, S_PNORM1);
+	c.h1 = tensor(s, s->resid_bytes * s->tokens * s->hidden);
+	drop(s, ao);
+	if (s->resid_bytes == DT_FP32 && !c.nograd) { /* fp32 residual: the norm keeps its input itself */
+		s->stage = S_NORM1;
+		save(s, sv, in);
+	}
+	y = pre_norm(s, sv, S_NORM2, S_MLP_IN);
+	lora_input(s, &c);
+	int dn = mlp_op(s)->forward(s, &c, sv, y);
+	if (dn) {
+		s->in_nograd = 0;
+		s->early_stop = c.stop ? 2 : 0; /* a post-norm's product packs the last */
+		dn = post_norm(s, sv, dn, S_PNORM2);
+		s->early_stop = 0;
+	}
+	if (c.stop)
+		recompute_end(s, sv, c.h1);
+	else
+		out = residual_end(s, sv, dn, c.h1);
+	s->base_trains = base_trains;
+	return out;
+}
 
 /* The gradients of a layer's LoRA adapters of one half (1: the MLP), last first. */
 static void adapter_grads(struct step *s, struct tlist *grads, int mlp_half)
 {
 	for (int i = s->nadapters - 1; i >= 0; i--)
 		if (s->adapters[i].mlp == mlp_half)
-			push(grads, tensor_as(s, s->adapters[i].elems * 4, C_GRADS));
+			push(grads, tensor_as(s, s->adapters[i].elems * DT_FP32, C_GRADS));
 }
 
 /* A weight's gradient, into grads (they live to the optimizer step), when the weights
@@ -1068,13 +1178,13 @@ static void weight_grad(struct step *s, struct tlist *grads, int64_t elems, int6
  * dq-sized fp32 temporary stands for it. */
 static int64_t flash_workspace(const struct step *s)
 {
-	int64_t b = 4 * s->tokens * s->q_dim;
+	int64_t b = DT_FP32 * s->tokens * s->q_dim;
 
 	if (s->fp32)
 		return b;
 	if (s->kv_heads < s->heads && !kv_repeated(s))
-		b += 2 * 2 * s->tokens * s->q_dim;
-	return b + 4 * s->batch * s->heads * s->seq + 512;
+		b += 2 * DT_BF16 * s->tokens * s->q_dim;
+	return b + DT_FP32 * s->batch * s->heads * s->seq + pytorch_constants()->flash_bwd_extra;
 }
 
 /* A trained projection's node in the backward from the gradient g of its output (g_bytes
@@ -1087,16 +1197,16 @@ static int proj_backward(struct step *s, int g, int g_bytes, int64_t in_u, int64
 			 struct tlist *sv, enum stage st, struct tlist *grads, int64_t gw_bytes)
 {
 	int64_t T = s->tokens;
-	int gc = s->autocast && g_bytes == 4 ? tensor(s, 2 * T * (w_elems / in_u)) : 0;
-	int wb = s->autocast ? tensor(s, 2 * w_elems) : 0;
+	int gc = s->autocast && g_bytes == DT_FP32 ? tensor(s, DT_BF16 * T * (w_elems / in_u)) : 0;
+	int wb = s->autocast ? tensor(s, DT_BF16 * w_elems) : 0;
 
 	if (!wb)
 		weight_grad(s, grads, w_elems, gw_bytes);
-	int gi = tensor(s, (s->autocast ? 2 : s->act_bytes) * T * in_u);
+	int gi = tensor(s, (s->autocast ? DT_BF16 : s->act_bytes) * T * in_u);
 	drop(s, gc);
 	node_done(s, sv, st, g);
 	if (cast_in) {
-		gi = remake(s, gi, 4 * T * in_u);
+		gi = remake(s, gi, DT_FP32 * T * in_u);
 		if (acc) {
 			drop(s, gi);
 			gi = acc;
@@ -1129,7 +1239,7 @@ static int mlp_backward(struct step *s, int g, int g_bytes, struct tlist *sv, st
 	node_done(s, sv, S_GATE, gact);
 	int gi = proj_backward(s, gg, (int)ab, h, p->gate, s->autocast, gu, sv, S_MLP_IN, grads, gw_bytes);
 	if (gi == gu) {
-		*bytes = 4;
+		*bytes = DT_FP32;
 		return gu;
 	}
 	int sum = tensor(s, ab * T * h);
@@ -1214,13 +1324,13 @@ static int attn_backward(struct step *s, int g, int g_bytes, struct tlist *sv, s
 		dv = remake(s, dv, ab * T * k);
 	int gk = rope_backward(s, dk, T * k, rq, NULL), gq = rope_backward(s, dq, T * qd, rq, s->rot_last);
 	int64_t hd = qd / s->heads; /* q's and k's norms are over a head */
-	if (s->qk_norm && s->gemma) { /* normalized after all three projections: first back */
+	if (s->fam->qk_norm == QK_NORM_AFTER) { /* normalized after all three projections: first back */
 		gk = rms_backward(s, T * k, hd, gk, qb, (int)ab, sv, S_KNORM_W, S_KNORM, 0);
 		gq = rms_backward(s, T * qd, hd, gq, qb, (int)ab, sv, S_QNORM_W, S_QNORM, 0);
 	}
 	int vw = view_copy(s, dv, s->kv_heads, ab * T * k);
 	int acc = proj_backward(s, vw, (int)ab, h, p->v, s->autocast, 0, sv, S_V_IN, grads, gw_bytes);
-	if (s->qk_norm && !s->gemma)
+	if (s->fam->qk_norm == QK_NORM_EACH)
 		gk = rms_backward(s, T * k, hd, gk, qb, (int)ab, sv, S_KNORM_W, S_KNORM, 0);
 	int kw = view_copy(s, gk, s->kv_heads, ab * T * k);
 	int gi = proj_backward(s, kw, (int)ab, h, p->k, s->autocast, s->autocast ? acc : 0, sv, S_K_IN, grads,
@@ -1230,91 +1340,97 @@ static int attn_backward(struct step *s, int g, int g_bytes, struct tlist *sv, s
 		drop(s, acc), drop(s, gi);
 		acc = sum;
 	}
-	if (s->qk_norm && !s->gemma)
+	if (s->fam->qk_norm == QK_NORM_EACH)
 		gq = rms_backward(s, T * qd, hd, gq, qb, (int)ab, sv, S_QNORM_W, S_QNORM, 0);
 	int qw = view_copy(s, gq, s->heads, ab * T * qd);
 	gi = proj_backward(s, qw, (int)ab, h, p->q, s->autocast, acc, sv, S_QKV_IN, grads, gw_bytes);
 	if (gi != acc)
 		drop(s, gi); /* added into the sum in place */
-	*bytes = s->autocast ? 4 : (int)ab;
+	*bytes = s->autocast ? DT_FP32 : (int)ab;
 	return acc;
 }
 
-/* One layer's backward, node by node as autograd runs it: gradient temporaries, the
- * weight gradients (into grads, which live to the optimizer step) when each projection's
- * node runs, the input's gradient; what the layer saved (sv) goes stage by stage. A
- * fused projection's input gradient is assembled from its parts' (a concatenation for
- * gate_up's chunks, a sum of zero-padded slices for qkv's). */
-static int layer_backward(struct step *s, int gres, struct tlist *sv, struct tlist *grads, int64_t gw_bytes)
+/* The gated MLP's backward where the traced path (mlp_backward) does not cover it (fused
+ * gate_up, adapters, a frozen base): down_proj's node, act x up's, silu's, then gate's
+ * and up's (a fused gate_up's gradient the concatenation of both) from the gradient gp
+ * of its output (0: the residual stream's, not freed). Returns its input's gradient. */
+static int gated_mlp_backward_any(struct step *s, int gp, struct tlist *sv, struct tlist *grads, int64_t gw_bytes)
 {
-	int64_t T = s->tokens, h = s->hidden, I = s->inter, qd = s->q_dim, k = s->kv_dim, ab = s->act_bytes;
+	int64_t T = s->tokens, h = s->hidden, I = s->inter, ab = s->act_bytes;
 	const struct layer_params *p = &s->lp;
-	int t1, t2, t3, t4, gy, gx, cat = 0, gy_bytes = (int)ab;
-	int gp = 0; /* gemma2's and gemma3's: the sublayer output's gradient, its post-norm's */
+	int cat = 0;
 
-	/* the MLP: down_proj, act x up, silu, then gate and up (phi3: gate_up) */
-	if (s->norms_per_layer == 4)
-		gp = post_norm_backward(s, gres, sv, S_PNORM2_W, S_PNORM2);
-	if (s->experts) {
-		gy = moe_backward(s, 0, sv, grads, gw_bytes); /* from gres itself */
-		goto mlp_done;
-	}
-	if (!s->fused && s->base_trains && !s->nadapters && gw_bytes) {
-		gy = mlp_backward(s, gp, gp ? (int)ab : s->resid_bytes, sv, grads, gw_bytes, &gy_bytes);
-		goto mlp_done;
-	}
 	weight_grad(s, grads, p->down, gw_bytes);
 	adapter_grads(s, grads, 1);
-	t1 = tensor(s, ab * T * I);
+	int t1 = tensor(s, ab * T * I);
 	drop(s, gp);
 	release(s, sv, S_DOWN);
-	t2 = tensor(s, ab * T * I), t3 = tensor(s, ab * T * I);
+	int t2 = tensor(s, ab * T * I), t3 = tensor(s, ab * T * I);
 	drop(s, t1);
 	release(s, sv, S_MUL);
-	t4 = tensor(s, ab * T * I);
+	int t4 = tensor(s, ab * T * I);
 	drop(s, t3);
 	release(s, sv, S_GATE);
-	if (s->fused)
-		cat = tensor(s, 2 * ab * T * I);
+	if (s->fam->fused_gate_up)
+		cat = tensor(s, ab * T * 2 * I);
 	weight_grad(s, grads, p->gate_up, gw_bytes);
 	weight_grad(s, grads, p->up, gw_bytes);
 	weight_grad(s, grads, p->gate, gw_bytes);
-	gy = tensor(s, ab * T * h);
+	int gy = tensor(s, ab * T * h);
 	drop(s, t2), drop(s, t4), drop(s, cat);
-mlp_done:
-	release(s, sv, S_UP_IN), release(s, sv, S_MLP_IN);
-	gres = norm_backward(s, gy, gy_bytes, sv, S_NORM2_W, S_NORM2, gres);
-	gp = s->norms_per_layer == 4 ? post_norm_backward(s, gres, sv, S_PNORM1_W, S_PNORM1) : 0;
-	if (!s->fused && !s->fp32 && !p->o_bias && !p->q_bias && s->base_trains && !s->nadapters && gw_bytes) {
-		gy = attn_backward(s, gp, gp ? (int)ab : s->resid_bytes, sv, grads, gw_bytes, &gy_bytes);
-		goto attn_done;
-	}
-	gy_bytes = (int)ab;
-	/* attention: o_proj (its bias's gradient with its weight's), sdpa, the rotations,
-	 * then the q, k, v projections; the norms and q, k, v's biases last */
+	return gy;
+}
+
+/* The gated MLP's backward (MLP_GATED) from the gradient gp of its output (0: the
+ * residual stream's). Returns its input's gradient, its bytes a unit in *bytes. */
+static int gated_mlp_backward(struct step *s, int gp, struct tlist *sv, struct tlist *grads, int64_t gw_bytes,
+			      int *bytes)
+{
+	int ab = (int)s->act_bytes;
+
+	if (!s->fam->fused_gate_up && s->base_trains && !s->nadapters && gw_bytes)
+		return mlp_backward(s, gp, gp ? ab : s->resid_bytes, sv, grads, gw_bytes, bytes);
+	*bytes = ab;
+	return gated_mlp_backward_any(s, gp, sv, grads, gw_bytes);
+}
+
+/* The experts' backward (MLP_MOE: moe_backward). */
+static int moe_mlp_backward(struct step *s, int gp, struct tlist *sv, struct tlist *grads, int64_t gw_bytes,
+			    int *bytes)
+{
+	*bytes = (int)s->act_bytes;
+	return moe_backward(s, gp, sv, grads, gw_bytes);
+}
+
+/* The attention's backward where the traced path (attn_backward) does not cover it
+ * (fused qkv, fp32, biases, adapters, a frozen base): o_proj (its bias's gradient with
+ * its weight's), sdpa, the rotations, then the q, k, v projections (q, k, v slices of one
+ * fused output: each slice's gradient a zero-filled tensor of its size, added into the
+ * first), from the gradient gp of its output (0: the residual stream's, not freed).
+ * Returns its input's gradient. */
+static int sdpa_attn_backward_any(struct step *s, int gp, struct tlist *sv, struct tlist *grads, int64_t gw_bytes)
+{
+	int64_t T = s->tokens, h = s->hidden, qd = s->q_dim, k = s->kv_dim, ab = s->act_bytes;
+	const struct layer_params *p = &s->lp;
+	int cat = 0;
+
 	weight_grad(s, grads, p->o, gw_bytes);
 	weight_grad(s, grads, p->o_bias, gw_bytes);
 	adapter_grads(s, grads, 0);
-	t1 = tensor(s, ab * T * qd);
+	int t1 = tensor(s, ab * T * qd);
 	drop(s, gp);
 	release(s, sv, S_O_IN);
-	t2 = tensor(s, flash_workspace(s));
+	int t2 = tensor(s, flash_workspace(s));
 	int64_t ku = kv_units(s); /* repeated k and v: their gradients summed per kv head after */
 	int gq = tensor(s, ab * T * qd), gk = tensor(s, ab * T * ku), gv = tensor(s, ab * T * ku);
 	drop(s, t2), drop(s, t1);
 	release(s, sv, S_SDPA);
 	if (ku != k) {
-		int gk_sum = tensor(s, ab * T * k);
-		drop(s, gk);
-		gk = gk_sum;
-		int gv_sum = tensor(s, ab * T * k);
-		drop(s, gv);
-		gv = gv_sum;
+		gk = remake(s, gk, ab * T * k);
+		gv = remake(s, gv, ab * T * k);
 	}
 	release(s, sv, S_QNORM_W), release(s, sv, S_QNORM), release(s, sv, S_KNORM_W), release(s, sv, S_KNORM);
-	if (s->fused) {
-		/* q, k, v were slices of one output: each slice's gradient is a zero-filled
-		 * tensor of its size, added into the first */
+	if (s->fam->fused_qkv) {
 		int64_t full = ab * T * (qd + 2 * k);
 		cat = tensor(s, full);
 		drop(s, gv);
@@ -1327,11 +1443,45 @@ mlp_done:
 	weight_grad(s, grads, p->v, gw_bytes);
 	weight_grad(s, grads, p->k, gw_bytes);
 	weight_grad(s, grads, p->q, gw_bytes);
-	gy = tensor(s, ab * T * h);
+	int gy = tensor(s, ab * T * h);
 	drop(s, gq), drop(s, gk), drop(s, gv), drop(s, cat);
 	release(s, sv, S_V_IN), release(s, sv, S_K_IN), release(s, sv, S_QKV_IN);
-attn_done:
-	gx = norm_backward(s, gy, gy_bytes, sv, S_NORM1_W, S_NORM1, gres);
+	return gy;
+}
+
+/* The attention's backward (ATTN_SDPA) from the gradient gp of its output (0: the
+ * residual stream's). Returns its input's gradient, its bytes a unit in *bytes. */
+static int sdpa_attn_backward(struct step *s, int gp, struct tlist *sv, struct tlist *grads, int64_t gw_bytes,
+			      int *bytes)
+{
+	const struct layer_params *p = &s->lp;
+	int ab = (int)s->act_bytes;
+
+	if (!s->fam->fused_qkv && !s->fp32 && !p->o_bias && !p->q_bias && s->base_trains && !s->nadapters && gw_bytes)
+		return attn_backward(s, gp, gp ? ab : s->resid_bytes, sv, grads, gw_bytes, bytes);
+	*bytes = ab;
+	return sdpa_attn_backward_any(s, gp, sv, grads, gw_bytes);
+}
+
+/* One decoder layer's backward, op by op in the forward's reverse, node by node as
+ * autograd runs them: the MLP's post-norm (where the family has one), the MLP's, its
+ * norm's; the attention's post-norm, the attention's, its norm's; then the biases' and
+ * norms' weight gradients (into grads, which live to the optimizer step). What the
+ * layer saved (sv) goes stage by stage as each node has run. */
+static int layer_backward(struct step *s, int gres, struct tlist *sv, struct tlist *grads, int64_t gw_bytes)
+{
+	const struct layer_params *p = &s->lp;
+	int gy, gy_bytes;
+	int gp = 0; /* the sublayer output's gradient, its post-norm's */
+
+	if (s->fam->post_norms)
+		gp = post_norm_backward(s, gres, sv, S_PNORM2_W, S_PNORM2);
+	gy = mlp_op(s)->backward(s, gp, sv, grads, gw_bytes, &gy_bytes);
+	release(s, sv, S_UP_IN), release(s, sv, S_MLP_IN);
+	gres = norm_backward(s, gy, gy_bytes, sv, S_NORM2_W, S_NORM2, gres);
+	gp = s->fam->post_norms ? post_norm_backward(s, gres, sv, S_PNORM1_W, S_PNORM1) : 0;
+	gy = attn_op(s)->backward(s, gp, sv, grads, gw_bytes, &gy_bytes);
+	int gx = norm_backward(s, gy, gy_bytes, sv, S_NORM1_W, S_NORM1, gres);
 	weight_grad(s, grads, p->v_bias, gw_bytes);
 	weight_grad(s, grads, p->k_bias, gw_bytes);
 	weight_grad(s, grads, p->q_bias, gw_bytes);
@@ -1345,8 +1495,8 @@ attn_done:
  * token (kept, with the input, for the backward pass). */
 static int layer_norm(struct step *s, struct tlist *sv, int in_bytes)
 {
-	int out = tensor(s, (s->autocast ? 4 : in_bytes) * s->tokens * s->hidden);
-	int mean = tensor(s, 4 * s->tokens), rstd = tensor(s, 4 * s->tokens);
+	int out = tensor(s, (s->autocast ? DT_FP32 : in_bytes) * s->tokens * s->hidden);
+	int mean = tensor(s, DT_FP32 * s->tokens), rstd = tensor(s, DT_FP32 * s->tokens);
 
 	if (sv) {
 		save(s, sv, mean), save(s, sv, rstd);
@@ -1361,7 +1511,7 @@ static int dropout(struct step *s, struct tlist *sv, int x, int64_t units, int64
 {
 	if (s->eval) /* nn.Dropout in eval mode hands its input back */
 		return x;
-	int mask = tensor(s, units), out = tensor(s, bytes * units);
+	int mask = tensor(s, DT_UINT8 * units), out = tensor(s, bytes * units);
 
 	if (sv)
 		save(s, sv, mask);
@@ -1378,8 +1528,8 @@ static int dropout(struct step *s, struct tlist *sv, int x, int64_t units, int64
  * product; x stays with the caller. */
 static int gelu_new(struct step *s, struct tlist *sv, int64_t units)
 {
-	int64_t ab = s->act_bytes, gb = s->autocast ? 4 : ab;
-	int g = tensor(s, ab * units), x32 = s->autocast ? tensor(s, 4 * units) : 0;
+	int64_t ab = s->act_bytes, gb = s->autocast ? DT_FP32 : ab;
+	int g = tensor(s, ab * units), x32 = s->autocast ? tensor(s, DT_FP32 * units) : 0;
 	int a = tensor(s, gb * units);
 	if (sv && x32)
 		save(s, sv, x32);
@@ -1431,7 +1581,7 @@ static int gpt2_layer(struct step *s, int in, struct tlist *sv)
 		push(s->kv, tensor_as(s, ab * T * h, C_KV_CACHE));
 		push(s->kv, tensor_as(s, ab * T * h, C_KV_CACHE));
 	}
-	int o = tensor(s, ab * T * h), lse = tensor(s, 4 * s->batch * s->heads * s->seq);
+	int o = tensor(s, ab * T * h), lse = tensor(s, DT_FP32 * s->batch * s->heads * s->seq);
 	if (keep) {
 		save(s, sv, qkv), save(s, sv, lse);
 	} else {
@@ -1482,7 +1632,7 @@ static int gpt2_layer(struct step *s, int in, struct tlist *sv)
 static int gpt2_backward(struct step *s, int gres, struct tlist *sv, struct tlist *grads, int64_t gw)
 {
 	int64_t T = s->tokens, h = s->hidden, I = s->inter, ab = s->act_bytes, rb = s->resid_bytes;
-	int64_t gb = s->autocast ? 4 : ab;
+	int64_t gb = s->autocast ? DT_FP32 : ab;
 
 	int g1 = tensor(s, ab * T * h);
 	weight_grad(s, grads, I * h, gw), weight_grad(s, grads, h, gw);
@@ -1549,17 +1699,13 @@ static void setup(struct step *s, const struct model_shape *m, const struct trai
 	s->hidden = h, s->layers = m->layers, s->heads = m->heads, s->q_dim = qd, s->kv_dim = k, s->inter = I, s->vocab = m->vocab;
 	s->weight_bytes = t->param_bytes;
 	s->autocast = t->autocast;
-	s->fp32 = t->param_bytes == 4 && !t->autocast;
-	s->act_bytes = s->fp32 ? 4 : 2;
-	s->resid_bytes = t->param_bytes == 4 ? 4 : 2;
-	s->gemma = m->family == ARCH_GEMMA;
-	s->gpt2 = m->family == ARCH_GPT2;
+	s->fp32 = t->param_bytes == DT_FP32 && !t->autocast;
+	s->act_bytes = s->fp32 ? DT_FP32 : DT_BF16;
+	s->resid_bytes = t->param_bytes == DT_FP32 ? DT_FP32 : DT_BF16;
+	s->fam = model_family(m);
 	s->positions = m->positions;
-	s->qk_norm = m->qk_norm;
-	s->norms_per_layer = m->norms_per_layer;
 	s->kv_heads = m->kv_heads;
 	s->softcap = m->final_softcap;
-	s->fused = m->fused_proj;
 	s->base_trains = t->lora_rank <= 0 || t->inference;
 	/* full fine-tuning: a layer frozen for the moment takes no adapter path */
 	s->lora_targets = s->base_trains ? 0 : t->lora_targets;
@@ -1573,17 +1719,18 @@ static void setup(struct step *s, const struct model_shape *m, const struct trai
 		}
 	}
 	s->experts = m->experts, s->topk = m->experts_per_tok, s->moe_inter = m->moe_inter;
-	s->router_fp32 = m->router_fp32;
+	s->router_fp32 = s->fam->router_fp32;
 	s->sliding_window = m->sliding_window, s->sliding_pattern = m->sliding_pattern;
-	if (s->experts) { /* the experts' stacked gate_up_proj and down_proj, the router */
+	if (s->fam->fused_qkv)
+		s->lp.qkv = h * (qd + 2 * k);
+	else
 		s->lp.q = h * qd, s->lp.k = h * k, s->lp.v = h * k;
+	if (s->experts) { /* the experts' stacked gate_up_proj and down_proj, the router */
 		s->lp.gate_up = s->experts * 2 * s->moe_inter * h;
 		s->lp.router = s->experts * h;
-	} else if (s->fused) {
-		s->lp.qkv = h * (qd + 2 * k);
+	} else if (s->fam->fused_gate_up) {
 		s->lp.gate_up = h * 2 * I;
 	} else {
-		s->lp.q = h * qd, s->lp.k = h * k, s->lp.v = h * k;
 		s->lp.gate = h * I, s->lp.up = h * I;
 	}
 	s->lp.o = qd * h;
@@ -1602,7 +1749,7 @@ static int sliding_mask(struct step *s)
 {
 	if (!s->sliding_window || s->seq < s->sliding_window)
 		return 0;
-	int64_t b = s->seq * s->seq;
+	int64_t b = DT_BOOL * s->seq * s->seq;
 	int m1 = tensor(s, b), m2 = tensor(s, b);
 	drop(s, m1);
 	int m3 = tensor(s, b), mask = tensor(s, b);
@@ -1631,81 +1778,86 @@ static void layer_begin(struct step *s, int64_t l)
 	}
 }
 
-/* One decoder layer's forward keeping nothing for a backward pass (inference, the first
- * forward of a checkpointed layer, a frozen layer with nothing before it to train): every
- * temporary is freed as soon as Python drops it; with a cache, the layer's keys and
- * values go into it (copies: the cache concatenates onto its empty start). Returns the
- * output; the caller frees the input. */
-static int plain_layer(struct step *s, struct tlist *cache)
+/* q, k and v projected without autograd (qkv_forward's, each per-head norm as its
+ * projection returns). Returns v (fused: qkv); q and k into *q, *kk. */
+static int plain_qkv(struct step *s, int *q, int *kk)
 {
-	int64_t T = s->tokens, h = s->hidden, I = s->inter, qd = s->q_dim, k = s->kv_dim, ab = s->act_bytes;
-	struct tlist tmp = { 0 };
-	int q = 0, kk = 0, v = 0, qkv = 0;
-
-	int y = plain_norm(s, T, h, s->resid_bytes);
+	int64_t T = s->tokens, h = s->hidden, qd = s->q_dim, k = s->kv_dim, ab = s->act_bytes;
 	int ca = s->autocast; /* the linears' inputs are fp32: autocast casts each */
-	if (s->fused) {
-		qkv = plain_linear(s, h, qd + 2 * k, s->lp.qkv, ca, LORA_Q | LORA_K | LORA_V);
-	} else { /* each projection, then its norm (qwen3) */
-		q = plain_linear(s, h, qd, s->lp.q, ca, LORA_Q);
-		if (s->qk_norm) {
-			int qn = plain_norm(s, T * s->heads, qd / s->heads, (int)ab);
-			drop(s, q);
-			q = qn;
-		}
-		kk = plain_linear(s, h, k, s->lp.k, ca, LORA_K);
-		if (s->qk_norm) {
-			int kn = plain_norm(s, T * s->kv_heads, k / s->kv_heads, (int)ab);
-			drop(s, kk);
-			kk = kn;
-		}
-		v = plain_linear(s, h, k, s->lp.v, ca, LORA_V);
+
+	*q = *kk = 0;
+	if (s->fam->fused_qkv)
+		return plain_linear(s, h, qd + 2 * k, s->lp.qkv, ca, LORA_Q | LORA_K | LORA_V);
+	*q = plain_linear(s, h, qd, s->lp.q, ca, LORA_Q);
+	if (s->fam->qk_norm != QK_NORM_NONE)
+		*q = remade_by(s, *q, plain_norm(s, T * s->heads, qd / s->heads, (int)ab));
+	*kk = plain_linear(s, h, k, s->lp.k, ca, LORA_K);
+	if (s->fam->qk_norm != QK_NORM_NONE)
+		*kk = remade_by(s, *kk, plain_norm(s, T * s->kv_heads, k / s->kv_heads, (int)ab));
+	return plain_linear(s, h, k, s->lp.v, ca, LORA_V);
+}
+
+/* sdpa without autograd: with a mask, k and v repeated to every query head
+ * (sdpa_attn_forward); it casts fp32 rotated k and q (and the cache's v) to the compute
+ * dtype, then makes the mask's bias, which goes with its casts when it returns; fp32
+ * runs the math kernel (its probabilities). Returns its output. */
+static int plain_sdpa(struct step *s, int cached)
+{
+	int64_t T = s->tokens, qd = s->q_dim, ab = s->act_bytes, rq = kv_bytes(s), ku = kv_units(s);
+	int copies = kv_copies(s), o;
+	int krep = copies ? tensor(s, rq * T * qd) : 0, vrep = copies ? tensor(s, (cached ? rq : ab) * T * qd) : 0;
+	int ck = rq > ab ? tensor(s, ab * T * ku) : 0, cv = rq > ab && cached ? tensor(s, ab * T * ku) : 0;
+	int cq = rq > ab ? tensor(s, ab * T * qd) : 0;
+	int bias = s->mask_bytes ? tensor(s, s->mask_bytes) : 0;
+
+	if (s->fp32) { /* the math kernel's probabilities */
+		int pr = tensor(s, DT_FP32 * s->batch * s->heads * s->seq * s->seq);
+		o = tensor(s, ab * T * qd);
+		drop(s, pr);
+	} else {
+		o = tensor(s, ab * T * qd);
 	}
+	drop(s, bias), drop(s, cq), drop(s, cv), drop(s, ck), drop(s, krep), drop(s, vrep);
+	return o;
+}
+
+/* The attention (ATTN_SDPA) without autograd over the norm's output; with a cache, the
+ * cache's copies (of k's dtype) replace k and v. Returns o_proj's output; the caller
+ * frees the input. */
+static int sdpa_attn_plain(struct step *s, struct tlist *cache)
+{
+	int64_t T = s->tokens, h = s->hidden, qd = s->q_dim, k = s->kv_dim;
 	int64_t qb = qk_bytes(s), rq = kv_bytes(s);
+	int q, kk, v = plain_qkv(s, &q, &kk), qkv = 0;
+
+	if (s->fam->fused_qkv) /* q, k and v its views */
+		qkv = v, v = 0;
 	int qe = rope(s, rq * T * qd, qb * T * qd);
 	int ke = rope(s, rq * T * k, qb * T * k);
 	drop(s, q), drop(s, kk);
-	if (cache) { /* the cache's copies (of k's dtype) replace k and v */
+	if (cache) {
 		push(cache, tensor_as(s, rq * T * k, C_KV_CACHE));
 		push(cache, tensor_as(s, rq * T * k, C_KV_CACHE));
 		drop(s, ke), drop(s, v);
 		ke = v = 0;
 	}
-	/* with a mask, k and v repeated to every query head (layer_forward); sdpa casts fp32
-	 * rotated k and q (and the cache's v) to the compute dtype, then makes the mask's
-	 * bias, which goes with its casts when it returns */
-	int copies = kv_copies(s);
-	int64_t ku = kv_units(s);
-	int krep = copies ? tensor(s, rq * T * qd) : 0, vrep = copies ? tensor(s, (cache ? rq : ab) * T * qd) : 0;
-	int ck = rq > ab ? tensor(s, ab * T * ku) : 0, cv = rq > ab && cache ? tensor(s, ab * T * ku) : 0;
-	int cq = rq > ab ? tensor(s, ab * T * qd) : 0;
-	int bias = s->mask_bytes ? tensor(s, s->mask_bytes) : 0;
-	if (s->fp32) { /* the math kernel's probabilities */
-		int pr = tensor(s, 4 * s->batch * s->heads * s->seq * s->seq);
-		int o = tensor(s, ab * T * qd);
-		drop(s, pr);
-		push(&tmp, o);
-	} else {
-		push(&tmp, tensor(s, ab * T * qd));
-	}
-	drop(s, bias), drop(s, cq), drop(s, cv), drop(s, ck), drop(s, krep), drop(s, vrep);
+	int o = plain_sdpa(s, cache != NULL);
 	int ao = plain_linear(s, qd, h, s->lp.o, 0, LORA_O);
-	free_all(s, &tmp);
+	drop(s, o);
 	drop(s, qe), drop(s, ke), drop(s, v); /* the attention's inputs live to its return */
 	drop(s, qkv);
-	drop(s, y); /* the attention's input, replaced by its output */
-	ao = post_norm(s, NULL, ao, S_PNORM1);
-	int h1 = tensor(s, s->resid_bytes * T * h);
-	drop(s, ao);
-	int y2 = plain_norm(s, T, h, s->resid_bytes);
-	int dn;
-	if (s->experts) {
-		dn = moe_forward(s, NULL);
-		goto mlp_done;
-	}
-	/* down(act(gate(x)) * up(x)): phi3's gate_up output lives until its product */
-	int gu = 0, a, u = 0;
-	if (s->fused) {
+	return ao;
+}
+
+/* The gated MLP without autograd: down(act(gate(x)) x up(x)); a fused gate_up's output
+ * lives until its product. */
+static int gated_mlp_plain(struct step *s, struct tlist *cache)
+{
+	(void)cache;
+	int64_t T = s->tokens, h = s->hidden, I = s->inter, ab = s->act_bytes;
+	int ca = s->autocast, gu = 0, a, u = 0;
+
+	if (s->fam->fused_gate_up) {
 		gu = plain_linear(s, h, 2 * I, s->lp.gate_up, ca, LORA_GATE | LORA_UP);
 		a = tensor(s, ab * T * I);
 	} else {
@@ -1716,28 +1868,70 @@ static int plain_layer(struct step *s, struct tlist *cache)
 	}
 	int p = tensor(s, ab * T * I);
 	drop(s, a), drop(s, u), drop(s, gu);
-	dn = plain_linear(s, I, h, s->lp.down, 0, LORA_DOWN);
+	int dn = plain_linear(s, I, h, s->lp.down, 0, LORA_DOWN);
 	drop(s, p);
-mlp_done:
-	drop(s, y2); /* the MLP's input, replaced by its output */
+	return dn;
+}
+
+static int moe_mlp_plain(struct step *s, struct tlist *cache)
+{
+	(void)cache;
+	return moe_forward(s, NULL);
+}
+
+/* One decoder layer's forward keeping nothing for a backward pass (inference, the first
+ * forward of a checkpointed layer, a frozen layer with nothing before it to train), op
+ * by op as layer_forward: every temporary is freed as soon as Python drops it; with a
+ * cache, the layer's keys and values go into it (copies: the cache concatenates onto
+ * its empty start). Returns the output; the caller frees the input. */
+static int plain_layer(struct step *s, int in, struct tlist *cache)
+{
+	int64_t T = s->tokens, h = s->hidden;
+
+	(void)in;
+	int y = plain_norm(s, T, h, s->resid_bytes);
+	int ao = attn_op(s)->plain(s, cache);
+	drop(s, y); /* the attention's input, replaced by its output */
+	ao = post_norm(s, NULL, ao, S_PNORM1);
+	int h1 = tensor(s, s->resid_bytes * T * h);
+	drop(s, ao);
+	y = plain_norm(s, T, h, s->resid_bytes);
+	int dn = mlp_op(s)->plain(s, NULL);
+	drop(s, y); /* the MLP's input, replaced by its output */
 	dn = post_norm(s, NULL, dn, S_PNORM2);
 	int out = tensor(s, s->resid_bytes * T * h);
 	drop(s, dn), drop(s, h1);
-	free(tmp.v), free(tmp.tag);
 	return out;
 }
 
+static const struct sublayer_ops attn_kinds[ATTN_KINDS] = {
+	[ATTN_SDPA] = { sdpa_attn_forward, sdpa_attn_plain, sdpa_attn_backward },
+};
+
+/* (MLP_GELU is GPT-2's block's own: its layer kind) */
+static const struct sublayer_ops mlp_kinds[MLP_KINDS] = {
+	[MLP_GATED] = { gated_mlp_forward, gated_mlp_plain, gated_mlp_backward },
+	[MLP_MOE] = { moe_mlp_forward, moe_mlp_plain, moe_mlp_backward },
+};
+
+static const struct sublayer_ops *attn_op(const struct step *s)
+{
+	return &attn_kinds[s->fam->attn];
+}
+
+static const struct sublayer_ops *mlp_op(const struct step *s)
+{
+	return &mlp_kinds[s->fam->mlp];
+}
+
 /* cuBLAS's workspace: PyTorch allocates it through the caching allocator at the first
- * matrix product (the rotary embedding's) and keeps it; 32 MiB on Hopper (seen in the
- * H200's allocator histories; CUBLAS_WORKSPACE_CONFIG changes it). A workspace is a
+ * matrix product (the rotary embedding's) and keeps it (its size: plan/pytorch.h). A workspace is a
  * cuBLAS handle's, and handles are a thread's: autograd's backward thread makes a second
  * one at its first product, lm_head's, after that product's first output (every
  * training history recorded on the H200 has both). */
-#define CUBLAS_WORKSPACE_BYTES (32LL << 20)
-
 static void cublas_workspace(struct step *s)
 {
-	tensor_as(s, CUBLAS_WORKSPACE_BYTES, C_WORKSPACE);
+	tensor_as(s, pytorch_constants()->cublas_workspace, C_WORKSPACE);
 }
 
 /* The weights, in construction order: embedding, layers, final norm, lm_head (when
@@ -1750,78 +1944,121 @@ static int layer_frozen(const struct train_settings *t, int64_t l)
 #define LAYER_WEIGHTS_MAX 16
 
 /* One decoder layer's weights in construction order, in elements, into w: attention
- * (phi3 makes o_proj before qkv_proj), MLP, the two norms, the biases (GPT-2: ln_1,
- * c_attn, c_proj, ln_2, c_fc, c_proj, weights and biases). How many. */
-static int layer_weights(const struct step *s, int64_t *w)
+ * (phi3 makes o_proj before qkv_proj), MLP, the two norms, the biases. How many. */
+static int decoder_weights(const struct step *s, int64_t *w)
 {
 	const struct layer_params *p = &s->lp;
-	int64_t h = s->hidden, I = s->inter;
 	const int64_t lp[LAYER_WEIGHTS_MAX] = { p->q,      p->k,    p->v,      p->o,     p->qkv,
 						p->gate,   p->up,   p->gate_up, p->down, p->router,
 						p->norm1,  p->norm2, p->q_bias, p->k_bias, p->v_bias,
 						p->o_bias };
-	const int64_t blk[] = { h, h, 3 * h * h, 3 * h, h * h, h, h, h, h * I, I, I * h, h };
 	int n = 0;
 
-	if (s->gpt2) {
-		for (size_t i = 0; i < sizeof(blk) / sizeof(blk[0]); i++)
-			w[n++] = blk[i];
-		return n;
-	}
 	for (size_t i = 0; i < LAYER_WEIGHTS_MAX; i++)
 		if (lp[i]) /* 0: the model has none */
 			w[n++] = lp[i];
 	return n;
 }
 
+/* A GPT-2 block's: ln_1, c_attn, c_proj, ln_2, c_fc, c_proj, weights and biases. */
+static int gpt2_weights(const struct step *s, int64_t *w)
+{
+	int64_t h = s->hidden, I = s->inter;
+	const int64_t blk[] = { h, h, 3 * h * h, 3 * h, h * h, h, h, h, h * I, I, I * h, h };
+	int n = 0;
+
+	for (size_t i = 0; i < sizeof(blk) / sizeof(blk[0]); i++)
+		w[n++] = blk[i];
+	return n;
+}
+
+/* A layer kind's implementation (enum layer_kind): its forward with autograd (what the
+ * backward needs into sv; frozen: nothing for its weights), its forward without (a
+ * cache, when given, takes its keys and values; the caller frees the input), its
+ * backward, and its weights in construction order. keeps_input: its forward keeps its
+ * input itself, whatever the residual stream's dtype (else a bf16 one goes after it). */
+struct layer_ops {
+	int (*forward)(struct step *s, int in, struct tlist *sv, int frozen);
+	int (*plain)(struct step *s, int in, struct tlist *cache);
+	int (*backward)(struct step *s, int gres, struct tlist *sv, struct tlist *grads, int64_t gw_bytes);
+	int (*weights)(const struct step *s, int64_t *w);
+	int keeps_input;
+};
+
+static int gpt2_forward(struct step *s, int in, struct tlist *sv, int frozen)
+{
+	(void)frozen; /* GPT-2 freezes nothing (plan_settings_check) */
+	return gpt2_layer(s, in, sv);
+}
+
+static int gpt2_plain(struct step *s, int in, struct tlist *cache)
+{
+	struct tlist *kv = s->kv;
+
+	s->kv = cache;
+	int out = gpt2_layer(s, in, NULL);
+	s->kv = kv;
+	return out;
+}
+
+static const struct layer_ops layer_kinds[LAYER_KINDS] = {
+	[LAYER_DECODER] = { layer_forward, plain_layer, layer_backward, decoder_weights, 0 },
+	[LAYER_GPT2] = { gpt2_forward, gpt2_plain, gpt2_backward, gpt2_weights, 1 },
+};
+
+static const struct layer_ops *layer_ops(const struct step *s)
+{
+	return &layer_kinds[s->fam->layer];
+}
+
+static int layer_weights(const struct step *s, int64_t *w)
+{
+	return layer_ops(s)->weights(s, w);
+}
+
+/* A norm's weight tensors: the weight, and LayerNorm's bias. */
+static int norm_tensors(const struct step *s)
+{
+	return s->fam->norm == NORM_LAYER ? 2 : 1;
+}
+
 /* The weights, as load makes them, and which of them train: into trained (NULL: none
- * noted) unless frozen. */
+ * noted) unless frozen. The embedding (and learned positions), the layers, the final
+ * norm, lm_head (when tied, made with its own weight, then tied to the embedding's). */
 static void load(struct step *s, const struct model_shape *m, const struct train_settings *t,
 		 struct tlist *params, struct tlist *trained, int64_t shard)
 {
-	int64_t lw[LAYER_WEIGHTS_MAX];
+	int64_t lw[LAYER_WEIGHTS_MAX], h = s->hidden;
 	int nlw = layer_weights(s, lw);
 	int emb_frozen = t->freeze_embed || (m->tied && t->freeze_head), id;
 	struct tlist none = { 0 };
 
 	if (!trained)
 		trained = &none;
-	if (s->gpt2) { /* wte, wpe; the blocks; ln_f; lm_head made, then tied */
-		int64_t h = s->hidden;
-		push(params, id = tensor(s, s->vocab * h * s->weight_bytes / shard));
-		push(trained, id);
-		push(params, id = tensor(s, s->positions * h * s->weight_bytes / shard));
-		push(trained, id);
-		for (int64_t l = 0; l < s->layers; l++)
-			for (int i = 0; i < nlw; i++) {
-				push(params, id = tensor(s, lw[i] * s->weight_bytes / shard));
-				push(trained, id);
-			}
-		for (int i = 0; i < 2; i++) {
-			push(params, id = tensor(s, h * s->weight_bytes));
-			push(trained, id);
-		}
-		drop(s, tensor(s, s->vocab * h * s->weight_bytes / shard));
-		goto buffers;
-	}
-	push(params, id = tensor(s, s->vocab * s->hidden * s->weight_bytes / shard));
+	push(params, id = tensor(s, s->vocab * h * s->weight_bytes / shard));
 	if (!emb_frozen)
 		push(trained, id);
+	if (s->fam->positions == POS_LEARNED) {
+		push(params, id = tensor(s, s->positions * h * s->weight_bytes / shard));
+		push(trained, id);
+	}
 	for (int64_t l = 0; l < s->layers; l++)
 		for (int i = 0; i < nlw; i++) {
 			push(params, id = tensor(s, lw[i] * s->weight_bytes / shard));
 			if (!layer_frozen(t, l))
 				push(trained, id);
 		}
-	push(params, id = tensor(s, s->hidden * s->weight_bytes));
-	push(trained, id);
+	for (int i = 0; i < norm_tensors(s); i++) {
+		push(params, id = tensor(s, h * s->weight_bytes));
+		push(trained, id);
+	}
 	if (!m->tied) {
-		push(params, id = tensor(s, s->vocab * s->hidden * s->weight_bytes / shard));
+		push(params, id = tensor(s, s->vocab * h * s->weight_bytes / shard));
 		if (!t->freeze_head)
 			push(trained, id);
-	} else /* lm_head is made with its own weight, then tied to the embedding's */
-		drop(s, tensor(s, s->vocab * s->hidden * s->weight_bytes / shard));
-buffers:
+	} else {
+		drop(s, tensor(s, s->vocab * h * s->weight_bytes / shard));
+	}
 	for (size_t i = 0; i < t->nbuffers; i++)
 		for (int64_t c = 0; c < t->buffers[i].count; c++)
 			tensor_as(s, (int64_t)t->buffers[i].item_bytes, C_BUFFERS);
@@ -1922,7 +2159,7 @@ static void train_start(struct train *tr, const struct model_shape *m, const str
 	if (tr->lora)
 		for (int64_t l = 0; l < s->layers; l++)
 			for (int i = 0; i < s->nadapters; i++) {
-				int id = tensor(s, s->adapters[i].elems * 4);
+				int id = tensor(s, s->adapters[i].elems * DT_FP32);
 				push(&tr->params, id);
 				push(&tr->trained, id);
 			}
@@ -1934,16 +2171,14 @@ static void train_start(struct train *tr, const struct model_shape *m, const str
 		tr->nlayer_param = layer_weights(s, tr->layer_param);
 		for (int i = 0; i < tr->nlayer_param; i++)
 			tr->layer_param[i] *= s->weight_bytes;
-		if (s->gpt2) {
-			const int64_t root[] = { s->vocab * h, s->positions * h, h, h };
-			for (size_t i = 0; i < sizeof(root) / sizeof(root[0]); i++)
-				tr->root_param[tr->nroot_param++] = root[i] * s->weight_bytes;
-		} else {
-			tr->root_param[tr->nroot_param++] = s->vocab * h * s->weight_bytes;
+		/* the root's: the embedding (and learned positions), the final norm, lm_head */
+		tr->root_param[tr->nroot_param++] = s->vocab * h * s->weight_bytes;
+		if (s->fam->positions == POS_LEARNED)
+			tr->root_param[tr->nroot_param++] = s->positions * h * s->weight_bytes;
+		for (int i = 0; i < norm_tensors(s); i++)
 			tr->root_param[tr->nroot_param++] = h * s->weight_bytes;
-			if (!m->tied)
-				tr->root_param[tr->nroot_param++] = s->vocab * h * s->weight_bytes;
-		}
+		if (!m->tied)
+			tr->root_param[tr->nroot_param++] = s->vocab * h * s->weight_bytes;
 		for (int i = 0; i < tr->nlayer_param; i++)
 			tr->layer_bytes += tr->layer_param[i];
 		for (int i = 0; i < tr->nroot_param; i++)
@@ -1960,19 +2195,19 @@ static void train_start(struct train *tr, const struct model_shape *m, const str
 
 /* DDP's bucket rebuild before the second step's forward: the first iteration's buckets
  * go, and new ones are made a tensor each, in the order the gradients became ready (the
- * parameters in reverse), a bucket closed once it holds 1 MiB (the first) or
- * bucket_cap_mb, 25 MiB (the others). */
+ * parameters in reverse), a bucket closed once it holds ddp_first_bucket (the first) or
+ * bucket_cap_mb, ddp_bucket (the others: plan/pytorch.h). */
 static void ddp_rebuild(struct train *tr)
 {
 	struct step *s = &tr->s;
-	int64_t bucket = 0, cap = 1LL << 20;
+	int64_t bucket = 0, cap = pytorch_constants()->ddp_first_bucket;
 
 	free_all(s, &tr->buckets);
 	for (size_t i = tr->trained.n; i-- > 0;) {
 		bucket += tensor_bytes(s, tr->trained.v[i]);
 		if (bucket >= cap || !i) {
 			push(&tr->buckets, tensor_as(s, bucket, C_COLLECTIVE));
-			bucket = 0, cap = 25LL << 20;
+			bucket = 0, cap = pytorch_constants()->ddp_bucket;
 		}
 	}
 }
@@ -2065,7 +2300,7 @@ static int input_nograd(const struct train *tr, int64_t l)
  * local and global layers have one each; GPT-2 has none. */
 static int rotary_sets(const struct step *s)
 {
-	return s->gpt2 ? 0 : s->gemma && s->qk_norm ? 2 : 1;
+	return s->fam->positions == POS_ROPE ? s->fam->rotary_sets : 0;
 }
 
 /* The rotary set layer l uses (rotary's): gemma3's global layers, every
@@ -2085,17 +2320,17 @@ static void rotary(struct train *tr, int step)
 	struct step *s = &tr->s;
 	int64_t u = s->seq * (s->q_dim / s->heads);
 	for (int i = 0; i < rotary_sets(s); i++) {
-		int f = tensor(s, 2 * u);
+		int f = tensor(s, DT_FP32 * u / 2);
 		if (!step && !i)
 			cublas_workspace(s);
-		int c = tensor(s, 4 * u), t = tensor(s, 4 * u), cm = tensor(s, 4 * u);
+		int c = tensor(s, DT_FP32 * u), t = tensor(s, DT_FP32 * u), cm = tensor(s, DT_FP32 * u);
 		drop(s, t);
-		t = tensor(s, 4 * u);
-		int sm = tensor(s, 4 * u);
+		t = tensor(s, DT_FP32 * u);
+		int sm = tensor(s, DT_FP32 * u);
 		drop(s, t);
-		if (s->resid_bytes == 2) {
-			push(&tr->rot, tensor(s, 2 * u));
-			push(&tr->rot, tensor(s, 2 * u));
+		if (s->resid_bytes == DT_BF16) {
+			push(&tr->rot, tensor(s, DT_BF16 * u));
+			push(&tr->rot, tensor(s, DT_BF16 * u));
 			drop(s, f), drop(s, c), drop(s, cm), drop(s, sm);
 		} else {
 			drop(s, f), drop(s, c);
@@ -2124,12 +2359,12 @@ static void train_forward(struct train *tr, int step)
 	if (tr->t->inputs_embeds) { /* the caller's hidden states: the last step's go now */
 		drop(s, tr->inputs);
 		tr->inputs = x;
-	} else if (s->gemma) {
+	} else if (s->fam->embed_scale) {
 		int scaled = tensor(s, s->resid_bytes * s->tokens * s->hidden);
 		drop(s, x);
 		x = hs = scaled;
 	}
-	if (s->gpt2) { /* the positions' embeddings, added, the dropout */
+	if (s->fam->positions == POS_LEARNED) { /* the positions' embeddings, added, the dropout */
 		if (!step) /* (at the first layer's product) */
 			cublas_workspace(s);
 		int pos = tensor(s, s->resid_bytes * s->tokens * s->hidden);
@@ -2142,7 +2377,7 @@ static void train_forward(struct train *tr, int step)
 		layer_begin(s, l);
 		fsdp_gather(tr, l, 0);
 		if (l < tr->no_grad_layers) {
-			out = plain_layer(s, s->kv);
+			out = layer_ops(s)->plain(s, hs, s->kv);
 			if (hs != x)
 				drop(s, hs);
 		} else if (tr->t->grad_ckpt) {
@@ -2150,16 +2385,14 @@ static void train_forward(struct train *tr, int step)
 			push(&tr->ckpts, hs);
 			s->ac_cache = s->autocast ? &tr->ac_cache : NULL;
 			s->base_trains = base_trains && !layer_frozen(tr->t, l);
-			out = s->gpt2 ? gpt2_layer(s, hs, NULL) : plain_layer(s, NULL);
+			out = layer_ops(s)->plain(s, hs, NULL);
 			s->base_trains = base_trains;
 			s->ac_cache = NULL;
-		} else if (s->gpt2) {
-			out = gpt2_layer(s, hs, &tr->saved[l]);
 		} else {
 			s->nograd_in = input_nograd(tr, l);
-			out = layer_forward(s, hs, &tr->saved[l], layer_frozen(tr->t, l));
+			out = layer_ops(s)->forward(s, hs, &tr->saved[l], layer_frozen(tr->t, l));
 			/* a bf16 layer keeps no input of its own (its norm keeps an fp32 copy) */
-			if (s->resid_bytes == 2 && hs != x)
+			if (!layer_ops(s)->keeps_input && s->resid_bytes == DT_BF16 && hs != x)
 				drop(s, hs);
 		}
 		if (!tr->t->keep_gathered)
@@ -2179,15 +2412,15 @@ static void loss_forward(struct train *tr)
 	int64_t chunk = tr->chunk;
 	int yf;
 
-	if (s->gpt2) { /* ln_f keeps its input */
+	if (s->fam->norm == NORM_LAYER) { /* ln_f keeps its input */
 		push(&tr->head_saved, tr->hidden);
 		yf = layer_norm(s, &tr->head_saved, s->resid_bytes);
 	} else {
 		s->stage = S_NORM1;
-		if (s->resid_bytes == 4) /* fp32: the norm keeps its input itself */
+		if (s->resid_bytes == DT_FP32) /* fp32: the norm keeps its input itself */
 			save(s, &tr->norm_saved, tr->hidden);
 		yf = norm(s, &tr->norm_saved);
-		if (s->resid_bytes == 2) /* the norm keeps its own fp32 copy */
+		if (s->resid_bytes == DT_BF16) /* the norm keeps its own fp32 copy */
 			drop(s, tr->hidden);
 	}
 	if (!tr->t->grad_ckpt) { /* the model's forward returns: its mask goes */
@@ -2197,7 +2430,7 @@ static void loss_forward(struct train *tr)
 	/* bf16: the model's forward returns, and with it the embeddings go, which no layer
 	 * keeps (a layer's norm keeps its fp32 copy, GPT-2's the dropout's output) unless
 	 * they are the first checkpoint; the caller keeps its own hidden states */
-	if (s->resid_bytes == 2 && tr->emb != tr->inputs && !(tr->ckpts.n && tr->ckpts.v[0] == tr->emb))
+	if (s->resid_bytes == DT_BF16 && tr->emb != tr->inputs && !(tr->ckpts.n && tr->ckpts.v[0] == tr->emb))
 		drop(s, tr->emb);
 
 	/* lm_head's weight and input cast to bf16 under autocast; the weight's kept (for the
@@ -2206,9 +2439,9 @@ static void loss_forward(struct train *tr)
 	int y32 = 0;
 	s->part = C_LOGITS;
 	if (s->autocast) {
-		tr->head_wcast = tensor(s, 2 * s->vocab * s->hidden);
+		tr->head_wcast = tensor(s, DT_BF16 * s->vocab * s->hidden);
 		y32 = yf;
-		yf = tensor(s, 2 * s->tokens * s->hidden);
+		yf = tensor(s, DT_BF16 * s->tokens * s->hidden);
 	}
 	tr->logits = 0;
 	for (int64_t done = 0; done < s->tokens; done += chunk) {
@@ -2225,8 +2458,8 @@ static void loss_forward(struct train *tr)
 			tr->logits = l1;
 		else
 			push(&tr->tmp, l1);
-		int lf = s->act_bytes != 4 ? tensor(s, 4 * n * s->vocab) : 0;
-		push(&tr->lsm, tensor(s, 4 * n * s->vocab));
+		int lf = s->act_bytes != DT_FP32 ? tensor(s, DT_FP32 * n * s->vocab) : 0;
+		push(&tr->lsm, tensor(s, DT_FP32 * n * s->vocab));
 		drop(s, lf);
 	}
 	if (!tr->head_trains) /* a frozen lm_head keeps no input */
@@ -2278,9 +2511,9 @@ static void loss_backward(struct train *tr)
 
 	for (size_t c = 0; c < tr->lsm.n; c++) {
 		int64_t n = s->tokens - (int64_t)c * chunk < chunk ? s->tokens - (int64_t)c * chunk : chunk;
-		int g1 = tensor(s, 4 * n * s->vocab), g2 = tensor(s, 4 * n * s->vocab);
+		int g1 = tensor(s, DT_FP32 * n * s->vocab), g2 = tensor(s, DT_FP32 * n * s->vocab);
 		drop(s, g1), drop(s, tr->lsm.v[c]);
-		if (s->act_bytes != 4) {
+		if (s->act_bytes != DT_FP32) {
 			int gb = tensor(s, s->act_bytes * n * s->vocab);
 			drop(s, g2);
 			g2 = gb;
@@ -2302,7 +2535,7 @@ static void loss_backward(struct train *tr)
 	int gwb = 0;
 	tr->head_grad = 0;
 	if (gw && s->autocast)
-		gwb = tensor(s, 2 * s->vocab * s->hidden);
+		gwb = tensor(s, DT_BF16 * s->vocab * s->hidden);
 	else if (gw)
 		push(&tr->grads, tr->head_grad = tensor_as(s, s->vocab * s->hidden * gw, C_GRADS));
 	if (gw)
@@ -2325,9 +2558,9 @@ static void loss_backward(struct train *tr)
 	}
 	free_all(s, &tr->head_saved);
 	if (tr->grad_bytes) /* the final norm's weight (GPT-2's ln_f: and bias) */
-		for (int i = 0; i < (s->gpt2 ? 2 : 1); i++)
+		for (int i = 0; i < norm_tensors(s); i++)
 			push(&tr->grads, tensor_as(s, s->hidden * tr->grad_bytes, C_GRADS));
-	if (!s->gpt2) { /* the final norm's backward node by node */
+	if (s->fam->norm != NORM_LAYER) { /* the final norm's backward node by node */
 		tr->grad_res = norm_backward(s, gh, gb, &tr->norm_saved, S_NORM1_W, S_NORM1, 0);
 		free_all(s, &tr->norm_saved);
 		return;
@@ -2340,6 +2573,85 @@ static void loss_backward(struct train *tr)
  * keeping what its backward needs), then the embedding's: its own gradient, or (tied)
  * a dense one added into lm_head's. The step's output (logits, cache) stays with the
  * caller into the next step. */
+/* Layer l's backward (low: the lowest trained layer using each rotary set): a
+ * checkpointed layer runs its forward again first, keeping what its backward needs;
+ * then what it saved goes, its checkpoint (the first's stays to the end), and FSDP2's
+ * reduce-scatter and reshard. Returns the residual stream's gradient below it. */
+static int layer_step_backward(struct train *tr, int64_t l, const int64_t *low, int gres)
+{
+	struct step *s = &tr->s;
+	const struct train_settings *t = tr->t;
+	struct tlist *sv = &tr->saved[l];
+	int64_t first = tr->no_grad_layers;
+	size_t from = tr->grads.n;
+
+	layer_begin(s, l);
+	fsdp_gather(tr, l, -1);
+	if (t->grad_ckpt) {
+		int in = tr->ckpts.v[l - first];
+		s->nograd_in = input_nograd(tr, l);
+		s->part = C_ACTIVATIONS, s->phase = "recompute";
+		s->early_stop = 1;
+		int out = layer_ops(s)->forward(s, in, sv, layer_frozen(t, l));
+		s->early_stop = 0;
+		s->part = C_BWD_TEMP, s->phase = "backward";
+		s->nograd_in = 0;
+		drop(s, out);
+	}
+	int k = rotary_set(s, l);
+	struct tlist last = { 0 };
+	if (low[k] == l && tr->rot.n >= 2 * (size_t)k + 2) /* its set's last user */
+		last.v = &tr->rot.v[2 * k], last.n = 2;
+	s->rot_last = last.n ? &last : NULL;
+	s->recomputed = t->grad_ckpt;
+	gres = layer_ops(s)->backward(s, gres, sv, &tr->grads, layer_frozen(t, l) ? 0 : tr->grad_bytes);
+	s->recomputed = 0;
+	s->rot_last = NULL;
+	for (size_t i = 0; i < sv->n; i++)
+		if (sv->v[i] != tr->emb)
+			drop(s, sv->v[i]);
+	sv->n = 0;
+	if (t->grad_ckpt && l > first)
+		drop(s, tr->ckpts.v[l - first]);
+	fsdp_reduce_scatter(tr, from);
+	fsdp_reshard(tr, l);
+	return gres;
+}
+
+/* The embedding's backward from the residual stream's gradient gres (freed): its own
+ * gradient, or (tied) a dense one added into lm_head's. */
+static void embed_backward(struct train *tr, int gres)
+{
+	struct step *s = &tr->s;
+	int64_t T = s->tokens;
+
+	if (s->fam->embed_scale) /* the embeddings' scaling's backward */
+		gres = remake(s, gres, s->resid_bytes * T * s->hidden);
+	/* the dense gradient, then the kernel's partial sums per segment of sorted
+	 * indices (as traced: a tenth more rows than tokens, fp32) */
+	int ge = tensor_as(s, s->vocab * s->hidden * tr->grad_bytes, C_GRADS);
+	int ps = tensor(s, (T + T / pytorch_constants()->embed_partial_per) * s->hidden * DT_FP32);
+	drop(s, ps), drop(s, gres);
+	if (tr->m->tied && tr->head_grad && !s->autocast) {
+		/* autograd adds the two out of place (lm_head's gradient, an mm's
+		 * transpose, is not one it may add into): the sum is a new tensor;
+		 * under autocast that gradient is the weight cast's backward, a new
+		 * tensor of its own, and the embedding's is added into it */
+		for (size_t i = 0; i < tr->grads.n; i++)
+			if (tr->grads.v[i] == tr->head_grad) {
+				tr->grads.v[i] = tensor_as(s, s->vocab * s->hidden * tr->grad_bytes, C_GRADS);
+				drop(s, tr->head_grad);
+			}
+		drop(s, ge);
+	} else if (tr->m->tied) {
+		drop(s, ge);
+	} else {
+		push(&tr->grads, ge);
+	}
+}
+
+/* The layers' backward, last first, then the embedding's. The step's output (logits,
+ * cache) stays with the caller into the next step. */
 static void layers_backward(struct train *tr)
 {
 	struct step *s = &tr->s;
@@ -2352,83 +2664,19 @@ static void layers_backward(struct train *tr)
 		if (low[k] < 0)
 			low[k] = l;
 	}
-
-	for (int64_t l = s->layers - 1; l >= tr->no_grad_layers; l--) {
-		struct tlist *sv = &tr->saved[l];
-		int64_t first = tr->no_grad_layers;
-		size_t from = tr->grads.n;
-		layer_begin(s, l);
-		fsdp_gather(tr, l, -1);
-		if (t->grad_ckpt) {
-			int in = tr->ckpts.v[l - first];
-			s->nograd_in = input_nograd(tr, l);
-			s->part = C_ACTIVATIONS, s->phase = "recompute";
-			s->early_stop = 1;
-			int out = s->gpt2 ? gpt2_layer(s, in, sv)
-					  : layer_forward(s, in, sv, layer_frozen(t, l));
-			s->early_stop = 0;
-			s->part = C_BWD_TEMP, s->phase = "backward";
-			s->nograd_in = 0;
-			drop(s, out);
-		}
-		int k = rotary_set(s, l);
-		struct tlist last = { 0 };
-		if (low[k] == l && tr->rot.n >= 2 * (size_t)k + 2) /* its set's last user */
-			last.v = &tr->rot.v[2 * k], last.n = 2;
-		s->rot_last = last.n ? &last : NULL;
-		s->recomputed = t->grad_ckpt && !s->gpt2;
-		if (s->gpt2)
-			gres = gpt2_backward(s, gres, sv, &tr->grads, tr->grad_bytes);
-		else
-			gres = layer_backward(s, gres, sv, &tr->grads, layer_frozen(t, l) ? 0 : tr->grad_bytes);
-		s->recomputed = 0;
-		s->rot_last = NULL;
-		for (size_t i = 0; i < sv->n; i++)
-			if (sv->v[i] != tr->emb)
-				drop(s, sv->v[i]);
-		sv->n = 0;
-		if (t->grad_ckpt && l > first)
-			drop(s, tr->ckpts.v[l - first]);
-		fsdp_reduce_scatter(tr, from);
-		fsdp_reshard(tr, l);
-	}
+	for (int64_t l = s->layers - 1; l >= tr->no_grad_layers; l--)
+		gres = layer_step_backward(tr, l, low, gres);
 	if (t->grad_ckpt && tr->ckpts.n && tr->ckpts.v[0] != tr->emb)
 		drop(s, tr->ckpts.v[0]);
 	tr->ckpts.n = 0;
 	free_all(s, &tr->rot);
 	drop(s, tr->mask);
 	tr->mask = 0;
-	if (s->gpt2 && tr->grad_bytes) /* wpe's */
+	if (s->fam->positions == POS_LEARNED && tr->grad_bytes) /* wpe's */
 		push(&tr->grads, tensor_as(s, s->positions * s->hidden * tr->grad_bytes, C_GRADS));
 	if (tr->grad_bytes && tr->embed_trains) {
-		int64_t T = s->tokens;
-		if (s->gemma) { /* the embeddings' scaling's backward */
-			int m = tensor(s, s->resid_bytes * T * s->hidden);
-			drop(s, gres);
-			gres = m;
-		}
-		/* the dense gradient, then the kernel's partial sums per segment of sorted
-		 * indices (as traced: a tenth more rows than tokens, fp32) */
-		int ge = tensor_as(s, s->vocab * s->hidden * tr->grad_bytes, C_GRADS);
-		int ps = tensor(s, (T + T / 10) * s->hidden * 4);
-		drop(s, ps), drop(s, gres);
+		embed_backward(tr, gres);
 		gres = 0;
-		if (tr->m->tied && tr->head_grad && !s->autocast) {
-			/* autograd adds the two out of place (lm_head's gradient, an mm's
-			 * transpose, is not one it may add into): the sum is a new tensor;
-			 * under autocast that gradient is the weight cast's backward, a new
-			 * tensor of its own, and the embedding's is added into it */
-			for (size_t i = 0; i < tr->grads.n; i++)
-				if (tr->grads.v[i] == tr->head_grad) {
-					tr->grads.v[i] = tensor_as(s, s->vocab * s->hidden * tr->grad_bytes, C_GRADS);
-					drop(s, tr->head_grad);
-				}
-			drop(s, ge);
-		} else if (tr->m->tied) {
-			drop(s, ge);
-		} else {
-			push(&tr->grads, ge);
-		}
 	}
 	drop(s, gres), drop(s, tr->hidden);
 	if (tr->emb != tr->inputs)
@@ -2591,26 +2839,24 @@ int sim_infer(const struct model_shape *m, const struct train_settings *t, int s
 		int emb = tensor(&s, s.weight_bytes * s.tokens * s.hidden), x = emb, cs;
 		if (!step)
 			cublas_workspace(&s);
-		if (s.gemma)
+		if (s.fam->embed_scale)
 			x = tensor(&s, s.weight_bytes * s.tokens * s.hidden);
-		if (s.gpt2) { /* GPT-2: the positions' embeddings (one sequence's, held too), added */
+		if (s.fam->positions == POS_LEARNED) { /* the positions' embeddings (one sequence's, held too), added */
 			cs = tensor(&s, s.weight_bytes * s.seq * s.hidden);
 			x = tensor(&s, s.weight_bytes * s.tokens * s.hidden);
 		} else { /* rotary cos and sin */
-			cs = tensor(&s, 2 * s.act_bytes * s.tokens * (s.q_dim / s.heads));
+			cs = tensor(&s, 2 * s.act_bytes * s.tokens * (s.q_dim / s.heads)); /* cos and sin */
 		}
-		s.kv = s.gpt2 ? &cache : NULL; /* (plain_layer is given the cache) */
 		for (int64_t l = 0; l < s.layers; l++) {
 			layer_begin(&s, l);
-			int out = s.gpt2 ? gpt2_layer(&s, x, NULL) : plain_layer(&s, &cache);
+			int out = layer_ops(&s)->plain(&s, x, &cache);
 			if (x != emb)
 				drop(&s, x);
 			x = out;
 		}
-		s.kv = NULL;
 		/* the final norm, lm_head over the last position only (generate()) or over
 		 * every position (model(input_ids)) */
-		int yf = s.gpt2 ? layer_norm(&s, NULL, s.resid_bytes) : plain_norm(&s, s.tokens, s.hidden, s.resid_bytes);
+		int yf = s.fam->norm == NORM_LAYER ? layer_norm(&s, NULL, s.resid_bytes) : plain_norm(&s, s.tokens, s.hidden, s.resid_bytes);
 		drop(&s, x), drop(&s, cs), drop(&s, emb);
 		int64_t lb = s.act_bytes * (t->logits_all ? s.tokens : s.batch) * s.vocab;
 		s.part = C_LOGITS;

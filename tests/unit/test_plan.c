@@ -592,7 +592,7 @@ static void test_shapes(void **state)
 
 	assert_int_equal(model_shape_from_json(j, &m, &err), 0);
 	json_decref(j);
-	assert_true(m.qk_norm);
+	assert_int_equal(model_family(&m)->qk_norm, QK_NORM_EACH);
 	assert_int_equal(m.head_dim, 128);
 	/* Qwen3-0.6B has 596,049,920 parameters */
 	assert_int_equal(model_params(&m), 596049920);
@@ -827,7 +827,7 @@ static void test_overflow(void **state)
 	assert_non_null(strstr(why, "the plan is too large: the activations"));
 	/* a narrow model with a wide vocabulary: the logits of 4M tokens */
 	m = (struct model_shape){ .type = "llama", .hidden = 64, .layers = 1, .heads = 1, .kv_heads = 1, .head_dim = 64,
-				  .intermediate = 64, .vocab = PLAN_MAX_VOCAB, .norms_per_layer = 2 };
+				  .intermediate = 64, .vocab = PLAN_MAX_VOCAB };
 	t.batch = 1;
 	t.seq = 4 << 20;
 	assert_int_equal(plan_compute(&m, &t, &r, &why), -E2BIG);

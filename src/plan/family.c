@@ -1,0 +1,57 @@
+#include "plan/family.h"
+
+#include <stddef.h>
+#include <stdio.h>
+#include <string.h>
+
+/* Each family as its Hugging Face modeling code and config class have it (transformers
+ * 5.17). Fields left out are 0: the decoder layer, RMSNorm, no post-norms, sdpa
+ * attention, no q/k norms, q, k, v apart, rotary positions, a gated MLP, untied, no
+ * biases, no sliding window. */
+#define ROPE .rotary_sets = 1
+#define GEMMA .norm = NORM_RMS_UNIT, .embed_scale = 1, .tied = 1, .reads_attention_bias = 1
+
+static const struct family families[] = {
+	{ .type = "llama", ROPE, .reads_attention_bias = 1 },
+	{ .type = "mistral", ROPE, .sliding = 1, .sliding_window = 4096, .sliding_pattern = SLIDE_EVERY_LAYER },
+	{ .type = "qwen2", ROPE, .qkv_bias = 1 },
+	{ .type = "qwen3", ROPE, .qk_norm = QK_NORM_EACH, .reads_attention_bias = 1 },
+	{ .type = "phi3", ROPE, .fused_qkv = 1, .fused_gate_up = 1, .rope_pass_copy = 1, .attn_out_copy = 1,
+	  .sliding = 1, .sliding_pattern = SLIDE_EVERY_LAYER },
+	{ .type = "gemma", GEMMA, ROPE },
+	{ .type = "gemma2", GEMMA, ROPE, .post_norms = 1, .final_softcap = 30.0, .sliding = 1,
+	  .sliding_window = 4096, .sliding_pattern = 2 },
+	{ .type = "gpt2", .layer = LAYER_GPT2, .norm = NORM_LAYER, .positions = POS_LEARNED, .mlp = MLP_GELU,
+	  .tied = 1, .qkv_bias = 1, .o_bias = 1, .gpt2_keys = 1, .positions_default = 1024 },
+	{ .type = "qwen3_moe", ROPE, .qk_norm = QK_NORM_EACH, .reads_attention_bias = 1, .mlp = MLP_MOE,
+	  .experts_key = "num_experts", .experts = 128, .experts_per_tok = 8, .moe_inter = 768 },
+	{ .type = "mixtral", ROPE, .mlp = MLP_MOE, .router_fp32 = 1, .experts_key = "num_local_experts",
+	  .experts = 8, .experts_per_tok = 2, .sliding = 1, .sliding_pattern = SLIDE_EVERY_LAYER },
+	/* two rotary sets: the local layers' and the global ones' */
+	{ .type = "gemma3_text", GEMMA, .rotary_sets = 2, .post_norms = 1, .qk_norm = QK_NORM_AFTER, .sliding = 1,
+	  .sliding_window = 4096, .sliding_pattern = 6 },
+};
+
+#define NFAMILIES (sizeof(families) / sizeof(families[0]))
+
+const struct family *family_find(const char *type)
+{
+	for (size_t i = 0; type && i < NFAMILIES; i++)
+		if (!strcmp(type, families[i].type))
+			return &families[i];
+	return NULL;
+}
+
+void family_names(char *buf, size_t size)
+{
+	size_t n = 0;
+
+	buf[0] = '\0';
+	for (size_t i = 0; i < NFAMILIES && n < size; i++)
+		n += (size_t)snprintf(buf + n, size - n, "%s%s", i ? ", " : "", families[i].type);
+}
+
+const struct family *family_default(void)
+{
+	return &families[0];
+}

@@ -1,0 +1,108 @@
+/* The model families the planner knows, as data: one row per config.json model_type,
+ * saying what a decoder layer is made of (its norms and where they sit, its projections,
+ * its attention, its MLP) and what the family's config class fills in when config.json
+ * leaves a field out. The simulation (sim.c) and the model (model.c) read these fields,
+ * never a family's name: a new family is a new row (and, for a layer part no row has yet,
+ * a new value of one of the kinds below and its ops in sim.c). Pure data. */
+#ifndef HEADROOM_PLAN_FAMILY_H
+#define HEADROOM_PLAN_FAMILY_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+/* How a norm computes (the modeling code's class). */
+enum norm_kind {
+	NORM_RMS,        /* llama's RMSNorm: the normalized tensor cast back to the input's
+			  * dtype, times the weight */
+	NORM_RMS_UNIT,   /* gemma's RMSNorm: times (1 + weight) in fp32, the product cast back */
+	NORM_LAYER,      /* LayerNorm with a bias (GPT-2) */
+};
+
+/* Where q's and k's per-head norms sit. */
+enum qk_norm_at {
+	QK_NORM_NONE,
+	QK_NORM_EACH,    /* as each projection returns (qwen3) */
+	QK_NORM_AFTER,   /* after q, k and v are all projected (gemma3) */
+};
+
+/* Where a position enters. */
+enum position_kind {
+	POS_ROPE,        /* rotary embedding of q and k in every layer */
+	POS_LEARNED,     /* a learned position embedding added to the tokens' (GPT-2) */
+};
+
+/* The attention's kind: its ops in sim.c (attn_kinds). */
+enum attn_kind {
+	ATTN_SDPA,       /* q, k, v projections (grouped queries, sliding windows by the
+			  * model's fields), rotary, sdpa, o_proj */
+	ATTN_KINDS
+};
+
+/* The MLP's kind: its ops in sim.c (mlp_kinds). */
+enum mlp_kind {
+	MLP_GATED,       /* down(act(gate(x)) x up(x)) */
+	MLP_GELU,        /* GPT-2's c_proj(gelu_new(c_fc(x))), with biases and dropout (its
+			  * layer kind's own) */
+	MLP_MOE,         /* routed gated experts behind a router (grouped_mm) */
+	MLP_KINDS
+};
+
+/* A layer's implementation in the simulation: its forward with autograd, without, and
+ * its backward (sim.c's layer table). A layer part no kind covers (MLA, linear attention,
+ * shared experts) is a new op of the decoder kind, or a new kind. */
+enum layer_kind {
+	LAYER_DECODER,   /* llama's layer and its variants, by the fields below */
+	LAYER_GPT2,      /* GPT-2's block: LayerNorm, c_attn, gelu_new, dropout */
+	LAYER_KINDS
+};
+
+/* Sliding-window layers every layer but every N-th: all of them. */
+#define SLIDE_EVERY_LAYER (-1)
+
+struct family {
+	const char *type;                /* config.json's model_type */
+	/* the decoder layer */
+	enum layer_kind layer;
+	enum norm_kind norm;
+	int post_norms;                  /* the attention's and the MLP's outputs are normalized
+					  * before the residual add (sandwich norms: 4 a layer) */
+	enum attn_kind attn;
+	enum qk_norm_at qk_norm;
+	int fused_qkv;                   /* one qkv_proj matrix (q, k, v are its slices) */
+	int fused_gate_up;               /* one gate_up_proj matrix */
+	int rope_pass_copy;              /* the rotated part is concatenated with the (empty)
+					  * pass-through part: one copy more (phi3) */
+	int attn_out_copy;               /* the attention's output is copied to q's layout
+					  * (transpose().contiguous()) before o_proj (phi3) */
+	enum position_kind positions;
+	int rotary_sets;                 /* sets of cos and sin (gemma3: local and global) */
+	int embed_scale;                 /* the embeddings are scaled: a new tensor (gemma) */
+	enum mlp_kind mlp;
+	int router_fp32;                 /* MoE: the routing weights stay fp32 (mixtral) */
+	/* config.json's defaults, as the family's config class has them */
+	int tied;                        /* tie_word_embeddings */
+	int qkv_bias;                    /* q, k, v biases (qwen2's always; GPT-2's c_attn) */
+	int o_bias;                      /* o_proj's bias (GPT-2's c_proj) */
+	int reads_attention_bias;        /* attention_bias sets the q, k, v and o biases */
+	double final_softcap;            /* final_logit_softcapping; 0 none */
+	int sliding;                     /* reads sliding_window (and layer_types) */
+	int64_t sliding_window;          /* its default (0: none) */
+	int64_t sliding_pattern;         /* a full-attention layer every N-th (SLIDE_EVERY_LAYER) */
+	/* MoE: the experts' keys and defaults */
+	const char *experts_key;         /* num_experts, num_local_experts */
+	int64_t experts, experts_per_tok;
+	int64_t moe_inter;               /* moe_intermediate_size's default; 0: intermediate_size
+					  * (then no moe_intermediate_size key) */
+	/* GPT-2's config keys and defaults */
+	int gpt2_keys;                   /* n_embd, n_layer, n_head, n_inner, n_positions */
+	int64_t positions_default;       /* learned positions */
+};
+
+/* The row of model_type type, or NULL. */
+const struct family *family_find(const char *type);
+/* The families' model_types, comma-separated, into buf (truncated to size). */
+void family_names(char *buf, size_t size);
+/* The first row (llama's): what a model shape built without a family has. */
+const struct family *family_default(void);
+
+#endif
