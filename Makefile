@@ -116,6 +116,15 @@ asan:
 cli: all
 	bats tests/cli
 
+# The planner's golden file: every fixture case planned as the committed file has it
+# (tests/golden/check, a step of make check); `make golden` rewrites it after a change
+# meant to move plans (commit it with the change).
+golden-check: $(BUILD)/headroom
+	HEADROOM_BIN=$(BUILD)/headroom tests/golden/check
+
+golden: $(BUILD)/headroom
+	HEADROOM_BIN=$(BUILD)/headroom bench/plan-snapshot tests/golden/plan-snapshot.txt
+
 check: all
 	tests/run-all
 
@@ -141,5 +150,5 @@ uninstall:
 clean:
 	rm -rf build build-asan build-fuzz headroom headroom-exec tools/memhog bench/alloc-replay bench/simulate bench/plan-trace
 
-.PHONY: all unit asan fuzz fuzz-bins fuzz-smoke cli check clean install uninstall
+.PHONY: all unit asan fuzz fuzz-bins fuzz-smoke cli golden golden-check check clean install uninstall
 -include $(LIB_OBJ:.o=.d) $(CMD_OBJ:.o=.d) $(BUILD)/src/exec_main.d
