@@ -6,13 +6,13 @@
 
 #include "util/grow.h"
 
-#define MIB (1024ULL * 1024)
-#define MIN_BLOCK 512ULL
-#define SMALL_SIZE MIB           /* the small pool's largest request */
-#define SMALL_BUFFER (2 * MIB)   /* a small pool segment */
-#define LARGE_BUFFER (20 * MIB)  /* a segment for large requests under MIN_LARGE_ALLOC */
-#define MIN_LARGE_ALLOC (10 * MIB)
-#define ROUND_LARGE (2 * MIB)
+/* PyTorch's allocator constants, as the torch version modelled has them */
+#define MIN_BLOCK (a->k.min_block)
+#define SMALL_SIZE (a->k.small_size)
+#define SMALL_BUFFER (a->k.small_buffer)
+#define LARGE_BUFFER (a->k.large_buffer)
+#define MIN_LARGE_ALLOC (a->k.min_large_alloc)
+#define ROUND_LARGE (a->k.round_large)
 #define FREE_SHIFT_LOOP 16       /* entries a bucket shifts by a loop, past which memmove */
 
 _Static_assert(ALLOC_SIM_BUCKETS % 64 == 0, "held[] has a bit a bucket, 64 a word");
@@ -20,6 +20,7 @@ _Static_assert(ALLOC_SIM_BUCKETS % 64 == 0, "held[] has a bit a bucket, 64 a wor
 void alloc_sim_init(struct alloc_sim *a)
 {
 	memset(a, 0, sizeof(*a));
+	a->k = pytorch_constants()->alloc;
 	for (size_t i = 0; i < sizeof(a->tail) / sizeof(a->tail[0]); i++)
 		a->tail[i] = -1;
 }

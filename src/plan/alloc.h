@@ -24,6 +24,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "plan/pytorch.h"
+
 /* CUDA streams the simulation tells apart: a block allocated on one stream is reused
  * only by that stream's allocations (each stream has its own pools), as PyTorch does. */
 #define ALLOC_SIM_STREAMS 3
@@ -37,6 +39,7 @@ struct sim_block {
 };
 
 struct alloc_sim {
+	struct pytorch_allocator k; /* the allocator's constants (plan/pytorch.h) */
 	struct sim_block *b;       /* owned; blocks by index, merged ones recycled */
 	size_t nb, capb;
 	int *spare;                /* indices of recycled block slots */

@@ -143,8 +143,9 @@ static int moe_from_json(json_t *cfg, const struct family *f, struct model_shape
 	return 0;
 }
 
-/* The sizes: GPT-2's under its own keys (n_embd...; its MLP 4 x n_embd and 1024 learned
- * positions by default, as many key/value heads as heads), others' under the common ones. */
+/* The sizes: GPT-2's under its own keys (n_embd...; its MLP's width and its learned
+ * positions by default as its row has them, as many key/value heads as heads), others'
+ * under the common ones. */
 static int sizes_from_json(json_t *cfg, const struct family *f, struct model_shape *m, char **err)
 {
 	const char *type = f->type;
@@ -155,7 +156,7 @@ static int sizes_from_json(json_t *cfg, const struct family *f, struct model_sha
 		    need(cfg, NAMES("n_head", "num_attention_heads"), PLAN_MAX_HEADS, type, &m->heads, err) ||
 		    need(cfg, NAMES("vocab_size"), PLAN_MAX_VOCAB, type, &m->vocab, err))
 			return -EINVAL;
-		m->intermediate = 4 * m->hidden;
+		m->intermediate = f->inner_per_hidden * m->hidden;
 		m->positions = f->positions_default;
 		if (maybe(cfg, NAMES("n_inner"), PLAN_MAX_WIDTH, &m->intermediate, err) ||
 		    maybe(cfg, NAMES("n_positions", "max_position_embeddings"), PLAN_MAX_VOCAB, &m->positions, err))

@@ -96,6 +96,7 @@ struct family {
 	/* GPT-2's config keys and defaults */
 	int gpt2_keys;                   /* n_embd, n_layer, n_head, n_inner, n_positions */
 	int64_t positions_default;       /* learned positions */
+	int64_t inner_per_hidden;        /* n_inner's default: this many x n_embd */
 };
 
 /* The row of model_type type, or NULL. */

@@ -7,6 +7,16 @@
 
 #include <stdint.h>
 
+/* The CUDA caching allocator's (c10/cuda/CUDACachingAllocator.cpp's k* constants). */
+struct pytorch_allocator {
+	uint64_t min_block;              /* every request rounded up to a multiple */
+	uint64_t small_size;             /* the small pool's largest request */
+	uint64_t small_buffer;           /* a small pool's segment */
+	uint64_t large_buffer;           /* a segment for large requests under min_large_alloc */
+	uint64_t min_large_alloc;
+	uint64_t round_large;            /* larger segments rounded up to a multiple */
+};
+
 struct pytorch_constants {
 	const char *torch;               /* the version measured (with transformers') */
 	/* outside the caching allocator, as nvidia-smi sees it beyond torch's reserved memory
@@ -17,6 +27,7 @@ struct pytorch_constants {
 	int64_t nccl_rank;               /* a data-parallel rank's NCCL communicator and buffers
 					  * beyond one GPU's context (the two-GPU H200 cases, DDP
 					  * and FSDP2: bench/results/gpu-dist-h200x2.jsonl) */
+	struct pytorch_allocator alloc;
 	/* through the caching allocator */
 	int64_t cublas_workspace;        /* a cuBLAS handle's workspace on Hopper, through the
 					  * caching allocator (CUBLAS_WORKSPACE_CONFIG changes it) */

@@ -246,8 +246,8 @@ static void free_all(struct step *s, struct tlist *l)
 	l->n = 0;
 }
 
-/* Whether sdpa gets k and v repeated to every query head (with a mask: layer_forward says
- * why). */
+/* Whether sdpa gets k and v repeated to every query head (with a mask:
+ * sdpa_attn_forward says why). */
 static int kv_repeated(const struct step *s)
 {
 	return s->mask_bytes && s->kv_heads < s->heads;
@@ -423,8 +423,9 @@ static int post_norm(struct step *s, struct tlist *sv, int x, enum stage st)
 
 /* The rotary embedding of one of q, k (bytes; in_bytes before: under autocast the
  * products with fp32 cos and sin are fp32): x cos, rotate_half(x) (the negated half,
- * then both halves concatenated) times sin, then their sum; phi3 concatenates the rotated part with the (empty) pass-through part, one copy
- * more. */
+ * then both halves concatenated) times sin, then their sum; a family with
+ * rope_pass_copy (phi3) concatenates the rotated part with the (empty) pass-through
+ * part, one copy more. */
 static int rope(struct step *s, int64_t bytes, int64_t in_bytes)
 {
 	int t1 = tensor(s, bytes), neg = tensor(s, in_bytes / 2), rh = tensor(s, in_bytes);
@@ -1942,6 +1943,9 @@ static int layer_frozen(const struct train_settings *t, int64_t l)
 }
 
 #define LAYER_WEIGHTS_MAX 16
+/* The root's weights: the embedding, learned positions, the final norm's weight and
+ * bias, lm_head. */
+#define ROOT_WEIGHTS_MAX 5
 
 /* One decoder layer's weights in construction order, in elements, into w: attention
  * (phi3 makes o_proj before qkv_proj), MLP, the two norms, the biases. How many. */
@@ -2100,7 +2104,7 @@ struct train {
 	 * end; the gradients reduce-scattered to their shard */
 	int fsdp;
 	int64_t layer_bytes, root_bytes;  /* a layer's weights, the root's, whole */
-	int64_t layer_param[LAYER_WEIGHTS_MAX], root_param[4]; /* each weight's bytes, whole, in order */
+	int64_t layer_param[LAYER_WEIGHTS_MAX], root_param[ROOT_WEIGHTS_MAX]; /* each weight's bytes, whole, in order */
 	int nlayer_param, nroot_param;
 	struct tlist *gathered;   /* per layer: its weights, whole (none: resharded) */
 	unsigned char *issued;    /* per layer: its all-gather is in flight */
@@ -2856,7 +2860,8 @@ int sim_infer(const struct model_shape *m, const struct train_settings *t, int s
 		}
 		/* the final norm, lm_head over the last position only (generate()) or over
 		 * every position (model(input_ids)) */
-		int yf = s.fam->norm == NORM_LAYER ? layer_norm(&s, NULL, s.resid_bytes) : plain_norm(&s, s.tokens, s.hidden, s.resid_bytes);
+		int yf = s.fam->norm == NORM_LAYER ? layer_norm(&s, NULL, s.resid_bytes)
+						   : plain_norm(&s, s.tokens, s.hidden, s.resid_bytes);
 		drop(&s, x), drop(&s, cs), drop(&s, emb);
 		int64_t lb = s.act_bytes * (t->logits_all ? s.tokens : s.batch) * s.vocab;
 		s.part = C_LOGITS;

@@ -598,6 +598,39 @@ static void test_shapes(void **state)
 	assert_int_equal(model_params(&m), 596049920);
 }
 
+/* An untied GPT-2 (tie_word_embeddings false) loads its own lm_head, as its parameter
+ * count says, and FSDP2's root gathers every one of its five weights (the embeddings,
+ * the final LayerNorm's weight and bias, lm_head). */
+static void test_gpt2_untied(void **state)
+{
+	(void)state;
+	const char *cfg = "{\"model_type\": \"gpt2\", \"n_embd\": 256, \"n_layer\": 2, \"n_head\": 4,"
+			  " \"vocab_size\": 50257, \"tie_word_embeddings\": %s}";
+	struct model_shape m;
+	struct train_settings t;
+	struct plan_result tied, untied, z3;
+	const char *why;
+	char *err = NULL, buf[256];
+
+	snprintf(buf, sizeof(buf), cfg, "true");
+	json_t *j = json_loads(buf, 0, NULL);
+	assert_int_equal(model_shape_from_json(j, &m, &err), 0);
+	json_decref(j);
+	train_settings_init(&t);
+	assert_int_equal(plan_compute(&m, &t, &tied, &why), 0);
+	snprintf(buf, sizeof(buf), cfg, "false");
+	j = json_loads(buf, 0, NULL);
+	assert_int_equal(model_shape_from_json(j, &m, &err), 0);
+	json_decref(j);
+	assert_int_equal(plan_compute(&m, &t, &untied, &why), 0);
+	assert_int_equal(untied.params - tied.params, 50257 * 256);
+	assert_true(untied.bytes[C_WEIGHTS] >= tied.bytes[C_WEIGHTS] + 2 * 50257 * 256);
+	t.zero_stage = 3;
+	t.dp = 2;
+	assert_int_equal(plan_compute(&m, &t, &z3, &why), 0);
+	assert_true(z3.bytes[C_WEIGHTS] < untied.bytes[C_WEIGHTS]);
+}
+
 static void test_knobs(void **state)
 {
 	(void)state;
@@ -895,7 +928,8 @@ int main(void)
 		FIXTURE_TEST(fixtures_issue28), FIXTURE_TEST(fixtures_issue28h), FIXTURE_TEST(fixtures_issue28e),
 		FIXTURE_TEST(fixtures_dist), FIXTURE_TEST(fixtures_dist30),
 		cmocka_unit_test(test_config_errors), cmocka_unit_test(test_sliding_masks), cmocka_unit_test(test_placements),
-		cmocka_unit_test(test_shapes), cmocka_unit_test(test_knobs), cmocka_unit_test(test_config_limits),
+		cmocka_unit_test(test_shapes), cmocka_unit_test(test_knobs),
+		cmocka_unit_test(test_gpt2_untied), cmocka_unit_test(test_config_limits),
 		cmocka_unit_test(test_settings_limits), cmocka_unit_test(test_precision_key), cmocka_unit_test(test_overflow),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
