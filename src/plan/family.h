@@ -35,24 +35,24 @@ enum position_kind {
 enum attn_kind {
 	ATTN_SDPA,       /* q, k, v projections (grouped queries, sliding windows by the
 			  * model's fields), rotary, sdpa, o_proj */
+	ATTN_GPT2,       /* GPT-2's: c_attn (q, k, v fused, with its bias), sdpa, c_proj,
+			  * the residual dropout */
 	ATTN_KINDS
 };
 
 /* The MLP's kind: its ops in sim.c (mlp_kinds). */
 enum mlp_kind {
 	MLP_GATED,       /* down(act(gate(x)) x up(x)) */
-	MLP_GELU,        /* GPT-2's c_proj(gelu_new(c_fc(x))), with biases and dropout (its
-			  * layer kind's own) */
+	MLP_GELU,        /* GPT-2's c_proj(gelu_new(c_fc(x))), with biases and dropout */
 	MLP_MOE,         /* routed gated experts behind a router (grouped_mm) */
 	MLP_KINDS
 };
 
-/* A layer's implementation in the simulation: its forward with autograd, without, and
- * its backward (sim.c's layer table). A layer part no kind covers (MLA, linear attention,
- * shared experts) is a new op of the decoder kind, or a new kind. */
+/* A layer's weights in construction order (sim.c's layer table; every kind's layer is
+ * walked op by op as the fields below say). */
 enum layer_kind {
-	LAYER_DECODER,   /* llama's layer and its variants, by the fields below */
-	LAYER_GPT2,      /* GPT-2's block: LayerNorm, c_attn, gelu_new, dropout */
+	LAYER_DECODER,   /* q, k, v, o (or qkv), the MLP's, the norms, the biases */
+	LAYER_GPT2,      /* ln_1, c_attn, c_proj, ln_2, c_fc, c_proj, weights and biases */
 	LAYER_KINDS
 };
 

@@ -139,8 +139,9 @@ struct layer_fwd;
  * into *bytes. A new kind (MLA, linear attention, shared experts) is a new row. */
 struct sublayer_ops {
 	int (*forward)(struct step *s, struct layer_fwd *c, struct tlist *sv, int y);
-	int (*plain)(struct step *s, struct tlist *cache);
+	int (*plain)(struct step *s, int y, struct tlist *cache);
 	int (*backward)(struct step *s, int gp, struct tlist *sv, struct tlist *grads, int64_t gw_bytes, int *bytes);
+	int stops;                /* a checkpointed layer's recompute may stop in it early */
 };
 
 /* The kinds' rows (their tables follow the ops). */
@@ -872,6 +873,74 @@ static int recompute_end(struct step *s, struct tlist *sv, int h1)
 	return 0;
 }
 
+/* GPT-2's LayerNorm over the tokens' hidden units of in_bytes: the output (fp32 under
+ * autocast, which runs layer_norm in fp32), the mean and the reciprocal deviation per
+ * token (kept, with the input, for the backward pass). */
+static int layer_norm(struct step *s, struct tlist *sv, int in_bytes)
+{
+	int out = tensor(s, (s->autocast ? DT_FP32 : in_bytes) * s->tokens * s->hidden);
+	int mean = tensor(s, DT_FP32 * s->tokens), rstd = tensor(s, DT_FP32 * s->tokens);
+
+	if (sv) {
+		save(s, sv, mean), save(s, sv, rstd);
+	} else {
+		drop(s, mean), drop(s, rstd);
+	}
+	return out;
+}
+
+/* Dropout (GPT-2 trains with p 0.1): its mask (one byte a unit, kept) and output; x goes. */
+static int dropout(struct step *s, struct tlist *sv, int x, int64_t units, int64_t bytes)
+{
+	if (s->eval) /* nn.Dropout in eval mode hands its input back */
+		return x;
+	int mask = tensor(s, DT_UINT8 * units), out = tensor(s, bytes * units);
+
+	if (sv)
+		save(s, sv, mask);
+	else
+		drop(s, mask);
+	drop(s, x);
+	return out;
+}
+
+/* GPT-2's gelu_new as Python ops, 0.5 x (1 + tanh(c (x + 0.044715 x^3))), over the
+ * c_fc output x: 0.5 x first, then pow, scale, add, scale, tanh, 1 + ...; autograd
+ * keeps x (pow's), tanh's output, 0.5 x and 1 + tanh for the product. Under autocast
+ * pow runs in fp32 (a cast of x kept) and the fp32 result carries on. Returns the
+ * product; x stays with the caller. */
+static int gelu_new(struct step *s, struct tlist *sv, int64_t units)
+{
+	int64_t ab = s->act_bytes, gb = s->autocast ? DT_FP32 : ab;
+	int g = tensor(s, ab * units), x32 = s->autocast ? tensor(s, DT_FP32 * units) : 0;
+	int a = tensor(s, gb * units);
+	if (sv && x32)
+		save(s, sv, x32);
+	else
+		drop(s, x32);
+	int b = tensor(s, gb * units);
+	drop(s, a);
+	int c = tensor(s, gb * units);
+	drop(s, b);
+	int d = tensor(s, gb * units);
+	drop(s, c);
+	int e = tensor(s, gb * units);
+	drop(s, d);
+	int f = tensor(s, gb * units);
+	if (sv)
+		save(s, sv, e);
+	else
+		drop(s, e);
+	s->stage = S_MUL;
+	int out = tensor(s, gb * units);
+	if (sv) {
+		save(s, sv, g), save(s, sv, f);
+	} else {
+		drop(s, g), drop(s, f);
+	}
+	return out;
+}
+
 /* What a decoder layer's forward hands from one of its ops to the next. */
 struct layer_fwd {
 	int in;                   /* the layer's input */
@@ -891,14 +960,28 @@ static void lora_input(struct step *s, const struct layer_fwd *c)
 	s->in_nograd = c->lora0 && !(s->lora_targets & c->ran);
 }
 
-/* A sublayer's pre-norm over the residual stream, what it keeps of stage st; its output
- * kept by the sublayer's first projections (stage in_st) while their weights train
- * (under autocast their casts are, and the norm's output lives to the sublayer's end).
- * Returns the output, 0 once kept. */
-static int pre_norm(struct step *s, struct tlist *sv, enum stage st, enum stage in_st)
+/* Whether the layer's norm keeps its input itself, whatever the residual stream's dtype
+ * (LayerNorm; an RMSNorm keeps its fp32 copy, or its fp32 input). */
+static int norm_keeps_input(const struct step *s)
 {
+	return s->fam->norm == NORM_LAYER;
+}
+
+/* A sublayer's pre-norm over the residual stream x, what it keeps of stage st; its
+ * output kept by the sublayer's first projections (stage in_st) while their weights
+ * train (under autocast their casts are, and the norm's output lives to the sublayer's
+ * end). Returns the output, 0 once kept. */
+static int pre_norm(struct step *s, struct tlist *sv, int x, enum stage st, enum stage in_st)
+{
+	int y;
+
 	s->stage = st;
-	int y = norm(s, sv);
+	if (norm_keeps_input(s)) {
+		save(s, sv, x);
+		y = layer_norm(s, sv, s->resid_bytes);
+	} else {
+		y = norm(s, sv);
+	}
 	s->nograd_in = 0;
 	s->stage = in_st;
 	if (s->base_trains && !s->autocast) {
@@ -1096,13 +1179,16 @@ static int moe_mlp_forward(struct step *s, struct layer_fwd *c, struct tlist *sv
 	return dn;
 }
 
-/* A layer's end after the MLP's output dn: the residual add; the attention's residual
- * sum kept by the post-attention norm when fp32. Returns the layer's output. */
-static int residual_end(struct step *s, struct tlist *sv, int dn, int h1)
+/* A layer's end after the MLP's output dn: the residual add, then the MLP's input y
+ * (when the MLP left it) goes; the attention's residual sum kept by the post-attention
+ * norm when fp32 (a LayerNorm kept it already). Returns the layer's output. */
+static int residual_end(struct step *s, struct tlist *sv, int dn, int y, int h1)
 {
 	int out = tensor(s, s->resid_bytes * s->tokens * s->hidden);
 
-	drop(s, dn);
+	drop(s, dn), drop(s, y);
+	if (norm_keeps_input(s))
+		return out;
 	s->stage = S_NORM2;
 	if (s->resid_bytes == DT_FP32)
 		save(s, sv, h1);
@@ -1125,20 +1211,20 @@ static int layer_forward(struct step *s, int in, struct tlist *sv, int frozen)
 
 	/* a checkpointed layer's recompute, traced where its end is plain: bf16 or fp32
 	 * weights, trained, dense */
-	c.stop = s->early_stop && !frozen && base_trains && !s->nadapters && !s->autocast && !s->experts;
+	c.stop = s->early_stop && !frozen && base_trains && !s->nadapters && !s->autocast && mlp_op(s)->stops;
 	if (frozen)
 		s->base_trains = 0;
 	c.lora0 = c.nograd && !s->base_trains;
-	int y = pre_norm(s, sv, S_NORM1, S_QKV_IN);
+	int y = pre_norm(s, sv, in, S_NORM1, S_QKV_IN);
 	int ao = attn_op(s)->forward(s, &c, sv, y);
 	ao = post_norm(s, sv, ao, S_PNORM1);
 	c.h1 = tensor(s, s->resid_bytes * s->tokens * s->hidden);
-	drop(s, ao);
-	if (s->resid_bytes == DT_FP32 && !c.nograd) { /* fp32 residual: the norm keeps its input itself */
+	drop(s, ao), drop(s, y); /* (y: when the attention left it) */
+	if (s->resid_bytes == DT_FP32 && !c.nograd && !norm_keeps_input(s)) { /* fp32: the norm keeps its input */
 		s->stage = S_NORM1;
 		save(s, sv, in);
 	}
-	y = pre_norm(s, sv, S_NORM2, S_MLP_IN);
+	y = pre_norm(s, sv, c.h1, S_NORM2, S_MLP_IN);
 	lora_input(s, &c);
 	int dn = mlp_op(s)->forward(s, &c, sv, y);
 	if (dn) {
@@ -1150,7 +1236,7 @@ static int layer_forward(struct step *s, int in, struct tlist *sv, int frozen)
 	if (c.stop)
 		recompute_end(s, sv, c.h1);
 	else
-		out = residual_end(s, sv, dn, c.h1);
+		out = residual_end(s, sv, dn, y, c.h1);
 	s->base_trains = base_trains;
 	return out;
 }
@@ -1464,6 +1550,34 @@ static int sdpa_attn_backward(struct step *s, int gp, struct tlist *sv, struct t
 	return sdpa_attn_backward_any(s, gp, sv, grads, gw_bytes);
 }
 
+/* LayerNorm's backward over the residual stream from the gradient g of its output
+ * (freed): its input's gradient, its weight's and bias's (into grads), what it saved
+ * (stage st) going after them, then the sum with the residual stream's gradient gres
+ * (a new tensor; gres goes). Returns it. */
+static int layer_norm_backward(struct step *s, int g, struct tlist *sv, enum stage st, int gres, struct tlist *grads,
+			       int64_t gw)
+{
+	int64_t u = s->tokens * s->hidden;
+	int gn = tensor(s, s->resid_bytes * u);
+
+	drop(s, g);
+	weight_grad(s, grads, s->hidden, gw), weight_grad(s, grads, s->hidden, gw);
+	release(s, sv, st);
+	int sum = tensor(s, s->resid_bytes * u);
+	drop(s, gn), drop(s, gres);
+	return sum;
+}
+
+/* A sublayer's pre-norm's backward by the norm's kind (norm_backward's; LayerNorm's
+ * weight gradients come with it). */
+static int pre_norm_backward(struct step *s, int g, int g_bytes, struct tlist *sv, enum stage w_st, enum stage st,
+			     int gres, struct tlist *grads, int64_t gw_bytes)
+{
+	if (s->fam->norm == NORM_LAYER)
+		return layer_norm_backward(s, g, sv, st, gres, grads, gw_bytes);
+	return norm_backward(s, g, g_bytes, sv, w_st, st, gres);
+}
+
 /* One decoder layer's backward, op by op in the forward's reverse, node by node as
  * autograd runs them: the MLP's post-norm (where the family has one), the MLP's, its
  * norm's; the attention's post-norm, the attention's, its norm's; then the biases' and
@@ -1479,10 +1593,10 @@ static int layer_backward(struct step *s, int gres, struct tlist *sv, struct tli
 		gp = post_norm_backward(s, gres, sv, S_PNORM2_W, S_PNORM2);
 	gy = mlp_op(s)->backward(s, gp, sv, grads, gw_bytes, &gy_bytes);
 	release(s, sv, S_UP_IN), release(s, sv, S_MLP_IN);
-	gres = norm_backward(s, gy, gy_bytes, sv, S_NORM2_W, S_NORM2, gres);
+	gres = pre_norm_backward(s, gy, gy_bytes, sv, S_NORM2_W, S_NORM2, gres, grads, gw_bytes);
 	gp = s->fam->post_norms ? post_norm_backward(s, gres, sv, S_PNORM1_W, S_PNORM1) : 0;
 	gy = attn_op(s)->backward(s, gp, sv, grads, gw_bytes, &gy_bytes);
-	int gx = norm_backward(s, gy, gy_bytes, sv, S_NORM1_W, S_NORM1, gres);
+	int gx = pre_norm_backward(s, gy, gy_bytes, sv, S_NORM1_W, S_NORM1, gres, grads, gw_bytes);
 	weight_grad(s, grads, p->v_bias, gw_bytes);
 	weight_grad(s, grads, p->k_bias, gw_bytes);
 	weight_grad(s, grads, p->q_bias, gw_bytes);
@@ -1491,206 +1605,6 @@ static int layer_backward(struct step *s, int gres, struct tlist *sv, struct tli
 	return gx;
 }
 
-/* GPT-2's LayerNorm over the tokens' hidden units of in_bytes: the output (fp32 under
- * autocast, which runs layer_norm in fp32), the mean and the reciprocal deviation per
- * token (kept, with the input, for the backward pass). */
-static int layer_norm(struct step *s, struct tlist *sv, int in_bytes)
-{
-	int out = tensor(s, (s->autocast ? DT_FP32 : in_bytes) * s->tokens * s->hidden);
-	int mean = tensor(s, DT_FP32 * s->tokens), rstd = tensor(s, DT_FP32 * s->tokens);
-
-	if (sv) {
-		save(s, sv, mean), save(s, sv, rstd);
-	} else {
-		drop(s, mean), drop(s, rstd);
-	}
-	return out;
-}
-
-/* Dropout (GPT-2 trains with p 0.1): its mask (one byte a unit, kept) and output; x goes. */
-static int dropout(struct step *s, struct tlist *sv, int x, int64_t units, int64_t bytes)
-{
-	if (s->eval) /* nn.Dropout in eval mode hands its input back */
-		return x;
-	int mask = tensor(s, DT_UINT8 * units), out = tensor(s, bytes * units);
-
-	if (sv)
-		save(s, sv, mask);
-	else
-		drop(s, mask);
-	drop(s, x);
-	return out;
-}
-
-/* GPT-2's gelu_new as Python ops, 0.5 x (1 + tanh(c (x + 0.044715 x^3))), over the
- * c_fc output x: 0.5 x first, then pow, scale, add, scale, tanh, 1 + ...; autograd
- * keeps x (pow's), tanh's output, 0.5 x and 1 + tanh for the product. Under autocast
- * pow runs in fp32 (a cast of x kept) and the fp32 result carries on. Returns the
- * product; x stays with the caller. */
-static int gelu_new(struct step *s, struct tlist *sv, int64_t units)
-{
-	int64_t ab = s->act_bytes, gb = s->autocast ? DT_FP32 : ab;
-	int g = tensor(s, ab * units), x32 = s->autocast ? tensor(s, DT_FP32 * units) : 0;
-	int a = tensor(s, gb * units);
-	if (sv && x32)
-		save(s, sv, x32);
-	else
-		drop(s, x32);
-	int b = tensor(s, gb * units);
-	drop(s, a);
-	int c = tensor(s, gb * units);
-	drop(s, b);
-	int d = tensor(s, gb * units);
-	drop(s, c);
-	int e = tensor(s, gb * units);
-	drop(s, d);
-	int f = tensor(s, gb * units);
-	if (sv)
-		save(s, sv, e);
-	else
-		drop(s, e);
-	s->stage = S_MUL;
-	int out = tensor(s, gb * units);
-	if (sv) {
-		save(s, sv, g), save(s, sv, f);
-	} else {
-		drop(s, g), drop(s, f);
-	}
-	return out;
-}
-
-/* One GPT-2 block for training (sv) or without autograd (sv NULL): ln_1, c_attn (the
- * fused q, k, v, kept by sdpa as views), sdpa with dropout, c_proj, dropout, the
- * residual; ln_2, c_fc, gelu_new, c_proj, dropout, the residual. Linears keep their
- * input (their bf16 cast under autocast) when the weights train. Returns the output;
- * the caller keeps the input. */
-static int gpt2_layer(struct step *s, int in, struct tlist *sv)
-{
-	int64_t T = s->tokens, h = s->hidden, I = s->inter, ab = s->act_bytes, rb = s->resid_bytes;
-	int keep = sv != NULL;
-
-	s->stage = S_NORM1;
-	if (keep) /* LayerNorm keeps its input itself */
-		save(s, sv, in);
-	int y = layer_norm(s, sv, (int)rb);
-	s->stage = S_QKV_IN;
-	int qkv = keep ? linear(s, sv, h, 3 * h, 0, 3 * h * h, s->autocast) : plain_linear(s, h, 3 * h, 3 * h * h, 1, 0);
-	if (keep && !s->autocast)
-		save(s, sv, y), y = 0;
-	s->stage = S_SDPA;
-	if (s->kv) { /* use_cache: the keys and values copied into the cache */
-		push(s->kv, tensor_as(s, ab * T * h, C_KV_CACHE));
-		push(s->kv, tensor_as(s, ab * T * h, C_KV_CACHE));
-	}
-	int o = tensor(s, ab * T * h), lse = tensor(s, DT_FP32 * s->batch * s->heads * s->seq);
-	if (keep) {
-		save(s, sv, qkv), save(s, sv, lse);
-	} else {
-		drop(s, lse);
-	}
-	s->stage = S_O_IN;
-	int p = keep ? linear(s, sv, h, h, 0, h * h, 0) : plain_linear(s, h, h, h * h, 0, 0);
-	if (keep) /* sdpa's output, kept by sdpa (and c_proj) */
-		save(s, sv, o);
-	else
-		drop(s, o);
-	if (!keep)
-		drop(s, qkv);
-	p = dropout(s, sv, p, T * h, ab);
-	int h1 = tensor(s, rb * T * h);
-	drop(s, p), drop(s, y);
-	s->stage = S_NORM2;
-	if (keep)
-		save(s, sv, h1);
-	int y2 = layer_norm(s, sv, (int)rb);
-	s->stage = S_MLP_IN;
-	int fc = keep ? linear(s, sv, h, I, 0, h * I, s->autocast) : plain_linear(s, h, I, h * I, 1, 0);
-	if (keep && !s->autocast)
-		save(s, sv, y2), y2 = 0;
-	s->stage = S_GATE;
-	if (keep && !s->autocast) /* pow keeps it (under autocast, its fp32 cast) */
-		save(s, sv, fc);
-	int act = gelu_new(s, sv, T * I);
-	if (!keep || s->autocast)
-		drop(s, fc);
-	s->stage = S_DOWN;
-	int dn = keep ? linear(s, sv, I, h, 0, I * h, s->autocast) : plain_linear(s, I, h, I * h, 1, 0);
-	if (keep && !s->autocast)
-		save(s, sv, act);
-	else
-		drop(s, act);
-	dn = dropout(s, sv, dn, T * h, ab);
-	int out = tensor(s, rb * T * h);
-	drop(s, dn), drop(s, y2);
-	if (!keep)
-		drop(s, h1);
-	return out;
-}
-
-/* A GPT-2 block's backward: the MLP's dropout, c_proj, gelu_new's chain rule, c_fc,
- * ln_2; then the attention's dropout, c_proj, sdpa (its gradients of q, k and v joined
- * into one), c_attn, ln_1; weight and bias gradients into grads. */
-static int gpt2_backward(struct step *s, int gres, struct tlist *sv, struct tlist *grads, int64_t gw)
-{
-	int64_t T = s->tokens, h = s->hidden, I = s->inter, ab = s->act_bytes, rb = s->resid_bytes;
-	int64_t gb = s->autocast ? DT_FP32 : ab;
-
-	int g1 = tensor(s, ab * T * h);
-	weight_grad(s, grads, I * h, gw), weight_grad(s, grads, h, gw);
-	int g2 = tensor(s, gb * T * I);
-	drop(s, g1);
-	release(s, sv, S_DOWN);
-	int ga = tensor(s, gb * T * I), gf = tensor(s, gb * T * I);
-	drop(s, g2);
-	release(s, sv, S_MUL);
-	int t1 = tensor(s, gb * T * I), t2 = tensor(s, gb * T * I);
-	drop(s, gf), drop(s, t1);
-	int t3 = tensor(s, gb * T * I);
-	drop(s, t2);
-	int t4 = tensor(s, gb * T * I), t5 = tensor(s, gb * T * I);
-	drop(s, t4);
-	int gx = tensor(s, gb * T * I);
-	drop(s, t3), drop(s, t5), drop(s, ga);
-	if (gb != ab) {
-		int c = tensor(s, ab * T * I);
-		drop(s, gx);
-		gx = c;
-	}
-	release(s, sv, S_GATE);
-	weight_grad(s, grads, h * I, gw), weight_grad(s, grads, I, gw);
-	int gy = tensor(s, ab * T * h);
-	drop(s, gx);
-	release(s, sv, S_MLP_IN);
-	int gn = tensor(s, rb * T * h);
-	drop(s, gy);
-	weight_grad(s, grads, h, gw), weight_grad(s, grads, h, gw);
-	release(s, sv, S_NORM2);
-	int gr = tensor(s, rb * T * h);
-	drop(s, gn), drop(s, gres);
-	/* attention */
-	g1 = tensor(s, ab * T * h);
-	weight_grad(s, grads, h * h, gw), weight_grad(s, grads, h, gw);
-	int go = tensor(s, ab * T * h);
-	drop(s, g1);
-	release(s, sv, S_O_IN);
-	int ws = tensor(s, flash_workspace(s));
-	int gq = tensor(s, ab * T * h), gk = tensor(s, ab * T * h), gv = tensor(s, ab * T * h);
-	drop(s, ws), drop(s, go);
-	release(s, sv, S_SDPA);
-	int cat = tensor(s, ab * T * 3 * h);
-	drop(s, gq), drop(s, gk), drop(s, gv);
-	weight_grad(s, grads, 3 * h * h, gw), weight_grad(s, grads, 3 * h, gw);
-	gy = tensor(s, ab * T * h);
-	drop(s, cat);
-	release(s, sv, S_QKV_IN);
-	gn = tensor(s, rb * T * h);
-	drop(s, gy);
-	weight_grad(s, grads, h, gw), weight_grad(s, grads, h, gw);
-	release(s, sv, S_NORM1);
-	int g = tensor(s, rb * T * h);
-	drop(s, gn), drop(s, gr);
-	return g;
-}
 
 static void setup(struct step *s, const struct model_shape *m, const struct train_settings *t)
 {
@@ -1736,6 +1650,8 @@ static void setup(struct step *s, const struct model_shape *m, const struct trai
 	}
 	s->lp.o = qd * h;
 	s->lp.down = s->experts ? s->experts * s->moe_inter * h : I * h;
+	if (s->fam->layer == LAYER_GPT2) /* its ops and LayerNorm's make their weights' gradients */
+		return;
 	s->lp.norm1 = s->lp.norm2 = h;
 	if (m->qkv_bias)
 		s->lp.q_bias = qd, s->lp.k_bias = k, s->lp.v_bias = k;
@@ -1825,7 +1741,7 @@ static int plain_sdpa(struct step *s, int cached)
 /* The attention (ATTN_SDPA) without autograd over the norm's output; with a cache, the
  * cache's copies (of k's dtype) replace k and v. Returns o_proj's output; the caller
  * frees the input. */
-static int sdpa_attn_plain(struct step *s, struct tlist *cache)
+static int sdpa_attn_plain(struct step *s, int y, struct tlist *cache)
 {
 	int64_t T = s->tokens, h = s->hidden, qd = s->q_dim, k = s->kv_dim;
 	int64_t qb = qk_bytes(s), rq = kv_bytes(s);
@@ -1847,12 +1763,13 @@ static int sdpa_attn_plain(struct step *s, struct tlist *cache)
 	drop(s, o);
 	drop(s, qe), drop(s, ke), drop(s, v); /* the attention's inputs live to its return */
 	drop(s, qkv);
+	drop(s, y); /* the attention's input, replaced by its output */
 	return ao;
 }
 
 /* The gated MLP without autograd: down(act(gate(x)) x up(x)); a fused gate_up's output
  * lives until its product. */
-static int gated_mlp_plain(struct step *s, struct tlist *cache)
+static int gated_mlp_plain(struct step *s, int y, struct tlist *cache)
 {
 	(void)cache;
 	int64_t T = s->tokens, h = s->hidden, I = s->inter, ab = s->act_bytes;
@@ -1871,13 +1788,175 @@ static int gated_mlp_plain(struct step *s, struct tlist *cache)
 	drop(s, a), drop(s, u), drop(s, gu);
 	int dn = plain_linear(s, I, h, s->lp.down, 0, LORA_DOWN);
 	drop(s, p);
+	drop(s, y); /* the MLP's input, replaced by its output */
 	return dn;
 }
 
-static int moe_mlp_plain(struct step *s, struct tlist *cache)
+static int moe_mlp_plain(struct step *s, int y, struct tlist *cache)
 {
 	(void)cache;
-	return moe_forward(s, NULL);
+	int dn = moe_forward(s, NULL);
+
+	drop(s, y); /* the MLP's input, replaced by its output */
+	return dn;
+}
+
+/* GPT-2's attention (ATTN_GPT2) with autograd over ln_1's output y (0 when kept): c_attn
+ * (q, k, v fused, kept by sdpa as views), sdpa (its output and log-sum-exp kept; no
+ * rotary, no grouping), c_proj, the residual dropout. Linears keep their input (their
+ * bf16 cast under autocast) while the weights train. Returns the dropout's output; y
+ * stays with the caller to the residual add. */
+static int gpt2_attn_forward(struct step *s, struct layer_fwd *c, struct tlist *sv, int y)
+{
+	int64_t T = s->tokens, h = s->hidden, ab = s->act_bytes;
+
+	(void)c, (void)y;
+	int qkv = linear(s, sv, h, 3 * h, 0, 3 * h * h, s->autocast);
+	s->stage = S_SDPA;
+	if (s->kv) { /* use_cache: the keys and values copied into the cache */
+		push(s->kv, tensor_as(s, ab * T * h, C_KV_CACHE));
+		push(s->kv, tensor_as(s, ab * T * h, C_KV_CACHE));
+	}
+	int o = tensor(s, ab * T * h), lse = tensor(s, DT_FP32 * s->batch * s->heads * s->seq);
+	save(s, sv, qkv), save(s, sv, lse);
+	s->stage = S_O_IN;
+	int p = linear(s, sv, h, h, 0, h * h, 0);
+	save(s, sv, o); /* sdpa's output, kept by sdpa (and c_proj) */
+	return dropout(s, sv, p, T * h, ab);
+}
+
+/* The same without autograd: every linear casts its input under autocast; c_attn's
+ * output goes once c_proj has run. */
+static int gpt2_attn_plain(struct step *s, int y, struct tlist *cache)
+{
+	int64_t T = s->tokens, h = s->hidden, ab = s->act_bytes;
+
+	(void)y;
+	int qkv = plain_linear(s, h, 3 * h, 3 * h * h, 1, 0);
+	if (cache) {
+		push(cache, tensor_as(s, ab * T * h, C_KV_CACHE));
+		push(cache, tensor_as(s, ab * T * h, C_KV_CACHE));
+	}
+	int o = tensor(s, ab * T * h), lse = tensor(s, DT_FP32 * s->batch * s->heads * s->seq);
+	drop(s, lse);
+	int p = plain_linear(s, h, h, h * h, 0, 0);
+	drop(s, o), drop(s, qkv);
+	return dropout(s, NULL, p, T * h, ab);
+}
+
+/* GPT-2's residual dropout's backward and its projection's (Conv1D's) from the residual
+ * stream's gradient (gp 0: not freed): the dropout's gradient, the weight's (w_elems)
+ * and bias's gradients, the input's (in_bytes); what the projection saved (stage st)
+ * goes after it. Returns the input's gradient. */
+static int dropout_proj_backward(struct step *s, int gp, int64_t w_elems, int64_t in_bytes, struct tlist *sv,
+				 enum stage st, struct tlist *grads, int64_t gw)
+{
+	int g = tensor(s, s->act_bytes * s->tokens * s->hidden);
+
+	drop(s, gp);
+	weight_grad(s, grads, w_elems, gw), weight_grad(s, grads, s->hidden, gw);
+	int gi = tensor(s, in_bytes);
+	drop(s, g);
+	release(s, sv, st);
+	return gi;
+}
+
+/* GPT-2's attention's backward from the residual stream's gradient (gp 0: not freed):
+ * the dropout's, c_proj's (its weight's and bias's gradients), sdpa's (its gradients of
+ * q, k and v joined into one), c_attn's. */
+static int gpt2_attn_backward(struct step *s, int gp, struct tlist *sv, struct tlist *grads, int64_t gw, int *bytes)
+{
+	int64_t T = s->tokens, h = s->hidden, ab = s->act_bytes;
+
+	int go = dropout_proj_backward(s, gp, h * h, ab * T * h, sv, S_O_IN, grads, gw);
+	int ws = tensor(s, flash_workspace(s));
+	int gq = tensor(s, ab * T * h), gk = tensor(s, ab * T * h), gv = tensor(s, ab * T * h);
+	drop(s, ws), drop(s, go);
+	release(s, sv, S_SDPA);
+	int cat = tensor(s, ab * T * 3 * h);
+	drop(s, gq), drop(s, gk), drop(s, gv);
+	weight_grad(s, grads, 3 * h * h, gw), weight_grad(s, grads, 3 * h, gw);
+	int gy = tensor(s, ab * T * h);
+	drop(s, cat);
+	release(s, sv, S_QKV_IN);
+	*bytes = (int)ab;
+	return gy;
+}
+
+/* GPT-2's MLP (MLP_GELU) with autograd over ln_2's output y (0 when kept): c_fc,
+ * gelu_new, c_proj, the residual dropout. Returns the dropout's output; y stays with
+ * the caller to the residual add. */
+static int gelu_mlp_forward(struct step *s, struct layer_fwd *c, struct tlist *sv, int y)
+{
+	int64_t T = s->tokens, h = s->hidden, I = s->inter;
+
+	(void)c, (void)y;
+	int fc = linear(s, sv, h, I, 0, h * I, s->autocast);
+	s->stage = S_GATE;
+	if (!s->autocast) /* pow keeps it (under autocast, its fp32 cast) */
+		save(s, sv, fc);
+	int act = gelu_new(s, sv, T * I);
+	if (s->autocast)
+		drop(s, fc);
+	s->stage = S_DOWN;
+	int dn = linear(s, sv, I, h, 0, I * h, s->autocast);
+	if (!s->autocast)
+		save(s, sv, act);
+	else
+		drop(s, act);
+	return dropout(s, sv, dn, T * h, s->act_bytes);
+}
+
+static int gelu_mlp_plain(struct step *s, int y, struct tlist *cache)
+{
+	int64_t T = s->tokens, h = s->hidden, I = s->inter;
+
+	(void)y, (void)cache;
+	int fc = plain_linear(s, h, I, h * I, 1, 0);
+	int act = gelu_new(s, NULL, T * I);
+	drop(s, fc);
+	int dn = plain_linear(s, I, h, I * h, 1, 0);
+	drop(s, act);
+	return dropout(s, NULL, dn, T * h, s->act_bytes);
+}
+
+/* GPT-2's MLP's backward from the residual stream's gradient (gp 0: not freed): the
+ * dropout's, c_proj's (weight and bias), gelu_new's chain rule (fp32 under autocast,
+ * cast back), c_fc's. */
+static int gelu_mlp_backward(struct step *s, int gp, struct tlist *sv, struct tlist *grads, int64_t gw, int *bytes)
+{
+	int64_t T = s->tokens, h = s->hidden, I = s->inter, ab = s->act_bytes;
+	int64_t gb = s->autocast ? DT_FP32 : ab;
+
+	int g2 = dropout_proj_backward(s, gp, I * h, gb * T * I, sv, S_DOWN, grads, gw);
+	int ga = tensor(s, gb * T * I), gf = tensor(s, gb * T * I);
+	drop(s, g2);
+	release(s, sv, S_MUL);
+	int t1 = tensor(s, gb * T * I), t2 = tensor(s, gb * T * I);
+	drop(s, gf), drop(s, t1);
+	int t3 = tensor(s, gb * T * I);
+	drop(s, t2);
+	int t4 = tensor(s, gb * T * I), t5 = tensor(s, gb * T * I);
+	drop(s, t4);
+	int gx = tensor(s, gb * T * I);
+	drop(s, t3), drop(s, t5), drop(s, ga);
+	if (gb != ab)
+		gx = remake(s, gx, ab * T * I);
+	release(s, sv, S_GATE);
+	weight_grad(s, grads, h * I, gw), weight_grad(s, grads, I, gw);
+	int gy = tensor(s, ab * T * h);
+	drop(s, gx);
+	*bytes = (int)ab;
+	return gy;
+}
+
+
+/* A sublayer's pre-norm over the residual stream without autograd. */
+static int plain_pre_norm(struct step *s)
+{
+	if (s->fam->norm == NORM_LAYER)
+		return layer_norm(s, NULL, s->resid_bytes);
+	return plain_norm(s, s->tokens, s->hidden, s->resid_bytes);
 }
 
 /* One decoder layer's forward keeping nothing for a backward pass (inference, the first
@@ -1890,29 +1969,29 @@ static int plain_layer(struct step *s, int in, struct tlist *cache)
 	int64_t T = s->tokens, h = s->hidden;
 
 	(void)in;
-	int y = plain_norm(s, T, h, s->resid_bytes);
-	int ao = attn_op(s)->plain(s, cache);
-	drop(s, y); /* the attention's input, replaced by its output */
+	int y = plain_pre_norm(s);
+	int ao = attn_op(s)->plain(s, y, cache);
 	ao = post_norm(s, NULL, ao, S_PNORM1);
 	int h1 = tensor(s, s->resid_bytes * T * h);
-	drop(s, ao);
-	y = plain_norm(s, T, h, s->resid_bytes);
-	int dn = mlp_op(s)->plain(s, NULL);
-	drop(s, y); /* the MLP's input, replaced by its output */
+	drop(s, ao), drop(s, y); /* (y: when the attention left it to the residual add) */
+	y = plain_pre_norm(s);
+	int dn = mlp_op(s)->plain(s, y, NULL);
 	dn = post_norm(s, NULL, dn, S_PNORM2);
 	int out = tensor(s, s->resid_bytes * T * h);
-	drop(s, dn), drop(s, h1);
+	drop(s, dn), drop(s, y), drop(s, h1);
 	return out;
 }
 
 static const struct sublayer_ops attn_kinds[ATTN_KINDS] = {
-	[ATTN_SDPA] = { sdpa_attn_forward, sdpa_attn_plain, sdpa_attn_backward },
+	[ATTN_SDPA] = { sdpa_attn_forward, sdpa_attn_plain, sdpa_attn_backward, 0 },
+	[ATTN_GPT2] = { gpt2_attn_forward, gpt2_attn_plain, gpt2_attn_backward, 0 },
 };
 
-/* (MLP_GELU is GPT-2's block's own: its layer kind) */
+/* (a recompute stops early where traced: in the gated MLP) */
 static const struct sublayer_ops mlp_kinds[MLP_KINDS] = {
-	[MLP_GATED] = { gated_mlp_forward, gated_mlp_plain, gated_mlp_backward },
-	[MLP_MOE] = { moe_mlp_forward, moe_mlp_plain, moe_mlp_backward },
+	[MLP_GATED] = { gated_mlp_forward, gated_mlp_plain, gated_mlp_backward, 1 },
+	[MLP_GELU] = { gelu_mlp_forward, gelu_mlp_plain, gelu_mlp_backward, 0 },
+	[MLP_MOE] = { moe_mlp_forward, moe_mlp_plain, moe_mlp_backward, 0 },
 };
 
 static const struct sublayer_ops *attn_op(const struct step *s)
@@ -1976,48 +2055,16 @@ static int gpt2_weights(const struct step *s, int64_t *w)
 	return n;
 }
 
-/* A layer kind's implementation (enum layer_kind): its forward with autograd (what the
- * backward needs into sv; frozen: nothing for its weights), its forward without (a
- * cache, when given, takes its keys and values; the caller frees the input), its
- * backward, and its weights in construction order. keeps_input: its forward keeps its
- * input itself, whatever the residual stream's dtype (else a bf16 one goes after it). */
-struct layer_ops {
-	int (*forward)(struct step *s, int in, struct tlist *sv, int frozen);
-	int (*plain)(struct step *s, int in, struct tlist *cache);
-	int (*backward)(struct step *s, int gres, struct tlist *sv, struct tlist *grads, int64_t gw_bytes);
-	int (*weights)(const struct step *s, int64_t *w);
-	int keeps_input;
+/* Each layer kind's weights in construction order (enum layer_kind): every kind's layer
+ * is walked op by op alike (layer_forward, plain_layer, layer_backward). */
+static int (*const layer_kinds[LAYER_KINDS])(const struct step *s, int64_t *w) = {
+	[LAYER_DECODER] = decoder_weights,
+	[LAYER_GPT2] = gpt2_weights,
 };
-
-static int gpt2_forward(struct step *s, int in, struct tlist *sv, int frozen)
-{
-	(void)frozen; /* GPT-2 freezes nothing (plan_settings_check) */
-	return gpt2_layer(s, in, sv);
-}
-
-static int gpt2_plain(struct step *s, int in, struct tlist *cache)
-{
-	struct tlist *kv = s->kv;
-
-	s->kv = cache;
-	int out = gpt2_layer(s, in, NULL);
-	s->kv = kv;
-	return out;
-}
-
-static const struct layer_ops layer_kinds[LAYER_KINDS] = {
-	[LAYER_DECODER] = { layer_forward, plain_layer, layer_backward, decoder_weights, 0 },
-	[LAYER_GPT2] = { gpt2_forward, gpt2_plain, gpt2_backward, gpt2_weights, 1 },
-};
-
-static const struct layer_ops *layer_ops(const struct step *s)
-{
-	return &layer_kinds[s->fam->layer];
-}
 
 static int layer_weights(const struct step *s, int64_t *w)
 {
-	return layer_ops(s)->weights(s, w);
+	return layer_kinds[s->fam->layer](s, w);
 }
 
 /* A norm's weight tensors: the weight, and LayerNorm's bias. */
@@ -2381,7 +2428,7 @@ static void train_forward(struct train *tr, int step)
 		layer_begin(s, l);
 		fsdp_gather(tr, l, 0);
 		if (l < tr->no_grad_layers) {
-			out = layer_ops(s)->plain(s, hs, s->kv);
+			out = plain_layer(s, hs, s->kv);
 			if (hs != x)
 				drop(s, hs);
 		} else if (tr->t->grad_ckpt) {
@@ -2389,14 +2436,14 @@ static void train_forward(struct train *tr, int step)
 			push(&tr->ckpts, hs);
 			s->ac_cache = s->autocast ? &tr->ac_cache : NULL;
 			s->base_trains = base_trains && !layer_frozen(tr->t, l);
-			out = layer_ops(s)->plain(s, hs, NULL);
+			out = plain_layer(s, hs, NULL);
 			s->base_trains = base_trains;
 			s->ac_cache = NULL;
 		} else {
 			s->nograd_in = input_nograd(tr, l);
-			out = layer_ops(s)->forward(s, hs, &tr->saved[l], layer_frozen(tr->t, l));
+			out = layer_forward(s, hs, &tr->saved[l], layer_frozen(tr->t, l));
 			/* a bf16 layer keeps no input of its own (its norm keeps an fp32 copy) */
-			if (!layer_ops(s)->keeps_input && s->resid_bytes == DT_BF16 && hs != x)
+			if (!norm_keeps_input(s) && s->resid_bytes == DT_BF16 && hs != x)
 				drop(s, hs);
 		}
 		if (!tr->t->keep_gathered)
@@ -2596,7 +2643,7 @@ static int layer_step_backward(struct train *tr, int64_t l, const int64_t *low, 
 		s->nograd_in = input_nograd(tr, l);
 		s->part = C_ACTIVATIONS, s->phase = "recompute";
 		s->early_stop = 1;
-		int out = layer_ops(s)->forward(s, in, sv, layer_frozen(t, l));
+		int out = layer_forward(s, in, sv, layer_frozen(t, l));
 		s->early_stop = 0;
 		s->part = C_BWD_TEMP, s->phase = "backward";
 		s->nograd_in = 0;
@@ -2608,7 +2655,7 @@ static int layer_step_backward(struct train *tr, int64_t l, const int64_t *low, 
 		last.v = &tr->rot.v[2 * k], last.n = 2;
 	s->rot_last = last.n ? &last : NULL;
 	s->recomputed = t->grad_ckpt;
-	gres = layer_ops(s)->backward(s, gres, sv, &tr->grads, layer_frozen(t, l) ? 0 : tr->grad_bytes);
+	gres = layer_backward(s, gres, sv, &tr->grads, layer_frozen(t, l) ? 0 : tr->grad_bytes);
 	s->recomputed = 0;
 	s->rot_last = NULL;
 	for (size_t i = 0; i < sv->n; i++)
@@ -2853,7 +2900,7 @@ int sim_infer(const struct model_shape *m, const struct train_settings *t, int s
 		}
 		for (int64_t l = 0; l < s.layers; l++) {
 			layer_begin(&s, l);
-			int out = layer_ops(&s)->plain(&s, x, &cache);
+			int out = plain_layer(&s, x, &cache);
 			if (x != emb)
 				drop(&s, x);
 			x = out;
