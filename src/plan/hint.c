@@ -194,6 +194,8 @@ static int fewest(const struct fit *f, const struct model_shape *m, const struct
 	for (int k = with ? 0 : 1; k <= n; k++) {
 		if (k == 2 && !try_set(f, m, t, solving, locks, nlocks, pool | with, h))
 			return 0; /* not even all of them: no fewer */
+		if (k >= 2 && k == n)
+			return 1; /* all of them, planned above and still in h (try_set writes h only when it fits) */
 		for (unsigned set = 0; set < 1u << HINT_NCHANGES; set++)
 			if ((set & pool) == set && __builtin_popcount(set) == k &&
 			    try_set(f, m, t, solving, locks, nlocks, set | with, h))
