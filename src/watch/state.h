@@ -64,7 +64,7 @@ struct wjob {
 	struct wjob_id id;
 	int seen, alive, ended;
 	int died;                 /* ended, not known to have exited 0 */
-	int partial_reported;     /* a partial_death reported: the stop is under way */
+	int stop_scheduled;       /* its first death scheduled the stop (--stop-job-on-partial-death) */
 	int signalled;            /* headroom signalled its ranks: their deaths are its own */
 	enum wjob_stop stop;
 	int64_t stop_at_ms, kill_at_ms;

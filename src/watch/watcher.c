@@ -267,9 +267,9 @@ void watcher_proc_ended(struct watcher *x, struct wproc *p, int64_t now)
 		     "job %s lost rank %d (pid %d, GPU %u): %s; %d of %d ranks still running%s", j->id.key, p->rank,
 		     (int)p->pid, p->gpu, how, j->alive, j->seen,
 		     x->lim.stop_on_partial ? " (stopped unless they end within --stop-delay)" : "");
-	if (!x->lim.stop_on_partial || j->partial_reported)
+	if (!x->lim.stop_on_partial || j->stop_scheduled)
 		return;
-	j->partial_reported = 1;
+	j->stop_scheduled = 1;
 	j->stop = STOP_WAITING;
 	j->stop_at_ms = now + x->lim.stop_delay_ms;
 	stop_job(x, j, now);
