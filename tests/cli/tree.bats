@@ -272,12 +272,13 @@ print("dir", os.path.dirname(c))
 @test "run --tree: memory a job left running counts against the budget and is reported" {
 	command -v make || skip "make needed"
 	mkdir -p "$T/orph" && cd "$T/orph"
-	# t0 leaves a 600M process behind (setsid, its parent gone) and ends once it holds it;
+	# t0 leaves a 600M process behind (setsid, its parent gone) and ends once it holds it,
+	# in one recipe line (two would be two jobs, the first seen or not as the scan falls);
 	# then three 300M jobs under an 800M budget: beside it, one at a time
 	{
 		printf 'all: t1 t2 t3\nt1 t2 t3: t0\n\t@%s --hold 300M --ms 700\n' "$MEMHOG"
-		printf 't0:\n\t@(setsid %s --hold 600M --ms 60000 & echo $$! > orphan.pid)\n' "$MEMHOG"
-		printf '\t@for i in $$(seq 300); do [ "$$(awk %s /proc/$$(cat orphan.pid)/status)" -gt 600000 ] && exit 0; sleep 0.1; done; exit 1\n' \
+		printf 't0:\n\t@(setsid %s --hold 600M --ms 60000 & echo $$! > orphan.pid); ' "$MEMHOG"
+		printf 'for i in $$(seq 300); do [ "$$(awk %s /proc/$$(cat orphan.pid)/status)" -gt 600000 ] && exit 0; sleep 0.1; done; exit 1\n' \
 			"'/VmRSS/ { print \$\$2 }'"
 		printf '.PHONY: all t0 t1 t2 t3\n'
 	} > Makefile
