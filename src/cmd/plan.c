@@ -10,6 +10,7 @@
 #include "cmd/cmd.h"
 #include "plan/config.h"
 #include "plan/gpus.h"
+#include "plan/advise.h"
 #include "plan/hint.h"
 #include "plan/limits.h"
 #include "plan/precision.h"
@@ -1165,12 +1166,12 @@ int cmd_plan(int argc, char **argv)
 		return solve(&a, c.solve_name);
 
 	struct plan_result r;
-	compute(&a, &a.t, &r);
+	struct hint h;
 	struct fit f = fit_of(&a);
+	const char *why;
+	if (plan_advise(&f, &a.m, &a.t, a.locks, a.nlocks, &r, &h, &why))
+		die(EXIT_USAGE, "plan: %s", why);
 	int fits = fit_runs(&f, &r), roomy = fit_ok(&f, &r);
-	struct hint h = { 0 };
-	if (!roomy)
-		hint_find(&f, &a.m, &a.t, NULL, a.locks, a.nlocks, &h);
 	if (a.json) {
 		print_plan_json(&a, &r, &h);
 	} else {

@@ -167,8 +167,7 @@ static void *placements_work(void *arg)
 	return NULL;
 }
 
-/* CPUs this process may run on (those online when its mask cannot be read), at least 1. */
-static int cpus_usable(void)
+int plan_cpus(void)
 {
 	cpu_set_t set;
 	long n;
@@ -195,7 +194,7 @@ static int simulate(const struct model_shape *m, const struct train_settings *t,
 {
 	struct placements p = { .m = m, .t = t, .steps = plan_sim_steps(t), .n = t->expandable ? PLAN_PLACEMENTS : 1 };
 	pthread_t th[PLAN_PLACEMENTS - 1];
-	int cpus = cpus_usable(), nth = 0, want = cpus <= 2 && cpus < p.n ? cpus : p.n;
+	int cpus = plan_cpus(), nth = 0, want = cpus <= 2 && cpus < p.n ? cpus : p.n;
 
 	atomic_init(&p.next, 0);
 	memset(sp, 0, sizeof(*sp));

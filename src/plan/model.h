@@ -43,6 +43,9 @@ int64_t model_params(const struct model_shape *m);
  * gpt2, among them), or -E2BIG naming what passes the planner's limits (plan/limits.h)
  * (static strings). */
 int plan_settings_check(const struct model_shape *m, const struct train_settings *t, const char **why);
+/* CPUs this process may run on (those online when its mask cannot be read), at least 1. */
+int plan_cpus(void);
+
 /* The training steps the simulation runs for t: the run's, at most PLAN_SETTLE_STEPS. */
 int plan_sim_steps(const struct train_settings *t);
 /* The plan: plan_settings_check's answers, or 0 and *r. */

@@ -69,6 +69,12 @@ struct train_settings {
 	uint64_t give_up_bytes;   /* a plan that only answers whether the run completes: the
 				   * plain run stops once its live segments pass this, or it
 				   * runs out of memory under limit_bytes (0: never) */
+	/* called once, from the plain run's thread, when its live segments pass past_bytes
+	 * (the run then cannot complete on the GPU): so that a caller may start on what it
+	 * does next while the plan runs on (NULL: never) */
+	void (*past)(void *ctx);
+	void *past_ctx;
+	uint64_t past_bytes;
 	/* frozen parts (no gradient, no optimizer state): the embedding, lm_head, and the
 	 * decoder layers freeze_first..freeze_last (freeze_last < freeze_first: none) */
 	int freeze_embed, freeze_head;

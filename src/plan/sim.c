@@ -2123,6 +2123,7 @@ struct train {
 	const struct model_shape *m;
 	const struct train_settings *t;
 	int lora;                 /* only LoRA's adapters train (fp32), the base is frozen */
+	int past_told;            /* t->past called */
 	int64_t grad_bytes;       /* a trained base weight's gradient, bytes a unit; 0 with LoRA */
 	int64_t shard;            /* ZeRO-3: the weights' share kept is 1/shard */
 	int64_t chunk;            /* tokens per lm_head + loss chunk */
@@ -2814,11 +2815,15 @@ static void train_finish(struct train *tr, struct sim_result *r)
 /* Whether a plan that only asks if the run completes may stop here: the plain run's
  * live segments passed what the GPU leaves them, or it ran out of memory under its
  * limit; either stays so to the run's end (a jittered run's peak is a spread: it runs
- * on). */
-static int given_up(const struct train *tr, uint64_t jitter_seed)
+ * on). The caller is told once when the plain run's live segments pass t->past_bytes. */
+static int given_up(struct train *tr, uint64_t jitter_seed)
 {
 	const struct alloc_sim *a = &tr->s.a;
 
+	if (tr->t->past && !jitter_seed && !tr->past_told && a->max_occupied_bytes > tr->t->past_bytes) {
+		tr->past_told = 1;
+		tr->t->past(tr->t->past_ctx);
+	}
 	return tr->t->give_up_bytes && !jitter_seed && (a->oom || a->max_occupied_bytes > tr->t->give_up_bytes);
 }
 

@@ -45,7 +45,13 @@ static int plan_on(const struct fit *f, const struct model_shape *m, const struc
 
 	if (give_up && f->gpu_bytes)
 		on_gpu.give_up_bytes = usable > ctx ? usable - ctx : 1;
+	/* told when its live segments pass the card: the test below then fails */
+	if (f->gpu_bytes)
+		on_gpu.past_bytes = usable > ctx ? usable - ctx : 1;
+	else
+		on_gpu.past = NULL;
 	rc = plan_compute(m, &on_gpu, r, why);
+	on_gpu.past = NULL;
 	if (rc || !f->gpu_bytes)
 		return rc;
 	/* what its live segments need passes the card: it does not fit */

@@ -10,6 +10,7 @@
 #include <cmocka.h>
 #include <jansson.h>
 
+#include "plan/advise.h"
 #include "plan/config.h"
 #include "plan/hint.h"
 #include "plan/model.h"
@@ -210,6 +211,55 @@ static void test_kind_kept_before_lora(void **state)
 	assert_int_equal(h.changes, 1u << HINT_LORA);
 }
 
+static void count_past(void *ctx)
+{
+	++*(int *)ctx;
+}
+
+/* The plan with its hint, side by side, says what the plan then the hint say in turn;
+ * the plain run tells once that its live segments passed the card, and only when they
+ * did. */
+static void test_advise_as_in_turn(void **state)
+{
+	struct model_shape m;
+	struct train_settings t;
+	struct fit f = { .gpu_bytes = 12800 * MiB };
+	struct plan_result r, r_turn;
+	struct hint h, h_turn;
+	const char *why;
+	int told = 0;
+	(void)state;
+
+	llama1b(&m, &t);
+	for (int64_t seq = 64; seq <= 16384; seq *= 4) {
+		t.seq = seq;
+		assert_int_equal(plan_advise(&f, &m, &t, NULL, 0, &r, &h, &why), 0);
+		assert_int_equal(fit_plan(&f, &m, &t, &r_turn, &why), 0);
+		memset(&h_turn, 0, sizeof(h_turn));
+		if (!fit_ok(&f, &r_turn))
+			assert_int_equal(hint_find(&f, &m, &t, NULL, NULL, 0, &h_turn), 0);
+		assert_memory_equal(&r, &r_turn, sizeof(r));
+		assert_int_equal(h.found, h_turn.found);
+		assert_int_equal(h.changes, h_turn.changes);
+		assert_memory_equal(h.value, h_turn.value, sizeof(h.value));
+		assert_int_equal(h.plan.device_peak_bytes, h_turn.plan.device_peak_bytes);
+	}
+	/* some of them fit, some not */
+	assert_true(r.oom);
+	t.seq = 64;
+	assert_int_equal(plan_advise(&f, &m, &t, NULL, 0, &r, &h, &why), 0);
+	assert_true(fit_ok(&f, &r) && !h.tried);
+	t.seq = 16384;
+	t.past = count_past;
+	t.past_ctx = &told;
+	assert_int_equal(fit_plan(&f, &m, &t, &r, &why), 0);
+	assert_int_equal(told, 1);
+	t.seq = 64;
+	assert_int_equal(fit_plan(&f, &m, &t, &r, &why), 0);
+	assert_int_equal(told, 1);
+	assert_true(fit_runs(&f, &r));
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -217,6 +267,7 @@ int main(void)
 		cmocka_unit_test(test_locks_and_batch),
 		cmocka_unit_test(test_nothing_fits),
 		cmocka_unit_test(test_kind_kept_before_lora),
+		cmocka_unit_test(test_advise_as_in_turn),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
