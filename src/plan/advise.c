@@ -56,7 +56,7 @@ static int beside(struct advise *a, const struct train_settings *t, const char *
 		pthread_cond_wait(&a->cv, &a->mu);
 	past = a->past;
 	pthread_mutex_unlock(&a->mu);
-	if (past) /* it cannot complete: no margin makes it fit */
+	if (past) /* (the hint is only asked for when the plan does not fit: see below) */
 		hint_find(a->f, a->m, t, NULL, locks, nlocks, h);
 	pthread_join(th, NULL);
 	return past;
@@ -86,7 +86,9 @@ int plan_advise(const struct fit *f, const struct model_shape *m, const struct t
 	*why = a.why;
 	if (a.rc)
 		return a.rc;
-	if (!found && !fit_ok(f, r))
+	if (fit_ok(f, r)) /* told early, and then the run on the card took less */
+		memset(h, 0, sizeof(*h));
+	else if (!found)
 		hint_find(f, m, t, NULL, locks, nlocks, h);
 	return 0;
 }

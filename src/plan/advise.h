@@ -1,8 +1,9 @@
 /* A plan and, when it does not fit with the margin, its hint (plan/hint.h): what
- * `headroom plan` prints. Where the plan's plain run shows early that it cannot complete
- * on the GPU (its live segments pass the card), the hint's plans start then, on another
- * thread, while the plan runs on to its whole figures: a plan that does not fit costs
- * little more than one that does. The same answer as fit_plan then hint_find. */
+ * `headroom plan` prints. Where the plan's plain run shows early that it will not fit
+ * (its live segments pass the card, or leave less than the margin), the hint's plans
+ * start then, on another thread, while the plan runs on to its whole figures: a plan
+ * that does not fit costs little more than one that does. The same answer as fit_plan
+ * then hint_find. */
 #ifndef HEADROOM_PLAN_ADVISE_H
 #define HEADROOM_PLAN_ADVISE_H
 

@@ -161,30 +161,34 @@ static int next_held(const struct alloc_sim *a, int pool, int k)
 	return ALLOC_SIM_BUCKETS;
 }
 
-/* The free block of the pool that best fits size, and the one after it in best-fit
- * order (*next, -1 none); -1 when none fits. */
-static int best_fit(struct alloc_sim *a, int pool, uint64_t size, int *next)
-{
-	int best = -1;
+/* A free block's place in the free lists: its bucket and its index there. */
+struct free_at {
+	int block;                 /* -1: none */
+	int k;
+	size_t f;
+};
 
-	*next = -1;
+/* The free block of the pool that best fits size into *best, and the one after it in
+ * best-fit order into *next (block -1: none). */
+static void best_fit(struct alloc_sim *a, int pool, uint64_t size, struct free_at *best, struct free_at *next)
+{
+	best->block = next->block = -1;
 	for (int k = next_held(a, pool, bucket(size)); k < ALLOC_SIM_BUCKETS; k = next_held(a, pool, k + 1)) {
 		struct sim_bucket *q = &a->freeb[pool][k];
-		size_t f = best < 0 ? free_place(q, size, INT_MAX, 0) : 0;
+		size_t f = best->block < 0 ? free_place(q, size, INT_MAX, 0) : 0;
 
 		if (f >= q->n)
 			continue;
-		if (best >= 0) {
-			*next = q->v[f].block;
-			break;
+		if (best->block >= 0) {
+			*next = (struct free_at){ q->v[f].block, k, f };
+			return;
 		}
-		best = q->v[f].block;
+		*best = (struct free_at){ q->v[f].block, k, f };
 		if (f + 1 < q->n) {
-			*next = q->v[f + 1].block;
-			break;
+			*next = (struct free_at){ q->v[f + 1].block, k, f + 1 };
+			return;
 		}
 	}
-	return best;
 }
 
 /* Give back every segment with nothing allocated in it (a free block with no
@@ -309,17 +313,19 @@ int alloc_sim_malloc(struct alloc_sim *a, uint64_t size)
 
 int alloc_sim_malloc_on(struct alloc_sim *a, uint64_t size, int stream)
 {
-	int pool, best, next;
+	int pool, best;
+	struct free_at fit, next;
 
 	size = size < MIN_BLOCK ? MIN_BLOCK : (size + MIN_BLOCK - 1) / MIN_BLOCK * MIN_BLOCK;
 	pool = (size <= SMALL_SIZE ? 0 : 1) + 2 * (stream >= 0 && stream < ALLOC_SIM_STREAMS ? stream : 0);
-	best = best_fit(a, pool, size, &next);
+	best_fit(a, pool, size, &fit, &next);
 	/* expandable: the free block at the segment's end counts as large as it could grow,
 	 * so any other block that fits goes first */
-	if (a->expandable && best >= 0 && best == a->tail[pool] && next >= 0)
-		best = next;
+	if (a->expandable && fit.block >= 0 && fit.block == a->tail[pool] && next.block >= 0)
+		fit = next;
+	best = fit.block;
 	if (best >= 0) {
-		free_del(a, best);
+		free_remove_at(a, &a->freeb[pool][fit.k], fit.f);
 		if (a->expandable)
 			remap(a, size, pool % 2 == 0 ? SMALL_BUFFER : LARGE_BUFFER);
 	} else if (a->expandable) {

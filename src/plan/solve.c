@@ -45,11 +45,16 @@ static int plan_on(const struct fit *f, const struct model_shape *m, const struc
 
 	if (give_up && f->gpu_bytes)
 		on_gpu.give_up_bytes = usable > ctx ? usable - ctx : 1;
-	/* told when its live segments pass the card: the test below then fails */
-	if (f->gpu_bytes)
-		on_gpu.past_bytes = usable > ctx ? usable - ctx : 1;
-	else
+	/* told when its live segments pass the card, or leave less than the margin: the
+	 * answer is then no, or (past the card, where the run as it goes on the card may
+	 * need less) most likely no */
+	if (f->gpu_bytes) {
+		uint64_t room = f->gpu_bytes > f->margin_bytes ? f->gpu_bytes - f->margin_bytes : 0;
+		room = room < usable ? room : usable;
+		on_gpu.past_bytes = room > ctx ? room - ctx : 1;
+	} else {
 		on_gpu.past = NULL;
+	}
 	rc = plan_compute(m, &on_gpu, r, why);
 	on_gpu.past = NULL;
 	if (rc || !f->gpu_bytes)
