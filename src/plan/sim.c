@@ -1415,7 +1415,10 @@ static int attn_backward(struct step *s, int g, int g_bytes, struct tlist *sv, s
 		gk = rms_backward(s, T * k, hd, gk, qb, (int)ab, sv, S_KNORM_W, S_KNORM, 0);
 		gq = rms_backward(s, T * qd, hd, gq, qb, (int)ab, sv, S_QNORM_W, S_QNORM, 0);
 	}
-	int vw = view_copy(s, dv, s->kv_heads, ab * T * k);
+	/* sdpa's dv already has v_proj's token-major layout where nothing was repeated or
+	 * cast (traced: a checkpointed qwen3-14b in bf16); from a cache's copy or repeat_kv's
+	 * sum it is head-major */
+	int vw = s->kv || ku != k ? view_copy(s, dv, s->kv_heads, ab * T * k) : dv;
 	int acc = proj_backward(s, vw, (int)ab, h, p->v, s->autocast, 0, sv, S_V_IN, grads, gw_bytes);
 	if (s->fam->qk_norm == QK_NORM_EACH)
 		gk = rms_backward(s, T * k, hd, gk, qb, (int)ab, sv, S_KNORM_W, S_KNORM, 0);
