@@ -35,7 +35,7 @@ static const char usage_head[] =
 	"\n"
 	"Predict the peak GPU memory of a training step (or inference) of a Hugging Face model\n"
 	"from its config.json (llama, mistral, qwen2, qwen3, phi3, gemma, gemma2, gemma3_text,\n"
-	"qwen3_moe, mixtral, gpt2), and say whether it fits the GPU; the first lines say what\n"
+	"qwen3_moe, mixtral, gpt2, llama4_text), and say whether it fits the GPU; the first lines say what\n"
 	"was assumed (precision and dtypes, optimizer, batch x seq, checkpointing, attention,\n"
 	"use_cache). Every allocated byte at the peak is named (weights, gathered parameters,\n"
 	"gradients, optimizer states and temporaries, activations, backward temporaries,\n"
@@ -472,6 +472,8 @@ static void print_assumed(const char *label, const struct plan_args *a, const st
 		    t->inference ? "on (the KV cache)"
 		    : settings_cache_on(t) ? "on (keys and values held to the next step; --no-use-cache if off)"
 		    : t->grad_ckpt ? "off (checkpointing turns it off)" : "off");
+	if (model_family(m)->assumes) /* what the family's plan assumes of transformers' code */
+		strbuf_addf(&sb, "%*s%s: %s\n", (int)strlen(label) + 2, "", m->type, model_family(m)->assumes);
 	fputs(strbuf_str(&sb), stdout);
 	strbuf_release(&sb);
 }

@@ -115,7 +115,7 @@ static int moe_from_json(json_t *cfg, const struct family *f, struct model_shape
 {
 	json_t *v;
 
-	if (f->mlp != MLP_MOE)
+	if (f->mlp != MLP_MOE && f->mlp != MLP_DENSE_MOE)
 		return 0;
 	m->experts = f->experts;
 	m->experts_per_tok = f->experts_per_tok;
@@ -140,6 +140,102 @@ static int moe_from_json(json_t *cfg, const struct family *f, struct model_shape
 		*err = xstrdup("config.json: mlp_only_layers (dense layers among sparse ones) is not modelled");
 		return -EINVAL;
 	}
+	return 0;
+}
+
+/* A per-layer list (key) that must be what every step-th layer's pattern makes it: entry
+ * i is on_value where (i + 1) % step == 0 (step 0: never), the other value elsewhere.
+ * Absent or null: 0. Else -EINVAL naming the key. */
+static int pattern_list(json_t *cfg, const char *key, int64_t layers, int64_t step, const char *on_value,
+			const char *off_value, char **err)
+{
+	json_t *v = json_object_get(cfg, key), *e;
+	size_t i;
+
+	if (!v || json_is_null(v) || (json_is_array(v) && !json_array_size(v))) /* empty: the default */
+		return 0;
+	if (!json_is_array(v) || (int64_t)json_array_size(v) != layers)
+		goto bad;
+	json_array_foreach(v, i, e) {
+		int on = step && (int64_t)(i + 1) % step == 0;
+		const char *want = on ? on_value : off_value;
+		char num[8];
+		if (json_is_integer(e))
+			snprintf(num, sizeof(num), "%lld", (long long)json_integer_value(e));
+		const char *got = json_is_string(e) ? json_string_value(e) : json_is_integer(e) ? num : "";
+		if (strcmp(got, want))
+			goto bad;
+	}
+	return 0;
+bad:
+	*err = xasprintf("config.json: %s must list %lld layers with %s every %lld-th and %s elsewhere (the pattern "
+			 "its interval makes); other lists are not modelled", key, (long long)layers, on_value,
+			 (long long)step, off_value);
+	return -EINVAL;
+}
+
+/* moe_layers: the MoE layers' indices, range(step - 1, layers, step). Returns the step,
+ * or 0 (absent) or -EINVAL. */
+static int64_t moe_layers_step(json_t *cfg, int64_t layers, char **err)
+{
+	json_t *v = json_object_get(cfg, "moe_layers"), *e;
+	size_t i;
+	int64_t step = 0;
+
+	if (!v || json_is_null(v) || (json_is_array(v) && !json_array_size(v))) /* empty: the default */
+		return 0;
+	if (!json_is_array(v) || !json_array_size(v) || !json_is_integer(json_array_get(v, 0)))
+		goto bad;
+	step = json_integer_value(json_array_get(v, 0)) + 1;
+	if (step < 1 || step > layers || (int64_t)json_array_size(v) != layers / step)
+		goto bad;
+	json_array_foreach(v, i, e)
+		if (!json_is_integer(e) || json_integer_value(e) != (int64_t)(i + 1) * step - 1)
+			goto bad;
+	return step;
+bad:
+	*err = xstrdup("config.json: moe_layers must list every N-th layer from layer N - 1 (as "
+		       "interleave_moe_layer_step makes it); other lists are not modelled");
+	return -EINVAL;
+}
+
+/* A boolean field, def when absent or null. */
+static int bool_field(json_t *cfg, const char *key, int def)
+{
+	json_t *v = json_object_get(cfg, key);
+
+	return json_is_boolean(v) ? json_is_true(v) : def;
+}
+
+/* llama4_text's layers (an interleaved family's): MoE on every interleave_moe_layer_step-th
+ * (or as moe_layers lists them), gated MLPs of intermediate_size_mlp between, the shared
+ * expert as wide as the experts; every no_rope_layer_interval-th layer (or as
+ * no_rope_layers lists them, 1 meaning rotary) without rotary embedding and with full
+ * attention, the others chunked by attention_chunk_size (as layer_types lists them) */
+static int layers_from_json(json_t *cfg, const struct family *f, struct model_shape *m, char **err)
+{
+	int64_t step;
+
+	if (!f->interleaved)
+		return 0;
+	m->moe_step = 1, m->dense_inter = f->dense_inter, m->nope_step = f->nope_interval;
+	m->sliding_window = f->chunk;
+	m->shared_inter = m->intermediate;
+	if (maybe(cfg, NAMES("interleave_moe_layer_step"), PLAN_MAX_LAYERS, &m->moe_step, err) ||
+	    maybe(cfg, NAMES("intermediate_size_mlp"), PLAN_MAX_WIDTH, &m->dense_inter, err) ||
+	    maybe(cfg, NAMES("no_rope_layer_interval"), PLAN_MAX_LAYERS, &m->nope_step, err) ||
+	    maybe(cfg, NAMES("attention_chunk_size"), PLAN_MAX_SEQ, &m->sliding_window, err))
+		return -EINVAL;
+	if ((step = moe_layers_step(cfg, m->layers, err)) < 0)
+		return -EINVAL;
+	if (step)
+		m->moe_step = step;
+	if (pattern_list(cfg, "no_rope_layers", m->layers, m->nope_step, "0", "1", err) ||
+	    pattern_list(cfg, "layer_types", m->layers, m->nope_step, "full_attention", "chunked_attention", err))
+		return -EINVAL;
+	m->sliding_pattern = m->nope_step ? m->nope_step : PLAN_MAX_LAYERS + 1;
+	m->qk_l2 = f->qk_norm == QK_NORM_L2 && bool_field(cfg, "use_qk_norm", 1);
+	m->nope_temperature = f->nope_temperature && bool_field(cfg, "attn_temperature_tuning", 1);
 	return 0;
 }
 
@@ -245,6 +341,8 @@ int model_shape_from_json(json_t *cfg, struct model_shape *m, char **err)
 	if (json_is_boolean(v) && f->reads_attention_bias)
 		m->qkv_bias = m->o_bias = json_is_true(v);
 	if (sizes_from_json(cfg, f, m, err))
+		return -EINVAL;
+	if (layers_from_json(cfg, f, m, err))
 		return -EINVAL;
 	if (f->sliding && sliding_from_json(cfg, m, f->sliding_window,
 					    f->sliding_pattern == SLIDE_EVERY_LAYER ? PLAN_MAX_LAYERS + 1

@@ -32,6 +32,14 @@ static const struct family families[] = {
 	/* two rotary sets: the local layers' and the global ones' */
 	{ .type = "gemma3_text", GEMMA, .rotary_sets = 2, .post_norms = 1, .qk_norm = QK_NORM_AFTER, .sliding = 1,
 	  .sliding_window = 4096, .sliding_pattern = 6 },
+	/* MoE on every interleave_moe_layer_step-th layer, gated MLPs of intermediate_size_mlp
+	 * between; every no_rope_layer_interval-th layer without rotary embedding and with full
+	 * attention, the others chunked */
+	{ .type = "llama4_text", ROPE, .reads_attention_bias = 1, .mlp = MLP_DENSE_MOE, .qk_norm = QK_NORM_L2,
+	  .experts_key = "num_local_experts", .experts = 16, .experts_per_tok = 1, .interleaved = 1,
+	  .dense_inter = 16384, .nope_interval = 4, .chunk = 8192, .rope_complex = 1, .nope_temperature = 1,
+	  .assumes = "every expert computed on every token (transformers' Llama4TextMoe); chunked layers "
+		     "masked as sliding ones once seq reaches attention_chunk_size" },
 };
 
 #define NFAMILIES (sizeof(families) / sizeof(families[0]))

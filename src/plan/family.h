@@ -23,6 +23,8 @@ enum qk_norm_at {
 	QK_NORM_NONE,
 	QK_NORM_EACH,    /* as each projection returns (qwen3) */
 	QK_NORM_AFTER,   /* after q, k and v are all projected (gemma3) */
+	QK_NORM_L2,      /* a weightless L2 norm of the rotated q and k, on rotary layers
+			  * only, when use_qk_norm (llama4_text) */
 };
 
 /* Where a position enters. */
@@ -45,6 +47,9 @@ enum mlp_kind {
 	MLP_GATED,       /* down(act(gate(x)) x up(x)) */
 	MLP_GELU,        /* GPT-2's c_proj(gelu_new(c_fc(x))), with biases and dropout */
 	MLP_MOE,         /* routed gated experts behind a router (grouped_mm) */
+	MLP_DENSE_MOE,   /* every expert run on every token, weighed by a top-k sigmoid
+			  * router, a shared expert added in place (llama4_text:
+			  * op_dense_moe.c) */
 	MLP_KINDS
 };
 
@@ -97,6 +102,21 @@ struct family {
 	int gpt2_keys;                   /* n_embd, n_layer, n_head, n_inner, n_positions */
 	int64_t positions_default;       /* learned positions */
 	int64_t inner_per_hidden;        /* n_inner's default: this many x n_embd */
+	/* llama4_text's: layers of two kinds, rotary and not, chunked attention */
+	int interleaved;                 /* interleave_moe_layer_step (or moe_layers): the MLP
+					  * kind on every N-th layer, a gated MLP of
+					  * intermediate_size_mlp on the others */
+	int64_t dense_inter;             /* intermediate_size_mlp's default */
+	int64_t nope_interval;           /* no_rope_layer_interval's default: every N-th layer
+					  * has no rotary embedding (0: every layer has it) */
+	int64_t chunk;                   /* attention_chunk_size's default: the rotary layers
+					  * attend within chunks, as sliding windows do to masks
+					  * and k/v copies (0: no chunked attention) */
+	int rope_complex;                /* the rotation as a complex product over fp32 copies
+					  * of q and k, before their transpose */
+	int nope_temperature;            /* attn_temperature_tuning: q scaled on layers without
+					  * rotary embedding (an fp32 product, cast back) */
+	const char *assumes;             /* what the plan of this family assumes, said aloud */
 };
 
 /* The row of model_type type, or NULL. */

@@ -60,29 +60,47 @@ static int64_t norm_params(const struct family *f, int64_t dim)
 	return f->norm == NORM_LAYER ? 2 * dim : dim;
 }
 
-/* Parameters of one decoder layer, from its family's description. */
-static int64_t layer_params(const struct model_shape *m)
+/* Whether layer l has the family's MLP (an interleaved family's every moe_step-th),
+ * else a gated one of dense_inter units. */
+static int family_mlp_at(const struct model_shape *m, int64_t l)
+{
+	return !m->moe_step || (l + 1) % m->moe_step == 0;
+}
+
+/* Parameters of decoder layer l, from its family's description. */
+static int64_t layer_params(const struct model_shape *m, int64_t l)
 {
 	const struct family *f = model_family(m);
 	int64_t h = m->hidden, q = q_dim(m), k = kv_dim(m), I = m->intermediate, mlp;
 
-	switch (f->mlp) {
+	switch (family_mlp_at(m, l) ? f->mlp : MLP_GATED) {
 	case MLP_MOE: /* each expert's gate, up and down, and the router's row */
-		mlp = m->experts * (3 * h * m->moe_inter + h);
+	case MLP_DENSE_MOE:
+		mlp = m->experts * (3 * h * m->moe_inter + h) + 3 * h * m->shared_inter;
 		break;
 	case MLP_GELU: /* c_fc and c_proj with their biases */
 		mlp = 2 * h * I + I + h;
 		break;
 	default:
-		mlp = 3 * h * I;
+		mlp = 3 * h * (m->moe_step ? m->dense_inter : I);
 	}
 	int64_t p = h * q + 2 * h * k + q * h + mlp + (f->post_norms ? 4 : 2) * norm_params(f, h);
 	if (m->qkv_bias)
 		p += q + 2 * k;
 	if (m->o_bias)
 		p += h;
-	if (f->qk_norm != QK_NORM_NONE)
+	if (f->qk_norm != QK_NORM_NONE && f->qk_norm != QK_NORM_L2) /* (the L2 norm has no weight) */
 		p += 2 * m->head_dim;
+	return p;
+}
+
+/* Parameters of layers first..last. */
+static int64_t layers_params(const struct model_shape *m, int64_t first, int64_t last)
+{
+	int64_t p = 0;
+
+	for (int64_t l = first; l <= last; l++)
+		p += layer_params(m, l);
 	return p;
 }
 
@@ -93,7 +111,7 @@ static int64_t trained_params(const struct model_shape *m, const struct train_se
 	int64_t p = model_params(m), vh = m->vocab * m->hidden;
 
 	if (t->freeze_last >= t->freeze_first)
-		p -= (t->freeze_last - t->freeze_first + 1) * layer_params(m);
+		p -= layers_params(m, t->freeze_first, t->freeze_last);
 	if (m->tied && (t->freeze_embed || t->freeze_head))
 		return p - vh;
 	return p - (t->freeze_embed ? vh : 0) - (t->freeze_head ? vh : 0);
@@ -106,7 +124,7 @@ int64_t model_params(const struct model_shape *m)
 
 	if (f->positions == POS_LEARNED)
 		emb += m->positions * m->hidden;
-	return emb + m->layers * layer_params(m) + norm_params(f, m->hidden);
+	return emb + layers_params(m, 0, m->layers - 1) + norm_params(f, m->hidden);
 }
 
 /* The plan from a simulation: each component as the simulation tagged its blocks at

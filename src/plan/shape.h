@@ -23,6 +23,13 @@ struct model_shape {
 	/* sliding-window layers (the family's, or its config's window): every layer but each
 	 * sliding_pattern-th attends within sliding_window positions (0: no sliding layers) */
 	int64_t sliding_window, sliding_pattern;
+	/* layers of two kinds (the family's interleaved): the family's MLP on every
+	 * moe_step-th layer, a gated MLP of dense_inter units on the others (0: one kind) */
+	int64_t moe_step, dense_inter;
+	int64_t shared_inter;     /* the experts' shared expert's width (0: none) */
+	int64_t nope_step;        /* every nope_step-th layer has no rotary embedding (0: none) */
+	int qk_l2;                /* q and k L2-normalized on rotary layers (QK_NORM_L2's use_qk_norm) */
+	int nope_temperature;     /* q scaled on layers without rotary embedding */
 };
 
 /* m's family row. */

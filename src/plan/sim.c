@@ -48,6 +48,13 @@ enum stage {
 	S_QKV_IN,  /* q/k/v projections: their input or autocast's casts (q's) */
 	S_NORM1_W, /* the input norm's weight: the normalized tensor */
 	S_NORM1,   /* the input norm: the rest */
+	/* llama4_text's MoE (op_dense_moe.inc), after its shared expert's in the backward */
+	S_XDOWN,   /* the experts' down bmm: its input */
+	S_XMUL,    /* their act x up: act */
+	S_XGATE,   /* their silu and up's slice: gate_up */
+	S_XIN,     /* their gate_up bmm: the weighted copies */
+	S_XREP,    /* the weighting: the copies and the weights */
+	S_XROUTER, /* the router's sigmoid and scatter */
 };
 
 /* One decoder layer's parameter tensors, in elements. phi3 fuses q, k and v into one
@@ -61,6 +68,7 @@ struct layer_params {
 					  * then all experts', stacked) */
 	int64_t q_bias, k_bias, v_bias;  /* 0 without qkv_bias */
 	int64_t o_bias;                  /* 0 without o_bias */
+	int64_t shared_gate, shared_up, shared_down; /* the experts' shared expert's (0 none) */
 };
 
 /* A LoRA adapter's tensor (A or B of one adapted projection). */
@@ -128,6 +136,13 @@ struct step {
 	int jitter_id;            /* the jitter tensor held now, 0 none */
 	struct tlist *rot_last;   /* a rotary set's cos and sin, to go at their last use (the q
 				   * rotation of the lowest trained layer using it); NULL in others */
+	/* the layer now (layer_at): an interleaved family's MLP kind, rotary or not */
+	enum mlp_kind mlp;
+	int rope_on;              /* q and k rotated */
+	int qk_l2;                /* q and k L2-normalized (a rotary layer of a use_qk_norm model) */
+	int temperature;          /* q scaled (a layer without rotary embedding) */
+	int64_t moe_step, dense_inter, shared_inter, nope_step; /* (model_shape) */
+	int model_qk_l2, model_temperature;
 };
 
 struct layer_fwd;
@@ -278,7 +293,8 @@ static int norm_out_bytes(const struct step *s, int in_bytes)
 /* Bytes an element of q and k as their norms leave them (qwen3's; gemma's cast back). */
 static int64_t qk_bytes(const struct step *s)
 {
-	return s->fam->qk_norm != QK_NORM_NONE && s->fam->norm == NORM_RMS ? norm_out_bytes(s, s->act_bytes) : s->act_bytes;
+	int normed = s->fam->qk_norm != QK_NORM_NONE && s->fam->qk_norm != QK_NORM_L2; /* (L2: type_as) */
+	return normed && s->fam->norm == NORM_RMS ? norm_out_bytes(s, s->act_bytes) : s->act_bytes;
 }
 
 /* Bytes an element of the rotated q and k, and of the cache's keys and values: fp32
@@ -1026,19 +1042,44 @@ struct attn_live {
 	int qe, ke;               /* q and k rotated */
 };
 
+#include "plan/op_position.inc"
+
+/* q's and k's positions: rotated (complex for rope_complex families: op_position.inc;
+ * not on a layer without rotary embedding), then on an L2 family's rotary layers their
+ * weightless norms (what they keep into sv; NULL without autograd), on the others q's
+ * temperature. q and k go once replaced. */
+static void position_qk(struct step *s, struct tlist *sv, struct attn_live *a)
+{
+	int64_t T = s->tokens, qd = s->q_dim, k = s->kv_dim, rq = kv_bytes(s), qb = qk_bytes(s);
+
+	if (!s->rope_on) {
+		a->qe = a->q, a->ke = a->kk;
+	} else if (s->fam->rope_complex) {
+		rope_complex(s, a);
+	} else {
+		a->qe = rope(s, rq * T * qd, qb * T * qd);
+		a->ke = rope(s, rq * T * k, qb * T * k);
+		drop(s, a->q), drop(s, a->kk); /* apply_rotary_pos_emb returns both */
+	}
+	if (s->qk_l2) {
+		a->qe = l2_norm(s, sv, a->qe, T * s->heads, qd / s->heads, S_QNORM);
+		a->ke = l2_norm(s, sv, a->ke, T * s->kv_heads, k / s->kv_heads, S_KNORM);
+	}
+	if (s->temperature)
+		a->qe = temper(s, a->qe, T * qd);
+}
+
 /* The rotary embedding of q and k (two temporaries each; with fp32 cos/sin under
  * autocast the rotated q and k are fp32 and sdpa casts them back), then with use_cache
  * (the model's default; off with checkpointing) the keys and values copied into the
  * DynamicCache (concatenated onto an empty tensor of k's dtype): sdpa works on (and
  * keeps) the copies; the model's output holds the cache until the caller drops it. */
-static void rope_forward(struct step *s, struct attn_live *a)
+static void rope_forward(struct step *s, struct tlist *sv, struct attn_live *a)
 {
-	int64_t T = s->tokens, qd = s->q_dim, k = s->kv_dim, rq = kv_bytes(s), qb = qk_bytes(s);
+	int64_t T = s->tokens, k = s->kv_dim, rq = kv_bytes(s);
 
 	s->stage = S_SDPA;
-	a->qe = rope(s, rq * T * qd, qb * T * qd);
-	a->ke = rope(s, rq * T * k, qb * T * k);
-	drop(s, a->q), drop(s, a->kk); /* apply_rotary_pos_emb returns both */
+	position_qk(s, sv, a);
 	if (!s->kv)
 		return;
 	push(s->kv, tensor_as(s, rq * T * k, C_KV_CACHE));
@@ -1102,7 +1143,7 @@ static int sdpa_attn_forward(struct step *s, struct layer_fwd *c, struct tlist *
 		save(s, sv, a.v);
 	if (!s->autocast) /* (under autocast the fp32 norm output lives to the attention's end) */
 		drop(s, y);
-	rope_forward(s, &a);
+	rope_forward(s, sv, &a);
 	sdpa_forward(s, sv, &a, copies);
 	/* the output copied to q's layout (transpose().contiguous()), kept by o_proj for its
 	 * weight's gradient */
@@ -1409,7 +1450,8 @@ static int attn_backward(struct step *s, int g, int g_bytes, struct tlist *sv, s
 	}
 	if (vb != ab) /* to v's dtype */
 		dv = remake(s, dv, ab * T * k);
-	int gk = rope_backward(s, dk, T * k, rq, NULL), gq = rope_backward(s, dq, T * qd, rq, s->rot_last);
+	int gk = position_backward(s, dk, T * k, rq, NULL, sv, S_KNORM, 0);
+	int gq = position_backward(s, dq, T * qd, rq, s->rot_last, sv, S_QNORM, 1);
 	int64_t hd = qd / s->heads; /* q's and k's norms are over a head */
 	if (s->fam->qk_norm == QK_NORM_AFTER) { /* normalized after all three projections: first back */
 		gk = rms_backward(s, T * k, hd, gk, qb, (int)ab, sv, S_KNORM_W, S_KNORM, 0);
@@ -1653,6 +1695,9 @@ static void setup(struct step *s, const struct model_shape *m, const struct trai
 	}
 	s->lp.o = qd * h;
 	s->lp.down = s->experts ? s->experts * s->moe_inter * h : I * h;
+	s->mlp = s->fam->mlp, s->rope_on = 1;
+	s->moe_step = m->moe_step, s->dense_inter = m->dense_inter, s->shared_inter = m->shared_inter;
+	s->nope_step = m->nope_step, s->model_qk_l2 = m->qk_l2, s->model_temperature = m->nope_temperature;
 	if (s->fam->layer == LAYER_GPT2) /* its ops and LayerNorm's make their weights' gradients */
 		return;
 	s->lp.norm1 = s->lp.norm2 = h;
@@ -1662,6 +1707,35 @@ static void setup(struct step *s, const struct model_shape *m, const struct trai
 		s->lp.o_bias = s->hidden;
 }
 
+/* Layer l's kinds where they vary by layer (an interleaved family's): its MLP (the
+ * family's experts with their shared expert, or a gated MLP of dense_inter units) and
+ * their weights, whether q and k are rotated (and so L2-normalized), or q scaled. */
+static void layer_at(struct step *s, int64_t l)
+{
+	struct layer_params *p = &s->lp;
+	int64_t h = s->hidden;
+
+	if (s->nope_step) {
+		s->rope_on = (l + 1) % s->nope_step != 0;
+		s->qk_l2 = s->model_qk_l2 && s->rope_on;
+		s->temperature = s->model_temperature && !s->rope_on;
+	}
+	if (!s->moe_step)
+		return;
+	p->gate = p->up = p->gate_up = p->down = p->router = 0;
+	p->shared_gate = p->shared_up = p->shared_down = 0;
+	if ((l + 1) % s->moe_step == 0) {
+		s->mlp = s->fam->mlp, s->inter = s->shared_inter;
+		p->gate_up = s->experts * 2 * s->moe_inter * h;
+		p->down = s->experts * s->moe_inter * h;
+		p->router = s->experts * h;
+		p->shared_gate = p->shared_up = p->shared_down = h * s->shared_inter;
+	} else {
+		s->mlp = MLP_GATED, s->inter = s->dense_inter;
+		p->gate = p->up = p->down = h * s->dense_inter;
+	}
+}
+
 /* A sliding window the keys reach: the model builds its boolean mask, seq x seq, once a
  * forward (the window's comparison and the causal one, each and-ed in) for every
  * layer's sdpa. Returns it (0: none). */
@@ -1669,7 +1743,8 @@ static int sliding_mask(struct step *s)
 {
 	if (!s->sliding_window || s->seq < s->sliding_window)
 		return 0;
-	int64_t b = DT_BOOL * s->seq * s->seq;
+	/* (a chunked one a batch row each: its offsets are the row's) */
+	int64_t b = DT_BOOL * s->seq * s->seq * (s->fam->chunk ? s->batch : 1);
 	int m1 = tensor(s, b), m2 = tensor(s, b);
 	drop(s, m1);
 	int m3 = tensor(s, b), mask = tensor(s, b);
@@ -1686,6 +1761,7 @@ static int sliding_mask(struct step *s)
  * out sit there too). */
 static void layer_begin(struct step *s, int64_t l)
 {
+	layer_at(s, l);
 	int sliding = s->sliding_window && (l + 1) % s->sliding_pattern != 0;
 
 	s->mask_bytes = sliding && s->seq >= s->sliding_window ? s->act_bytes * s->batch * s->seq * s->seq : 0;
@@ -1708,11 +1784,12 @@ static int plain_qkv(struct step *s, int *q, int *kk)
 	*q = *kk = 0;
 	if (s->fam->fused_qkv)
 		return plain_linear(s, h, qd + 2 * k, s->lp.qkv, ca, LORA_Q | LORA_K | LORA_V);
+	int normed = s->fam->qk_norm != QK_NORM_NONE && s->fam->qk_norm != QK_NORM_L2; /* (L2: position_qk) */
 	*q = plain_linear(s, h, qd, s->lp.q, ca, LORA_Q);
-	if (s->fam->qk_norm != QK_NORM_NONE)
+	if (normed)
 		*q = remade_by(s, *q, plain_norm(s, T * s->heads, qd / s->heads, (int)ab));
 	*kk = plain_linear(s, h, k, s->lp.k, ca, LORA_K);
-	if (s->fam->qk_norm != QK_NORM_NONE)
+	if (normed)
 		*kk = remade_by(s, *kk, plain_norm(s, T * s->kv_heads, k / s->kv_heads, (int)ab));
 	return plain_linear(s, h, k, s->lp.v, ca, LORA_V);
 }
@@ -1746,15 +1823,14 @@ static int plain_sdpa(struct step *s, int cached)
  * frees the input. */
 static int sdpa_attn_plain(struct step *s, int y, struct tlist *cache)
 {
-	int64_t T = s->tokens, h = s->hidden, qd = s->q_dim, k = s->kv_dim;
-	int64_t qb = qk_bytes(s), rq = kv_bytes(s);
-	int q, kk, v = plain_qkv(s, &q, &kk), qkv = 0;
+	int64_t T = s->tokens, h = s->hidden, qd = s->q_dim, k = s->kv_dim, rq = kv_bytes(s);
+	struct attn_live a = { 0 };
+	int v = plain_qkv(s, &a.q, &a.kk), qkv = 0;
 
 	if (s->fam->fused_qkv) /* q, k and v its views */
 		qkv = v, v = 0;
-	int qe = rope(s, rq * T * qd, qb * T * qd);
-	int ke = rope(s, rq * T * k, qb * T * k);
-	drop(s, q), drop(s, kk);
+	position_qk(s, NULL, &a);
+	int qe = a.qe, ke = a.ke;
 	if (cache) {
 		push(cache, tensor_as(s, rq * T * k, C_KV_CACHE));
 		push(cache, tensor_as(s, rq * T * k, C_KV_CACHE));
@@ -1985,6 +2061,8 @@ static int plain_layer(struct step *s, int in, struct tlist *cache)
 	return out;
 }
 
+#include "plan/op_dense_moe.inc"
+
 static const struct sublayer_ops attn_kinds[ATTN_KINDS] = {
 	[ATTN_SDPA] = { sdpa_attn_forward, sdpa_attn_plain, sdpa_attn_backward, 0 },
 	[ATTN_GPT2] = { gpt2_attn_forward, gpt2_attn_plain, gpt2_attn_backward, 0 },
@@ -1995,6 +2073,7 @@ static const struct sublayer_ops mlp_kinds[MLP_KINDS] = {
 	[MLP_GATED] = { gated_mlp_forward, gated_mlp_plain, gated_mlp_backward, 1 },
 	[MLP_GELU] = { gelu_mlp_forward, gelu_mlp_plain, gelu_mlp_backward, 0 },
 	[MLP_MOE] = { moe_mlp_forward, moe_mlp_plain, moe_mlp_backward, 0 },
+	[MLP_DENSE_MOE] = { dense_moe_forward, dense_moe_plain, dense_moe_backward, 0 },
 };
 
 static const struct sublayer_ops *attn_op(const struct step *s)
@@ -2004,7 +2083,7 @@ static const struct sublayer_ops *attn_op(const struct step *s)
 
 static const struct sublayer_ops *mlp_op(const struct step *s)
 {
-	return &mlp_kinds[s->fam->mlp];
+	return &mlp_kinds[s->mlp];
 }
 
 /* cuBLAS's workspace: PyTorch allocates it through the caching allocator at the first
@@ -2024,7 +2103,7 @@ static int layer_frozen(const struct train_settings *t, int64_t l)
 	return l >= t->freeze_first && l <= t->freeze_last;
 }
 
-#define LAYER_WEIGHTS_MAX 16
+#define LAYER_WEIGHTS_MAX 19
 /* The root's weights: the embedding, learned positions, the final norm's weight and
  * bias, lm_head. */
 #define ROOT_WEIGHTS_MAX 5
@@ -2036,6 +2115,7 @@ static int decoder_weights(const struct step *s, int64_t *w)
 	const struct layer_params *p = &s->lp;
 	const int64_t lp[LAYER_WEIGHTS_MAX] = { p->q,      p->k,    p->v,      p->o,     p->qkv,
 						p->gate,   p->up,   p->gate_up, p->down, p->router,
+						p->shared_gate, p->shared_up, p->shared_down,
 						p->norm1,  p->norm2, p->q_bias, p->k_bias, p->v_bias,
 						p->o_bias };
 	int n = 0;
@@ -2083,7 +2163,7 @@ static void load(struct step *s, const struct model_shape *m, const struct train
 		 struct tlist *params, struct tlist *trained, int64_t shard)
 {
 	int64_t lw[LAYER_WEIGHTS_MAX], h = s->hidden;
-	int nlw = layer_weights(s, lw);
+	int nlw;
 	int emb_frozen = t->freeze_embed || (m->tied && t->freeze_head), id;
 	struct tlist none = { 0 };
 
@@ -2096,12 +2176,15 @@ static void load(struct step *s, const struct model_shape *m, const struct train
 		push(params, id = tensor(s, s->positions * h * s->weight_bytes / shard));
 		push(trained, id);
 	}
-	for (int64_t l = 0; l < s->layers; l++)
+	for (int64_t l = 0; l < s->layers; l++) {
+		layer_at(s, l);
+		nlw = layer_weights(s, lw);
 		for (int i = 0; i < nlw; i++) {
 			push(params, id = tensor(s, lw[i] * s->weight_bytes / shard));
 			if (!layer_frozen(t, l))
 				push(trained, id);
 		}
+	}
 	for (int i = 0; i < norm_tensors(s); i++) {
 		push(params, id = tensor(s, h * s->weight_bytes));
 		push(trained, id);

