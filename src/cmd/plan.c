@@ -35,7 +35,7 @@ static const char usage_head[] =
 	"\n"
 	"Predict the peak GPU memory of a training step (or inference) of a Hugging Face model\n"
 	"from its config.json (llama, mistral, qwen2, qwen3, phi3, gemma, gemma2, gemma3_text,\n"
-	"qwen3_moe, mixtral, gpt2, llama4_text), and say whether it fits the GPU; the first lines say what\n"
+	"qwen3_moe, mixtral, gpt2, llama4_text, gpt_oss), and say whether it fits the GPU; the first lines say what\n"
 	"was assumed (precision and dtypes, optimizer, batch x seq, checkpointing, attention,\n"
 	"use_cache). Every allocated byte at the peak is named (weights, gathered parameters,\n"
 	"gradients, optimizer states and temporaries, activations, backward temporaries,\n"
@@ -460,7 +460,7 @@ static void print_assumed(const char *label, const struct plan_args *a, const st
 	}
 	if (t->expandable) /* said only when on: the native allocator is PyTorch's default */
 		strbuf_addf(&sb, "%sallocator: expandable segments (expandable_segments:True)", ind);
-	strbuf_addf(&sb, "%sattention sdpa%s", ind,
+	strbuf_addf(&sb, "%sattention %s%s", ind, model_family(m)->attn_name ? model_family(m)->attn_name : "sdpa",
 		    strcmp(d.compute, "fp32") ? "" : " (its math kernel in fp32: it keeps the probabilities)");
 	int64_t sliding = sliding_layers(m);
 	if (sliding)

@@ -115,7 +115,7 @@ static int moe_from_json(json_t *cfg, const struct family *f, struct model_shape
 {
 	json_t *v;
 
-	if (f->mlp != MLP_MOE && f->mlp != MLP_DENSE_MOE)
+	if (f->mlp != MLP_MOE && f->mlp != MLP_DENSE_MOE && f->mlp != MLP_MOE_CLAMPED)
 		return 0;
 	m->experts = f->experts;
 	m->experts_per_tok = f->experts_per_tok;

@@ -40,6 +40,13 @@ static const struct family families[] = {
 	  .dense_inter = 16384, .nope_interval = 4, .chunk = 8192, .rope_complex = 1, .nope_temperature = 1,
 	  .assumes = "every expert computed on every token (transformers' Llama4TextMoe); chunked layers "
 		     "masked as sliding ones once seq reaches attention_chunk_size" },
+	/* sliding and full layers alternating from a sliding layer 0 */
+	{ .type = "gpt_oss", ROPE, .attn = ATTN_EAGER_SINKS, .mlp = MLP_MOE_CLAMPED, .qkv_bias = 1, .o_bias = 1,
+	  .reads_attention_bias = 1, .sliding = 1, .sliding_window = 128, .sliding_pattern = 2,
+	  .experts_key = "num_local_experts", .experts = 128, .experts_per_tok = 4, .sinks = 1, .expert_bias = 1,
+	  .router_bias = 1, .attn_name = "eager",
+	  .assumes = "eager attention with sinks (transformers 5.17 refuses sdpa for it): batch x heads x seq x "
+		     "seq scores a layer; bf16 experts (MXFP4 checkpoints dequantized)" },
 };
 
 #define NFAMILIES (sizeof(families) / sizeof(families[0]))

@@ -39,6 +39,9 @@ enum attn_kind {
 			  * model's fields), rotary, sdpa, o_proj */
 	ATTN_GPT2,       /* GPT-2's: c_attn (q, k, v fused, with its bias), sdpa, c_proj,
 			  * the residual dropout */
+	ATTN_EAGER_SINKS, /* eager attention (q k^T, scaled, masked, a sink column per head,
+			   * max-subtracted softmax, times v) over k and v repeated to every
+			   * head (gpt_oss: op_eager.inc) */
 	ATTN_KINDS
 };
 
@@ -49,7 +52,9 @@ enum mlp_kind {
 	MLP_MOE,         /* routed gated experts behind a router (grouped_mm) */
 	MLP_DENSE_MOE,   /* every expert run on every token, weighed by a top-k sigmoid
 			  * router, a shared expert added in place (llama4_text:
-			  * op_dense_moe.c) */
+			  * op_dense_moe.inc) */
+	MLP_MOE_CLAMPED, /* grouped_mm experts with biases and a clamped GLU behind a top-k
+			  * then softmax router with a bias (gpt_oss: op_clamped_moe.inc) */
 	MLP_KINDS
 };
 
@@ -117,6 +122,11 @@ struct family {
 	int nope_temperature;            /* attn_temperature_tuning: q scaled on layers without
 					  * rotary embedding (an fp32 product, cast back) */
 	const char *assumes;             /* what the plan of this family assumes, said aloud */
+	int sinks;                       /* a sink logit per head (a parameter of heads) */
+	int expert_bias;                 /* the experts' gate_up and down have biases */
+	int router_bias;                 /* the router's linear has a bias */
+	const char *attn_name;           /* the attention transformers runs, as "assumed" says
+					  * it (NULL: sdpa) */
 };
 
 /* The row of model_type type, or NULL. */

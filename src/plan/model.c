@@ -76,7 +76,12 @@ static int64_t layer_params(const struct model_shape *m, int64_t l)
 	switch (family_mlp_at(m, l) ? f->mlp : MLP_GATED) {
 	case MLP_MOE: /* each expert's gate, up and down, and the router's row */
 	case MLP_DENSE_MOE:
+	case MLP_MOE_CLAMPED:
 		mlp = m->experts * (3 * h * m->moe_inter + h) + 3 * h * m->shared_inter;
+		if (f->expert_bias) /* gate_up's and down's */
+			mlp += m->experts * (2 * m->moe_inter + h);
+		if (f->router_bias)
+			mlp += m->experts;
 		break;
 	case MLP_GELU: /* c_fc and c_proj with their biases */
 		mlp = 2 * h * I + I + h;
@@ -91,6 +96,8 @@ static int64_t layer_params(const struct model_shape *m, int64_t l)
 		p += h;
 	if (f->qk_norm != QK_NORM_NONE && f->qk_norm != QK_NORM_L2) /* (the L2 norm has no weight) */
 		p += 2 * m->head_dim;
+	if (f->sinks)
+		p += m->heads;
 	return p;
 }
 

@@ -55,6 +55,8 @@ enum stage {
 	S_XIN,     /* their gate_up bmm: the weighted copies */
 	S_XREP,    /* the weighting: the copies and the weights */
 	S_XROUTER, /* the router's sigmoid and scatter */
+	S_EPROBS,  /* eager attention's softmax: its probabilities (op_eager.inc) */
+	S_EPV,     /* its product with v: the probabilities' contiguous copy */
 };
 
 /* One decoder layer's parameter tensors, in elements. phi3 fuses q, k and v into one
@@ -69,6 +71,8 @@ struct layer_params {
 	int64_t q_bias, k_bias, v_bias;  /* 0 without qkv_bias */
 	int64_t o_bias;                  /* 0 without o_bias */
 	int64_t shared_gate, shared_up, shared_down; /* the experts' shared expert's (0 none) */
+	int64_t sinks;                   /* a sink logit a head (0 none) */
+	int64_t gate_up_bias, down_bias, router_bias; /* the experts' and router's biases (0 none) */
 };
 
 /* A LoRA adapter's tensor (A or B of one adapted projection). */
@@ -1696,6 +1700,12 @@ static void setup(struct step *s, const struct model_shape *m, const struct trai
 	s->lp.o = qd * h;
 	s->lp.down = s->experts ? s->experts * s->moe_inter * h : I * h;
 	s->mlp = s->fam->mlp, s->rope_on = 1;
+	if (s->fam->sinks)
+		s->lp.sinks = s->heads;
+	if (s->fam->expert_bias)
+		s->lp.gate_up_bias = s->experts * 2 * s->moe_inter, s->lp.down_bias = s->experts * h;
+	if (s->fam->router_bias)
+		s->lp.router_bias = s->experts;
 	s->moe_step = m->moe_step, s->dense_inter = m->dense_inter, s->shared_inter = m->shared_inter;
 	s->nope_step = m->nope_step, s->model_qk_l2 = m->qk_l2, s->model_temperature = m->nope_temperature;
 	if (s->fam->layer == LAYER_GPT2) /* its ops and LayerNorm's make their weights' gradients */
@@ -1739,8 +1749,12 @@ static void layer_at(struct step *s, int64_t l)
 /* A sliding window the keys reach: the model builds its boolean mask, seq x seq, once a
  * forward (the window's comparison and the causal one, each and-ed in) for every
  * layer's sdpa. Returns it (0: none). */
+static int eager_masks(struct step *s);
+
 static int sliding_mask(struct step *s)
 {
+	if (s->fam->attn == ATTN_EAGER_SINKS) /* eager attention's float masks, whatever the seq */
+		return eager_masks(s);
 	if (!s->sliding_window || s->seq < s->sliding_window)
 		return 0;
 	/* (a chunked one a batch row each: its offsets are the row's) */
@@ -2062,10 +2076,13 @@ static int plain_layer(struct step *s, int in, struct tlist *cache)
 }
 
 #include "plan/op_dense_moe.inc"
+#include "plan/op_eager.inc"
+#include "plan/op_clamped_moe.inc"
 
 static const struct sublayer_ops attn_kinds[ATTN_KINDS] = {
 	[ATTN_SDPA] = { sdpa_attn_forward, sdpa_attn_plain, sdpa_attn_backward, 0 },
 	[ATTN_GPT2] = { gpt2_attn_forward, gpt2_attn_plain, gpt2_attn_backward, 0 },
+	[ATTN_EAGER_SINKS] = { eager_attn_forward, eager_attn_plain, eager_attn_backward, 0 },
 };
 
 /* (a recompute stops early where traced: in the gated MLP) */
@@ -2074,6 +2091,7 @@ static const struct sublayer_ops mlp_kinds[MLP_KINDS] = {
 	[MLP_GELU] = { gelu_mlp_forward, gelu_mlp_plain, gelu_mlp_backward, 0 },
 	[MLP_MOE] = { moe_mlp_forward, moe_mlp_plain, moe_mlp_backward, 0 },
 	[MLP_DENSE_MOE] = { dense_moe_forward, dense_moe_plain, dense_moe_backward, 0 },
+	[MLP_MOE_CLAMPED] = { clamped_moe_forward, clamped_moe_plain, clamped_moe_backward, 0 },
 };
 
 static const struct sublayer_ops *attn_op(const struct step *s)
@@ -2103,7 +2121,7 @@ static int layer_frozen(const struct train_settings *t, int64_t l)
 	return l >= t->freeze_first && l <= t->freeze_last;
 }
 
-#define LAYER_WEIGHTS_MAX 19
+#define LAYER_WEIGHTS_MAX 23
 /* The root's weights: the embedding, learned positions, the final norm's weight and
  * bias, lm_head. */
 #define ROOT_WEIGHTS_MAX 5
@@ -2115,7 +2133,8 @@ static int decoder_weights(const struct step *s, int64_t *w)
 	const struct layer_params *p = &s->lp;
 	const int64_t lp[LAYER_WEIGHTS_MAX] = { p->q,      p->k,    p->v,      p->o,     p->qkv,
 						p->gate,   p->up,   p->gate_up, p->down, p->router,
-						p->shared_gate, p->shared_up, p->shared_down,
+						p->shared_gate, p->shared_up, p->shared_down, p->sinks,
+						p->gate_up_bias, p->down_bias, p->router_bias,
 						p->norm1,  p->norm2, p->q_bias, p->k_bias, p->v_bias,
 						p->o_bias };
 	int n = 0;
@@ -2989,6 +3008,7 @@ int sim_infer(const struct model_shape *m, const struct train_settings *t, int s
 		} else { /* rotary cos and sin */
 			cs = tensor(&s, 2 * s.act_bytes * s.tokens * (s.q_dim / s.heads)); /* cos and sin */
 		}
+		int em = s.fam->attn == ATTN_EAGER_SINKS ? eager_masks(&s) : 0; /* (sdpa builds none here) */
 		for (int64_t l = 0; l < s.layers; l++) {
 			layer_begin(&s, l);
 			int out = plain_layer(&s, x, &cache);
@@ -3000,7 +3020,7 @@ int sim_infer(const struct model_shape *m, const struct train_settings *t, int s
 		 * every position (model(input_ids)) */
 		int yf = s.fam->norm == NORM_LAYER ? layer_norm(&s, NULL, s.resid_bytes)
 						   : plain_norm(&s, s.tokens, s.hidden, s.resid_bytes);
-		drop(&s, x), drop(&s, cs), drop(&s, emb);
+		drop(&s, x), drop(&s, cs), drop(&s, emb), drop(&s, em);
 		int64_t lb = s.act_bytes * (t->logits_all ? s.tokens : s.batch) * s.vocab;
 		s.part = C_LOGITS;
 		int logits = tensor(&s, lb);

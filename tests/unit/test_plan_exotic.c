@@ -124,10 +124,50 @@ static void test_llama4_text(void **state)
 	assert_true(chunked >= within + 3 * 2ULL * 2 * 1024 * 1024);
 }
 
+#define GPT_OSS "{\"model_type\": \"gpt_oss\", \"hidden_size\": 256, \"num_hidden_layers\": 2," \
+		" \"num_attention_heads\": 8, \"num_key_value_heads\": 2, \"head_dim\": 32," \
+		" \"intermediate_size\": 256, \"vocab_size\": 1000"
+
+static void test_gpt_oss(void **state)
+{
+	struct model_shape m;
+
+	(void)state;
+	/* the development run's model as transformers built it: 2,804,643,712 parameters */
+	shape_of("{\"model_type\": \"gpt_oss\", \"hidden_size\": 2880, \"num_hidden_layers\": 2,"
+		 " \"num_attention_heads\": 64, \"num_key_value_heads\": 8, \"head_dim\": 64,"
+		 " \"intermediate_size\": 2880, \"num_local_experts\": 32, \"num_experts_per_tok\": 4,"
+		 " \"sliding_window\": 128, \"layer_types\": [\"sliding_attention\", \"full_attention\"],"
+		 " \"attention_bias\": true, \"vocab_size\": 201088, \"tie_word_embeddings\": false}", &m);
+	assert_int_equal(model_params(&m), 2804643712LL);
+	/* the config class's defaults: 128 experts, top 4, q/k/v/o biases, sliding windows
+	 * of 128 on layers 0, 2, 4... */
+	shape_of(GPT_OSS "}", &m);
+	assert_int_equal(m.experts, 128);
+	assert_int_equal(m.experts_per_tok, 4);
+	assert_int_equal(m.sliding_window, 128);
+	assert_int_equal(m.sliding_pattern, 2);
+	assert_true(m.qkv_bias && m.o_bias);
+	/* attention with biases and a sink a head; experts with biases; a router with one */
+	int64_t h = 256, attn = 2 * h * 256 + 2 * h * 64 + 256 + 2 * 64 + h + 8;
+	int64_t moe = 128 * (3 * h * 256 + h) + 128 * (2 * 256 + h) + 128;
+	assert_int_equal(model_params(&m), 2 * 1000 * h + h + 2 * (attn + moe + 2 * h));
+	shape_of(GPT_OSS ", \"attention_bias\": false}", &m);
+	assert_int_equal(model_params(&m), 2 * 1000 * h + h + 2 * (attn - 256 - 2 * 64 - h + moe + 2 * h));
+	refused(GPT_OSS ", \"layer_types\": [\"full_attention\", \"sliding_attention\"]}", "layer_types must list");
+	refused(GPT_OSS ", \"num_experts_per_tok\": 200}", "num_experts_per_tok 200 is more than the 128 experts");
+	/* eager attention: batch x heads x seq x seq scores, three alive at once (the masked
+	 * scores, the sinks' concatenation, its maxima subtracted), whatever the window */
+	uint64_t s1024 = peak(GPT_OSS ", \"num_local_experts\": 4}", 1, 1024, 1);
+	uint64_t s512 = peak(GPT_OSS ", \"num_local_experts\": 4}", 1, 512, 1);
+	assert_true(s1024 - s512 >= 3ULL * 2 * 8 * (1024 * 1024 - 512 * 512));
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_llama4_text),
+		cmocka_unit_test(test_gpt_oss),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
