@@ -115,7 +115,7 @@ static int moe_from_json(json_t *cfg, const struct family *f, struct model_shape
 {
 	json_t *v;
 
-	if (f->mlp != MLP_MOE && f->mlp != MLP_DENSE_MOE && f->mlp != MLP_MOE_CLAMPED)
+	if (f->mlp != MLP_MOE && f->mlp != MLP_DENSE_MOE && f->mlp != MLP_MOE_CLAMPED && f->mlp != MLP_MOE_SHARED_GATED)
 		return 0;
 	m->experts = f->experts;
 	m->experts_per_tok = f->experts_per_tok;
@@ -239,6 +239,36 @@ static int layers_from_json(json_t *cfg, const struct family *f, struct model_sh
 	return 0;
 }
 
+/* qwen3_next's hybrid layers (a family with full_step): full attention on every
+ * full_attention_interval-th layer (or as layer_types lists them), Gated DeltaNet on the
+ * others, its heads, head widths and conv kernel (linear_*); the shared expert's width. */
+static int hybrid_from_json(json_t *cfg, const struct family *f, struct model_shape *m, char **err)
+{
+	if (f->shared_default) {
+		m->shared_inter = f->shared_default;
+		if (maybe(cfg, NAMES("shared_expert_intermediate_size"), PLAN_MAX_WIDTH, &m->shared_inter, err))
+			return -EINVAL;
+	}
+	if (!f->full_step)
+		return 0;
+	m->full_step = f->full_step, m->lin_k_heads = f->lin_k_heads, m->lin_v_heads = f->lin_v_heads;
+	m->lin_k_dim = f->lin_k_dim, m->lin_v_dim = f->lin_v_dim, m->lin_conv = f->lin_conv;
+	if (maybe(cfg, NAMES("full_attention_interval"), PLAN_MAX_LAYERS, &m->full_step, err) ||
+	    maybe(cfg, NAMES("linear_num_key_heads"), PLAN_MAX_HEADS, &m->lin_k_heads, err) ||
+	    maybe(cfg, NAMES("linear_num_value_heads"), PLAN_MAX_HEADS, &m->lin_v_heads, err) ||
+	    maybe(cfg, NAMES("linear_key_head_dim"), PLAN_MAX_HEADS, &m->lin_k_dim, err) ||
+	    maybe(cfg, NAMES("linear_value_head_dim"), PLAN_MAX_HEADS, &m->lin_v_dim, err) ||
+	    maybe(cfg, NAMES("linear_conv_kernel_dim"), PLAN_MAX_HEADS, &m->lin_conv, err) ||
+	    pattern_list(cfg, "layer_types", m->layers, m->full_step, "full_attention", "linear_attention", err))
+		return -EINVAL;
+	if (m->lin_v_heads % m->lin_k_heads) {
+		*err = xasprintf("config.json: linear_num_value_heads %lld is not a multiple of linear_num_key_heads %lld",
+				 (long long)m->lin_v_heads, (long long)m->lin_k_heads);
+		return -EINVAL;
+	}
+	return 0;
+}
+
 /* The sizes: GPT-2's under its own keys (n_embd...; its MLP's width and its learned
  * positions by default as its row has them, as many key/value heads as heads), others'
  * under the common ones. */
@@ -342,7 +372,7 @@ int model_shape_from_json(json_t *cfg, struct model_shape *m, char **err)
 		m->qkv_bias = m->o_bias = json_is_true(v);
 	if (sizes_from_json(cfg, f, m, err))
 		return -EINVAL;
-	if (layers_from_json(cfg, f, m, err))
+	if (layers_from_json(cfg, f, m, err) || hybrid_from_json(cfg, f, m, err))
 		return -EINVAL;
 	if (f->sliding && sliding_from_json(cfg, m, f->sliding_window,
 					    f->sliding_pattern == SLIDE_EVERY_LAYER ? PLAN_MAX_LAYERS + 1

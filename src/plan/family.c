@@ -47,6 +47,13 @@ static const struct family families[] = {
 	  .router_bias = 1, .attn_name = "eager",
 	  .assumes = "eager attention with sinks (transformers 5.17 refuses sdpa for it): batch x heads x seq x "
 		     "seq scores a layer; bf16 experts (MXFP4 checkpoints dequantized)" },
+	{ .type = "qwen3_next", .norm = NORM_RMS_UNIT, ROPE, .attn = ATTN_GATED_SDPA, .qk_norm = QK_NORM_EACH,
+	  .reads_attention_bias = 1, .mlp = MLP_MOE_SHARED_GATED, .experts_key = "num_experts", .experts = 512,
+	  .experts_per_tok = 10, .moe_inter = 512, .shared_default = 512, .full_step = 4, .lin_k_heads = 16,
+	  .lin_v_heads = 32, .lin_k_dim = 128, .lin_v_dim = 128, .lin_conv = 4,
+	  .assumes = "Gated DeltaNet layers on transformers' reference PyTorch path (torch_chunk_gated_delta_rule: "
+		     "no flash-linear-attention, no causal-conv1d installed); the full layers' partial rotary "
+		     "planned over the whole head" },
 };
 
 #define NFAMILIES (sizeof(families) / sizeof(families[0]))

@@ -42,6 +42,11 @@ enum attn_kind {
 	ATTN_EAGER_SINKS, /* eager attention (q k^T, scaled, masked, a sink column per head,
 			   * max-subtracted softmax, times v) over k and v repeated to every
 			   * head (gpt_oss: op_eager.inc) */
+	ATTN_GATED_SDPA, /* ATTN_SDPA with q_proj twice as wide: its second half gates the
+			  * output, sigmoid(gate) x attention, before o_proj (qwen3_next's full
+			  * layers: op_gated_attn.inc) */
+	ATTN_DELTANET,   /* Gated DeltaNet linear attention on transformers' reference
+			  * PyTorch path (qwen3_next's linear layers: op_deltanet.inc) */
 	ATTN_KINDS
 };
 
@@ -55,6 +60,9 @@ enum mlp_kind {
 			  * op_dense_moe.inc) */
 	MLP_MOE_CLAMPED, /* grouped_mm experts with biases and a clamped GLU behind a top-k
 			  * then softmax router with a bias (gpt_oss: op_clamped_moe.inc) */
+	MLP_MOE_SHARED_GATED, /* MLP_MOE's experts after a shared gated MLP whose output is
+			       * weighed by sigmoid(Linear(hidden, 1)) (qwen3_next:
+			       * op_shared_moe.inc) */
 	MLP_KINDS
 };
 
@@ -127,6 +135,11 @@ struct family {
 	int router_bias;                 /* the router's linear has a bias */
 	const char *attn_name;           /* the attention transformers runs, as "assumed" says
 					  * it (NULL: sdpa) */
+	/* qwen3_next's hybrid layers: `attn` on every full_attention_interval-th layer
+	 * (full_step's default), Gated DeltaNet linear attention on the others */
+	int64_t full_step;               /* 0: every layer `attn` */
+	int64_t lin_k_heads, lin_v_heads, lin_k_dim, lin_v_dim, lin_conv; /* linear_*'s defaults */
+	int64_t shared_default;          /* shared_expert_intermediate_size's default (0: none) */
 };
 
 /* The row of model_type type, or NULL. */

@@ -67,6 +67,16 @@ static int family_mlp_at(const struct model_shape *m, int64_t l)
 	return !m->moe_step || (l + 1) % m->moe_step == 0;
 }
 
+/* A Gated DeltaNet's: in_proj_qkvz, in_proj_ba, the depthwise conv over q, k and v (no
+ * bias), dt_bias and A_log a value head each, the gated norm's weight, out_proj. */
+static int64_t deltanet_params(const struct model_shape *m)
+{
+	int64_t h = m->hidden, kd = m->lin_k_heads * m->lin_k_dim, vd = m->lin_v_heads * m->lin_v_dim;
+
+	return h * (2 * kd + 2 * vd) + h * 2 * m->lin_v_heads + (2 * kd + vd) * m->lin_conv +
+	       2 * m->lin_v_heads + m->lin_v_dim + vd * h;
+}
+
 /* Parameters of decoder layer l, from its family's description. */
 static int64_t layer_params(const struct model_shape *m, int64_t l)
 {
@@ -77,7 +87,10 @@ static int64_t layer_params(const struct model_shape *m, int64_t l)
 	case MLP_MOE: /* each expert's gate, up and down, and the router's row */
 	case MLP_DENSE_MOE:
 	case MLP_MOE_CLAMPED:
+	case MLP_MOE_SHARED_GATED:
 		mlp = m->experts * (3 * h * m->moe_inter + h) + 3 * h * m->shared_inter;
+		if (f->mlp == MLP_MOE_SHARED_GATED) /* the shared expert's gate, Linear(hidden, 1) */
+			mlp += h;
 		if (f->expert_bias) /* gate_up's and down's */
 			mlp += m->experts * (2 * m->moe_inter + h);
 		if (f->router_bias)
@@ -89,7 +102,10 @@ static int64_t layer_params(const struct model_shape *m, int64_t l)
 	default:
 		mlp = 3 * h * (m->moe_step ? m->dense_inter : I);
 	}
-	int64_t p = h * q + 2 * h * k + q * h + mlp + (f->post_norms ? 4 : 2) * norm_params(f, h);
+	if (m->full_step && (l + 1) % m->full_step) /* a Gated DeltaNet layer */
+		return deltanet_params(m) + mlp + 2 * norm_params(f, h);
+	int64_t p = h * q * (f->attn == ATTN_GATED_SDPA ? 2 : 1) + 2 * h * k + q * h + mlp +
+		    (f->post_norms ? 4 : 2) * norm_params(f, h);
 	if (m->qkv_bias)
 		p += q + 2 * k;
 	if (m->o_bias)

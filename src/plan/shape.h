@@ -30,6 +30,9 @@ struct model_shape {
 	int64_t nope_step;        /* every nope_step-th layer has no rotary embedding (0: none) */
 	int qk_l2;                /* q and k L2-normalized on rotary layers (QK_NORM_L2's use_qk_norm) */
 	int nope_temperature;     /* q scaled on layers without rotary embedding */
+	/* hybrid layers: the family's attention on every full_step-th layer, Gated DeltaNet on
+	 * the others (0: every layer the family's), its heads and widths, conv kernel */
+	int64_t full_step, lin_k_heads, lin_v_heads, lin_k_dim, lin_v_dim, lin_conv;
 };
 
 /* m's family row. */

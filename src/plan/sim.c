@@ -57,6 +57,9 @@ enum stage {
 	S_XROUTER, /* the router's sigmoid and scatter */
 	S_EPROBS,  /* eager attention's softmax: its probabilities (op_eager.inc) */
 	S_EPV,     /* its product with v: the probabilities' contiguous copy */
+	S_LIN,     /* a Gated DeltaNet's: all it keeps (op_deltanet.inc) */
+	S_OGATE,   /* the output gate's sigmoid and product (op_gated_attn.inc) */
+	S_SGATE,   /* the shared expert's gate: its sigmoid and product (op_shared_moe.inc) */
 };
 
 /* One decoder layer's parameter tensors, in elements. phi3 fuses q, k and v into one
@@ -73,6 +76,10 @@ struct layer_params {
 	int64_t shared_gate, shared_up, shared_down; /* the experts' shared expert's (0 none) */
 	int64_t sinks;                   /* a sink logit a head (0 none) */
 	int64_t gate_up_bias, down_bias, router_bias; /* the experts' and router's biases (0 none) */
+	int64_t shared_gate_w;           /* the shared expert's gate, Linear(hidden, 1) (0 none) */
+	/* a Gated DeltaNet layer's (0 in others): in_proj_qkvz, in_proj_ba, the conv, dt_bias,
+	 * A_log, the gated norm, out_proj */
+	int64_t lin_qkvz, lin_ba, lin_conv, lin_dt, lin_alog, lin_norm, lin_out;
 };
 
 /* A LoRA adapter's tensor (A or B of one adapted projection). */
@@ -147,6 +154,8 @@ struct step {
 	int temperature;          /* q scaled (a layer without rotary embedding) */
 	int64_t moe_step, dense_inter, shared_inter, nope_step; /* (model_shape) */
 	int model_qk_l2, model_temperature;
+	enum attn_kind attn;      /* the layer's attention kind (hybrid families: layer_at) */
+	int64_t full_step, lin_k_heads, lin_v_heads, lin_k_dim, lin_v_dim, lin_conv; /* (model_shape) */
 };
 
 struct layer_fwd;
@@ -1699,7 +1708,16 @@ static void setup(struct step *s, const struct model_shape *m, const struct trai
 	}
 	s->lp.o = qd * h;
 	s->lp.down = s->experts ? s->experts * s->moe_inter * h : I * h;
-	s->mlp = s->fam->mlp, s->rope_on = 1;
+	s->mlp = s->fam->mlp, s->rope_on = 1, s->attn = s->fam->attn;
+	s->full_step = m->full_step, s->lin_k_heads = m->lin_k_heads, s->lin_v_heads = m->lin_v_heads;
+	s->lin_k_dim = m->lin_k_dim, s->lin_v_dim = m->lin_v_dim, s->lin_conv = m->lin_conv;
+	if (s->fam->mlp == MLP_MOE_SHARED_GATED) { /* the shared expert's, beside the experts' */
+		s->shared_inter = m->shared_inter;
+		s->lp.shared_gate = s->lp.shared_up = s->lp.shared_down = h * m->shared_inter;
+		s->lp.shared_gate_w = h;
+	}
+	if (s->fam->attn == ATTN_GATED_SDPA) /* q and its gate */
+		s->lp.q = 2 * h * qd;
 	if (s->fam->sinks)
 		s->lp.sinks = s->heads;
 	if (s->fam->expert_bias)
@@ -1717,6 +1735,26 @@ static void setup(struct step *s, const struct model_shape *m, const struct trai
 		s->lp.o_bias = s->hidden;
 }
 
+/* A hybrid family's layer l: the family's attention on every full_step-th layer, a
+ * Gated DeltaNet's weights and kind on the others. */
+static void hybrid_at(struct step *s, int64_t l)
+{
+	struct layer_params *p = &s->lp;
+	int64_t h = s->hidden, kd = s->lin_k_heads * s->lin_k_dim, vd = s->lin_v_heads * s->lin_v_dim;
+	int full = (l + 1) % s->full_step == 0;
+
+	s->attn = full ? s->fam->attn : ATTN_DELTANET;
+	p->q = full ? (s->fam->attn == ATTN_GATED_SDPA ? 2 : 1) * h * s->q_dim : 0;
+	p->k = p->v = full ? h * s->kv_dim : 0;
+	p->o = full ? s->q_dim * h : 0;
+	p->lin_qkvz = full ? 0 : h * (2 * kd + 2 * vd);
+	p->lin_ba = full ? 0 : h * 2 * s->lin_v_heads;
+	p->lin_conv = full ? 0 : (2 * kd + vd) * s->lin_conv;
+	p->lin_dt = p->lin_alog = full ? 0 : s->lin_v_heads;
+	p->lin_norm = full ? 0 : s->lin_v_dim;
+	p->lin_out = full ? 0 : vd * h;
+}
+
 /* Layer l's kinds where they vary by layer (an interleaved family's): its MLP (the
  * family's experts with their shared expert, or a gated MLP of dense_inter units) and
  * their weights, whether q and k are rotated (and so L2-normalized), or q scaled. */
@@ -1730,6 +1768,8 @@ static void layer_at(struct step *s, int64_t l)
 		s->qk_l2 = s->model_qk_l2 && s->rope_on;
 		s->temperature = s->model_temperature && !s->rope_on;
 	}
+	if (s->full_step)
+		hybrid_at(s, l);
 	if (!s->moe_step)
 		return;
 	p->gate = p->up = p->gate_up = p->down = p->router = 0;
@@ -2078,11 +2118,16 @@ static int plain_layer(struct step *s, int in, struct tlist *cache)
 #include "plan/op_dense_moe.inc"
 #include "plan/op_eager.inc"
 #include "plan/op_clamped_moe.inc"
+#include "plan/op_gated_attn.inc"
+#include "plan/op_deltanet.inc"
+#include "plan/op_shared_moe.inc"
 
 static const struct sublayer_ops attn_kinds[ATTN_KINDS] = {
 	[ATTN_SDPA] = { sdpa_attn_forward, sdpa_attn_plain, sdpa_attn_backward, 0 },
 	[ATTN_GPT2] = { gpt2_attn_forward, gpt2_attn_plain, gpt2_attn_backward, 0 },
 	[ATTN_EAGER_SINKS] = { eager_attn_forward, eager_attn_plain, eager_attn_backward, 0 },
+	[ATTN_GATED_SDPA] = { gated_attn_forward, gated_attn_plain, gated_attn_backward, 0 },
+	[ATTN_DELTANET] = { deltanet_forward, deltanet_plain, deltanet_backward, 0 },
 };
 
 /* (a recompute stops early where traced: in the gated MLP) */
@@ -2092,11 +2137,12 @@ static const struct sublayer_ops mlp_kinds[MLP_KINDS] = {
 	[MLP_MOE] = { moe_mlp_forward, moe_mlp_plain, moe_mlp_backward, 0 },
 	[MLP_DENSE_MOE] = { dense_moe_forward, dense_moe_plain, dense_moe_backward, 0 },
 	[MLP_MOE_CLAMPED] = { clamped_moe_forward, clamped_moe_plain, clamped_moe_backward, 0 },
+	[MLP_MOE_SHARED_GATED] = { shared_moe_forward, shared_moe_plain, shared_moe_backward, 0 },
 };
 
 static const struct sublayer_ops *attn_op(const struct step *s)
 {
-	return &attn_kinds[s->fam->attn];
+	return &attn_kinds[s->attn];
 }
 
 static const struct sublayer_ops *mlp_op(const struct step *s)
@@ -2121,7 +2167,7 @@ static int layer_frozen(const struct train_settings *t, int64_t l)
 	return l >= t->freeze_first && l <= t->freeze_last;
 }
 
-#define LAYER_WEIGHTS_MAX 23
+#define LAYER_WEIGHTS_MAX 31
 /* The root's weights: the embedding, learned positions, the final norm's weight and
  * bias, lm_head. */
 #define ROOT_WEIGHTS_MAX 5
@@ -2134,7 +2180,9 @@ static int decoder_weights(const struct step *s, int64_t *w)
 	const int64_t lp[LAYER_WEIGHTS_MAX] = { p->q,      p->k,    p->v,      p->o,     p->qkv,
 						p->gate,   p->up,   p->gate_up, p->down, p->router,
 						p->shared_gate, p->shared_up, p->shared_down, p->sinks,
-						p->gate_up_bias, p->down_bias, p->router_bias,
+						p->gate_up_bias, p->down_bias, p->router_bias, p->shared_gate_w,
+						p->lin_qkvz, p->lin_ba, p->lin_conv, p->lin_dt, p->lin_alog,
+						p->lin_norm, p->lin_out,
 						p->norm1,  p->norm2, p->q_bias, p->k_bias, p->v_bias,
 						p->o_bias };
 	int n = 0;
@@ -3037,6 +3085,9 @@ int sim_infer(const struct model_shape *m, const struct train_settings *t, int s
 		s.phase = "generate";
 		if (ctx > s.seq)
 			for (size_t i = 0; i < cache.n; i++) {
+				/* (a hybrid model's Gated DeltaNet states keep their size) */
+				if (s.full_step && s.bytes_of[cache.v[i]] != kv_bytes(&s) * s.tokens * s.kv_dim)
+					continue;
 				int grown = tensor_as(&s, kv_bytes(&s) * s.batch * ctx * s.kv_dim, C_KV_CACHE);
 				drop(&s, cache.v[i]);
 				cache.v[i] = grown;

@@ -163,11 +163,81 @@ static void test_gpt_oss(void **state)
 	assert_true(s1024 - s512 >= 3ULL * 2 * 8 * (1024 * 1024 - 512 * 512));
 }
 
+#define QWEN3_NEXT "{\"model_type\": \"qwen3_next\", \"hidden_size\": 256, \"num_hidden_layers\": 4," \
+		   " \"num_attention_heads\": 4, \"num_key_value_heads\": 2, \"head_dim\": 64," \
+		   " \"intermediate_size\": 512, \"vocab_size\": 1000"
+
+/* The inference plan of cfg at batch 2 x seq 512 with its cache grown to context. */
+static uint64_t infer_peak(const char *cfg, int64_t context)
+{
+	struct model_shape m;
+	struct train_settings t;
+	struct plan_result r;
+	const char *why;
+
+	shape_of(cfg, &m);
+	train_settings_init(&t);
+	t.inference = 1, t.opt = OPT_NONE, t.batch = 2, t.seq = 512, t.context = context;
+	if (plan_compute(&m, &t, &r, &why))
+		fail_msg("%s: %s", cfg, why);
+	return r.allocated_peak_bytes;
+}
+
+static void test_qwen3_next(void **state)
+{
+	struct model_shape m;
+
+	(void)state;
+	/* the development run's model as transformers built it: 2,375,019,584 parameters */
+	shape_of("{\"model_type\": \"qwen3_next\", \"hidden_size\": 2048, \"num_hidden_layers\": 4,"
+		 " \"num_attention_heads\": 16, \"num_key_value_heads\": 2, \"head_dim\": 256,"
+		 " \"intermediate_size\": 5120, \"moe_intermediate_size\": 512, \"shared_expert_intermediate_size\": 512,"
+		 " \"num_experts\": 128, \"num_experts_per_tok\": 10, \"full_attention_interval\": 4,"
+		 " \"linear_num_value_heads\": 32, \"linear_num_key_heads\": 16, \"linear_key_head_dim\": 128,"
+		 " \"linear_value_head_dim\": 128, \"linear_conv_kernel_dim\": 4, \"vocab_size\": 151936,"
+		 " \"tie_word_embeddings\": false}", &m);
+	assert_int_equal(model_params(&m), 2375019584LL);
+	/* the config class's defaults: a full layer every 4th, 16 key and 32 value heads of
+	 * 128, a conv of 4, 512 experts of 512, top 10, a shared expert of 512 */
+	shape_of(QWEN3_NEXT "}", &m);
+	assert_int_equal(m.full_step, 4);
+	assert_int_equal(m.lin_k_heads, 16);
+	assert_int_equal(m.lin_v_heads, 32);
+	assert_int_equal(m.lin_k_dim, 128);
+	assert_int_equal(m.lin_v_dim, 128);
+	assert_int_equal(m.lin_conv, 4);
+	assert_int_equal(m.experts, 512);
+	assert_int_equal(m.experts_per_tok, 10);
+	assert_int_equal(m.moe_inter, 512);
+	assert_int_equal(m.shared_inter, 512);
+	/* three Gated DeltaNet layers and a full one (q_proj twice as wide: its gate), each
+	 * with the experts, the router, the shared expert and its gate */
+	int64_t h = 256, kd = 16 * 128, vd = 32 * 128;
+	int64_t lin = h * (2 * kd + 2 * vd) + h * 64 + (2 * kd + vd) * 4 + 64 + 128 + vd * h;
+	int64_t full = 2 * h * 256 + 2 * h * 128 + 256 * h + 2 * 64;
+	int64_t moe = 512 * (3 * h * 512 + h) + 3 * h * 512 + h;
+	assert_int_equal(model_params(&m), 2 * 1000 * h + h + 3 * lin + full + 4 * (moe + 2 * h));
+	refused(QWEN3_NEXT ", \"layer_types\": [\"full_attention\", \"linear_attention\", \"linear_attention\","
+			   " \"linear_attention\"]}", "layer_types must list 4 layers");
+	refused(QWEN3_NEXT ", \"linear_num_value_heads\": 24}", "linear_num_value_heads 24 is not a multiple");
+	refused(QWEN3_NEXT ", \"linear_conv_kernel_dim\": 0}", "linear_conv_kernel_dim must be a whole number");
+	/* inference: a longer context grows the full layer's keys and values only (the
+	 * DeltaNet layers keep a conv state and a recurrent state whatever the length) */
+	const char *small = QWEN3_NEXT ", \"num_experts\": 8, \"num_experts_per_tok\": 2,"
+			    " \"linear_num_key_heads\": 2, \"linear_num_value_heads\": 4}";
+	uint64_t kv = 2ULL * 2 * 65536 * 128 * 2; /* the full layer's at the context */
+	uint64_t grown = infer_peak(small, 65536) - infer_peak(small, 512);
+	if (grown < kv / 2 || grown > 2 * kv)
+		fail_msg("the cache grew the peak by %llu bytes; the full layer's keys and values are %llu",
+			 (unsigned long long)grown, (unsigned long long)kv);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_llama4_text),
 		cmocka_unit_test(test_gpt_oss),
+		cmocka_unit_test(test_qwen3_next),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
