@@ -166,7 +166,9 @@ static int p_attn(const struct setting *s, struct train_settings *t, const char 
 {
 	(void)s;
 	(void)t;
-	return strcmp(text, "sdpa") ? -EINVAL : 0;
+	/* "default": what transformers picks, which is what each family's row plans (sdpa;
+	 * gpt_oss's eager attention) */
+	return strcmp(text, "sdpa") && strcmp(text, "default") ? -EINVAL : 0;
 }
 
 const char *settings_optimizer_name(const struct train_settings *t)
@@ -335,8 +337,9 @@ static const struct setting settings[] = {
 	  SJ_TEXT, 0, 0, 0, WORDS("all", "last"), 0, a_logits },
 	{ "context_bytes", "SIZE", "a size from 1 to 1 TiB such as 740M (in JSON: a number of bytes)",
 	  "CUDA context and workspaces (default 740M, H200/torch 2.11)", p_context_bytes, SJ_INT, 0, 0, 0, NULL, 0, NULL },
-	{ "attn", "sdpa", "sdpa (the attention the planner models)", "the attention implementation: sdpa, the one "
-								      "modelled", p_attn, SJ_TEXT, 0, 0, 0, WORDS("sdpa"), 0, NULL },
+	{ "attn", "sdpa|default", "sdpa, or default (what transformers picks: sdpa; gpt_oss's eager attention)",
+	  "the attention implementation: sdpa, or default (what transformers picks: sdpa, gpt_oss eager)", p_attn,
+	  SJ_TEXT, 0, 0, 0, WORDS("sdpa", "default"), 0, NULL },
 };
 
 #define NSETTINGS (sizeof(settings) / sizeof(settings[0]))
