@@ -16,6 +16,8 @@ enum norm_kind {
 			  * dtype, times the weight */
 	NORM_RMS_UNIT,   /* gemma's RMSNorm: times (1 + weight) in fp32, the product cast back */
 	NORM_LAYER,      /* LayerNorm with a bias (GPT-2) */
+	NORM_RMS_FP32,   /* olmo2's RMSNorm: the weight times the fp32 normalized tensor, the
+			  * product cast back (the fp32 normalized tensor is what it keeps) */
 };
 
 /* Where q's and k's per-head norms sit. */
@@ -140,6 +142,14 @@ struct family {
 	int64_t full_step;               /* 0: every layer `attn` */
 	int64_t lin_k_heads, lin_v_heads, lin_k_dim, lin_v_dim, lin_conv; /* linear_*'s defaults */
 	int64_t shared_default;          /* shared_expert_intermediate_size's default (0: none) */
+	/* layer parts issue 30's families brought */
+	int no_pre_norms;                /* the attention and the MLP take the residual stream
+					  * itself: no norm before them (olmo2; with post_norms,
+					  * normalized after) */
+	int qk_norm_full;                /* q's and k's norms span the whole projection, not a
+					  * head (olmo2: weights of heads x head_dim) */
+	int rope_fp32;                   /* cos and sin stay fp32: q and k are rotated in fp32
+					  * and cast back (olmo2) */
 };
 
 /* The row of model_type type, or NULL. */

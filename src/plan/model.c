@@ -104,14 +104,16 @@ static int64_t layer_params(const struct model_shape *m, int64_t l)
 	}
 	if (m->full_step && (l + 1) % m->full_step) /* a Gated DeltaNet layer */
 		return deltanet_params(m) + mlp + 2 * norm_params(f, h);
-	int64_t p = h * q * (f->attn == ATTN_GATED_SDPA ? 2 : 1) + 2 * h * k + q * h + mlp +
-		    (f->post_norms ? 4 : 2) * norm_params(f, h);
+	/* the norms before the sublayers (none: no_pre_norms) and after them (post_norms) */
+	int norms = (f->no_pre_norms ? 0 : 2) + (f->post_norms ? 2 : 0);
+	int64_t p = h * q * (f->attn == ATTN_GATED_SDPA ? 2 : 1) + 2 * h * k + q * h + mlp + norms * norm_params(f, h);
 	if (m->qkv_bias)
 		p += q + 2 * k;
 	if (m->o_bias)
 		p += h;
-	if (f->qk_norm != QK_NORM_NONE && f->qk_norm != QK_NORM_L2) /* (the L2 norm has no weight) */
-		p += 2 * m->head_dim;
+	/* a head's weight each, or the projection's (the L2 norm has no weight) */
+	if (f->qk_norm != QK_NORM_NONE && f->qk_norm != QK_NORM_L2)
+		p += f->qk_norm_full ? q + k : 2 * m->head_dim;
 	if (f->sinks)
 		p += m->heads;
 	return p;

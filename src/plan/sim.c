@@ -80,6 +80,8 @@ struct layer_params {
 	/* a Gated DeltaNet layer's (0 in others): in_proj_qkvz, in_proj_ba, the conv, dt_bias,
 	 * A_log, the gated norm, out_proj */
 	int64_t lin_qkvz, lin_ba, lin_conv, lin_dt, lin_alog, lin_norm, lin_out;
+	int64_t q_norm, k_norm;          /* q's and k's norms spanning the projection (qk_norm_full);
+					  * a head's (qwen3's, gemma3's) are left out, as tiny */
 };
 
 /* A LoRA adapter's tensor (A or B of one adapted projection). */
@@ -275,6 +277,15 @@ static void free_all(struct step *s, struct tlist *l)
 	l->n = 0;
 }
 
+/* Whether l holds tensor id (a layer kept it). */
+static int tlist_has(const struct tlist *l, int id)
+{
+	for (size_t i = 0; id && i < l->n; i++)
+		if (l->v[i] == id)
+			return 1;
+	return 0;
+}
+
 /* Whether sdpa gets k and v repeated to every query head (with a mask:
  * sdpa_attn_forward says why). */
 static int kv_repeated(const struct step *s)
@@ -314,7 +325,21 @@ static int64_t qk_bytes(const struct step *s)
  * under autocast (cos and sin are). */
 static int64_t kv_bytes(const struct step *s)
 {
-	return s->autocast ? DT_FP32 : qk_bytes(s);
+	return s->autocast && !s->fam->rope_fp32 ? DT_FP32 : qk_bytes(s);
+}
+
+/* Bytes an element of the rotation's products: fp32 with fp32 cos and sin (autocast's,
+ * or a family's rope_fp32, which casts the rotated q and k back). */
+static int64_t rope_bytes(const struct step *s)
+{
+	return s->fam->rope_fp32 ? DT_FP32 : kv_bytes(s);
+}
+
+/* Whether a norm keeps its fp32 normalized tensor and casts an fp32 product back
+ * (gemma's (1 + weight) form, olmo2's weight x fp32 form). */
+static int norm_fp32_product(const struct step *s)
+{
+	return s->fam->norm == NORM_RMS_UNIT || s->fam->norm == NORM_RMS_FP32;
 }
 
 /* The stage of a norm's normalized tensor, which its weight's product keeps (the
@@ -382,7 +407,7 @@ static int norm_of(struct step *s, struct tlist *sv, int64_t rows, int64_t dim, 
 		save(s, sv, r), r = 0;
 	int n32 = tensor(s, DT_FP32 * u);
 	drop(s, x32), drop(s, r);
-	if (s->fam->norm == NORM_RMS_UNIT) {
+	if (norm_fp32_product(s)) {
 		int out;
 		if (s->early_stop == 2) { /* the product would pack the last saved tensors */
 			keep_normed(s, sv, n32);
@@ -419,9 +444,9 @@ static int plain_norm(struct step *s, int64_t rows, int64_t dim, int in_bytes)
 	drop(s, tmp);
 	int n32 = tensor(s, DT_FP32 * u);
 	drop(s, x32);
-	int unit = s->fam->norm == NORM_RMS_UNIT;
+	int unit = norm_fp32_product(s);
 	int cast = unit ? tensor(s, DT_FP32 * u) : in_bytes == DT_BF16 ? tensor(s, DT_BF16 * u) : 0;
-	if (unit)
+	if (s->fam->norm == NORM_RMS_UNIT) /* gemma rebinds it; olmo2's local lives to the return */
 		drop(s, n32);
 	int out = tensor(s, (unit ? in_bytes : norm_out_bytes(s, in_bytes)) * u);
 	drop(s, cast), drop(s, n32);
@@ -645,7 +670,7 @@ static int rms_backward(struct step *s, int64_t u, int64_t dim, int g, int g_byt
 {
 	int ob = norm_out_bytes(s, ib);
 
-	if (s->fam->norm == NORM_RMS_UNIT)
+	if (norm_fp32_product(s))
 		return gemma_norm_backward(s, u, dim, g, g_bytes, 0, ib, sv, w_st, st, gres);
 	if (g_bytes != ob)
 		g = remake(s, g, ob * u);
@@ -880,25 +905,41 @@ static int moe_backward(struct step *s, int g, struct tlist *sv, struct tlist *g
 	return gy;
 }
 
-/* q's or k's per-head norm (qwen3's, gemma3's) over the tokens' heads x dim units,
+/* The rows a token's q or k (of heads heads) is normalized in: a head each (qwen3's,
+ * gemma3's), or one spanning the projection (qk_norm_full: olmo2's). */
+static int64_t qk_norm_rows(const struct step *s, int64_t heads)
+{
+	return s->fam->qk_norm_full ? 1 : heads;
+}
+
+/* q's or k's norm over the tokens' heads x dim units (per head, or the whole projection),
  * what it keeps of stage st: x goes, the norm's output comes back. */
 static int head_norm(struct step *s, struct tlist *sv, int x, int64_t heads, int64_t dim, enum stage st)
 {
-	int n = norm_at(s, sv, s->tokens * heads, dim / heads, st);
+	int64_t rows = qk_norm_rows(s, heads);
+	int n = norm_at(s, sv, s->tokens * rows, dim / rows, st);
 
 	drop(s, x);
 	return n;
 }
 
-/* A checkpointed layer's recompute stopped early (layer_forward): the residual sum its
- * frame held goes with it (kept when fp32, for the norm); no output. */
-static int recompute_end(struct step *s, struct tlist *sv, int h1)
+/* The attention's residual sum h1 once the layer is done with it: kept by the
+ * post-attention norm when fp32 (its input), by the MLP's projections without a pre-norm
+ * (saved already), else gone. */
+static void residual_done(struct step *s, struct tlist *sv, int h1)
 {
 	s->stage = S_NORM2;
-	if (s->resid_bytes == DT_FP32)
+	if (s->resid_bytes == DT_FP32 && !s->fam->no_pre_norms)
 		save(s, sv, h1);
-	else
+	else if (!tlist_has(sv, h1))
 		drop(s, h1);
+}
+
+/* A checkpointed layer's recompute stopped early (layer_forward): the residual sum its
+ * frame held goes with it (residual_done); no output. */
+static int recompute_end(struct step *s, struct tlist *sv, int h1)
+{
+	residual_done(s, sv, h1);
 	return 0;
 }
 
@@ -1020,6 +1061,21 @@ static int pre_norm(struct step *s, struct tlist *sv, int x, enum stage st, enum
 	return y;
 }
 
+/* What a sublayer takes from the residual stream x: its pre-norm's output (pre_norm), or
+ * without pre-norms (no_pre_norms) x itself, kept by the sublayer's first projections
+ * (stage in_st) while their weights train (under autocast their bf16 casts are); x
+ * stays the caller's. Returns the input, 0 (kept, or x). */
+static int sublayer_input(struct step *s, struct tlist *sv, int x, enum stage st, enum stage in_st)
+{
+	if (!s->fam->no_pre_norms)
+		return pre_norm(s, sv, x, st, in_st);
+	s->nograd_in = 0;
+	s->stage = in_st;
+	if (s->base_trains && !s->autocast)
+		save(s, sv, x);
+	return 0;
+}
+
 /* q, k and v projected from the attention's input: one fused qkv (q, k and v its views),
  * or each apart with q's and k's per-head norms where the family has them (as each
  * projection returns, or after all three). Returns v (fused: qkv); q and k into *q, *kk
@@ -1057,23 +1113,36 @@ struct attn_live {
 
 #include "plan/op_position.inc"
 
+/* q and k rotated into *qe, *ke (their products rope_bytes a unit); with rope_fp32 both
+ * cast back once both exist (apply_rotary_pos_emb's return); q and k go. */
+static void rotate_qk(struct step *s, int q, int kk, int *qe, int *ke)
+{
+	int64_t T = s->tokens, qd = s->q_dim, k = s->kv_dim, rb = rope_bytes(s), qb = qk_bytes(s);
+
+	*qe = rope(s, rb * T * qd, qb * T * qd);
+	*ke = rope(s, rb * T * k, qb * T * k);
+	if (s->fam->rope_fp32) {
+		int qc = tensor(s, qb * T * qd), kc = tensor(s, qb * T * k);
+		drop(s, *qe), drop(s, *ke);
+		*qe = qc, *ke = kc;
+	}
+	drop(s, q), drop(s, kk); /* apply_rotary_pos_emb returns both */
+}
+
 /* q's and k's positions: rotated (complex for rope_complex families: op_position.inc;
  * not on a layer without rotary embedding), then on an L2 family's rotary layers their
  * weightless norms (what they keep into sv; NULL without autograd), on the others q's
  * temperature. q and k go once replaced. */
 static void position_qk(struct step *s, struct tlist *sv, struct attn_live *a)
 {
-	int64_t T = s->tokens, qd = s->q_dim, k = s->kv_dim, rq = kv_bytes(s), qb = qk_bytes(s);
+	int64_t T = s->tokens, qd = s->q_dim, k = s->kv_dim;
 
-	if (!s->rope_on) {
+	if (!s->rope_on)
 		a->qe = a->q, a->ke = a->kk;
-	} else if (s->fam->rope_complex) {
+	else if (s->fam->rope_complex)
 		rope_complex(s, a);
-	} else {
-		a->qe = rope(s, rq * T * qd, qb * T * qd);
-		a->ke = rope(s, rq * T * k, qb * T * k);
-		drop(s, a->q), drop(s, a->kk); /* apply_rotary_pos_emb returns both */
-	}
+	else
+		rotate_qk(s, a->q, a->kk, &a->qe, &a->ke);
 	if (s->qk_l2) {
 		a->qe = l2_norm(s, sv, a->qe, T * s->heads, qd / s->heads, S_QNORM);
 		a->ke = l2_norm(s, sv, a->ke, T * s->kv_heads, k / s->kv_heads, S_KNORM);
@@ -1241,13 +1310,8 @@ static int residual_end(struct step *s, struct tlist *sv, int dn, int y, int h1)
 	int out = tensor(s, s->resid_bytes * s->tokens * s->hidden);
 
 	drop(s, dn), drop(s, y);
-	if (norm_keeps_input(s))
-		return out;
-	s->stage = S_NORM2;
-	if (s->resid_bytes == DT_FP32)
-		save(s, sv, h1);
-	else
-		drop(s, h1);
+	if (!norm_keeps_input(s))
+		residual_done(s, sv, h1);
 	return out;
 }
 
@@ -1269,16 +1333,17 @@ static int layer_forward(struct step *s, int in, struct tlist *sv, int frozen)
 	if (frozen)
 		s->base_trains = 0;
 	c.lora0 = c.nograd && !s->base_trains;
-	int y = pre_norm(s, sv, in, S_NORM1, S_QKV_IN);
+	int y = sublayer_input(s, sv, in, S_NORM1, S_QKV_IN);
 	int ao = attn_op(s)->forward(s, &c, sv, y);
 	ao = post_norm(s, sv, ao, S_PNORM1);
 	c.h1 = tensor(s, s->resid_bytes * s->tokens * s->hidden);
 	drop(s, ao), drop(s, y); /* (y: when the attention left it) */
-	if (s->resid_bytes == DT_FP32 && !c.nograd && !norm_keeps_input(s)) { /* fp32: the norm keeps its input */
+	/* fp32: the norm keeps its input */
+	if (s->resid_bytes == DT_FP32 && !c.nograd && !norm_keeps_input(s) && !s->fam->no_pre_norms) {
 		s->stage = S_NORM1;
 		save(s, sv, in);
 	}
-	y = pre_norm(s, sv, c.h1, S_NORM2, S_MLP_IN);
+	y = sublayer_input(s, sv, c.h1, S_NORM2, S_MLP_IN);
 	lora_input(s, &c);
 	int dn = mlp_op(s)->forward(s, &c, sv, y);
 	if (dn) {
@@ -1463,12 +1528,19 @@ static int attn_backward(struct step *s, int g, int g_bytes, struct tlist *sv, s
 	}
 	if (vb != ab) /* to v's dtype */
 		dv = remake(s, dv, ab * T * k);
-	int gk = position_backward(s, dk, T * k, rq, NULL, sv, S_KNORM, 0);
-	int gq = position_backward(s, dq, T * qd, rq, s->rot_last, sv, S_QNORM, 1);
-	int64_t hd = qd / s->heads; /* q's and k's norms are over a head */
+	int64_t rb = rq;
+	if (s->fam->rope_fp32 && s->rope_on) { /* the casts back's backward, k's first: to fp32 */
+		dk = remake(s, dk, DT_FP32 * T * k);
+		dq = remake(s, dq, DT_FP32 * T * qd);
+		rb = DT_FP32;
+	}
+	int gk = position_backward(s, dk, T * k, rb, NULL, sv, S_KNORM, 0);
+	int gq = position_backward(s, dq, T * qd, rb, s->rot_last, sv, S_QNORM, 1);
+	/* q's and k's norms are over a head, or over the projection */
+	int64_t qn = qd / qk_norm_rows(s, s->heads), kn = k / qk_norm_rows(s, s->kv_heads);
 	if (s->fam->qk_norm == QK_NORM_AFTER) { /* normalized after all three projections: first back */
-		gk = rms_backward(s, T * k, hd, gk, qb, (int)ab, sv, S_KNORM_W, S_KNORM, 0);
-		gq = rms_backward(s, T * qd, hd, gq, qb, (int)ab, sv, S_QNORM_W, S_QNORM, 0);
+		gk = rms_backward(s, T * k, kn, gk, qb, (int)ab, sv, S_KNORM_W, S_KNORM, 0);
+		gq = rms_backward(s, T * qd, qn, gq, qb, (int)ab, sv, S_QNORM_W, S_QNORM, 0);
 	}
 	/* sdpa's dv already has v_proj's token-major layout where nothing was repeated or
 	 * cast (traced: a checkpointed qwen3-14b in bf16); from a cache's copy or repeat_kv's
@@ -1476,7 +1548,7 @@ static int attn_backward(struct step *s, int g, int g_bytes, struct tlist *sv, s
 	int vw = s->kv || ku != k ? view_copy(s, dv, s->kv_heads, ab * T * k) : dv;
 	int acc = proj_backward(s, vw, (int)ab, h, p->v, s->autocast, 0, sv, S_V_IN, grads, gw_bytes);
 	if (s->fam->qk_norm == QK_NORM_EACH)
-		gk = rms_backward(s, T * k, hd, gk, qb, (int)ab, sv, S_KNORM_W, S_KNORM, 0);
+		gk = rms_backward(s, T * k, kn, gk, qb, (int)ab, sv, S_KNORM_W, S_KNORM, 0);
 	int kw = view_copy(s, gk, s->kv_heads, ab * T * k);
 	int gi = proj_backward(s, kw, (int)ab, h, p->k, s->autocast, s->autocast ? acc : 0, sv, S_K_IN, grads,
 			       gw_bytes);
@@ -1486,7 +1558,7 @@ static int attn_backward(struct step *s, int g, int g_bytes, struct tlist *sv, s
 		acc = sum;
 	}
 	if (s->fam->qk_norm == QK_NORM_EACH)
-		gq = rms_backward(s, T * qd, hd, gq, qb, (int)ab, sv, S_QNORM_W, S_QNORM, 0);
+		gq = rms_backward(s, T * qd, qn, gq, qb, (int)ab, sv, S_QNORM_W, S_QNORM, 0);
 	int qw = view_copy(s, gq, s->heads, ab * T * qd);
 	gi = proj_backward(s, qw, (int)ab, h, p->q, s->autocast, acc, sv, S_QKV_IN, grads, gw_bytes);
 	if (gi != acc)
@@ -1636,6 +1708,21 @@ static int pre_norm_backward(struct step *s, int g, int g_bytes, struct tlist *s
 	return norm_backward(s, g, g_bytes, sv, w_st, st, gres);
 }
 
+/* A sublayer's input's gradient g (g_bytes a unit) into the residual stream's, gres:
+ * through its pre-norm (pre_norm_backward), or without pre-norms added into gres in
+ * place (autograd accumulates into the buffer it alone holds), cast to its dtype first.
+ * Returns gres. */
+static int sublayer_input_backward(struct step *s, int g, int g_bytes, struct tlist *sv, enum stage w_st,
+				   enum stage st, int gres, struct tlist *grads, int64_t gw_bytes)
+{
+	if (!s->fam->no_pre_norms)
+		return pre_norm_backward(s, g, g_bytes, sv, w_st, st, gres, grads, gw_bytes);
+	if (g_bytes != s->resid_bytes)
+		g = remake(s, g, s->resid_bytes * s->tokens * s->hidden);
+	drop(s, g);
+	return gres;
+}
+
 /* One decoder layer's backward, op by op in the forward's reverse, node by node as
  * autograd runs them: the MLP's post-norm (where the family has one), the MLP's, its
  * norm's; the attention's post-norm, the attention's, its norm's; then the biases' and
@@ -1651,10 +1738,12 @@ static int layer_backward(struct step *s, int gres, struct tlist *sv, struct tli
 		gp = post_norm_backward(s, gres, sv, S_PNORM2_W, S_PNORM2);
 	gy = mlp_op(s)->backward(s, gp, sv, grads, gw_bytes, &gy_bytes);
 	release(s, sv, S_UP_IN), release(s, sv, S_MLP_IN);
-	gres = pre_norm_backward(s, gy, gy_bytes, sv, S_NORM2_W, S_NORM2, gres, grads, gw_bytes);
+	gres = sublayer_input_backward(s, gy, gy_bytes, sv, S_NORM2_W, S_NORM2, gres, grads, gw_bytes);
 	gp = s->fam->post_norms ? post_norm_backward(s, gres, sv, S_PNORM1_W, S_PNORM1) : 0;
 	gy = attn_op(s)->backward(s, gp, sv, grads, gw_bytes, &gy_bytes);
-	int gx = pre_norm_backward(s, gy, gy_bytes, sv, S_NORM1_W, S_NORM1, gres, grads, gw_bytes);
+	int gx = sublayer_input_backward(s, gy, gy_bytes, sv, S_NORM1_W, S_NORM1, gres, grads, gw_bytes);
+	weight_grad(s, grads, p->k_norm, gw_bytes);
+	weight_grad(s, grads, p->q_norm, gw_bytes);
 	weight_grad(s, grads, p->v_bias, gw_bytes);
 	weight_grad(s, grads, p->k_bias, gw_bytes);
 	weight_grad(s, grads, p->q_bias, gw_bytes);
@@ -1729,6 +1818,8 @@ static void setup(struct step *s, const struct model_shape *m, const struct trai
 	if (s->fam->layer == LAYER_GPT2) /* its ops and LayerNorm's make their weights' gradients */
 		return;
 	s->lp.norm1 = s->lp.norm2 = h;
+	if (s->fam->qk_norm != QK_NORM_NONE && s->fam->qk_norm_full)
+		s->lp.q_norm = qd, s->lp.k_norm = k;
 	if (m->qkv_bias)
 		s->lp.q_bias = qd, s->lp.k_bias = k, s->lp.v_bias = k;
 	if (m->o_bias)
@@ -1840,11 +1931,12 @@ static int plain_qkv(struct step *s, int *q, int *kk)
 		return plain_linear(s, h, qd + 2 * k, s->lp.qkv, ca, LORA_Q | LORA_K | LORA_V);
 	int normed = s->fam->qk_norm != QK_NORM_NONE && s->fam->qk_norm != QK_NORM_L2; /* (L2: position_qk) */
 	*q = plain_linear(s, h, qd, s->lp.q, ca, LORA_Q);
+	int64_t qr = qk_norm_rows(s, s->heads), kr = qk_norm_rows(s, s->kv_heads);
 	if (normed)
-		*q = remade_by(s, *q, plain_norm(s, T * s->heads, qd / s->heads, (int)ab));
+		*q = remade_by(s, *q, plain_norm(s, T * qr, qd / qr, (int)ab));
 	*kk = plain_linear(s, h, k, s->lp.k, ca, LORA_K);
 	if (normed)
-		*kk = remade_by(s, *kk, plain_norm(s, T * s->kv_heads, k / s->kv_heads, (int)ab));
+		*kk = remade_by(s, *kk, plain_norm(s, T * kr, k / kr, (int)ab));
 	return plain_linear(s, h, k, s->lp.v, ca, LORA_V);
 }
 
@@ -2087,6 +2179,8 @@ static int gelu_mlp_backward(struct step *s, int gp, struct tlist *sv, struct tl
 /* A sublayer's pre-norm over the residual stream without autograd. */
 static int plain_pre_norm(struct step *s)
 {
+	if (s->fam->no_pre_norms) /* the sublayer takes the residual stream itself */
+		return 0;
 	if (s->fam->norm == NORM_LAYER)
 		return layer_norm(s, NULL, s->resid_bytes);
 	return plain_norm(s, s->tokens, s->hidden, s->resid_bytes);
@@ -2167,7 +2261,7 @@ static int layer_frozen(const struct train_settings *t, int64_t l)
 	return l >= t->freeze_first && l <= t->freeze_last;
 }
 
-#define LAYER_WEIGHTS_MAX 31
+#define LAYER_WEIGHTS_MAX 33
 /* The root's weights: the embedding, learned positions, the final norm's weight and
  * bias, lm_head. */
 #define ROOT_WEIGHTS_MAX 5
@@ -2184,7 +2278,7 @@ static int decoder_weights(const struct step *s, int64_t *w)
 						p->lin_qkvz, p->lin_ba, p->lin_conv, p->lin_dt, p->lin_alog,
 						p->lin_norm, p->lin_out,
 						p->norm1,  p->norm2, p->q_bias, p->k_bias, p->v_bias,
-						p->o_bias };
+						p->o_bias, p->q_norm, p->k_norm };
 	int n = 0;
 
 	for (size_t i = 0; i < LAYER_WEIGHTS_MAX; i++)
@@ -2533,7 +2627,7 @@ static void rotary(struct train *tr, int step)
 		t = tensor(s, DT_FP32 * u);
 		int sm = tensor(s, DT_FP32 * u);
 		drop(s, t);
-		if (s->resid_bytes == DT_BF16) {
+		if (s->resid_bytes == DT_BF16 && !s->fam->rope_fp32) {
 			push(&tr->rot, tensor(s, DT_BF16 * u));
 			push(&tr->rot, tensor(s, DT_BF16 * u));
 			drop(s, f), drop(s, c), drop(s, cm), drop(s, sm);
@@ -2597,7 +2691,8 @@ static void train_forward(struct train *tr, int step)
 			s->nograd_in = input_nograd(tr, l);
 			out = layer_forward(s, hs, &tr->saved[l], layer_frozen(tr->t, l));
 			/* a bf16 layer keeps no input of its own (its norm keeps an fp32 copy) */
-			if (!norm_keeps_input(s) && s->resid_bytes == DT_BF16 && hs != x)
+			if (!norm_keeps_input(s) && (s->resid_bytes == DT_BF16 || s->fam->no_pre_norms) && hs != x &&
+			    !tlist_has(&tr->saved[l], hs))
 				drop(s, hs);
 		}
 		if (!tr->t->keep_gathered)
@@ -2635,7 +2730,8 @@ static void loss_forward(struct train *tr)
 	/* bf16: the model's forward returns, and with it the embeddings go, which no layer
 	 * keeps (a layer's norm keeps its fp32 copy, GPT-2's the dropout's output) unless
 	 * they are the first checkpoint; the caller keeps its own hidden states */
-	if (s->resid_bytes == DT_BF16 && tr->emb != tr->inputs && !(tr->ckpts.n && tr->ckpts.v[0] == tr->emb))
+	if (s->resid_bytes == DT_BF16 && tr->emb != tr->inputs && !(tr->ckpts.n && tr->ckpts.v[0] == tr->emb) &&
+	    !(tr->no_grad_layers < s->layers && tlist_has(&tr->saved[tr->no_grad_layers], tr->emb)))
 		drop(s, tr->emb);
 
 	/* lm_head's weight and input cast to bf16 under autocast; the weight's kept (for the
@@ -3054,7 +3150,8 @@ int sim_infer(const struct model_shape *m, const struct train_settings *t, int s
 			cs = tensor(&s, s.weight_bytes * s.seq * s.hidden);
 			x = tensor(&s, s.weight_bytes * s.tokens * s.hidden);
 		} else { /* rotary cos and sin */
-			cs = tensor(&s, 2 * s.act_bytes * s.tokens * (s.q_dim / s.heads)); /* cos and sin */
+			int64_t cb = s.fam->rope_fp32 ? DT_FP32 : s.act_bytes;
+			cs = tensor(&s, 2 * cb * s.tokens * (s.q_dim / s.heads)); /* cos and sin */
 		}
 		int em = s.fam->attn == ATTN_EAGER_SINKS ? eager_masks(&s) : 0; /* (sdpa builds none here) */
 		for (int64_t l = 0; l < s.layers; l++) {
