@@ -54,6 +54,10 @@ static const struct family families[] = {
 	  .assumes = "Gated DeltaNet layers on transformers' reference PyTorch path (torch_chunk_gated_delta_rule: "
 		     "no flash-linear-attention, no causal-conv1d installed); the full layers' partial rotary "
 		     "planned over the whole head" },
+	/* norms after the sublayers only, q's and k's over the whole projection, all in the
+	 * weight x fp32 form; fp32 cos and sin */
+	{ .type = "olmo2", ROPE, .norm = NORM_RMS_FP32, .no_pre_norms = 1, .post_norms = 1, .qk_norm = QK_NORM_EACH,
+	  .qk_norm_full = 1, .rope_fp32 = 1, .reads_attention_bias = 1 },
 };
 
 #define NFAMILIES (sizeof(families) / sizeof(families[0]))

@@ -1,0 +1,100 @@
+/* Issue 30's dense families (olmo2, granite, smollm3) and multimodal configs: each read
+ * with its family's defaults, its parameters counted as transformers builds them, and
+ * what sets its plan apart from llama's as its row says. */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <cmocka.h>
+#include <jansson.h>
+
+#include "plan/config.h"
+#include "plan/model.h"
+
+/* config (JSON, with %s for extra keys) read into *m; 0 or the reader's error. */
+static int shape_of(const char *cfg, const char *extra, struct model_shape *m)
+{
+	char buf[2048], *err = NULL;
+
+	snprintf(buf, sizeof(buf), cfg, extra);
+	json_t *j = json_loads(buf, 0, NULL);
+	assert_non_null(j);
+	int rc = model_shape_from_json(j, m, &err);
+	json_decref(j);
+	free(err);
+	return rc;
+}
+
+/* The plan of a training step (bf16, AdamW) of batch x seq for m. */
+static struct plan_result plan_train(const struct model_shape *m, int64_t batch, int64_t seq, int ckpt)
+{
+	struct train_settings t;
+	struct plan_result r;
+	const char *why;
+
+	train_settings_init(&t);
+	t.batch = batch, t.seq = seq, t.grad_ckpt = ckpt, t.steps = 3;
+	assert_int_equal(plan_compute(m, &t, &r, &why), 0);
+	return r;
+}
+
+/* OLMo-2-1124-7B's shape with n layers (config.json leaves the untied embeddings, the
+ * biases, head_dim to the family). */
+#define OLMO2 "{\"model_type\": \"%s\", \"hidden_size\": 4096, \"num_hidden_layers\": %d, " \
+	      "\"num_attention_heads\": 32, \"num_key_value_heads\": 32, \"intermediate_size\": 11008, " \
+	      "\"vocab_size\": 100352%s}"
+
+static void olmo2_shape(const char *type, int layers, const char *extra, struct model_shape *m)
+{
+	char cfg[512];
+
+	snprintf(cfg, sizeof(cfg), OLMO2, type, layers, "%s");
+	assert_int_equal(shape_of(cfg, extra, m), 0);
+}
+
+/* olmo2: no pre-norms, post-norms on both sublayers, q and k normalized over the whole
+ * projection; all four norms keep their fp32 normalized tensor. */
+static void test_olmo2(void **state)
+{
+	struct model_shape m, biased, llama;
+
+	(void)state;
+	olmo2_shape("olmo2", 32, "", &m);
+	assert_false(m.tied);
+	assert_false(m.qkv_bias || m.o_bias);
+	assert_int_equal(m.head_dim, 128);
+	/* OLMo-2-1124-7B: 2 norms a layer (no input norm) and q/k norms of 4096 each */
+	assert_int_equal(model_params(&m), 7298617344);
+	/* the 4-layer shape bench/gpu-cases-30.json builds, as transformers counted it */
+	olmo2_shape("olmo2", 4, "", &m);
+	assert_int_equal(model_params(&m), 1631653888);
+	olmo2_shape("olmo2", 4, ", \"attention_bias\": true", &biased);
+	assert_int_equal(model_params(&biased) - model_params(&m), 4 * (4 * 4096));
+
+	/* against llama's layer of the same shape: each layer keeps the fp32 normalized q
+	 * and k (T x 4096 x 4 B each) where llama keeps nothing of q's and k's norms, and
+	 * its post-norms' fp32 normalized tensors (T x h x 4 B each) where llama's pre-norms
+	 * keep bf16 ones */
+	olmo2_shape("llama", 4, "", &llama);
+	int64_t T = 4096;
+	struct plan_result o = plan_train(&m, 1, T, 0), l = plan_train(&llama, 1, T, 0);
+	uint64_t kept = (uint64_t)4 * T * (4096 + 4096) * 4;
+	assert_true(o.bytes[C_ACTIVATIONS] >= l.bytes[C_ACTIVATIONS] + kept);
+	assert_true(o.allocated_peak_bytes > l.allocated_peak_bytes);
+	/* checkpointed, a layer keeps its input only: the two differ by the recomputed layer */
+	struct plan_result oc = plan_train(&m, 1, T, 1), lc = plan_train(&llama, 1, T, 1);
+	assert_true(oc.allocated_peak_bytes < o.allocated_peak_bytes);
+	assert_true(oc.allocated_peak_bytes != lc.allocated_peak_bytes);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_olmo2),
+	};
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
