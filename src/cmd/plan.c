@@ -341,6 +341,8 @@ static json_t *assumed_json(const struct plan_args *a, const struct train_settin
 	json_object_set_new(o, "attention", json_string("sdpa"));
 	json_object_set_new(o, "sliding_window", sliding ? json_integer(m->sliding_window) : json_null());
 	json_object_set_new(o, "sliding_layers", json_integer(sliding));
+	if (model_family(m)->assumes) /* (only where a family says something: older plans unchanged) */
+		json_object_set_new(o, "family", json_string(model_family(m)->assumes));
 	if (t->inference) {
 		json_object_set_new(o, "prompt", json_integer(t->seq));
 		json_object_set_new(o, "prompt_from", json_string(prompt_from[a->prompt]));

@@ -58,6 +58,11 @@ static const struct family families[] = {
 	 * weight x fp32 form; fp32 cos and sin */
 	{ .type = "olmo2", ROPE, .norm = NORM_RMS_FP32, .no_pre_norms = 1, .post_norms = 1, .qk_norm = QK_NORM_EACH,
 	  .qk_norm_full = 1, .rope_fp32 = 1, .reads_attention_bias = 1 },
+	/* llama's layer; the embeddings, each sublayer's output and the logits scaled: a
+	 * tensor each (embed_scale as gemma's), whatever the multiplier */
+	{ .type = "granite", ROPE, .reads_attention_bias = 1, .embed_scale = 1, .residual_scale = 1, .logits_scale = 1,
+	  .assumes = "granite's multipliers: their values change no memory; each (embedding, residual, logits) is "
+		     "one more tensor, planned" },
 };
 
 #define NFAMILIES (sizeof(families) / sizeof(families[0]))

@@ -150,6 +150,10 @@ struct family {
 					  * head (olmo2: weights of heads x head_dim) */
 	int rope_fp32;                   /* cos and sin stay fp32: q and k are rotated in fp32
 					  * and cast back (olmo2) */
+	int residual_scale;              /* each sublayer's output is multiplied by a scalar
+					  * before the residual add: a new tensor (granite) */
+	int logits_scale;                /* the logits are divided by a scalar: a new tensor
+					  * (granite) */
 };
 
 /* The row of model_type type, or NULL. */

@@ -476,6 +476,15 @@ static int post_norm(struct step *s, struct tlist *sv, int x, enum stage st)
 	return n;
 }
 
+/* A sublayer's output x multiplied by the family's scalar before the residual add
+ * (residual_scale: granite's residual_multiplier): a new tensor, x gone; nothing kept. */
+static int branch_scale(struct step *s, int x)
+{
+	if (!s->fam->residual_scale || !x)
+		return x;
+	return remake(s, x, s->act_bytes * s->tokens * s->hidden);
+}
+
 /* The rotary embedding of one of q, k (bytes; in_bytes before: under autocast the
  * products with fp32 cos and sin are fp32): x cos, rotate_half(x) (the negated half,
  * then both halves concatenated) times sin, then their sum; a family with
@@ -1335,7 +1344,7 @@ static int layer_forward(struct step *s, int in, struct tlist *sv, int frozen)
 	c.lora0 = c.nograd && !s->base_trains;
 	int y = sublayer_input(s, sv, in, S_NORM1, S_QKV_IN);
 	int ao = attn_op(s)->forward(s, &c, sv, y);
-	ao = post_norm(s, sv, ao, S_PNORM1);
+	ao = branch_scale(s, post_norm(s, sv, ao, S_PNORM1));
 	c.h1 = tensor(s, s->resid_bytes * s->tokens * s->hidden);
 	drop(s, ao), drop(s, y); /* (y: when the attention left it) */
 	/* fp32: the norm keeps its input */
@@ -1349,7 +1358,7 @@ static int layer_forward(struct step *s, int in, struct tlist *sv, int frozen)
 	if (dn) {
 		s->in_nograd = 0;
 		s->early_stop = c.stop ? 2 : 0; /* a post-norm's product packs the last */
-		dn = post_norm(s, sv, dn, S_PNORM2);
+		dn = branch_scale(s, post_norm(s, sv, dn, S_PNORM2));
 		s->early_stop = 0;
 	}
 	if (c.stop)
@@ -1723,6 +1732,14 @@ static int sublayer_input_backward(struct step *s, int g, int g_bytes, struct tl
 	return gres;
 }
 
+/* The gradient of a scaled sublayer output (branch_scale's): the residual stream's times
+ * the scalar, a new tensor of the activations' dtype (0 without residual_scale: the
+ * residual stream's own). */
+static int branch_scale_backward(struct step *s)
+{
+	return s->fam->residual_scale ? tensor(s, s->act_bytes * s->tokens * s->hidden) : 0;
+}
+
 /* One decoder layer's backward, op by op in the forward's reverse, node by node as
  * autograd runs them: the MLP's post-norm (where the family has one), the MLP's, its
  * norm's; the attention's post-norm, the attention's, its norm's; then the biases' and
@@ -1736,10 +1753,12 @@ static int layer_backward(struct step *s, int gres, struct tlist *sv, struct tli
 
 	if (s->fam->post_norms)
 		gp = post_norm_backward(s, gres, sv, S_PNORM2_W, S_PNORM2);
+	else
+		gp = branch_scale_backward(s);
 	gy = mlp_op(s)->backward(s, gp, sv, grads, gw_bytes, &gy_bytes);
 	release(s, sv, S_UP_IN), release(s, sv, S_MLP_IN);
 	gres = sublayer_input_backward(s, gy, gy_bytes, sv, S_NORM2_W, S_NORM2, gres, grads, gw_bytes);
-	gp = s->fam->post_norms ? post_norm_backward(s, gres, sv, S_PNORM1_W, S_PNORM1) : 0;
+	gp = s->fam->post_norms ? post_norm_backward(s, gres, sv, S_PNORM1_W, S_PNORM1) : branch_scale_backward(s);
 	gy = attn_op(s)->backward(s, gp, sv, grads, gw_bytes, &gy_bytes);
 	int gx = sublayer_input_backward(s, gy, gy_bytes, sv, S_NORM1_W, S_NORM1, gres, grads, gw_bytes);
 	weight_grad(s, grads, p->k_norm, gw_bytes);
@@ -2198,12 +2217,12 @@ static int plain_layer(struct step *s, int in, struct tlist *cache)
 	(void)in;
 	int y = plain_pre_norm(s);
 	int ao = attn_op(s)->plain(s, y, cache);
-	ao = post_norm(s, NULL, ao, S_PNORM1);
+	ao = branch_scale(s, post_norm(s, NULL, ao, S_PNORM1));
 	int h1 = tensor(s, s->resid_bytes * T * h);
 	drop(s, ao), drop(s, y); /* (y: when the attention left it to the residual add) */
 	y = plain_pre_norm(s);
 	int dn = mlp_op(s)->plain(s, y, NULL);
-	dn = post_norm(s, NULL, dn, S_PNORM2);
+	dn = branch_scale(s, post_norm(s, NULL, dn, S_PNORM2));
 	int out = tensor(s, s->resid_bytes * T * h);
 	drop(s, dn), drop(s, y), drop(s, h1);
 	return out;
@@ -2748,6 +2767,8 @@ static void loss_forward(struct train *tr)
 	for (int64_t done = 0; done < s->tokens; done += chunk) {
 		int64_t n = s->tokens - done < chunk ? s->tokens - done : chunk;
 		int l1 = tensor(s, s->act_bytes * n * s->vocab);
+		if (s->fam->logits_scale) /* logits / logits_scaling: a new tensor */
+			l1 = remake(s, l1, s->act_bytes * n * s->vocab);
 		if (s->softcap > 0) { /* logits / cap, tanh (kept), x cap */
 			int d = tensor(s, s->act_bytes * n * s->vocab);
 			drop(s, l1);
@@ -2819,6 +2840,8 @@ static void loss_backward(struct train *tr)
 			drop(s, g2);
 			g2 = gb;
 		}
+		if (s->fam->logits_scale) /* the division's backward: / logits_scaling */
+			g2 = remake(s, g2, s->act_bytes * n * s->vocab);
 		if (c < tr->capped.n) { /* the softcap's backward: x cap, tanh's, / cap */
 			int64_t b = s->act_bytes * n * s->vocab;
 			int gm = tensor(s, b);
@@ -3170,6 +3193,8 @@ int sim_infer(const struct model_shape *m, const struct train_settings *t, int s
 		s.part = C_LOGITS;
 		int logits = tensor(&s, lb);
 		drop(&s, yf);
+		if (s.fam->logits_scale) /* logits / logits_scaling */
+			logits = remake(&s, logits, lb);
 		/* gemma2's final softcapping: / cap, tanh, x cap, each a new tensor while the
 		 * last one still lives */
 		for (int i = 0; s.softcap > 0 && i < 3; i++) {

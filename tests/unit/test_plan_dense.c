@@ -91,10 +91,59 @@ static void test_olmo2(void **state)
 	assert_true(oc.allocated_peak_bytes != lc.allocated_peak_bytes);
 }
 
+/* granite-3.1-8b's shape with n layers; tie_word_embeddings left to the family */
+#define GRANITE "{\"model_type\": \"%s\", \"hidden_size\": 4096, \"num_hidden_layers\": %d, " \
+		"\"num_attention_heads\": 32, \"num_key_value_heads\": 8, \"intermediate_size\": 12800, " \
+		"\"vocab_size\": 49155, \"embedding_multiplier\": 12.0, \"logits_scaling\": 16.0, " \
+		"\"residual_multiplier\": 0.22, \"attention_multiplier\": 0.0078125%s}"
+
+static void granite_shape(const char *type, int layers, const char *extra, struct model_shape *m)
+{
+	char cfg[640];
+
+	snprintf(cfg, sizeof(cfg), GRANITE, type, layers, "%s");
+	assert_int_equal(shape_of(cfg, extra, m), 0);
+}
+
+/* granite: llama's parameters; its multipliers' values change nothing, but each is a
+ * tensor op: the logits divided make a second logits tensor. */
+static void test_granite(void **state)
+{
+	struct model_shape m, llama;
+	struct train_settings t;
+	struct plan_result g, l;
+	const char *why;
+
+	(void)state;
+	granite_shape("granite", 40, "", &m);
+	assert_false(m.tied); /* GraniteConfig's default; the 3.x checkpoints say true */
+	granite_shape("granite", 40, ", \"tie_word_embeddings\": true", &m);
+	assert_int_equal(model_params(&m), 8170848256); /* granite-3.1-8b */
+	granite_shape("granite", 8, ", \"tie_word_embeddings\": true", &m);
+	assert_int_equal(model_params(&m), 1795244032); /* as transformers built it */
+	assert_non_null(model_family(&m)->assumes);
+
+	/* every position's logits in inference: granite holds the scaled ones besides (a
+	 * small model, whose peak is at its logits) */
+	const char *small = "{\"model_type\": \"%s\", \"hidden_size\": 1024, \"num_hidden_layers\": 2, "
+			    "\"num_attention_heads\": 8, \"num_key_value_heads\": 2, \"intermediate_size\": 2048, "
+			    "\"vocab_size\": 49155, \"tie_word_embeddings\": true}";
+	assert_int_equal(shape_of(small, "granite", &m), 0);
+	assert_int_equal(shape_of(small, "llama", &llama), 0);
+	train_settings_init(&t);
+	t.inference = 1, t.logits_all = 1, t.batch = 1, t.seq = 2048;
+	assert_int_equal(plan_compute(&m, &t, &g, &why), 0);
+	assert_int_equal(plan_compute(&llama, &t, &l, &why), 0);
+	assert_int_equal(g.bytes[C_LOGITS], 2 * l.bytes[C_LOGITS]);
+	assert_int_equal(l.bytes[C_LOGITS], 2048ull * 49155 * 2);
+	assert_int_equal(model_params(&m), model_params(&llama));
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_olmo2),
+		cmocka_unit_test(test_granite),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
