@@ -471,6 +471,9 @@ static void print_assumed(const char *label, const struct plan_args *a, const st
 			    (long long)sliding, (long long)m->layers,
 			    t->seq >= m->sliding_window ? "seq reaches it: a batch x seq x seq mask a layer"
 							: "seq within it: no masks");
+	if (m->nope_step)
+		strbuf_addf(&sb, ", rotary on %lld of %lld layers (no_rope_layers)",
+			    (long long)(m->layers - m->layers / m->nope_step), (long long)m->layers);
 	strbuf_addf(&sb, ", use_cache %s\n",
 		    t->inference ? "on (the KV cache)"
 		    : settings_cache_on(t) ? "on (keys and values held to the next step; --no-use-cache if off)"

@@ -108,6 +108,41 @@ bad:
 	return -EINVAL;
 }
 
+/* Layers without rope (a family with a nope_interval and one kind of layer: smollm3;
+ * an interleaved family's layers_from_json reads its own): no_rope_layers lists 1 for a
+ * layer with rope, 0 for one without; absent, every no_rope_layer_interval-th layer (the
+ * family's default interval) has none, as the config class fills the list in. A list is
+ * taken when its 0s fall every N-th; any other is refused. */
+static int nope_from_json(json_t *cfg, const struct family *f, struct model_shape *m, char **err)
+{
+	json_t *v = json_object_get(cfg, "no_rope_layers"), *t;
+	size_t i;
+
+	if (!f->nope_interval || f->interleaved)
+		return 0;
+	m->nope_step = f->nope_interval;
+	if (maybe(cfg, NAMES("no_rope_layer_interval"), PLAN_MAX_LAYERS, &m->nope_step, err))
+		return -EINVAL;
+	if (!v || json_is_null(v))
+		return 0;
+	if (!json_is_array(v) || (int64_t)json_array_size(v) != m->layers)
+		goto bad;
+	m->nope_step = 0;
+	json_array_foreach(v, i, t) {
+		if (!json_is_integer(t) || json_integer_value(t) < 0 || json_integer_value(t) > 1)
+			goto bad;
+		int rope = json_integer_value(t) == 1;
+		if (!rope && !m->nope_step)
+			m->nope_step = (int64_t)i + 1;
+		if (rope == (m->nope_step && (int64_t)(i + 1) % m->nope_step == 0))
+			goto bad;
+	}
+	return 0;
+bad:
+	*err = xasprintf("config.json: no_rope_layers must list %lld layers of 1 (rope) and 0 (none), the 0s every "
+			 "N-th as no_rope_layer_interval makes them, or be absent", (long long)m->layers);
+	return -EINVAL;
+}
 
 /* The experts of an MLP_MOE family, with its config class's defaults (its row). Every
  * layer sparse: decoder_sparse_step other than 1 and mlp_only_layers are refused. */
@@ -370,7 +405,7 @@ int model_shape_from_json(json_t *cfg, struct model_shape *m, char **err)
 	v = json_object_get(cfg, "attention_bias");
 	if (json_is_boolean(v) && f->reads_attention_bias)
 		m->qkv_bias = m->o_bias = json_is_true(v);
-	if (sizes_from_json(cfg, f, m, err))
+	if (sizes_from_json(cfg, f, m, err) || nope_from_json(cfg, f, m, err))
 		return -EINVAL;
 	if (layers_from_json(cfg, f, m, err) || hybrid_from_json(cfg, f, m, err))
 		return -EINVAL;

@@ -63,6 +63,8 @@ static const struct family families[] = {
 	{ .type = "granite", ROPE, .reads_attention_bias = 1, .embed_scale = 1, .residual_scale = 1, .logits_scale = 1,
 	  .assumes = "granite's multipliers: their values change no memory; each (embedding, residual, logits) is "
 		     "one more tensor, planned" },
+	/* llama's layer; every no_rope_layer_interval-th layer without rope */
+	{ .type = "smollm3", ROPE, .tied = 1, .reads_attention_bias = 1, .nope_interval = 4 },
 };
 
 #define NFAMILIES (sizeof(families) / sizeof(families[0]))

@@ -2985,7 +2985,7 @@ static void layers_backward(struct train *tr)
 
 	for (int64_t l = tr->no_grad_layers; l < s->layers; l++) {
 		int k = rotary_set(s, l);
-		if (low[k] < 0)
+		if (low[k] < 0 && (!s->nope_step || (l + 1) % s->nope_step)) /* (a layer without rotary: none) */
 			low[k] = l;
 	}
 	for (int64_t l = s->layers - 1; l >= tr->no_grad_layers; l--)

@@ -139,11 +139,74 @@ static void test_granite(void **state)
 	assert_int_equal(model_params(&m), model_params(&llama));
 }
 
+/* SmolLM3-3B's shape with n layers (tied by the family's default) */
+#define SMOLLM3 "{\"model_type\": \"%s\", \"hidden_size\": 2048, \"num_hidden_layers\": %d, " \
+		"\"num_attention_heads\": 16, \"num_key_value_heads\": 4, \"intermediate_size\": 11008, " \
+		"\"vocab_size\": 128256%s}"
+
+static int smollm3_shape(const char *type, int layers, const char *extra, struct model_shape *m)
+{
+	char cfg[640];
+
+	snprintf(cfg, sizeof(cfg), SMOLLM3, type, layers, "%s");
+	return shape_of(cfg, extra, m);
+}
+
+/* smollm3: llama's layer and parameters; every 4th layer (no_rope_layers' 0s) rotates
+ * neither q nor k, which is all that sets its plan apart. */
+static void test_smollm3(void **state)
+{
+	struct model_shape m, all, llama;
+
+	(void)state;
+	assert_int_equal(smollm3_shape("smollm3", 36, "", &m), 0);
+	assert_true(m.tied);
+	assert_int_equal(m.nope_step, 4);
+	assert_int_equal(model_params(&m), 3075098624); /* SmolLM3-3B */
+	/* the list as SmolLM3-3B's config.json gives it says the same */
+	assert_int_equal(smollm3_shape("smollm3", 8, ", \"no_rope_layers\": [1, 1, 1, 0, 1, 1, 1, 0]", &all), 0);
+	assert_int_equal(all.nope_step, 4);
+	assert_int_equal(smollm3_shape("smollm3", 8, ", \"no_rope_layer_interval\": 2", &all), 0);
+	assert_int_equal(all.nope_step, 2);
+	assert_int_not_equal(smollm3_shape("smollm3", 8, ", \"no_rope_layers\": [1, 0, 1, 1, 1, 0, 1, 1]", &all), 0);
+	assert_int_not_equal(smollm3_shape("smollm3", 8, ", \"no_rope_layers\": [1, 1]", &all), 0);
+	assert_int_not_equal(smollm3_shape("smollm3", 8, ", \"no_rope_layer_interval\": 0", &all), 0);
+
+	/* rope on every layer: llama's plan to the byte */
+	assert_int_equal(smollm3_shape("smollm3", 8, ", \"no_rope_layers\": [1, 1, 1, 1, 1, 1, 1, 1]", &all), 0);
+	assert_int_equal(all.nope_step, 0);
+	assert_int_equal(smollm3_shape("llama", 8, ", \"tie_word_embeddings\": true", &llama), 0);
+	assert_int_equal(smollm3_shape("smollm3", 8, "", &m), 0);
+	struct plan_result r = plan_train(&all, 1, 4096, 0), l = plan_train(&llama, 1, 4096, 0);
+	assert_int_equal(r.allocated_peak_bytes, l.allocated_peak_bytes);
+	assert_int_equal(model_params(&m), model_params(&llama));
+
+	/* a prefill whose peak is the last layer's attention (wide q, narrow MLP): without
+	 * rope there, none of the rotation's temporaries (each q's size, bf16) */
+	const char *wide = "{\"model_type\": \"smollm3\", \"hidden_size\": 1024, \"num_hidden_layers\": 4, "
+			   "\"num_attention_heads\": 16, \"num_key_value_heads\": 16, \"head_dim\": 256, "
+			   "\"intermediate_size\": 512, \"vocab_size\": 1000, \"no_rope_layer_interval\": %s}";
+	struct train_settings t;
+	struct plan_result nope, rope;
+	const char *why;
+	int64_t q = 4ll * 4096 * 4096 * 2;
+
+	train_settings_init(&t);
+	t.inference = 1, t.batch = 4, t.seq = 4096;
+	assert_int_equal(shape_of(wide, "1", &m), 0);
+	assert_int_equal(plan_compute(&m, &t, &nope, &why), 0);
+	assert_int_equal(shape_of(wide, "100", &m), 0);
+	assert_int_equal(plan_compute(&m, &t, &rope, &why), 0);
+	assert_true(rope.allocated_peak_bytes >= nope.allocated_peak_bytes + q);
+	assert_true(rope.allocated_peak_bytes <= nope.allocated_peak_bytes + 3 * q);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_olmo2),
 		cmocka_unit_test(test_granite),
+		cmocka_unit_test(test_smollm3),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
