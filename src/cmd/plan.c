@@ -343,6 +343,14 @@ static json_t *assumed_json(const struct plan_args *a, const struct train_settin
 	json_object_set_new(o, "sliding_layers", json_integer(sliding));
 	if (model_family(m)->assumes) /* (only where a family says something: older plans unchanged) */
 		json_object_set_new(o, "family", json_string(model_family(m)->assumes));
+	if (m->wrapper) { /* a multimodal config: what of it was planned */
+		json_t *mm = json_object();
+		json_object_set_new(mm, "config", json_string(m->wrapper->type));
+		json_object_set_new(mm, "text_tower", json_string(m->type));
+		json_object_set_new(mm, "vision_params", m->vision.kind ? json_integer(vision_params(&m->vision)) : json_null());
+		json_object_set_new(mm, "vision_not_counted", m->vision_why ? json_string(m->vision_why) : json_null());
+		json_object_set_new(o, "multimodal", mm);
+	}
 	if (t->inference) {
 		json_object_set_new(o, "prompt", json_integer(t->seq));
 		json_object_set_new(o, "prompt_from", json_string(prompt_from[a->prompt]));
@@ -463,6 +471,13 @@ static void print_assumed(const char *label, const struct plan_args *a, const st
 	}
 	if (t->expandable) /* said only when on: the native allocator is PyTorch's default */
 		strbuf_addf(&sb, "%sallocator: expandable segments (expandable_segments:True)", ind);
+	if (m->wrapper && m->vision.kind)
+		strbuf_addf(&sb, "%s%s: its text tower (%s) planned; its vision tower's weights counted (%.1fM parameters), "
+			    "no gradients or states (a text-only step); images' activations not planned",
+			    ind, m->wrapper->type, m->type, vision_params(&m->vision) / 1e6);
+	else if (m->wrapper)
+		strbuf_addf(&sb, "%s%s: its text tower (%s) planned; its vision tower not counted (%s)", ind,
+			    m->wrapper->type, m->type, m->vision_why);
 	strbuf_addf(&sb, "%sattention %s%s", ind, model_family(m)->attn_name ? model_family(m)->attn_name : "sdpa",
 		    strcmp(d.compute, "fp32") ? "" : " (its math kernel in fp32: it keeps the probabilities)");
 	int64_t sliding = sliding_layers(m);

@@ -363,6 +363,120 @@ static int heads_from_json(json_t *cfg, struct model_shape *m, char **err)
 	return 0;
 }
 
+/* The key's whole number from 1 to max into *out: 0, or -EINVAL (missing or out of range). */
+static int vkey(json_t *vc, const char *key, int64_t max, int64_t *out)
+{
+	json_t *x = json_object_get(vc, key);
+
+	if (!json_is_integer(x) || json_integer_value(x) < 1 || json_integer_value(x) > max)
+		return -EINVAL;
+	*out = json_integer_value(x);
+	return 0;
+}
+
+/* SigLIP (transformers' SiglipVisionConfig keys): an RGB patch convolution with its bias,
+ * a learned embedding per patch of the image. */
+static int siglip_from_json(json_t *vc, struct vision_shape *v, const char **why)
+{
+	int64_t image, patch;
+
+	if (vkey(vc, "hidden_size", PLAN_MAX_WIDTH, &v->hidden) || vkey(vc, "intermediate_size", PLAN_MAX_WIDTH, &v->inter) ||
+	    vkey(vc, "num_hidden_layers", PLAN_MAX_LAYERS, &v->layers) || vkey(vc, "image_size", PLAN_MAX_WIDTH, &image) ||
+	    vkey(vc, "patch_size", PLAN_MAX_WIDTH, &patch)) {
+		*why = "vision_config lacks hidden_size, intermediate_size, num_hidden_layers, image_size or patch_size "
+		       "(or one is out of range)";
+		return -EINVAL;
+	}
+	if (json_is_true(json_object_get(vc, "vision_use_head"))) {
+		*why = "vision_config's vision_use_head (a pooling head) is not modelled";
+		return -EINVAL;
+	}
+	v->patch_elems = 3 * patch * patch * v->hidden;
+	v->positions = (image / patch) * (image / patch);
+	return 0;
+}
+
+/* Qwen2.5-VL's ViT (Qwen2_5_VLVisionConfig keys): a bias-free 3-D patch convolution over
+ * temporal_patch_size frames, the merger over spatial_merge_size^2 patches. */
+static int qwen2_5_from_json(json_t *vc, struct vision_shape *v, const char **why)
+{
+	int64_t patch, temporal, merge;
+
+	if (vkey(vc, "hidden_size", PLAN_MAX_WIDTH, &v->hidden) || vkey(vc, "intermediate_size", PLAN_MAX_WIDTH, &v->inter) ||
+	    vkey(vc, "depth", PLAN_MAX_LAYERS, &v->layers) || vkey(vc, "patch_size", PLAN_MAX_WIDTH, &patch) ||
+	    vkey(vc, "temporal_patch_size", PLAN_MAX_WIDTH, &temporal) ||
+	    vkey(vc, "spatial_merge_size", PLAN_MAX_WIDTH, &merge)) {
+		*why = "vision_config lacks hidden_size, intermediate_size, depth, patch_size, temporal_patch_size or "
+		       "spatial_merge_size (or one is out of range)";
+		return -EINVAL;
+	}
+	v->patch_elems = 3 * temporal * patch * patch * v->hidden;
+	v->merge = merge * merge;
+	return vkey(vc, "out_hidden_size", PLAN_MAX_WIDTH, &v->out) ? (*why = "vision_config lacks out_hidden_size", -EINVAL)
+								     : 0;
+}
+
+/* The tower of kind (a multimodal row's: VISION_NONE plans none) from vision_config vc,
+ * its projector ending in text_hidden units: 0, or -EINVAL with *why (a static string
+ * naming what is missing or out of range: the tower is then not counted). */
+static int vision_from_json(enum vision_kind kind, json_t *vc, int64_t text_hidden, struct vision_shape *v,
+		     const char **why)
+{
+	struct vision_shape s = { .kind = kind, .out = text_hidden };
+	int rc = 0;
+
+	memset(v, 0, sizeof(*v));
+	*why = NULL;
+	if (kind == VISION_NONE)
+		return 0;
+	if (!json_is_object(vc)) {
+		*why = "no vision_config";
+		return -EINVAL;
+	}
+	rc = kind == VISION_SIGLIP ? siglip_from_json(vc, &s, why) : qwen2_5_from_json(vc, &s, why);
+	if (rc)
+		return rc;
+	*v = s;
+	return 0;
+}
+
+/* A multimodal config (a row with a text_family): its text tower from text_config (its
+ * model_type the row's text family when it gives none; tie_word_embeddings from the top
+ * level when it leaves it out), or from the top level itself in an older flat config
+ * (qwen2_5_vl's, as its config class moves the keys); its vision tower's weights from
+ * vision_config where they can be counted (vision_why says why not). */
+static int multimodal_from_json(json_t *cfg, const struct family *f, struct model_shape *m, char **err)
+{
+	json_t *text = json_object_get(cfg, "text_config"), *tie = json_object_get(cfg, "tie_word_embeddings");
+	json_t *copy = json_deep_copy(json_is_object(text) ? text : cfg);
+	const struct family *tf;
+	int rc;
+
+	if (!copy) {
+		*err = xstrdup("config.json: out of memory");
+		return -ENOMEM;
+	}
+	if (!json_is_object(text)) /* flat: the text keys at the top */
+		json_object_del(copy, "model_type");
+	if (!json_string_value(json_object_get(copy, "model_type")))
+		json_object_set_new(copy, "model_type", json_string(f->text_family));
+	tf = family_find(json_string_value(json_object_get(copy, "model_type")));
+	if (tf && tf->text_family) {
+		json_decref(copy);
+		*err = xasprintf("config.json: text_config's model_type '%s' is not a text model", tf->type);
+		return -EINVAL;
+	}
+	if (json_is_boolean(tie) && !json_object_get(copy, "tie_word_embeddings"))
+		json_object_set(copy, "tie_word_embeddings", tie);
+	rc = model_shape_from_json(copy, m, err);
+	json_decref(copy);
+	if (rc)
+		return rc;
+	m->wrapper = f;
+	vision_from_json(f->vision, json_object_get(cfg, "vision_config"), m->hidden, &m->vision, &m->vision_why);
+	return 0;
+}
+
 int model_shape_from_json(json_t *cfg, struct model_shape *m, char **err)
 {
 	const char *type = json_string_value(json_object_get(cfg, "model_type"));
@@ -386,6 +500,8 @@ int model_shape_from_json(json_t *cfg, struct model_shape *m, char **err)
 		*err = xasprintf("config.json: model_type '%s' is not supported (%s)", type, names);
 		return -EINVAL;
 	}
+	if (f->text_family)
+		return multimodal_from_json(cfg, f, m, err);
 	snprintf(m->type, sizeof(m->type), "%s", type);
 	m->family = f;
 	m->qkv_bias = f->qkv_bias;

@@ -1,4 +1,5 @@
 #include "plan/family.h"
+#include "plan/vision.h"
 
 #include <stddef.h>
 #include <stdio.h>
@@ -65,6 +66,11 @@ static const struct family families[] = {
 		     "one more tensor, planned" },
 	/* llama's layer; every no_rope_layer_interval-th layer without rope */
 	{ .type = "smollm3", ROPE, .tied = 1, .reads_attention_bias = 1, .nope_interval = 4 },
+	/* qwen2_5_vl's text tower: qwen2's layer (its multimodal rotary folds into cos and sin) */
+	{ .type = "qwen2_5_vl_text", ROPE, .qkv_bias = 1 },
+	/* multimodal configs: the text tower from text_config, the vision tower's weights */
+	{ .type = "gemma3", .text_family = "gemma3_text", .vision = VISION_SIGLIP },
+	{ .type = "qwen2_5_vl", .text_family = "qwen2_5_vl_text", .vision = VISION_QWEN2_5 },
 };
 
 #define NFAMILIES (sizeof(families) / sizeof(families[0]))

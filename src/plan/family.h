@@ -154,6 +154,10 @@ struct family {
 					  * before the residual add: a new tensor (granite) */
 	int logits_scale;                /* the logits are divided by a scalar: a new tensor
 					  * (granite) */
+	/* a multimodal config (gemma3, qwen2_5_vl): its text tower is planned */
+	const char *text_family;         /* text_config's model_type when it gives none (the
+					  * row's other fields then unused) */
+	int vision;                      /* its vision tower's kind (enum vision_kind) */
 };
 
 /* The row of model_type type, or NULL. */

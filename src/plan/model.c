@@ -137,6 +137,7 @@ static int64_t trained_params(const struct model_shape *m, const struct train_se
 
 	if (t->freeze_last >= t->freeze_first)
 		p -= layers_params(m, t->freeze_first, t->freeze_last);
+	p -= vision_params(&m->vision); /* (a text-only step gives it no gradient) */
 	if (m->tied && (t->freeze_embed || t->freeze_head))
 		return p - vh;
 	return p - (t->freeze_embed ? vh : 0) - (t->freeze_head ? vh : 0);
@@ -149,7 +150,7 @@ int64_t model_params(const struct model_shape *m)
 
 	if (f->positions == POS_LEARNED)
 		emb += m->positions * m->hidden;
-	return emb + layers_params(m, 0, m->layers - 1) + norm_params(f, m->hidden);
+	return emb + layers_params(m, 0, m->layers - 1) + norm_params(f, m->hidden) + vision_params(&m->vision);
 }
 
 /* The plan from a simulation: each component as the simulation tagged its blocks at

@@ -8,6 +8,7 @@
 #include <stdint.h>
 
 #include "plan/family.h"
+#include "plan/vision.h"
 
 struct model_shape {
 	char type[32];            /* model_type from config.json */
@@ -33,6 +34,11 @@ struct model_shape {
 	/* hybrid layers: the family's attention on every full_step-th layer, Gated DeltaNet on
 	 * the others (0: every layer the family's), its heads and widths, conv kernel */
 	int64_t full_step, lin_k_heads, lin_v_heads, lin_k_dim, lin_v_dim, lin_conv;
+	/* a multimodal config: its row (the text tower is what the rest describes), its
+	 * vision tower's weights (VISION_NONE: not counted, vision_why says why) */
+	const struct family *wrapper;
+	struct vision_shape vision;
+	const char *vision_why;
 };
 
 /* m's family row. */

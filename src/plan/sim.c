@@ -2336,6 +2336,24 @@ static int norm_tensors(const struct step *s)
 	return s->fam->norm == NORM_LAYER ? 2 : 1;
 }
 
+/* A multimodal model's vision tower, made before its text tower: its weights, which a
+ * text-only step gives no gradient (so no optimizer state either). */
+static void load_vision(struct step *s, const struct vision_shape *v, struct tlist *params)
+{
+	int64_t w[VISION_TENSORS_MAX];
+	int n = vision_root_tensors(v, 1, w);
+
+	for (int i = 0; i < n; i++)
+		push(params, tensor(s, w[i] * s->weight_bytes));
+	n = vision_layer_tensors(v, w);
+	for (int64_t l = 0; l < v->layers; l++)
+		for (int i = 0; i < n; i++)
+			push(params, tensor(s, w[i] * s->weight_bytes));
+	n = vision_root_tensors(v, 0, w);
+	for (int i = 0; i < n; i++)
+		push(params, tensor(s, w[i] * s->weight_bytes));
+}
+
 /* The weights, as load makes them, and which of them train: into trained (NULL: none
  * noted) unless frozen. The embedding (and learned positions), the layers, the final
  * norm, lm_head (when tied, made with its own weight, then tied to the embedding's). */
@@ -2349,6 +2367,7 @@ static void load(struct step *s, const struct model_shape *m, const struct train
 
 	if (!trained)
 		trained = &none;
+	load_vision(s, &m->vision, params);
 	push(params, id = tensor(s, s->vocab * h * s->weight_bytes / shard));
 	if (!emb_frozen)
 		push(trained, id);

@@ -201,12 +201,82 @@ static void test_smollm3(void **state)
 	assert_true(rope.allocated_peak_bytes <= nope.allocated_peak_bytes + 3 * q);
 }
 
+/* gemma-3-4b's text tower at 8 layers, as bench/gpu-cases-30.json builds it */
+#define GEMMA3_TEXT "{\"hidden_size\": 2560, \"num_hidden_layers\": 8, \"num_attention_heads\": 8, " \
+		    "\"num_key_value_heads\": 4, \"head_dim\": 256, \"intermediate_size\": 10240, " \
+		    "\"vocab_size\": 262208, \"sliding_window\": 1024%s}"
+#define SIGLIP "{\"hidden_size\": 1152, \"intermediate_size\": 4304, \"num_hidden_layers\": 27, " \
+	       "\"num_attention_heads\": 16, \"image_size\": 896, \"patch_size\": 14, \"vision_use_head\": false%s}"
+/* Qwen2.5-VL-3B's text tower at 8 layers, and its vision tower */
+#define QWEN25VL_TEXT "\"hidden_size\": 2048, \"num_hidden_layers\": 8, \"num_attention_heads\": 16, " \
+		      "\"num_key_value_heads\": 2, \"intermediate_size\": 11008, \"vocab_size\": 151936"
+#define QWEN25VL_VISION "\"vision_config\": {\"depth\": 32, \"hidden_size\": 1280, \"out_hidden_size\": 2048, " \
+			"\"intermediate_size\": 3420, \"num_heads\": 16, \"patch_size\": 14, " \
+			"\"spatial_merge_size\": 2, \"temporal_patch_size\": 2}"
+
+/* A multimodal config plans its text tower from text_config and counts its vision
+ * tower's weights (no gradient, no state in a text-only step), as transformers builds
+ * them: the parameters each model of bench/gpu-cases-30.json had. */
+static void test_multimodal(void **state)
+{
+	struct model_shape vlm, text, flat;
+	char cfg[2048], tc[512], vc[512];
+
+	(void)state;
+	snprintf(tc, sizeof(tc), GEMMA3_TEXT, ", \"model_type\": \"gemma3_text\"");
+	snprintf(vc, sizeof(vc), SIGLIP, "");
+	snprintf(cfg, sizeof(cfg), "{\"model_type\": \"gemma3\", \"mm_tokens_per_image\": 256, "
+		 "\"text_config\": %s, \"vision_config\": %s}", tc, vc);
+	assert_int_equal(shape_of(cfg, "", &vlm), 0);
+	assert_int_equal(shape_of(tc, "", &text), 0);
+	assert_non_null(vlm.wrapper);
+	assert_true(vlm.tied); /* gemma3_text's default, through the wrapper */
+	assert_int_equal(vision_params(&vlm.vision), 419816304);
+	assert_int_equal(model_params(&text), 1426315776);
+	assert_int_equal(model_params(&vlm), 1846132080);
+	/* the vision weights are loaded, and nothing else of them: the plans differ by the
+	 * weights' bytes (and where those blocks land) */
+	struct plan_result a = plan_train(&vlm, 1, 4096, 0), b = plan_train(&text, 1, 4096, 0);
+	assert_int_equal(a.trainable_params, b.trainable_params);
+	/* (small tensors' blocks share 2 MiB segments with the vision's small weights) */
+	assert_true(llabs((long long)a.bytes[C_GRADS] - (long long)b.bytes[C_GRADS]) <= 2 << 20);
+	assert_true(llabs((long long)a.bytes[C_OPT_STATES] - (long long)b.bytes[C_OPT_STATES]) <= 2 << 20);
+	assert_true(a.bytes[C_WEIGHTS] >= b.bytes[C_WEIGHTS] + 2ull * 419816304);
+	assert_true(a.bytes[C_WEIGHTS] <= b.bytes[C_WEIGHTS] + 2ull * 419816304 + (16u << 20));
+	/* a vision_config the planner cannot count: the text tower alone, saying why */
+	snprintf(vc, sizeof(vc), "{\"hidden_size\": 1152}");
+	snprintf(cfg, sizeof(cfg), "{\"model_type\": \"gemma3\", \"text_config\": %s, \"vision_config\": %s}",
+		 tc, vc);
+	assert_int_equal(shape_of(cfg, "", &vlm), 0);
+	assert_int_equal(vlm.vision.kind, VISION_NONE);
+	assert_non_null(vlm.vision_why);
+	assert_int_equal(model_params(&vlm), 1426315776);
+	/* a text_config that is itself multimodal is refused */
+	snprintf(cfg, sizeof(cfg), "{\"model_type\": \"gemma3\", \"text_config\": {\"model_type\": \"gemma3\"}}");
+	assert_int_not_equal(shape_of(cfg, "", &vlm), 0);
+
+	/* qwen2_5_vl: text_config, or (older config.json files) the text keys at the top */
+	snprintf(cfg, sizeof(cfg), "{\"model_type\": \"qwen2_5_vl\", \"tie_word_embeddings\": true, "
+		 "\"text_config\": {\"model_type\": \"qwen2_5_vl_text\", " QWEN25VL_TEXT "}, " QWEN25VL_VISION "}");
+	assert_int_equal(shape_of(cfg, "", &vlm), 0);
+	assert_true(vlm.tied && vlm.qkv_bias && !vlm.o_bias);
+	assert_int_equal(vision_params(&vlm.vision), 668684288);
+	assert_int_equal(model_params(&vlm), 1596467200);
+	snprintf(cfg, sizeof(cfg), "{\"model_type\": \"qwen2_5_vl\", \"tie_word_embeddings\": true, "
+		 QWEN25VL_TEXT ", " QWEN25VL_VISION "}");
+	assert_int_equal(shape_of(cfg, "", &flat), 0);
+	assert_int_equal(model_params(&flat), 1596467200);
+	struct plan_result n = plan_train(&vlm, 2, 8192, 1), f = plan_train(&flat, 2, 8192, 1);
+	assert_int_equal(n.allocated_peak_bytes, f.allocated_peak_bytes);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_olmo2),
 		cmocka_unit_test(test_granite),
 		cmocka_unit_test(test_smollm3),
+		cmocka_unit_test(test_multimodal),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
