@@ -311,6 +311,7 @@ static int sizes_from_json(json_t *cfg, const struct family *f, struct model_sha
 {
 	const char *type = f->type;
 
+	m->heads = f->heads_default, m->vocab = f->vocab_default; /* (config.json's replace them) */
 	if (f->gpt2_keys) {
 		if (need(cfg, NAMES("n_embd", "hidden_size"), PLAN_MAX_WIDTH, type, &m->hidden, err) ||
 		    need(cfg, NAMES("n_layer", "num_hidden_layers"), PLAN_MAX_LAYERS, type, &m->layers, err) ||
@@ -328,23 +329,26 @@ static int sizes_from_json(json_t *cfg, const struct family *f, struct model_sha
 	/* a MoE family with its own expert width needs no dense intermediate_size */
 	if (need(cfg, NAMES("hidden_size"), PLAN_MAX_WIDTH, type, &m->hidden, err) ||
 	    need(cfg, NAMES("num_hidden_layers"), PLAN_MAX_LAYERS, type, &m->layers, err) ||
-	    need(cfg, NAMES("num_attention_heads"), PLAN_MAX_HEADS, type, &m->heads, err) ||
+	    int_field(cfg, NAMES("num_attention_heads"), PLAN_MAX_HEADS, !f->heads_default, type, &m->heads, err) < 0 ||
 	    int_field(cfg, NAMES("intermediate_size"), PLAN_MAX_WIDTH, !(f->mlp == MLP_MOE && f->moe_inter), type,
 		      &m->intermediate, err) < 0 ||
-	    need(cfg, NAMES("vocab_size"), PLAN_MAX_VOCAB, type, &m->vocab, err))
+	    int_field(cfg, NAMES("vocab_size"), PLAN_MAX_VOCAB, !f->vocab_default, type, &m->vocab, err) < 0)
 		return -EINVAL;
 	if (moe_from_json(cfg, f, m, err))
 		return -EINVAL;
 	if (!m->intermediate) /* the MoE's dense size serves no layer here */
 		m->intermediate = m->moe_inter;
-	m->kv_heads = m->heads;
+	/* the family's key/value heads go with its heads (a config giving its own heads and
+	 * no key/value heads has as many, as the planner has always read it) */
+	m->kv_heads = f->kv_heads_default && !json_object_get(cfg, "num_attention_heads") ? f->kv_heads_default
+											     : m->heads;
 	return maybe(cfg, NAMES("num_key_value_heads"), PLAN_MAX_HEADS, &m->kv_heads, err);
 }
 
 /* head_dim (hidden / heads by default), and heads a multiple of the key/value heads. */
 static int heads_from_json(json_t *cfg, struct model_shape *m, char **err)
 {
-	m->head_dim = 0;
+	m->head_dim = model_family(m)->head_dim_default;
 	if (maybe(cfg, NAMES("head_dim"), PLAN_MAX_HEADS, &m->head_dim, err))
 		return -EINVAL;
 	if (!m->head_dim) {

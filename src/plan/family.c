@@ -32,7 +32,8 @@ static const struct family families[] = {
 	  .experts = 8, .experts_per_tok = 2, .sliding = 1, .sliding_pattern = SLIDE_EVERY_LAYER },
 	/* two rotary sets: the local layers' and the global ones' */
 	{ .type = "gemma3_text", GEMMA, .rotary_sets = 2, .post_norms = 1, .qk_norm = QK_NORM_AFTER, .sliding = 1,
-	  .sliding_window = 4096, .sliding_pattern = 6 },
+	  .sliding_window = 4096, .sliding_pattern = 6, .heads_default = 8, .kv_heads_default = 4,
+	  .head_dim_default = 256, .vocab_default = 262208 },
 	/* MoE on every interleave_moe_layer_step-th layer, gated MLPs of intermediate_size_mlp
 	 * between; every no_rope_layer_interval-th layer without rotary embedding and with full
 	 * attention, the others chunked */

@@ -154,6 +154,10 @@ struct family {
 					  * before the residual add: a new tensor (granite) */
 	int logits_scale;                /* the logits are divided by a scalar: a new tensor
 					  * (granite) */
+	/* sizes the config class fills in when config.json leaves them out (0: it must give
+	 * them): gemma-3-4b's text_config gives no heads, head_dim or vocabulary; the key/value
+	 * heads' default goes with the heads' */
+	int64_t heads_default, kv_heads_default, head_dim_default, vocab_default;
 	/* a multimodal config (gemma3, qwen2_5_vl): its text tower is planned */
 	const char *text_family;         /* text_config's model_type when it gives none (the
 					  * row's other fields then unused) */

@@ -243,6 +243,16 @@ static void test_multimodal(void **state)
 	assert_true(llabs((long long)a.bytes[C_OPT_STATES] - (long long)b.bytes[C_OPT_STATES]) <= 2 << 20);
 	assert_true(a.bytes[C_WEIGHTS] >= b.bytes[C_WEIGHTS] + 2ull * 419816304);
 	assert_true(a.bytes[C_WEIGHTS] <= b.bytes[C_WEIGHTS] + 2ull * 419816304 + (16u << 20));
+	/* gemma-3-4b-it's text_config leaves heads, kv heads, head_dim and the vocabulary to
+	 * Gemma3TextConfig's defaults (its own values) */
+	struct model_shape bare;
+	assert_int_equal(shape_of("{\"model_type\": \"gemma3_text\", \"hidden_size\": 2560, "
+				  "\"num_hidden_layers\": 8, \"intermediate_size\": 10240, \"sliding_window\": 1024}",
+				  "", &bare), 0);
+	assert_int_equal(bare.heads, 8);
+	assert_int_equal(bare.kv_heads, 4);
+	assert_int_equal(bare.head_dim, 256);
+	assert_int_equal(model_params(&bare), model_params(&text));
 	/* a vision_config the planner cannot count: the text tower alone, saying why */
 	snprintf(vc, sizeof(vc), "{\"hidden_size\": 1152}");
 	snprintf(cfg, sizeof(cfg), "{\"model_type\": \"gemma3\", \"text_config\": %s, \"vision_config\": %s}",
