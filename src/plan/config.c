@@ -385,8 +385,8 @@ static int siglip_from_json(json_t *vc, struct vision_shape *v, const char **why
 	int64_t image, patch;
 
 	if (vkey(vc, "hidden_size", PLAN_MAX_WIDTH, &v->hidden) || vkey(vc, "intermediate_size", PLAN_MAX_WIDTH, &v->inter) ||
-	    vkey(vc, "num_hidden_layers", PLAN_MAX_LAYERS, &v->layers) || vkey(vc, "image_size", PLAN_MAX_WIDTH, &image) ||
-	    vkey(vc, "patch_size", PLAN_MAX_WIDTH, &patch)) {
+	    vkey(vc, "num_hidden_layers", PLAN_MAX_LAYERS, &v->layers) || vkey(vc, "image_size", PLAN_MAX_IMAGE, &image) ||
+	    vkey(vc, "patch_size", PLAN_MAX_PATCH, &patch)) {
 		*why = "vision_config lacks hidden_size, intermediate_size, num_hidden_layers, image_size or patch_size "
 		       "(or one is out of range)";
 		return -EINVAL;
@@ -407,9 +407,9 @@ static int qwen2_5_from_json(json_t *vc, struct vision_shape *v, const char **wh
 	int64_t patch, temporal, merge;
 
 	if (vkey(vc, "hidden_size", PLAN_MAX_WIDTH, &v->hidden) || vkey(vc, "intermediate_size", PLAN_MAX_WIDTH, &v->inter) ||
-	    vkey(vc, "depth", PLAN_MAX_LAYERS, &v->layers) || vkey(vc, "patch_size", PLAN_MAX_WIDTH, &patch) ||
-	    vkey(vc, "temporal_patch_size", PLAN_MAX_WIDTH, &temporal) ||
-	    vkey(vc, "spatial_merge_size", PLAN_MAX_WIDTH, &merge)) {
+	    vkey(vc, "depth", PLAN_MAX_LAYERS, &v->layers) || vkey(vc, "patch_size", PLAN_MAX_PATCH, &patch) ||
+	    vkey(vc, "temporal_patch_size", PLAN_MAX_TEMPORAL, &temporal) ||
+	    vkey(vc, "spatial_merge_size", PLAN_MAX_MERGE, &merge)) {
 		*why = "vision_config lacks hidden_size, intermediate_size, depth, patch_size, temporal_patch_size or "
 		       "spatial_merge_size (or one is out of range)";
 		return -EINVAL;

@@ -106,7 +106,7 @@ int plan_check(const struct model_shape *m, const struct train_settings *t, cons
 		     add(mul(L, mul(mul(8, add(h, 1)), widths)), mul(2, h)));
 	lora = mul(mul(16, (uint64_t)t->lora_rank), mul(L, widths));
 	experts = mul(L, mul((uint64_t)m->experts, add(mul(mul(3, h), (uint64_t)m->moe_inter), h)));
-	params = add(params, experts);
+	params = add(add(params, experts), (uint64_t)vision_params(&m->vision)); /* (its ranges bound it) */
 	for (size_t i = 0; i < t->nbuffers; i++)
 		buffers = add(buffers, mul((uint64_t)t->buffers[i].count, t->buffers[i].item_bytes));
 

@@ -28,6 +28,11 @@
  * simulation in the 7th) and in none after. */
 #define PLAN_SETTLE_STEPS 8
 #define PLAN_MAX_ITEM_BYTES (1ULL << 40)   /* 1 TiB: a buffer's item, context_bytes */
+/* a vision tower's (vision_config): within them its weights' products cannot wrap */
+#define PLAN_MAX_IMAGE 65536               /* image_size */
+#define PLAN_MAX_PATCH 1024                /* patch_size */
+#define PLAN_MAX_TEMPORAL 64               /* temporal_patch_size */
+#define PLAN_MAX_MERGE 8                   /* spatial_merge_size */
 
 /* Whether m and t are within the limits: 0; -EINVAL with *why (a static string) naming
  * the field or setting out of its range; or -E2BIG naming what of the plan would pass

@@ -261,6 +261,20 @@ static void test_multimodal(void **state)
 	assert_int_equal(vlm.vision.kind, VISION_NONE);
 	assert_non_null(vlm.vision_why);
 	assert_int_equal(model_params(&vlm), 1426315776);
+	/* sizes past the planner's vision limits are not counted either (their products
+	 * could wrap) */
+	snprintf(vc, sizeof(vc), SIGLIP, "");
+	json_t *j = json_loads(vc, 0, NULL);
+	assert_non_null(j);
+	json_object_set_new(j, "patch_size", json_integer(4194304));
+	char *vcs = json_dumps(j, 0);
+	json_decref(j);
+	snprintf(cfg, sizeof(cfg), "{\"model_type\": \"gemma3\", \"text_config\": %s, \"vision_config\": %s}",
+		 tc, vcs);
+	free(vcs);
+	assert_int_equal(shape_of(cfg, "", &vlm), 0);
+	assert_int_equal(vlm.vision.kind, VISION_NONE);
+	assert_non_null(strstr(vlm.vision_why, "out of range"));
 	/* a text_config that is itself multimodal is refused */
 	snprintf(cfg, sizeof(cfg), "{\"model_type\": \"gemma3\", \"text_config\": {\"model_type\": \"gemma3\"}}");
 	assert_int_not_equal(shape_of(cfg, "", &vlm), 0);
