@@ -409,6 +409,19 @@ static void assumed_lengths(struct strbuf *sb, const struct plan_args *a, const 
 					  : "logits of the last position (generate)");
 }
 
+/* What the plan assumes of a multimodal config's towers, on a line begun with ind (the
+ * family's own note, its row's assumes, comes after the attention's line). */
+static void assumed_model(struct strbuf *sb, const struct model_shape *m, const char *ind)
+{
+	if (m->wrapper && m->vision.kind)
+		strbuf_addf(sb, "%s%s: its text tower (%s) planned; its vision tower's weights counted (%.1fM parameters), "
+			    "no gradients or states (a text-only step); images' activations not planned",
+			    ind, m->wrapper->type, m->type, vision_params(&m->vision) / 1e6);
+	else if (m->wrapper)
+		strbuf_addf(sb, "%s%s: its text tower (%s) planned; its vision tower not counted (%s)", ind,
+			    m->wrapper->type, m->type, m->vision_why);
+}
+
 static void print_assumed(const char *label, const struct plan_args *a, const struct train_settings *t,
 			  const char *solving)
 {
@@ -472,13 +485,7 @@ static void print_assumed(const char *label, const struct plan_args *a, const st
 	}
 	if (t->expandable) /* said only when on: the native allocator is PyTorch's default */
 		strbuf_addf(&sb, "%sallocator: expandable segments (expandable_segments:True)", ind);
-	if (m->wrapper && m->vision.kind)
-		strbuf_addf(&sb, "%s%s: its text tower (%s) planned; its vision tower's weights counted (%.1fM parameters), "
-			    "no gradients or states (a text-only step); images' activations not planned",
-			    ind, m->wrapper->type, m->type, vision_params(&m->vision) / 1e6);
-	else if (m->wrapper)
-		strbuf_addf(&sb, "%s%s: its text tower (%s) planned; its vision tower not counted (%s)", ind,
-			    m->wrapper->type, m->type, m->vision_why);
+	assumed_model(&sb, m, ind);
 	strbuf_addf(&sb, "%sattention %s%s", ind, model_family(m)->attn_name ? model_family(m)->attn_name : "sdpa",
 		    strcmp(d.compute, "fp32") ? "" : " (its math kernel in fp32: it keeps the probabilities)");
 	int64_t sliding = sliding_layers(m);
