@@ -35,17 +35,18 @@ static const char usage_head[] =
 	"\n"
 	"Predict the peak GPU memory of a training step (or inference) of a Hugging Face model\n"
 	"from its config.json (llama, mistral, qwen2, qwen3, phi3, gemma, gemma2, gemma3_text,\n"
-	"qwen3_moe, mixtral, gpt2, llama4_text, gpt_oss, qwen3_next, olmo2, granite, smollm3;\n"
-	"gemma3 and qwen2_5_vl: their text tower and vision weights), and say whether it fits\n"
-	"the GPU; the first lines say what was assumed (precision and dtypes, optimizer,\n"
-	"batch x seq, checkpointing, attention, what a family's plan assumes of its code,\n"
-	"use_cache). Every allocated byte at the peak is named (weights, gathered parameters,\n"
-	"gradients, optimizer states and temporaries, activations, backward temporaries,\n"
-	"logits + loss, KV cache, collective buffers, cuBLAS workspaces, buffers); allocator\n"
-	"fragmentation is what is reserved beyond them. Near the GPU's size PyTorch gives back\n"
-	"its unused cached memory and retries: it fits when the least memory the run completes\n"
-	"in is within what CUDA gives a process (\"tight\" when less than the margin is left);\n"
-	"the peak with plenty of memory and this GPU's peak are both said.\n"
+	"qwen3_moe, mixtral, qwen2_moe, glm4_moe, deepseek_v3, gpt2, llama4_text, gpt_oss,\n"
+	"qwen3_next, olmo2, granite, smollm3; gemma3 and qwen2_5_vl: their text tower and\n"
+	"vision weights), and say whether it fits the GPU; the first lines say what was\n"
+	"assumed (precision and dtypes, optimizer, batch x seq, checkpointing, attention, the\n"
+	"experts, what a family's plan assumes of its code, use_cache). Every allocated byte\n"
+	"at the peak is named (weights, gathered parameters, gradients, optimizer states and\n"
+	"temporaries, activations, backward temporaries, logits + loss, KV cache, collective\n"
+	"buffers, cuBLAS workspaces, buffers); allocator fragmentation is what is reserved\n"
+	"beyond them. Near the GPU's size PyTorch gives back its unused cached memory and\n"
+	"retries: it fits when the least memory the run completes in is within what CUDA gives\n"
+	"a process (\"tight\" when less than the margin is left); the peak with plenty of\n"
+	"memory and this GPU's peak are both said.\n"
 	"When it does not fit with the margin (or no value solves), a hint names the change that\n"
 	"fits, or the fewest changes together, keeping the kind of run first: --optimizer\n"
 	"adamw-fused, --no-use-cache, --loss-chunk, --grad-ckpt, a smaller --batch and their\n"
@@ -409,6 +410,41 @@ static void assumed_lengths(struct strbuf *sb, const struct plan_args *a, const 
 					  : "logits of the last position (generate)");
 }
 
+/* A mixture of experts with a shared expert, dense layers or a sigmoid router: what its
+ * MLPs are, as the family's row and the config make them. */
+static void moe_assumed(struct strbuf *sb, const struct model_shape *m, const char *ind)
+{
+	const struct family *f = model_family(m);
+	int64_t dense = 0;
+
+	for (int64_t l = 0; l < m->layers; l++)
+		dense += model_dense_layer(m, l);
+	if (f->mlp != MLP_MOE || (!m->shared_inter && f->router == ROUTER_SOFTMAX && !dense))
+		return; /* (the other kinds' rows say what they assume) */
+	strbuf_addf(sb, "%sexperts: %lld routed of %lld units, top %lld by a %s router, grouped_mm", ind,
+		    (long long)m->experts, (long long)m->moe_inter, (long long)m->experts_per_tok,
+		    f->router == ROUTER_SIGMOID_GROUP ? "sigmoid group (fp32)" : "softmax");
+	if (m->shared_inter)
+		strbuf_addf(sb, "; a shared expert of %lld units%s", (long long)m->shared_inter,
+			    f->shared == SHARED_GATED_FIRST ? " (sigmoid-gated)" : "");
+	strbuf_addf(sb, "; %lld of %lld layers dense (%lld units)", (long long)dense, (long long)m->layers,
+		    (long long)m->dense_inter);
+}
+
+/* Latent attention's sizes, a partial rotation: after "attention sdpa". */
+static void attn_assumed(struct strbuf *sb, const struct model_shape *m)
+{
+	if (model_family(m)->attn == ATTN_MLA) {
+		strbuf_addf(sb, " over multi-head latent attention (q low rank ");
+		strbuf_addf(sb, m->q_lora_rank ? "%lld" : "none: q_proj", (long long)m->q_lora_rank);
+		strbuf_addf(sb, ", a latent of %lld + %lld rope units a token: what the cache keeps)",
+			    (long long)m->kv_lora_rank, (long long)m->qk_rope_dim);
+	}
+	if (m->rotary_dim)
+		strbuf_addf(sb, ", rotary over %lld of a head's %lld units", (long long)m->rotary_dim,
+			    (long long)m->head_dim);
+}
+
 /* What the plan assumes of a multimodal config's towers, on a line begun with ind (the
  * family's own note, its row's assumes, comes after the attention's line). */
 static void assumed_model(struct strbuf *sb, const struct model_shape *m, const char *ind)
@@ -486,8 +522,10 @@ static void print_assumed(const char *label, const struct plan_args *a, const st
 	if (t->expandable) /* said only when on: the native allocator is PyTorch's default */
 		strbuf_addf(&sb, "%sallocator: expandable segments (expandable_segments:True)", ind);
 	assumed_model(&sb, m, ind);
+	moe_assumed(&sb, m, ind);
 	strbuf_addf(&sb, "%sattention %s%s", ind, model_family(m)->attn_name ? model_family(m)->attn_name : "sdpa",
 		    strcmp(d.compute, "fp32") ? "" : " (its math kernel in fp32: it keeps the probabilities)");
+	attn_assumed(&sb, m);
 	int64_t sliding = sliding_layers(m);
 	if (sliding)
 		strbuf_addf(&sb, ", a sliding window of %lld on %lld of %lld layers (%s)", (long long)m->sliding_window,

@@ -12,6 +12,8 @@
 #include "util/parse.h"
 #include "util/xalloc.h"
 
+_Static_assert(PLAN_SHAPE_MAX_LAYERS == PLAN_MAX_LAYERS, "a shape's per-layer bits cover the planner's layers");
+
 /* The field under the first of its names present (NULL: none, or null). */
 static json_t *field(json_t *cfg, const char *const *names, const char **name)
 {
@@ -144,13 +146,90 @@ bad:
 	return -EINVAL;
 }
 
-/* The experts of an MLP_MOE family, with its config class's defaults (its row). Every
- * layer sparse: decoder_sparse_step other than 1 and mlp_only_layers are refused. */
+/* A whole number from 0 to max under key; absent or null: *out untouched. 0 or -EINVAL. */
+static int count_field(json_t *cfg, const char *key, int64_t max, int64_t *out, char **err)
+{
+	json_t *v = json_object_get(cfg, key);
+
+	if (!v || json_is_null(v))
+		return 0;
+	if (!json_is_integer(v) || json_integer_value(v) < 0 || json_integer_value(v) > max) {
+		*err = xasprintf("config.json: %s must be a whole number from 0 to %lld", key, (long long)max);
+		return -EINVAL;
+	}
+	*out = json_integer_value(v);
+	return 0;
+}
+
+/* Which layers of a MoE model are dense: the first first_k_dense_replace, those off
+ * every decoder_sparse_step-th, those mlp_only_layers lists (the family's row says which
+ * keys its config class has). */
+static int dense_from_json(json_t *cfg, const struct family *f, struct model_shape *m, char **err)
+{
+	json_t *v, *e;
+	size_t i;
+
+	if (f->dense_first) {
+		m->dense_first = f->dense_first;
+		if (count_field(cfg, "first_k_dense_replace", m->layers, &m->dense_first, err))
+			return -EINVAL;
+	}
+	if (!f->sparse_step) {
+		v = json_object_get(cfg, "decoder_sparse_step");
+		if (v && !json_is_null(v) && !(json_is_integer(v) && json_integer_value(v) == 1)) {
+			*err = xasprintf("config.json: decoder_sparse_step other than 1 is not read for model_type %s",
+					 f->type);
+			return -EINVAL;
+		}
+		v = json_object_get(cfg, "mlp_only_layers");
+		if (v && !json_is_null(v) && !(json_is_array(v) && !json_array_size(v))) {
+			*err = xasprintf("config.json: mlp_only_layers is not read for model_type %s", f->type);
+			return -EINVAL;
+		}
+		return 0;
+	}
+	m->sparse_step = 1;
+	if (maybe(cfg, NAMES("decoder_sparse_step"), m->layers, &m->sparse_step, err))
+		return -EINVAL;
+	v = json_object_get(cfg, "mlp_only_layers");
+	if (!v || json_is_null(v))
+		return 0;
+	if (!json_is_array(v))
+		goto bad;
+	json_array_foreach(v, i, e) {
+		if (!json_is_integer(e) || json_integer_value(e) < 0 || json_integer_value(e) >= m->layers)
+			goto bad;
+		int64_t l = json_integer_value(e);
+		m->dense_layers[l / 64] |= UINT64_C(1) << (l % 64);
+	}
+	return 0;
+bad:
+	*err = xasprintf("config.json: mlp_only_layers must list layer numbers from 0 to %lld", (long long)m->layers - 1);
+	return -EINVAL;
+}
+
+/* The shared expert's width: its own key, or n_shared_experts x the experts' width. */
+static int shared_from_json(json_t *cfg, const struct family *f, struct model_shape *m, char **err)
+{
+	int64_t n = f->shared_default;
+
+	if (f->shared == SHARED_NONE)
+		return 0;
+	if (f->shared_key) {
+		m->shared_inter = n;
+		return count_field(cfg, f->shared_key, PLAN_MAX_WIDTH, &m->shared_inter, err);
+	}
+	if (count_field(cfg, "n_shared_experts", PLAN_MAX_EXPERTS, &n, err))
+		return -EINVAL;
+	m->shared_inter = n * m->moe_inter;
+	return 0;
+}
+
+/* The experts of an MLP_MOE family, with its config class's defaults (its row): their
+ * number (under the family's key), width, top-k, the shared expert, the dense layers. */
 static int moe_from_json(json_t *cfg, const struct family *f, struct model_shape *m, char **err)
 {
-	json_t *v;
-
-	if (f->mlp != MLP_MOE && f->mlp != MLP_DENSE_MOE && f->mlp != MLP_MOE_CLAMPED && f->mlp != MLP_MOE_SHARED_GATED)
+	if (f->mlp != MLP_MOE && f->mlp != MLP_DENSE_MOE && f->mlp != MLP_MOE_CLAMPED)
 		return 0;
 	m->experts = f->experts;
 	m->experts_per_tok = f->experts_per_tok;
@@ -164,18 +243,8 @@ static int moe_from_json(json_t *cfg, const struct family *f, struct model_shape
 				 (long long)m->experts_per_tok, (long long)m->experts);
 		return -EINVAL;
 	}
-	v = json_object_get(cfg, "decoder_sparse_step");
-	if (v && !json_is_null(v) && !(json_is_integer(v) && json_integer_value(v) == 1)) {
-		*err = xstrdup("config.json: decoder_sparse_step other than 1 (dense layers between sparse ones) is not "
-			       "modelled");
-		return -EINVAL;
-	}
-	v = json_object_get(cfg, "mlp_only_layers");
-	if (v && !json_is_null(v) && !(json_is_array(v) && !json_array_size(v))) {
-		*err = xstrdup("config.json: mlp_only_layers (dense layers among sparse ones) is not modelled");
-		return -EINVAL;
-	}
-	return 0;
+	m->dense_inter = m->intermediate; /* (an interleaved family's: layers_from_json) */
+	return shared_from_json(cfg, f, m, err) || dense_from_json(cfg, f, m, err) ? -EINVAL : 0;
 }
 
 /* A per-layer list (key) that must be what every step-th layer's pattern makes it: entry
@@ -253,10 +322,10 @@ static int layers_from_json(json_t *cfg, const struct family *f, struct model_sh
 
 	if (!f->interleaved)
 		return 0;
-	m->moe_step = 1, m->dense_inter = f->dense_inter, m->nope_step = f->nope_interval;
+	m->sparse_step = 1, m->dense_inter = f->dense_inter, m->nope_step = f->nope_interval;
 	m->sliding_window = f->chunk;
 	m->shared_inter = m->intermediate;
-	if (maybe(cfg, NAMES("interleave_moe_layer_step"), PLAN_MAX_LAYERS, &m->moe_step, err) ||
+	if (maybe(cfg, NAMES("interleave_moe_layer_step"), PLAN_MAX_LAYERS, &m->sparse_step, err) ||
 	    maybe(cfg, NAMES("intermediate_size_mlp"), PLAN_MAX_WIDTH, &m->dense_inter, err) ||
 	    maybe(cfg, NAMES("no_rope_layer_interval"), PLAN_MAX_LAYERS, &m->nope_step, err) ||
 	    maybe(cfg, NAMES("attention_chunk_size"), PLAN_MAX_SEQ, &m->sliding_window, err))
@@ -264,7 +333,7 @@ static int layers_from_json(json_t *cfg, const struct family *f, struct model_sh
 	if ((step = moe_layers_step(cfg, m->layers, err)) < 0)
 		return -EINVAL;
 	if (step)
-		m->moe_step = step;
+		m->sparse_step = step;
 	if (pattern_list(cfg, "no_rope_layers", m->layers, m->nope_step, "0", "1", err) ||
 	    pattern_list(cfg, "layer_types", m->layers, m->nope_step, "full_attention", "chunked_attention", err))
 		return -EINVAL;
@@ -276,14 +345,9 @@ static int layers_from_json(json_t *cfg, const struct family *f, struct model_sh
 
 /* qwen3_next's hybrid layers (a family with full_step): full attention on every
  * full_attention_interval-th layer (or as layer_types lists them), Gated DeltaNet on the
- * others, its heads, head widths and conv kernel (linear_*); the shared expert's width. */
+ * others, its heads, head widths and conv kernel (linear_*). */
 static int hybrid_from_json(json_t *cfg, const struct family *f, struct model_shape *m, char **err)
 {
-	if (f->shared_default) {
-		m->shared_inter = f->shared_default;
-		if (maybe(cfg, NAMES("shared_expert_intermediate_size"), PLAN_MAX_WIDTH, &m->shared_inter, err))
-			return -EINVAL;
-	}
 	if (!f->full_step)
 		return 0;
 	m->full_step = f->full_step, m->lin_k_heads = f->lin_k_heads, m->lin_v_heads = f->lin_v_heads;
@@ -326,7 +390,9 @@ static int sizes_from_json(json_t *cfg, const struct family *f, struct model_sha
 		m->kv_heads = m->heads;
 		return 0;
 	}
-	/* a MoE family with its own expert width needs no dense intermediate_size */
+	/* a MoE family with its own expert width needs no dense intermediate_size (its
+	 * dense layers' default when it has them) */
+	m->intermediate = f->inter_default;
 	if (need(cfg, NAMES("hidden_size"), PLAN_MAX_WIDTH, type, &m->hidden, err) ||
 	    need(cfg, NAMES("num_hidden_layers"), PLAN_MAX_LAYERS, type, &m->layers, err) ||
 	    int_field(cfg, NAMES("num_attention_heads"), PLAN_MAX_HEADS, !f->heads_default, type, &m->heads, err) < 0 ||
@@ -364,6 +430,57 @@ static int heads_from_json(json_t *cfg, struct model_shape *m, char **err)
 				 (long long)m->heads, (long long)m->kv_heads);
 		return -EINVAL;
 	}
+	return 0;
+}
+
+/* The rotated part of a head where the family reads partial_rotary_factor (at the top
+ * or in rope_parameters; the family's default): that part of head_dim, 0 when all. */
+static int rotary_from_json(json_t *cfg, const struct family *f, struct model_shape *m, char **err)
+{
+	double r = f->rotary_factor;
+	json_t *v;
+
+	if (r <= 0) /* the family rotates the whole head */
+		return 0;
+	v = json_object_get(cfg, "partial_rotary_factor");
+	json_t *rp = json_object_get(cfg, "rope_parameters");
+
+	if ((!v || json_is_null(v)) && json_is_object(rp))
+		v = json_object_get(rp, "partial_rotary_factor");
+	if (v && !json_is_null(v)) {
+		if (!json_is_number(v) || json_number_value(v) <= 0 || json_number_value(v) > 1) {
+			*err = xstrdup("config.json: partial_rotary_factor must be a number above 0, at most 1");
+			return -EINVAL;
+		}
+		r = json_number_value(v);
+	}
+	m->rotary_dim = r > 0 && r < 1 ? (int64_t)(m->head_dim * r) : 0;
+	return 0;
+}
+
+/* Multi-head latent attention's sizes (ATTN_MLA), the family's by default; q_lora_rank
+ * null: one q_proj. A head's q and k are then nope + rope units (head_dim), the rope
+ * part rotated; as many key/value heads as heads. */
+static int mla_from_json(json_t *cfg, const struct family *f, struct model_shape *m, char **err)
+{
+	json_t *v = json_object_get(cfg, "q_lora_rank");
+
+	if (f->attn != ATTN_MLA)
+		return 0;
+	m->q_lora_rank = f->q_lora, m->kv_lora_rank = f->kv_lora;
+	m->qk_rope_dim = f->qk_rope, m->qk_nope_dim = f->qk_nope, m->v_head_dim = f->v_head;
+	if (json_is_null(v))
+		m->q_lora_rank = 0;
+	else if (maybe(cfg, NAMES("q_lora_rank"), PLAN_MAX_WIDTH, &m->q_lora_rank, err))
+		return -EINVAL;
+	if (maybe(cfg, NAMES("kv_lora_rank"), PLAN_MAX_WIDTH, &m->kv_lora_rank, err) ||
+	    maybe(cfg, NAMES("qk_rope_head_dim"), PLAN_MAX_HEADS, &m->qk_rope_dim, err) ||
+	    maybe(cfg, NAMES("qk_nope_head_dim"), PLAN_MAX_HEADS, &m->qk_nope_dim, err) ||
+	    maybe(cfg, NAMES("v_head_dim"), PLAN_MAX_HEADS, &m->v_head_dim, err))
+		return -EINVAL;
+	m->head_dim = m->qk_nope_dim + m->qk_rope_dim;
+	m->rotary_dim = m->qk_rope_dim;
+	m->kv_heads = m->heads;
 	return 0;
 }
 
@@ -525,6 +642,17 @@ int model_shape_from_json(json_t *cfg, struct model_shape *m, char **err)
 	v = json_object_get(cfg, "attention_bias");
 	if (json_is_boolean(v) && f->reads_attention_bias)
 		m->qkv_bias = m->o_bias = json_is_true(v);
+	if (json_is_boolean(v) && f->attention_bias_no_o)
+		m->qkv_bias = json_is_true(v);
+	v = f->qkv_bias_key ? json_object_get(cfg, f->qkv_bias_key) : NULL;
+	if (json_is_boolean(v))
+		m->qkv_bias = json_is_true(v);
+	v = f->qk_norm_key ? json_object_get(cfg, f->qk_norm_key) : NULL;
+	if (v && !json_is_null(v) && !json_is_boolean(v)) {
+		*err = xasprintf("config.json: %s must be true or false", f->qk_norm_key);
+		return -EINVAL;
+	}
+	m->qk_norm_each = json_is_true(v);
 	if (sizes_from_json(cfg, f, m, err) || nope_from_json(cfg, f, m, err))
 		return -EINVAL;
 	if (layers_from_json(cfg, f, m, err) || hybrid_from_json(cfg, f, m, err))
@@ -533,7 +661,9 @@ int model_shape_from_json(json_t *cfg, struct model_shape *m, char **err)
 					    f->sliding_pattern == SLIDE_EVERY_LAYER ? PLAN_MAX_LAYERS + 1
 										     : f->sliding_pattern, err))
 		return -EINVAL;
-	return heads_from_json(cfg, m, err);
+	if (heads_from_json(cfg, m, err) || rotary_from_json(cfg, f, m, err))
+		return -EINVAL;
+	return mla_from_json(cfg, f, m, err);
 }
 
 int buffer_spec_parse(const char *s, struct buffer_spec *b)

@@ -27,7 +27,7 @@ static const struct family families[] = {
 	  .tied = 1, .qkv_bias = 1, .o_bias = 1, .gpt2_keys = 1, .positions_default = 1024,
 	  .inner_per_hidden = 4 },
 	{ .type = "qwen3_moe", ROPE, .qk_norm = QK_NORM_EACH, .reads_attention_bias = 1, .mlp = MLP_MOE,
-	  .experts_key = "num_experts", .experts = 128, .experts_per_tok = 8, .moe_inter = 768 },
+	  .experts_key = "num_experts", .experts = 128, .experts_per_tok = 8, .moe_inter = 768, .sparse_step = 1 },
 	{ .type = "mixtral", ROPE, .mlp = MLP_MOE, .router_fp32 = 1, .experts_key = "num_local_experts",
 	  .experts = 8, .experts_per_tok = 2, .sliding = 1, .sliding_pattern = SLIDE_EVERY_LAYER },
 	/* two rotary sets: the local layers' and the global ones' */
@@ -50,12 +50,30 @@ static const struct family families[] = {
 	  .assumes = "eager attention with sinks (transformers 5.17 refuses sdpa for it): batch x heads x seq x "
 		     "seq scores a layer; bf16 experts (MXFP4 checkpoints dequantized)" },
 	{ .type = "qwen3_next", .norm = NORM_RMS_UNIT, ROPE, .attn = ATTN_GATED_SDPA, .qk_norm = QK_NORM_EACH,
-	  .reads_attention_bias = 1, .mlp = MLP_MOE_SHARED_GATED, .experts_key = "num_experts", .experts = 512,
-	  .experts_per_tok = 10, .moe_inter = 512, .shared_default = 512, .full_step = 4, .lin_k_heads = 16,
+	  .reads_attention_bias = 1, .mlp = MLP_MOE, .experts_key = "num_experts", .experts = 512,
+	  .experts_per_tok = 10, .moe_inter = 512, .shared = SHARED_GATED_FIRST,
+	  .shared_key = "shared_expert_intermediate_size", .shared_default = 512, .full_step = 4, .lin_k_heads = 16,
 	  .lin_v_heads = 32, .lin_k_dim = 128, .lin_v_dim = 128, .lin_conv = 4,
 	  .assumes = "Gated DeltaNet layers on transformers' reference PyTorch path (torch_chunk_gated_delta_rule: "
 		     "no flash-linear-attention, no causal-conv1d installed); the full layers' partial rotary "
 		     "planned over the whole head" },
+	/* the shared expert first, gated by a sigmoid; q, k, v biases under their own key */
+	{ .type = "qwen2_moe", ROPE, .qkv_bias = 1, .qkv_bias_key = "qkv_bias", .mlp = MLP_MOE,
+	  .experts_key = "num_experts", .experts = 60, .experts_per_tok = 4, .moe_inter = 1408, .sparse_step = 1,
+	  .inter_default = 5632, .shared = SHARED_GATED_FIRST, .shared_key = "shared_expert_intermediate_size",
+	  .shared_default = 5632 },
+	/* dense first layers, the sigmoid group router (fp32 routing weights), a shared
+	 * expert after the experts; half of a head rotated; attention_bias: q, k, v only */
+	{ .type = "glm4_moe", ROPE, .attention_bias_no_o = 1, .rotary_factor = 0.5, .qk_norm_key = "use_qk_norm",
+	  .mlp = MLP_MOE, .router_fp32 = 1, .router = ROUTER_SIGMOID_GROUP, .experts_key = "n_routed_experts", .experts = 128,
+	  .experts_per_tok = 8, .moe_inter = 1408, .inter_default = 10944, .dense_first = 1, .shared = SHARED_AFTER,
+	  .shared_default = 1 },
+	/* multi-head latent attention; dense first layers, the sigmoid group router, shared
+	 * experts after the experts (the multi-token-prediction layer is not built) */
+	{ .type = "deepseek_v3", ROPE, .attn = ATTN_MLA, .q_lora = 1536, .kv_lora = 512, .qk_rope = 64,
+	  .qk_nope = 128, .v_head = 128, .mlp = MLP_MOE, .router_fp32 = 1, .router = ROUTER_SIGMOID_GROUP,
+	  .experts_key = "n_routed_experts", .experts = 256, .experts_per_tok = 8, .moe_inter = 2048,
+	  .inter_default = 18432, .dense_first = 3, .shared = SHARED_AFTER, .shared_default = 1 },
 	/* norms after the sublayers only, q's and k's over the whole projection, all in the
 	 * weight x fp32 form; fp32 cos and sin */
 	{ .type = "olmo2", ROPE, .norm = NORM_RMS_FP32, .no_pre_norms = 1, .post_norms = 1, .qk_norm = QK_NORM_EACH,

@@ -49,6 +49,10 @@ enum attn_kind {
 			  * layers: op_gated_attn.inc) */
 	ATTN_DELTANET,   /* Gated DeltaNet linear attention on transformers' reference
 			  * PyTorch path (qwen3_next's linear layers: op_deltanet.inc) */
+	ATTN_MLA,        /* multi-head latent attention (deepseek_v3): q through a low-rank
+			  * pair with its norm (or one q_proj), k and v from a normalized latent
+			  * (kv_a, kv_b), a one-head rotary key part, sdpa, o_proj; the cache
+			  * keeps the latents */
 	ATTN_KINDS
 };
 
@@ -62,10 +66,24 @@ enum mlp_kind {
 			  * op_dense_moe.inc) */
 	MLP_MOE_CLAMPED, /* grouped_mm experts with biases and a clamped GLU behind a top-k
 			  * then softmax router with a bias (gpt_oss: op_clamped_moe.inc) */
-	MLP_MOE_SHARED_GATED, /* MLP_MOE's experts after a shared gated MLP whose output is
-			       * weighed by sigmoid(Linear(hidden, 1)) (qwen3_next:
-			       * op_shared_moe.inc) */
 	MLP_KINDS
+};
+
+/* A mixture of experts' shared expert (a gated MLP every token goes through). */
+enum shared_kind {
+	SHARED_NONE,
+	SHARED_GATED_FIRST, /* before the router, its output times sigmoid(a Linear(h, 1)) added
+			     * into the experts' in place (qwen2_moe) */
+	SHARED_AFTER,       /* after the experts, on the block's input, added out of place
+			     * (deepseek_v3, glm4_moe) */
+};
+
+/* How a mixture of experts' router picks and weighs the experts. */
+enum router_kind {
+	ROUTER_SOFTMAX,     /* a linear, softmax in fp32, top-k (qwen3_moe, mixtral, qwen2_moe) */
+	ROUTER_SIGMOID_GROUP, /* the linear in fp32 over fp32 copies of its input and weight,
+			     * sigmoid, the bias-corrected group-limited top-k, the scores
+			     * gathered, normalized and scaled in fp32 (deepseek_v3, glm4_moe) */
 };
 
 /* A layer's weights in construction order (sim.c's layer table; every kind's layer is
@@ -113,6 +131,23 @@ struct family {
 	int64_t experts, experts_per_tok;
 	int64_t moe_inter;               /* moe_intermediate_size's default; 0: intermediate_size
 					  * (then no moe_intermediate_size key) */
+	/* mixture-of-experts layers: the shared expert, the router, which layers are dense */
+	enum shared_kind shared;
+	const char *shared_key;          /* its width's key (shared_expert_intermediate_size), or
+					  * NULL: n_shared_experts x moe_intermediate_size */
+	int64_t shared_default;          /* that key's default (0: none), or n_shared_experts' */
+	enum router_kind router;
+	int64_t inter_default;           /* intermediate_size's default: the dense layers' width */
+	int dense_first;                 /* reads first_k_dense_replace (its default here) */
+	int sparse_step;                 /* reads decoder_sparse_step and mlp_only_layers */
+	int attention_bias_no_o;         /* attention_bias sets q, k and v's biases, not o's */
+	const char *qkv_bias_key;        /* a boolean key of its own for q, k and v's biases */
+	const char *qk_norm_key;         /* a boolean key that turns per-head q/k norms on (as
+					  * each projection returns: qwen3's) */
+	double rotary_factor;            /* partial_rotary_factor's default (0: the whole head) */
+	/* ATTN_MLA's defaults: q_lora_rank, kv_lora_rank, qk_rope_head_dim, qk_nope_head_dim,
+	 * v_head_dim */
+	int64_t q_lora, kv_lora, qk_rope, qk_nope, v_head;
 	/* GPT-2's config keys and defaults */
 	int gpt2_keys;                   /* n_embd, n_layer, n_head, n_inner, n_positions */
 	int64_t positions_default;       /* learned positions */
@@ -141,7 +176,6 @@ struct family {
 	 * (full_step's default), Gated DeltaNet linear attention on the others */
 	int64_t full_step;               /* 0: every layer `attn` */
 	int64_t lin_k_heads, lin_v_heads, lin_k_dim, lin_v_dim, lin_conv; /* linear_*'s defaults */
-	int64_t shared_default;          /* shared_expert_intermediate_size's default (0: none) */
 	/* layer parts issue 30's families brought */
 	int no_pre_norms;                /* the attention and the MLP take the residual stream
 					  * itself: no norm before them (olmo2; with post_norms,

@@ -60,13 +60,6 @@ static int64_t norm_params(const struct family *f, int64_t dim)
 	return f->norm == NORM_LAYER ? 2 * dim : dim;
 }
 
-/* Whether layer l has the family's MLP (an interleaved family's every moe_step-th),
- * else a gated one of dense_inter units. */
-static int family_mlp_at(const struct model_shape *m, int64_t l)
-{
-	return !m->moe_step || (l + 1) % m->moe_step == 0;
-}
-
 /* A Gated DeltaNet's: in_proj_qkvz, in_proj_ba, the depthwise conv over q, k and v (no
  * bias), dt_bias and A_log a value head each, the gated norm's weight, out_proj. */
 static int64_t deltanet_params(const struct model_shape *m)
@@ -77,20 +70,40 @@ static int64_t deltanet_params(const struct model_shape *m)
 	       2 * m->lin_v_heads + m->lin_v_dim + vd * h;
 }
 
+/* The shared expert's gated MLP, and its gate's row when it has one. */
+static int64_t shared_params(const struct model_shape *m)
+{
+	const struct family *f = model_family(m);
+
+	if (!m->shared_inter)
+		return 0;
+	return 3 * m->hidden * m->shared_inter + (f->shared == SHARED_GATED_FIRST ? m->hidden : 0);
+}
+
+/* The attention's projections (and latent attention's norms). */
+static int64_t attn_params(const struct model_shape *m)
+{
+	int64_t h = m->hidden, H = m->heads, q = q_dim(m), k = kv_dim(m);
+	int64_t qr = m->q_lora_rank, kvr = m->kv_lora_rank, r = m->qk_rope_dim, n = m->qk_nope_dim;
+
+	if (model_family(m)->attn != ATTN_MLA) /* (a gated q_proj: q and its gate) */
+		return h * q * (model_family(m)->attn == ATTN_GATED_SDPA ? 2 : 1) + 2 * h * k + q * h;
+	/* q_proj, or q_a_proj, its norm, q_b_proj; kv_a_proj_with_mqa, its norm, kv_b_proj; o_proj */
+	return (qr ? h * qr + qr + qr * q : h * q) + h * (kvr + r) + kvr + kvr * H * (n + m->v_head_dim) +
+	       H * m->v_head_dim * h;
+}
+
 /* Parameters of decoder layer l, from its family's description. */
 static int64_t layer_params(const struct model_shape *m, int64_t l)
 {
 	const struct family *f = model_family(m);
 	int64_t h = m->hidden, q = q_dim(m), k = kv_dim(m), I = m->intermediate, mlp;
 
-	switch (family_mlp_at(m, l) ? f->mlp : MLP_GATED) {
-	case MLP_MOE: /* each expert's gate, up and down, and the router's row */
+	switch (model_dense_layer(m, l) ? MLP_GATED : f->mlp) {
+	case MLP_MOE: /* each expert's gate, up and down, and the router's row; the shared expert */
 	case MLP_DENSE_MOE:
 	case MLP_MOE_CLAMPED:
-	case MLP_MOE_SHARED_GATED:
-		mlp = m->experts * (3 * h * m->moe_inter + h) + 3 * h * m->shared_inter;
-		if (f->mlp == MLP_MOE_SHARED_GATED) /* the shared expert's gate, Linear(hidden, 1) */
-			mlp += h;
+		mlp = m->experts * (3 * h * m->moe_inter + h) + shared_params(m);
 		if (f->expert_bias) /* gate_up's and down's */
 			mlp += m->experts * (2 * m->moe_inter + h);
 		if (f->router_bias)
@@ -100,19 +113,19 @@ static int64_t layer_params(const struct model_shape *m, int64_t l)
 		mlp = 2 * h * I + I + h;
 		break;
 	default:
-		mlp = 3 * h * (m->moe_step ? m->dense_inter : I);
+		mlp = 3 * h * (m->experts ? m->dense_inter : I);
 	}
 	if (m->full_step && (l + 1) % m->full_step) /* a Gated DeltaNet layer */
 		return deltanet_params(m) + mlp + 2 * norm_params(f, h);
 	/* the norms before the sublayers (none: no_pre_norms) and after them (post_norms) */
 	int norms = (f->no_pre_norms ? 0 : 2) + (f->post_norms ? 2 : 0);
-	int64_t p = h * q * (f->attn == ATTN_GATED_SDPA ? 2 : 1) + 2 * h * k + q * h + mlp + norms * norm_params(f, h);
+	int64_t p = attn_params(m) + mlp + norms * norm_params(f, h);
 	if (m->qkv_bias)
 		p += q + 2 * k;
 	if (m->o_bias)
 		p += h;
 	/* a head's weight each, or the projection's (the L2 norm has no weight) */
-	if (f->qk_norm != QK_NORM_NONE && f->qk_norm != QK_NORM_L2)
+	if ((f->qk_norm != QK_NORM_NONE && f->qk_norm != QK_NORM_L2) || m->qk_norm_each)
 		p += f->qk_norm_full ? q + k : 2 * m->head_dim;
 	if (f->sinks)
 		p += m->heads;

@@ -10,6 +10,9 @@
 #include "plan/family.h"
 #include "plan/vision.h"
 
+/* plan/limits.h's PLAN_MAX_LAYERS (a shape's per-layer flags are this many bits) */
+#define PLAN_SHAPE_MAX_LAYERS 1024
+
 struct model_shape {
 	char type[32];            /* model_type from config.json */
 	const struct family *family; /* its row (plan/family.h); NULL: the first row's */
@@ -24,22 +27,40 @@ struct model_shape {
 	/* sliding-window layers (the family's, or its config's window): every layer but each
 	 * sliding_pattern-th attends within sliding_window positions (0: no sliding layers) */
 	int64_t sliding_window, sliding_pattern;
-	/* layers of two kinds (the family's interleaved): the family's MLP on every
-	 * moe_step-th layer, a gated MLP of dense_inter units on the others (0: one kind) */
-	int64_t moe_step, dense_inter;
-	int64_t shared_inter;     /* the experts' shared expert's width (0: none) */
 	int64_t nope_step;        /* every nope_step-th layer has no rotary embedding (0: none) */
 	int qk_l2;                /* q and k L2-normalized on rotary layers (QK_NORM_L2's use_qk_norm) */
 	int nope_temperature;     /* q scaled on layers without rotary embedding */
 	/* hybrid layers: the family's attention on every full_step-th layer, Gated DeltaNet on
 	 * the others (0: every layer the family's), its heads and widths, conv kernel */
 	int64_t full_step, lin_k_heads, lin_v_heads, lin_k_dim, lin_v_dim, lin_conv;
+	/* mixture of experts: the shared expert's width (0 none); dense layers (a gated MLP
+	 * of dense_inter units: intermediate_size, llama4_text's intermediate_size_mlp): the
+	 * first dense_first, those off every sparse_step-th (decoder_sparse_step,
+	 * interleave_moe_layer_step), and those in dense_layers (mlp_only_layers) */
+	int64_t shared_inter, dense_first, sparse_step, dense_inter;
+	uint64_t dense_layers[(PLAN_SHAPE_MAX_LAYERS + 63) / 64];
+	int64_t rotary_dim;       /* the rotated part of a head (partial_rotary_factor); 0: all */
+	int qk_norm_each;         /* the config turns q's and k's per-head norms on (the
+				   * family's qk_norm_key) */
+	/* multi-head latent attention (ATTN_MLA): q's low rank (0: one q_proj), k and v's
+	 * latent, a head's rotated and unrotated q/k units and its v units; head_dim is then
+	 * their q/k head (nope + rope) and rotary_dim the rope part */
+	int64_t q_lora_rank, kv_lora_rank, qk_rope_dim, qk_nope_dim, v_head_dim;
 	/* a multimodal config: its row (the text tower is what the rest describes), its
 	 * vision tower's weights (VISION_NONE: not counted, vision_why says why) */
 	const struct family *wrapper;
 	struct vision_shape vision;
 	const char *vision_why;
 };
+
+/* Whether layer l's MLP is a dense one in a mixture-of-experts model. */
+static inline int model_dense_layer(const struct model_shape *m, int64_t l)
+{
+	if (!m->experts || l < 0 || l >= PLAN_SHAPE_MAX_LAYERS)
+		return 0;
+	return l < m->dense_first || (m->sparse_step > 1 && (l + 1) % m->sparse_step) ||
+	       (m->dense_layers[l / 64] >> (l % 64) & 1);
+}
 
 /* m's family row. */
 static inline const struct family *model_family(const struct model_shape *m)

@@ -59,7 +59,16 @@ enum stage {
 	S_EPV,     /* its product with v: the probabilities' contiguous copy */
 	S_LIN,     /* a Gated DeltaNet's: all it keeps (op_deltanet.inc) */
 	S_OGATE,   /* the output gate's sigmoid and product (op_gated_attn.inc) */
-	S_SGATE,   /* the shared expert's gate: its sigmoid and product (op_shared_moe.inc) */
+	/* a mixture of experts' shared expert (after the experts' stages in the backward:
+	 * the gated one's sigmoid gate first of all) */
+	S_SH_WEIGH, /* its gate's product: the sigmoid and the shared output */
+	S_SH_DOWN, /* its down_proj: the product */
+	S_SH_MUL,  /* act x up */
+	S_SH_GATE, /* silu: gate */
+	S_SH_IN,   /* its projections' (under autocast: casts) */
+	/* multi-head latent attention (after sdpa's in the backward) */
+	S_MLA_KVB, /* kv_b_proj: its input, the normalized latent */
+	S_MLA_QB,  /* q_b_proj: its input, q's normalized low-rank output */
 };
 
 /* One decoder layer's parameter tensors, in elements. phi3 fuses q, k and v into one
@@ -80,6 +89,8 @@ struct layer_params {
 	/* a Gated DeltaNet layer's (0 in others): in_proj_qkvz, in_proj_ba, the conv, dt_bias,
 	 * A_log, the gated norm, out_proj */
 	int64_t lin_qkvz, lin_ba, lin_conv, lin_dt, lin_alog, lin_norm, lin_out;
+	/* multi-head latent attention's (q is q_proj's when there is no q_a_proj) */
+	int64_t q_a, q_a_norm, q_b, kv_a, kv_a_norm, kv_b;
 	int64_t q_norm, k_norm;          /* q's and k's norms spanning the projection (qk_norm_full);
 					  * a head's (qwen3's, gemma3's) are left out, as tiny */
 };
@@ -154,10 +165,17 @@ struct step {
 	int rope_on;              /* q and k rotated */
 	int qk_l2;                /* q and k L2-normalized (a rotary layer of a use_qk_norm model) */
 	int temperature;          /* q scaled (a layer without rotary embedding) */
-	int64_t moe_step, dense_inter, shared_inter, nope_step; /* (model_shape) */
+	int64_t dense_inter, shared_inter, nope_step; /* (model_shape) */
 	int model_qk_l2, model_temperature;
 	enum attn_kind attn;      /* the layer's attention kind (hybrid families: layer_at) */
 	int64_t full_step, lin_k_heads, lin_v_heads, lin_k_dim, lin_v_dim, lin_conv; /* (model_shape) */
+	const struct model_shape *m;
+	struct layer_params moe_lp; /* a MoE layer's (lp is the layer's now) */
+	int64_t moe_experts;      /* a MoE layer's experts (experts: the layer's now) */
+	int64_t moe_layer_inter;  /* a MoE layer's inter (inter: the layer's now) */
+	int64_t rot_dim;          /* the rotated part of a head (0: all of it) */
+	struct family fam_cfg;    /* the family's row as the config turns its options on */
+	int64_t q_lora, kv_lora, v_head; /* multi-head latent attention's (model_shape) */
 };
 
 struct layer_fwd;
@@ -490,7 +508,7 @@ static int branch_scale(struct step *s, int x)
  * then both halves concatenated) times sin, then their sum; a family with
  * rope_pass_copy (phi3) concatenates the rotated part with the (empty) pass-through
  * part, one copy more. */
-static int rope(struct step *s, int64_t bytes, int64_t in_bytes)
+static int rope_core(struct step *s, int64_t bytes, int64_t in_bytes)
 {
 	int t1 = tensor(s, bytes), neg = tensor(s, in_bytes / 2), rh = tensor(s, in_bytes);
 	drop(s, neg);
@@ -499,9 +517,23 @@ static int rope(struct step *s, int64_t bytes, int64_t in_bytes)
 	int e = tensor(s, bytes);
 
 	drop(s, t1), drop(s, t2);
-	if (!s->fam->rope_pass_copy)
+	return e;
+}
+
+static int rope(struct step *s, int64_t bytes, int64_t in_bytes)
+{
+	int64_t full = bytes;
+
+	if (s->rot_dim) { /* a partial rotation: the products over the rotated part, then
+			   * that part concatenated with the rest (glm4_moe) */
+		bytes = bytes / (s->q_dim / s->heads) * s->rot_dim;
+		in_bytes = in_bytes / (s->q_dim / s->heads) * s->rot_dim;
+	}
+	int e = rope_core(s, bytes, in_bytes);
+
+	if (!s->fam->rope_pass_copy && !s->rot_dim)
 		return e;
-	int out = tensor(s, bytes);
+	int out = tensor(s, full);
 	drop(s, e);
 	return out;
 }
@@ -751,11 +783,49 @@ static int plain_linear(struct step *s, int64_t in_u, int64_t out_u, int64_t w_e
 	return sum;
 }
 
+/* The sigmoid group router (ROUTER_SIGMOID_GROUP) over the post-attention norm's output:
+ * fp32 copies of the input and the weight (kept by the fp32 linear), the fp32 logits,
+ * their sigmoid (kept), the bias-corrected scores, the group mask made over them and
+ * applied (a copy of it as scores, two boolean ones), the top experts, their scores
+ * gathered (fp32 weights), normalized in place and scaled. The group scores themselves
+ * (tokens x groups) are left out: small. What it keeps into sv as moe_router. */
+static void sigmoid_router(struct step *s, struct tlist *sv, int keep)
+{
+	int64_t T = s->tokens, h = s->hidden, E = s->experts, k = s->topk;
+
+	/* (without autograd sv holds the block's locals; the copies go with the linear) */
+	s->stage = S_MLP_IN;
+	int x32 = tensor(s, DT_FP32 * T * h), w32 = tensor(s, DT_FP32 * E * h);
+	int rl = tensor(s, DT_FP32 * T * E);
+	if (keep)
+		save(s, sv, x32), save(s, sv, w32);
+	else
+		drop(s, x32), drop(s, w32);
+	int sg = tensor(s, DT_FP32 * T * E);
+	save(s, sv, sg), save(s, sv, rl); /* (the logits: a local to the block's return) */
+	int sc = tensor(s, DT_FP32 * T * E), mk = tensor(s, DT_FP32 * T * E);
+	int b1 = tensor(s, DT_BOOL * T * E), b2 = tensor(s, DT_BOOL * T * E);
+	drop(s, b1);
+	int mf = tensor(s, DT_FP32 * T * E);
+	drop(s, b2), drop(s, mk), drop(s, sc);
+	int tv = tensor(s, DT_FP32 * T * k), ti = tensor(s, DT_INT64 * T * k);
+	drop(s, tv), drop(s, mf);
+	save(s, sv, ti);
+	int gw = tensor(s, DT_FP32 * T * k), sum = tensor(s, DT_FP32 * T);
+	save(s, sv, sum);
+	save(s, sv, gw);
+	save(s, sv, tensor(s, DT_FP32 * T * k)); /* scaled: the routing weights */
+}
+
 /* The router of a mixture-of-experts MLP over the post-attention norm's output (a
  * linear, the softmax in fp32, the top experts and their weights), what it keeps into sv
  * (with keep: for the backward; else locals to the experts' return). */
 static void moe_router(struct step *s, struct tlist *sv, int keep)
 {
+	if (s->fam->router == ROUTER_SIGMOID_GROUP) {
+		sigmoid_router(s, sv, keep);
+		return;
+	}
 	int64_t T = s->tokens, h = s->hidden, E = s->experts, rw = s->router_fp32 ? DT_FP32 : s->act_bytes;
 
 	s->stage = S_MLP_IN;
@@ -852,11 +922,44 @@ static int moe_forward(struct step *s, struct tlist *sv)
 	return out;
 }
 
+/* The router's backward from the routing weights' gradient gw (freed here): back
+ * through the top-k and the softmax, the linear (its weight's gradient into grads); the
+ * sigmoid group router's through the scaling, the gather (a scatter into scores' size),
+ * the sigmoid, the fp32 linear (fp32 gradients of the input's and the weight's copies,
+ * cast back). Returns the input's gradient. */
+static int router_backward(struct step *s, int gw, struct tlist *grads, int64_t gw_bytes)
+{
+	int64_t T = s->tokens, h = s->hidden, E = s->experts, ab = s->act_bytes;
+
+	if (s->fam->router == ROUTER_SIGMOID_GROUP) {
+		int gt = tensor(s, DT_FP32 * T * s->topk), gsc = tensor(s, DT_FP32 * T * E);
+		drop(s, gw), drop(s, gt);
+		int gsg = tensor(s, DT_FP32 * T * E);
+		drop(s, gsc);
+		int gx32 = tensor(s, DT_FP32 * T * h), gw32 = tensor(s, DT_FP32 * E * h);
+		drop(s, gsg);
+		if (gw_bytes)
+			push(grads, tensor_as(s, s->lp.router * gw_bytes, C_GRADS));
+		drop(s, gw32);
+		return remake(s, gx32, ab * T * h);
+	}
+	/* the routing weights' gradient back through the top-k and the softmax */
+	int gt = tensor(s, DT_FP32 * T * s->topk), gsm = tensor(s, DT_FP32 * T * E);
+	drop(s, gw), drop(s, gt);
+	int gl = tensor(s, ab * T * E);
+	drop(s, gsm);
+	if (gw_bytes)
+		push(grads, tensor_as(s, s->lp.router * gw_bytes, C_GRADS));
+	int gr = tensor(s, ab * T * h);
+	drop(s, gl);
+	return gr;
+}
+
 /* The experts' backward from the MLP output's gradient g (freed here), node by node;
  * their weights' gradients into grads. Returns the gradient of the MLP's input. */
 static int moe_backward(struct step *s, int g, struct tlist *sv, struct tlist *grads, int64_t gw_bytes)
 {
-	int64_t T = s->tokens, h = s->hidden, S = T * s->topk, I = s->moe_inter, E = s->experts;
+	int64_t T = s->tokens, h = s->hidden, S = T * s->topk, I = s->moe_inter;
 	int64_t eb = s->weight_bytes, ab = s->act_bytes, rw = s->router_fp32 ? DT_FP32 : ab;
 	int64_t wb = rw > eb ? rw : eb;
 
@@ -900,18 +1003,93 @@ static int moe_backward(struct step *s, int g, struct tlist *sv, struct tlist *g
 	drop(s, gs);
 	int gx = tensor(s, eb * T * h);
 	drop(s, gs2);
-	/* the routing weights' gradient back through the top-k and the softmax */
-	int gt = tensor(s, DT_FP32 * T * s->topk), gsm = tensor(s, DT_FP32 * T * E);
-	drop(s, gw), drop(s, gt);
-	int gl = tensor(s, ab * T * E);
-	drop(s, gsm);
-	if (gw_bytes)
-		push(grads, tensor_as(s, s->lp.router * gw_bytes, C_GRADS));
-	int gr = tensor(s, ab * T * h);
-	drop(s, gl);
+	int gr = router_backward(s, gw, grads, gw_bytes);
 	int gy = tensor(s, ab * T * h);
 	drop(s, gr), drop(s, gx);
 	return gy;
+}
+
+/* A mixture of experts' shared expert (its gated MLP of shared_inter units) over the
+ * block's input, which the block keeps: gate, silu (keeps gate), up, the product (keeps
+ * act and up), down (keeps the product while its weight trains). With sv NULL, without
+ * autograd. Returns down's output. */
+static int shared_forward(struct step *s, struct tlist *sv)
+{
+	int64_t T = s->tokens, h = s->hidden, I = s->shared_inter, ab = s->act_bytes;
+	int ca = s->autocast;
+
+	if (!sv) {
+		int g = plain_linear(s, h, I, s->lp.shared_gate, ca, 0), a = tensor(s, ab * T * I);
+		drop(s, g);
+		int u = plain_linear(s, h, I, s->lp.shared_up, ca, 0), p = tensor(s, ab * T * I);
+		drop(s, a), drop(s, u);
+		int dn = plain_linear(s, I, h, s->lp.shared_down, 0, 0);
+		drop(s, p);
+		return dn;
+	}
+	s->stage = S_SH_IN;
+	int g = linear(s, sv, h, I, 0, s->lp.shared_gate, ca);
+	s->stage = S_SH_GATE;
+	save(s, sv, g);
+	s->stage = S_SH_MUL;
+	save(s, sv, tensor(s, ab * T * I)); /* act(gate) */
+	s->stage = S_SH_IN;
+	int u = linear(s, sv, h, I, 0, s->lp.shared_up, ca);
+	s->stage = S_SH_MUL;
+	save(s, sv, u);
+	int p = tensor(s, ab * T * I);
+	s->stage = S_SH_IN;
+	int dn = linear(s, sv, I, h, 0, s->lp.shared_down, 0);
+	s->stage = S_SH_DOWN;
+	if (s->base_trains)
+		save(s, sv, p);
+	else
+		drop(s, p);
+	return dn;
+}
+
+/* qwen2_moe's gate on the shared expert's output sh, added into the experts' out in
+ * place: sigmoid(Linear(h, 1)(x)) (the sigmoid kept), its product with sh (which keeps
+ * sh). Returns out. */
+static int shared_gate(struct step *s, struct tlist *sv, int sh, int out)
+{
+	int64_t T = s->tokens, h = s->hidden, ab = s->act_bytes;
+
+	s->stage = S_SH_IN;
+	int gl = sv ? linear(s, sv, h, 1, 0, s->lp.shared_gate_w, s->autocast)
+		    : plain_linear(s, h, 1, s->lp.shared_gate_w, s->autocast, 0);
+	int sig = tensor(s, ab * T);
+	drop(s, gl);
+	int p = tensor(s, ab * T * h);
+	if (sv) {
+		s->stage = S_SH_WEIGH;
+		save(s, sv, sig), save(s, sv, sh);
+	} else {
+		drop(s, sig), drop(s, sh);
+	}
+	drop(s, p); /* added into out in place */
+	return out;
+}
+
+/* A mixture-of-experts block: the shared expert first (gated after: qwen2_moe), the
+ * router and the experts (moe_forward), or the shared expert after them, its output
+ * added to theirs (a new tensor: deepseek_v3, glm4_moe). With sv NULL, without
+ * autograd. Returns the block's output. */
+static int moe_block(struct step *s, struct tlist *sv)
+{
+	int64_t T = s->tokens, h = s->hidden;
+	int first = s->shared_inter && s->fam->shared == SHARED_GATED_FIRST;
+	int sh = first ? shared_forward(s, sv) : 0;
+	int out = moe_forward(s, sv);
+
+	if (first)
+		return shared_gate(s, sv, sh, out);
+	if (!s->shared_inter)
+		return out;
+	sh = shared_forward(s, sv);
+	int sum = tensor(s, s->act_bytes * T * h);
+	drop(s, out), drop(s, sh);
+	return sum;
 }
 
 /* The rows a token's q or k (of heads heads) is normalized in: a head each (qwen3's,
@@ -1305,7 +1483,7 @@ static int gated_mlp_forward(struct step *s, struct layer_fwd *c, struct tlist *
 static int moe_mlp_forward(struct step *s, struct layer_fwd *c, struct tlist *sv, int y)
 {
 	(void)c;
-	int dn = moe_forward(s, sv);
+	int dn = moe_block(s, sv);
 
 	drop(s, y);
 	return dn;
@@ -1434,25 +1612,31 @@ static int proj_backward(struct step *s, int g, int g_bytes, int64_t in_u, int64
 	return gi;
 }
 
+/* A gated MLP's width, weights and the stages of what its nodes keep: the layer's MLP,
+ * or a mixture of experts' shared expert. */
+struct gated_mlp {
+	int64_t inter, gate, up, down;
+	enum stage down_st, mul_st, gate_st, up_st, in_st;
+};
+
 /* The MLP's backward (llama's and gemma's: an activation, gate and up apart, trained, no
  * adapters) from the gradient g of its output (g_bytes a unit; freed, 0: the residual
  * stream's, not freed), node by node: down_proj's, act
  * x up's (up's gradient, act's), up_proj's, silu's, gate_proj's, the two inputs'
  * gradients summed (under autocast gate's cast to fp32 added into up's in place).
  * Returns the gradient of the MLP's input and its bytes a unit in *bytes. */
-static int mlp_backward(struct step *s, int g, int g_bytes, struct tlist *sv, struct tlist *grads, int64_t gw_bytes,
-			int *bytes)
+static int gated_backward(struct step *s, const struct gated_mlp *m, int g, int g_bytes, struct tlist *sv,
+			  struct tlist *grads, int64_t gw_bytes, int *bytes)
 {
-	int64_t T = s->tokens, h = s->hidden, I = s->inter, ab = s->act_bytes;
-	const struct layer_params *p = &s->lp;
+	int64_t T = s->tokens, h = s->hidden, I = m->inter, ab = s->act_bytes;
 
-	int gd = proj_backward(s, g, g_bytes, I, p->down, 0, 0, sv, S_DOWN, grads, gw_bytes);
+	int gd = proj_backward(s, g, g_bytes, I, m->down, 0, 0, sv, m->down_st, grads, gw_bytes);
 	int gup = tensor(s, ab * T * I), gact = tensor(s, ab * T * I);
-	node_done(s, sv, S_MUL, gd);
-	int gu = proj_backward(s, gup, (int)ab, h, p->up, s->autocast, 0, sv, S_UP_IN, grads, gw_bytes);
+	node_done(s, sv, m->mul_st, gd);
+	int gu = proj_backward(s, gup, (int)ab, h, m->up, s->autocast, 0, sv, m->up_st, grads, gw_bytes);
 	int gg = tensor(s, ab * T * I);
-	node_done(s, sv, S_GATE, gact);
-	int gi = proj_backward(s, gg, (int)ab, h, p->gate, s->autocast, gu, sv, S_MLP_IN, grads, gw_bytes);
+	node_done(s, sv, m->gate_st, gact);
+	int gi = proj_backward(s, gg, (int)ab, h, m->gate, s->autocast, gu, sv, m->in_st, grads, gw_bytes);
 	if (gi == gu) {
 		*bytes = DT_FP32;
 		return gu;
@@ -1463,13 +1647,22 @@ static int mlp_backward(struct step *s, int g, int g_bytes, struct tlist *sv, st
 	return sum;
 }
 
+static int mlp_backward(struct step *s, int g, int g_bytes, struct tlist *sv, struct tlist *grads, int64_t gw_bytes,
+			int *bytes)
+{
+	const struct layer_params *p = &s->lp;
+	const struct gated_mlp m = { s->inter, p->gate, p->up, p->down, S_DOWN, S_MUL, S_GATE, S_UP_IN, S_MLP_IN };
+
+	return gated_backward(s, &m, g, g_bytes, sv, grads, gw_bytes, bytes);
+}
+
 /* The backward of the rotation of a tensor of n units (its gradient g, b bytes a unit:
  * fp32 under autocast, whose cos and sin are; freed here), node by node: g x sin (cast
  * to the dtype the rotation's input had), rotate_half's negation and its two halves'
  * slices (the second added into the first), g x cos (cast, added in); the model's sin
  * and cos (rot, when given) after their last products. Returns the first slice: the
  * gradient of the rotation's input. */
-static int rope_backward(struct step *s, int g, int64_t n, int64_t b, struct tlist *rot)
+static int rope_bwd_core(struct step *s, int g, int64_t n, int64_t b, struct tlist *rot)
 {
 	int64_t o = qk_bytes(s);
 	int m = tensor(s, b * n);
@@ -1493,6 +1686,16 @@ static int rope_backward(struct step *s, int g, int64_t n, int64_t b, struct tli
 		rot->n = 0;
 	drop(s, m);
 	return s1;
+}
+
+static int rope_backward(struct step *s, int g, int64_t n, int64_t b, struct tlist *rot)
+{
+	if (!s->rot_dim)
+		return rope_bwd_core(s, g, n, b, rot);
+	/* a partial rotation's: over the rotated part, then its slice's gradient into a
+	 * whole head's (zeros, copied in) */
+	int s1 = rope_bwd_core(s, g, n / (s->q_dim / s->heads) * s->rot_dim, b, rot);
+	return remake(s, s1, qk_bytes(s) * n);
 }
 
 /* A head-major gradient (g, of heads heads, bytes in all) taken back to the projection's
@@ -1620,12 +1823,68 @@ static int gated_mlp_backward(struct step *s, int gp, struct tlist *sv, struct t
 	return gated_mlp_backward_any(s, gp, sv, grads, gw_bytes);
 }
 
-/* The experts' backward (MLP_MOE: moe_backward). */
+/* The shared expert's backward from the gradient g of its output (kept with keep_g:
+ * the experts' take it after), node by node as mlp_backward. Returns its input's
+ * gradient. */
+static int shared_backward(struct step *s, int g, int keep_g, struct tlist *sv, struct tlist *grads, int64_t gw_bytes)
+{
+	const struct layer_params *p = &s->lp;
+	const struct gated_mlp m = { s->shared_inter, p->shared_gate, p->shared_up, p->shared_down,
+				     S_SH_DOWN, S_SH_MUL, S_SH_GATE, S_SH_IN, S_SH_IN };
+	int bytes;
+
+	return gated_backward(s, &m, keep_g ? 0 : g, (int)s->act_bytes, sv, grads, gw_bytes, &bytes);
+}
+
+/* qwen2_moe's shared gate's backward from the block output's gradient g (kept: the
+ * experts take it next): the product's (the shared output's gradient, the sigmoid's
+ * summed over the hidden units), the sigmoid's, the gate's row's (its input's gradient
+ * into *gx). Returns the shared output's gradient. */
+static int shared_gate_backward(struct step *s, struct tlist *sv, struct tlist *grads, int64_t gw_bytes, int *gx)
+{
+	int64_t T = s->tokens, h = s->hidden, ab = s->act_bytes;
+	int gsh = tensor(s, ab * T * h), gt = tensor(s, ab * T * h), gsig = tensor(s, ab * T);
+
+	drop(s, gt);
+	release(s, sv, S_SH_WEIGH);
+	int gl = tensor(s, ab * T);
+	drop(s, gsig);
+	weight_grad(s, grads, s->lp.shared_gate_w, gw_bytes);
+	*gx = tensor(s, ab * T * h);
+	drop(s, gl);
+	return gsh;
+}
+
+/* a + b, a new tensor of the tokens' hidden units (autograd's sum of an input's
+ * gradients); both go. */
+static int grad_sum(struct step *s, int a, int b)
+{
+	int sum = tensor(s, s->act_bytes * s->tokens * s->hidden);
+
+	drop(s, a), drop(s, b);
+	return sum;
+}
+
+/* The experts' backward (MLP_MOE: moe_backward), with the shared expert's where there is
+ * one: in the order autograd runs them (the nodes made last first): the gated shared
+ * expert's gate, the experts, then its MLP (qwen2_moe); the shared expert, then the
+ * experts (deepseek_v3, glm4_moe). */
 static int moe_mlp_backward(struct step *s, int gp, struct tlist *sv, struct tlist *grads, int64_t gw_bytes,
 			    int *bytes)
 {
+	int gx = 0, gsh, gs;
+
 	*bytes = (int)s->act_bytes;
-	return moe_backward(s, gp, sv, grads, gw_bytes);
+	if (!s->shared_inter)
+		return moe_backward(s, gp, sv, grads, gw_bytes);
+	if (s->fam->shared == SHARED_GATED_FIRST) {
+		gsh = shared_gate_backward(s, sv, grads, gw_bytes, &gx);
+		gx = grad_sum(s, gx, moe_backward(s, gp, sv, grads, gw_bytes));
+		gs = shared_backward(s, gsh, 0, sv, grads, gw_bytes);
+		return grad_sum(s, gx, gs);
+	}
+	gs = shared_backward(s, gp, 1, sv, grads, gw_bytes);
+	return grad_sum(s, gs, moe_backward(s, gp, sv, grads, gw_bytes));
 }
 
 /* The attention's backward where the traced path (attn_backward) does not cover it
@@ -1772,6 +2031,21 @@ static int layer_backward(struct step *s, int gres, struct tlist *sv, struct tli
 }
 
 
+/* Multi-head latent attention's sizes and weights (ATTN_MLA): q_proj, or q_a_proj, its
+ * norm and q_b_proj; kv_a_proj_with_mqa, its norm, kv_b_proj; o_proj from the heads' v. */
+static void mla_setup(struct step *s, const struct model_shape *m)
+{
+	int64_t h = s->hidden, H = s->heads, qr = m->q_lora_rank, kvr = m->kv_lora_rank;
+	int64_t n = m->qk_nope_dim, vd = m->v_head_dim;
+
+	s->q_lora = qr, s->kv_lora = kvr, s->v_head = vd;
+	s->lp.q = qr ? 0 : h * s->q_dim;
+	s->lp.q_a = h * qr, s->lp.q_a_norm = qr, s->lp.q_b = qr * s->q_dim;
+	s->lp.k = s->lp.v = s->lp.k_bias = s->lp.q_bias = s->lp.v_bias = 0;
+	s->lp.kv_a = h * (kvr + s->rot_dim), s->lp.kv_a_norm = kvr, s->lp.kv_b = kvr * H * (n + vd);
+	s->lp.o = H * vd * h;
+}
+
 static void setup(struct step *s, const struct model_shape *m, const struct train_settings *t)
 {
 	int64_t h = m->hidden, qd = m->heads * m->head_dim, k = m->kv_heads * m->head_dim, I = m->intermediate;
@@ -1784,6 +2058,11 @@ static void setup(struct step *s, const struct model_shape *m, const struct trai
 	s->act_bytes = s->fp32 ? DT_FP32 : DT_BF16;
 	s->resid_bytes = t->param_bytes == DT_FP32 ? DT_FP32 : DT_BF16;
 	s->fam = model_family(m);
+	if (m->qk_norm_each) { /* the config's per-head q/k norms (glm4_moe's use_qk_norm) */
+		s->fam_cfg = *s->fam;
+		s->fam_cfg.qk_norm = QK_NORM_EACH;
+		s->fam = &s->fam_cfg;
+	}
 	s->positions = m->positions;
 	s->kv_heads = m->kv_heads;
 	s->softcap = m->final_softcap;
@@ -1816,13 +2095,15 @@ static void setup(struct step *s, const struct model_shape *m, const struct trai
 	}
 	s->lp.o = qd * h;
 	s->lp.down = s->experts ? s->experts * s->moe_inter * h : I * h;
+	s->m = m;
 	s->mlp = s->fam->mlp, s->rope_on = 1, s->attn = s->fam->attn;
+	s->rot_dim = m->rotary_dim;
 	s->full_step = m->full_step, s->lin_k_heads = m->lin_k_heads, s->lin_v_heads = m->lin_v_heads;
 	s->lin_k_dim = m->lin_k_dim, s->lin_v_dim = m->lin_v_dim, s->lin_conv = m->lin_conv;
-	if (s->fam->mlp == MLP_MOE_SHARED_GATED) { /* the shared expert's, beside the experts' */
-		s->shared_inter = m->shared_inter;
-		s->lp.shared_gate = s->lp.shared_up = s->lp.shared_down = h * m->shared_inter;
-		s->lp.shared_gate_w = h;
+	s->shared_inter = s->experts ? m->shared_inter : 0;
+	if (s->shared_inter) { /* the shared expert's, beside the experts' */
+		s->lp.shared_gate = s->lp.shared_up = s->lp.shared_down = h * s->shared_inter;
+		s->lp.shared_gate_w = s->fam->shared == SHARED_GATED_FIRST ? h : 0;
 	}
 	if (s->fam->attn == ATTN_GATED_SDPA) /* q and its gate */
 		s->lp.q = 2 * h * qd;
@@ -1832,7 +2113,7 @@ static void setup(struct step *s, const struct model_shape *m, const struct trai
 		s->lp.gate_up_bias = s->experts * 2 * s->moe_inter, s->lp.down_bias = s->experts * h;
 	if (s->fam->router_bias)
 		s->lp.router_bias = s->experts;
-	s->moe_step = m->moe_step, s->dense_inter = m->dense_inter, s->shared_inter = m->shared_inter;
+	s->dense_inter = m->dense_inter;
 	s->nope_step = m->nope_step, s->model_qk_l2 = m->qk_l2, s->model_temperature = m->nope_temperature;
 	if (s->fam->layer == LAYER_GPT2) /* its ops and LayerNorm's make their weights' gradients */
 		return;
@@ -1843,6 +2124,9 @@ static void setup(struct step *s, const struct model_shape *m, const struct trai
 		s->lp.q_bias = qd, s->lp.k_bias = k, s->lp.v_bias = k;
 	if (m->o_bias)
 		s->lp.o_bias = s->hidden;
+	if (s->fam->attn == ATTN_MLA)
+		mla_setup(s, m);
+	s->moe_lp = s->lp, s->moe_experts = s->experts, s->moe_layer_inter = s->inter;
 }
 
 /* A hybrid family's layer l: the family's attention on every full_step-th layer, a
@@ -1865,35 +2149,44 @@ static void hybrid_at(struct step *s, int64_t l)
 	p->lin_out = full ? 0 : vd * h;
 }
 
-/* Layer l's kinds where they vary by layer (an interleaved family's): its MLP (the
- * family's experts with their shared expert, or a gated MLP of dense_inter units) and
- * their weights, whether q and k are rotated (and so L2-normalized), or q scaled. */
-static void layer_at(struct step *s, int64_t l)
+/* Layer l's MLP in a mixture-of-experts model (model_dense_layer says which layers are
+ * dense: first_k_dense_replace's, those off every decoder_sparse_step-th or
+ * interleave_moe_layer_step-th, mlp_only_layers'): a dense layer's is a gated MLP of
+ * dense_inter units, a sparse one's the family's experts with their shared expert (as
+ * setup made them). Others' layers are all alike: nothing changes. */
+static void mlp_at(struct step *s, int64_t l)
 {
 	struct layer_params *p = &s->lp;
+	const struct layer_params *e = &s->moe_lp;
 	int64_t h = s->hidden;
 
+	if (!s->moe_experts)
+		return;
+	p->gate = e->gate, p->up = e->up, p->gate_up = e->gate_up, p->down = e->down, p->router = e->router;
+	p->shared_gate = e->shared_gate, p->shared_up = e->shared_up, p->shared_down = e->shared_down;
+	p->shared_gate_w = e->shared_gate_w;
+	p->gate_up_bias = e->gate_up_bias, p->down_bias = e->down_bias, p->router_bias = e->router_bias;
+	s->experts = s->moe_experts, s->mlp = s->fam->mlp, s->inter = s->moe_layer_inter;
+	if (!model_dense_layer(s->m, l))
+		return;
+	s->mlp = MLP_GATED, s->experts = 0, s->inter = s->dense_inter;
+	p->gate_up = p->router = p->shared_gate = p->shared_up = p->shared_down = p->shared_gate_w = 0;
+	p->gate_up_bias = p->down_bias = p->router_bias = 0;
+	p->gate = p->up = p->down = h * s->dense_inter;
+}
+
+/* Layer l's kinds where they vary by layer: its MLP (mlp_at), whether q and k are
+ * rotated (and so L2-normalized), or q scaled; a hybrid family's attention (hybrid_at). */
+static void layer_at(struct step *s, int64_t l)
+{
 	if (s->nope_step) {
 		s->rope_on = (l + 1) % s->nope_step != 0;
 		s->qk_l2 = s->model_qk_l2 && s->rope_on;
 		s->temperature = s->model_temperature && !s->rope_on;
 	}
+	mlp_at(s, l);
 	if (s->full_step)
 		hybrid_at(s, l);
-	if (!s->moe_step)
-		return;
-	p->gate = p->up = p->gate_up = p->down = p->router = 0;
-	p->shared_gate = p->shared_up = p->shared_down = 0;
-	if ((l + 1) % s->moe_step == 0) {
-		s->mlp = s->fam->mlp, s->inter = s->shared_inter;
-		p->gate_up = s->experts * 2 * s->moe_inter * h;
-		p->down = s->experts * s->moe_inter * h;
-		p->router = s->experts * h;
-		p->shared_gate = p->shared_up = p->shared_down = h * s->shared_inter;
-	} else {
-		s->mlp = MLP_GATED, s->inter = s->dense_inter;
-		p->gate = p->up = p->down = h * s->dense_inter;
-	}
 }
 
 /* A sliding window the keys reach: the model builds its boolean mask, seq x seq, once a
@@ -2039,7 +2332,7 @@ static int gated_mlp_plain(struct step *s, int y, struct tlist *cache)
 static int moe_mlp_plain(struct step *s, int y, struct tlist *cache)
 {
 	(void)cache;
-	int dn = moe_forward(s, NULL);
+	int dn = moe_block(s, NULL);
 
 	drop(s, y); /* the MLP's input, replaced by its output */
 	return dn;
@@ -2233,7 +2526,7 @@ static int plain_layer(struct step *s, int in, struct tlist *cache)
 #include "plan/op_clamped_moe.inc"
 #include "plan/op_gated_attn.inc"
 #include "plan/op_deltanet.inc"
-#include "plan/op_shared_moe.inc"
+#include "plan/op_mla.inc"
 
 static const struct sublayer_ops attn_kinds[ATTN_KINDS] = {
 	[ATTN_SDPA] = { sdpa_attn_forward, sdpa_attn_plain, sdpa_attn_backward, 0 },
@@ -2241,6 +2534,7 @@ static const struct sublayer_ops attn_kinds[ATTN_KINDS] = {
 	[ATTN_EAGER_SINKS] = { eager_attn_forward, eager_attn_plain, eager_attn_backward, 0 },
 	[ATTN_GATED_SDPA] = { gated_attn_forward, gated_attn_plain, gated_attn_backward, 0 },
 	[ATTN_DELTANET] = { deltanet_forward, deltanet_plain, deltanet_backward, 0 },
+	[ATTN_MLA] = { mla_attn_forward, mla_attn_plain, mla_attn_backward, 0 },
 };
 
 /* (a recompute stops early where traced: in the gated MLP) */
@@ -2250,7 +2544,6 @@ static const struct sublayer_ops mlp_kinds[MLP_KINDS] = {
 	[MLP_MOE] = { moe_mlp_forward, moe_mlp_plain, moe_mlp_backward, 0 },
 	[MLP_DENSE_MOE] = { dense_moe_forward, dense_moe_plain, dense_moe_backward, 0 },
 	[MLP_MOE_CLAMPED] = { clamped_moe_forward, clamped_moe_plain, clamped_moe_backward, 0 },
-	[MLP_MOE_SHARED_GATED] = { shared_moe_forward, shared_moe_plain, shared_moe_backward, 0 },
 };
 
 static const struct sublayer_ops *attn_op(const struct step *s)
@@ -2280,7 +2573,7 @@ static int layer_frozen(const struct train_settings *t, int64_t l)
 	return l >= t->freeze_first && l <= t->freeze_last;
 }
 
-#define LAYER_WEIGHTS_MAX 33
+#define LAYER_WEIGHTS_MAX 39
 /* The root's weights: the embedding, learned positions, the final norm's weight and
  * bias, lm_head. */
 #define ROOT_WEIGHTS_MAX 5
@@ -2297,7 +2590,8 @@ static int decoder_weights(const struct step *s, int64_t *w)
 						p->lin_qkvz, p->lin_ba, p->lin_conv, p->lin_dt, p->lin_alog,
 						p->lin_norm, p->lin_out,
 						p->norm1,  p->norm2, p->q_bias, p->k_bias, p->v_bias,
-						p->o_bias, p->q_norm, p->k_norm };
+						p->o_bias, p->q_norm, p->k_norm, p->q_a, p->q_a_norm, p->q_b, p->kv_a,
+						p->kv_a_norm, p->kv_b };
 	int n = 0;
 
 	for (size_t i = 0; i < LAYER_WEIGHTS_MAX; i++)
@@ -2583,18 +2877,38 @@ static void fsdp_copy_out(struct train *tr, struct tlist *l, const int64_t *byte
  * already in flight, then copied out), unless kept from the forward; in the backward
  * the next layer's all-gather (dir -1) issued ahead (dir 0: none, the forward's
  * all-gathers come each at its layer's pre-forward). */
+/* Layer l's weights' bytes, whole, into w (a MoE model's dense layers have their own),
+ * the layer now (cur) left as it was. How many; their sum into *total. */
+static int fsdp_layer(struct train *tr, int64_t l, int64_t cur, int64_t *w, int64_t *total)
+{
+	struct step *s = &tr->s;
+	int n;
+
+	layer_at(s, l);
+	n = layer_weights(s, w);
+	*total = 0;
+	for (int i = 0; i < n; i++)
+		*total += w[i] *= s->weight_bytes;
+	layer_at(s, cur);
+	return n;
+}
+
 static void fsdp_gather(struct train *tr, int64_t l, int dir)
 {
+	int64_t w[LAYER_WEIGHTS_MAX], total;
+
 	if (!tr->fsdp)
 		return;
 	if (!tr->gathered[l].n) {
+		int n = fsdp_layer(tr, l, l, w, &total);
 		if (!tr->issued[l])
-			fsdp_issue(tr, tr->layer_bytes);
+			fsdp_issue(tr, total);
 		tr->issued[l] = 0;
-		fsdp_copy_out(tr, &tr->gathered[l], tr->layer_param, tr->nlayer_param);
+		fsdp_copy_out(tr, &tr->gathered[l], w, n);
 	}
 	if (l + dir >= 0 && l + dir < tr->s.layers && !tr->gathered[l + dir].n && !tr->issued[l + dir]) {
-		fsdp_issue(tr, tr->layer_bytes);
+		fsdp_layer(tr, l + dir, l, w, &total);
+		fsdp_issue(tr, total);
 		tr->issued[l + dir] = 1;
 	}
 }
@@ -2655,7 +2969,7 @@ static int rotary_set(const struct step *s, int64_t l)
 static void rotary(struct train *tr, int step)
 {
 	struct step *s = &tr->s;
-	int64_t u = s->seq * (s->q_dim / s->heads);
+	int64_t u = s->seq * (s->rot_dim ? s->rot_dim : s->q_dim / s->heads);
 	for (int i = 0; i < rotary_sets(s); i++) {
 		int f = tensor(s, DT_FP32 * u / 2);
 		if (!step && !i)
@@ -3161,6 +3475,15 @@ int sim_train(const struct model_shape *m, const struct train_settings *t, int s
 	return 0;
 }
 
+/* A cache tensor (id) grown to ctx tokens a sequence: keys' and values' as sdpa has them
+ * (kv_bytes), latent attention's latents as they were made. */
+static int64_t cache_grown(const struct step *s, int id, int64_t ctx)
+{
+	if (s->fam->attn == ATTN_MLA)
+		return s->bytes_of[id] / s->seq * ctx;
+	return kv_bytes(s) * s->batch * ctx * s->kv_dim;
+}
+
 int sim_infer(const struct model_shape *m, const struct train_settings *t, int steps, struct sim_result *r)
 {
 	struct step s = { 0 };
@@ -3193,7 +3516,7 @@ int sim_infer(const struct model_shape *m, const struct train_settings *t, int s
 			x = tensor(&s, s.weight_bytes * s.tokens * s.hidden);
 		} else { /* rotary cos and sin */
 			int64_t cb = s.fam->rope_fp32 ? DT_FP32 : s.act_bytes;
-			cs = tensor(&s, 2 * cb * s.tokens * (s.q_dim / s.heads)); /* cos and sin */
+			cs = tensor(&s, 2 * cb * s.tokens * (s.rot_dim ? s.rot_dim : s.q_dim / s.heads)); /* cos and sin */
 		}
 		int em = s.fam->attn == ATTN_EAGER_SINKS ? eager_masks(&s) : 0; /* (sdpa builds none here) */
 		for (int64_t l = 0; l < s.layers; l++) {
@@ -3229,7 +3552,7 @@ int sim_infer(const struct model_shape *m, const struct train_settings *t, int s
 				/* (a hybrid model's Gated DeltaNet states keep their size) */
 				if (s.full_step && s.bytes_of[cache.v[i]] != kv_bytes(&s) * s.tokens * s.kv_dim)
 					continue;
-				int grown = tensor_as(&s, kv_bytes(&s) * s.batch * ctx * s.kv_dim, C_KV_CACHE);
+				int grown = tensor_as(&s, cache_grown(&s, cache.v[i], ctx), C_KV_CACHE);
 				drop(&s, cache.v[i]);
 				cache.v[i] = grown;
 			}

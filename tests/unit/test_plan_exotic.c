@@ -82,7 +82,7 @@ static void test_llama4_text(void **state)
 	/* the config class's defaults: MoE on every layer (16 experts, top 1), dense layers
 	 * of 16384, every 4th layer without rotary embedding, chunks of 8192, use_qk_norm */
 	shape_of(LLAMA4 "}", &m);
-	assert_int_equal(m.moe_step, 1);
+	assert_int_equal(m.sparse_step, 1);
 	assert_int_equal(m.experts, 16);
 	assert_int_equal(m.experts_per_tok, 1);
 	assert_int_equal(m.dense_inter, 16384);
@@ -98,7 +98,7 @@ static void test_llama4_text(void **state)
 	shape_of(LLAMA4 ", \"moe_layers\": [1, 3], \"no_rope_layers\": [1, 1, 1, 0],"
 		 " \"layer_types\": [\"chunked_attention\", \"chunked_attention\", \"chunked_attention\","
 		 " \"full_attention\"]}", &m);
-	assert_int_equal(m.moe_step, 2);
+	assert_int_equal(m.sparse_step, 2);
 	assert_int_equal(model_params(&m), 2 * 1000 * h + h + 4 * (attn + 2 * h) + 2 * moe + 2 * 3 * h * 16384);
 	refused(LLAMA4 ", \"moe_layers\": [0, 3]}", "moe_layers must list every N-th layer");
 	refused(LLAMA4 ", \"no_rope_layers\": [1, 0, 1, 1]}", "no_rope_layers must list 4 layers");
