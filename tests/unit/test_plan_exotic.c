@@ -222,11 +222,12 @@ static void test_qwen3_next(void **state)
 	refused(QWEN3_NEXT ", \"linear_num_value_heads\": 24}", "linear_num_value_heads 24 is not a multiple");
 	refused(QWEN3_NEXT ", \"linear_conv_kernel_dim\": 0}", "linear_conv_kernel_dim must be a whole number");
 	/* inference: a longer context grows the full layer's keys and values only (the
-	 * DeltaNet layers keep a conv state and a recurrent state whatever the length) */
+	 * DeltaNet layers keep a conv state and a recurrent state whatever the length);
+	 * both contexts long enough for the peak to be the full layer's */
 	const char *small = QWEN3_NEXT ", \"num_experts\": 8, \"num_experts_per_tok\": 2,"
 			    " \"linear_num_key_heads\": 2, \"linear_num_value_heads\": 4}";
-	uint64_t kv = 2ULL * 2 * 65536 * 128 * 2; /* the full layer's at the context */
-	uint64_t grown = infer_peak(small, 65536) - infer_peak(small, 512);
+	uint64_t kv = 2ULL * 2 * 65536 * 128 * 2; /* the full layer's for 65536 more tokens */
+	uint64_t grown = infer_peak(small, 131072) - infer_peak(small, 65536);
 	if (grown < kv / 2 || grown > 2 * kv)
 		fail_msg("the cache grew the peak by %llu bytes; the full layer's keys and values are %llu",
 			 (unsigned long long)grown, (unsigned long long)kv);
