@@ -161,6 +161,16 @@ static void test_gpt_oss(void **state)
 	uint64_t s1024 = peak(GPT_OSS ", \"num_local_experts\": 4}", 1, 1024, 1);
 	uint64_t s512 = peak(GPT_OSS ", \"num_local_experts\": 4}", 1, 512, 1);
 	assert_true(s1024 - s512 >= 3ULL * 2 * 8 * (1024 * 1024 - 512 * 512));
+	/* training one layer: its softmax's backward holds four sink-wide tensors at once
+	 * (its output, the slice's gradient, its own and grad x output; the product with v
+	 * kept no copy) */
+	const char *one = "{\"model_type\": \"gpt_oss\", \"hidden_size\": 256, \"num_hidden_layers\": 1,"
+			  " \"num_attention_heads\": 8, \"num_key_value_heads\": 2, \"head_dim\": 32,"
+			  " \"intermediate_size\": 256, \"vocab_size\": 1000, \"num_local_experts\": 4}";
+	uint64_t t1024 = peak(one, 1, 1024, 0), t512 = peak(one, 1, 512, 0);
+	if (t1024 - t512 < 4ULL * 2 * 8 * (1024 * 1025 - 512 * 513))
+		fail_msg("the training peak grew by %llu bytes, less than four sink-wide scores",
+			 (unsigned long long)(t1024 - t512));
 }
 
 #define QWEN3_NEXT "{\"model_type\": \"qwen3_next\", \"hidden_size\": 256, \"num_hidden_layers\": 4," \
@@ -231,6 +241,17 @@ static void test_qwen3_next(void **state)
 	if (grown < kv / 2 || grown > 2 * kv)
 		fail_msg("the cache grew the peak by %llu bytes; the full layer's keys and values are %llu",
 			 (unsigned long long)grown, (unsigned long long)kv);
+	/* the prefill's peak is the delta rule's, a token holding at once in fp32 the
+	 * decayed q and k, the padded v, v and k times beta, k_beta x exp(g), value,
+	 * k_cumdecay and the output's zeros (value heads x dims each) and the decay, q k^T
+	 * and k_beta k^T (value heads x chunk each); in bf16 the module's silu output,
+	 * in_proj_qkvz's, z and the q and k repeats */
+	int64_t vd2 = 4 * 128, kd2 = 2 * 128, cd = 2 * kd2 + vd2;
+	int64_t tok = 4 * (9 * vd2 + 3 * 4 * 64) + 2 * (cd + (2 * kd2 + 2 * vd2) + vd2 + 2 * vd2);
+	uint64_t slope = peak(small, 2, 1024, 1) - peak(small, 2, 512, 1);
+	if (slope < (uint64_t)(2 * 512 * tok))
+		fail_msg("the prefill's peak grew by %llu bytes for 1024 tokens, less than the rule holds (%llu)",
+			 (unsigned long long)slope, (unsigned long long)(2 * 512 * tok));
 }
 
 int main(void)
