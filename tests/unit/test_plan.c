@@ -56,6 +56,9 @@ static const struct outlier alloc_outliers[] = {
 	/* a prefill of 131,072 tokens grown to a 32k context: a layer's temporaries over
 	 * (not traced), the device peak within 1 % */
 	{ "qwen3-14b/bf16-infer/b8s16384", 2600 },
+	/* llama4_text's inference: a prefill's temporaries under (not traced), the device
+	 * peak within 0.1 % */
+	{ "llama4-scout-l4-e4/bf16-infer/b2s8192", 300 },
 	{ NULL, 0 },
 };
 
@@ -117,7 +120,10 @@ static void test_fixture_file(void **state)
 		/* what the model counts: LoRA's adapters besides the base weights */
 		assert_int_equal(r.params + (t.lora_rank ? r.trainable_params : 0),
 				 json_integer_value(json_object_get(meas, "n_params")));
-		if (json_object_get(meas, "n_trainable") && !t.inference)
+		/* (a multimodal model's vision tower requires grad but a text-only step gives
+		 * it no gradient: the plan counts what trains) */
+		if (json_object_get(meas, "n_trainable") && !t.inference &&
+		    !json_object_get(json_object_get(c, "model"), "vision_config"))
 			assert_int_equal(r.trainable_params, json_integer_value(json_object_get(meas, "n_trainable")));
 		double used = (double)json_integer_value(json_object_get(meas, "device_used_by_process_bytes"));
 		const struct outlier *o = out;
@@ -339,6 +345,22 @@ static const struct fixture_check fixtures_issue28h = { FIXTURES "/gpu-train/h20
  * third step, as the simulation on the card does: said not to fit. */
 static const struct fixture_check fixtures_issue28e = { FIXTURES "/gpu-train/h200-issue28e.json", 7, 0.01, 0.03,
 							0.02, NULL, "h200" };
+
+/* issue 30's nine families and two multimodal configs (bench/gpu-cases-30.json: olmo2,
+ * granite, smollm3, qwen2_moe, deepseek_v3 with and without q's low rank, glm4_moe,
+ * llama4_text, gpt_oss, qwen3_next, gemma3's and qwen2.5-vl's text towers, training with
+ * and without checkpointing and inference), planned before they ran
+ * (bench/results/gpu-cases-30-plan.md; as planned the exotic three were 7.6 % under at
+ * worst, until their allocator histories were traced) and planned here on the H200:
+ * median 1 %, max 3 %, no under-estimate beyond 2 %, but for the one named. */
+static const struct outlier outliers_issue30[] = {
+	/* inference: over by a fifth of its fragmentation, where the scaled logits' copy
+	 * takes a block the run did not (not traced) */
+	{ "granite3.1-8b-l8/bf16-infer/b4s8192", 0.04 },
+	{ NULL, 0 },
+};
+static const struct fixture_check fixtures_issue30 = { FIXTURES "/gpu-train/h200-issue30.json", 35, 0.01, 0.03,
+						       0.02, outliers_issue30, "h200" };
 
 /* issue 13's two-GPU cases (bench/gpu-dist-cases.json and -2.json on nvidia-h200-x2), one case a
  * rank: DDP and FSDP2 (fully_shard with and without resharding after the forward), bf16
@@ -921,7 +943,7 @@ int main(void)
 		FIXTURE_TEST(fixtures_issue13q), FIXTURE_TEST(fixtures_issue13r),
 		FIXTURE_TEST(fixtures_issue13s), FIXTURE_TEST(fixtures_issue13t),
 		FIXTURE_TEST(fixtures_issue13u), FIXTURE_TEST(fixtures_issue13v), FIXTURE_TEST(fixtures_issue13w),
-		FIXTURE_TEST(fixtures_issue28), FIXTURE_TEST(fixtures_issue28h), FIXTURE_TEST(fixtures_issue28e),
+		FIXTURE_TEST(fixtures_issue28), FIXTURE_TEST(fixtures_issue28h), FIXTURE_TEST(fixtures_issue28e), FIXTURE_TEST(fixtures_issue30),
 		FIXTURE_TEST(fixtures_dist), FIXTURE_TEST(fixtures_dist30),
 		cmocka_unit_test(test_config_errors), cmocka_unit_test(test_sliding_masks), cmocka_unit_test(test_placements),
 		cmocka_unit_test(test_shapes), cmocka_unit_test(test_knobs),
