@@ -88,7 +88,7 @@ static const struct family families[] = {
 	/* qwen2_5_vl's text tower: qwen2's layer (its multimodal rotary folds into cos and sin) */
 	{ .type = "qwen2_5_vl_text", ROPE, .qkv_bias = 1 },
 	/* multimodal configs: the text tower from text_config, the vision tower's weights */
-	{ .type = "gemma3", .text_family = "gemma3_text", .vision = VISION_SIGLIP },
+	{ .type = "gemma3", .text_family = "gemma3_text", .vision = VISION_SIGLIP, .mm_masks = 1 },
 	{ .type = "qwen2_5_vl", .text_family = "qwen2_5_vl_text", .vision = VISION_QWEN2_5 },
 };
 

@@ -196,6 +196,12 @@ struct family {
 	const char *text_family;         /* text_config's model_type when it gives none (the
 					  * row's other fields then unused) */
 	int vision;                      /* its vision tower's kind (enum vision_kind) */
+	int mm_masks;                    /* its forward takes token_type_ids and lets images
+					  * attend both ways: the causal mask is or-ed with the
+					  * token types' (no causal skip), so it and the sliding
+					  * one are boolean batch x seq x seq tensors, held
+					  * through the forward, and every layer's sdpa takes a
+					  * mask (gemma3) */
 };
 
 /* The row of model_type type, or NULL. */

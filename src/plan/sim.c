@@ -2209,6 +2209,48 @@ static int sliding_mask(struct step *s)
 	return mask;
 }
 
+/* A multimodal forward's masks (its wrapper's mm_masks): the causal one, then with a
+ * window the sliding one, each the positions' comparison (seq x seq) or-ed with the
+ * token types' equality and-ed in (batch x seq x seq); the sliding one and-ed again
+ * with the window's comparison. Both held through the forward, into mask[0..1]. */
+static void mm_masks(struct step *s, int mask[2])
+{
+	int64_t m = DT_BOOL * s->seq * s->seq, bm = m * s->batch;
+	int kinds = 1 + (s->sliding_window > 0);
+
+	mask[0] = mask[1] = 0;
+	for (int k = 0; k < kinds; k++) {
+		int cmp = tensor(s, m), causal = tensor(s, m);
+		drop(s, cmp);
+		int eq = tensor(s, bm), types = tensor(s, bm);
+		drop(s, eq);
+		int both = tensor(s, bm);
+		drop(s, types), drop(s, causal);
+		if (k) { /* the window: and-ed in, its comparison seq x seq */
+			int anded = tensor(s, bm);
+			drop(s, both);
+			int gt = tensor(s, m);
+			both = tensor(s, bm);
+			drop(s, gt), drop(s, anded);
+		}
+		mask[k] = both;
+	}
+}
+
+/* The masks a forward builds before its layers, into mask[0..1] (0: none): a
+ * multimodal one's; else a training forward's sliding mask, eager attention's float
+ * masks in either (sdpa's inference builds none). */
+static void model_masks(struct step *s, int infer, int mask[2])
+{
+	mask[0] = mask[1] = 0;
+	if (s->m->wrapper && s->m->wrapper->mm_masks)
+		mm_masks(s, mask);
+	else if (!infer)
+		mask[0] = sliding_mask(s);
+	else if (s->fam->attn == ATTN_EAGER_SINKS)
+		mask[0] = eager_masks(s);
+}
+
 /* Which layer runs next: a sliding-window layer whose keys reach the
  * window (transformers passes no mask where a causal one does) hands sdpa a boolean
  * mask, which sdpa turns into an additive bias of the query's dtype, batch x seq x seq,
@@ -2221,7 +2263,9 @@ static void layer_begin(struct step *s, int64_t l)
 	layer_at(s, l);
 	int sliding = s->sliding_window && (l + 1) % s->sliding_pattern != 0;
 
-	s->mask_bytes = sliding && s->seq >= s->sliding_window ? s->act_bytes * s->batch * s->seq * s->seq : 0;
+	int masked = (sliding && s->seq >= s->sliding_window) || (s->m->wrapper && s->m->wrapper->mm_masks);
+
+	s->mask_bytes = masked ? s->act_bytes * s->batch * s->seq * s->seq : 0;
 	if (s->jitter) { /* sim_train's stand-in for unmodelled temporaries: a new size a layer */
 		uint64_t cap = (uint64_t)s->jitter * (uint64_t)(s->tokens * s->hidden * s->act_bytes);
 		/* Knuth's MMIX LCG, its high 31 bits: sizes up to 2 GiB */
@@ -2748,7 +2792,7 @@ struct train {
 	struct tlist lsm;         /* each loss chunk's log-softmax */
 	struct tlist capped;      /* gemma2: each loss chunk's tanh, kept by the softcap */
 	int grad_res;             /* the residual stream's gradient */
-	int mask;                 /* a sliding window's boolean mask, seq x seq (0 none):
+	int mask[2];              /* the masks made before the layers (model_masks; 0 none):
 				   * through the layers, checkpointed ones to their backward */
 };
 
@@ -3021,7 +3065,7 @@ static void train_forward(struct train *tr, int step)
 		int pos = tensor(s, s->resid_bytes * s->tokens * s->hidden);
 		hs = dropout(s, &tr->head_saved, pos, s->tokens * s->hidden, s->resid_bytes);
 	}
-	tr->mask = sliding_mask(s);
+	model_masks(s, 0, tr->mask);
 	rotary(tr, step);
 	for (int64_t l = 0; l < s->layers; l++) {
 		int out;
@@ -3075,9 +3119,9 @@ static void loss_forward(struct train *tr)
 		if (s->resid_bytes == DT_BF16) /* the norm keeps its own fp32 copy */
 			drop(s, tr->hidden);
 	}
-	if (!tr->t->grad_ckpt) { /* the model's forward returns: its mask goes */
-		drop(s, tr->mask);
-		tr->mask = 0;
+	if (!tr->t->grad_ckpt) { /* the model's forward returns: its masks go */
+		drop(s, tr->mask[0]), drop(s, tr->mask[1]);
+		tr->mask[0] = tr->mask[1] = 0;
 	}
 	/* bf16: the model's forward returns, and with it the embeddings go, which no layer
 	 * keeps (a layer's norm keeps its fp32 copy, GPT-2's the dropout's output) unless
@@ -3327,8 +3371,8 @@ static void layers_backward(struct train *tr)
 		drop(s, tr->ckpts.v[0]);
 	tr->ckpts.n = 0;
 	free_all(s, &tr->rot);
-	drop(s, tr->mask);
-	tr->mask = 0;
+	drop(s, tr->mask[0]), drop(s, tr->mask[1]);
+	tr->mask[0] = tr->mask[1] = 0;
 	if (s->fam->positions == POS_LEARNED && tr->grad_bytes) /* wpe's */
 		push(&tr->grads, tensor_as(s, s->positions * s->hidden * tr->grad_bytes, C_GRADS));
 	if (tr->grad_bytes && tr->embed_trains) {
@@ -3518,7 +3562,8 @@ int sim_infer(const struct model_shape *m, const struct train_settings *t, int s
 			int64_t cb = s.fam->rope_fp32 ? DT_FP32 : s.act_bytes;
 			cs = tensor(&s, 2 * cb * s.tokens * (s.rot_dim ? s.rot_dim : s.q_dim / s.heads)); /* cos and sin */
 		}
-		int em = s.fam->attn == ATTN_EAGER_SINKS ? eager_masks(&s) : 0; /* (sdpa builds none here) */
+		int em[2];
+		model_masks(&s, 1, em);
 		for (int64_t l = 0; l < s.layers; l++) {
 			layer_begin(&s, l);
 			int out = plain_layer(&s, x, &cache);
@@ -3530,7 +3575,7 @@ int sim_infer(const struct model_shape *m, const struct train_settings *t, int s
 		 * every position (model(input_ids)) */
 		int yf = s.fam->norm == NORM_LAYER ? layer_norm(&s, NULL, s.resid_bytes)
 						   : plain_norm(&s, s.tokens, s.hidden, s.resid_bytes);
-		drop(&s, x), drop(&s, cs), drop(&s, emb), drop(&s, em);
+		drop(&s, x), drop(&s, cs), drop(&s, emb), drop(&s, em[0]), drop(&s, em[1]);
 		int64_t lb = s.act_bytes * (t->logits_all ? s.tokens : s.batch) * s.vocab;
 		s.part = C_LOGITS;
 		int logits = tensor(&s, lb);

@@ -13,6 +13,7 @@
 #include <jansson.h>
 
 #include "plan/config.h"
+#include "plan/dtype.h"
 #include "plan/model.h"
 
 /* config (JSON, with %s for extra keys) read into *m; 0 or the reader's error. */
@@ -243,6 +244,21 @@ static void test_multimodal(void **state)
 	assert_true(llabs((long long)a.bytes[C_OPT_STATES] - (long long)b.bytes[C_OPT_STATES]) <= 2 << 20);
 	assert_true(a.bytes[C_WEIGHTS] >= b.bytes[C_WEIGHTS] + 2ull * 419816304);
 	assert_true(a.bytes[C_WEIGHTS] <= b.bytes[C_WEIGHTS] + 2ull * 419816304 + (16u << 20));
+	/* its forward (token_type_ids: images attend both ways) holds a causal and a sliding
+	 * boolean mask of batch x seq x seq through the prefill (the text tower's sliding
+	 * layers already take a bias a layer, past the window) */
+	struct train_settings t;
+	const char *why;
+	const int64_t B = 4, S = 8192, mask = B * S * S;
+	train_settings_init(&t);
+	t.inference = 1, t.batch = B, t.seq = S, t.steps = 1;
+	assert_int_equal(plan_compute(&vlm, &t, &a, &why), 0);
+	assert_int_equal(plan_compute(&text, &t, &b, &why), 0);
+	int64_t more = (int64_t)a.allocated_peak_bytes - (int64_t)b.allocated_peak_bytes - 2 * 419816304;
+	print_message("VLM prefill: %lld bytes more than its text tower's beside its vision weights\n",
+		      (long long)more);
+	assert_true(more >= 2 * DT_BOOL * mask);
+	assert_true(more <= 2 * DT_BOOL * mask + DT_BF16 * mask);
 	/* gemma-3-4b-it's text_config leaves heads, kv heads, head_dim and the vocabulary to
 	 * Gemma3TextConfig's defaults (its own values) */
 	struct model_shape bare;
