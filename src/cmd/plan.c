@@ -11,9 +11,9 @@
 #include "plan/config.h"
 #include "plan/gpus.h"
 #include "plan/advise.h"
+#include "plan/assumed.h"
 #include "plan/hint.h"
 #include "plan/limits.h"
-#include "plan/precision.h"
 #include "plan/settings.h"
 #include "plan/trainargs.h"
 #include "plan/solve.h"
@@ -221,9 +221,6 @@ static void usage_print(FILE *f)
 	free(knobs);
 }
 
-/* Where an inference plan's prompt (prefill) length came from. */
-enum prompt_source { PROMPT_GIVEN, PROMPT_CONTEXT, PROMPT_DEFAULT };
-
 struct plan_args {
 	struct model_shape m;
 	struct train_settings t;
@@ -286,261 +283,22 @@ static void compute(const struct plan_args *a, const struct train_settings *t, s
  * "assumed" (1, without this field, had the table's names as keys). */
 #define PLAN_JSON_FORMAT "headroom-plan/2"
 
-/* Layers of m with a sliding window (0: none). */
-static int64_t sliding_layers(const struct model_shape *m)
-{
-	int64_t n = 0;
-
-	for (int64_t l = 0; m->sliding_window && l < m->layers; l++)
-		n += (l + 1) % m->sliding_pattern != 0;
-	return n;
-}
-
-/* What a plan assumed, as JSON: the setting solved for (solving, or NULL) is null. */
-/* Where the prompt's length came from, as JSON says it. */
-static const char *const prompt_from[] = { [PROMPT_GIVEN] = "seq", [PROMPT_CONTEXT] = "context",
-					   [PROMPT_DEFAULT] = "default" };
-
-/* The "assumed" object's keys in the order headroom-plan/2 has always written them (the
- * format's readers compare them as text too); a key not listed, a new setting's, after
- * them. Takes o's reference. */
-static json_t *assumed_ordered(json_t *o)
-{
-	static const char *const order[] = {
-		"precision", "weights_dtype", "compute_dtype", "master_weights_dtype", "gradients_dtype",
-		"optimizer_states_dtype", "optimizer", "momentum", "inference", "batch", "seq", "steps", "context",
-		"prompt", "prompt_from", "grad_ckpt", "attention", "sliding_window", "sliding_layers", "use_cache",
-		"loss_chunk", "lora_rank", "zero_stage", "dp", "ddp", "reshard_after_forward", "freeze",
-		"inputs_embeds", "alloc_conf", "logits",
-	};
-	json_t *out = json_object(), *v;
-	const char *key;
-
-	for (size_t i = 0; i < sizeof(order) / sizeof(order[0]); i++)
-		if ((v = json_object_get(o, order[i])))
-			json_object_set(out, order[i], v);
-	json_object_foreach(o, key, v)
-		if (!json_object_get(out, key))
-			json_object_set(out, key, v);
-	json_decref(o);
-	return out;
-}
-
+/* What a plan assumed, as JSON (the setting solved for, or NULL, is null) and as the
+ * text's first lines. */
 static json_t *assumed_json(const struct plan_args *a, const struct train_settings *t, const char *solving)
 {
-	const struct model_shape *m = &a->m;
-	struct precision_dtypes d;
-	json_t *o = settings_assumed_json(t);
-	int64_t sliding = sliding_layers(m);
+	struct said_ctx c = { .solving = solving, .prompt = a->prompt };
 
-	/* what the settings make of the run: each kind of tensor's dtype, the attention */
-	precision_dtypes(t, &d);
-	json_object_set_new(o, "weights_dtype", json_string(d.weights));
-	json_object_set_new(o, "compute_dtype", json_string(d.compute));
-	json_object_set_new(o, "master_weights_dtype", json_string(d.master_weights));
-	json_object_set_new(o, "gradients_dtype", json_string(d.gradients));
-	json_object_set_new(o, "optimizer_states_dtype", json_string(d.optimizer_states));
-	json_object_set_new(o, "attention", json_string("sdpa"));
-	json_object_set_new(o, "sliding_window", sliding ? json_integer(m->sliding_window) : json_null());
-	json_object_set_new(o, "sliding_layers", json_integer(sliding));
-	if (model_family(m)->assumes) /* (only where a family says something: older plans unchanged) */
-		json_object_set_new(o, "family", json_string(model_family(m)->assumes));
-	if (m->wrapper) { /* a multimodal config: what of it was planned */
-		json_t *mm = json_object();
-		json_object_set_new(mm, "config", json_string(m->wrapper->type));
-		json_object_set_new(mm, "text_tower", json_string(m->type));
-		json_object_set_new(mm, "vision_params", m->vision.kind ? json_integer(vision_params(&m->vision)) : json_null());
-		json_object_set_new(mm, "vision_not_counted", m->vision_why ? json_string(m->vision_why) : json_null());
-		json_object_set_new(o, "multimodal", mm);
-	}
-	if (t->inference) {
-		json_object_set_new(o, "prompt", json_integer(t->seq));
-		json_object_set_new(o, "prompt_from", json_string(prompt_from[a->prompt]));
-	}
-	if (solving && json_object_get(o, solving))
-		json_object_set_new(o, solving, json_null());
-	if (solving && !strcmp(solving, "seq") && json_object_get(o, "prompt"))
-		json_object_set_new(o, "prompt", json_null());
-	return assumed_ordered(o);
-}
-
-/* A whole-number setting as the assumptions print it: "?" when it is solved for. */
-static const char *setting_text(const char *name, int64_t v, const char *solving, char *buf, size_t n)
-{
-	if (solving && !strcmp(solving, name))
-		return "?";
-	snprintf(buf, n, "%lld", (long long)v);
-	return buf;
-}
-
-/* LoRA's targets, "q,k,v,o", into buf. */
-static const char *lora_targets_text(unsigned bits, char *buf, size_t n)
-{
-	static const char *const names[] = { "q", "k", "v", "o", "gate", "up", "down" };
-	size_t len = 0;
-
-	buf[0] = '\0';
-	for (size_t i = 0; i < sizeof(names) / sizeof(names[0]); i++)
-		if (bits & (1u << i) && len < n)
-			len += (size_t)snprintf(buf + len, n - len, "%s%s", len ? "," : "", names[i]);
-	return buf;
-}
-
-/* The plan's first lines: what it assumed (precision and each kind of tensor's dtype,
- * the optimizer, batch x seq, checkpointing, attention, use_cache), the first line
- * begun with label ("assumed"), the others indented under its text. */
-/* The lengths of what was assumed: batch x seq, in inference where the prompt's length
- * came from and the KV cache. */
-static void assumed_lengths(struct strbuf *sb, const struct plan_args *a, const struct train_settings *t,
-			    const char *solving)
-{
-	static const char *const prompt_text[] = {
-		[PROMPT_GIVEN] = " (the prompt)",
-		[PROMPT_CONTEXT] = " (the prompt: the whole context, as no --seq gave its length)",
-		[PROMPT_DEFAULT] = " (the prompt: the default length; --seq N gives it)",
-	};
-	char b[24], s[24], c[24];
-
-	strbuf_addf(sb, "batch %s x seq %s", setting_text("batch", t->batch, solving, b, sizeof(b)),
-		    setting_text("seq", t->seq, solving, s, sizeof(s)));
-	if (t->inference)
-		strbuf_addf(sb, "%s, KV cache of %s tokens, %s", prompt_text[a->prompt],
-			    setting_text("context", t->context > t->seq ? t->context : t->seq, solving, c, sizeof(c)),
-			    t->logits_all ? "logits of every position (model(input_ids))"
-					  : "logits of the last position (generate)");
-}
-
-/* A mixture of experts with a shared expert, dense layers or a sigmoid router: what its
- * MLPs are, as the family's row and the config make them. */
-static void moe_assumed(struct strbuf *sb, const struct model_shape *m, const char *ind)
-{
-	const struct family *f = model_family(m);
-	int64_t dense = 0;
-
-	for (int64_t l = 0; l < m->layers; l++)
-		dense += model_dense_layer(m, l);
-	if (f->mlp != MLP_MOE || (!m->shared_inter && f->router == ROUTER_SOFTMAX && !dense))
-		return; /* (the other kinds' rows say what they assume) */
-	strbuf_addf(sb, "%sexperts: %lld routed of %lld units, top %lld by a %s router, grouped_mm", ind,
-		    (long long)m->experts, (long long)m->moe_inter, (long long)m->experts_per_tok,
-		    f->router == ROUTER_SIGMOID_GROUP ? "sigmoid group (fp32)" : "softmax");
-	if (m->shared_inter)
-		strbuf_addf(sb, "; a shared expert of %lld units%s", (long long)m->shared_inter,
-			    f->shared == SHARED_GATED_FIRST ? " (sigmoid-gated)" : "");
-	strbuf_addf(sb, "; %lld of %lld layers dense (%lld units)", (long long)dense, (long long)m->layers,
-		    (long long)m->dense_inter);
-}
-
-/* Latent attention's sizes, a partial rotation: after "attention sdpa". */
-static void attn_assumed(struct strbuf *sb, const struct model_shape *m)
-{
-	if (model_family(m)->attn == ATTN_MLA) {
-		strbuf_addf(sb, " over multi-head latent attention (q low rank ");
-		strbuf_addf(sb, m->q_lora_rank ? "%lld" : "none: q_proj", (long long)m->q_lora_rank);
-		strbuf_addf(sb, ", a latent of %lld + %lld rope units a token: what the cache keeps)",
-			    (long long)m->kv_lora_rank, (long long)m->qk_rope_dim);
-	}
-	if (m->rotary_dim)
-		strbuf_addf(sb, ", rotary over %lld of a head's %lld units", (long long)m->rotary_dim,
-			    (long long)m->head_dim);
-}
-
-/* What the plan assumes of a multimodal config's towers, on a line begun with ind (the
- * family's own note, its row's assumes, comes after the attention's line). */
-static void assumed_model(struct strbuf *sb, const struct model_shape *m, const char *ind)
-{
-	if (m->wrapper && m->vision.kind)
-		strbuf_addf(sb, "%s%s: its text tower (%s) planned; its vision tower's weights counted (%.1fM parameters), "
-			    "no gradients or states (a text-only step); images' activations not planned",
-			    ind, m->wrapper->type, m->type, vision_params(&m->vision) / 1e6);
-	else if (m->wrapper)
-		strbuf_addf(sb, "%s%s: its text tower (%s) planned; its vision tower not counted (%s)", ind,
-			    m->wrapper->type, m->type, m->vision_why);
+	return plan_assumed_json(&a->m, t, &c);
 }
 
 static void print_assumed(const char *label, const struct plan_args *a, const struct train_settings *t,
 			  const char *solving)
 {
-	const struct model_shape *m = &a->m;
-	struct precision_dtypes d;
-	const char *prec = precision_name(t);
-	char c[24], ind[24], tg[40];
+	struct said_ctx c = { .solving = solving, .prompt = a->prompt };
 	struct strbuf sb = STRBUF_INIT;
 
-	precision_dtypes(t, &d);
-	snprintf(ind, sizeof(ind), "\n%*s", (int)strlen(label) + 2, "");
-	strbuf_addf(&sb, "%s: precision %s", label, prec ? prec : "(no preset)");
-	if (prec && !strcmp(prec, "bf16") && !t->inference && !t->lora_rank)
-		strbuf_add(&sb, " (HF Trainer's bf16=True is amp-bf16: fp32 weights)");
-	strbuf_addf(&sb, "%sweights %s%s%s", ind, d.weights, t->lora_rank && !t->inference ? " (frozen)" : "",
-		    t->autocast ? " (bf16 autocast)" : "");
-	if (t->inference)
-		strbuf_add(&sb, ", inference: no gradients or optimizer states");
-	else
-		strbuf_addf(&sb, ", master weights %s%s, gradients %s, optimizer states %s", d.master_weights,
-			    strcmp(d.master_weights, "fp32") ? "" : t->lora_rank ? " (the adapters)" : " (the weights)",
-			    d.gradients, d.optimizer_states);
-	strbuf_add(&sb, ind);
-	if (!t->inference) {
-		strbuf_addf(&sb, "optimizer %s", settings_optimizer_name(t));
-		if (t->opt == OPT_ADAMW && !t->fused)
-			strbuf_add(&sb, " (foreach)");
-		else if (t->opt == OPT_SGD)
-			strbuf_addf(&sb, " (momentum %g)", t->momentum);
-		if (t->lora_rank)
-			strbuf_addf(&sb, " on LoRA r%s adapters (%s)", setting_text("lora_rank", t->lora_rank, solving, c,
-										   sizeof(c)),
-				    lora_targets_text(t->lora_targets, tg, sizeof(tg)));
-		strbuf_add(&sb, ", ");
-	}
-	assumed_lengths(&sb, a, t, solving);
-	if (!t->inference)
-		strbuf_add(&sb, t->grad_ckpt ? ", gradient checkpointing" : ", no gradient checkpointing");
-	if (t->loss_chunk && !t->inference)
-		strbuf_addf(&sb, ", loss in chunks of %s tokens", setting_text("loss_chunk", t->loss_chunk, solving, c,
-										 sizeof(c)));
-	if (t->zero_stage == 3)
-		strbuf_addf(&sb, ", ZeRO-3/FSDP over %lld ranks%s", (long long)t->dp,
-			    t->keep_gathered ? " (no reshard after forward)" : "");
-	else if (t->zero_stage)
-		strbuf_addf(&sb, ", ZeRO-%d over %lld ranks", t->zero_stage, (long long)t->dp);
-	else if (t->ddp)
-		strbuf_addf(&sb, ", DDP over %lld ranks (per rank)", (long long)t->dp);
-	if (t->freeze_embed || t->freeze_head || t->freeze_last >= t->freeze_first || t->inputs_embeds) {
-		strbuf_add(&sb, ind);
-		if (t->freeze_embed || t->freeze_head || t->freeze_last >= t->freeze_first) {
-			strbuf_addf(&sb, "frozen (no gradient or optimizer state):%s%s", t->freeze_embed ? " embed" : "",
-				    t->freeze_head ? " lm_head" : "");
-			if (t->freeze_last >= t->freeze_first)
-				strbuf_addf(&sb, " layers %lld-%lld", (long long)t->freeze_first, (long long)t->freeze_last);
-			if (t->inputs_embeds)
-				strbuf_add(&sb, "; ");
-		}
-		if (t->inputs_embeds)
-			strbuf_add(&sb, "fed hidden states (inputs_embeds), no embedding lookup");
-	}
-	if (t->expandable) /* said only when on: the native allocator is PyTorch's default */
-		strbuf_addf(&sb, "%sallocator: expandable segments (expandable_segments:True)", ind);
-	assumed_model(&sb, m, ind);
-	moe_assumed(&sb, m, ind);
-	strbuf_addf(&sb, "%sattention %s%s", ind, model_family(m)->attn_name ? model_family(m)->attn_name : "sdpa",
-		    strcmp(d.compute, "fp32") ? "" : " (its math kernel in fp32: it keeps the probabilities)");
-	attn_assumed(&sb, m);
-	int64_t sliding = sliding_layers(m);
-	if (sliding)
-		strbuf_addf(&sb, ", a sliding window of %lld on %lld of %lld layers (%s)", (long long)m->sliding_window,
-			    (long long)sliding, (long long)m->layers,
-			    t->seq >= m->sliding_window ? "seq reaches it: a batch x seq x seq mask a layer"
-							: "seq within it: no masks");
-	if (m->nope_step)
-		strbuf_addf(&sb, ", rotary on %lld of %lld layers (no_rope_layers)",
-			    (long long)(m->layers - m->layers / m->nope_step), (long long)m->layers);
-	strbuf_addf(&sb, ", use_cache %s\n",
-		    t->inference ? "on (the KV cache)"
-		    : settings_cache_on(t) ? "on (keys and values held to the next step; --no-use-cache if off)"
-		    : t->grad_ckpt ? "off (checkpointing turns it off)" : "off");
-	if (model_family(m)->assumes) /* what the family's plan assumes of transformers' code */
-		strbuf_addf(&sb, "%*s%s: %s\n", (int)strlen(label) + 2, "", m->type, model_family(m)->assumes);
+	plan_assumed_text(&sb, label, &a->m, t, &c);
 	fputs(strbuf_str(&sb), stdout);
 	strbuf_release(&sb);
 }

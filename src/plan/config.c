@@ -690,12 +690,15 @@ int buffer_spec_parse(const char *s, struct buffer_spec *b)
 	return 0;
 }
 
+/* LoRA's targets by name, in the order they are said */
+static const struct { const char *name; unsigned bit; } lora_target_names[] = {
+	{ "q", LORA_Q }, { "k", LORA_K }, { "v", LORA_V }, { "o", LORA_O },
+	{ "gate", LORA_GATE }, { "up", LORA_UP }, { "down", LORA_DOWN },
+};
+#define NLORA_TARGETS (sizeof(lora_target_names) / sizeof(lora_target_names[0]))
+
 int lora_targets_parse(const char *s, unsigned *bits)
 {
-	static const struct { const char *name; unsigned bit; } t[] = {
-		{ "q", LORA_Q }, { "k", LORA_K }, { "v", LORA_V }, { "o", LORA_O },
-		{ "gate", LORA_GATE }, { "up", LORA_UP }, { "down", LORA_DOWN },
-	};
 	char *copy = xstrdup(s), *save = NULL;
 	int rc = 0;
 
@@ -710,15 +713,26 @@ int lora_targets_parse(const char *s, unsigned *bits)
 		char *p = strstr(w, "_proj");
 		if (p && !p[5])
 			*p = '\0';
-		for (i = 0; i < sizeof(t) / sizeof(t[0]) && strcmp(w, t[i].name); i++)
+		for (i = 0; i < NLORA_TARGETS && strcmp(w, lora_target_names[i].name); i++)
 			;
-		if (i == sizeof(t) / sizeof(t[0]))
+		if (i == NLORA_TARGETS)
 			rc = -EINVAL;
 		else
-			*bits |= t[i].bit;
+			*bits |= lora_target_names[i].bit;
 	}
 	free(copy);
 	return rc || !*bits ? -EINVAL : 0;
+}
+
+const char *lora_targets_text(unsigned bits, char *buf, size_t n)
+{
+	size_t len = 0;
+
+	buf[0] = '\0';
+	for (size_t i = 0; i < NLORA_TARGETS; i++)
+		if (bits & lora_target_names[i].bit && len < n)
+			len += (size_t)snprintf(buf + len, n - len, "%s%s", len ? "," : "", lora_target_names[i].name);
+	return buf;
 }
 
 int freeze_parse(const char *s, struct train_settings *t)

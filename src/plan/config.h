@@ -25,5 +25,7 @@ int freeze_list_parse(const char *s, struct train_settings *t);
 int alloc_conf_parse(const char *s, int *expandable);
 /* "q,k,v,o,gate,up,down" (or "all") into LORA_* bits; 0 or -EINVAL. */
 int lora_targets_parse(const char *s, unsigned *bits);
+/* LORA_* bits as lora_targets_parse takes them, "q,k,v,o", into buf (n bytes). */
+const char *lora_targets_text(unsigned bits, char *buf, size_t n);
 
 #endif

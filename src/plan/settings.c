@@ -280,66 +280,325 @@ static json_t *a_logits(const struct setting *s, const struct train_settings *t)
 	return t->inference ? json_string(t->logits_all ? "all" : "last") : NULL;
 }
 
-#define BOOL_ROW(k, fn, field, h, as) { k, NULL, "true or false", h, fn, SJ_BOOL, FIELD(field), 0, 1, NULL, 0, as }
-#define INT_ROW(k, arg, field, lo, hi, h, as) { k, arg, NULL, h, p_int64, SJ_INT, FIELD(field), lo, hi, NULL, 0, as }
+/* What each row says in the plan's "assumed:" lines (struct setting's said): a setting
+ * that does not apply to the run (training's in inference, a count of 0) says nothing. */
 
-/* The rows in the order the usage lists them. */
+/* A whole number as said: "?" when it is the setting solved for. */
+static void said_count(struct strbuf *sb, const struct setting *s, const struct said_ctx *c, int64_t v)
+{
+	if (c->solving && !strcmp(c->solving, s->key))
+		strbuf_add(sb, "?");
+	else
+		strbuf_addf(sb, "%lld", (long long)v);
+}
+
+static void s_precision(const struct setting *s, const struct train_settings *t, const struct said_ctx *c,
+			struct strbuf *sb)
+{
+	const char *name = precision_name(t);
+
+	(void)s;
+	(void)c;
+	strbuf_addf(sb, "precision %s", name ? name : "(no preset)");
+	if (name && !strcmp(name, "bf16") && !t->inference && !t->lora_rank)
+		strbuf_add(sb, " (HF Trainer's bf16=True is amp-bf16: fp32 weights)");
+}
+
+/* the weights' dtype as the settings make it (LoRA's base frozen) */
+static void s_dtype(const struct setting *s, const struct train_settings *t, const struct said_ctx *c,
+		    struct strbuf *sb)
+{
+	struct precision_dtypes d;
+
+	(void)s;
+	(void)c;
+	precision_dtypes(t, &d);
+	strbuf_addf(sb, "weights %s%s", d.weights, t->lora_rank && !t->inference ? " (frozen)" : "");
+}
+
+static void s_autocast(const struct setting *s, const struct train_settings *t, const struct said_ctx *c,
+		       struct strbuf *sb)
+{
+	(void)s;
+	(void)c;
+	if (t->autocast)
+		strbuf_add(sb, " (bf16 autocast)");
+}
+
+/* what the run keeps beside the weights: in training, its other tensors' dtypes */
+static void s_inference(const struct setting *s, const struct train_settings *t, const struct said_ctx *c,
+			struct strbuf *sb)
+{
+	struct precision_dtypes d;
+
+	(void)s;
+	(void)c;
+	if (t->inference) {
+		strbuf_add(sb, "inference: no gradients or optimizer states");
+		return;
+	}
+	precision_dtypes(t, &d);
+	strbuf_addf(sb, "master weights %s%s, gradients %s, optimizer states %s", d.master_weights,
+		    strcmp(d.master_weights, "fp32") ? "" : t->lora_rank ? " (the adapters)" : " (the weights)",
+		    d.gradients, d.optimizer_states);
+}
+
+static void s_optimizer(const struct setting *s, const struct train_settings *t, const struct said_ctx *c,
+			struct strbuf *sb)
+{
+	(void)s;
+	(void)c;
+	if (t->inference)
+		return;
+	strbuf_addf(sb, "optimizer %s", settings_optimizer_name(t));
+	if (t->opt == OPT_ADAMW && !t->fused)
+		strbuf_add(sb, " (foreach)");
+}
+
+static void s_momentum(const struct setting *s, const struct train_settings *t, const struct said_ctx *c,
+		       struct strbuf *sb)
+{
+	(void)s;
+	(void)c;
+	if (!t->inference && t->opt == OPT_SGD)
+		strbuf_addf(sb, " (momentum %g)", t->momentum);
+}
+
+static void s_lora_rank(const struct setting *s, const struct train_settings *t, const struct said_ctx *c,
+			struct strbuf *sb)
+{
+	if (!t->lora_rank || t->inference)
+		return;
+	strbuf_add(sb, " on LoRA r");
+	said_count(sb, s, c, t->lora_rank);
+	strbuf_add(sb, " adapters");
+}
+
+static void s_lora_targets(const struct setting *s, const struct train_settings *t, const struct said_ctx *c,
+			   struct strbuf *sb)
+{
+	char buf[64];
+
+	(void)s;
+	(void)c;
+	if (t->lora_rank && !t->inference)
+		strbuf_addf(sb, " (%s)", lora_targets_text(t->lora_targets, buf, sizeof(buf)));
+}
+
+static void s_batch(const struct setting *s, const struct train_settings *t, const struct said_ctx *c,
+		    struct strbuf *sb)
+{
+	strbuf_add(sb, "batch ");
+	said_count(sb, s, c, t->batch);
+}
+
+/* in inference the prompt's length, and where it came from */
+static void s_seq(const struct setting *s, const struct train_settings *t, const struct said_ctx *c,
+		  struct strbuf *sb)
+{
+	static const char *const prompt_text[] = {
+		[PROMPT_GIVEN] = " (the prompt)",
+		[PROMPT_CONTEXT] = " (the prompt: the whole context, as no --seq gave its length)",
+		[PROMPT_DEFAULT] = " (the prompt: the default length; --seq N gives it)",
+	};
+
+	strbuf_add(sb, " x seq ");
+	said_count(sb, s, c, t->seq);
+	if (t->inference)
+		strbuf_add(sb, prompt_text[c->prompt]);
+}
+
+static void s_context(const struct setting *s, const struct train_settings *t, const struct said_ctx *c,
+		      struct strbuf *sb)
+{
+	if (!t->inference)
+		return;
+	strbuf_add(sb, "KV cache of ");
+	said_count(sb, s, c, t->context > t->seq ? t->context : t->seq);
+	strbuf_add(sb, " tokens");
+}
+
+static void s_logits(const struct setting *s, const struct train_settings *t, const struct said_ctx *c,
+		     struct strbuf *sb)
+{
+	(void)s;
+	(void)c;
+	if (t->inference)
+		strbuf_add(sb, t->logits_all ? "logits of every position (model(input_ids))"
+					     : "logits of the last position (generate)");
+}
+
+static void s_grad_ckpt(const struct setting *s, const struct train_settings *t, const struct said_ctx *c,
+			struct strbuf *sb)
+{
+	(void)s;
+	(void)c;
+	if (!t->inference)
+		strbuf_add(sb, t->grad_ckpt ? "gradient checkpointing" : "no gradient checkpointing");
+}
+
+static void s_use_cache(const struct setting *s, const struct train_settings *t, const struct said_ctx *c,
+			struct strbuf *sb)
+{
+	(void)s;
+	(void)c;
+	strbuf_addf(sb, "use_cache %s",
+		    t->inference ? "on (the KV cache)"
+		    : settings_cache_on(t) ? "on (keys and values held to the next step; --no-use-cache if off)"
+		    : t->grad_ckpt ? "off (checkpointing turns it off)" : "off");
+}
+
+static void s_loss_chunk(const struct setting *s, const struct train_settings *t, const struct said_ctx *c,
+			 struct strbuf *sb)
+{
+	if (!t->loss_chunk || t->inference)
+		return;
+	strbuf_add(sb, "loss in chunks of ");
+	said_count(sb, s, c, t->loss_chunk);
+	strbuf_add(sb, " tokens");
+}
+
+static void s_zero(const struct setting *s, const struct train_settings *t, const struct said_ctx *c,
+		   struct strbuf *sb)
+{
+	(void)s;
+	(void)c;
+	if (t->zero_stage == 3)
+		strbuf_addf(sb, "ZeRO-3/FSDP over %lld ranks", (long long)t->dp);
+	else if (t->zero_stage)
+		strbuf_addf(sb, "ZeRO-%d over %lld ranks", t->zero_stage, (long long)t->dp);
+}
+
+static void s_ddp(const struct setting *s, const struct train_settings *t, const struct said_ctx *c,
+		  struct strbuf *sb)
+{
+	(void)s;
+	(void)c;
+	if (t->ddp && !t->zero_stage)
+		strbuf_addf(sb, "DDP over %lld ranks (per rank)", (long long)t->dp);
+}
+
+static void s_reshard(const struct setting *s, const struct train_settings *t, const struct said_ctx *c,
+		      struct strbuf *sb)
+{
+	(void)s;
+	(void)c;
+	if (t->zero_stage == 3 && t->keep_gathered)
+		strbuf_add(sb, " (no reshard after forward)");
+}
+
+static void s_freeze(const struct setting *s, const struct train_settings *t, const struct said_ctx *c,
+		     struct strbuf *sb)
+{
+	(void)s;
+	(void)c;
+	if (!t->freeze_embed && !t->freeze_head && t->freeze_last < t->freeze_first)
+		return;
+	strbuf_addf(sb, "frozen (no gradient or optimizer state):%s%s", t->freeze_embed ? " embed" : "",
+		    t->freeze_head ? " lm_head" : "");
+	if (t->freeze_last >= t->freeze_first)
+		strbuf_addf(sb, " layers %lld-%lld", (long long)t->freeze_first, (long long)t->freeze_last);
+}
+
+static void s_inputs_embeds(const struct setting *s, const struct train_settings *t, const struct said_ctx *c,
+			    struct strbuf *sb)
+{
+	(void)s;
+	(void)c;
+	if (t->inputs_embeds)
+		strbuf_add(sb, "fed hidden states (inputs_embeds), no embedding lookup");
+}
+
+/* said only when on: the native allocator is PyTorch's default */
+static void s_alloc_conf(const struct setting *s, const struct train_settings *t, const struct said_ctx *c,
+			 struct strbuf *sb)
+{
+	(void)s;
+	(void)c;
+	if (t->expandable)
+		strbuf_add(sb, "allocator: expandable segments (expandable_segments:True)");
+}
+
+#define BOOL_ROW(k, fn, field, h, as, on, said) \
+	{ k, NULL, "true or false", h, fn, SJ_BOOL, FIELD(field), 0, 1, NULL, 0, as, on, said }
+#define INT_ROW(k, arg, field, lo, hi, h, as, on, said) \
+	{ k, arg, NULL, h, p_int64, SJ_INT, FIELD(field), lo, hi, NULL, 0, as, on, said }
+
+/* The rows in the order the usage lists them, and the order each line of a plan's
+ * "assumed:" text says them in. */
 static const struct setting settings[] = {
 	{ "precision", "P", "bf16, amp-bf16 (fp32 weights, bf16 autocast), fp32 or fp16",
 	  "bf16 (the default: bf16 weights, gradients and AdamW states, no fp32 master copy), amp-bf16 (fp32 "
 	  "weights and states, bf16 autocast: HF Trainer's bf16=True), fp32, fp16",
-	  p_precision, SJ_TEXT, 0, 0, 0, WORDS("bf16", "amp-bf16", "fp32", "fp16"), 0, a_precision },
+	  p_precision, SJ_TEXT, 0, 0, 0, WORDS("bf16", "amp-bf16", "fp32", "fp16"), 0, a_precision, SAID_PRECISION,
+	  s_precision },
 	{ "dtype", "D", "fp32, bf16 or fp16", "the weights' dtype: fp32, bf16 (the default) or fp16", p_dtype, SJ_TEXT, 0,
-	  0, 0, WORDS("fp32", "bf16", "fp16"), 0, NULL },
-	BOOL_ROW("autocast", p_bool, autocast, "bf16 autocast around the forward pass (with --dtype fp32)", NULL),
+	  0, 0, WORDS("fp32", "bf16", "fp16"), 0, NULL, SAID_TENSORS, s_dtype },
+	BOOL_ROW("autocast", p_bool, autocast, "bf16 autocast around the forward pass (with --dtype fp32)", NULL,
+		 SAID_TENSORS, s_autocast),
 	{ "optimizer", "O", "adamw, adamw-fused, sgd or none", "adamw (the default: foreach), adamw-fused, sgd or none",
-	  p_optimizer, SJ_TEXT, 0, 0, 0, WORDS("adamw", "adamw-fused", "sgd", "none"), 0, a_optimizer },
+	  p_optimizer, SJ_TEXT, 0, 0, 0, WORDS("adamw", "adamw-fused", "sgd", "none"), 0, a_optimizer, SAID_RUN,
+	  s_optimizer },
 	{ "momentum", "F", "a number from 0 to below 1", "SGD momentum, 0 to below 1 (keeps a buffer per parameter)",
-	  p_momentum, SJ_NUM, 0, 0, 0, NULL, 0, a_momentum },
-	BOOL_ROW("grad_ckpt", p_bool, grad_ckpt, "gradient checkpointing", a_train_flag),
-	BOOL_ROW("use_cache", p_bool, use_cache, "the model's use_cache in training (the default: on, its keys and "
-						  "values held to the next step; checkpointing turns it off)", a_use_cache),
-	INT_ROW("batch", "N", batch, 1, PLAN_MAX_BATCH, "the micro-batch (default 1)", a_count),
+	  p_momentum, SJ_NUM, 0, 0, 0, NULL, 0, a_momentum, SAID_RUN, s_momentum },
+	INT_ROW("lora_rank", "R", lora_rank, 0, PLAN_MAX_LORA_RANK, "LoRA of rank R (default 0: full fine-tuning)",
+		a_train_count, SAID_RUN, s_lora_rank),
+	{ "lora_targets", "LIST", "a list of q k v o gate up down (or all), such as q,k,v,o",
+	  "LoRA's targets: q,k,v,o,gate,up,down or all (default q,k,v,o)", p_lora_targets, SJ_LIST, 0, 0, 0, NULL, 0,
+	  NULL, SAID_RUN, s_lora_targets },
+	INT_ROW("batch", "N", batch, 1, PLAN_MAX_BATCH, "the micro-batch (default 1)", a_count, SAID_RUN, s_batch),
 	INT_ROW("seq", "N", seq, 1, PLAN_MAX_SEQ, "the sequence length (default 2048); in inference the prompt's "
-						 "(prefill) length", a_count),
-	INT_ROW("loss_chunk", "N", loss_chunk, 0, INT64_MAX, "tokens per lm_head + loss chunk (default 0: all at once)", a_train_count),
+						 "(prefill) length", a_count, SAID_RUN, s_seq),
+	BOOL_ROW("inference", p_inference, inference, "inference: a prefill of batch x seq, then generation with a KV "
+						      "cache of batch x --context tokens", a_flag, SAID_TENSORS,
+		 s_inference),
+	INT_ROW("context", "N", context, 0, PLAN_MAX_SEQ, "inference: tokens in the KV cache (with no --seq given, the "
+							   "prompt is taken to be all of them, and said)", a_context,
+		SAID_RUN, s_context),
+	{ "logits", "all|last", "all (every position's, as model(input_ids)) or last (as generate())",
+	  "inference: every position's logits (model(input_ids)) or the last one's (generate(), the default)", p_logits,
+	  SJ_TEXT, 0, 0, 0, WORDS("all", "last"), 0, a_logits, SAID_RUN, s_logits },
+	BOOL_ROW("grad_ckpt", p_bool, grad_ckpt, "gradient checkpointing", a_train_flag, SAID_RUN, s_grad_ckpt),
+	BOOL_ROW("use_cache", p_bool, use_cache, "the model's use_cache in training (the default: on, its keys and "
+						  "values held to the next step; checkpointing turns it off)", a_use_cache,
+		 SAID_ATTENTION, s_use_cache),
+	INT_ROW("loss_chunk", "N", loss_chunk, 0, INT64_MAX, "tokens per lm_head + loss chunk (default 0: all at once)",
+		a_train_count, SAID_RUN, s_loss_chunk),
 	INT_ROW("steps", "N", steps, 1, PLAN_MAX_STEPS, "the run's training steps (default: a long run; the first 8 are "
-							  "simulated, past which PyTorch's allocator was not seen to grow)", a_train_count),
+							  "simulated, past which PyTorch's allocator was not seen to grow)",
+		a_train_count, SAID_NONE, NULL),
 	{ "buffer", "NAME=COUNTxSIZE",
 	  "NAME=COUNTxSIZE such as queue=50x100MB (at most " STR(PLAN_MAX_BUFFERS) " of them; COUNT from 1 to " STR(
 		  PLAN_MAX_BUFFER_COUNT) ", SIZE from 1 byte to 1 TiB)",
-	  "extra device buffers, e.g. queue=50x100MB (repeatable)", p_buffer, SJ_MAP, 0, 0, 0, NULL, 1, NULL },
+	  "extra device buffers, e.g. queue=50x100MB (repeatable)", p_buffer, SJ_MAP, 0, 0, 0, NULL, 1, NULL, SAID_NONE,
+	  NULL },
 	{ "zero_stage", "STAGE", NULL, "ZeRO-1/2/3 (3 = FSDP2 fully_shard) over --dp N > 1 data-parallel ranks, per rank",
-	  p_zero, SJ_INT, 0, 0, 3, NULL, 0, a_zero },
-	INT_ROW("dp", "N", dp, 1, PLAN_MAX_DP, "data-parallel ranks (with --zero-stage or --ddp)", a_count),
-	BOOL_ROW("ddp", p_bool, ddp, "DDP over --dp N > 1 ranks (a replica and gradient buckets a rank)", a_flag),
+	  p_zero, SJ_INT, 0, 0, 3, NULL, 0, a_zero, SAID_RUN, s_zero },
+	INT_ROW("dp", "N", dp, 1, PLAN_MAX_DP, "data-parallel ranks (with --zero-stage or --ddp)", a_count, SAID_NONE,
+		NULL),
+	BOOL_ROW("ddp", p_bool, ddp, "DDP over --dp N > 1 ranks (a replica and gradient buckets a rank)", a_flag,
+		 SAID_RUN, s_ddp),
+	/* (after ddp, which says nothing with ZeRO: its phrase continues ZeRO-3's) */
 	BOOL_ROW("reshard_after_forward", p_reshard, keep_gathered,
 		 "ZeRO-3/FSDP2's reshard_after_forward (the default: on; --no-reshard-after-forward keeps the "
-		 "gathered weights)", a_reshard),
+		 "gathered weights)", a_reshard, SAID_RUN, s_reshard),
 	{ "freeze", "LIST", "a list of embed, lm_head and layers:A-B (one range of layers, from 0), such as embed,lm_head",
 	  "frozen parts, no gradient or optimizer state: embed, lm_head, layers:A-B (e.g. embed,lm_head)", p_freeze,
-	  SJ_LIST, 0, 0, 0, NULL, 1, a_freeze },
-	BOOL_ROW("inputs_embeds", p_bool, inputs_embeds, "fed hidden states (batch x seq x hidden), no embedding lookup", a_flag),
+	  SJ_LIST, 0, 0, 0, NULL, 1, a_freeze, SAID_PARTS, s_freeze },
+	BOOL_ROW("inputs_embeds", p_bool, inputs_embeds, "fed hidden states (batch x seq x hidden), no embedding lookup",
+		 a_flag, SAID_PARTS, s_inputs_embeds),
 	{ "alloc_conf", "CONF",
 	  "expandable_segments:True or expandable_segments:False (the PYTORCH_CUDA_ALLOC_CONF option modelled)",
 	  "expandable_segments:True: PyTorch's expandable segments (5 simulated placements, the plan 2/5 of the way "
 	  "from the plain run's peak to the highest; their range printed)",
-	  p_alloc_conf, SJ_TEXT, 0, 0, 0, WORDS("expandable_segments:True", "expandable_segments:False"), 0, a_alloc_conf },
-	INT_ROW("lora_rank", "R", lora_rank, 0, PLAN_MAX_LORA_RANK, "LoRA of rank R (default 0: full fine-tuning)", a_train_count),
-	{ "lora_targets", "LIST", "a list of q k v o gate up down (or all), such as q,k,v,o",
-	  "LoRA's targets: q,k,v,o,gate,up,down or all (default q,k,v,o)", p_lora_targets, SJ_LIST, 0, 0, 0, NULL, 0, NULL },
-	BOOL_ROW("inference", p_inference, inference, "inference: a prefill of batch x seq, then generation with a KV "
-						      "cache of batch x --context tokens", a_flag),
-	INT_ROW("context", "N", context, 0, PLAN_MAX_SEQ, "inference: tokens in the KV cache (with no --seq given, the "
-							   "prompt is taken to be all of them, and said)", a_context),
-	{ "logits", "all|last", "all (every position's, as model(input_ids)) or last (as generate())",
-	  "inference: every position's logits (model(input_ids)) or the last one's (generate(), the default)", p_logits,
-	  SJ_TEXT, 0, 0, 0, WORDS("all", "last"), 0, a_logits },
+	  p_alloc_conf, SJ_TEXT, 0, 0, 0, WORDS("expandable_segments:True", "expandable_segments:False"), 0, a_alloc_conf,
+	  SAID_ALLOCATOR, s_alloc_conf },
 	{ "context_bytes", "SIZE", "a size from 1 to 1 TiB such as 740M (in JSON: a number of bytes)",
-	  "CUDA context and workspaces (default 740M, H200/torch 2.11)", p_context_bytes, SJ_INT, 0, 0, 0, NULL, 0, NULL },
+	  "CUDA context and workspaces (default 740M, H200/torch 2.11)", p_context_bytes, SJ_INT, 0, 0, 0, NULL, 0, NULL,
+	  SAID_NONE, NULL },
 	{ "attn", "sdpa|default", "sdpa, or default (what transformers picks: sdpa; gpt_oss's eager attention)",
 	  "the attention implementation: sdpa, or default (what transformers picks: sdpa, gpt_oss eager)", p_attn,
-	  SJ_TEXT, 0, 0, 0, WORDS("sdpa", "default"), 0, NULL },
+	  SJ_TEXT, 0, 0, 0, WORDS("sdpa", "default"), 0, NULL, SAID_NONE, NULL },
 };
 
 #define NSETTINGS (sizeof(settings) / sizeof(settings[0]))
@@ -616,6 +875,25 @@ json_t *settings_assumed_json(const struct train_settings *t)
 		if (settings[i].assumed && (v = settings[i].assumed(&settings[i], t)))
 			json_object_set_new(o, settings[i].key, v);
 	return o;
+}
+
+void settings_said(struct strbuf *sb, enum said_line line, const struct train_settings *t, const struct said_ctx *c)
+{
+	const char *sep = line == SAID_PARTS ? "; " : ", ";
+	int begun = 0;
+
+	for (size_t i = 0; i < NSETTINGS; i++) {
+		struct strbuf phrase = STRBUF_INIT;
+
+		if (settings[i].said_on != line || !settings[i].said)
+			continue;
+		settings[i].said(&settings[i], t, c, &phrase);
+		if (phrase.len && begun && phrase.s[0] != ' ')
+			strbuf_add(sb, sep);
+		strbuf_add(sb, strbuf_str(&phrase));
+		begun |= phrase.len > 0;
+		strbuf_release(&phrase);
+	}
 }
 
 int64_t settings_model_max_length(json_t *cfg)

@@ -1,9 +1,10 @@
 /* The planner's settings as one table: each row a setting's one spelling (the JSON key;
  * its flag is the key with '-' for '_', a boolean's off flag --no-KEY), what its value
  * may be, its help, and its parser. The table drives `headroom plan`'s options, the
- * JSON "train" keys (train_settings_from_json), the usage, and the readers of other
- * tools' files (plan/trainargs.h); old spellings are aliases of a row, listed with it.
- * Pure: text in, struct train_settings out. */
+ * JSON "train" keys (train_settings_from_json), the usage, the readers of other tools'
+ * files (plan/trainargs.h), and what a plan says it assumed (the JSON "assumed" object and
+ * the text's "assumed:" lines); old spellings are aliases of a row, listed with it.
+ * Pure: text in, struct train_settings out; settings in, what they assume out. */
 #ifndef HEADROOM_PLAN_SETTINGS_H
 #define HEADROOM_PLAN_SETTINGS_H
 
@@ -14,7 +15,37 @@
 #include "plan/shape.h"
 
 struct setting;
+struct strbuf;
 typedef int (*setting_parse_fn)(const struct setting *s, struct train_settings *t, const char *text);
+
+/* Where an inference plan's prompt (prefill) length came from. */
+enum prompt_source { PROMPT_GIVEN, PROMPT_CONTEXT, PROMPT_DEFAULT };
+
+/* What a plan's "assumed:" lines need beyond the settings: the setting solved for (its
+ * value said "?"; NULL: none) and where an inference prompt's length came from. */
+struct said_ctx {
+	const char *solving;
+	enum prompt_source prompt;
+};
+
+/* The "assumed:" lines a row's phrase goes on, in their order (the model's lines,
+ * plan/assumed.c's, come between SAID_ALLOCATOR and SAID_ATTENTION). */
+enum said_line {
+	SAID_NONE,      /* the row says nothing: what it sets shows in another row's phrase */
+	SAID_PRECISION, /* "precision bf16" */
+	SAID_TENSORS,   /* each kind of tensor's dtype: "weights bf16, master weights ..." */
+	SAID_RUN,       /* optimizer, LoRA, batch x seq, checkpointing, ZeRO or DDP */
+	SAID_PARTS,     /* frozen parts, fed hidden states */
+	SAID_ALLOCATOR, /* the allocator, when not PyTorch's default */
+	SAID_ATTENTION, /* after the model's attention: use_cache */
+	SAID_NLINES
+};
+
+/* A row's phrase in the "assumed:" text, appended to sb (nothing: it says nothing this
+ * time). A phrase begun with a space continues the one before it ("batch 4", " x seq
+ * 2048"); another is its line's next, after the line's separator. */
+typedef void (*setting_said_fn)(const struct setting *s, const struct train_settings *t, const struct said_ctx *c,
+				struct strbuf *sb);
 
 enum setting_json {
 	SJ_BOOL,   /* true or false */
@@ -39,6 +70,9 @@ struct setting {
 	/* its value as a plan's "assumed" object says it (NULL: left out); NULL: a row the
 	 * object does not show (the derived dtypes stand for dtype and autocast) */
 	json_t *(*assumed)(const struct setting *s, const struct train_settings *t);
+	/* the line its phrase goes on and the phrase (SAID_NONE, NULL: it says nothing) */
+	enum said_line said_on;
+	setting_said_fn said;
 };
 
 /* An old spelling: the key (or flag) name as it was, the row it is, and for a boolean
@@ -86,6 +120,11 @@ int settings_from_json(json_t *obj, struct train_settings *t, setting_mask *give
 /* What t assumes, one key a row that shows itself (struct setting's assumed), in the
  * table's order; the caller decrefs. */
 json_t *settings_assumed_json(const struct train_settings *t);
+/* The phrases of the rows said on line, in the table's order, appended to sb (empty
+ * when none says anything): the first as it is, each next one after the line's
+ * separator (", "; "; " between frozen parts and fed hidden states) unless it continues
+ * the one before (setting_said_fn). */
+void settings_said(struct strbuf *sb, enum said_line line, const struct train_settings *t, const struct said_ctx *c);
 /* The optimizer as the plan names it ("none" in inference), and whether the model's
  * use_cache holds keys and values (in inference, or on in training without
  * checkpointing, which turns it off). */

@@ -33,6 +33,12 @@ uint64_t fit_usable_bytes(const struct fit *f)
 	return f->gpu_bytes - f->gpu_bytes / 10000 * CUDA_HIDDEN_PER_10K;
 }
 
+/* bytes less the CUDA context ctx, at least 1 (a limit of 0 is none) */
+static uint64_t beyond_context(uint64_t bytes, uint64_t ctx)
+{
+	return bytes > ctx ? bytes - ctx : 1;
+}
+
 /* fit_plan, or with give_up a plan whose simulations stop where the run is known not
  * to complete (its figures then partial): the same answer to whether it does. */
 static int plan_on(const struct fit *f, const struct model_shape *m, const struct train_settings *t,
@@ -41,17 +47,18 @@ static int plan_on(const struct fit *f, const struct model_shape *m, const struc
 	struct train_settings on_gpu = *t;
 	struct plan_result card;
 	uint64_t usable = fit_usable_bytes(f), ctx = plan_context_bytes(t);
+	/* what the card leaves the allocator once the context is taken */
+	uint64_t card_bytes = beyond_context(usable, ctx);
 	int rc;
 
 	if (give_up && f->gpu_bytes)
-		on_gpu.give_up_bytes = usable > ctx ? usable - ctx : 1;
+		on_gpu.give_up_bytes = card_bytes;
 	/* told when its live segments pass the card, or leave less than the margin: the
 	 * answer is then no, or (past the card, where the run as it goes on the card may
 	 * need less) most likely no */
 	if (f->gpu_bytes) {
 		uint64_t room = f->gpu_bytes > f->margin_bytes ? f->gpu_bytes - f->margin_bytes : 0;
-		room = room < usable ? room : usable;
-		on_gpu.past_bytes = room > ctx ? room - ctx : 1;
+		on_gpu.past_bytes = beyond_context(room < usable ? room : usable, ctx);
 	} else {
 		on_gpu.past = NULL;
 	}
@@ -71,7 +78,7 @@ static int plan_on(const struct fit *f, const struct model_shape *m, const struc
 	 * does not fit what the context leaves; where its blocks land then decides whether
 	 * it completes (measured: a run whose plentiful live segments fit ran out of memory
 	 * where this simulation did) */
-	on_gpu.limit_bytes = usable > ctx ? usable - ctx : 1;
+	on_gpu.limit_bytes = card_bytes;
 	rc = plan_compute(m, &on_gpu, &card, why);
 	if (rc)
 		return rc;

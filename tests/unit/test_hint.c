@@ -15,27 +15,9 @@
 #include "plan/hint.h"
 #include "plan/model.h"
 #include "plan/solve.h"
+#include "plan_test.h"
 
 #define MiB (1024ULL * 1024)
-
-/* The shape of a config.json's text, and default settings. */
-static void shape_of(const char *config, struct model_shape *m, struct train_settings *t)
-{
-	json_t *j = json_loads(config, 0, NULL);
-	char *err = NULL;
-
-	assert_non_null(j);
-	assert_int_equal(model_shape_from_json(j, m, &err), 0);
-	json_decref(j);
-	train_settings_init(t);
-}
-
-static void llama1b(struct model_shape *m, struct train_settings *t)
-{
-	shape_of("{\"model_type\": \"llama\", \"hidden_size\": 2048, \"intermediate_size\": 8192,"
-		 " \"num_hidden_layers\": 16, \"num_attention_heads\": 32, \"num_key_value_heads\": 8,"
-		 " \"vocab_size\": 128256, \"tie_word_embeddings\": true}", m, t);
-}
 
 /* t fits f: its plan's device peak, or 0 when it does not fit. */
 static uint64_t fitting_peak(const struct fit *f, const struct model_shape *m, const struct train_settings *t)
@@ -163,7 +145,8 @@ static void llama8b(struct model_shape *m, struct train_settings *t)
 	shape_of("{\"model_type\": \"llama\", \"hidden_size\": 4096, \"intermediate_size\": 14336,"
 		 " \"num_hidden_layers\": 32, \"num_attention_heads\": 32, \"num_key_value_heads\": 8,"
 		 " \"vocab_size\": 128256, \"rope_theta\": 500000.0, \"max_position_embeddings\": 131072,"
-		 " \"torch_dtype\": \"bfloat16\"}", m, t);
+		 " \"torch_dtype\": \"bfloat16\"}", m);
+	train_settings_init(t);
 }
 
 /* A full fine-tune of an 8B model at batch 2 on an 80 GB card: no change alone fits, but

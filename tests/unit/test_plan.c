@@ -19,6 +19,7 @@
 #include "plan/gpus.h"
 #include "plan/sim.h"
 #include "plan/solve.h"
+#include "plan_test.h"
 
 #ifndef FIXTURES
 #define FIXTURES "tests/fixtures"
@@ -399,16 +400,12 @@ static uint64_t gemma3_allocated(const char *extra, int64_t seq)
 	struct train_settings t;
 	struct plan_result r;
 	const char *why;
-	char *err = NULL;
 
 	snprintf(cfg, sizeof(cfg),
 		 "{\"model_type\": \"gemma3_text\", \"hidden_size\": 256, \"num_hidden_layers\": 6,"
 		 " \"num_attention_heads\": 4, \"num_key_value_heads\": 1, \"head_dim\": 64,"
 		 " \"intermediate_size\": 512, \"vocab_size\": 1000%s}", extra);
-	json_t *j = json_loads(cfg, 0, NULL);
-	assert_non_null(j);
-	assert_int_equal(model_shape_from_json(j, &m, &err), 0);
-	json_decref(j);
+	shape_of(cfg, &m);
 	train_settings_init(&t);
 	t.batch = 2, t.seq = seq, t.use_cache = 0;
 	assert_int_equal(plan_compute(&m, &t, &r, &why), 0);
@@ -471,18 +468,14 @@ static void test_sliding_masks(void **state)
 
 	/* masks past the planner's limit are refused, not planned: 64 x 2^24 x 2^24 x 2 B a
 	 * layer, where the other activations stay far below it */
-	json_t *j = json_loads("{\"model_type\": \"gemma3_text\", \"hidden_size\": 64, \"num_hidden_layers\": 1,"
-			       " \"num_attention_heads\": 1, \"head_dim\": 64, \"intermediate_size\": 64,"
-			       " \"vocab_size\": 100, \"sliding_window\": 512}", 0, NULL);
 	struct model_shape m;
 	struct train_settings t;
 	struct plan_result r;
 	const char *why;
-	char *err = NULL;
 
-	assert_non_null(j);
-	assert_int_equal(model_shape_from_json(j, &m, &err), 0);
-	json_decref(j);
+	shape_of("{\"model_type\": \"gemma3_text\", \"hidden_size\": 64, \"num_hidden_layers\": 1,"
+		 " \"num_attention_heads\": 1, \"head_dim\": 64, \"intermediate_size\": 64,"
+		 " \"vocab_size\": 100, \"sliding_window\": 512}", &m);
 	train_settings_init(&t);
 	t.batch = 64, t.seq = 1 << 24;
 	assert_int_equal(plan_compute(&m, &t, &r, &why), -E2BIG);
@@ -498,19 +491,15 @@ static void test_sliding_masks(void **state)
 static void test_placements(void **state)
 {
 	(void)state;
-	json_t *j = json_loads("{\"model_type\": \"llama\", \"hidden_size\": 1024, \"num_hidden_layers\": 8,"
-			       " \"num_attention_heads\": 16, \"num_key_value_heads\": 4, \"intermediate_size\": 2816,"
-			       " \"vocab_size\": 32000}", 0, NULL);
 	struct model_shape m;
 	struct train_settings t;
 	struct sim_result a, b;
 	struct plan_result r;
 	const char *why;
-	char *err = NULL;
 
-	assert_non_null(j);
-	assert_int_equal(model_shape_from_json(j, &m, &err), 0);
-	json_decref(j);
+	shape_of("{\"model_type\": \"llama\", \"hidden_size\": 1024, \"num_hidden_layers\": 8,"
+		 " \"num_attention_heads\": 16, \"num_key_value_heads\": 4, \"intermediate_size\": 2816,"
+		 " \"vocab_size\": 32000}", &m);
 	train_settings_init(&t);
 	t.batch = 4, t.seq = 2048, t.expandable = 1;
 	for (uint64_t seed = 0; seed < 3; seed++) {
@@ -558,58 +547,40 @@ static void test_placements(void **state)
 	assert_true(!r.device_peak_low_bytes && !r.device_peak_high_bytes);
 }
 
-static void expect_error(const char *cfg, const char *needle)
-{
-	json_t *j = json_loads(cfg, 0, NULL);
-	struct model_shape m;
-	char *err = NULL;
-
-	assert_non_null(j);
-	assert_int_not_equal(model_shape_from_json(j, &m, &err), 0);
-	assert_non_null(err);
-	if (!strstr(err, needle))
-		fail_msg("'%s' does not say '%s'", err, needle);
-	free(err);
-	json_decref(j);
-}
-
 static void test_config_errors(void **state)
 {
 	(void)state;
-	expect_error("{\"hidden_size\": 8}", "missing model_type");
-	expect_error("{\"model_type\": \"gemma3_text\", \"hidden_size\": 64, \"num_hidden_layers\": 3,"
-		     " \"num_attention_heads\": 4, \"intermediate_size\": 128, \"vocab_size\": 100,"
-		     " \"layer_types\": [\"sliding_attention\", \"full_attention\"]}", "layer_types must list 3 layers");
-	expect_error("{\"model_type\": \"gemma3_text\", \"hidden_size\": 64, \"num_hidden_layers\": 3,"
-		     " \"num_attention_heads\": 4, \"intermediate_size\": 128, \"vocab_size\": 100,"
-		     " \"layer_types\": [\"full_attention\", \"sliding_attention\", \"sliding_attention\"]}",
-		     "layer_types must list");
-	expect_error("{\"model_type\": \"gemma3_text\", \"hidden_size\": 64, \"num_hidden_layers\": 3,"
-		     " \"num_attention_heads\": 4, \"intermediate_size\": 128, \"vocab_size\": 100,"
-		     " \"sliding_window\": 0}", "sliding_window must be a whole number");
-	expect_error("{\"model_type\": \"bert\"}", "'bert' is not supported");
-	expect_error("{\"model_type\": \"llama\", \"hidden_size\": 64, \"num_hidden_layers\": 2,"
-		     " \"num_attention_heads\": 4, \"vocab_size\": 100}", "missing intermediate_size");
-	expect_error("{\"model_type\": \"mistral\", \"hidden_size\": 64, \"num_hidden_layers\": -2}",
-		     "num_hidden_layers must be a whole number from 1 to 1024");
-	expect_error("{\"model_type\": \"llama\", \"hidden_size\": 64, \"num_hidden_layers\": 2, \"intermediate_size\": 128,"
-		     " \"num_attention_heads\": 6, \"num_key_value_heads\": 4, \"vocab_size\": 100, \"head_dim\": 16}",
-		     "not a multiple of 4 key/value heads");
-	expect_error("{\"model_type\": \"gpt2\", \"n_embd\": 64, \"n_head\": 4, \"vocab_size\": 100}", "missing n_layer");
+	shape_refused("{\"hidden_size\": 8}", "missing model_type");
+	shape_refused("{\"model_type\": \"gemma3_text\", \"hidden_size\": 64, \"num_hidden_layers\": 3,"
+		      " \"num_attention_heads\": 4, \"intermediate_size\": 128, \"vocab_size\": 100,"
+		      " \"layer_types\": [\"sliding_attention\", \"full_attention\"]}", "layer_types must list 3 layers");
+	shape_refused("{\"model_type\": \"gemma3_text\", \"hidden_size\": 64, \"num_hidden_layers\": 3,"
+		      " \"num_attention_heads\": 4, \"intermediate_size\": 128, \"vocab_size\": 100,"
+		      " \"layer_types\": [\"full_attention\", \"sliding_attention\", \"sliding_attention\"]}",
+		      "layer_types must list");
+	shape_refused("{\"model_type\": \"gemma3_text\", \"hidden_size\": 64, \"num_hidden_layers\": 3,"
+		      " \"num_attention_heads\": 4, \"intermediate_size\": 128, \"vocab_size\": 100,"
+		      " \"sliding_window\": 0}", "sliding_window must be a whole number");
+	shape_refused("{\"model_type\": \"bert\"}", "'bert' is not supported");
+	shape_refused("{\"model_type\": \"llama\", \"hidden_size\": 64, \"num_hidden_layers\": 2,"
+		      " \"num_attention_heads\": 4, \"vocab_size\": 100}", "missing intermediate_size");
+	shape_refused("{\"model_type\": \"mistral\", \"hidden_size\": 64, \"num_hidden_layers\": -2}",
+		      "num_hidden_layers must be a whole number from 1 to 1024");
+	shape_refused("{\"model_type\": \"llama\", \"hidden_size\": 64, \"num_hidden_layers\": 2, \"intermediate_size\": 128,"
+		      " \"num_attention_heads\": 6, \"num_key_value_heads\": 4, \"vocab_size\": 100, \"head_dim\": 16}",
+		      "not a multiple of 4 key/value heads");
+	shape_refused("{\"model_type\": \"gpt2\", \"n_embd\": 64, \"n_head\": 4, \"vocab_size\": 100}", "missing n_layer");
 }
 
 static void test_shapes(void **state)
 {
 	(void)state;
 	/* qwen3: q/k norms, explicit head_dim wider than hidden / heads */
-	json_t *j = json_loads("{\"model_type\": \"qwen3\", \"hidden_size\": 1024, \"num_hidden_layers\": 28,"
-			       " \"num_attention_heads\": 16, \"num_key_value_heads\": 8, \"head_dim\": 128,"
-			       " \"intermediate_size\": 3072, \"vocab_size\": 151936, \"tie_word_embeddings\": true}", 0, NULL);
 	struct model_shape m;
-	char *err = NULL;
 
-	assert_int_equal(model_shape_from_json(j, &m, &err), 0);
-	json_decref(j);
+	shape_of("{\"model_type\": \"qwen3\", \"hidden_size\": 1024, \"num_hidden_layers\": 28,"
+		 " \"num_attention_heads\": 16, \"num_key_value_heads\": 8, \"head_dim\": 128,"
+		 " \"intermediate_size\": 3072, \"vocab_size\": 151936, \"tie_word_embeddings\": true}", &m);
 	assert_int_equal(model_family(&m)->qk_norm, QK_NORM_EACH);
 	assert_int_equal(m.head_dim, 128);
 	/* Qwen3-0.6B has 596,049,920 parameters */
@@ -628,18 +599,14 @@ static void test_gpt2_untied(void **state)
 	struct train_settings t;
 	struct plan_result tied, untied, z3;
 	const char *why;
-	char *err = NULL, buf[256];
+	char buf[256];
 
 	snprintf(buf, sizeof(buf), cfg, "true");
-	json_t *j = json_loads(buf, 0, NULL);
-	assert_int_equal(model_shape_from_json(j, &m, &err), 0);
-	json_decref(j);
+	shape_of(buf, &m);
 	train_settings_init(&t);
 	assert_int_equal(plan_compute(&m, &t, &tied, &why), 0);
 	snprintf(buf, sizeof(buf), cfg, "false");
-	j = json_loads(buf, 0, NULL);
-	assert_int_equal(model_shape_from_json(j, &m, &err), 0);
-	json_decref(j);
+	shape_of(buf, &m);
 	assert_int_equal(plan_compute(&m, &t, &untied, &why), 0);
 	assert_int_equal(untied.params - tied.params, 50257 * 256);
 	assert_true(untied.bytes[C_WEIGHTS] >= tied.bytes[C_WEIGHTS] + 2 * 50257 * 256);
@@ -652,17 +619,14 @@ static void test_gpt2_untied(void **state)
 static void test_knobs(void **state)
 {
 	(void)state;
-	json_t *j = json_loads("{\"model_type\": \"llama\", \"hidden_size\": 2048, \"num_hidden_layers\": 16,"
-			       " \"num_attention_heads\": 32, \"num_key_value_heads\": 8, \"intermediate_size\": 8192,"
-			       " \"vocab_size\": 128256}", 0, NULL);
 	struct model_shape m;
 	struct train_settings t;
 	struct plan_result full, chunked, lora, inf, zero, buf;
 	const char *why;
-	char *err = NULL;
 
-	assert_int_equal(model_shape_from_json(j, &m, &err), 0);
-	json_decref(j);
+	shape_of("{\"model_type\": \"llama\", \"hidden_size\": 2048, \"num_hidden_layers\": 16,"
+		 " \"num_attention_heads\": 32, \"num_key_value_heads\": 8, \"intermediate_size\": 8192,"
+		 " \"vocab_size\": 128256}", &m);
 	train_settings_init(&t);
 	t.batch = 4;
 	assert_int_equal(plan_compute(&m, &t, &full, &why), 0);
@@ -734,20 +698,20 @@ static void test_knobs(void **state)
 static void test_config_limits(void **state)
 {
 	(void)state;
-	expect_error("{" LLAMA ", \"hidden_size\": 2048, \"num_hidden_layers\": 16, \"vocab_size\": 1125899906842624}",
-		     "vocab_size must be a whole number from 1 to 16777216");
-	expect_error("{" LLAMA ", \"hidden_size\": 2048, \"num_hidden_layers\": 1000000000, \"vocab_size\": 100}",
-		     "num_hidden_layers must be a whole number from 1 to 1024");
-	expect_error("{" LLAMA ", \"hidden_size\": 2048, \"num_hidden_layers\": 1e9, \"vocab_size\": 100}",
-		     "num_hidden_layers must be a whole number");
-	expect_error("{" LLAMA ", \"hidden_size\": 9223372036854775807, \"num_hidden_layers\": 2, \"vocab_size\": 100}",
-		     "hidden_size must be a whole number from 1 to 4194304");
-	expect_error("{" LLAMA ", \"hidden_size\": 2048, \"num_hidden_layers\": 2, \"vocab_size\": 100, \"head_dim\": -1}",
-		     "head_dim must be a whole number from 1 to 65536");
-	expect_error("{" LLAMA ", \"hidden_size\": 2048, \"num_hidden_layers\": 2, \"vocab_size\": 100,"
-		     " \"num_key_value_heads\": 4294967296}", "num_key_value_heads must be a whole number from 1 to 65536");
-	expect_error("{\"model_type\": \"gpt2\", \"n_embd\": 64, \"n_layer\": 2, \"n_head\": 4, \"vocab_size\": 100,"
-		     " \"n_positions\": 99999999999}", "n_positions must be a whole number from 1 to 16777216");
+	shape_refused("{" LLAMA ", \"hidden_size\": 2048, \"num_hidden_layers\": 16, \"vocab_size\": 1125899906842624}",
+		      "vocab_size must be a whole number from 1 to 16777216");
+	shape_refused("{" LLAMA ", \"hidden_size\": 2048, \"num_hidden_layers\": 1000000000, \"vocab_size\": 100}",
+		      "num_hidden_layers must be a whole number from 1 to 1024");
+	shape_refused("{" LLAMA ", \"hidden_size\": 2048, \"num_hidden_layers\": 1e9, \"vocab_size\": 100}",
+		      "num_hidden_layers must be a whole number");
+	shape_refused("{" LLAMA ", \"hidden_size\": 9223372036854775807, \"num_hidden_layers\": 2, \"vocab_size\": 100}",
+		      "hidden_size must be a whole number from 1 to 4194304");
+	shape_refused("{" LLAMA ", \"hidden_size\": 2048, \"num_hidden_layers\": 2, \"vocab_size\": 100, \"head_dim\": -1}",
+		      "head_dim must be a whole number from 1 to 65536");
+	shape_refused("{" LLAMA ", \"hidden_size\": 2048, \"num_hidden_layers\": 2, \"vocab_size\": 100,"
+		      " \"num_key_value_heads\": 4294967296}", "num_key_value_heads must be a whole number from 1 to 65536");
+	shape_refused("{\"model_type\": \"gpt2\", \"n_embd\": 64, \"n_layer\": 2, \"n_head\": 4, \"vocab_size\": 100,"
+		      " \"n_positions\": 99999999999}", "n_positions must be a whole number from 1 to 16777216");
 }
 
 /* The precision key plans as the settings it stands for: amp-bf16 as fp32 weights under
@@ -832,18 +796,6 @@ static void test_settings_limits(void **state)
 	assert_int_equal(buffer_spec_parse("one=1G", &b), 0);
 	assert_int_equal(b.count, 1);
 	assert_int_equal(b.item_bytes, 1ULL << 30);
-}
-
-static void llama1b(struct model_shape *m, struct train_settings *t)
-{
-	json_t *j = json_loads("{\"model_type\": \"llama\", \"hidden_size\": 2048, \"num_hidden_layers\": 16,"
-			       " \"num_attention_heads\": 32, \"num_key_value_heads\": 8, \"intermediate_size\": 8192,"
-			       " \"vocab_size\": 128256}", 0, NULL);
-	char *err = NULL;
-
-	assert_int_equal(model_shape_from_json(j, m, &err), 0);
-	json_decref(j);
-	train_settings_init(t);
 }
 
 /* Settings that would wrap a product (issue 12: --batch 9223372036854775807 planned

@@ -15,19 +15,15 @@
 #include "plan/config.h"
 #include "plan/dtype.h"
 #include "plan/model.h"
+#include "plan_test.h"
 
 /* config (JSON, with %s for extra keys) read into *m; 0 or the reader's error. */
-static int shape_of(const char *cfg, const char *extra, struct model_shape *m)
+static int shape_with(const char *cfg, const char *extra, struct model_shape *m)
 {
-	char buf[2048], *err = NULL;
+	char buf[2048];
 
 	snprintf(buf, sizeof(buf), cfg, extra);
-	json_t *j = json_loads(buf, 0, NULL);
-	assert_non_null(j);
-	int rc = model_shape_from_json(j, m, &err);
-	json_decref(j);
-	free(err);
-	return rc;
+	return shape_try(buf, m, NULL);
 }
 
 /* The plan of a training step (bf16, AdamW) of batch x seq for m. */
@@ -54,7 +50,7 @@ static void olmo2_shape(const char *type, int layers, const char *extra, struct 
 	char cfg[512];
 
 	snprintf(cfg, sizeof(cfg), OLMO2, type, layers, "%s");
-	assert_int_equal(shape_of(cfg, extra, m), 0);
+	assert_int_equal(shape_with(cfg, extra, m), 0);
 }
 
 /* olmo2: no pre-norms, post-norms on both sublayers, q and k normalized over the whole
@@ -103,7 +99,7 @@ static void granite_shape(const char *type, int layers, const char *extra, struc
 	char cfg[640];
 
 	snprintf(cfg, sizeof(cfg), GRANITE, type, layers, "%s");
-	assert_int_equal(shape_of(cfg, extra, m), 0);
+	assert_int_equal(shape_with(cfg, extra, m), 0);
 }
 
 /* granite: llama's parameters; its multipliers' values change nothing, but each is a
@@ -129,8 +125,8 @@ static void test_granite(void **state)
 	const char *small = "{\"model_type\": \"%s\", \"hidden_size\": 1024, \"num_hidden_layers\": 2, "
 			    "\"num_attention_heads\": 8, \"num_key_value_heads\": 2, \"intermediate_size\": 2048, "
 			    "\"vocab_size\": 49155, \"tie_word_embeddings\": true}";
-	assert_int_equal(shape_of(small, "granite", &m), 0);
-	assert_int_equal(shape_of(small, "llama", &llama), 0);
+	assert_int_equal(shape_with(small, "granite", &m), 0);
+	assert_int_equal(shape_with(small, "llama", &llama), 0);
 	train_settings_init(&t);
 	t.inference = 1, t.logits_all = 1, t.batch = 1, t.seq = 2048;
 	assert_int_equal(plan_compute(&m, &t, &g, &why), 0);
@@ -150,7 +146,7 @@ static int smollm3_shape(const char *type, int layers, const char *extra, struct
 	char cfg[640];
 
 	snprintf(cfg, sizeof(cfg), SMOLLM3, type, layers, "%s");
-	return shape_of(cfg, extra, m);
+	return shape_with(cfg, extra, m);
 }
 
 /* smollm3: llama's layer and parameters; every 4th layer (no_rope_layers' 0s) rotates
@@ -194,9 +190,9 @@ static void test_smollm3(void **state)
 
 	train_settings_init(&t);
 	t.inference = 1, t.batch = 4, t.seq = 4096;
-	assert_int_equal(shape_of(wide, "1", &m), 0);
+	assert_int_equal(shape_with(wide, "1", &m), 0);
 	assert_int_equal(plan_compute(&m, &t, &nope, &why), 0);
-	assert_int_equal(shape_of(wide, "100", &m), 0);
+	assert_int_equal(shape_with(wide, "100", &m), 0);
 	assert_int_equal(plan_compute(&m, &t, &rope, &why), 0);
 	assert_true(rope.allocated_peak_bytes >= nope.allocated_peak_bytes + q);
 	assert_true(rope.allocated_peak_bytes <= nope.allocated_peak_bytes + 3 * q);
@@ -228,8 +224,8 @@ static void test_multimodal(void **state)
 	snprintf(vc, sizeof(vc), SIGLIP, "");
 	snprintf(cfg, sizeof(cfg), "{\"model_type\": \"gemma3\", \"mm_tokens_per_image\": 256, "
 		 "\"text_config\": %s, \"vision_config\": %s}", tc, vc);
-	assert_int_equal(shape_of(cfg, "", &vlm), 0);
-	assert_int_equal(shape_of(tc, "", &text), 0);
+	assert_int_equal(shape_with(cfg, "", &vlm), 0);
+	assert_int_equal(shape_with(tc, "", &text), 0);
 	assert_non_null(vlm.wrapper);
 	assert_true(vlm.tied); /* gemma3_text's default, through the wrapper */
 	assert_int_equal(vision_params(&vlm.vision), 419816304);
@@ -262,7 +258,7 @@ static void test_multimodal(void **state)
 	/* gemma-3-4b-it's text_config leaves heads, kv heads, head_dim and the vocabulary to
 	 * Gemma3TextConfig's defaults (its own values) */
 	struct model_shape bare;
-	assert_int_equal(shape_of("{\"model_type\": \"gemma3_text\", \"hidden_size\": 2560, "
+	assert_int_equal(shape_with("{\"model_type\": \"gemma3_text\", \"hidden_size\": 2560, "
 				  "\"num_hidden_layers\": 8, \"intermediate_size\": 10240, \"sliding_window\": 1024}",
 				  "", &bare), 0);
 	assert_int_equal(bare.heads, 8);
@@ -273,7 +269,7 @@ static void test_multimodal(void **state)
 	snprintf(vc, sizeof(vc), "{\"hidden_size\": 1152}");
 	snprintf(cfg, sizeof(cfg), "{\"model_type\": \"gemma3\", \"text_config\": %s, \"vision_config\": %s}",
 		 tc, vc);
-	assert_int_equal(shape_of(cfg, "", &vlm), 0);
+	assert_int_equal(shape_with(cfg, "", &vlm), 0);
 	assert_int_equal(vlm.vision.kind, VISION_NONE);
 	assert_non_null(vlm.vision_why);
 	assert_int_equal(model_params(&vlm), 1426315776);
@@ -288,23 +284,23 @@ static void test_multimodal(void **state)
 	snprintf(cfg, sizeof(cfg), "{\"model_type\": \"gemma3\", \"text_config\": %s, \"vision_config\": %s}",
 		 tc, vcs);
 	free(vcs);
-	assert_int_equal(shape_of(cfg, "", &vlm), 0);
+	assert_int_equal(shape_with(cfg, "", &vlm), 0);
 	assert_int_equal(vlm.vision.kind, VISION_NONE);
 	assert_non_null(strstr(vlm.vision_why, "out of range"));
 	/* a text_config that is itself multimodal is refused */
 	snprintf(cfg, sizeof(cfg), "{\"model_type\": \"gemma3\", \"text_config\": {\"model_type\": \"gemma3\"}}");
-	assert_int_not_equal(shape_of(cfg, "", &vlm), 0);
+	assert_int_not_equal(shape_with(cfg, "", &vlm), 0);
 
 	/* qwen2_5_vl: text_config, or (older config.json files) the text keys at the top */
 	snprintf(cfg, sizeof(cfg), "{\"model_type\": \"qwen2_5_vl\", \"tie_word_embeddings\": true, "
 		 "\"text_config\": {\"model_type\": \"qwen2_5_vl_text\", " QWEN25VL_TEXT "}, " QWEN25VL_VISION "}");
-	assert_int_equal(shape_of(cfg, "", &vlm), 0);
+	assert_int_equal(shape_with(cfg, "", &vlm), 0);
 	assert_true(vlm.tied && vlm.qkv_bias && !vlm.o_bias);
 	assert_int_equal(vision_params(&vlm.vision), 668684288);
 	assert_int_equal(model_params(&vlm), 1596467200);
 	snprintf(cfg, sizeof(cfg), "{\"model_type\": \"qwen2_5_vl\", \"tie_word_embeddings\": true, "
 		 QWEN25VL_TEXT ", " QWEN25VL_VISION "}");
-	assert_int_equal(shape_of(cfg, "", &flat), 0);
+	assert_int_equal(shape_with(cfg, "", &flat), 0);
 	assert_int_equal(model_params(&flat), 1596467200);
 	struct plan_result n = plan_train(&vlm, 2, 8192, 1), f = plan_train(&flat, 2, 8192, 1);
 	assert_int_equal(n.allocated_peak_bytes, f.allocated_peak_bytes);

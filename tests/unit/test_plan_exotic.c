@@ -14,34 +14,7 @@
 
 #include "plan/config.h"
 #include "plan/model.h"
-
-/* The shape of config.json text cfg (which must read). */
-static void shape_of(const char *cfg, struct model_shape *m)
-{
-	json_t *j = json_loads(cfg, 0, NULL);
-	char *err = NULL;
-
-	assert_non_null(j);
-	if (model_shape_from_json(j, m, &err))
-		fail_msg("%s: %s", cfg, err);
-	json_decref(j);
-}
-
-/* config.json text cfg is refused, the error naming needle. */
-static void refused(const char *cfg, const char *needle)
-{
-	json_t *j = json_loads(cfg, 0, NULL);
-	struct model_shape m;
-	char *err = NULL;
-
-	assert_non_null(j);
-	assert_int_not_equal(model_shape_from_json(j, &m, &err), 0);
-	assert_non_null(err);
-	if (!strstr(err, needle))
-		fail_msg("'%s' does not say '%s'", err, needle);
-	free(err);
-	json_decref(j);
-}
+#include "plan_test.h"
 
 /* The allocated peak of a bf16 AdamW step (or inference) of cfg at batch x seq. */
 static uint64_t peak(const char *cfg, int64_t batch, int64_t seq, int inference)
@@ -100,12 +73,12 @@ static void test_llama4_text(void **state)
 		 " \"full_attention\"]}", &m);
 	assert_int_equal(m.sparse_step, 2);
 	assert_int_equal(model_params(&m), 2 * 1000 * h + h + 4 * (attn + 2 * h) + 2 * moe + 2 * 3 * h * 16384);
-	refused(LLAMA4 ", \"moe_layers\": [0, 3]}", "moe_layers must list every N-th layer");
-	refused(LLAMA4 ", \"no_rope_layers\": [1, 0, 1, 1]}", "no_rope_layers must list 4 layers");
-	refused(LLAMA4 ", \"layer_types\": [\"full_attention\", \"chunked_attention\", \"chunked_attention\","
-		       " \"chunked_attention\"]}", "layer_types must list 4 layers");
-	refused(LLAMA4 ", \"attention_chunk_size\": 0}", "attention_chunk_size must be a whole number");
-	refused(LLAMA4 ", \"intermediate_size_mlp\": -1}", "intermediate_size_mlp must be a whole number");
+	shape_refused(LLAMA4 ", \"moe_layers\": [0, 3]}", "moe_layers must list every N-th layer");
+	shape_refused(LLAMA4 ", \"no_rope_layers\": [1, 0, 1, 1]}", "no_rope_layers must list 4 layers");
+	shape_refused(LLAMA4 ", \"layer_types\": [\"full_attention\", \"chunked_attention\", \"chunked_attention\","
+		             " \"chunked_attention\"]}", "layer_types must list 4 layers");
+	shape_refused(LLAMA4 ", \"attention_chunk_size\": 0}", "attention_chunk_size must be a whole number");
+	shape_refused(LLAMA4 ", \"intermediate_size_mlp\": -1}", "intermediate_size_mlp must be a whole number");
 	/* every expert computes every token: the step grows with the experts, not with the
 	 * top k (twice the experts at top 1: more than twice the experts' weights, their
 	 * gradients and AdamW's two states, 4 x 2 bytes a parameter, once the tokens pass
@@ -154,8 +127,8 @@ static void test_gpt_oss(void **state)
 	assert_int_equal(model_params(&m), 2 * 1000 * h + h + 2 * (attn + moe + 2 * h));
 	shape_of(GPT_OSS ", \"attention_bias\": false}", &m);
 	assert_int_equal(model_params(&m), 2 * 1000 * h + h + 2 * (attn - 256 - 2 * 64 - h + moe + 2 * h));
-	refused(GPT_OSS ", \"layer_types\": [\"full_attention\", \"sliding_attention\"]}", "layer_types must list");
-	refused(GPT_OSS ", \"num_experts_per_tok\": 200}", "num_experts_per_tok 200 is more than the 128 experts");
+	shape_refused(GPT_OSS ", \"layer_types\": [\"full_attention\", \"sliding_attention\"]}", "layer_types must list");
+	shape_refused(GPT_OSS ", \"num_experts_per_tok\": 200}", "num_experts_per_tok 200 is more than the 128 experts");
 	/* eager attention: batch x heads x seq x seq scores, three alive at once (the masked
 	 * scores, the sinks' concatenation, its maxima subtracted), whatever the window */
 	uint64_t s1024 = peak(GPT_OSS ", \"num_local_experts\": 4}", 1, 1024, 1);
@@ -227,10 +200,10 @@ static void test_qwen3_next(void **state)
 	int64_t full = 2 * h * 256 + 2 * h * 128 + 256 * h + 2 * 64;
 	int64_t moe = 512 * (3 * h * 512 + h) + 3 * h * 512 + h;
 	assert_int_equal(model_params(&m), 2 * 1000 * h + h + 3 * lin + full + 4 * (moe + 2 * h));
-	refused(QWEN3_NEXT ", \"layer_types\": [\"full_attention\", \"linear_attention\", \"linear_attention\","
-			   " \"linear_attention\"]}", "layer_types must list 4 layers");
-	refused(QWEN3_NEXT ", \"linear_num_value_heads\": 24}", "linear_num_value_heads 24 is not a multiple");
-	refused(QWEN3_NEXT ", \"linear_conv_kernel_dim\": 0}", "linear_conv_kernel_dim must be a whole number");
+	shape_refused(QWEN3_NEXT ", \"layer_types\": [\"full_attention\", \"linear_attention\", \"linear_attention\","
+		      " \"linear_attention\"]}", "layer_types must list 4 layers");
+	shape_refused(QWEN3_NEXT ", \"linear_num_value_heads\": 24}", "linear_num_value_heads 24 is not a multiple");
+	shape_refused(QWEN3_NEXT ", \"linear_conv_kernel_dim\": 0}", "linear_conv_kernel_dim must be a whole number");
 	/* inference: a longer context grows the full layer's keys and values only (the
 	 * DeltaNet layers keep a conv state and a recurrent state whatever the length);
 	 * both contexts long enough for the peak to be the full layer's */

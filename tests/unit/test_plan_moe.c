@@ -15,17 +15,7 @@
 
 #include "plan/config.h"
 #include "plan/model.h"
-
-/* A shape from a config's text: 0, or the reader's error (freed) and -1. */
-static int shape_of(const char *text, struct model_shape *m, char **err)
-{
-	json_t *j = json_loads(text, 0, NULL);
-
-	assert_non_null(j);
-	int rc = model_shape_from_json(j, m, err);
-	json_decref(j);
-	return rc;
-}
+#include "plan_test.h"
 
 /* The allocated peak of a bf16 AdamW step of batch x seq (3 steps). */
 static uint64_t allocated(const struct model_shape *m, int64_t batch, int64_t seq, int ckpt)
@@ -55,36 +45,36 @@ static void test_qwen2_moe(void **state)
 	/* its config class's defaults: q, k, v biases (its own key), a shared expert of 5632
 	 * units, every layer sparse */
 	snprintf(cfg, sizeof(cfg), QWEN2_MOE, "");
-	assert_int_equal(shape_of(cfg, &m, &err), 0);
+	assert_int_equal(shape_try(cfg, &m, &err), 0);
 	assert_true(m.qkv_bias && !m.o_bias);
 	assert_int_equal(m.shared_inter, Is);
 	assert_int_equal(m.experts, E);
 	int64_t attn = 4 * h * h + 3 * h, moe = E * (3 * h * Im + h) + 3 * h * Is + h;
 	assert_int_equal(model_params(&m), 2 * V * h + h + 4 * (attn + moe + 2 * h));
 	snprintf(cfg, sizeof(cfg), QWEN2_MOE, ", \"qkv_bias\": false, \"attention_bias\": true");
-	assert_int_equal(shape_of(cfg, &m, &err), 0);
+	assert_int_equal(shape_try(cfg, &m, &err), 0);
 	assert_false(m.qkv_bias);
 
 	/* dense layers: off every decoder_sparse_step-th, and mlp_only_layers */
 	snprintf(cfg, sizeof(cfg), QWEN2_MOE, ", \"decoder_sparse_step\": 2, \"mlp_only_layers\": [3]");
-	assert_int_equal(shape_of(cfg, &d, &err), 0);
+	assert_int_equal(shape_try(cfg, &d, &err), 0);
 	assert_true(model_dense_layer(&d, 0) && !model_dense_layer(&d, 1) && model_dense_layer(&d, 2) &&
 		    model_dense_layer(&d, 3));
 	assert_int_equal(model_params(&d), 2 * V * h + h + 4 * (attn + 2 * h) + moe + 3 * (3 * h * I));
 	assert_true(allocated(&d, 2, 512, 0) != allocated(&m, 2, 512, 0));
 	snprintf(cfg, sizeof(cfg), QWEN2_MOE, ", \"mlp_only_layers\": [4]");
-	assert_int_equal(shape_of(cfg, &d, &err), -EINVAL);
+	assert_int_equal(shape_try(cfg, &d, &err), -EINVAL);
 	assert_non_null(strstr(err, "mlp_only_layers"));
 	free(err), err = NULL;
 	snprintf(cfg, sizeof(cfg), QWEN2_MOE, ", \"shared_expert_intermediate_size\": -1");
-	assert_int_equal(shape_of(cfg, &d, &err), -EINVAL);
+	assert_int_equal(shape_try(cfg, &d, &err), -EINVAL);
 	assert_non_null(strstr(err, "shared_expert_intermediate_size"));
 	free(err), err = NULL;
 
 	/* the shared expert: its weights (with their gradients and states) and the
 	 * activations it holds to the backward (gate, act, up, the product a layer) */
 	snprintf(cfg, sizeof(cfg), QWEN2_MOE, ", \"shared_expert_intermediate_size\": 0");
-	assert_int_equal(shape_of(cfg, &d, &err), 0);
+	assert_int_equal(shape_try(cfg, &d, &err), 0);
 	assert_int_equal(d.shared_inter, 0);
 	m.qkv_bias = d.qkv_bias;
 	int64_t T = 2 * 512;
@@ -107,7 +97,7 @@ static void test_glm4_moe(void **state)
 	/* its config class's defaults: the first layer dense, one shared expert of the
 	 * experts' width, half of a head rotated, no biases */
 	snprintf(cfg, sizeof(cfg), GLM4_MOE, "");
-	assert_int_equal(shape_of(cfg, &m, &err), 0);
+	assert_int_equal(shape_try(cfg, &m, &err), 0);
 	assert_int_equal(m.dense_first, 1);
 	assert_int_equal(m.shared_inter, Im);
 	assert_int_equal(m.rotary_dim, 32);
@@ -117,28 +107,28 @@ static void test_glm4_moe(void **state)
 	/* attention_bias: q, k and v's biases, never o's; two shared experts; all sparse */
 	snprintf(cfg, sizeof(cfg), GLM4_MOE,
 		 ", \"attention_bias\": true, \"n_shared_experts\": 2, \"first_k_dense_replace\": 0");
-	assert_int_equal(shape_of(cfg, &d, &err), 0);
+	assert_int_equal(shape_try(cfg, &d, &err), 0);
 	assert_true(d.qkv_bias && !d.o_bias);
 	assert_int_equal(d.shared_inter, 2 * Im);
 	assert_int_equal(model_params(&d), 2 * V * h + h + 3 * (attn + q + 2 * k + 2 * h + moe + 3 * h * Im));
 	/* use_qk_norm: qwen3's per-head norms, their weights a head wide each */
 	snprintf(cfg, sizeof(cfg), GLM4_MOE, ", \"use_qk_norm\": true");
-	assert_int_equal(shape_of(cfg, &d, &err), 0);
+	assert_int_equal(shape_try(cfg, &d, &err), 0);
 	assert_int_equal(model_params(&d), model_params(&m) + 3 * 2 * 64);
 	assert_true(allocated(&d, 2, 512, 0) > allocated(&m, 2, 512, 0));
 	snprintf(cfg, sizeof(cfg), GLM4_MOE, ", \"first_k_dense_replace\": 4");
-	assert_int_equal(shape_of(cfg, &d, &err), -EINVAL);
+	assert_int_equal(shape_try(cfg, &d, &err), -EINVAL);
 	assert_non_null(strstr(err, "first_k_dense_replace"));
 	free(err), err = NULL;
 	snprintf(cfg, sizeof(cfg), GLM4_MOE, ", \"partial_rotary_factor\": 0");
-	assert_int_equal(shape_of(cfg, &d, &err), -EINVAL);
+	assert_int_equal(shape_try(cfg, &d, &err), -EINVAL);
 	assert_non_null(strstr(err, "partial_rotary_factor"));
 	free(err), err = NULL;
 
 	/* the whole head rotated: the rotation's products are over all of it, and cos and
 	 * sin twice as wide; no concatenation */
 	snprintf(cfg, sizeof(cfg), GLM4_MOE, ", \"partial_rotary_factor\": 1.0");
-	assert_int_equal(shape_of(cfg, &d, &err), 0);
+	assert_int_equal(shape_try(cfg, &d, &err), 0);
 	assert_int_equal(d.rotary_dim, 0);
 	assert_true(allocated(&d, 2, 512, 0) != allocated(&m, 2, 512, 0));
 }
@@ -159,7 +149,7 @@ static void test_deepseek_v3(void **state)
 	 * a latent of 512, heads of 128 + 64 q/k units and 128 v units), three dense layers
 	 * first, one shared expert */
 	snprintf(cfg, sizeof(cfg), DEEPSEEK_V3, "");
-	assert_int_equal(shape_of(cfg, &m, &err), 0);
+	assert_int_equal(shape_try(cfg, &m, &err), 0);
 	assert_int_equal(m.q_lora_rank, qr);
 	assert_int_equal(m.kv_lora_rank, kvr);
 	assert_int_equal(m.head_dim, n + r);
@@ -172,16 +162,16 @@ static void test_deepseek_v3(void **state)
 	assert_int_equal(model_params(&m), 2 * V * h + h + 4 * (attn + 2 * h) + 3 * 3 * h * I + moe);
 	/* q_lora_rank null: one q_proj; two shared experts */
 	snprintf(cfg, sizeof(cfg), DEEPSEEK_V3, ", \"q_lora_rank\": null, \"n_shared_experts\": 2");
-	assert_int_equal(shape_of(cfg, &d, &err), 0);
+	assert_int_equal(shape_try(cfg, &d, &err), 0);
 	assert_int_equal(d.q_lora_rank, 0);
 	assert_int_equal(model_params(&d), 2 * V * h + h + 4 * (h * H * (n + r) + kv + 2 * h) + 3 * 3 * h * I + moe +
 						   3 * h * Im);
 	/* the dense layers' width by default: DeepSeek-V3's */
-	assert_int_equal(shape_of("{\"model_type\": \"deepseek_v3\", \"hidden_size\": 256, \"num_hidden_layers\": 4,"
+	assert_int_equal(shape_try("{\"model_type\": \"deepseek_v3\", \"hidden_size\": 256, \"num_hidden_layers\": 4,"
 				  " \"num_attention_heads\": 4, \"vocab_size\": 1000}", &d, &err), 0);
 	assert_int_equal(d.intermediate, 18432);
 	snprintf(cfg, sizeof(cfg), DEEPSEEK_V3, ", \"kv_lora_rank\": 0");
-	assert_int_equal(shape_of(cfg, &d, &err), -EINVAL);
+	assert_int_equal(shape_try(cfg, &d, &err), -EINVAL);
 	assert_non_null(strstr(err, "kv_lora_rank"));
 	free(err), err = NULL;
 
@@ -194,7 +184,7 @@ static void test_deepseek_v3(void **state)
 	t.inference = 1, t.batch = 2, t.seq = 1024, t.context = 65536;
 	assert_int_equal(plan_compute(&m, &t, &r1, &why), 0);
 	snprintf(cfg, sizeof(cfg), DEEPSEEK_V3, ", \"kv_lora_rank\": 1024");
-	assert_int_equal(shape_of(cfg, &d, &err), 0);
+	assert_int_equal(shape_try(cfg, &d, &err), 0);
 	assert_int_equal(plan_compute(&d, &t, &r2, &why), 0);
 	uint64_t latents = 4ull * 2 * 65536 * (uint64_t)(kvr + r) * 2;
 	assert_true(r1.bytes[C_KV_CACHE] >= latents && r1.bytes[C_KV_CACHE] <= latents + latents / 10);

@@ -15,6 +15,7 @@
 #include "plan/model.h"
 #include "plan/settings.h"
 #include "plan/trainargs.h"
+#include "util/strbuf.h"
 #include "util/yaml.h"
 
 static json_t *obj(const char *text)
@@ -244,12 +245,107 @@ static void test_axolotl(void **state)
 	read_args(1, "gradient_checkpointing: offload\n", &t, "offloads the checkpoints");
 }
 
+/* One line of the "assumed:" text the rows say for the settings of a JSON train object. */
+static void expect_said(const char *train, enum said_line line, const char *solving, enum prompt_source prompt,
+			const char *want)
+{
+	struct said_ctx c = { .solving = solving, .prompt = prompt };
+	struct strbuf sb = STRBUF_INIT;
+	struct train_settings t;
+
+	assert_int_equal(from_json(train, &t, NULL), 0);
+	settings_said(&sb, line, &t, &c);
+	if (strcmp(strbuf_str(&sb), want))
+		fail_msg("%s on line %d says\n'%s', not\n'%s'", train, (int)line, strbuf_str(&sb), want);
+	strbuf_release(&sb);
+}
+
+/* Each row says its phrase on its line, in the table's order; a row dropped or moved
+ * changes one of these. */
+static void test_said(void **state)
+{
+	(void)state;
+
+	expect_said("{}", SAID_PRECISION, NULL, PROMPT_GIVEN,
+		    "precision bf16 (HF Trainer's bf16=True is amp-bf16: fp32 weights)");
+	expect_said("{}", SAID_TENSORS, NULL, PROMPT_GIVEN,
+		    "weights bf16, master weights none, gradients bf16, optimizer states bf16");
+	expect_said("{}", SAID_RUN, NULL, PROMPT_GIVEN,
+		    "optimizer adamw (foreach), batch 1 x seq 2048, no gradient checkpointing");
+	expect_said("{}", SAID_PARTS, NULL, PROMPT_GIVEN, "");
+	expect_said("{}", SAID_ALLOCATOR, NULL, PROMPT_GIVEN, "");
+	expect_said("{}", SAID_ATTENTION, NULL, PROMPT_GIVEN,
+		    "use_cache on (keys and values held to the next step; --no-use-cache if off)");
+	/* inference: no optimizer or checkpointing; the prompt, the cache and the logits */
+	expect_said("{\"inference\": true, \"context\": 4096}", SAID_TENSORS, NULL, PROMPT_CONTEXT,
+		    "weights bf16, inference: no gradients or optimizer states");
+	expect_said("{\"inference\": true, \"seq\": 4096}", SAID_RUN, NULL, PROMPT_CONTEXT,
+		    "batch 1 x seq 4096 (the prompt: the whole context, as no --seq gave its length), KV cache of 4096 "
+		    "tokens, logits of the last position (generate)");
+	expect_said("{\"inference\": true, \"seq\": 100, \"context\": 4096, \"logits\": \"all\"}", SAID_RUN, "context",
+		    PROMPT_GIVEN,
+		    "batch 1 x seq 100 (the prompt), KV cache of ? tokens, logits of every position (model(input_ids))");
+	expect_said("{\"inference\": true}", SAID_ATTENTION, NULL, PROMPT_DEFAULT, "use_cache on (the KV cache)");
+	/* LoRA: the base frozen, the adapters' rank (solved for: "?") and targets */
+	expect_said("{\"lora_rank\": 16, \"precision\": \"amp-bf16\"}", SAID_TENSORS, NULL, PROMPT_GIVEN,
+		    "weights fp32 (frozen) (bf16 autocast), master weights fp32 (the adapters), gradients fp32, "
+		    "optimizer states fp32");
+	expect_said("{\"lora_rank\": 16, \"lora_targets\": \"all\", \"batch\": 4, \"grad_ckpt\": true}", SAID_RUN,
+		    "lora_rank", PROMPT_GIVEN,
+		    "optimizer adamw (foreach) on LoRA r? adapters (q,k,v,o,gate,up,down), batch 4 x seq 2048, gradient "
+		    "checkpointing");
+	/* ZeRO-3 without resharding; DDP; a loss in chunks */
+	expect_said("{\"zero_stage\": 3, \"dp\": 4, \"reshard_after_forward\": false, \"optimizer\": \"adamw-fused\"}",
+		    SAID_RUN, "batch", PROMPT_GIVEN,
+		    "optimizer adamw-fused, batch ? x seq 2048, no gradient checkpointing, ZeRO-3/FSDP over 4 ranks "
+		    "(no reshard after forward)");
+	expect_said("{\"ddp\": true, \"dp\": 2, \"loss_chunk\": 512, \"grad_ckpt\": true}", SAID_RUN, NULL,
+		    PROMPT_GIVEN,
+		    "optimizer adamw (foreach), batch 1 x seq 2048, gradient checkpointing, loss in chunks of 512 tokens, "
+		    "DDP over 2 ranks (per rank)");
+	expect_said("{\"grad_ckpt\": true}", SAID_ATTENTION, NULL, PROMPT_GIVEN,
+		    "use_cache off (checkpointing turns it off)");
+	/* SGD's momentum */
+	expect_said("{\"optimizer\": \"sgd\", \"momentum\": 0.9}", SAID_RUN, NULL, PROMPT_GIVEN,
+		    "optimizer sgd (momentum 0.9), batch 1 x seq 2048, no gradient checkpointing");
+	/* frozen parts and fed hidden states, "; " between them; the allocator when not the default */
+	expect_said("{\"freeze\": \"embed,lm_head,layers:1-3\", \"inputs_embeds\": true}", SAID_PARTS, NULL,
+		    PROMPT_GIVEN,
+		    "frozen (no gradient or optimizer state): embed lm_head layers 1-3; fed hidden states "
+		    "(inputs_embeds), no embedding lookup");
+	expect_said("{\"inputs_embeds\": true}", SAID_PARTS, NULL, PROMPT_GIVEN,
+		    "fed hidden states (inputs_embeds), no embedding lookup");
+	expect_said("{\"alloc_conf\": \"expandable_segments:True\"}", SAID_ALLOCATOR, NULL, PROMPT_GIVEN,
+		    "allocator: expandable segments (expandable_segments:True)");
+	expect_said("{\"dtype\": \"fp32\", \"autocast\": true}", SAID_PRECISION, NULL, PROMPT_GIVEN,
+		    "precision amp-bf16");
+	expect_said("{\"dtype\": \"bf16\", \"autocast\": true}", SAID_PRECISION, NULL, PROMPT_GIVEN, "precision (no preset)");
+}
+
+/* A row says something or is one of those known to say nothing (what they set shows in
+ * the numbers, or in another row's phrase): a new setting decides which. */
+static void test_said_rows(void **state)
+{
+	static const char *const silent[] = { "steps", "buffer", "dp", "context_bytes", "attn" };
+	(void)state;
+
+	for (size_t i = 0; setting_at(i); i++) {
+		const struct setting *s = setting_at(i);
+		int quiet = 0;
+
+		for (size_t j = 0; j < sizeof(silent) / sizeof(silent[0]); j++)
+			quiet |= !strcmp(s->key, silent[j]);
+		if (quiet != !s->said || (s->said_on == SAID_NONE) != !s->said)
+			fail_msg("row %s: %s", s->key, s->said ? "says something" : "says nothing");
+	}
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_aliases),      cmocka_unit_test(test_bad_values), cmocka_unit_test(test_flags),
 		cmocka_unit_test(test_max_length),   cmocka_unit_test(test_yaml),       cmocka_unit_test(test_trainer_args),
-		cmocka_unit_test(test_axolotl),
+		cmocka_unit_test(test_axolotl),      cmocka_unit_test(test_said),       cmocka_unit_test(test_said_rows),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -15,20 +15,9 @@
 #include "plan/limits.h"
 #include "plan/model.h"
 #include "plan/solve.h"
+#include "plan_test.h"
 
 #define GiB (1024ULL * 1024 * 1024)
-
-static void llama1b(struct model_shape *m, struct train_settings *t)
-{
-	json_t *j = json_loads("{\"model_type\": \"llama\", \"hidden_size\": 2048, \"intermediate_size\": 8192,"
-			       " \"num_hidden_layers\": 16, \"num_attention_heads\": 32, \"num_key_value_heads\": 8,"
-			       " \"vocab_size\": 128256, \"tie_word_embeddings\": true}", 0, NULL);
-	char *err = NULL;
-
-	assert_int_equal(model_shape_from_json(j, m, &err), 0);
-	json_decref(j);
-	train_settings_init(t);
-}
 
 /* A GPU of the table with the command's default margin, 4 % of its memory. */
 static struct fit fit_gpu(const char *name)
