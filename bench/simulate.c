@@ -27,7 +27,8 @@
  * with it) stretched by up to that share either way, so the warm run does not meet exactly
  * the lengths the fresh run learned; --seed picks another draw of those paces (one run is one
  * draw: compare policies over several). SIM_DEBUG=1 prints each admission and each kill,
- * SIM_DEBUG=2 also each refusal with the predicted total that refused it and when, and
+ * SIM_DEBUG=2 also each refusal with the predicted total that refused it and when, 3 also
+ * each running job's prediction at that moment, and
  * SIM_TIMELINE=1 the jobs and memory each second, on stderr. After fresh and warm, a third
  * run with a store that knows the classes but none of the files ("class only": another
  * project built with the same flags). The table ends with what a
@@ -205,6 +206,15 @@ static uint64_t true_used(struct sim *s)
 	return u;
 }
 
+/* The job's prediction is its class's provisional profile (admit_job's open), as
+ * learned_pred_open() says. */
+static int pred_open(struct sim *s, size_t i)
+{
+	struct prof *p = prof_get(&s->cls, s->tj[i].cls);
+
+	return s->j[i].pred == &p->c && p->provisional;
+}
+
 /* admit_waiting() of governor.c */
 static void admit_waiting(struct sim *s)
 {
@@ -219,7 +229,7 @@ static void admit_waiting(struct sim *s)
 		if (j->state == 2) {
 			if (!j->pred)
 				j->pred = predict(&s->sig, &s->cls, &s->tj[i], &j->own, &j->twins);
-			snap[nsnap++] = (struct admit_job){ j->ran_ms, j->pred, j->current, j->frozen, j->own };
+			snap[nsnap++] = (struct admit_job){ j->ran_ms, j->pred, j->current, j->frozen, j->own, pred_open(s, i), !j->passed };
 			running++;
 		} else if (j->state == 1) {
 			if (!j->pred)
@@ -240,12 +250,21 @@ static void admit_waiting(struct sim *s)
 		struct sjob *j = &s->j[w[k].idx];
 		struct admit_result r;
 
-		admit_decide(&as, j->pred, j->own, &r);
+		int how = (j->own ? ADMIT_OWN : 0) | (pred_open(s, w[k].idx) ? ADMIT_OPEN : 0);
+		admit_decide(&as, j->pred, how, &r);
 		if (!r.admit && as.njobs > 0) {
 			if (debug_level() >= 2)
 				fprintf(stderr, "%8.1f refuse %zu %s pred %s worst %.2f in %.1f s free %.2f\n", s->now / 1000.0,
 					w[k].idx, s->tj[w[k].idx].cls, j->pred ? (j->own ? "own" : "class") : "none",
 					gib(r.worst_bytes), r.worst_at_ms / 1000.0, gib(as.free_bytes));
+			if (debug_level() >= 3)
+				for (size_t q = 0; q < as.njobs; q++)
+					fprintf(stderr, "           job el %.1f cur %.2f fut %.2f pred %s peak %.2f dur %.1f%s%s\n",
+						snap[q].elapsed_ms / 1000.0, gib(snap[q].current_bytes),
+						gib(admit_job_future(&snap[q], as.unknown_bytes, r.worst_at_ms)),
+						snap[q].pred ? "yes" : "no", snap[q].pred ? gib(snap[q].pred->peak_bytes) : 0.0,
+						snap[q].pred ? snap[q].pred->duration_ms / 1000.0 : 0.0, snap[q].open ? " open" : "",
+						snap[q].rising ? " rising" : "");
 			continue;
 		}
 		j->state = 2;
@@ -257,7 +276,7 @@ static void admit_waiting(struct sim *s)
 				s->now / 1000.0, w[k].idx, s->tj[w[k].idx].cls, j->pred ? "yes" : "no",
 				j->pred ? j->pred->duration_ms / 1000.0 : 0.0, j->pred ? gib(j->pred->peak_bytes) : 0.0,
 				gib(as.unknown_bytes), gib(r.worst_bytes), gib(as.free_bytes));
-		snap[as.njobs++] = (struct admit_job){ 0, j->pred, 0, 0, j->own };
+		snap[as.njobs++] = (struct admit_job){ 0, j->pred, 0, 0, j->own, pred_open(s, w[k].idx), 1 };
 		running++;
 	}
 	free(snap);
@@ -471,13 +490,13 @@ static void tick(struct sim *s, int64_t *used_prev)
 			frozen++;
 		}
 	} else if (s->act == NET_OK && f) {
-		struct admit_job aj = { f->ran_ms, f->pred, f->current, 1, f->own };
+		struct admit_job aj = { f->ran_ms, f->pred, f->current, 1, f->own, pred_open(s, (size_t)(f - s->j)), !f->passed };
 		struct admit_job *snap = xmalloc((s->n + 1) * sizeof(*snap));
 		size_t m = 0;
 		for (size_t i = 0; i < s->n; i++)
 			if (s->j[i].state == 2)
 				snap[m++] = (struct admit_job){ s->j[i].ran_ms, s->j[i].pred, s->j[i].current, s->j[i].frozen,
-								 s->j[i].own };
+								 s->j[i].own, pred_open(s, i), !s->j[i].passed };
 		uint64_t room = avail > s->reserve ? avail - s->reserve : 0;
 		uint64_t need = admit_thaw_need(&aj, admit_unknown_need(s->budget, room, 0, s->seen_peak, snap, m));
 		if (admit_thaw_fits(need, avail, s->reserve, used, s->budget))

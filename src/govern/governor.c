@@ -259,7 +259,8 @@ static size_t snapshot(struct gov *g, int64_t now, struct admit_job *out, uint64
 			continue;
 		if (!j->pred)
 			learned_predict(g, j);
-		out[n++] = (struct admit_job){ job_elapsed(j, now), j->pred, j->current_bytes, j->frozen, j->pred_own };
+		out[n++] = (struct admit_job){ job_elapsed(j, now), j->pred, j->current_bytes, j->frozen, j->pred_own,
+					       learned_pred_open(g, j), !j->passed_peak };
 		*jobs_bytes += j->current_bytes;
 		*running += !j->frozen;
 	}
@@ -318,13 +319,14 @@ static int admit_waiting(struct gov *g, int64_t now, uint64_t avail, struct admi
 
 		if (on_request && !admit_at_once(s, j->pred))
 			break;
-		admit_decide(s, j->pred, j->pred_own, &r);
+		int open = learned_pred_open(g, j);
+		admit_decide(s, j->pred, (j->pred_own ? ADMIT_OWN : 0) | (open ? ADMIT_OPEN : 0), &r);
 		/* With nothing running, the job runs whatever its prediction: waiting
 		 * cannot make room, and the safety net still watches it. */
 		if (!r.admit && s->njobs > 0)
 			continue;
 		server_admit(g, j, now);
-		snap[s->njobs++] = (struct admit_job){ 0, j->pred, 0, 0, j->pred_own };
+		snap[s->njobs++] = (struct admit_job){ 0, j->pred, 0, 0, j->pred_own, open, 1 };
 		running++;
 		log_debug("admitted job %d (%s), predicted worst %llu MiB in %lld ms", j->id, j->src,
 			  (unsigned long long)(r.worst_bytes >> 20), (long long)r.worst_at_ms);
@@ -417,7 +419,8 @@ static void thaw_oldest(struct gov *g, enum net_action act, int64_t now, uint64_
 	if (!f)
 		return;
 	if (act == NET_OK) {
-		struct admit_job aj = { job_elapsed(f, now), f->pred, f->current_bytes, 1, f->pred_own };
+		struct admit_job aj = { job_elapsed(f, now), f->pred, f->current_bytes, 1, f->pred_own,
+					learned_pred_open(g, f), !f->passed_peak };
 		uint64_t room = avail > g->reserve_bytes ? avail - g->reserve_bytes : 0;
 		uint64_t need = admit_thaw_need(&aj, admit_unknown_need(jobs_budget(g), room, g->tree, g->seen_peak_bytes,
 									 snap, n));

@@ -165,6 +165,16 @@ void learned_predict(struct gov *g, struct job *j)
 	j->pred = l->known || l->provisional ? &l->p.curve : NULL;
 }
 
+int learned_pred_open(struct gov *g, const struct job *j)
+{
+	struct learned *l;
+
+	if (!j->pred || j->pred_own || j->pred == &j->twins)
+		return 0;
+	l = learned_get(g, PROFILE_CLASS, j->class_key);
+	return l->provisional && j->pred == &l->p.curve;
+}
+
 /* A signature learned: the waiting and running jobs that are its twins, predicted from
  * their class or fewer twins, take it in. */
 static void twins_learned(struct gov *g, const struct learned *l)
