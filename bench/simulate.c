@@ -20,8 +20,8 @@
  *       [--cpus N [--threads T]] [--order trace|shortest|longest]
  * --order: the jobs between two links reordered, the longest last (shortest) or first.
  * SIM_POLICY: "stall" (default: the governor's policy), "none" (no stall thaw), "small"
- * (tried: the net freezes the job holding least first); the table's "before" rows run
- * without the stall thaw.
+ * (tried: the net freezes the job holding least first), "pre" (tried, with "stall":
+ * pre_freeze()); the table's "before" rows run without the stall thaw.
  * --other: memory that processes other than the jobs hold all along (the build tool,
  * setup.py). --jitter: each run under headroom gives each job its own pace, its length (and its curve
  * with it) stretched by up to that share either way, so the warm run does not meet exactly
@@ -76,6 +76,7 @@ struct sjob {
 	int64_t ran_ms;            /* time it ran, frozen time excluded: what the governor sees */
 	double prog;               /* progress along its recording, in recorded ms */
 	int frozen, kills;
+	int pre;                   /* tried: frozen on purpose before its peak (pre_freeze) */
 	uint64_t prev;             /* memory at the tick before */
 	uint64_t rate;             /* frozen: how fast it grew before, bytes a second */
 	double pace;               /* this run's length over the recorded one (--jitter) */
@@ -153,6 +154,7 @@ struct sim {
 	int freezes, kills, stall_thaws;
 	int stall;                 /* stalled frozen jobs are thawed (net_thaw_stalled()) */
 	int smallest;              /* tried: the net freezes the job holding least first */
+	int pre;                   /* tried: pre_freeze() */
 	int64_t last_kill;
 	uint64_t peak;
 	double mem_ms;             /* memory × time, for the mean use of the budget */
@@ -413,6 +415,19 @@ static struct sjob *oldest(struct sim *s, int want_frozen)
 	return best;
 }
 
+/* The oldest job the net froze (not pre_freeze). */
+static struct sjob *oldest_net(struct sim *s)
+{
+	struct sjob *best = NULL;
+
+	for (size_t i = 0; i < s->n; i++) {
+		struct sjob *j = &s->j[i];
+		if (j->state == 2 && j->frozen && !j->pre && (!best || j->t_start < best->t_start))
+			best = j;
+	}
+	return best;
+}
+
 /* What the running jobs grow by over the net's lookahead, at their last tick's rate. */
 static uint64_t growth(struct sim *s)
 {
@@ -424,6 +439,72 @@ static uint64_t growth(struct sim *s)
 			g += net_lookahead_growth((j->current - j->prev) * 1000 / TICK_MS);
 	}
 	return g;
+}
+
+/* tried (SIM_POLICY "pre"): the running jobs' predictions together pass the budget by a
+ * sixteenth ahead: freeze the youngest one still below its predicted peak now, while it
+ * holds little, and thaw it once they fit with it running (pre_fits); the net's own thaws
+ * leave it alone. */
+static int pre_fits(struct sim *s, uint64_t avail, const struct sjob *thaw, uint64_t margin, struct admit_result *r)
+{
+	struct admit_job *snap = xmalloc((s->n + 1) * sizeof(*snap));
+	size_t m = 0;
+
+	for (size_t i = 0; i < s->n; i++) {
+		struct sjob *j = &s->j[i];
+		if (j->state != 2)
+			continue;
+		if (!j->pred)
+			j->pred = predict(&s->sig, &s->cls, &s->tj[i], &j->own, &j->twins);
+		snap[m++] = (struct admit_job){ j->ran_ms, j->pred, j->current, j->frozen && j != thaw, j->own,
+						pred_open(s, i), !j->passed };
+	}
+	uint64_t room = avail > s->reserve ? avail - s->reserve : 0;
+	struct admit_snapshot as = {
+		.budget_bytes = s->budget + margin,
+		.free_bytes = room + margin,
+		.unknown_bytes = admit_unknown_need(s->budget, room, 0, s->seen_peak, snap, m),
+		.jobs = snap,
+		.njobs = m,
+	};
+	struct curve z;
+	memset(&z, 0, sizeof(z));
+	z.duration_ms = 60000;
+	admit_decide(&as, &z, 0, r);
+	free(snap);
+	return r->admit;
+}
+
+static void pre_freeze(struct sim *s, uint64_t avail)
+{
+	struct sjob *v = NULL;
+	struct admit_result r;
+	int running = 0;
+	uint64_t margin = s->budget / 16;
+
+	for (size_t i = 0; i < s->n; i++) {
+		struct sjob *j = &s->j[i];
+		if (j->state == 2 && j->frozen && j->pre && pre_fits(s, avail, j, 0, &r)) {
+			j->frozen = j->pre = 0;
+			return;
+		}
+	}
+	for (size_t i = 0; i < s->n; i++) {
+		struct sjob *j = &s->j[i];
+		if (j->state != 2 || j->frozen)
+			continue;
+		running++;
+		if (j->pred && !j->passed && (!v || j->t_start >= v->t_start))
+			v = j;
+	}
+	if (!v || running < 2 || v->current >= v->pred->peak_bytes || pre_fits(s, avail, NULL, margin, &r))
+		return;
+	v->frozen = v->pre = 1;
+	v->rate = v->current > v->prev ? (v->current - v->prev) * 1000 / TICK_MS : 0;
+	s->freezes++;
+	if (debug_level() >= 1)
+		fprintf(stderr, "%8.1f pre-freeze %zu at %.2f worst %.2f in %.1f s\n", s->now / 1000.0, (size_t)(v - s->j),
+			gib(v->current), gib(r.worst_bytes), r.worst_at_ms / 1000.0);
 }
 
 static void tick(struct sim *s, int64_t *used_prev)
@@ -457,7 +538,7 @@ static void tick(struct sim *s, int64_t *used_prev)
 			running += !s->j[i].frozen;
 			frozen += s->j[i].frozen;
 		}
-	struct sjob *f = oldest(s, 1);
+	struct sjob *f = s->pre ? oldest_net(s) : oldest(s, 1);
 	if (s->act == NET_KILL) {
 		struct sjob *v = youngest(s, 0, 1);
 		if (debug_level() >= 1)
@@ -475,8 +556,9 @@ static void tick(struct sim *s, int64_t *used_prev)
 			s->kills++;
 			s->last_kill = s->now;
 		}
-	} else if (running == 0 && f) {
-		f->frozen = 0;
+	} else if (running == 0 && oldest(s, 1)) {
+		oldest(s, 1)->pre = 0;
+		oldest(s, 1)->frozen = 0;
 	} else if (s->act == NET_FREEZE) {
 		frozen = 0;
 		while (!net_freeze_done(frozen, running, growth(s), avail, s->reserve)) {
@@ -503,12 +585,14 @@ static void tick(struct sim *s, int64_t *used_prev)
 			f->frozen = 0;
 		free(snap);
 	}
-	f = oldest(s, 1);
+	f = s->pre ? oldest_net(s) : oldest(s, 1);
 	if (f && s->stall && (s->act == NET_OK || s->act == NET_HOLD) &&
 	    net_thaw_stalled(growth(s), net_lookahead_growth(f->rate), avail, s->reserve)) {
 		f->frozen = 0;
 		s->stall_thaws++;
 	}
+	if (s->pre && s->act == NET_OK)
+		pre_freeze(s, avail);
 	if (s->act == NET_OK && !oldest(s, 1))
 		admit_waiting(s);
 }
@@ -982,6 +1066,7 @@ int main(int argc, char **argv)
 		const char *pol = getenv("SIM_POLICY") ? getenv("SIM_POLICY") : "stall";
 		s->stall = r >= 2 && strstr(pol, "stall");
 		s->smallest = r >= 2 && strstr(pol, "small");
+		s->pre = r >= 2 && strstr(pol, "pre");
 		if (r == 2)
 			s->sig.n = s->cls.n = 0;
 		if (r == 4)
