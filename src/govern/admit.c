@@ -237,10 +237,11 @@ size_t admit_class_pick(const uint64_t *peaks, size_t n)
 /* Under this a maximum is start-up noise, not a peak. */
 #define PEAK_MIN_BYTES (32ULL << 20)
 
-/* The valley after a peak is confirmed after a quarter of the rise to it, at least this
- * long and at most the rise itself: compile jobs fall sharply when their big process
+/* The valley after a peak is confirmed after a quarter (1/PASSED_CONFIRM_RISE_DIV) of the
+ * rise to it, at least PASSED_CONFIRM_MIN_MS and at most the rise itself: compile jobs fall sharply when their big process
  * (cicc, cc1plus) ends, and the wait is time lost to the jobs still waiting. */
 #define PASSED_CONFIRM_MIN_MS 5000
+#define PASSED_CONFIRM_RISE_DIV 4
 
 /* How many times the job rose to half its maximum or more and fell to under half of that
  * rise's own top: its peaks so far, small start-up bumps not counted. */
@@ -281,7 +282,8 @@ int admit_passed_peak(const struct admit_obs *o)
 		return 0;
 	if (peaks_seen(o, max) < (o->peaks > 1 ? o->peaks : 1))
 		return 0;
-	int64_t confirm = t_max / 4 > PASSED_CONFIRM_MIN_MS ? t_max / 4 : PASSED_CONFIRM_MIN_MS;
+	int64_t confirm = t_max / PASSED_CONFIRM_RISE_DIV > PASSED_CONFIRM_MIN_MS ? t_max / PASSED_CONFIRM_RISE_DIV
+										   : PASSED_CONFIRM_MIN_MS;
 	/* at most the rise, but never under the minimum: a rise of a second or two is a
 	 * start-up bump (nvcc's preprocessing before cicc), not the job's peak */
 	if (confirm > t_max && t_max >= PASSED_CONFIRM_MIN_MS)

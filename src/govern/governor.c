@@ -93,15 +93,20 @@ static int mem_available_at(struct gov *g, int64_t now, int64_t max_age_ms, uint
  * memory, and no job could end to give one back. */
 #define FD_SPARE 32
 
+/* Launcher connections open at once, whatever the descriptor limit: at least a few jobs
+ * run under the tightest limit; past the most, no build starts more jobs at once. */
+#define CONN_MIN 4
+#define CONN_MAX ((size_t)1 << 20)
+
 /* How many launcher connections may be open at once: the descriptor limit less the
- * spare (at least 4); the rest wait in the socket's backlog. */
+ * spare (at least CONN_MIN); the rest wait in the socket's backlog. */
 static size_t conn_cap(void)
 {
 	struct rlimit rl;
 
-	if (getrlimit(RLIMIT_NOFILE, &rl) || rl.rlim_cur == RLIM_INFINITY || rl.rlim_cur > 1 << 20)
-		return 1 << 20;
-	return rl.rlim_cur > FD_SPARE + 4 ? (size_t)rl.rlim_cur - FD_SPARE : 4;
+	if (getrlimit(RLIMIT_NOFILE, &rl) || rl.rlim_cur == RLIM_INFINITY || rl.rlim_cur > CONN_MAX)
+		return CONN_MAX;
+	return rl.rlim_cur > FD_SPARE + CONN_MIN ? (size_t)rl.rlim_cur - FD_SPARE : CONN_MIN;
 }
 
 /* Reading memory failed: say so once per spell, with what headroom does meanwhile. */
@@ -112,6 +117,11 @@ static void mem_unknown(struct gov *g, int err)
 			 strerror(-err));
 	g->mem_unknown = 1;
 }
+
+/* Others' memory and the reserve leave the jobs nothing of the limit (others' use read
+ * at a peak of theirs, say): the jobs get this share of it (1/BUDGET_LEFT_DIV), the share
+ * the ramp gives one unknown job, rather than a budget that lets nothing run. */
+#define BUDGET_LEFT_DIV 4
 
 /* 0, or EXIT_USAGE when the reserve leaves the jobs nothing. */
 static int setup_memory(struct gov *g)
@@ -163,7 +173,7 @@ static int setup_memory(struct gov *g)
 		}
 	} else {
 		g->budget_bytes = g->limit_bytes > others + g->reserve_bytes ? g->limit_bytes - others - g->reserve_bytes
-									      : g->limit_bytes / 4;
+									      : g->limit_bytes / BUDGET_LEFT_DIV;
 	}
 	g->rep.limit_bytes = g->limit_bytes;
 	g->rep.budget_bytes = g->budget_bytes;

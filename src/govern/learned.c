@@ -277,6 +277,10 @@ void learned_save(struct gov *g)
 		log_warn("could not write the profile store (%s); what this build learned is lost", strerror(-rc));
 }
 
+/* A store another process holds is tried again after this many saves' time: its holder
+ * (another build folding its jobs) takes a while, and each try costs a lookup's wait. */
+#define LEARNED_SAVE_BUSY_WAITS 9
+
 void learned_save_soon(struct gov *g, int64_t now)
 {
 	int rc;
@@ -286,7 +290,7 @@ void learned_save_soon(struct gov *g, int64_t now)
 	g->last_save_ms = now;
 	rc = store_flush_within(g->o->store, STORE_LOOKUP_WAIT_MS);
 	if (rc == -EBUSY) /* held by another process: try again much later */
-		g->last_save_ms = now + 9 * LEARNED_SAVE_EVERY_MS;
+		g->last_save_ms = now + LEARNED_SAVE_BUSY_WAITS * LEARNED_SAVE_EVERY_MS;
 	else if (rc) {
 		g->saves_off = 1; /* read-only, full...: the end's save says so */
 		log_debug("saving what was learned so far: %s", strerror(-rc));
