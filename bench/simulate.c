@@ -471,6 +471,14 @@ static int pre_fits(struct sim *s, uint64_t avail, const struct sjob *thaw, uint
 	memset(&z, 0, sizeof(z));
 	z.duration_ms = 60000;
 	admit_decide(&as, &z, 0, r);
+	if (debug_level() >= 3 && !r->admit)
+		for (size_t q = 0; q < as.njobs; q++)
+			fprintf(stderr, "           job el %.1f cur %.2f fut %.2f peak %.2f dur %.1f%s%s%s\n",
+				snap[q].elapsed_ms / 1000.0, gib(snap[q].current_bytes),
+				gib(admit_job_future(&snap[q], as.unknown_bytes, r->worst_at_ms)),
+				snap[q].pred ? gib(snap[q].pred->peak_bytes) : 0.0,
+				snap[q].pred ? snap[q].pred->duration_ms / 1000.0 : 0.0, snap[q].open ? " open" : "",
+				snap[q].rising ? " rising" : "", snap[q].frozen ? " frozen" : "");
 	free(snap);
 	return r->admit;
 }
