@@ -20,14 +20,15 @@
  *       [--cpus N [--threads T]] [--order trace|shortest|longest]
  * --order: the jobs between two links reordered, the longest last (shortest) or first.
  * SIM_POLICY: "stall" (default: the governor's policy), "none" (no stall thaw), "small"
- * (tried: the net freezes the job holding least first); the table's "before" rows run
- * without the stall thaw.
+ * (tried: the net freezes the job holding least first), "pre" (tried, with "stall":
+ * pre_freeze()); the table's "before" rows run without the stall thaw.
  * --other: memory that processes other than the jobs hold all along (the build tool,
  * setup.py). --jitter: each run under headroom gives each job its own pace, its length (and its curve
  * with it) stretched by up to that share either way, so the warm run does not meet exactly
  * the lengths the fresh run learned; --seed picks another draw of those paces (one run is one
  * draw: compare policies over several). SIM_DEBUG=1 prints each admission and each kill,
- * SIM_DEBUG=2 also each refusal with the predicted total that refused it and when, and
+ * SIM_DEBUG=2 also each refusal with the predicted total that refused it and when, 3 also
+ * each running job's prediction at that moment, and
  * SIM_TIMELINE=1 the jobs and memory each second, on stderr. After fresh and warm, a third
  * run with a store that knows the classes but none of the files ("class only": another
  * project built with the same flags). The table ends with what a
@@ -75,6 +76,7 @@ struct sjob {
 	int64_t ran_ms;            /* time it ran, frozen time excluded: what the governor sees */
 	double prog;               /* progress along its recording, in recorded ms */
 	int frozen, kills;
+	int pre;                   /* tried: frozen on purpose before its peak (pre_freeze) */
 	uint64_t prev;             /* memory at the tick before */
 	uint64_t rate;             /* frozen: how fast it grew before, bytes a second */
 	double pace;               /* this run's length over the recorded one (--jitter) */
@@ -152,6 +154,7 @@ struct sim {
 	int freezes, kills, stall_thaws;
 	int stall;                 /* stalled frozen jobs are thawed (net_thaw_stalled()) */
 	int smallest;              /* tried: the net freezes the job holding least first */
+	int pre;                   /* tried: pre_freeze() */
 	int64_t last_kill;
 	uint64_t peak;
 	double mem_ms;             /* memory × time, for the mean use of the budget */
@@ -205,6 +208,15 @@ static uint64_t true_used(struct sim *s)
 	return u;
 }
 
+/* The job's prediction is its class's provisional profile (admit_job's open), as
+ * learned_pred_open() says. */
+static int pred_open(struct sim *s, size_t i)
+{
+	struct prof *p = prof_get(&s->cls, s->tj[i].cls);
+
+	return s->j[i].pred == &p->c && p->provisional;
+}
+
 /* admit_waiting() of governor.c */
 static void admit_waiting(struct sim *s)
 {
@@ -219,7 +231,7 @@ static void admit_waiting(struct sim *s)
 		if (j->state == 2) {
 			if (!j->pred)
 				j->pred = predict(&s->sig, &s->cls, &s->tj[i], &j->own, &j->twins);
-			snap[nsnap++] = (struct admit_job){ j->ran_ms, j->pred, j->current, j->frozen, j->own };
+			snap[nsnap++] = (struct admit_job){ j->ran_ms, j->pred, j->current, j->frozen, j->own, pred_open(s, i), !j->passed };
 			running++;
 		} else if (j->state == 1) {
 			if (!j->pred)
@@ -240,12 +252,21 @@ static void admit_waiting(struct sim *s)
 		struct sjob *j = &s->j[w[k].idx];
 		struct admit_result r;
 
-		admit_decide(&as, j->pred, j->own, &r);
+		int how = (j->own ? ADMIT_OWN : 0) | (pred_open(s, w[k].idx) ? ADMIT_OPEN : 0);
+		admit_decide(&as, j->pred, how, &r);
 		if (!r.admit && as.njobs > 0) {
 			if (debug_level() >= 2)
 				fprintf(stderr, "%8.1f refuse %zu %s pred %s worst %.2f in %.1f s free %.2f\n", s->now / 1000.0,
 					w[k].idx, s->tj[w[k].idx].cls, j->pred ? (j->own ? "own" : "class") : "none",
 					gib(r.worst_bytes), r.worst_at_ms / 1000.0, gib(as.free_bytes));
+			if (debug_level() >= 3)
+				for (size_t q = 0; q < as.njobs; q++)
+					fprintf(stderr, "           job el %.1f cur %.2f fut %.2f pred %s peak %.2f dur %.1f%s%s\n",
+						snap[q].elapsed_ms / 1000.0, gib(snap[q].current_bytes),
+						gib(admit_job_future(&snap[q], as.unknown_bytes, r.worst_at_ms)),
+						snap[q].pred ? "yes" : "no", snap[q].pred ? gib(snap[q].pred->peak_bytes) : 0.0,
+						snap[q].pred ? snap[q].pred->duration_ms / 1000.0 : 0.0, snap[q].open ? " open" : "",
+						snap[q].rising ? " rising" : "");
 			continue;
 		}
 		j->state = 2;
@@ -257,7 +278,7 @@ static void admit_waiting(struct sim *s)
 				s->now / 1000.0, w[k].idx, s->tj[w[k].idx].cls, j->pred ? "yes" : "no",
 				j->pred ? j->pred->duration_ms / 1000.0 : 0.0, j->pred ? gib(j->pred->peak_bytes) : 0.0,
 				gib(as.unknown_bytes), gib(r.worst_bytes), gib(as.free_bytes));
-		snap[as.njobs++] = (struct admit_job){ 0, j->pred, 0, 0, j->own };
+		snap[as.njobs++] = (struct admit_job){ 0, j->pred, 0, 0, j->own, pred_open(s, w[k].idx), 1 };
 		running++;
 	}
 	free(snap);
@@ -394,6 +415,19 @@ static struct sjob *oldest(struct sim *s, int want_frozen)
 	return best;
 }
 
+/* The oldest job the net froze (not pre_freeze). */
+static struct sjob *oldest_net(struct sim *s)
+{
+	struct sjob *best = NULL;
+
+	for (size_t i = 0; i < s->n; i++) {
+		struct sjob *j = &s->j[i];
+		if (j->state == 2 && j->frozen && !j->pre && (!best || j->t_start < best->t_start))
+			best = j;
+	}
+	return best;
+}
+
 /* What the running jobs grow by over the net's lookahead, at their last tick's rate. */
 static uint64_t growth(struct sim *s)
 {
@@ -405,6 +439,80 @@ static uint64_t growth(struct sim *s)
 			g += net_lookahead_growth((j->current - j->prev) * 1000 / TICK_MS);
 	}
 	return g;
+}
+
+/* tried (SIM_POLICY "pre"): the running jobs' predictions together pass the budget by a
+ * sixteenth ahead: freeze the youngest one still below its predicted peak now, while it
+ * holds little, and thaw it once they fit with it running (pre_fits); the net's own thaws
+ * leave it alone. */
+static int pre_fits(struct sim *s, uint64_t avail, const struct sjob *thaw, uint64_t margin, struct admit_result *r)
+{
+	struct admit_job *snap = xmalloc((s->n + 1) * sizeof(*snap));
+	size_t m = 0;
+
+	for (size_t i = 0; i < s->n; i++) {
+		struct sjob *j = &s->j[i];
+		if (j->state != 2)
+			continue;
+		if (!j->pred)
+			j->pred = predict(&s->sig, &s->cls, &s->tj[i], &j->own, &j->twins);
+		snap[m++] = (struct admit_job){ j->ran_ms, j->pred, j->current, j->frozen && j != thaw, j->own,
+						pred_open(s, i), !j->passed };
+	}
+	uint64_t room = avail > s->reserve ? avail - s->reserve : 0;
+	struct admit_snapshot as = {
+		.budget_bytes = s->budget + margin,
+		.free_bytes = room + margin,
+		.unknown_bytes = admit_unknown_need(s->budget, room, 0, s->seen_peak, snap, m),
+		.jobs = snap,
+		.njobs = m,
+	};
+	struct curve z;
+	memset(&z, 0, sizeof(z));
+	z.duration_ms = 60000;
+	admit_decide(&as, &z, 0, r);
+	if (debug_level() >= 3 && !r->admit)
+		for (size_t q = 0; q < as.njobs; q++)
+			fprintf(stderr, "           job el %.1f cur %.2f fut %.2f peak %.2f dur %.1f%s%s%s\n",
+				snap[q].elapsed_ms / 1000.0, gib(snap[q].current_bytes),
+				gib(admit_job_future(&snap[q], as.unknown_bytes, r->worst_at_ms)),
+				snap[q].pred ? gib(snap[q].pred->peak_bytes) : 0.0,
+				snap[q].pred ? snap[q].pred->duration_ms / 1000.0 : 0.0, snap[q].open ? " open" : "",
+				snap[q].rising ? " rising" : "", snap[q].frozen ? " frozen" : "");
+	free(snap);
+	return r->admit;
+}
+
+static void pre_freeze(struct sim *s, uint64_t avail)
+{
+	struct sjob *v = NULL;
+	struct admit_result r;
+	int running = 0;
+	uint64_t margin = s->budget / 16;
+
+	for (size_t i = 0; i < s->n; i++) {
+		struct sjob *j = &s->j[i];
+		if (j->state == 2 && j->frozen && j->pre && pre_fits(s, avail, j, 0, &r)) {
+			j->frozen = j->pre = 0;
+			return;
+		}
+	}
+	for (size_t i = 0; i < s->n; i++) {
+		struct sjob *j = &s->j[i];
+		if (j->state != 2 || j->frozen)
+			continue;
+		running++;
+		if (j->pred && !j->passed && (!v || j->t_start >= v->t_start))
+			v = j;
+	}
+	if (!v || running < 2 || v->current >= v->pred->peak_bytes || pre_fits(s, avail, NULL, margin, &r))
+		return;
+	v->frozen = v->pre = 1;
+	v->rate = v->current > v->prev ? (v->current - v->prev) * 1000 / TICK_MS : 0;
+	s->freezes++;
+	if (debug_level() >= 1)
+		fprintf(stderr, "%8.1f pre-freeze %zu at %.2f worst %.2f in %.1f s\n", s->now / 1000.0, (size_t)(v - s->j),
+			gib(v->current), gib(r.worst_bytes), r.worst_at_ms / 1000.0);
 }
 
 static void tick(struct sim *s, int64_t *used_prev)
@@ -438,7 +546,7 @@ static void tick(struct sim *s, int64_t *used_prev)
 			running += !s->j[i].frozen;
 			frozen += s->j[i].frozen;
 		}
-	struct sjob *f = oldest(s, 1);
+	struct sjob *f = s->pre ? oldest_net(s) : oldest(s, 1);
 	if (s->act == NET_KILL) {
 		struct sjob *v = youngest(s, 0, 1);
 		if (debug_level() >= 1)
@@ -456,8 +564,9 @@ static void tick(struct sim *s, int64_t *used_prev)
 			s->kills++;
 			s->last_kill = s->now;
 		}
-	} else if (running == 0 && f) {
-		f->frozen = 0;
+	} else if (running == 0 && oldest(s, 1)) {
+		oldest(s, 1)->pre = 0;
+		oldest(s, 1)->frozen = 0;
 	} else if (s->act == NET_FREEZE) {
 		frozen = 0;
 		while (!net_freeze_done(frozen, running, growth(s), avail, s->reserve)) {
@@ -471,25 +580,27 @@ static void tick(struct sim *s, int64_t *used_prev)
 			frozen++;
 		}
 	} else if (s->act == NET_OK && f) {
-		struct admit_job aj = { f->ran_ms, f->pred, f->current, 1, f->own };
+		struct admit_job aj = { f->ran_ms, f->pred, f->current, 1, f->own, pred_open(s, (size_t)(f - s->j)), !f->passed };
 		struct admit_job *snap = xmalloc((s->n + 1) * sizeof(*snap));
 		size_t m = 0;
 		for (size_t i = 0; i < s->n; i++)
 			if (s->j[i].state == 2)
 				snap[m++] = (struct admit_job){ s->j[i].ran_ms, s->j[i].pred, s->j[i].current, s->j[i].frozen,
-								 s->j[i].own };
+								 s->j[i].own, pred_open(s, i), !s->j[i].passed };
 		uint64_t room = avail > s->reserve ? avail - s->reserve : 0;
 		uint64_t need = admit_thaw_need(&aj, admit_unknown_need(s->budget, room, 0, s->seen_peak, snap, m));
 		if (admit_thaw_fits(need, avail, s->reserve, used, s->budget))
 			f->frozen = 0;
 		free(snap);
 	}
-	f = oldest(s, 1);
+	f = s->pre ? oldest_net(s) : oldest(s, 1);
 	if (f && s->stall && (s->act == NET_OK || s->act == NET_HOLD) &&
 	    net_thaw_stalled(growth(s), net_lookahead_growth(f->rate), avail, s->reserve)) {
 		f->frozen = 0;
 		s->stall_thaws++;
 	}
+	if (s->pre && s->act == NET_OK)
+		pre_freeze(s, avail);
 	if (s->act == NET_OK && !oldest(s, 1))
 		admit_waiting(s);
 }
@@ -963,6 +1074,7 @@ int main(int argc, char **argv)
 		const char *pol = getenv("SIM_POLICY") ? getenv("SIM_POLICY") : "stall";
 		s->stall = r >= 2 && strstr(pol, "stall");
 		s->smallest = r >= 2 && strstr(pol, "small");
+		s->pre = r >= 2 && strstr(pol, "pre");
 		if (r == 2)
 			s->sig.n = s->cls.n = 0;
 		if (r == 4)

@@ -32,7 +32,18 @@ struct future {
 	struct curve c;             /* the prediction, stretched when the job runs late */
 	int known;
 	double scale;
+	int64_t peak_end_ms;        /* when the curve last holds half its peak or more */
 };
+
+/* A candidate's memory at t_ms of its curve, which may be open: past an open curve's end,
+ * its last level. (A running job's open curve is stretched as any other when it runs late:
+ * holding its last level instead kept room from the next jobs for no gain.) */
+static uint64_t smeared_open(const struct curve *c, int own, int open, int64_t t_ms)
+{
+	if (open && t_ms >= c->duration_ms)
+		return c->pts[CURVE_POINTS - 1];
+	return smeared(c, own, t_ms);
+}
 
 static void future_prepare(const struct admit_job *j, struct future *f)
 {
@@ -42,6 +53,10 @@ static void future_prepare(const struct admit_job *j, struct future *f)
 	if (!f->known || j->frozen)
 		return;
 	f->c = *j->pred;
+	f->peak_end_ms = 0;
+	for (int k = 0; k < CURVE_POINTS; k++)
+		if (f->c.pts[k] >= f->c.peak_bytes / 2)
+			f->peak_end_ms = f->c.duration_ms * (k + 1) / CURVE_POINTS;
 	/* Running late: stretch the prediction so that the job is never assumed to have
 	 * ended while it still runs. */
 	if (j->elapsed_ms * 100 > f->c.duration_ms * LATE_PCT)
@@ -67,6 +82,15 @@ static uint64_t future_at(const struct future *f, uint64_t unknown_bytes, int64_
 	if (j->frozen)
 		return j->current_bytes; /* held, not growing, until thawed */
 	v = (uint64_t)((double)smeared(&f->c, j->own, j->elapsed_ms + tau_ms) * f->scale);
+	/* Behind its class's provisional curve: still rising where the class's first jobs had
+	 * already passed their peaks. It is slower than they were, and a compile job that rises
+	 * for longer is the larger one (a backward kernel beside forward ones): it is taken to
+	 * reach at least the curve's peak until it has passed its own. */
+	if (j->open && j->rising && j->elapsed_ms >= f->peak_end_ms) {
+		uint64_t floor = f->c.peak_bytes > j->current_bytes ? f->c.peak_bytes : j->current_bytes;
+		if (v < floor)
+			v = floor;
+	}
 	if (tau_ms == 0 && j->current_bytes > v)
 		v = j->current_bytes;
 	return v;
@@ -87,10 +111,15 @@ uint64_t admit_job_future(const struct admit_job *j, uint64_t unknown_bytes, int
 #define AHEAD_STEPS 128
 #define AHEAD_STEP_MIN_MS 50
 
-void admit_decide(const struct admit_snapshot *s, const struct curve *cand, int cand_own, struct admit_result *r)
+void admit_decide(const struct admit_snapshot *s, const struct curve *cand, int cand_how, struct admit_result *r)
 {
-	/* Look as far ahead as the candidate lives. */
+	int cand_own = cand_how & ADMIT_OWN, cand_open = cand_how & ADMIT_OPEN;
+	/* Look as far ahead as the candidate lives (an open one: at least as far as an
+	 * unknown one). */
 	int64_t horizon = cand && cand->duration_ms > 0 ? cand->duration_ms : UNKNOWN_HORIZON_MS;
+
+	if (cand_open && horizon < UNKNOWN_HORIZON_MS)
+		horizon = UNKNOWN_HORIZON_MS;
 	int64_t step = horizon / AHEAD_STEPS;
 	uint64_t cur = 0;
 
@@ -111,7 +140,7 @@ void admit_decide(const struct admit_snapshot *s, const struct curve *cand, int 
 		for (size_t i = 0; i < s->njobs; i++)
 			total += future_at(&f[i], s->unknown_bytes, tau);
 		if (cand && cand->duration_ms > 0)
-			c = smeared(cand, cand_own, tau);
+			c = smeared_open(cand, cand_own, cand_open, tau);
 		else
 			c = s->unknown_bytes;
 		total += c;
@@ -208,10 +237,11 @@ size_t admit_class_pick(const uint64_t *peaks, size_t n)
 /* Under this a maximum is start-up noise, not a peak. */
 #define PEAK_MIN_BYTES (32ULL << 20)
 
-/* The valley after a peak is confirmed after a quarter of the rise to it, at least this
- * long and at most the rise itself: compile jobs fall sharply when their big process
+/* The valley after a peak is confirmed after a quarter (1/PASSED_CONFIRM_RISE_DIV) of the
+ * rise to it, at least PASSED_CONFIRM_MIN_MS and at most the rise itself: compile jobs fall sharply when their big process
  * (cicc, cc1plus) ends, and the wait is time lost to the jobs still waiting. */
 #define PASSED_CONFIRM_MIN_MS 5000
+#define PASSED_CONFIRM_RISE_DIV 4
 
 /* How many times the job rose to half its maximum or more and fell to under half of that
  * rise's own top: its peaks so far, small start-up bumps not counted. */
@@ -252,7 +282,8 @@ int admit_passed_peak(const struct admit_obs *o)
 		return 0;
 	if (peaks_seen(o, max) < (o->peaks > 1 ? o->peaks : 1))
 		return 0;
-	int64_t confirm = t_max / 4 > PASSED_CONFIRM_MIN_MS ? t_max / 4 : PASSED_CONFIRM_MIN_MS;
+	int64_t confirm = t_max / PASSED_CONFIRM_RISE_DIV > PASSED_CONFIRM_MIN_MS ? t_max / PASSED_CONFIRM_RISE_DIV
+										   : PASSED_CONFIRM_MIN_MS;
 	/* at most the rise, but never under the minimum: a rise of a second or two is a
 	 * start-up bump (nvcc's preprocessing before cicc), not the job's peak */
 	if (confirm > t_max && t_max >= PASSED_CONFIRM_MIN_MS)

@@ -18,6 +18,11 @@ struct admit_job {
 	uint64_t current_bytes;     /* resident memory now */
 	int frozen;
 	int own;                    /* pred is this job's own signature's profile, not its class's */
+	int open;                   /* pred is a provisional class profile (admit_provisional): its
+	                             * length is how long the class's jobs ran so far, not when
+	                             * this one ends */
+	int rising;                 /* it has not passed its peak yet (admit_passed_peak): with
+	                             * open, past the curve's peak it is taken to reach that peak */
 };
 
 struct admit_snapshot {
@@ -34,10 +39,17 @@ struct admit_result {
 	int64_t worst_at_ms;        /* when, from now */
 };
 
-/* Would the candidate (predicted curve, or NULL; cand_own: its own signature's profile)
+/* How the candidate's prediction was made, for admit_decide(): its own signature's
+ * profile; a provisional class profile (admit_job's open), looked at over
+ * UNKNOWN_HORIZON_MS at least and holding its last level past its end, since a job of a
+ * class none of whose jobs has ended runs longer than the class has run so far. */
+#define ADMIT_OWN 1
+#define ADMIT_OPEN 2
+
+/* Would the candidate (predicted curve, or NULL; cand_how: ADMIT_OWN, ADMIT_OPEN or 0)
  * fit, now and over its whole predicted life, together with the predicted rest of the
  * running jobs? */
-void admit_decide(const struct admit_snapshot *s, const struct curve *cand, int cand_own, struct admit_result *r);
+void admit_decide(const struct admit_snapshot *s, const struct curve *cand, int cand_how, struct admit_result *r);
 
 /* Predicted memory of a running job tau_ms from now. */
 uint64_t admit_job_future(const struct admit_job *j, uint64_t unknown_bytes, int64_t tau_ms);

@@ -192,6 +192,9 @@ struct learned *learned_get(struct gov *g, enum profile_kind kind, const char *k
  * its class's (learned, else provisional), else NULL. A job's twin learned later while it
  * waits or runs updates its prediction (learned_job_done). */
 void learned_predict(struct gov *g, struct job *j);
+/* j->pred is its class's provisional profile (admit_job's open): no job of the class has
+ * ended yet. */
+int learned_pred_open(struct gov *g, const struct job *j);
 /* After sampling: mark the running jobs that passed their peak, and give each class
  * not known yet its provisional profile from its running jobs. */
 void learned_provisional(struct gov *g, int64_t now);

@@ -93,15 +93,20 @@ static int mem_available_at(struct gov *g, int64_t now, int64_t max_age_ms, uint
  * memory, and no job could end to give one back. */
 #define FD_SPARE 32
 
+/* Launcher connections open at once, whatever the descriptor limit: at least a few jobs
+ * run under the tightest limit; past the most, no build starts more jobs at once. */
+#define CONN_MIN 4
+#define CONN_MAX ((size_t)1 << 20)
+
 /* How many launcher connections may be open at once: the descriptor limit less the
- * spare (at least 4); the rest wait in the socket's backlog. */
+ * spare (at least CONN_MIN); the rest wait in the socket's backlog. */
 static size_t conn_cap(void)
 {
 	struct rlimit rl;
 
-	if (getrlimit(RLIMIT_NOFILE, &rl) || rl.rlim_cur == RLIM_INFINITY || rl.rlim_cur > 1 << 20)
-		return 1 << 20;
-	return rl.rlim_cur > FD_SPARE + 4 ? (size_t)rl.rlim_cur - FD_SPARE : 4;
+	if (getrlimit(RLIMIT_NOFILE, &rl) || rl.rlim_cur == RLIM_INFINITY || rl.rlim_cur > CONN_MAX)
+		return CONN_MAX;
+	return rl.rlim_cur > FD_SPARE + CONN_MIN ? (size_t)rl.rlim_cur - FD_SPARE : CONN_MIN;
 }
 
 /* Reading memory failed: say so once per spell, with what headroom does meanwhile. */
@@ -112,6 +117,11 @@ static void mem_unknown(struct gov *g, int err)
 			 strerror(-err));
 	g->mem_unknown = 1;
 }
+
+/* Others' memory and the reserve leave the jobs nothing of the limit (others' use read
+ * at a peak of theirs, say): the jobs get this share of it (1/BUDGET_LEFT_DIV), the share
+ * the ramp gives one unknown job, rather than a budget that lets nothing run. */
+#define BUDGET_LEFT_DIV 4
 
 /* 0, or EXIT_USAGE when the reserve leaves the jobs nothing. */
 static int setup_memory(struct gov *g)
@@ -163,7 +173,7 @@ static int setup_memory(struct gov *g)
 		}
 	} else {
 		g->budget_bytes = g->limit_bytes > others + g->reserve_bytes ? g->limit_bytes - others - g->reserve_bytes
-									      : g->limit_bytes / 4;
+									      : g->limit_bytes / BUDGET_LEFT_DIV;
 	}
 	g->rep.limit_bytes = g->limit_bytes;
 	g->rep.budget_bytes = g->budget_bytes;
@@ -259,7 +269,8 @@ static size_t snapshot(struct gov *g, int64_t now, struct admit_job *out, uint64
 			continue;
 		if (!j->pred)
 			learned_predict(g, j);
-		out[n++] = (struct admit_job){ job_elapsed(j, now), j->pred, j->current_bytes, j->frozen, j->pred_own };
+		out[n++] = (struct admit_job){ job_elapsed(j, now), j->pred, j->current_bytes, j->frozen, j->pred_own,
+					       learned_pred_open(g, j), !j->passed_peak };
 		*jobs_bytes += j->current_bytes;
 		*running += !j->frozen;
 	}
@@ -318,13 +329,14 @@ static int admit_waiting(struct gov *g, int64_t now, uint64_t avail, struct admi
 
 		if (on_request && !admit_at_once(s, j->pred))
 			break;
-		admit_decide(s, j->pred, j->pred_own, &r);
+		int open = learned_pred_open(g, j);
+		admit_decide(s, j->pred, (j->pred_own ? ADMIT_OWN : 0) | (open ? ADMIT_OPEN : 0), &r);
 		/* With nothing running, the job runs whatever its prediction: waiting
 		 * cannot make room, and the safety net still watches it. */
 		if (!r.admit && s->njobs > 0)
 			continue;
 		server_admit(g, j, now);
-		snap[s->njobs++] = (struct admit_job){ 0, j->pred, 0, 0, j->pred_own };
+		snap[s->njobs++] = (struct admit_job){ 0, j->pred, 0, 0, j->pred_own, open, 1 };
 		running++;
 		log_debug("admitted job %d (%s), predicted worst %llu MiB in %lld ms", j->id, j->src,
 			  (unsigned long long)(r.worst_bytes >> 20), (long long)r.worst_at_ms);
@@ -417,7 +429,8 @@ static void thaw_oldest(struct gov *g, enum net_action act, int64_t now, uint64_
 	if (!f)
 		return;
 	if (act == NET_OK) {
-		struct admit_job aj = { job_elapsed(f, now), f->pred, f->current_bytes, 1, f->pred_own };
+		struct admit_job aj = { job_elapsed(f, now), f->pred, f->current_bytes, 1, f->pred_own,
+					learned_pred_open(g, f), !f->passed_peak };
 		uint64_t room = avail > g->reserve_bytes ? avail - g->reserve_bytes : 0;
 		uint64_t need = admit_thaw_need(&aj, admit_unknown_need(jobs_budget(g), room, g->tree, g->seen_peak_bytes,
 									 snap, n));

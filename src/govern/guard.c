@@ -32,17 +32,33 @@ void guard_reap(struct gov *g)
 	}
 }
 
+/* Resuming is done this many times, this far apart: a process held while the table was
+ * read, or started by one just resumed, is caught by the next round. */
+#define RESUME_ROUNDS 3
+#define RESUME_ROUND_US 50000
+/* Without a pidfd, how often the guardian looks whether the build is gone. */
+#define BUILD_GONE_POLL_US 200000
+/* Ending everything: a killed process is usually gone within a millisecond, so the table
+ * is read again after waits doubling from KILL_FAST_US, KILL_FAST_ROUNDS times, and then
+ * every KILL_SLOW_US. */
+#define KILL_FAST_ROUNDS 5
+#define KILL_FAST_US 1000u
+#define KILL_SLOW_US 20000u
+/* The governor's OOM score adjustment as root: the OOM killer takes anything else first
+ * (-1000 would exempt it altogether). */
+#define GUARD_OOM_SCORE_ADJ "-900"
+
 /* Resume every stopped process below build: what headroom held or froze. */
 static void resume_below(pid_t build, const char *proc_root)
 {
 	struct proc_table t = { 0 };
 
-	for (int round = 0; round < 3; round++) {
+	for (int round = 0; round < RESUME_ROUNDS; round++) {
 		proc_table_read(proc_root, &t);
 		for (size_t i = 0; i < t.n; i++)
 			if ((t.v[i].state == 'T' || t.v[i].state == 't') && proc_table_is_descendant(&t, t.v[i].pid, build))
 				kill(t.v[i].pid, SIGCONT);
-		usleep(50000);
+		usleep(RESUME_ROUND_US);
 	}
 	proc_table_free(&t);
 }
@@ -58,7 +74,7 @@ static void wait_gone(pid_t build, int pidfd)
 		return;
 	}
 	while (!kill(build, 0))
-		usleep(200000);
+		usleep(BUILD_GONE_POLL_US);
 }
 
 /* A guardian: a child that sleeps on a pipe only headroom writes to. If headroom dies,
@@ -149,7 +165,7 @@ void guard_kill_everything(struct gov *g)
 		if (!found)
 			break;
 		/* a killed process is usually gone within a millisecond: look again soon */
-		usleep(round < 5 ? 1000u << round : 20000u);
+		usleep(round < KILL_FAST_ROUNDS ? KILL_FAST_US << round : KILL_SLOW_US);
 	}
 	guard_reap(g);
 }
@@ -175,7 +191,7 @@ void guard_lock_self(void)
 	if (lock && mlockall(MCL_CURRENT | MCL_FUTURE))
 		log_debug("mlockall: %s", strerror(errno));
 	/* Make the kernel's OOM killer pick anything but the governor (root only). */
-	fs_write("/proc/self/oom_score_adj", "-900");
+	fs_write("/proc/self/oom_score_adj", GUARD_OOM_SCORE_ADJ);
 	/* Every job waits on the governor's answer: on a machine whose CPUs the build
 	 * itself fills, it should not wait its turn behind the compilers (root only; the
 	 * build it starts gets its own niceness back). */

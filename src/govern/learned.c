@@ -165,6 +165,16 @@ void learned_predict(struct gov *g, struct job *j)
 	j->pred = l->known || l->provisional ? &l->p.curve : NULL;
 }
 
+int learned_pred_open(struct gov *g, const struct job *j)
+{
+	struct learned *l;
+
+	if (!j->pred || j->pred_own || j->pred == &j->twins)
+		return 0;
+	l = learned_get(g, PROFILE_CLASS, j->class_key);
+	return l->provisional && j->pred == &l->p.curve;
+}
+
 /* A signature learned: the waiting and running jobs that are its twins, predicted from
  * their class or fewer twins, take it in. */
 static void twins_learned(struct gov *g, const struct learned *l)
@@ -267,6 +277,10 @@ void learned_save(struct gov *g)
 		log_warn("could not write the profile store (%s); what this build learned is lost", strerror(-rc));
 }
 
+/* A store another process holds is tried again after this many saves' time: its holder
+ * (another build folding its jobs) takes a while, and each try costs a lookup's wait. */
+#define LEARNED_SAVE_BUSY_WAITS 9
+
 void learned_save_soon(struct gov *g, int64_t now)
 {
 	int rc;
@@ -276,7 +290,7 @@ void learned_save_soon(struct gov *g, int64_t now)
 	g->last_save_ms = now;
 	rc = store_flush_within(g->o->store, STORE_LOOKUP_WAIT_MS);
 	if (rc == -EBUSY) /* held by another process: try again much later */
-		g->last_save_ms = now + 9 * LEARNED_SAVE_EVERY_MS;
+		g->last_save_ms = now + LEARNED_SAVE_BUSY_WAITS * LEARNED_SAVE_EVERY_MS;
 	else if (rc) {
 		g->saves_off = 1; /* read-only, full...: the end's save says so */
 		log_debug("saving what was learned so far: %s", strerror(-rc));

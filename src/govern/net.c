@@ -13,6 +13,10 @@
 #define PSI_FULL_CRITICAL_PCT 20.0
 /* One kill at a time: give the memory a moment to come back. */
 #define KILL_GAP_MS 1000
+/* Critical: less than this share of the reserve (1/CRITICAL_RESERVE_DIV) is left. A freeze
+ * stops growth but frees nothing, and the net looks one reaction ahead: below a third the
+ * next tick may already be past the limit. */
+#define CRITICAL_RESERVE_DIV 3
 
 uint64_t net_default_reserve(uint64_t limit_bytes)
 {
@@ -39,7 +43,7 @@ enum net_action net_decide(const struct net_state *s)
 	/* Critical: a third of the reserve left, or the limit reached within the lookahead
 	 * while already inside the reserve, or the kernel stalling everything on reclaim.
 	 * One kill at a time: give the memory a moment to come back. */
-	if (avail < s->reserve_bytes / 3 || (soon == 0 && avail < s->reserve_bytes) ||
+	if (avail < s->reserve_bytes / CRITICAL_RESERVE_DIV || (soon == 0 && avail < s->reserve_bytes) ||
 	    (s->psi_full_avg10_pct >= 0 && s->psi_full_avg10_pct > PSI_FULL_CRITICAL_PCT))
 		return s->ms_since_last_kill >= KILL_GAP_MS ? NET_KILL : NET_FREEZE;
 	if (soon < s->reserve_bytes)

@@ -15,6 +15,10 @@
 #include "util/path.h"
 #include "util/xalloc.h"
 
+/* Connections the kernel queues before we accept them: a build tool starts its jobs in
+ * a burst (ninja: one launcher a slot at once), which the loop accepts between ticks. */
+#define SERVER_BACKLOG 256
+
 static void set_str(char **dst, const char *v)
 {
 	free(*dst);
@@ -178,7 +182,7 @@ int server_open(struct gov *g)
 	}
 	g->sock_dir = tmpl;
 	g->sock_path = xasprintf("%s/gov.sock", tmpl);
-	fd = usock_listen(g->sock_path, 256);
+	fd = usock_listen(g->sock_path, SERVER_BACKLOG);
 	if (fd < 0)
 		return fd;
 	g->listen_fd = fd;

@@ -84,11 +84,98 @@ static void test_admit_own_profile_closer(void **state)
 	assert_false(r.admit);
 	assert_int_equal(r.worst_bytes, 2 * GiB);
 	j.own = 1;
-	admit_decide(&s, &c, 1, &r);
+	admit_decide(&s, &c, ADMIT_OWN, &r);
 	assert_true(r.admit);
 	assert_int_equal(r.worst_bytes, GiB + 100 * MiB);
 	/* one of the two a class's guess: still apart only by its wider margin */
 	admit_decide(&s, &c, 0, &r);
+	assert_false(r.admit);
+}
+
+/* A provisional class curve (admit_provisional): its first jobs rose for a fifth of the
+ * 40 s they have run so far, to 4 GiB, and fell to a third. */
+static void provisional_shape(struct curve *c)
+{
+	shape(c, 40000, 4 * GiB, 20);
+}
+
+static void test_admit_class_longest_last(void **state)
+{
+	/* A class whose larger, longer members come after its first ones: one of them still
+	 * rises where the first had passed their peaks. It is taken to reach the class's peak,
+	 * so a candidate that would peak beside it waits; had it passed its peak, or were the
+	 * curve learned from jobs that ended, the candidate would start. */
+	struct curve c;
+	struct admit_job j;
+	struct admit_snapshot s = { .budget_bytes = 7 * GiB, .free_bytes = 4608 * MiB, .jobs = &j, .njobs = 1 };
+	struct admit_result r;
+
+	(void)state;
+	provisional_shape(&c);
+	j = (struct admit_job){ .elapsed_ms = 20000, .pred = &c, .current_bytes = 2560 * MiB, .open = 1, .rising = 1 };
+	assert_true(admit_job_future(&j, 0, 10000) >= 4 * GiB);
+	admit_decide(&s, &c, ADMIT_OPEN, &r);
+	assert_false(r.admit);
+	assert_true(r.worst_bytes >= 8 * GiB);
+	j.rising = 0;
+	assert_true(admit_job_future(&j, 0, 10000) < 3 * GiB);
+	admit_decide(&s, &c, ADMIT_OPEN, &r);
+	assert_true(r.admit);
+	j.rising = 1;
+	j.open = 0;
+	admit_decide(&s, &c, 0, &r);
+	assert_true(r.admit);
+	/* still ahead of the curve's peak: the curve says when it peaks, no floor needed */
+	j = (struct admit_job){ .elapsed_ms = 2000, .pred = &c, .current_bytes = GiB, .open = 1, .rising = 1 };
+	assert_true(admit_job_future(&j, 0, 30000) < 3 * GiB);
+}
+
+static void test_admit_open_peaks_align(void **state)
+{
+	/* A candidate of a class that has run 10 s so far, holding 1.5 GiB at the end of it,
+	 * beside a job whose 3 GiB peak comes at 30 s: the candidate is still running then,
+	 * and their peaks meet. Read as a job that ends at 10 s, it would have been let in. */
+	struct curve c, b;
+	struct admit_job j;
+	struct admit_snapshot s = { .budget_bytes = 4 * GiB, .free_bytes = 4 * GiB, .jobs = &j, .njobs = 1 };
+	struct admit_result r;
+
+	(void)state;
+	memset(&c, 0, sizeof(c));
+	c.duration_ms = 10000;
+	for (int i = 0; i < CURVE_POINTS; i++)
+		c.pts[i] = 1536 * MiB;
+	c.pts[12] = 2 * GiB;
+	curve_update_peak(&c);
+	shape(&b, 60000, 3 * GiB, 50);
+	j = (struct admit_job){ .elapsed_ms = 0, .pred = &b, .current_bytes = 0, .own = 1 };
+	admit_decide(&s, &c, 0, &r);
+	assert_true(r.admit);
+	admit_decide(&s, &c, ADMIT_OPEN, &r);
+	assert_false(r.admit);
+	assert_true(r.worst_bytes >= 4 * GiB + 512 * MiB);
+	assert_true(r.worst_at_ms >= 25000 && r.worst_at_ms <= 35000);
+}
+
+static void test_admit_last_job_early(void **state)
+{
+	/* The last job of a build waits beside three jobs of its class in their long tails,
+	 * past the 40 s the class has run: it starts at once, its peak beside their tails. One
+	 * of them still rising behind the curve would keep it waiting. */
+	struct curve c;
+	struct admit_job j[3];
+	struct admit_snapshot s = { .budget_bytes = 9 * GiB, .free_bytes = 5 * GiB, .jobs = j, .njobs = 3 };
+	struct admit_result r;
+
+	(void)state;
+	provisional_shape(&c);
+	for (int i = 0; i < 3; i++)
+		j[i] = (struct admit_job){ .elapsed_ms = 50000, .pred = &c, .current_bytes = 4 * GiB / 3, .open = 1 };
+	admit_decide(&s, &c, ADMIT_OPEN, &r);
+	assert_true(r.admit);
+	assert_true(r.worst_bytes <= 8 * GiB + 64 * MiB);
+	j[2].rising = 1;
+	admit_decide(&s, &c, ADMIT_OPEN, &r);
 	assert_false(r.admit);
 }
 
@@ -263,7 +350,7 @@ static void test_ramp(void **state)
 		admit_decide(&s, NULL, 0, &r);
 		if (!r.admit)
 			break;
-		j[s.njobs++] = (struct admit_job){ 0, NULL, 0, 0, 0 };
+		j[s.njobs++] = (struct admit_job){ 0, NULL, 0, 0, 0, 0, 0 };
 		started++;
 	}
 	assert_int_equal(started, 4);
@@ -276,15 +363,15 @@ static void test_ramp(void **state)
 		admit_decide(&s, NULL, 0, &r);
 		if (!r.admit)
 			break;
-		j[s.njobs++] = (struct admit_job){ 0, NULL, 0, 0, 0 };
+		j[s.njobs++] = (struct admit_job){ 0, NULL, 0, 0, 0, 0, 0 };
 	}
 	assert_int_equal(started, 4);
 	s.free_bytes = 4 * GiB;
 	/* a job of another class passed a 300 MiB peak: the price stays; two running unknown
 	 * jobs hold 100 MiB each and may grow to it, and free memory is what decides */
 	s.njobs = 2;
-	j[0] = (struct admit_job){ 5000, NULL, 100 * MiB, 0, 0 };
-	j[1] = (struct admit_job){ 5000, NULL, 100 * MiB, 0, 0 };
+	j[0] = (struct admit_job){ 5000, NULL, 100 * MiB, 0, 0, 0, 0 };
+	j[1] = (struct admit_job){ 5000, NULL, 100 * MiB, 0, 0, 0, 0 };
 	s.unknown_bytes = admit_unknown_need(s.budget_bytes, 4 * GiB, 0, 300 * MiB, j, 2);
 	assert_int_equal(s.unknown_bytes, GiB);
 	/* growth 2 x 924 + 1024 = 2872 MiB */
@@ -525,7 +612,7 @@ static void test_at_once(void **state)
 	 * longer ones of its burst may be a few milliseconds behind it */
 	assert_false(admit_at_once(&s, &big));
 	assert_true(admit_at_once(&s, NULL)); /* unknown: its price, 2 GiB */
-	j[s.njobs++] = (struct admit_job){ 0, &big, 0, 0, 0 };
+	j[s.njobs++] = (struct admit_job){ 0, &big, 0, 0, 0, 0, 0 };
 	assert_true(admit_at_once(&s, &small));  /* 3 GiB + 10 MiB */
 	assert_false(admit_at_once(&s, NULL));   /* 3 + 2 GiB: past half of 8 */
 	s.budget_bytes = 10 * GiB;
@@ -538,7 +625,7 @@ static void test_at_once(void **state)
 	/* a build of tiny jobs never waits for the tick */
 	s.njobs = 0;
 	for (int i = 0; i < 4; i++)
-		j[s.njobs++] = (struct admit_job){ 0, &small, 0, 0, 0 };
+		j[s.njobs++] = (struct admit_job){ 0, &small, 0, 0, 0, 0, 0 };
 	assert_true(admit_at_once(&s, &small));
 }
 
@@ -583,7 +670,7 @@ static void test_longest_first_fill(void **state)
 	flat(&run, 60000, 2 * GiB);
 	flat(&big, 50000, 3 * GiB);
 	flat(&small, 5000, GiB);
-	j[s.njobs++] = (struct admit_job){ 1000, &run, 2 * GiB, 0, 0 };
+	j[s.njobs++] = (struct admit_job){ 1000, &run, 2 * GiB, 0, 0, 0, 0 };
 	for (size_t i = 0; i < 3; i++)
 		w[i] = (struct admit_wait){ pred[i]->duration_ms, (int64_t)i, i };
 	admit_order(w, 3, -1);
@@ -594,7 +681,7 @@ static void test_longest_first_fill(void **state)
 		if (!r.admit)
 			continue;
 		admitted[w[k].idx] = 1;
-		j[s.njobs++] = (struct admit_job){ 0, pred[w[k].idx], 0, 0, 0 };
+		j[s.njobs++] = (struct admit_job){ 0, pred[w[k].idx], 0, 0, 0, 0, 0 };
 	}
 	/* it does not fit (never admitted unsafely); both small ones fill the room */
 	assert_false(admitted[1]);
@@ -608,7 +695,7 @@ static void test_longest_first_fill(void **state)
 		if (!r.admit)
 			continue;
 		admitted[w[k].idx] = 1;
-		j[s.njobs++] = (struct admit_job){ 0, pred[w[k].idx], 0, 0, 0 };
+		j[s.njobs++] = (struct admit_job){ 0, pred[w[k].idx], 0, 0, 0, 0, 0 };
 	}
 	assert_true(admitted[1]);
 	assert_int_equal(admitted[0] + admitted[2], 1);
@@ -743,7 +830,7 @@ static void test_tokens(void **state)
 	/* a job found already waits for memory: no token */
 	assert_int_equal(admit_tokens(&s, &c, 1, 8, 1), 0);
 	/* a running job's predicted memory takes its room */
-	run[0] = (struct admit_job){ 5000, &c, GiB, 0, 0 };
+	run[0] = (struct admit_job){ 5000, &c, GiB, 0, 0, 0, 0 };
 	s.jobs = run;
 	s.njobs = 1;
 	assert_int_equal(admit_tokens(&s, &c, 1, 8, 0), 3);
@@ -775,7 +862,7 @@ static int tokens_one_by_one(struct admit_snapshot *s, struct admit_job *room, c
 		admit_decide(s, next, 0, &r);
 		if (!r.admit && s->njobs > 0)
 			break;
-		room[s->njobs++] = (struct admit_job){ 0, next, 0, 0, 0 };
+		room[s->njobs++] = (struct admit_job){ 0, next, 0, 0, 0, 0, 0 };
 		want++;
 	}
 	return running == 0 && want > 0 ? want - 1 : want;
@@ -881,7 +968,7 @@ static void test_safety_net_catches_wrong_predictions(void **state)
 			}
 			uint64_t cur = curve_at(&real, job[i].progress_ms);
 			used += cur;
-			aj[n++] = (struct admit_job){ job[i].progress_ms, &pred, cur, job[i].frozen, 0 };
+			aj[n++] = (struct admit_job){ job[i].progress_ms, &pred, cur, job[i].frozen, 0, 0, 0 };
 			running += !job[i].frozen;
 			youngest = i;
 		}
@@ -921,7 +1008,7 @@ static void test_safety_net_catches_wrong_predictions(void **state)
 			admit_decide(&s, &pred, 0, &r);
 			if (r.admit || n == 0) {
 				job[i].state = 1;
-				aj[s.njobs++] = (struct admit_job){ 0, &pred, 0, 0, 0 };
+				aj[s.njobs++] = (struct admit_job){ 0, &pred, 0, 0, 0, 0, 0 };
 				running++;
 			}
 			break; /* one start per tick: starting jobs show no memory yet */
@@ -977,6 +1064,9 @@ int main(void)
 		cmocka_unit_test(test_thaw_fits),
 		cmocka_unit_test(test_tokens),
 		cmocka_unit_test(test_tokens_match_admit_decide),
+		cmocka_unit_test(test_admit_class_longest_last),
+		cmocka_unit_test(test_admit_open_peaks_align),
+		cmocka_unit_test(test_admit_last_job_early),
 		cmocka_unit_test(test_net_budget),
 		cmocka_unit_test(test_net_freeze_done),
 		cmocka_unit_test(test_safety_net_catches_wrong_predictions),
