@@ -99,6 +99,9 @@ static void towers_said(struct strbuf *sb, const struct model_shape *m, const st
 	else if (m->wrapper)
 		strbuf_addf(sb, "%s: its text tower (%s) planned; its vision tower not counted (%s)", m->wrapper->type,
 			    m->type, m->vision_why);
+	if (m->wrapper && m->wrapper->mm_masks)
+		strbuf_add(sb, "; token_type_ids given: its masks are batch x seq x seq booleans, every layer's "
+			   "sdpa takes one");
 }
 
 /* A mixture of experts with a shared expert, dense layers or a sigmoid router: what its

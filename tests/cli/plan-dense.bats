@@ -34,6 +34,9 @@ params_of() {
 	[ "$status" -eq 0 ]
 	[[ "$output" == *"gemma3: its text tower (gemma3_text) planned; its vision tower's weights counted"* ]]
 	[[ "$output" == *"images' activations not planned"* ]]
+	[[ "$output" == *"token_type_ids given: its masks are batch x seq x seq booleans"* ]]
+	run "$HR" plan --gpu h200 "$F/qwen2.5-vl-3b-instruct.json"
+	[[ "$output" != *"token_type_ids"* ]]
 	run "$HR" plan --gpu h200 --json "$F/qwen2.5-vl-3b-instruct.json"
 	python3 -c 'import json,sys; m=json.loads(sys.argv[1])["assumed"]["multimodal"]; assert m == {"config": "qwen2_5_vl", "text_tower": "qwen2_5_vl_text", "vision_params": 668684288, "vision_not_counted": None}, m' "$output"
 	# a vision_config without what counting needs: the text tower alone, and why
