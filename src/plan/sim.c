@@ -1048,9 +1048,9 @@ static int shared_forward(struct step *s, struct tlist *sv)
 	return dn;
 }
 
-/* qwen2_moe's gate on the shared expert's output sh, added into the experts' out in
- * place: sigmoid(Linear(h, 1)(x)) (the sigmoid kept), its product with sh (which keeps
- * sh). Returns out. */
+/* qwen2_moe's gate on the shared expert's output sh, added to the experts' out (a new
+ * tensor; out and the product go): sigmoid(Linear(h, 1)(x)) (the sigmoid kept), its
+ * product with sh (which keeps sh). Returns the sum. */
 static int shared_gate(struct step *s, struct tlist *sv, int sh, int out)
 {
 	int64_t T = s->tokens, h = s->hidden, ab = s->act_bytes;
@@ -1067,8 +1067,9 @@ static int shared_gate(struct step *s, struct tlist *sv, int sh, int out)
 	} else {
 		drop(s, sig), drop(s, sh);
 	}
-	drop(s, p); /* added into out in place */
-	return out;
+	int sum = tensor(s, ab * T * h);
+	drop(s, out), drop(s, p);
+	return sum;
 }
 
 /* A mixture-of-experts block: the shared expert first (gated after: qwen2_moe), the
