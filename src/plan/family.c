@@ -57,8 +57,9 @@ static const struct family families[] = {
 	  .assumes = "Gated DeltaNet layers on transformers' reference PyTorch path (torch_chunk_gated_delta_rule: "
 		     "no flash-linear-attention, no causal-conv1d installed); the full layers' partial rotary "
 		     "planned over the whole head" },
-	/* the shared expert first, gated by a sigmoid; q, k, v biases under their own key */
-	{ .type = "qwen2_moe", ROPE, .qkv_bias = 1, .qkv_bias_key = "qkv_bias", .mlp = MLP_MOE,
+	/* the shared expert first, gated by a sigmoid; q, k, v biases under their own key; a
+	 * window mask always */
+	{ .type = "qwen2_moe", ROPE, .qkv_bias = 1, .qkv_bias_key = "qkv_bias", .window_mask_always = 1, .mlp = MLP_MOE,
 	  .experts_key = "num_experts", .experts = 60, .experts_per_tok = 4, .moe_inter = 1408, .sparse_step = 1,
 	  .inter_default = 5632, .shared = SHARED_GATED_FIRST, .shared_key = "shared_expert_intermediate_size",
 	  .shared_default = 5632 },

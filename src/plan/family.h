@@ -126,6 +126,9 @@ struct family {
 	int sliding;                     /* reads sliding_window (and layer_types) */
 	int64_t sliding_window;          /* its default (0: none) */
 	int64_t sliding_pattern;         /* a full-attention layer every N-th (SLIDE_EVERY_LAYER) */
+	int window_mask_always;          /* the forward builds the sliding-window mask whatever the
+					  * config (its config class sets the window to 0 when off,
+					  * never to none), and hands it to every layer's sdpa */
 	/* MoE: the experts' keys and defaults */
 	const char *experts_key;         /* num_experts, num_local_experts */
 	int64_t experts, experts_per_tok;

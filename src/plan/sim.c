@@ -1613,6 +1613,25 @@ static int proj_backward(struct step *s, int g, int g_bytes, int64_t in_u, int64
 	return gi;
 }
 
+/* A projection with a bias (addmm's backward, outside autocast) from its output's
+ * gradient g (out units wide; freed at the node's end), node by node as traced: the
+ * input's gradient, the weight's, then the bias's summed over the tokens through the
+ * reduction's staging buffer (the bias's own gradient is layer_backward's). Without a
+ * bias proj_backward's. Returns the input's gradient. */
+static int addmm_backward(struct step *s, int g, int64_t in_u, int64_t w_elems, int64_t bias, struct tlist *sv,
+			  enum stage st, struct tlist *grads, int64_t gw_bytes)
+{
+	int64_t T = s->tokens;
+
+	if (!bias)
+		return proj_backward(s, g, (int)s->act_bytes, in_u, w_elems, 0, 0, sv, st, grads, gw_bytes);
+	int gi = tensor(s, s->act_bytes * T * in_u);
+	weight_grad(s, grads, w_elems, gw_bytes);
+	drop(s, tensor(s, sum_staging(T * bias, bias)));
+	node_done(s, sv, st, g);
+	return gi;
+}
+
 /* A gated MLP's width, weights and the stages of what its nodes keep: the layer's MLP,
  * or a mixture of experts' shared expert. */
 struct gated_mlp {
@@ -1759,12 +1778,14 @@ static int attn_backward(struct step *s, int g, int g_bytes, struct tlist *sv, s
 	 * cast (traced: a checkpointed qwen3-14b in bf16); from a cache's copy or repeat_kv's
 	 * sum it is head-major */
 	int vw = s->kv || ku != k ? view_copy(s, dv, s->kv_heads, ab * T * k) : dv;
-	int acc = proj_backward(s, vw, (int)ab, h, p->v, s->autocast, 0, sv, S_V_IN, grads, gw_bytes);
+	int acc = p->v_bias ? addmm_backward(s, vw, h, p->v, p->v_bias, sv, S_V_IN, grads, gw_bytes)
+			    : proj_backward(s, vw, (int)ab, h, p->v, s->autocast, 0, sv, S_V_IN, grads, gw_bytes);
 	if (s->fam->qk_norm == QK_NORM_EACH)
 		gk = rms_backward(s, T * k, kn, gk, qb, (int)ab, sv, S_KNORM_W, S_KNORM, 0);
 	int kw = view_copy(s, gk, s->kv_heads, ab * T * k);
-	int gi = proj_backward(s, kw, (int)ab, h, p->k, s->autocast, s->autocast ? acc : 0, sv, S_K_IN, grads,
-			       gw_bytes);
+	int gi = p->k_bias ? addmm_backward(s, kw, h, p->k, p->k_bias, sv, S_K_IN, grads, gw_bytes)
+			   : proj_backward(s, kw, (int)ab, h, p->k, s->autocast, s->autocast ? acc : 0, sv, S_K_IN, grads,
+					   gw_bytes);
 	if (gi != acc) {
 		int sum = tensor(s, ab * T * h);
 		drop(s, acc), drop(s, gi);
@@ -1773,7 +1794,8 @@ static int attn_backward(struct step *s, int g, int g_bytes, struct tlist *sv, s
 	if (s->fam->qk_norm == QK_NORM_EACH)
 		gq = rms_backward(s, T * qd, qn, gq, qb, (int)ab, sv, S_QNORM_W, S_QNORM, 0);
 	int qw = view_copy(s, gq, s->heads, ab * T * qd);
-	gi = proj_backward(s, qw, (int)ab, h, p->q, s->autocast, acc, sv, S_QKV_IN, grads, gw_bytes);
+	gi = p->q_bias ? addmm_backward(s, qw, h, p->q, p->q_bias, sv, S_QKV_IN, grads, gw_bytes)
+		       : proj_backward(s, qw, (int)ab, h, p->q, s->autocast, acc, sv, S_QKV_IN, grads, gw_bytes);
 	if (gi != acc)
 		drop(s, gi); /* added into the sum in place */
 	*bytes = s->autocast ? DT_FP32 : (int)ab;
@@ -1943,7 +1965,8 @@ static int sdpa_attn_backward(struct step *s, int gp, struct tlist *sv, struct t
 	const struct layer_params *p = &s->lp;
 	int ab = (int)s->act_bytes;
 
-	if (!s->fam->fused_qkv && !s->fp32 && !p->o_bias && !p->q_bias && s->base_trains && !s->nadapters && gw_bytes)
+	if (!s->fam->fused_qkv && !s->fp32 && !p->o_bias && (!p->q_bias || !s->autocast) && s->base_trains &&
+	    !s->nadapters && gw_bytes)
 		return attn_backward(s, gp, gp ? ab : s->resid_bytes, sv, grads, gw_bytes, bytes);
 	*bytes = ab;
 	return sdpa_attn_backward_any(s, gp, sv, grads, gw_bytes);
@@ -2199,7 +2222,7 @@ static int sliding_mask(struct step *s)
 {
 	if (s->fam->attn == ATTN_EAGER_SINKS) /* eager attention's float masks, whatever the seq */
 		return eager_masks(s);
-	if (!s->sliding_window || s->seq < s->sliding_window)
+	if (!s->fam->window_mask_always && (!s->sliding_window || s->seq < s->sliding_window))
 		return 0;
 	/* (a chunked one a batch row each: its offsets are the row's) */
 	int64_t b = DT_BOOL * s->seq * s->seq * (s->fam->chunk ? s->batch : 1);
@@ -2246,7 +2269,7 @@ static void model_masks(struct step *s, int infer, int mask[2])
 	mask[0] = mask[1] = 0;
 	if (s->m->wrapper && s->m->wrapper->mm_masks)
 		mm_masks(s, mask);
-	else if (!infer)
+	else if (!infer || s->fam->window_mask_always)
 		mask[0] = sliding_mask(s);
 	else if (s->fam->attn == ATTN_EAGER_SINKS)
 		mask[0] = eager_masks(s);

@@ -14,6 +14,8 @@
 #include <jansson.h>
 
 #include "plan/config.h"
+#include "plan/dtype.h"
+#include "plan/family.h"
 #include "plan/model.h"
 #include "plan_test.h"
 
@@ -26,6 +28,19 @@ static uint64_t allocated(const struct model_shape *m, int64_t batch, int64_t se
 
 	train_settings_init(&t);
 	t.batch = batch, t.seq = seq, t.steps = 3, t.grad_ckpt = ckpt, t.use_cache = !ckpt;
+	assert_int_equal(plan_compute(m, &t, &r, &why), 0);
+	return r.allocated_peak_bytes;
+}
+
+/* The allocated peak of a bf16 prefill of batch x seq. */
+static uint64_t allocated_infer(const struct model_shape *m, int64_t batch, int64_t seq)
+{
+	struct train_settings t;
+	struct plan_result r;
+	const char *why = NULL;
+
+	train_settings_init(&t);
+	t.inference = 1, t.opt = OPT_NONE, t.batch = batch, t.seq = seq, t.context = seq;
 	assert_int_equal(plan_compute(m, &t, &r, &why), 0);
 	return r.allocated_peak_bytes;
 }
@@ -80,6 +95,17 @@ static void test_qwen2_moe(void **state)
 	int64_t T = 2 * 512;
 	uint64_t with = allocated(&m, 2, 512, 0), without = allocated(&d, 2, 512, 0);
 	assert_true(with > without + (uint64_t)(4 * 4 * T * Is * 2));
+
+	/* its forward builds the sliding-window mask whatever the config says (its config
+	 * class sets the window to 0 when off): a boolean seq x seq held through the forward,
+	 * in training and in a prefill alike (a prefill's peak holds it whole) */
+	struct family f = *model_family(&m);
+	f.window_mask_always = 0;
+	d = m, d.family = &f;
+	int64_t S = 16384;
+	uint64_t mask = (uint64_t)(DT_BOOL * S * S);
+	assert_true(allocated(&m, 1, S, 0) > allocated(&d, 1, S, 0));
+	assert_true(allocated_infer(&m, 1, S) >= allocated_infer(&d, 1, S) + mask);
 }
 
 #define GLM4_MOE                                                                                                    \
