@@ -34,7 +34,11 @@
  * project built with the same flags). The table ends with what a
  * schedule made knowing every curve in advance, free of the build tool's window, reaches
  * (jobs placed longest first, each at the earliest moment it fits; --search N: then N
- * random swaps of that order kept when no worse), and the lower bound. */
+ * random swaps of that order kept when no worse); for a build of at most --slots jobs, at
+ * the trace's sample interval, the policy's admission with every curve known exactly and
+ * none of its margins (each waiting job, longest first, started the moment it fits over its
+ * whole life), and for at most 8 jobs the best packing over every order; and the lower
+ * bound. */
 #include <inttypes.h>
 #include <jansson.h>
 #include <stdio.h>
@@ -866,6 +870,139 @@ static int64_t pack_best(const struct tjob *tj, size_t n, int slots, uint64_t bu
 	return best;
 }
 
+/* The searches below work at the trace's sample interval (every job's), on each job's
+ * memory at each interval, with as many jobs at once as fit (a build of at most --slots
+ * jobs). */
+struct grid {
+	size_t n, horizon;
+	size_t *len;
+	uint64_t **m, *sum;
+	uint64_t budget;
+};
+
+static void grid_init(struct grid *g, const struct tjob *tj, size_t n, uint64_t budget)
+{
+	g->n = n;
+	g->budget = budget;
+	g->horizon = 0;
+	g->len = xcalloc(n, sizeof(*g->len));
+	g->m = xcalloc(n, sizeof(*g->m));
+	for (size_t i = 0; i < n; i++) {
+		g->len[i] = (size_t)(tj[i].dur_ms / tj[i].interval_ms) + 1;
+		g->m[i] = xcalloc(g->len[i], sizeof(**g->m));
+		for (size_t k = 0; k < g->len[i]; k++)
+			g->m[i][k] = mem_at(&tj[i], (int64_t)k * tj[i].interval_ms);
+		g->horizon += g->len[i];
+	}
+	g->sum = xcalloc(g->horizon + 1, sizeof(*g->sum));
+}
+
+static void grid_free(struct grid *g)
+{
+	for (size_t i = 0; i < g->n; i++)
+		free(g->m[i]);
+	free(g->m);
+	free(g->len);
+	free(g->sum);
+}
+
+static int grid_fits(const struct grid *g, size_t i, size_t st)
+{
+	if (st + g->len[i] > g->horizon)
+		return 0;
+	for (size_t k = 0; k < g->len[i]; k++)
+		if (g->sum[st + k] + g->m[i][k] > g->budget)
+			return 0;
+	return 1;
+}
+
+static size_t grid_put(struct grid *g, size_t i, size_t st)
+{
+	for (size_t k = 0; k < g->len[i]; k++)
+		g->sum[st + k] += g->m[i][k];
+	return st + g->len[i];
+}
+
+/* Placed in `order`, each at the earliest interval it fits; the end, in intervals
+ * (SIZE_MAX: one never fits). */
+static size_t grid_place(struct grid *g, const size_t *order)
+{
+	size_t end = 0;
+
+	memset(g->sum, 0, (g->horizon + 1) * sizeof(*g->sum));
+	for (size_t q = 0; q < g->n; q++) {
+		size_t st = 0;
+		while (st < g->horizon && !grid_fits(g, order[q], st))
+			st++;
+		if (st == g->horizon)
+			return SIZE_MAX;
+		size_t e = grid_put(g, order[q], st);
+		if (e > end)
+			end = e;
+	}
+	return end;
+}
+
+/* The best of grid_place() over every order (Heap's algorithm), for at most
+ * EXHAUSTIVE_MAX jobs. */
+#define EXHAUSTIVE_MAX 8
+static size_t grid_best(struct grid *g)
+{
+	size_t o[EXHAUSTIVE_MAX], c[EXHAUSTIVE_MAX] = { 0 }, best, k = 1;
+
+	for (size_t i = 0; i < g->n; i++)
+		o[i] = i;
+	best = grid_place(g, o);
+	while (k < g->n) {
+		if (c[k] < k) {
+			size_t a = k % 2 ? c[k] : 0, t = o[a];
+			o[a] = o[k];
+			o[k] = t;
+			size_t e = grid_place(g, o);
+			if (e < best)
+				best = e;
+			c[k]++;
+			k = 1;
+		} else {
+			c[k++] = 0;
+		}
+	}
+	return best;
+}
+
+/* Admission as the policy does it with every curve known exactly: at each interval, the
+ * waiting jobs, longest first, each started if it fits over its whole life beside those
+ * started. */
+static size_t grid_greedy(struct grid *g, const struct tjob *tj)
+{
+	size_t *order = xmalloc(g->n * sizeof(*order)), left = g->n, end = 0;
+	int *started = xcalloc(g->n, sizeof(*started));
+
+	memset(g->sum, 0, (g->horizon + 1) * sizeof(*g->sum));
+	for (size_t i = 0; i < g->n; i++)
+		order[i] = i;
+	for (size_t i = 1; i < g->n; i++)
+		for (size_t k = i; k > 0 && tj[order[k]].dur_ms > tj[order[k - 1]].dur_ms; k--) {
+			size_t t = order[k];
+			order[k] = order[k - 1];
+			order[k - 1] = t;
+		}
+	for (size_t now = 0; left && now < g->horizon; now++)
+		for (size_t q = 0; q < g->n; q++) {
+			size_t i = order[q];
+			if (started[i] || !grid_fits(g, i, now))
+				continue;
+			started[i] = 1;
+			left--;
+			size_t e = grid_put(g, i, now);
+			if (e > end)
+				end = e;
+		}
+	free(order);
+	free(started);
+	return left ? SIZE_MAX : end;
+}
+
 static const char *class_of(const char *name)
 {
 	const char *dot = strrchr(name, '.');
@@ -1107,6 +1244,23 @@ int main(int argc, char **argv)
 		int64_t ls = pack_best(tj, s->n, slots, room, search, seed);
 		printf("| the same, after a local search of %d swaps | %.1f s | | | | | | | %.2f |\n", search,
 		       ls / 1000.0, (double)ls / (double)best_ms);
+	}
+	if (s->n <= (size_t)slots) {
+		struct grid g;
+		grid_init(&g, tj, s->n, room);
+		size_t gg = grid_greedy(&g, tj);
+		double iv = (double)tj[0].interval_ms;
+		if (gg != SIZE_MAX)
+			printf("| every curve known exactly, each job started the moment it fits, longest first (the policy's "
+			       "admission without its margins), no contention | %.1f s | | | | | | | %.2f |\n",
+			       (double)gg * iv / 1000.0, (double)gg * iv / (double)best_ms);
+		if (s->n <= EXHAUSTIVE_MAX) {
+			size_t gb = grid_best(&g);
+			if (gb != SIZE_MAX)
+				printf("| offline packing, every curve known, the best of every order | %.1f s | | | | | | | %.2f |\n",
+				       (double)gb * iv / 1000.0, (double)gb * iv / (double)best_ms);
+		}
+		grid_free(&g);
 	}
 	printf("| lower bound | %.1f s | | | | | | | %.2f |\n", lb / 1000.0, lb / (double)best_ms);
 	/* what a build can reach with every job started at once: its longest job, after the
