@@ -17,8 +17,9 @@
  * would have ordered is counted, not carried out).
  *   make bench/simulate && bench/simulate TRACE [--limit SIZE] [--budget SIZE] [--slots N]
  *       [--mem-scale X] [--time-scale X] [--repeat K] [--jitter PCT] [--seed N] [--search N]
- *       [--cpus N [--threads T]] [--order trace|shortest|longest]
- * --order: the jobs between two links reordered, the longest last (shortest) or first.
+ *       [--cpus N [--threads T]] [--order trace|shortest|longest|start]
+ * --order: the jobs between two links reordered, the longest last (shortest) or first, or
+ * as the recorded build started them (start: a record lists its jobs as they ended).
  * SIM_POLICY: "stall" (default: the governor's policy), "none" (no stall thaw), "small"
  * (tried: the net freezes the job holding least first), "pre" (tried, with "stall":
  * pre_freeze()); the table's "before" rows run without the stall thaw.
@@ -60,6 +61,7 @@ struct tjob {
 	char sig[512], cls[128];
 	int64_t dur_ms, interval_ms;
 	int barrier;               /* started after every earlier job had ended (a link) */
+	double start_s;            /* when the recorded build started it (--order start) */
 	uint64_t *rss;
 	size_t nrss;
 };
@@ -1028,11 +1030,23 @@ static const char *class_of(const char *name)
 /* --order: the build tool's order of the jobs between two barriers (links) replaced, to
  * see a policy that does not know durations meet its worst case: ninja starting the
  * longest jobs last (shortest), or first (longest). */
+static int before(const struct tjob *a, const struct tjob *b, int dir)
+{
+	if (dir)
+		return (a->dur_ms - b->dur_ms) * dir < 0;
+	/* start: a record lists its jobs as they ended; ties (a burst admitted at once) by name,
+	 * the order ninja asks in for torch's extensions */
+	if (a->start_s != b->start_s)
+		return a->start_s < b->start_s;
+	const char *x = strrchr(a->sig, '/'), *y = strrchr(b->sig, '/');
+	return strcmp(x ? x : a->sig, y ? y : b->sig) < 0;
+}
+
 static void reorder(struct tjob *tj, size_t n, const char *order)
 {
 	int dir = !strcmp(order, "shortest") ? 1 : !strcmp(order, "longest") ? -1 : 0;
 
-	if (!dir)
+	if (!dir && strcmp(order, "start"))
 		return;
 	for (size_t a = 0; a < n;) {
 		size_t b = a + 1;
@@ -1041,7 +1055,7 @@ static void reorder(struct tjob *tj, size_t n, const char *order)
 		/* [a, b): a barrier job first stays first */
 		for (size_t i = a + 1 + (tj[a].barrier ? 1 : 0); i < b; i++)
 			for (size_t k = i; k > a + (tj[a].barrier ? 1 : 0) &&
-					   (tj[k].dur_ms - tj[k - 1].dur_ms) * dir < 0; k--) {
+					   before(&tj[k], &tj[k - 1], dir); k--) {
 				struct tjob t = tj[k];
 				tj[k] = tj[k - 1];
 				tj[k - 1] = t;
@@ -1075,6 +1089,7 @@ static size_t load(const char *path, double mem_scale, double time_scale, int re
 			struct tjob *o = &(*out)[n++];
 			double st = json_number_value(json_object_get(j, "start_s"));
 			o->barrier = i > 0 && st >= ended;
+			o->start_s = st;
 			if (st + json_number_value(json_object_get(j, "duration_s")) > ended)
 				ended = st + json_number_value(json_object_get(j, "duration_s"));
 			const char *name = json_string_value(json_object_get(j, "name"));
@@ -1133,14 +1148,14 @@ int main(int argc, char **argv)
 		else if (!strcmp(a, "--threads") && v && (nvcc_threads = atoi(v)) >= 1 && nvcc_threads <= 64)
 			i++;
 		else if (!strcmp(a, "--order") && v &&
-			 (!strcmp(v, "trace") || !strcmp(v, "shortest") || !strcmp(v, "longest")))
+			 (!strcmp(v, "trace") || !strcmp(v, "shortest") || !strcmp(v, "longest") || !strcmp(v, "start")))
 			order = argv[++i];
 		else if (a[0] != '-' && !path)
 			path = a;
 		else {
 			fprintf(stderr, "usage: simulate TRACE --limit SIZE [--budget SIZE] [--slots N] [--repeat K] "
 					"[--other SIZE] [--mem-scale X] [--time-scale X] [--jitter PCT] [--seed N] [--search N] "
-					"[--cpus N [--threads T]] [--order trace|shortest|longest]\n");
+					"[--cpus N [--threads T]] [--order trace|shortest|longest|start]\n");
 			return 2;
 		}
 	}
