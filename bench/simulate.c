@@ -17,8 +17,9 @@
  * would have ordered is counted, not carried out).
  *   make bench/simulate && bench/simulate TRACE [--limit SIZE] [--budget SIZE] [--slots N]
  *       [--mem-scale X] [--time-scale X] [--repeat K] [--jitter PCT] [--seed N] [--search N]
- *       [--cpus N [--threads T]] [--order trace|shortest|longest]
- * --order: the jobs between two links reordered, the longest last (shortest) or first.
+ *       [--cpus N [--threads T]] [--order trace|shortest|longest|start]
+ * --order: the jobs between two links reordered, the longest last (shortest) or first, or
+ * as the recorded build started them (start: a record lists its jobs as they ended).
  * SIM_POLICY: "stall" (default: the governor's policy), "none" (no stall thaw), "small"
  * (tried: the net freezes the job holding least first), "pre" (tried, with "stall":
  * pre_freeze()); the table's "before" rows run without the stall thaw.
@@ -34,7 +35,12 @@
  * project built with the same flags). The table ends with what a
  * schedule made knowing every curve in advance, free of the build tool's window, reaches
  * (jobs placed longest first, each at the earliest moment it fits; --search N: then N
- * random swaps of that order kept when no worse), and the lower bound. */
+ * random swaps of that order kept when no worse); for a build of at most --slots jobs, at
+ * the trace's sample interval, the policy's admission with every curve known exactly and
+ * none of its margins (each waiting job, longest first, started the moment it fits over its
+ * whole life), and for at most 8 jobs the best packing over every order, each with the
+ * exact curves and with the curves as the store keeps them (64 slices); and the lower
+ * bound. */
 #include <inttypes.h>
 #include <jansson.h>
 #include <stdio.h>
@@ -55,6 +61,7 @@ struct tjob {
 	char sig[512], cls[128];
 	int64_t dur_ms, interval_ms;
 	int barrier;               /* started after every earlier job had ended (a link) */
+	double start_s;            /* when the recorded build started it (--order start) */
 	uint64_t *rss;
 	size_t nrss;
 };
@@ -866,6 +873,149 @@ static int64_t pack_best(const struct tjob *tj, size_t n, int slots, uint64_t bu
 	return best;
 }
 
+/* The searches below work at the trace's sample interval (every job's), on each job's
+ * memory at each interval, with as many jobs at once as fit (a build of at most --slots
+ * jobs). */
+struct grid {
+	size_t n, horizon;
+	size_t *len;
+	uint64_t **m, *sum;
+	uint64_t budget;
+};
+
+/* env: each job's memory as the store keeps it, its curve's slice maximum (profile/curve.h),
+ * not its samples. */
+static void grid_init(struct grid *g, const struct tjob *tj, size_t n, uint64_t budget, int env)
+{
+	g->n = n;
+	g->budget = budget;
+	g->horizon = 0;
+	g->len = xcalloc(n, sizeof(*g->len));
+	g->m = xcalloc(n, sizeof(*g->m));
+	for (size_t i = 0; i < n; i++) {
+		g->len[i] = (size_t)(tj[i].dur_ms / tj[i].interval_ms) + 1;
+		g->m[i] = xcalloc(g->len[i], sizeof(**g->m));
+		struct curve c;
+		struct curve_sample *sm = xmalloc(tj[i].nrss * sizeof(*sm));
+		for (size_t k = 0; k < tj[i].nrss; k++)
+			sm[k] = (struct curve_sample){ (int64_t)k * tj[i].interval_ms, tj[i].rss[k] };
+		curve_from_samples(sm, tj[i].nrss, tj[i].dur_ms, &c);
+		free(sm);
+		for (size_t k = 0; k < g->len[i]; k++) {
+			int64_t t = (int64_t)k * tj[i].interval_ms;
+			g->m[i][k] = env && t < tj[i].dur_ms ? curve_max_between(&c, t, t) : mem_at(&tj[i], t);
+		}
+		g->horizon += g->len[i];
+	}
+	g->sum = xcalloc(g->horizon + 1, sizeof(*g->sum));
+}
+
+static void grid_free(struct grid *g)
+{
+	for (size_t i = 0; i < g->n; i++)
+		free(g->m[i]);
+	free(g->m);
+	free(g->len);
+	free(g->sum);
+}
+
+static int grid_fits(const struct grid *g, size_t i, size_t st)
+{
+	if (st + g->len[i] > g->horizon)
+		return 0;
+	for (size_t k = 0; k < g->len[i]; k++)
+		if (g->sum[st + k] + g->m[i][k] > g->budget)
+			return 0;
+	return 1;
+}
+
+static size_t grid_put(struct grid *g, size_t i, size_t st)
+{
+	for (size_t k = 0; k < g->len[i]; k++)
+		g->sum[st + k] += g->m[i][k];
+	return st + g->len[i];
+}
+
+/* Placed in `order`, each at the earliest interval it fits; the end, in intervals
+ * (SIZE_MAX: one never fits). */
+static size_t grid_place(struct grid *g, const size_t *order)
+{
+	size_t end = 0;
+
+	memset(g->sum, 0, (g->horizon + 1) * sizeof(*g->sum));
+	for (size_t q = 0; q < g->n; q++) {
+		size_t st = 0;
+		while (st < g->horizon && !grid_fits(g, order[q], st))
+			st++;
+		if (st == g->horizon)
+			return SIZE_MAX;
+		size_t e = grid_put(g, order[q], st);
+		if (e > end)
+			end = e;
+	}
+	return end;
+}
+
+/* The best of grid_place() over every order (Heap's algorithm), for at most
+ * EXHAUSTIVE_MAX jobs. */
+#define EXHAUSTIVE_MAX 8
+static size_t grid_best(struct grid *g)
+{
+	size_t o[EXHAUSTIVE_MAX], c[EXHAUSTIVE_MAX] = { 0 }, best, k = 1;
+
+	for (size_t i = 0; i < g->n; i++)
+		o[i] = i;
+	best = grid_place(g, o);
+	while (k < g->n) {
+		if (c[k] < k) {
+			size_t a = k % 2 ? c[k] : 0, t = o[a];
+			o[a] = o[k];
+			o[k] = t;
+			size_t e = grid_place(g, o);
+			if (e < best)
+				best = e;
+			c[k]++;
+			k = 1;
+		} else {
+			c[k++] = 0;
+		}
+	}
+	return best;
+}
+
+/* Admission as the policy does it with every curve known exactly: at each interval, the
+ * waiting jobs, longest first, each started if it fits over its whole life beside those
+ * started. */
+static size_t grid_greedy(struct grid *g, const struct tjob *tj)
+{
+	size_t *order = xmalloc(g->n * sizeof(*order)), left = g->n, end = 0;
+	int *started = xcalloc(g->n, sizeof(*started));
+
+	memset(g->sum, 0, (g->horizon + 1) * sizeof(*g->sum));
+	for (size_t i = 0; i < g->n; i++)
+		order[i] = i;
+	for (size_t i = 1; i < g->n; i++)
+		for (size_t k = i; k > 0 && tj[order[k]].dur_ms > tj[order[k - 1]].dur_ms; k--) {
+			size_t t = order[k];
+			order[k] = order[k - 1];
+			order[k - 1] = t;
+		}
+	for (size_t now = 0; left && now < g->horizon; now++)
+		for (size_t q = 0; q < g->n; q++) {
+			size_t i = order[q];
+			if (started[i] || !grid_fits(g, i, now))
+				continue;
+			started[i] = 1;
+			left--;
+			size_t e = grid_put(g, i, now);
+			if (e > end)
+				end = e;
+		}
+	free(order);
+	free(started);
+	return left ? SIZE_MAX : end;
+}
+
 static const char *class_of(const char *name)
 {
 	const char *dot = strrchr(name, '.');
@@ -880,11 +1030,23 @@ static const char *class_of(const char *name)
 /* --order: the build tool's order of the jobs between two barriers (links) replaced, to
  * see a policy that does not know durations meet its worst case: ninja starting the
  * longest jobs last (shortest), or first (longest). */
+static int before(const struct tjob *a, const struct tjob *b, int dir)
+{
+	if (dir)
+		return (a->dur_ms - b->dur_ms) * dir < 0;
+	/* start: a record lists its jobs as they ended; ties (a burst admitted at once) by name,
+	 * the order ninja asks in for torch's extensions */
+	if (a->start_s != b->start_s)
+		return a->start_s < b->start_s;
+	const char *x = strrchr(a->sig, '/'), *y = strrchr(b->sig, '/');
+	return strcmp(x ? x : a->sig, y ? y : b->sig) < 0;
+}
+
 static void reorder(struct tjob *tj, size_t n, const char *order)
 {
 	int dir = !strcmp(order, "shortest") ? 1 : !strcmp(order, "longest") ? -1 : 0;
 
-	if (!dir)
+	if (!dir && strcmp(order, "start"))
 		return;
 	for (size_t a = 0; a < n;) {
 		size_t b = a + 1;
@@ -893,7 +1055,7 @@ static void reorder(struct tjob *tj, size_t n, const char *order)
 		/* [a, b): a barrier job first stays first */
 		for (size_t i = a + 1 + (tj[a].barrier ? 1 : 0); i < b; i++)
 			for (size_t k = i; k > a + (tj[a].barrier ? 1 : 0) &&
-					   (tj[k].dur_ms - tj[k - 1].dur_ms) * dir < 0; k--) {
+					   before(&tj[k], &tj[k - 1], dir); k--) {
 				struct tjob t = tj[k];
 				tj[k] = tj[k - 1];
 				tj[k - 1] = t;
@@ -927,6 +1089,7 @@ static size_t load(const char *path, double mem_scale, double time_scale, int re
 			struct tjob *o = &(*out)[n++];
 			double st = json_number_value(json_object_get(j, "start_s"));
 			o->barrier = i > 0 && st >= ended;
+			o->start_s = st;
 			if (st + json_number_value(json_object_get(j, "duration_s")) > ended)
 				ended = st + json_number_value(json_object_get(j, "duration_s"));
 			const char *name = json_string_value(json_object_get(j, "name"));
@@ -985,14 +1148,14 @@ int main(int argc, char **argv)
 		else if (!strcmp(a, "--threads") && v && (nvcc_threads = atoi(v)) >= 1 && nvcc_threads <= 64)
 			i++;
 		else if (!strcmp(a, "--order") && v &&
-			 (!strcmp(v, "trace") || !strcmp(v, "shortest") || !strcmp(v, "longest")))
+			 (!strcmp(v, "trace") || !strcmp(v, "shortest") || !strcmp(v, "longest") || !strcmp(v, "start")))
 			order = argv[++i];
 		else if (a[0] != '-' && !path)
 			path = a;
 		else {
 			fprintf(stderr, "usage: simulate TRACE --limit SIZE [--budget SIZE] [--slots N] [--repeat K] "
 					"[--other SIZE] [--mem-scale X] [--time-scale X] [--jitter PCT] [--seed N] [--search N] "
-					"[--cpus N [--threads T]] [--order trace|shortest|longest]\n");
+					"[--cpus N [--threads T]] [--order trace|shortest|longest|start]\n");
 			return 2;
 		}
 	}
@@ -1107,6 +1270,24 @@ int main(int argc, char **argv)
 		int64_t ls = pack_best(tj, s->n, slots, room, search, seed);
 		printf("| the same, after a local search of %d swaps | %.1f s | | | | | | | %.2f |\n", search,
 		       ls / 1000.0, (double)ls / (double)best_ms);
+	}
+	for (int env = 0; env < 2 && s->n <= (size_t)slots; env++) {
+		static const char *const known[] = { "every curve known exactly", "every curve as the store keeps it" };
+		struct grid g;
+		grid_init(&g, tj, s->n, room, env);
+		size_t gg = grid_greedy(&g, tj);
+		double iv = (double)tj[0].interval_ms;
+		if (gg != SIZE_MAX)
+			printf("| %s, each job started the moment it fits, longest first (the policy's "
+			       "admission without its margins), no contention | %.1f s | | | | | | | %.2f |\n",
+			       known[env], (double)gg * iv / 1000.0, (double)gg * iv / (double)best_ms);
+		if (s->n <= EXHAUSTIVE_MAX) {
+			size_t gb = grid_best(&g);
+			if (gb != SIZE_MAX)
+				printf("| offline packing, %s, the best of every order | %.1f s | | | | | | | %.2f |\n",
+				       known[env], (double)gb * iv / 1000.0, (double)gb * iv / (double)best_ms);
+		}
+		grid_free(&g);
 	}
 	printf("| lower bound | %.1f s | | | | | | | %.2f |\n", lb / 1000.0, lb / (double)best_ms);
 	/* what a build can reach with every job started at once: its longest job, after the
