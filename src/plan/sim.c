@@ -1360,6 +1360,15 @@ static void rope_forward(struct step *s, struct tlist *sv, struct attn_live *a)
 		drop(s, a->v);
 }
 
+/* sdpa's output takes q's layout: a q that the rotation concatenated (with a
+ * pass-through or an unrotated part) is batch x heads x seq, so the output's
+ * transpose().contiguous() before o_proj is a copy; a q rotated elementwise keeps its
+ * projection's batch x seq x heads, and the transpose is contiguous already. */
+static int attn_out_copied(const struct step *s)
+{
+	return s->rope_on && (s->fam->rope_pass_copy || s->rot_dim);
+}
+
 /* sdpa with autograd: what it keeps (q, k, v as it gets them: under autocast its bf16
  * casts; with a mask k and v repeated; the mask's bias; its output and log-sum-exp; in
  * fp32 the math kernel's probabilities). */
@@ -1415,9 +1424,8 @@ static int sdpa_attn_forward(struct step *s, struct layer_fwd *c, struct tlist *
 		drop(s, y);
 	rope_forward(s, sv, &a);
 	sdpa_forward(s, sv, &a, copies);
-	/* the output copied to q's layout (transpose().contiguous()), kept by o_proj for its
-	 * weight's gradient */
-	int oc = s->fam->attn_out_copy ? tensor(s, ab * T * qd) : 0;
+	/* the output copied (attn_out_copied), kept by o_proj for its weight's gradient */
+	int oc = attn_out_copied(s) ? tensor(s, ab * T * qd) : 0;
 	if (oc && s->base_trains)
 		save(s, sv, oc), oc = 0;
 	s->stage = S_O_IN;
@@ -2341,6 +2349,8 @@ static int sdpa_attn_plain(struct step *s, int y, struct tlist *cache)
 		ke = v = 0;
 	}
 	int o = plain_sdpa(s, cache != NULL);
+	if (attn_out_copied(s))
+		o = remake(s, o, s->act_bytes * T * qd);
 	int ao = plain_linear(s, qd, h, s->lp.o, 0, LORA_O);
 	drop(s, o);
 	drop(s, qe), drop(s, ke), drop(s, v); /* the attention's inputs live to its return */
@@ -3549,12 +3559,18 @@ int sim_infer(const struct model_shape *m, const struct train_settings *t, int s
 	for (int step = 0; step < steps; step++) {
 		s.part = C_ACTIVATIONS, s.phase = "prefill";
 		/* the prefill of batch x seq tokens: the embeddings (held by the model's
-		 * forward to its end; gemma scales them: a new tensor), rotary cos and sin
-		 * (GPT-2: its learned positions' embeddings and their sum), the layers */
+		 * forward to its end; scaled: a new tensor, see embed_scale_kind), rotary
+		 * cos and sin (GPT-2: its learned positions' embeddings and their sum), the
+		 * layers */
 		int emb = tensor(&s, s.weight_bytes * s.tokens * s.hidden), x = emb, cs;
+		if (s.fam->embed_scale == EMBED_SCALED_REPLACES) {
+			x = tensor(&s, s.weight_bytes * s.tokens * s.hidden);
+			drop(&s, emb);
+			emb = x;
+		}
 		if (!step)
 			cublas_workspace(&s);
-		if (s.fam->embed_scale)
+		if (s.fam->embed_scale == EMBED_SCALED_COPY)
 			x = tensor(&s, s.weight_bytes * s.tokens * s.hidden);
 		if (s.fam->positions == POS_LEARNED) { /* the positions' embeddings (one sequence's, held too), added */
 			cs = tensor(&s, s.weight_bytes * s.seq * s.hidden);
