@@ -37,7 +37,8 @@ static const struct family families[] = {
 	/* MoE on every interleave_moe_layer_step-th layer, gated MLPs of intermediate_size_mlp
 	 * between; every no_rope_layer_interval-th layer without rotary embedding and with full
 	 * attention, the others chunked */
-	{ .type = "llama4_text", ROPE, .reads_attention_bias = 1, .mlp = MLP_DENSE_MOE, .qk_norm = QK_NORM_L2,
+	{ .type = "llama4_text", ROPE, .reads_attention_bias = 1, .attn_out_held = 1, .mlp = MLP_DENSE_MOE,
+	  .qk_norm = QK_NORM_L2,
 	  .experts_key = "num_local_experts", .experts = 16, .experts_per_tok = 1, .interleaved = 1,
 	  .dense_inter = 16384, .nope_interval = 4, .chunk = 8192, .rope_complex = 1, .nope_temperature = 1,
 	  .assumes = "every expert computed on every token (transformers' Llama4TextMoe); chunked layers "

@@ -113,6 +113,8 @@ struct family {
 	enum norm_kind norm;
 	int post_norms;                  /* the attention's and the MLP's outputs are normalized
 					  * before the residual add (sandwich norms: 4 a layer) */
+	int attn_out_held;               /* the attention's output lives to the layer's return
+					  * (a local of its own: llama4's attention_states) */
 	enum attn_kind attn;
 	enum qk_norm_at qk_norm;
 	int fused_qkv;                   /* one qkv_proj matrix (q, k, v are its slices) */

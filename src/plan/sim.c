@@ -1533,7 +1533,10 @@ static int layer_forward(struct step *s, int in, struct tlist *sv, int frozen)
 	int ao = attn_op(s)->forward(s, &c, sv, y);
 	ao = branch_scale(s, post_norm(s, sv, ao, S_PNORM1));
 	c.h1 = tensor(s, s->resid_bytes * s->tokens * s->hidden);
-	drop(s, ao), drop(s, y); /* (y: when the attention left it) */
+	int held = s->fam->attn_out_held ? ao : 0;
+	if (!held)
+		drop(s, ao);
+	drop(s, y); /* (y: when the attention left it) */
 	/* fp32: the norm keeps its input */
 	if (s->resid_bytes == DT_FP32 && !c.nograd && !norm_keeps_input(s) && !s->fam->no_pre_norms) {
 		s->stage = S_NORM1;
@@ -1552,6 +1555,7 @@ static int layer_forward(struct step *s, int in, struct tlist *sv, int frozen)
 		recompute_end(s, sv, c.h1);
 	else
 		out = residual_end(s, sv, dn, y, c.h1);
+	drop(s, held);
 	s->base_trains = base_trains;
 	return out;
 }
@@ -2248,13 +2252,15 @@ static void mm_masks(struct step *s, int mask[2])
 
 /* The masks a forward builds before its layers, into mask[0..1] (0: none): a
  * multimodal one's; else a training forward's sliding mask, eager attention's float
- * masks in either (sdpa's inference builds none). */
+ * masks in either, and a chunked family's mask in inference too (as traced on
+ * llama4_text); other sliding windows' inference masks are not built (not traced:
+ * building them moved gemma3's and mistral's measured inference plans either way). */
 static void model_masks(struct step *s, int infer, int mask[2])
 {
 	mask[0] = mask[1] = 0;
 	if (s->m->wrapper && s->m->wrapper->mm_masks)
 		mm_masks(s, mask);
-	else if (!infer)
+	else if (!infer || s->fam->chunk)
 		mask[0] = sliding_mask(s);
 	else if (s->fam->attn == ATTN_EAGER_SINKS)
 		mask[0] = eager_masks(s);
@@ -2567,12 +2573,15 @@ static int plain_layer(struct step *s, int in, struct tlist *cache)
 	int ao = attn_op(s)->plain(s, y, cache);
 	ao = branch_scale(s, post_norm(s, NULL, ao, S_PNORM1));
 	int h1 = tensor(s, s->resid_bytes * T * h);
-	drop(s, ao), drop(s, y); /* (y: when the attention left it to the residual add) */
+	int held = s->fam->attn_out_held ? ao : 0;
+	if (!held)
+		drop(s, ao);
+	drop(s, y); /* (y: when the attention left it to the residual add) */
 	y = plain_pre_norm(s);
 	int dn = mlp_op(s)->plain(s, y, NULL);
 	dn = branch_scale(s, post_norm(s, NULL, dn, S_PNORM2));
 	int out = tensor(s, s->resid_bytes * T * h);
-	drop(s, dn), drop(s, y), drop(s, h1);
+	drop(s, dn), drop(s, y), drop(s, h1), drop(s, held);
 	return out;
 }
 

@@ -57,9 +57,6 @@ static const struct outlier alloc_outliers[] = {
 	/* a prefill of 131,072 tokens grown to a 32k context: a layer's temporaries over
 	 * (not traced), the device peak within 1 % */
 	{ "qwen3-14b/bf16-infer/b8s16384", 2600 },
-	/* llama4_text's inference: a prefill's temporaries under (not traced), the device
-	 * peak within 0.1 % */
-	{ "llama4-scout-l4-e4/bf16-infer/b2s8192", 300 },
 	{ NULL, 0 },
 };
 
