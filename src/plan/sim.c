@@ -3026,13 +3026,12 @@ static int rotary_set(const struct step *s, int64_t l)
 }
 
 /* The rotary embedding's cos and sin for the step (the model's, once a forward: one
- * sequence's positions, head_dim wide; gemma3's local and global layers each have a
- * set): the frequencies' product (at step 0 the first product: cuBLAS's workspace
- * after it) and their concatenation (fp32), cos and sin scaled, cast to the residual
- * stream's dtype when it is narrower. Held in tr->rot. */
-static void rotary(struct train *tr, int step)
+ * sequence's positions, head_dim wide, the model called without position_ids; gemma3's
+ * local and global layers each have a set): the frequencies' product (at step 0 the
+ * first product: cuBLAS's workspace after it) and their concatenation (fp32), cos and
+ * sin scaled, cast to the residual stream's dtype when it is narrower. Held in rot. */
+static void rotary(struct step *s, struct tlist *rot, int step)
 {
-	struct step *s = &tr->s;
 	int64_t u = s->seq * (s->rot_dim ? s->rot_dim : s->q_dim / s->heads);
 	for (int i = 0; i < rotary_sets(s); i++) {
 		int f = tensor(s, DT_FP32 * u / 2);
@@ -3044,13 +3043,13 @@ static void rotary(struct train *tr, int step)
 		int sm = tensor(s, DT_FP32 * u);
 		drop(s, t);
 		if (s->resid_bytes == DT_BF16 && !s->fam->rope_fp32) {
-			push(&tr->rot, tensor(s, DT_BF16 * u));
-			push(&tr->rot, tensor(s, DT_BF16 * u));
+			push(rot, tensor(s, DT_BF16 * u));
+			push(rot, tensor(s, DT_BF16 * u));
 			drop(s, f), drop(s, c), drop(s, cm), drop(s, sm);
 		} else {
 			drop(s, f), drop(s, c);
-			push(&tr->rot, cm);
-			push(&tr->rot, sm);
+			push(rot, cm);
+			push(rot, sm);
 		}
 	}
 }
@@ -3086,7 +3085,7 @@ static void train_forward(struct train *tr, int step)
 		hs = dropout(s, &tr->head_saved, pos, s->tokens * s->hidden, s->resid_bytes);
 	}
 	model_masks(s, 0, tr->mask);
-	rotary(tr, step);
+	rotary(s, &tr->rot, step);
 	for (int64_t l = 0; l < s->layers; l++) {
 		int out;
 		layer_begin(s, l);
@@ -3551,7 +3550,7 @@ static int64_t cache_grown(const struct step *s, int id, int64_t ctx)
 int sim_infer(const struct model_shape *m, const struct train_settings *t, int steps, struct sim_result *r)
 {
 	struct step s = { 0 };
-	struct tlist params = { 0 }, cache = { 0 };
+	struct tlist params = { 0 }, cache = { 0 }, rot = { 0 };
 	int64_t ctx = t->context > t->seq ? t->context : t->seq;
 
 	if (!t->inference)
@@ -3571,25 +3570,23 @@ int sim_infer(const struct model_shape *m, const struct train_settings *t, int s
 		 * forward to its end; scaled: a new tensor, see embed_scale_kind), rotary
 		 * cos and sin (GPT-2: its learned positions' embeddings and their sum), the
 		 * layers */
-		int emb = tensor(&s, s.weight_bytes * s.tokens * s.hidden), x = emb, cs;
-		if (s.fam->embed_scale == EMBED_SCALED_REPLACES) {
+		int emb = tensor(&s, s.weight_bytes * s.tokens * s.hidden), x = emb, pos = 0;
+		if (s.fam->embed_scale) {
 			x = tensor(&s, s.weight_bytes * s.tokens * s.hidden);
-			drop(&s, emb);
-			emb = x;
+			if (s.fam->embed_scale == EMBED_SCALED_REPLACES) {
+				drop(&s, emb);
+				emb = x;
+			}
 		}
-		if (!step)
-			cublas_workspace(&s);
-		if (s.fam->embed_scale == EMBED_SCALED_COPY)
-			x = tensor(&s, s.weight_bytes * s.tokens * s.hidden);
 		if (s.fam->positions == POS_LEARNED) { /* the positions' embeddings (one sequence's, held too), added */
-			cs = tensor(&s, s.weight_bytes * s.seq * s.hidden);
+			if (!step)
+				cublas_workspace(&s);
+			pos = tensor(&s, s.weight_bytes * s.seq * s.hidden);
 			x = tensor(&s, s.weight_bytes * s.tokens * s.hidden);
-		} else { /* rotary cos and sin */
-			int64_t cb = s.fam->rope_fp32 ? DT_FP32 : s.act_bytes;
-			cs = tensor(&s, 2 * cb * s.tokens * (s.rot_dim ? s.rot_dim : s.q_dim / s.heads)); /* cos and sin */
 		}
 		int em[2];
 		model_masks(&s, 1, em);
+		rotary(&s, &rot, step);
 		for (int64_t l = 0; l < s.layers; l++) {
 			layer_begin(&s, l);
 			int out = plain_layer(&s, x, &cache);
@@ -3601,7 +3598,7 @@ int sim_infer(const struct model_shape *m, const struct train_settings *t, int s
 		 * every position (model(input_ids)) */
 		int yf = s.fam->norm == NORM_LAYER ? layer_norm(&s, NULL, s.resid_bytes)
 						   : plain_norm(&s, s.tokens, s.hidden, s.resid_bytes);
-		drop(&s, x), drop(&s, cs), drop(&s, emb), drop(&s, em[0]), drop(&s, em[1]);
+		drop(&s, x), drop(&s, pos), free_all(&s, &rot), drop(&s, emb), drop(&s, em[0]), drop(&s, em[1]);
 		int64_t lb = s.act_bytes * (t->logits_all ? s.tokens : s.batch) * s.vocab;
 		s.part = C_LOGITS;
 		int logits = tensor(&s, lb);
@@ -3632,7 +3629,7 @@ int sim_infer(const struct model_shape *m, const struct train_settings *t, int s
 		drop(&s, logits);
 	}
 	step_result(&s, r);
-	free(params.v), free(cache.v);
+	free(params.v), free(cache.v), free(rot.v), free(rot.tag);
 	free(s.block_of), free(s.bytes_of), free(s.part_of);
 	alloc_sim_free(&s.a);
 	return 0;
