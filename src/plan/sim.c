@@ -495,12 +495,16 @@ static int post_norm(struct step *s, struct tlist *sv, int x, enum stage st)
 }
 
 /* A sublayer's output x multiplied by the family's scalar before the residual add
- * (residual_scale: granite's residual_multiplier): a new tensor, x gone; nothing kept. */
-static int branch_scale(struct step *s, int x)
+ * (residual_scale: granite's residual_multiplier): a new tensor; nothing kept. x lives
+ * through the add (residual + x * multiplier, then x's name reassigned): into *unscaled,
+ * for the caller to drop once the sum exists (0 without the scaling). */
+static int branch_scale(struct step *s, int x, int *unscaled)
 {
+	*unscaled = 0;
 	if (!s->fam->residual_scale || !x)
 		return x;
-	return remake(s, x, s->act_bytes * s->tokens * s->hidden);
+	*unscaled = x;
+	return tensor(s, s->act_bytes * s->tokens * s->hidden);
 }
 
 /* The rotary embedding of one of q, k (bytes; in_bytes before: under autocast the
@@ -1531,12 +1535,13 @@ static int layer_forward(struct step *s, int in, struct tlist *sv, int frozen)
 	c.lora0 = c.nograd && !s->base_trains;
 	int y = sublayer_input(s, sv, in, S_NORM1, S_QKV_IN);
 	int ao = attn_op(s)->forward(s, &c, sv, y);
-	ao = branch_scale(s, post_norm(s, sv, ao, S_PNORM1));
+	int unscaled;
+	ao = branch_scale(s, post_norm(s, sv, ao, S_PNORM1), &unscaled);
 	c.h1 = tensor(s, s->resid_bytes * s->tokens * s->hidden);
 	int held = s->fam->attn_out_held ? ao : 0;
 	if (!held)
 		drop(s, ao);
-	drop(s, y); /* (y: when the attention left it) */
+	drop(s, unscaled), drop(s, y); /* (y: when the attention left it) */
 	/* fp32: the norm keeps its input */
 	if (s->resid_bytes == DT_FP32 && !c.nograd && !norm_keeps_input(s) && !s->fam->no_pre_norms) {
 		s->stage = S_NORM1;
@@ -1548,14 +1553,14 @@ static int layer_forward(struct step *s, int in, struct tlist *sv, int frozen)
 	if (dn) {
 		s->in_nograd = 0;
 		s->early_stop = c.stop ? 2 : 0; /* a post-norm's product packs the last */
-		dn = branch_scale(s, post_norm(s, sv, dn, S_PNORM2));
+		dn = branch_scale(s, post_norm(s, sv, dn, S_PNORM2), &unscaled);
 		s->early_stop = 0;
 	}
 	if (c.stop)
 		recompute_end(s, sv, c.h1);
 	else
 		out = residual_end(s, sv, dn, y, c.h1);
-	drop(s, held);
+	drop(s, unscaled), drop(s, held);
 	s->base_trains = base_trains;
 	return out;
 }
@@ -2571,17 +2576,18 @@ static int plain_layer(struct step *s, int in, struct tlist *cache)
 	(void)in;
 	int y = plain_pre_norm(s);
 	int ao = attn_op(s)->plain(s, y, cache);
-	ao = branch_scale(s, post_norm(s, NULL, ao, S_PNORM1));
+	int unscaled;
+	ao = branch_scale(s, post_norm(s, NULL, ao, S_PNORM1), &unscaled);
 	int h1 = tensor(s, s->resid_bytes * T * h);
 	int held = s->fam->attn_out_held ? ao : 0;
 	if (!held)
 		drop(s, ao);
-	drop(s, y); /* (y: when the attention left it to the residual add) */
+	drop(s, unscaled), drop(s, y); /* (y: when the attention left it to the residual add) */
 	y = plain_pre_norm(s);
 	int dn = mlp_op(s)->plain(s, y, NULL);
-	dn = branch_scale(s, post_norm(s, NULL, dn, S_PNORM2));
+	dn = branch_scale(s, post_norm(s, NULL, dn, S_PNORM2), &unscaled);
 	int out = tensor(s, s->resid_bytes * T * h);
-	drop(s, dn), drop(s, y), drop(s, h1), drop(s, held);
+	drop(s, dn), drop(s, unscaled), drop(s, y), drop(s, h1), drop(s, held);
 	return out;
 }
 
