@@ -2218,11 +2218,12 @@ static int sliding_mask(struct step *s)
 		return eager_masks(s);
 	if (!s->sliding_window || s->seq < s->sliding_window)
 		return 0;
-	/* (a chunked one a batch row each: its offsets are the row's) */
+	/* (a chunked one a batch row each: its offsets are the row's; the causal comparison
+	 * is one seq x seq for every row) */
 	int64_t b = DT_BOOL * s->seq * s->seq * (s->fam->chunk ? s->batch : 1);
 	int m1 = tensor(s, b), m2 = tensor(s, b);
 	drop(s, m1);
-	int m3 = tensor(s, b), mask = tensor(s, b);
+	int m3 = tensor(s, DT_BOOL * s->seq * s->seq), mask = tensor(s, b);
 	drop(s, m3), drop(s, m2);
 	return mask;
 }
