@@ -524,22 +524,20 @@ static int rope_core(struct step *s, int64_t bytes, int64_t in_bytes)
 	return e;
 }
 
+/* Of a q or k tensor of bytes, its rotated part's: a partial rotation's (glm4_moe),
+ * else all of it. */
+static int64_t rotated_part(const struct step *s, int64_t bytes)
+{
+	return s->rot_dim ? bytes / (s->q_dim / s->heads) * s->rot_dim : bytes;
+}
+
 static int rope(struct step *s, int64_t bytes, int64_t in_bytes)
 {
-	int64_t full = bytes;
-
-	if (s->rot_dim) { /* a partial rotation: the products over the rotated part, then
-			   * that part concatenated with the rest (glm4_moe) */
-		bytes = bytes / (s->q_dim / s->heads) * s->rot_dim;
-		in_bytes = in_bytes / (s->q_dim / s->heads) * s->rot_dim;
-	}
-	int e = rope_core(s, bytes, in_bytes);
+	int e = rope_core(s, rotated_part(s, bytes), rotated_part(s, in_bytes));
 
 	if (!s->fam->rope_pass_copy && !s->rot_dim)
 		return e;
-	int out = tensor(s, full);
-	drop(s, e);
-	return out;
+	return remake(s, e, bytes); /* the rotated part concatenated with the rest */
 }
 
 /* A linear layer's output over the step's tokens, in_u units in, out_u out, w_elems
@@ -1305,14 +1303,23 @@ struct attn_live {
 
 #include "plan/op_position.inc"
 
-/* q and k rotated into *qe, *ke (their products rope_bytes a unit); with rope_fp32 both
+/* q and k rotated into *qe, *ke (their products rope_bytes a unit): each rotated and
+ * concatenated with its pass-through part in turn (phi3), or with a partial rotation
+ * (glm4_moe) both rotated, then both concatenated with the rest; with rope_fp32 both
  * cast back once both exist (apply_rotary_pos_emb's return); q and k go. */
 static void rotate_qk(struct step *s, int q, int kk, int *qe, int *ke)
 {
 	int64_t T = s->tokens, qd = s->q_dim, k = s->kv_dim, rb = rope_bytes(s), qb = qk_bytes(s);
 
-	*qe = rope(s, rb * T * qd, qb * T * qd);
-	*ke = rope(s, rb * T * k, qb * T * k);
+	if (s->rot_dim && !s->fam->rope_pass_copy) {
+		int qr = rope_core(s, rotated_part(s, rb * T * qd), rotated_part(s, qb * T * qd));
+		int kr = rope_core(s, rotated_part(s, rb * T * k), rotated_part(s, qb * T * k));
+		*qe = remake(s, qr, rb * T * qd);
+		*ke = remake(s, kr, rb * T * k);
+	} else {
+		*qe = rope(s, rb * T * qd, qb * T * qd);
+		*ke = rope(s, rb * T * k, qb * T * k);
+	}
 	if (s->fam->rope_fp32) {
 		int qc = tensor(s, qb * T * qd), kc = tensor(s, qb * T * k);
 		drop(s, *qe), drop(s, *ke);
