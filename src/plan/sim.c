@@ -3561,6 +3561,32 @@ static int64_t cache_grown(const struct step *s, int id, int64_t ctx)
 	return kv_bytes(s) * s->batch * ctx * s->kv_dim;
 }
 
+/* An inference prefill's embeddings, held by the model's forward to its end (into *emb;
+ * scaled: a new tensor, see embed_scale_kind), and GPT-2's learned positions'
+ * embeddings (one sequence's, held too, into *pos; 0 for others) and their sum. Returns
+ * the first layer's input. */
+static int infer_embeddings(struct step *s, int step, int *emb, int *pos)
+{
+	int64_t bytes = s->weight_bytes * s->tokens * s->hidden;
+	int x = *emb = tensor(s, bytes);
+
+	*pos = 0;
+	if (s->fam->embed_scale) {
+		x = tensor(s, bytes);
+		if (s->fam->embed_scale == EMBED_SCALED_REPLACES) {
+			drop(s, *emb);
+			*emb = x;
+		}
+	}
+	if (s->fam->positions == POS_LEARNED) {
+		if (!step)
+			cublas_workspace(s);
+		*pos = tensor(s, s->weight_bytes * s->seq * s->hidden);
+		x = tensor(s, bytes);
+	}
+	return x;
+}
+
 int sim_infer(const struct model_shape *m, const struct train_settings *t, int steps, struct sim_result *r)
 {
 	struct step s = { 0 };
@@ -3580,25 +3606,9 @@ int sim_infer(const struct model_shape *m, const struct train_settings *t, int s
 	load(&s, m, t, &params, NULL, 1);
 	for (int step = 0; step < steps; step++) {
 		s.part = C_ACTIVATIONS, s.phase = "prefill";
-		/* the prefill of batch x seq tokens: the embeddings (held by the model's
-		 * forward to its end; scaled: a new tensor, see embed_scale_kind), rotary
-		 * cos and sin (GPT-2: its learned positions' embeddings and their sum), the
-		 * layers */
-		int emb = tensor(&s, s.weight_bytes * s.tokens * s.hidden), x = emb, pos = 0;
-		if (s.fam->embed_scale) {
-			x = tensor(&s, s.weight_bytes * s.tokens * s.hidden);
-			if (s.fam->embed_scale == EMBED_SCALED_REPLACES) {
-				drop(&s, emb);
-				emb = x;
-			}
-		}
-		if (s.fam->positions == POS_LEARNED) { /* the positions' embeddings (one sequence's, held too), added */
-			if (!step)
-				cublas_workspace(&s);
-			pos = tensor(&s, s.weight_bytes * s.seq * s.hidden);
-			x = tensor(&s, s.weight_bytes * s.tokens * s.hidden);
-		}
-		int em[2];
+		/* the prefill of batch x seq tokens: the embeddings, the masks, rotary cos
+		 * and sin, the layers */
+		int emb, pos, x = infer_embeddings(&s, step, &emb, &pos), em[2];
 		model_masks(&s, 1, em);
 		rotary(&s, &rot, step);
 		for (int64_t l = 0; l < s.layers; l++) {
