@@ -10,14 +10,14 @@
  * attention, no q/k norms, q, k, v apart, rotary positions, a gated MLP, untied, no
  * biases, no sliding window. */
 #define ROPE .rotary_sets = 1
-#define GEMMA .norm = NORM_RMS_UNIT, .embed_scale = 1, .tied = 1, .reads_attention_bias = 1
+#define GEMMA .norm = NORM_RMS_UNIT, .embed_scale = EMBED_SCALED_COPY, .tied = 1, .reads_attention_bias = 1
 
 static const struct family families[] = {
 	{ .type = "llama", ROPE, .reads_attention_bias = 1 },
 	{ .type = "mistral", ROPE, .sliding = 1, .sliding_window = 4096, .sliding_pattern = SLIDE_EVERY_LAYER },
 	{ .type = "qwen2", ROPE, .qkv_bias = 1 },
 	{ .type = "qwen3", ROPE, .qk_norm = QK_NORM_EACH, .reads_attention_bias = 1 },
-	{ .type = "phi3", ROPE, .fused_qkv = 1, .fused_gate_up = 1, .rope_pass_copy = 1, .attn_out_copy = 1,
+	{ .type = "phi3", ROPE, .fused_qkv = 1, .fused_gate_up = 1, .rope_pass_copy = 1,
 	  .sliding = 1, .sliding_pattern = SLIDE_EVERY_LAYER },
 	{ .type = "gemma", GEMMA, ROPE },
 	{ .type = "gemma2", GEMMA, ROPE, .post_norms = 1, .final_softcap = 30.0, .sliding = 1,
@@ -37,7 +37,8 @@ static const struct family families[] = {
 	/* MoE on every interleave_moe_layer_step-th layer, gated MLPs of intermediate_size_mlp
 	 * between; every no_rope_layer_interval-th layer without rotary embedding and with full
 	 * attention, the others chunked */
-	{ .type = "llama4_text", ROPE, .reads_attention_bias = 1, .mlp = MLP_DENSE_MOE, .qk_norm = QK_NORM_L2,
+	{ .type = "llama4_text", ROPE, .reads_attention_bias = 1, .attn_out_held = 1, .mlp = MLP_DENSE_MOE,
+	  .qk_norm = QK_NORM_L2,
 	  .experts_key = "num_local_experts", .experts = 16, .experts_per_tok = 1, .interleaved = 1,
 	  .dense_inter = 16384, .nope_interval = 4, .chunk = 8192, .rope_complex = 1, .nope_temperature = 1,
 	  .assumes = "every expert computed on every token (transformers' Llama4TextMoe); chunked layers "
@@ -80,8 +81,8 @@ static const struct family families[] = {
 	{ .type = "olmo2", ROPE, .norm = NORM_RMS_FP32, .no_pre_norms = 1, .post_norms = 1, .qk_norm = QK_NORM_EACH,
 	  .qk_norm_full = 1, .rope_fp32 = 1, .reads_attention_bias = 1 },
 	/* llama's layer; the embeddings, each sublayer's output and the logits scaled: a
-	 * tensor each (embed_scale as gemma's), whatever the multiplier */
-	{ .type = "granite", ROPE, .reads_attention_bias = 1, .embed_scale = 1, .residual_scale = 1, .logits_scale = 1,
+	 * tensor each, whatever the multiplier */
+	{ .type = "granite", ROPE, .reads_attention_bias = 1, .embed_scale = EMBED_SCALED_REPLACES, .residual_scale = 1, .logits_scale = 1,
 	  .assumes = "granite's multipliers: their values change no memory; each (embedding, residual, logits) is "
 		     "one more tensor, planned" },
 	/* llama's layer; every no_rope_layer_interval-th layer without rope */

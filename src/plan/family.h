@@ -35,6 +35,15 @@ enum position_kind {
 	POS_LEARNED,     /* a learned position embedding added to the tokens' (GPT-2) */
 };
 
+/* How the embeddings are scaled (the scaled tensor is a new one either way). */
+enum embed_scale_kind {
+	EMBED_UNSCALED,
+	EMBED_SCALED_COPY,     /* the model scales a copy for its layers and holds the
+				* embeddings to its end (gemma's hidden_states) */
+	EMBED_SCALED_REPLACES, /* the scaled tensor replaces the embeddings at once, before
+				* the rotary's cos and sin (granite's inputs_embeds) */
+};
+
 /* The attention's kind: its ops in sim.c (attn_kinds). */
 enum attn_kind {
 	ATTN_SDPA,       /* q, k, v projections (grouped queries, sliding windows by the
@@ -104,17 +113,17 @@ struct family {
 	enum norm_kind norm;
 	int post_norms;                  /* the attention's and the MLP's outputs are normalized
 					  * before the residual add (sandwich norms: 4 a layer) */
+	int attn_out_held;               /* the attention's output lives to the layer's return
+					  * (a local of its own: llama4's attention_states) */
 	enum attn_kind attn;
 	enum qk_norm_at qk_norm;
 	int fused_qkv;                   /* one qkv_proj matrix (q, k, v are its slices) */
 	int fused_gate_up;               /* one gate_up_proj matrix */
 	int rope_pass_copy;              /* the rotated part is concatenated with the (empty)
 					  * pass-through part: one copy more (phi3) */
-	int attn_out_copy;               /* the attention's output is copied to q's layout
-					  * (transpose().contiguous()) before o_proj (phi3) */
 	enum position_kind positions;
 	int rotary_sets;                 /* sets of cos and sin (gemma3: local and global) */
-	int embed_scale;                 /* the embeddings are scaled: a new tensor (gemma) */
+	enum embed_scale_kind embed_scale;
 	enum mlp_kind mlp;
 	int router_fp32;                 /* MoE: the routing weights stay fp32 (mixtral) */
 	/* config.json's defaults, as the family's config class has them */

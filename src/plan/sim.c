@@ -495,12 +495,16 @@ static int post_norm(struct step *s, struct tlist *sv, int x, enum stage st)
 }
 
 /* A sublayer's output x multiplied by the family's scalar before the residual add
- * (residual_scale: granite's residual_multiplier): a new tensor, x gone; nothing kept. */
-static int branch_scale(struct step *s, int x)
+ * (residual_scale: granite's residual_multiplier): a new tensor; nothing kept. x lives
+ * through the add (residual + x * multiplier, then x's name reassigned): into *unscaled,
+ * for the caller to drop once the sum exists (0 without the scaling). */
+static int branch_scale(struct step *s, int x, int *unscaled)
 {
+	*unscaled = 0;
 	if (!s->fam->residual_scale || !x)
 		return x;
-	return remake(s, x, s->act_bytes * s->tokens * s->hidden);
+	*unscaled = x;
+	return tensor(s, s->act_bytes * s->tokens * s->hidden);
 }
 
 /* The rotary embedding of one of q, k (bytes; in_bytes before: under autocast the
@@ -520,22 +524,20 @@ static int rope_core(struct step *s, int64_t bytes, int64_t in_bytes)
 	return e;
 }
 
+/* Of a q or k tensor of bytes, its rotated part's: a partial rotation's (glm4_moe),
+ * else all of it. */
+static int64_t rotated_part(const struct step *s, int64_t bytes)
+{
+	return s->rot_dim ? bytes / (s->q_dim / s->heads) * s->rot_dim : bytes;
+}
+
 static int rope(struct step *s, int64_t bytes, int64_t in_bytes)
 {
-	int64_t full = bytes;
-
-	if (s->rot_dim) { /* a partial rotation: the products over the rotated part, then
-			   * that part concatenated with the rest (glm4_moe) */
-		bytes = bytes / (s->q_dim / s->heads) * s->rot_dim;
-		in_bytes = in_bytes / (s->q_dim / s->heads) * s->rot_dim;
-	}
-	int e = rope_core(s, bytes, in_bytes);
+	int e = rope_core(s, rotated_part(s, bytes), rotated_part(s, in_bytes));
 
 	if (!s->fam->rope_pass_copy && !s->rot_dim)
 		return e;
-	int out = tensor(s, full);
-	drop(s, e);
-	return out;
+	return remake(s, e, bytes); /* the rotated part concatenated with the rest */
 }
 
 /* A linear layer's output over the step's tokens, in_u units in, out_u out, w_elems
@@ -1301,14 +1303,23 @@ struct attn_live {
 
 #include "plan/op_position.inc"
 
-/* q and k rotated into *qe, *ke (their products rope_bytes a unit); with rope_fp32 both
+/* q and k rotated into *qe, *ke (their products rope_bytes a unit): each rotated and
+ * concatenated with its pass-through part in turn (phi3), or with a partial rotation
+ * (glm4_moe) both rotated, then both concatenated with the rest; with rope_fp32 both
  * cast back once both exist (apply_rotary_pos_emb's return); q and k go. */
 static void rotate_qk(struct step *s, int q, int kk, int *qe, int *ke)
 {
 	int64_t T = s->tokens, qd = s->q_dim, k = s->kv_dim, rb = rope_bytes(s), qb = qk_bytes(s);
 
-	*qe = rope(s, rb * T * qd, qb * T * qd);
-	*ke = rope(s, rb * T * k, qb * T * k);
+	if (s->rot_dim && !s->fam->rope_pass_copy) {
+		int qr = rope_core(s, rotated_part(s, rb * T * qd), rotated_part(s, qb * T * qd));
+		int kr = rope_core(s, rotated_part(s, rb * T * k), rotated_part(s, qb * T * k));
+		*qe = remake(s, qr, rb * T * qd);
+		*ke = remake(s, kr, rb * T * k);
+	} else {
+		*qe = rope(s, rb * T * qd, qb * T * qd);
+		*ke = rope(s, rb * T * k, qb * T * k);
+	}
 	if (s->fam->rope_fp32) {
 		int qc = tensor(s, qb * T * qd), kc = tensor(s, qb * T * k);
 		drop(s, *qe), drop(s, *ke);
@@ -1358,6 +1369,15 @@ static void rope_forward(struct step *s, struct tlist *sv, struct attn_live *a)
 	a->ke = 0;
 	if (!s->fam->fused_qkv)
 		drop(s, a->v);
+}
+
+/* sdpa's output takes q's layout: a q that the rotation concatenated (with a
+ * pass-through or an unrotated part) is batch x heads x seq, so the output's
+ * transpose().contiguous() before o_proj is a copy; a q rotated elementwise keeps its
+ * projection's batch x seq x heads, and the transpose is contiguous already. */
+static int attn_out_copied(const struct step *s)
+{
+	return s->rope_on && (s->fam->rope_pass_copy || s->rot_dim);
 }
 
 /* sdpa with autograd: what it keeps (q, k, v as it gets them: under autocast its bf16
@@ -1415,9 +1435,8 @@ static int sdpa_attn_forward(struct step *s, struct layer_fwd *c, struct tlist *
 		drop(s, y);
 	rope_forward(s, sv, &a);
 	sdpa_forward(s, sv, &a, copies);
-	/* the output copied to q's layout (transpose().contiguous()), kept by o_proj for its
-	 * weight's gradient */
-	int oc = s->fam->attn_out_copy ? tensor(s, ab * T * qd) : 0;
+	/* the output copied (attn_out_copied), kept by o_proj for its weight's gradient */
+	int oc = attn_out_copied(s) ? tensor(s, ab * T * qd) : 0;
 	if (oc && s->base_trains)
 		save(s, sv, oc), oc = 0;
 	s->stage = S_O_IN;
@@ -1523,9 +1542,13 @@ static int layer_forward(struct step *s, int in, struct tlist *sv, int frozen)
 	c.lora0 = c.nograd && !s->base_trains;
 	int y = sublayer_input(s, sv, in, S_NORM1, S_QKV_IN);
 	int ao = attn_op(s)->forward(s, &c, sv, y);
-	ao = branch_scale(s, post_norm(s, sv, ao, S_PNORM1));
+	int unscaled;
+	ao = branch_scale(s, post_norm(s, sv, ao, S_PNORM1), &unscaled);
 	c.h1 = tensor(s, s->resid_bytes * s->tokens * s->hidden);
-	drop(s, ao), drop(s, y); /* (y: when the attention left it) */
+	int held = s->fam->attn_out_held ? ao : 0;
+	if (!held)
+		drop(s, ao);
+	drop(s, unscaled), drop(s, y); /* (y: when the attention left it) */
 	/* fp32: the norm keeps its input */
 	if (s->resid_bytes == DT_FP32 && !c.nograd && !norm_keeps_input(s) && !s->fam->no_pre_norms) {
 		s->stage = S_NORM1;
@@ -1537,13 +1560,14 @@ static int layer_forward(struct step *s, int in, struct tlist *sv, int frozen)
 	if (dn) {
 		s->in_nograd = 0;
 		s->early_stop = c.stop ? 2 : 0; /* a post-norm's product packs the last */
-		dn = branch_scale(s, post_norm(s, sv, dn, S_PNORM2));
+		dn = branch_scale(s, post_norm(s, sv, dn, S_PNORM2), &unscaled);
 		s->early_stop = 0;
 	}
 	if (c.stop)
 		recompute_end(s, sv, c.h1);
 	else
 		out = residual_end(s, sv, dn, y, c.h1);
+	drop(s, unscaled), drop(s, held);
 	s->base_trains = base_trains;
 	return out;
 }
@@ -2224,11 +2248,12 @@ static int sliding_mask(struct step *s)
 		return eager_masks(s);
 	if (!s->fam->window_mask_always && (!s->sliding_window || s->seq < s->sliding_window))
 		return 0;
-	/* (a chunked one a batch row each: its offsets are the row's) */
+	/* (a chunked one a batch row each: its offsets are the row's; the causal comparison
+	 * is one seq x seq for every row) */
 	int64_t b = DT_BOOL * s->seq * s->seq * (s->fam->chunk ? s->batch : 1);
 	int m1 = tensor(s, b), m2 = tensor(s, b);
 	drop(s, m1);
-	int m3 = tensor(s, b), mask = tensor(s, b);
+	int m3 = tensor(s, DT_BOOL * s->seq * s->seq), mask = tensor(s, b);
 	drop(s, m3), drop(s, m2);
 	return mask;
 }
@@ -2263,13 +2288,16 @@ static void mm_masks(struct step *s, int mask[2])
 
 /* The masks a forward builds before its layers, into mask[0..1] (0: none): a
  * multimodal one's; else a training forward's sliding mask, eager attention's float
- * masks in either (sdpa's inference builds none). */
+ * masks in either, and a chunked family's mask in inference too (as traced on
+ * llama4_text), and one that builds its window mask always (qwen2_moe); other sliding
+ * windows' inference masks are not built (not traced:
+ * building them moved gemma3's and mistral's measured inference plans either way). */
 static void model_masks(struct step *s, int infer, int mask[2])
 {
 	mask[0] = mask[1] = 0;
 	if (s->m->wrapper && s->m->wrapper->mm_masks)
 		mm_masks(s, mask);
-	else if (!infer || s->fam->window_mask_always)
+	else if (!infer || s->fam->chunk || s->fam->window_mask_always)
 		mask[0] = sliding_mask(s);
 	else if (s->fam->attn == ATTN_EAGER_SINKS)
 		mask[0] = eager_masks(s);
@@ -2364,6 +2392,8 @@ static int sdpa_attn_plain(struct step *s, int y, struct tlist *cache)
 		ke = v = 0;
 	}
 	int o = plain_sdpa(s, cache != NULL);
+	if (attn_out_copied(s))
+		o = remake(s, o, s->act_bytes * T * qd);
 	int ao = plain_linear(s, qd, h, s->lp.o, 0, LORA_O);
 	drop(s, o);
 	drop(s, qe), drop(s, ke), drop(s, v); /* the attention's inputs live to its return */
@@ -2578,14 +2608,18 @@ static int plain_layer(struct step *s, int in, struct tlist *cache)
 	(void)in;
 	int y = plain_pre_norm(s);
 	int ao = attn_op(s)->plain(s, y, cache);
-	ao = branch_scale(s, post_norm(s, NULL, ao, S_PNORM1));
+	int unscaled;
+	ao = branch_scale(s, post_norm(s, NULL, ao, S_PNORM1), &unscaled);
 	int h1 = tensor(s, s->resid_bytes * T * h);
-	drop(s, ao), drop(s, y); /* (y: when the attention left it to the residual add) */
+	int held = s->fam->attn_out_held ? ao : 0;
+	if (!held)
+		drop(s, ao);
+	drop(s, unscaled), drop(s, y); /* (y: when the attention left it to the residual add) */
 	y = plain_pre_norm(s);
 	int dn = mlp_op(s)->plain(s, y, NULL);
-	dn = branch_scale(s, post_norm(s, NULL, dn, S_PNORM2));
+	dn = branch_scale(s, post_norm(s, NULL, dn, S_PNORM2), &unscaled);
 	int out = tensor(s, s->resid_bytes * T * h);
-	drop(s, dn), drop(s, y), drop(s, h1);
+	drop(s, dn), drop(s, unscaled), drop(s, y), drop(s, h1), drop(s, held);
 	return out;
 }
 
@@ -3030,13 +3064,12 @@ static int rotary_set(const struct step *s, int64_t l)
 }
 
 /* The rotary embedding's cos and sin for the step (the model's, once a forward: one
- * sequence's positions, head_dim wide; gemma3's local and global layers each have a
- * set): the frequencies' product (at step 0 the first product: cuBLAS's workspace
- * after it) and their concatenation (fp32), cos and sin scaled, cast to the residual
- * stream's dtype when it is narrower. Held in tr->rot. */
-static void rotary(struct train *tr, int step)
+ * sequence's positions, head_dim wide, the model called without position_ids; gemma3's
+ * local and global layers each have a set): the frequencies' product (at step 0 the
+ * first product: cuBLAS's workspace after it) and their concatenation (fp32), cos and
+ * sin scaled, cast to the residual stream's dtype when it is narrower. Held in rot. */
+static void rotary(struct step *s, struct tlist *rot, int step)
 {
-	struct step *s = &tr->s;
 	int64_t u = s->seq * (s->rot_dim ? s->rot_dim : s->q_dim / s->heads);
 	for (int i = 0; i < rotary_sets(s); i++) {
 		int f = tensor(s, DT_FP32 * u / 2);
@@ -3048,13 +3081,13 @@ static void rotary(struct train *tr, int step)
 		int sm = tensor(s, DT_FP32 * u);
 		drop(s, t);
 		if (s->resid_bytes == DT_BF16 && !s->fam->rope_fp32) {
-			push(&tr->rot, tensor(s, DT_BF16 * u));
-			push(&tr->rot, tensor(s, DT_BF16 * u));
+			push(rot, tensor(s, DT_BF16 * u));
+			push(rot, tensor(s, DT_BF16 * u));
 			drop(s, f), drop(s, c), drop(s, cm), drop(s, sm);
 		} else {
 			drop(s, f), drop(s, c);
-			push(&tr->rot, cm);
-			push(&tr->rot, sm);
+			push(rot, cm);
+			push(rot, sm);
 		}
 	}
 }
@@ -3090,7 +3123,7 @@ static void train_forward(struct train *tr, int step)
 		hs = dropout(s, &tr->head_saved, pos, s->tokens * s->hidden, s->resid_bytes);
 	}
 	model_masks(s, 0, tr->mask);
-	rotary(tr, step);
+	rotary(s, &tr->rot, step);
 	for (int64_t l = 0; l < s->layers; l++) {
 		int out;
 		layer_begin(s, l);
@@ -3552,10 +3585,36 @@ static int64_t cache_grown(const struct step *s, int id, int64_t ctx)
 	return kv_bytes(s) * s->batch * ctx * s->kv_dim;
 }
 
+/* An inference prefill's embeddings, held by the model's forward to its end (into *emb;
+ * scaled: a new tensor, see embed_scale_kind), and GPT-2's learned positions'
+ * embeddings (one sequence's, held too, into *pos; 0 for others) and their sum. Returns
+ * the first layer's input. */
+static int infer_embeddings(struct step *s, int step, int *emb, int *pos)
+{
+	int64_t bytes = s->weight_bytes * s->tokens * s->hidden;
+	int x = *emb = tensor(s, bytes);
+
+	*pos = 0;
+	if (s->fam->embed_scale) {
+		x = tensor(s, bytes);
+		if (s->fam->embed_scale == EMBED_SCALED_REPLACES) {
+			drop(s, *emb);
+			*emb = x;
+		}
+	}
+	if (s->fam->positions == POS_LEARNED) {
+		if (!step)
+			cublas_workspace(s);
+		*pos = tensor(s, s->weight_bytes * s->seq * s->hidden);
+		x = tensor(s, bytes);
+	}
+	return x;
+}
+
 int sim_infer(const struct model_shape *m, const struct train_settings *t, int steps, struct sim_result *r)
 {
 	struct step s = { 0 };
-	struct tlist params = { 0 }, cache = { 0 };
+	struct tlist params = { 0 }, cache = { 0 }, rot = { 0 };
 	int64_t ctx = t->context > t->seq ? t->context : t->seq;
 
 	if (!t->inference)
@@ -3571,23 +3630,11 @@ int sim_infer(const struct model_shape *m, const struct train_settings *t, int s
 	load(&s, m, t, &params, NULL, 1);
 	for (int step = 0; step < steps; step++) {
 		s.part = C_ACTIVATIONS, s.phase = "prefill";
-		/* the prefill of batch x seq tokens: the embeddings (held by the model's
-		 * forward to its end; gemma scales them: a new tensor), rotary cos and sin
-		 * (GPT-2: its learned positions' embeddings and their sum), the layers */
-		int emb = tensor(&s, s.weight_bytes * s.tokens * s.hidden), x = emb, cs;
-		if (!step)
-			cublas_workspace(&s);
-		if (s.fam->embed_scale)
-			x = tensor(&s, s.weight_bytes * s.tokens * s.hidden);
-		if (s.fam->positions == POS_LEARNED) { /* the positions' embeddings (one sequence's, held too), added */
-			cs = tensor(&s, s.weight_bytes * s.seq * s.hidden);
-			x = tensor(&s, s.weight_bytes * s.tokens * s.hidden);
-		} else { /* rotary cos and sin */
-			int64_t cb = s.fam->rope_fp32 ? DT_FP32 : s.act_bytes;
-			cs = tensor(&s, 2 * cb * s.tokens * (s.rot_dim ? s.rot_dim : s.q_dim / s.heads)); /* cos and sin */
-		}
-		int em[2];
+		/* the prefill of batch x seq tokens: the embeddings, the masks, rotary cos
+		 * and sin, the layers */
+		int emb, pos, x = infer_embeddings(&s, step, &emb, &pos), em[2];
 		model_masks(&s, 1, em);
+		rotary(&s, &rot, step);
 		for (int64_t l = 0; l < s.layers; l++) {
 			layer_begin(&s, l);
 			int out = plain_layer(&s, x, &cache);
@@ -3599,7 +3646,7 @@ int sim_infer(const struct model_shape *m, const struct train_settings *t, int s
 		 * every position (model(input_ids)) */
 		int yf = s.fam->norm == NORM_LAYER ? layer_norm(&s, NULL, s.resid_bytes)
 						   : plain_norm(&s, s.tokens, s.hidden, s.resid_bytes);
-		drop(&s, x), drop(&s, cs), drop(&s, emb), drop(&s, em[0]), drop(&s, em[1]);
+		drop(&s, x), drop(&s, pos), free_all(&s, &rot), drop(&s, emb), drop(&s, em[0]), drop(&s, em[1]);
 		int64_t lb = s.act_bytes * (t->logits_all ? s.tokens : s.batch) * s.vocab;
 		s.part = C_LOGITS;
 		int logits = tensor(&s, lb);
@@ -3630,7 +3677,7 @@ int sim_infer(const struct model_shape *m, const struct train_settings *t, int s
 		drop(&s, logits);
 	}
 	step_result(&s, r);
-	free(params.v), free(cache.v);
+	free(params.v), free(cache.v), free(rot.v), free(rot.tag);
 	free(s.block_of), free(s.bytes_of), free(s.part_of);
 	alloc_sim_free(&s.a);
 	return 0;

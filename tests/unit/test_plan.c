@@ -57,9 +57,6 @@ static const struct outlier alloc_outliers[] = {
 	/* a prefill of 131,072 tokens grown to a 32k context: a layer's temporaries over
 	 * (not traced), the device peak within 1 % */
 	{ "qwen3-14b/bf16-infer/b8s16384", 2600 },
-	/* llama4_text's inference: a prefill's temporaries under (not traced), the device
-	 * peak within 0.1 % */
-	{ "llama4-scout-l4-e4/bf16-infer/b2s8192", 300 },
 	{ NULL, 0 },
 };
 
@@ -352,16 +349,11 @@ static const struct fixture_check fixtures_issue28e = { FIXTURES "/gpu-train/h20
  * llama4_text, gpt_oss, qwen3_next, gemma3's and qwen2.5-vl's text towers, training with
  * and without checkpointing and inference), planned before they ran
  * (bench/results/gpu-cases-30-plan.md; as planned the exotic three were 7.6 % under at
- * worst, until their allocator histories were traced) and planned here on the H200:
- * median 1 %, max 3 %, no under-estimate beyond 2 %, but for the one named. */
-static const struct outlier outliers_issue30[] = {
-	/* inference: over by a fifth of its fragmentation, where the scaled logits' copy
-	 * takes a block the run did not (not traced) */
-	{ "granite3.1-8b-l8/bf16-infer/b4s8192", 0.04 },
-	{ NULL, 0 },
-};
+ * worst, until their allocator histories were traced, and three prefills over until
+ * theirs were) and planned here on the H200: median 1 %, max 3 %, no under-estimate
+ * beyond 2 %. */
 static const struct fixture_check fixtures_issue30 = { FIXTURES "/gpu-train/h200-issue30.json", 35, 0.01, 0.03,
-						       0.02, outliers_issue30, "h200" };
+						       0.02, NULL, "h200" };
 
 /* issue 13's two-GPU cases (bench/gpu-dist-cases.json and -2.json on nvidia-h200-x2), one case a
  * rank: DDP and FSDP2 (fully_shard with and without resharding after the forward), bf16
