@@ -2286,6 +2286,12 @@ static void mm_masks(struct step *s, int mask[2])
 	}
 }
 
+/* The model's wrapper (a multimodal config) has its forward build mm_masks' masks. */
+static int mm_masked(const struct step *s)
+{
+	return s->m->wrapper && s->m->wrapper->mm_masks;
+}
+
 /* The masks a forward builds before its layers, into mask[0..1] (0: none): a
  * multimodal one's; else a training forward's sliding mask, eager attention's float
  * masks in either, and a chunked family's mask in inference too (as traced on
@@ -2295,7 +2301,7 @@ static void mm_masks(struct step *s, int mask[2])
 static void model_masks(struct step *s, int infer, int mask[2])
 {
 	mask[0] = mask[1] = 0;
-	if (s->m->wrapper && s->m->wrapper->mm_masks)
+	if (mm_masked(s))
 		mm_masks(s, mask);
 	else if (!infer || s->fam->chunk || s->fam->window_mask_always)
 		mask[0] = sliding_mask(s);
@@ -2315,7 +2321,7 @@ static void layer_begin(struct step *s, int64_t l)
 	layer_at(s, l);
 	int sliding = s->sliding_window && (l + 1) % s->sliding_pattern != 0;
 
-	int masked = (sliding && s->seq >= s->sliding_window) || (s->m->wrapper && s->m->wrapper->mm_masks);
+	int masked = (sliding && s->seq >= s->sliding_window) || mm_masked(s);
 
 	s->mask_bytes = masked ? s->act_bytes * s->batch * s->seq * s->seq : 0;
 	if (s->jitter) { /* sim_train's stand-in for unmodelled temporaries: a new size a layer */
