@@ -494,6 +494,17 @@ static int post_norm(struct step *s, struct tlist *sv, int x, enum stage st)
 	return n;
 }
 
+/* The attention's output once the residual add has it: held to the layer's return where
+ * the family holds it (attn_out_held: returned, for the caller to drop then), else gone
+ * now (0). */
+static int attn_out_after_add(struct step *s, int ao)
+{
+	if (s->fam->attn_out_held)
+		return ao;
+	drop(s, ao);
+	return 0;
+}
+
 /* A sublayer's output x multiplied by the family's scalar before the residual add
  * (residual_scale: granite's residual_multiplier): a new tensor; nothing kept. x lives
  * through the add (residual + x * multiplier, then x's name reassigned): into *unscaled,
@@ -1545,9 +1556,7 @@ static int layer_forward(struct step *s, int in, struct tlist *sv, int frozen)
 	int unscaled;
 	ao = branch_scale(s, post_norm(s, sv, ao, S_PNORM1), &unscaled);
 	c.h1 = tensor(s, s->resid_bytes * s->tokens * s->hidden);
-	int held = s->fam->attn_out_held ? ao : 0;
-	if (!held)
-		drop(s, ao);
+	int held = attn_out_after_add(s, ao);
 	drop(s, unscaled), drop(s, y); /* (y: when the attention left it) */
 	/* fp32: the norm keeps its input */
 	if (s->resid_bytes == DT_FP32 && !c.nograd && !norm_keeps_input(s) && !s->fam->no_pre_norms) {
@@ -1640,15 +1649,12 @@ static int proj_backward(struct step *s, int g, int g_bytes, int64_t in_u, int64
 /* A projection with a bias (addmm's backward, outside autocast) from its output's
  * gradient g (out units wide; freed at the node's end), node by node as traced: the
  * input's gradient, the weight's, then the bias's summed over the tokens through the
- * reduction's staging buffer (the bias's own gradient is layer_backward's). Without a
- * bias proj_backward's. Returns the input's gradient. */
+ * reduction's staging buffer (the bias's own gradient is layer_backward's). Returns the
+ * input's gradient. */
 static int addmm_backward(struct step *s, int g, int64_t in_u, int64_t w_elems, int64_t bias, struct tlist *sv,
 			  enum stage st, struct tlist *grads, int64_t gw_bytes)
 {
 	int64_t T = s->tokens;
-
-	if (!bias)
-		return proj_backward(s, g, (int)s->act_bytes, in_u, w_elems, 0, 0, sv, st, grads, gw_bytes);
 	int gi = tensor(s, s->act_bytes * T * in_u);
 	weight_grad(s, grads, w_elems, gw_bytes);
 	drop(s, tensor(s, sum_staging(T * bias, bias)));
@@ -2617,9 +2623,7 @@ static int plain_layer(struct step *s, int in, struct tlist *cache)
 	int unscaled;
 	ao = branch_scale(s, post_norm(s, NULL, ao, S_PNORM1), &unscaled);
 	int h1 = tensor(s, s->resid_bytes * T * h);
-	int held = s->fam->attn_out_held ? ao : 0;
-	if (!held)
-		drop(s, ao);
+	int held = attn_out_after_add(s, ao);
 	drop(s, unscaled), drop(s, y); /* (y: when the attention left it to the residual add) */
 	y = plain_pre_norm(s);
 	int dn = mlp_op(s)->plain(s, y, NULL);
