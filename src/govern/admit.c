@@ -18,6 +18,11 @@
 #define LATE_PCT 90
 /* Below this, a ratio between seen and predicted memory is noise (start-up). */
 #define SCALE_MIN_BYTES (32ULL << 20)
+/* A job past its peak under its class's provisional curve is predicted at the curve scaled
+ * down to what it holds, to no less than this share of the curve (1/PASSED_DOWN_MIN_DIV):
+ * the curve is the envelope of the class's first jobs, and a kernel's tail after its peak
+ * differs from another's by up to a few times (a forward kernel's beside a backward one's). */
+#define PASSED_DOWN_MIN_DIV 4
 
 static uint64_t smeared(const struct curve *c, int own, int64_t t_ms)
 {
@@ -31,7 +36,8 @@ struct future {
 	const struct admit_job *j;
 	struct curve c;             /* the prediction, stretched when the job runs late */
 	int known;
-	double scale;
+	double scale;               /* above the prediction: the job's ratio to it */
+	double down;                /* past its peak, under an open curve: its ratio to it */
 	int64_t peak_end_ms;        /* when the curve last holds half its peak or more */
 };
 
@@ -49,7 +55,7 @@ static void future_prepare(const struct admit_job *j, struct future *f)
 {
 	f->j = j;
 	f->known = j->pred && j->pred->duration_ms > 0;
-	f->scale = 1.0;
+	f->scale = f->down = 1.0;
 	if (!f->known || j->frozen)
 		return;
 	f->c = *j->pred;
@@ -67,6 +73,11 @@ static void future_prepare(const struct admit_job *j, struct future *f)
 		if (f->scale > MAX_SCALE)
 			f->scale = MAX_SCALE;
 	}
+	if (j->open && !j->rising && now_pred && j->current_bytes < now_pred) {
+		f->down = (double)j->current_bytes / (double)now_pred;
+		if (f->down < 1.0 / PASSED_DOWN_MIN_DIV)
+			f->down = 1.0 / PASSED_DOWN_MIN_DIV;
+	}
 }
 
 static uint64_t future_at(const struct future *f, uint64_t unknown_bytes, int64_t tau_ms)
@@ -81,7 +92,7 @@ static uint64_t future_at(const struct future *f, uint64_t unknown_bytes, int64_
 	}
 	if (j->frozen)
 		return j->current_bytes; /* held, not growing, until thawed */
-	v = (uint64_t)((double)smeared(&f->c, j->own, j->elapsed_ms + tau_ms) * f->scale);
+	v = (uint64_t)((double)smeared(&f->c, j->own, j->elapsed_ms + tau_ms) * f->scale * f->down);
 	/* Behind its class's provisional curve: still rising where the class's first jobs had
 	 * already passed their peaks. It is slower than they were, and a compile job that rises
 	 * for longer is the larger one (a backward kernel beside forward ones): it is taken to

@@ -20,7 +20,8 @@ struct admit_job {
 	int own;                    /* pred is this job's own signature's profile, not its class's */
 	int open;                   /* pred is a provisional class profile (admit_provisional): its
 	                             * length is how long the class's jobs ran so far, not when
-	                             * this one ends */
+	                             * this one ends; past its peak, a job under that curve is
+	                             * taken to keep its share of it */
 	int rising;                 /* it has not passed its peak yet (admit_passed_peak): with
 	                             * open, past the curve's peak it is taken to reach that peak */
 };

@@ -179,6 +179,42 @@ static void test_admit_last_job_early(void **state)
 	assert_false(r.admit);
 }
 
+static void test_admit_open_tails_own_level(void **state)
+{
+	/* A class's provisional curve made by its larger first jobs (4 GiB peaks, tails of a
+	 * third): three later jobs past their peaks hold a sixth of a GiB where the curve's
+	 * tail says 1.33 GiB. Each is predicted at its own share of the curve, so the last
+	 * job starts beside them; read at the curve's tail they would fill the room. A job
+	 * still rising, or one predicted by its own profile, keeps the curve as it is, and a
+	 * job that holds almost nothing is taken at a quarter of the curve at least. */
+	struct curve c;
+	struct admit_job j[3];
+	struct admit_snapshot s = { .budget_bytes = 7 * GiB, .free_bytes = 7 * GiB, .jobs = j, .njobs = 3 };
+	struct admit_result r;
+
+	(void)state;
+	provisional_shape(&c);
+	for (int i = 0; i < 3; i++)
+		j[i] = (struct admit_job){ .elapsed_ms = 30000, .pred = &c, .current_bytes = GiB / 6, .open = 1 };
+	uint64_t tail = admit_job_future(&j[0], 0, 5000);
+	assert_true(tail <= GiB / 3 + MiB && tail >= GiB / 3 - MiB); /* a quarter of 4/3 GiB */
+	admit_decide(&s, &c, ADMIT_OPEN, &r);
+	assert_true(r.admit);
+	j[0].current_bytes = 2 * GiB / 3;
+	assert_true(admit_job_future(&j[0], 0, 5000) >= 2 * GiB / 3 - MiB);
+	assert_true(admit_job_future(&j[0], 0, 5000) <= 2 * GiB / 3 + MiB);
+	j[0].current_bytes = GiB / 6;
+	j[0].rising = 1;
+	assert_true(admit_job_future(&j[0], 0, 5000) >= 4 * GiB);
+	j[0].rising = 0;
+	j[0].open = 0;
+	assert_true(admit_job_future(&j[0], 0, 5000) >= 4 * GiB / 3 - MiB);
+	for (int i = 0; i < 3; i++)
+		j[i].open = 0;
+	admit_decide(&s, &c, ADMIT_OPEN, &r);
+	assert_false(r.admit);
+}
+
 static void test_admit_staggered(void **state)
 {
 	/* The same three jobs past their peaks hold a third each: a fourth fits, and so
@@ -1043,6 +1079,7 @@ int main(void)
 		cmocka_unit_test(test_admit_aligned_peaks),
 		cmocka_unit_test(test_admit_own_profile_closer),
 		cmocka_unit_test(test_admit_staggered),
+		cmocka_unit_test(test_admit_open_tails_own_level),
 		cmocka_unit_test(test_admit_free_memory),
 		cmocka_unit_test(test_admit_wrong_prediction_scales),
 		cmocka_unit_test(test_admit_unknown),
