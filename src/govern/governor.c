@@ -466,6 +466,31 @@ static void net_carry_out(struct gov *g, enum net_action act, int64_t now, uint6
 	}
 }
 
+/* The report's timeline, a point a second, and the progress line, on known memory. */
+static void note_point(struct gov *g, int64_t now, int running, size_t n, uint64_t jobs_bytes, uint64_t used)
+{
+	if (now - g->t0_ms >= (int64_t)g->rep.npoints * 1000) {
+		struct report_point p = { now - g->t0_ms, running, (int)n - running, 0, jobs_bytes, used };
+		for (size_t i = 0; i < g->njobs; i++)
+			p.waiting += g->jobs[i]->state == JOB_WAITING;
+		report_add_point(&g->rep, &p);
+	}
+	if (g->progress.fd >= 0 && now >= g->next_progress_ms) {
+		show_progress(g, now, jobs_bytes);
+		g->next_progress_ms = now + PROGRESS_EVERY_MS;
+	}
+}
+
+static void say_unowned(struct gov *g)
+{
+	char a[32], b[32];
+
+	log_warn("processes the build's jobs left running hold %s, more than the budget of %s: one job at a "
+		 "time until they end", size_format(g->unowned_bytes, a, sizeof(a)),
+		 size_format(g->budget_bytes, b, sizeof(b)));
+	g->said_unowned = 1;
+}
+
 static void govern_tick(struct gov *g, int64_t now)
 {
 	struct admit_job *snap;
@@ -507,27 +532,14 @@ static void govern_tick(struct gov *g, int64_t now)
 	job_note_tick(g, now, now - g->t_prev_ms, running, jobs_bytes);
 	g->used_prev = used;
 	g->t_prev_ms = now;
-	if (!mem_err && now - g->t0_ms >= (int64_t)g->rep.npoints * 1000) {
-		struct report_point p = { now - g->t0_ms, running, (int)n - running, 0, jobs_bytes, used };
-		for (size_t i = 0; i < g->njobs; i++)
-			p.waiting += g->jobs[i]->state == JOB_WAITING;
-		report_add_point(&g->rep, &p);
-	}
-	if (!mem_err && g->progress.fd >= 0 && now >= g->next_progress_ms) {
-		show_progress(g, now, jobs_bytes);
-		g->next_progress_ms = now + PROGRESS_EVERY_MS;
-	}
+	if (!mem_err)
+		note_point(g, now, running, n, jobs_bytes, used);
 	/* what jobs left running counts while jobs run; alone, however large, it must not
 	 * stop the one job that always runs (it may never end: a daemon) */
 	enum net_action act = net_apply_budget(net_decide(&ns), jobs_bytes + (running ? g->unowned_bytes : 0),
 					       g->budget_bytes);
-	if (!running && g->unowned_bytes > g->budget_bytes && !g->said_unowned) {
-		char a[32], b[32];
-		log_warn("processes the build's jobs left running hold %s, more than the budget of %s: one job at a "
-			 "time until they end", size_format(g->unowned_bytes, a, sizeof(a)),
-			 size_format(g->budget_bytes, b, sizeof(b)));
-		g->said_unowned = 1;
-	}
+	if (!running && g->unowned_bytes > g->budget_bytes && !g->said_unowned)
+		say_unowned(g);
 	/* The net acts on known numbers only: with memory unknown it holds, and ends or
 	 * freezes nothing on a guess. */
 	if (mem_err) {

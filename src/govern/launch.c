@@ -315,6 +315,51 @@ static int send_request(int fd, const struct proto_request *req, const char *too
 	return rc;
 }
 
+/* Run the admitted tool once and wait for it: its wait status, and how long it ran.
+ * *gone: the governor went away meanwhile (the job's group is then removed here, since
+ * nobody else will); otherwise *cg_dir is the group the governor put it in, or NULL. */
+static int run_admitted(char **argv, struct proto_conn *conn, const struct sigaction *sa, uint64_t *maxrss,
+			int *gone, char **cg_dir, int64_t *duration_ms)
+{
+	int errpipe[2], status, exec_errno = 0;
+
+	if (pipe2(errpipe, O_CLOEXEC))
+		die(EXIT_INTERNAL, "pipe: %s", strerror(errno));
+	struct spawn_ctx ctx = { .argv = argv, .errpipe = errpipe[1] };
+	/* Inherited by the job: a launcher inside it (CXX and a CMake launcher both
+	 * set) runs its tool directly, the job being admitted already. */
+	setenv("HEADROOM_JOB", "1", 1);
+	int64_t t0 = now_ms();
+	pid_t pid = spawn(&ctx);
+	close(errpipe[1]);
+	if (pid < 0)
+		die(EXIT_INTERNAL, "vfork: %s", strerror(errno));
+	child_pgid = pid;
+	sigaction(SIGINT, sa, NULL);
+	sigaction(SIGTERM, sa, NULL);
+	sigaction(SIGHUP, sa, NULL);
+	sigaction(SIGQUIT, sa, NULL);
+	*maxrss = 0;
+	*gone = 0;
+	*cg_dir = NULL;
+	status = wait_child(pid, conn, maxrss, gone, cg_dir);
+	*duration_ms = now_ms() - t0;
+	child_pgid = 0;
+	if (read(errpipe[0], &exec_errno, sizeof(exec_errno)) == (ssize_t)sizeof(exec_errno))
+		log_warn("cannot run %s: %s", argv[0], strerror(exec_errno));
+	close(errpipe[0]);
+	if (*gone) {
+		if (*cg_dir) {
+			struct cgroup cg = { .version = CGROUP_V2, .dir = *cg_dir };
+			cgroup_remove(&cg);
+		}
+		free(*cg_dir);
+		*cg_dir = NULL;
+		log_debug("the governor went away while %s ran", argv[0]);
+	}
+	return status;
+}
+
 void launch_governed(char **argv, int fd)
 {
 	struct proto_conn conn;
@@ -338,65 +383,31 @@ void launch_governed(char **argv, int fd)
 		struct proto_admit adm;
 		struct proto_ack ack;
 		json_t *reply = NULL;
-		int errpipe[2], rc;
+		int rc, gone;
+		uint64_t maxrss;
+		char *cg_dir;
+		int64_t ran_ms;
 
 		if (send_request(fd, &req, argv[0]))
 			goto ungoverned;
 		rc = recv_type(&conn, "admit", timeout_ms, &reply, NULL);
 		if (rc == -ETIMEDOUT)
 			governor_silent(fd, argv[0], timeout_ms, "running, ungoverned,");
-		if (rc <= 0 || proto_admit_decode(reply, &adm)) {
-			json_decref(reply);
-			goto ungoverned;
-		}
-		if (pipe2(errpipe, O_CLOEXEC)) {
-			json_decref(reply);
-			die(EXIT_INTERNAL, "pipe: %s", strerror(errno));
-		}
-		struct spawn_ctx ctx = { .argv = argv, .errpipe = errpipe[1] };
-		/* Inherited by the job: a launcher inside it (CXX and a CMake launcher both
-		 * set) runs its tool directly, the job being admitted already. */
-		setenv("HEADROOM_JOB", "1", 1);
-		int64_t t0 = now_ms();
-		pid_t pid = spawn(&ctx);
+		int bad_admit = rc <= 0 || proto_admit_decode(reply, &adm);
 		json_decref(reply);
 		reply = NULL;
-		close(errpipe[1]);
-		if (pid < 0)
-			die(EXIT_INTERNAL, "vfork: %s", strerror(errno));
-		child_pgid = pid;
-		sigaction(SIGINT, &sa, NULL);
-		sigaction(SIGTERM, &sa, NULL);
-		sigaction(SIGHUP, &sa, NULL);
-		sigaction(SIGQUIT, &sa, NULL);
-
-		uint64_t maxrss = 0;
-		int gone = 0;
-		char *cg_dir = NULL;
-		status = wait_child(pid, &conn, &maxrss, &gone, &cg_dir);
-		child_pgid = 0;
-		int exec_errno = 0;
-		if (read(errpipe[0], &exec_errno, sizeof(exec_errno)) == (ssize_t)sizeof(exec_errno))
-			log_warn("cannot run %s: %s", argv[0], strerror(exec_errno));
-		close(errpipe[0]);
-
-		if (gone) {
-			/* Nobody else will remove the job's group now. */
-			if (cg_dir) {
-				struct cgroup cg = { .version = CGROUP_V2, .dir = cg_dir };
-				cgroup_remove(&cg);
-			}
-			free(cg_dir);
-			log_debug("the governor went away while %s ran", argv[0]);
+		if (bad_admit)
+			goto ungoverned;
+		status = run_admitted(argv, &conn, &sa, &maxrss, &gone, &cg_dir, &ran_ms);
+		if (gone)
 			break;
-		}
 		struct proto_done done = {
 			.job = adm.job,
 			.has_exit = WIFEXITED(status),
 			.exit_code = WEXITSTATUS(status),
 			.has_signal = WIFSIGNALED(status),
 			.signal = WTERMSIG(status),
-			.duration_ms = now_ms() - t0,
+			.duration_ms = ran_ms,
 			.maxrss_bytes = maxrss,
 			.cache_hit = cache_log_take(cache_log),
 		};
