@@ -65,6 +65,25 @@ static int is_check_arg(const char *a)
 	       (!strncmp(b, "CMake", 5) && (strstr(b, "CompilerId") || strstr(b, "CompilerABI")));
 }
 
+/* A compiler asked who it is, not to compile: a build script's version query (`nvcc -V`
+ * from flash-attn's setup.py, `nvcc --version` from torch's extension builder) or a
+ * toolchain lookup. With no source file, such a flag makes the run a check. */
+static int is_query_arg(const char *a)
+{
+	static const char *const exact[] = { "--version", "-V", "-v", "-dumpversion", "-dumpfullversion",
+					     "-dumpmachine", "-dumpspecs", "--help", "-print-search-dirs",
+					     "-print-libgcc-file-name", "-print-multiarch", "-print-sysroot",
+					     "-print-multi-directory", "-print-multi-lib", NULL };
+	static const char *const prefix[] = { "-print-file-name=", "-print-prog-name=", NULL };
+
+	if (strv_contains(exact, a))
+		return 1;
+	for (int i = 0; prefix[i]; i++)
+		if (!strncmp(a, prefix[i], strlen(prefix[i])))
+			return 1;
+	return 0;
+}
+
 static int is_source(const char *a)
 {
 	static const char *const ext[] = { ".c", ".cc", ".cpp", ".cxx", ".c++", ".C", ".cu",
@@ -132,7 +151,7 @@ void job_sig_from_argv(int argc, char *const argv[], struct job_sig *out)
 	size_t nitems = 0;
 	struct strbuf via = STRBUF_INIT;
 	const char *src = "", *remote = NULL;
-	int i = 0;
+	int i = 0, query = 0;
 
 	memset(out, 0, sizeof(*out));
 	for (; i < argc - 1 && is_wrapper(path_base(argv[i])); i++) {
@@ -148,6 +167,7 @@ void job_sig_from_argv(int argc, char *const argv[], struct job_sig *out)
 		const char *a = argv[i];
 
 		out->check |= is_check_arg(a);
+		query |= is_query_arg(a);
 
 		if (!strcmp(a, "-o") || !strcmp(a, "-MF") || !strcmp(a, "-MT") || !strcmp(a, "-MQ") ||
 		    !strcmp(a, "-I") || !strcmp(a, "-D") || !strcmp(a, "-include") || !strcmp(a, "-x")) {
@@ -167,7 +187,7 @@ void job_sig_from_argv(int argc, char *const argv[], struct job_sig *out)
 	free(items);
 	out->via = strbuf_detach(&via);
 	out->src = xstrdup(src);
-	out->check |= is_check_arg(src);
+	out->check |= is_check_arg(src) || (query && !*src);
 	/* A job compiled elsewhere costs here what preprocessing it costs: a class of its own. */
 	if (remote)
 		out->class_key = *out->flags ? xasprintf("%s %s via %s", out->tool, out->flags, remote)

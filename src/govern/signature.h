@@ -13,7 +13,8 @@ struct job_sig {
 	char *sig_key;   /* "tool flags :: src": this one job */
 	int cached;      /* a compiler cache (ccache, sccache) is among the launchers: a hit
 			  * runs no compiler, and teaches nothing about the job */
-	int check;       /* a configure check (CMake's try_compile, compiler identification) */
+	int check;       /* a configure check (CMake's try_compile, compiler identification), or
+	                  * a compiler's version query (no source, --version, -V, -dumpversion...) */
 	int compiler;    /* the tool is a compiler or linker driver (gcc, c++, nvcc, ld...) */
 };
 

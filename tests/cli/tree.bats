@@ -158,6 +158,31 @@ PY
 	python3 -c 'import json,sys; r=json.load(open(sys.argv[1])); assert r["tree_fallback"] is True and r["jobs"] >= 1, r' "$T/r.json"
 }
 
+@test "a build script asking nvcc its version outside the launcher is a check, not a compiler that escaped it" {
+	mkdir -p "$T/q" && cd "$T/q"
+	# a fake nvcc (its process is named nvcc): -V answers once the job has ended, so that
+	# the governor's ticks see it running; a compile holds memory as a child
+	printf '#!/bin/sh\ncase "$1" in -V) while [ ! -e done ]; do sleep 0.05; done; echo "release 13.0" ;; *) "%s" --hold 20M --ms 1000 ;; esac\n' \
+		"$MEMHOG" > nvcc
+	chmod +x nvcc
+	touch k.cu
+	printf './nvcc -V > v.txt &\n$HEADROOM_LAUNCHER ./nvcc -c k.cu -o k.o\ntouch done\nwait\n' > probe.sh
+	run "$HR" run --no-db -j 2 --report "$T/r.json" -- sh probe.sh
+	echo "$output"
+	[ "$status" -eq 0 ]
+	grep -q "release 13.0" v.txt
+	[[ "$output" != *"outside headroom exec"* ]]
+	python3 -c 'import json,sys; r=json.load(open(sys.argv[1])); assert not r["tree_fallback"] and r["jobs"] == 1, r' "$T/r.json"
+	# the same nvcc compiling outside the launcher is one that escaped it
+	rm -f done
+	printf './nvcc -c k.cu -o k2.o &\n$HEADROOM_LAUNCHER ./nvcc -c k.cu -o k.o\nwait\n' > escape.sh
+	run "$HR" run --no-db -j 2 --report "$T/r2.json" -- sh escape.sh
+	echo "$output"
+	[ "$status" -eq 0 ]
+	[[ "$output" == *"runs outside headroom exec"* ]]
+	python3 -c 'import json,sys; r=json.load(open(sys.argv[1])); assert r["tree_fallback"] is True, r' "$T/r2.json"
+}
+
 @test "python3 setup.py build_ext: a setuptools C extension compiles through CC and the launcher" {
 	python3 -c 'import setuptools, sysconfig, os, sys; sys.exit(not os.path.exists(os.path.join(sysconfig.get_paths()["include"], "Python.h")))' ||
 		skip "setuptools and Python headers (python3-dev) needed"

@@ -153,6 +153,42 @@ static void test_kinds(void **state)
 	job_sig_free(&s);
 }
 
+static void test_version_queries(void **state)
+{
+	/* A build script asking the compiler who it is runs it outside any build tool: a
+	 * check, not a job that escaped the launcher; the same flag beside a source is a
+	 * compile (gcc -v: verbose). */
+	char *nvcc_v[] = { "/usr/local/cuda/bin/nvcc", "-V" };
+	char *nvcc_version[] = { "/usr/local/cuda/bin/nvcc", "--version" };
+	char *gcc_dump[] = { "gcc", "-dumpfullversion" };
+	char *gcc_lib[] = { "x86_64-linux-gnu-gcc-12", "-print-file-name=libstdc++.so" };
+	char *verbose[] = { "gcc", "-v", "-c", "a.c", "-o", "a.o" };
+	char *nvcc_compile[] = { "nvcc", "--version", "-c", "k.cu" };
+	struct job_sig s;
+
+	(void)state;
+	job_sig_from_argv(2, nvcc_v, &s);
+	assert_true(s.check);
+	assert_string_equal(job_seen_untrue(&(struct job_seen){ .check = s.check, .cache_hit = -1 }),
+			    "a configure check");
+	job_sig_free(&s);
+	job_sig_from_argv(2, nvcc_version, &s);
+	assert_true(s.check);
+	job_sig_free(&s);
+	job_sig_from_argv(2, gcc_dump, &s);
+	assert_true(s.check);
+	job_sig_free(&s);
+	job_sig_from_argv(2, gcc_lib, &s);
+	assert_true(s.check);
+	job_sig_free(&s);
+	job_sig_from_argv(6, verbose, &s);
+	assert_false(s.check);
+	job_sig_free(&s);
+	job_sig_from_argv(4, nvcc_compile, &s);
+	assert_false(s.check);
+	job_sig_free(&s);
+}
+
 /* nvcc peaks once per -gencode pass, --threads of them at once */
 static void test_peaks(void **state)
 {
@@ -231,6 +267,7 @@ int main(void)
 		cmocka_unit_test(test_no_source),
 		cmocka_unit_test(test_launchers),
 		cmocka_unit_test(test_kinds),
+		cmocka_unit_test(test_version_queries),
 		cmocka_unit_test(test_seen_untrue),
 		cmocka_unit_test(test_cache_log),
 		cmocka_unit_test(test_twins),
