@@ -1068,6 +1068,30 @@ static void reorder(struct tjob *tj, size_t n, const char *order)
 	}
 }
 
+/* Jobs a build tool started in one burst start within this of each other. */
+#define BURST_S 0.05
+
+/* The job i, started at st_s, waited for every job started before it to end (a link),
+ * whatever the order the file lists them in (a record lists them as they ended); one of a
+ * burst of jobs started together did not. */
+static int is_barrier(json_t *jobs, size_t i, double st_s)
+{
+	int before = 0;
+
+	for (size_t k = 0; k < json_array_size(jobs); k++) {
+		json_t *j = json_array_get(jobs, k);
+		double s = json_number_value(json_object_get(j, "start_s"));
+		if (k == i || s > st_s + BURST_S)
+			continue;
+		if (s >= st_s - BURST_S)
+			return 0;
+		before = 1;
+		if (s + json_number_value(json_object_get(j, "duration_s")) > st_s + BURST_S)
+			return 0;
+	}
+	return before;
+}
+
 static size_t load(const char *path, double mem_scale, double time_scale, int repeat, struct tjob **out)
 {
 	json_error_t err;
@@ -1087,15 +1111,12 @@ static size_t load(const char *path, double mem_scale, double time_scale, int re
 		iv = 1;
 	*out = xcalloc(json_array_size(jobs) * (size_t)repeat, sizeof(**out));
 	for (int r = 0; r < repeat; r++) {
-		double ended = 0;
 		for (size_t i = 0; i < json_array_size(jobs); i++) {
 			json_t *j = json_array_get(jobs, i), *rss = json_object_get(j, "rss_bytes");
 			struct tjob *o = &(*out)[n++];
 			double st = json_number_value(json_object_get(j, "start_s"));
-			o->barrier = i > 0 && st >= ended;
+			o->barrier = is_barrier(jobs, i, st);
 			o->start_s = st;
-			if (st + json_number_value(json_object_get(j, "duration_s")) > ended)
-				ended = st + json_number_value(json_object_get(j, "duration_s"));
 			const char *name = json_string_value(json_object_get(j, "name"));
 			snprintf(o->sig, sizeof(o->sig), "rep%d/%zu/%s", r, i, name);
 			snprintf(o->cls, sizeof(o->cls), "%s", class_of(name));
