@@ -154,9 +154,10 @@ static int setup_memory(struct gov *g)
 			log_warn("--reserve %s is all of the memory limit, %s (%s): no job could ever run; give less",
 				 r, l, g->rep.limit_source);
 		else
-			log_warn("the default reserve, %s (6 %% of the limit, at least 64 MiB), is all of the memory "
-				 "limit, %s (%s): no job could ever run; give a smaller one with --reserve, or run "
-				 "in a larger memory limit", r, l, g->rep.limit_source);
+			log_warn("the default reserve, %s (%d %% of the limit, at least %llu MiB), is all of the "
+				 "memory limit, %s (%s): no job could ever run; give a smaller one with --reserve, or "
+				 "run in a larger memory limit", r, RESERVE_PCT, (unsigned long long)(RESERVE_MIN_BYTES >> 20),
+				 l, g->rep.limit_source);
 		return EXIT_USAGE;
 	}
 	uint64_t avail;

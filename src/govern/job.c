@@ -68,12 +68,17 @@ void job_free(struct job *j)
 	free(j);
 }
 
+/* How far up a walk from a process to its ancestors goes: deeper than any real build's
+ * nesting (make, sh, a launcher, a compiler driver and its passes), and a bound because a
+ * table read while processes come and go may hold a cycle. */
+#define ANCESTRY_MAX 256
+
 /* Is pid the build, or below it? From /proc, a bounded walk up. */
 static int below_build(const struct gov *g, pid_t pid)
 {
 	struct proc_entry e;
 
-	for (int depth = 0; depth < 256 && pid > 1; depth++) {
+	for (int depth = 0; depth < ANCESTRY_MAX && pid > 1; depth++) {
 		if (pid == g->build_pid)
 			return 1;
 		if (proc_read_one(g->o->proc_root, pid, &e))
@@ -209,7 +214,7 @@ static int owner_cmp(const void *a, const void *b)
 static struct owner *owner_of(const struct proc_table *t, const struct proc_entry *e, struct owner *o, size_t n)
 {
 	/* Bounded walk: a table read while processes come and go may hold a cycle. */
-	for (int depth = 0; depth < 256 && e; depth++) {
+	for (int depth = 0; depth < ANCESTRY_MAX && e; depth++) {
 		struct owner key = { .pid = e->pid }, *hit = bsearch(&key, o, n, sizeof(*o), owner_cmp);
 		if (hit)
 			return hit;

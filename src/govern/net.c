@@ -1,11 +1,5 @@
 #include "govern/net.h"
 
-/* The default reserve: this share of the limit, kept free for the rest of the machine, at
- * least enough for a shell and sshd to work, at most what a large machine's other
- * processes need (a larger one only narrows the jobs' room). */
-#define RESERVE_PCT 6
-#define RESERVE_MIN_BYTES (64ULL << 20)
-#define RESERVE_MAX_BYTES (2ULL << 30)
 /* The band above the reserve where the net holds is at most this share of the limit. */
 #define HOLD_BAND_DIV 16
 /* The kernel stalling everything on reclaim: PSI full avg10 over this share of the time is

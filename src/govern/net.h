@@ -52,7 +52,14 @@ int net_thaw_stalled(uint64_t running_growth_bytes, uint64_t frozen_growth_bytes
 		     uint64_t reserve_bytes);
 /* What a job growing at bytes_per_s adds over NET_LOOKAHEAD_MS. */
 uint64_t net_lookahead_growth(uint64_t bytes_per_s);
-/* The reserve headroom keeps free below a limit: 6 %, between 64 MiB and 2 GiB. */
+/* The default reserve: this share of the limit, kept free for the rest of the machine, at
+ * least enough for a shell and sshd to work, at most what a large machine's other
+ * processes need (a larger one only narrows the jobs' room). */
+#define RESERVE_PCT 6
+#define RESERVE_MIN_BYTES (64ULL << 20)
+#define RESERVE_MAX_BYTES (2ULL << 30)
+/* The reserve headroom keeps free below a limit by default: RESERVE_PCT of it, between
+ * RESERVE_MIN_BYTES and RESERVE_MAX_BYTES. */
 uint64_t net_default_reserve(uint64_t limit_bytes);
 
 #endif
