@@ -508,7 +508,16 @@ out:
 	return js;
 }
 
-int cmd_run(int argc, char **argv)
+/* What the command line says, apart from the build command. */
+struct run_args {
+	struct governor_opts o;
+	char *db;
+	int no_db, jobserver, jobs_opt;
+	const char *js_style;
+};
+
+/* Parse the options into a; exits on --help or a bad option. */
+static void run_options(int argc, char **argv, struct run_args *a)
 {
 	enum { OPT_DB = 256, OPT_NODB, OPT_REPORT, OPT_RESERVE, OPT_TRACE, OPT_RECORD, OPT_TREE, OPT_JOBSERVER };
 	static const struct option opts[] = {
@@ -527,55 +536,53 @@ int cmd_run(int argc, char **argv)
 		{ "help", no_argument, NULL, 'h' },
 		{ NULL, 0, NULL, 0 },
 	};
-	struct governor_opts o = { .proc_root = "", .tick_ms = 100 };
-	char *db = NULL, *err = NULL, *shim_dir = NULL, self[PATH_MAX], cap_from[64];
-	int c, no_db = 0, status, jobserver = 0, jobs_opt = 0;
-	const char *js_style = "auto";
+	struct governor_opts *o = &a->o;
+	int c;
 
 	while ((c = getopt_long(argc, argv, "+j:b:qvh", opts, NULL)) != -1) {
 		switch (c) {
 		case 'j':
-			jobs_opt = jobs_number(optarg);
-			if (!jobs_opt)
+			a->jobs_opt = jobs_number(optarg);
+			if (!a->jobs_opt)
 				die(EXIT_USAGE, "run: --jobs wants a whole number from 1, not '%s'", optarg);
 			break;
 		case 'b':
-			if (size_parse(optarg, &o.budget_bytes) || !o.budget_bytes)
+			if (size_parse(optarg, &o->budget_bytes) || !o->budget_bytes)
 				die(EXIT_USAGE, "run: --budget wants a size such as 24G or 512M, not '%s'", optarg);
 			break;
 		case OPT_RESERVE:
-			if (size_parse(optarg, &o.reserve_bytes))
+			if (size_parse(optarg, &o->reserve_bytes))
 				die(EXIT_USAGE, "run: --reserve wants a size such as 1G, not '%s'", optarg);
 			break;
 		case OPT_DB:
 			if (!*optarg)
 				die(EXIT_USAGE, "run: --db wants a path, not ''");
-			free(db);
-			db = xstrdup(optarg);
+			free(a->db);
+			a->db = xstrdup(optarg);
 			break;
 		case OPT_NODB:
-			no_db = 1;
+			a->no_db = 1;
 			break;
 		case OPT_REPORT:
-			o.report_path = optarg;
+			o->report_path = optarg;
 			break;
 		case OPT_TRACE:
-			o.trace_path = optarg;
+			o->trace_path = optarg;
 			break;
 		case OPT_TREE:
-			o.tree = 1;
+			o->tree = 1;
 			break;
 		case OPT_JOBSERVER:
-			jobserver = 1;
-			js_style = optarg ? optarg : "auto";
-			if (strcmp(js_style, "auto") && strcmp(js_style, "pipe") && strcmp(js_style, "fifo"))
-				die(EXIT_USAGE, "run: --jobserver takes auto, pipe or fifo, not '%s'", js_style);
+			a->jobserver = 1;
+			a->js_style = optarg ? optarg : "auto";
+			if (strcmp(a->js_style, "auto") && strcmp(a->js_style, "pipe") && strcmp(a->js_style, "fifo"))
+				die(EXIT_USAGE, "run: --jobserver takes auto, pipe or fifo, not '%s'", a->js_style);
 			break;
 		case OPT_RECORD:
-			o.record_path = optarg;
+			o->record_path = optarg;
 			break;
 		case 'q':
-			o.quiet = 1;
+			o->quiet = 1;
 			log_level = 0;
 			break;
 		case 'v':
@@ -584,34 +591,44 @@ int cmd_run(int argc, char **argv)
 			break;
 		case 'h':
 			fputs(usage, stdout);
-			free(db);
-			return 0;
+			free(a->db);
+			exit(0);
 		default:
 			opt_refused("run", opts, argv);
 		}
 	}
+}
+
+int cmd_run(int argc, char **argv)
+{
+	struct run_args a = { .o = { .proc_root = "", .tick_ms = 100 }, .js_style = "auto" };
+	struct governor_opts *o = &a.o;
+	char *err = NULL, *shim_dir = NULL, self[PATH_MAX], cap_from[64];
+	int status;
+
+	run_options(argc, argv, &a);
 	if (optind >= argc) {
-		free(db);
+		free(a.db);
 		die(EXIT_USAGE, "run: missing the build command (try: headroom run -- ninja -C build)");
 	}
-	o.argv = argv + optind;
-	choose_cap(&o, jobs_opt, cap_from, sizeof(cap_from));
-	if (jobserver) {
-		o.jobserver = choose_jobserver(js_style, o.argv[0]);
-		o.tree = 1;
+	o->argv = argv + optind;
+	choose_cap(o, a.jobs_opt, cap_from, sizeof(cap_from));
+	if (a.jobserver) {
+		o->jobserver = choose_jobserver(a.js_style, o->argv[0]);
+		o->tree = 1;
 	}
 
-	if (!no_db && !db)
-		db = store_default_path();
-	check_outputs(&o, no_db ? NULL : db);
-	if (!no_db) {
-		int rc = store_open(db, &o.store, &err);
+	if (!a.no_db && !a.db)
+		a.db = store_default_path();
+	check_outputs(o, a.no_db ? NULL : a.db);
+	if (!a.no_db) {
+		int rc = store_open(a.db, &o->store, &err);
 		if (rc == -EMEDIUMTYPE) {
 			/* Someone else's file: refused, and left as it was. */
 			log_warn("profile store: %s", err);
 			log_warn("choose another with --db PATH, or run without one with --no-db");
 			free(err);
-			free(db);
+			free(a.db);
 			return EXIT_INTERNAL;
 		} else if (rc) {
 			/* Locked, unreadable: the build matters more than what it would learn. */
@@ -621,26 +638,26 @@ int cmd_run(int argc, char **argv)
 	}
 	if (proc_self_exe(self, sizeof(self)))
 		die(EXIT_INTERNAL, "cannot find headroom's own path in /proc/self/exe");
-	if (!o.quiet)
+	if (!o->quiet)
 		doctor_preflight();
-	if (!o.tree && cmake_without_launcher(o.argv))
-		o.tree = 1;
+	if (!o->tree && cmake_without_launcher(o->argv))
+		o->tree = 1;
 	/* With --tree the jobs are found below ninja/make; a launcher would make them twice. */
-	if (!o.tree) {
+	if (!o->tree) {
 		shim_dir = xasprintf("%s/headroom-shims.XXXXXX", runtime_dir());
 		if (!mkdtemp(shim_dir)) {
 			free(shim_dir);
 			shim_dir = NULL;
 		}
-		wire_launchers(self, o.jobs, o.argv[0], shim_dir);
-		o.shim_dir = shim_dir;
+		wire_launchers(self, o->jobs, o->argv[0], shim_dir);
+		o->shim_dir = shim_dir;
 	}
-	status = governor_run(&o);
+	status = governor_run(o);
 	if (shim_dir) {
 		remove_shims(shim_dir);
 		free(shim_dir);
 	}
-	store_close(o.store);
-	free(db);
+	store_close(o->store);
+	free(a.db);
 	return status;
 }
