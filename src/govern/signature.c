@@ -67,7 +67,7 @@ static int is_check_arg(const char *a)
 
 /* A compiler asked who it is, not to compile: a build script's version query (`nvcc -V`
  * from flash-attn's setup.py, `nvcc --version` from torch's extension builder) or a
- * toolchain lookup. With no source file, such a flag makes the run a check. */
+ * toolchain lookup. With no input file at all, such a flag makes the run a check. */
 static int is_query_arg(const char *a)
 {
 	static const char *const exact[] = { "--version", "-V", "-v", "-dumpversion", "-dumpfullversion",
@@ -151,7 +151,7 @@ void job_sig_from_argv(int argc, char *const argv[], struct job_sig *out)
 	size_t nitems = 0;
 	struct strbuf via = STRBUF_INIT;
 	const char *src = "", *remote = NULL;
-	int i = 0, query = 0;
+	int i = 0, query = 0, inputs = 0;
 
 	memset(out, 0, sizeof(*out));
 	for (; i < argc - 1 && is_wrapper(path_base(argv[i])); i++) {
@@ -179,6 +179,8 @@ void job_sig_from_argv(int argc, char *const argv[], struct job_sig *out)
 			items[nitems++] = xstrdup(a);
 		} else if (is_source(a)) {
 			src = a;
+		} else if (a[0] != '-') {
+			inputs++; /* an object, a library, a response file */
 		}
 	}
 	out->flags = flags_joined(items, nitems);
@@ -187,7 +189,7 @@ void job_sig_from_argv(int argc, char *const argv[], struct job_sig *out)
 	free(items);
 	out->via = strbuf_detach(&via);
 	out->src = xstrdup(src);
-	out->check |= is_check_arg(src) || (query && !*src);
+	out->check |= is_check_arg(src) || (query && !*src && !inputs);
 	/* A job compiled elsewhere costs here what preprocessing it costs: a class of its own. */
 	if (remote)
 		out->class_key = *out->flags ? xasprintf("%s %s via %s", out->tool, out->flags, remote)

@@ -159,12 +159,46 @@ PY
 }
 
 @test "a build script asking nvcc its version outside the launcher is a check, not a compiler that escaped it" {
+	command -v cc || skip "a C compiler needed"
 	mkdir -p "$T/q" && cd "$T/q"
-	# a fake nvcc (its process is named nvcc): -V answers once the job has ended, so that
-	# the governor's ticks see it running; a compile holds memory as a child
-	printf '#!/bin/sh\ncase "$1" in -V) while [ ! -e done ]; do sleep 0.05; done; echo "release 13.0" ;; *) "%s" --hold 20M --ms 1000 ;; esac\n' \
-		"$MEMHOG" > nvcc
-	chmod +x nvcc
+	# a fake nvcc, a program as the real one is: -V answers once ./done exists, so that the
+	# governor's ticks see it running; a compile holds 20 MiB for a second, or with
+	# WAIT_FOR until the governor's messages (./err) say that text
+	cat > fake.c <<'C'
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+static int said(const char *text)
+{
+	char line[4096];
+	int hit = 0;
+	FILE *f = fopen("err", "r");
+	if (!f)
+		return 0;
+	while (fgets(line, sizeof(line), f))
+		hit |= strstr(line, text) != NULL;
+	fclose(f);
+	return hit;
+}
+int main(int argc, char **argv)
+{
+	const char *text = getenv("WAIT_FOR");
+	if (argc > 1 && !strcmp(argv[1], "-V")) {
+		for (int i = 0; i < 1200 && access("done", F_OK); i++)
+			usleep(50000);
+		puts("release 13.0");
+		return 0;
+	}
+	char *m = malloc(20 << 20);
+	memset(m, 1, 20 << 20);
+	for (int i = 0; i < 1200 && !(text ? said(text) : i >= 20); i++)
+		usleep(50000);
+	free(m);
+	return 0;
+}
+C
+	cc -O1 -o nvcc fake.c
 	touch k.cu
 	printf './nvcc -V > v.txt &\n$HEADROOM_LAUNCHER ./nvcc -c k.cu -o k.o\ntouch done\nwait\n' > probe.sh
 	run "$HR" run --no-db -j 2 --report "$T/r.json" -- sh probe.sh
@@ -174,11 +208,8 @@ PY
 	[[ "$output" != *"outside headroom exec"* ]]
 	python3 -c 'import json,sys; r=json.load(open(sys.argv[1])); assert not r["tree_fallback"] and r["jobs"] == 1, r' "$T/r.json"
 	# the same nvcc compiling outside the launcher is one that escaped it: it runs until
-	# the governor has said so (or a minute has passed)
-	printf '#!/bin/sh\nfor i in $(seq 1200); do grep -q "outside headroom exec" err && break; sleep 0.05; done\n' > escaped
-	printf '#!/bin/sh\n./escaped\n' > nvcc2
-	cp nvcc2 nvcc && chmod +x nvcc escaped
-	printf './nvcc -c k.cu -o k2.o &\n$HEADROOM_LAUNCHER true\nwait\n' > escape.sh
+	# the governor has said so (a minute at most)
+	printf 'WAIT_FOR="outside headroom exec" ./nvcc -c k.cu -o k2.o &\n$HEADROOM_LAUNCHER true\nwait\n' > escape.sh
 	"$HR" run --no-db -j 2 --report "$T/r2.json" -- sh escape.sh 2> err
 	cat err
 	grep -q "runs outside headroom exec" err

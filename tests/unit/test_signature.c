@@ -156,14 +156,16 @@ static void test_kinds(void **state)
 static void test_version_queries(void **state)
 {
 	/* A build script asking the compiler who it is runs it outside any build tool: a
-	 * check, not a job that escaped the launcher; the same flag beside a source is a
-	 * compile (gcc -v: verbose). */
+	 * check, not a job that escaped the launcher; the same flag beside a source, an
+	 * object or a response file is a compile or a link (gcc -v: verbose). */
 	char *nvcc_v[] = { "/usr/local/cuda/bin/nvcc", "-V" };
 	char *nvcc_version[] = { "/usr/local/cuda/bin/nvcc", "--version" };
 	char *gcc_dump[] = { "gcc", "-dumpfullversion" };
 	char *gcc_lib[] = { "x86_64-linux-gnu-gcc-12", "-print-file-name=libstdc++.so" };
 	char *verbose[] = { "gcc", "-v", "-c", "a.c", "-o", "a.o" };
 	char *nvcc_compile[] = { "nvcc", "--version", "-c", "k.cu" };
+	char *verbose_link[] = { "g++", "-v", "a.o", "-o", "app" };
+	char *response[] = { "nvcc", "-V", "@args.rsp" };
 	struct job_sig s;
 
 	(void)state;
@@ -185,6 +187,12 @@ static void test_version_queries(void **state)
 	assert_false(s.check);
 	job_sig_free(&s);
 	job_sig_from_argv(4, nvcc_compile, &s);
+	assert_false(s.check);
+	job_sig_free(&s);
+	job_sig_from_argv(5, verbose_link, &s);
+	assert_false(s.check);
+	job_sig_free(&s);
+	job_sig_from_argv(3, response, &s);
 	assert_false(s.check);
 	job_sig_free(&s);
 }
