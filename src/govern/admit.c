@@ -73,8 +73,11 @@ static void future_prepare(const struct admit_job *j, struct future *f)
 		if (f->scale > MAX_SCALE)
 			f->scale = MAX_SCALE;
 	}
-	if (j->open && !j->rising && now_pred && j->current_bytes < now_pred) {
-		f->down = (double)j->current_bytes / (double)now_pred;
+	/* Its share of the curve where the curve has passed its peak too (the curve itself
+	 * at its age, not widened: on a falling edge the widened curve still holds the peak). */
+	uint64_t at_age = curve_max_between(&f->c, j->elapsed_ms, j->elapsed_ms);
+	if (j->open && !j->rising && j->elapsed_ms >= f->peak_end_ms && at_age && j->current_bytes < at_age) {
+		f->down = (double)j->current_bytes / (double)at_age;
 		if (f->down < 1.0 / PASSED_DOWN_MIN_DIV)
 			f->down = 1.0 / PASSED_DOWN_MIN_DIV;
 	}

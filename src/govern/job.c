@@ -68,11 +68,6 @@ void job_free(struct job *j)
 	free(j);
 }
 
-/* How far up a walk from a process to its ancestors goes: deeper than any real build's
- * nesting (make, sh, a launcher, a compiler driver and its passes), and a bound because a
- * table read while processes come and go may hold a cycle. */
-#define ANCESTRY_MAX 256
-
 /* Is pid the build, or below it? From /proc, a bounded walk up. */
 static int below_build(const struct gov *g, pid_t pid)
 {

@@ -66,15 +66,15 @@ static int is_check_arg(const char *a)
 }
 
 /* A compiler asked who it is, not to compile: a build script's version query (`nvcc -V`
- * from flash-attn's setup.py, `nvcc --version` from torch's extension builder) or a
- * toolchain lookup. With no input file at all, such a flag makes the run a check. */
+ * from flash-attn's setup.py, `nvcc --version` from torch's extension builder, `rustc -vV`
+ * from cargo) or a toolchain lookup. These flags make the compiler answer and stop,
+ * whatever else its command line holds (a wrapper's -ccbin, a script's own path). */
 static int is_query_arg(const char *a)
 {
-	static const char *const exact[] = { "--version", "-V", "-v", "-dumpversion", "-dumpfullversion",
-					     "-dumpmachine", "-dumpspecs", "--help", "-print-search-dirs",
-					     "-print-libgcc-file-name", "-print-multiarch", "-print-sysroot",
-					     "-print-multi-directory", "-print-multi-lib", NULL };
-	static const char *const prefix[] = { "-print-file-name=", "-print-prog-name=", NULL };
+	static const char *const exact[] = { "--version", "-V", "-vV", "-dumpversion", "-dumpfullversion",
+					     "-dumpmachine", "-dumpspecs", "--help", "-###", "--list-gpu-arch",
+					     "--list-gpu-code", NULL };
+	static const char *const prefix[] = { "-print-", "--print", NULL };
 
 	if (strv_contains(exact, a))
 		return 1;
@@ -151,7 +151,7 @@ void job_sig_from_argv(int argc, char *const argv[], struct job_sig *out)
 	size_t nitems = 0;
 	struct strbuf via = STRBUF_INIT;
 	const char *src = "", *remote = NULL;
-	int i = 0, query = 0, inputs = 0;
+	int i = 0, query = 0, verbose = 0, inputs = 0;
 
 	memset(out, 0, sizeof(*out));
 	for (; i < argc - 1 && is_wrapper(path_base(argv[i])); i++) {
@@ -168,6 +168,7 @@ void job_sig_from_argv(int argc, char *const argv[], struct job_sig *out)
 
 		out->check |= is_check_arg(a);
 		query |= is_query_arg(a);
+		verbose |= !strcmp(a, "-v");
 
 		if (!strcmp(a, "-o") || !strcmp(a, "-MF") || !strcmp(a, "-MT") || !strcmp(a, "-MQ") ||
 		    !strcmp(a, "-I") || !strcmp(a, "-D") || !strcmp(a, "-include") || !strcmp(a, "-x")) {
@@ -189,7 +190,9 @@ void job_sig_from_argv(int argc, char *const argv[], struct job_sig *out)
 	free(items);
 	out->via = strbuf_detach(&via);
 	out->src = xstrdup(src);
-	out->check |= is_check_arg(src) || (query && !*src && !inputs);
+	/* -v alone prints the version; beside a source, an object or a response file it is a
+	 * verbose compile or link */
+	out->check |= is_check_arg(src) || query || (verbose && !*src && !inputs);
 	/* A job compiled elsewhere costs here what preprocessing it costs: a class of its own. */
 	if (remote)
 		out->class_key = *out->flags ? xasprintf("%s %s via %s", out->tool, out->flags, remote)

@@ -79,7 +79,8 @@ enum tree_kind tree_classify(int argc, char *const argv[], const char *self_name
 	return TREE_JOB;
 }
 
-pid_t tree_ungoverned_compiler(const struct proc_table *t, pid_t self, const char *self_name)
+pid_t tree_ungoverned_compiler(const struct proc_table *t, pid_t self, const char *self_name,
+			       int (*skip)(void *ctx, pid_t pid), void *ctx)
 {
 	for (size_t i = 0; i < t->n; i++) {
 		const struct proc_entry *e = &t->v[i], *a;
@@ -97,7 +98,7 @@ pid_t tree_ungoverned_compiler(const struct proc_table *t, pid_t self, const cha
 			build_tool |= tree_is_build_tool(a->comm);
 		}
 		/* Below us (the walk reached self) and no launcher on the way. */
-		if (a && !launched)
+		if (a && !launched && !(skip && skip(ctx, e->pid)))
 			return e->pid;
 	}
 	return 0;
@@ -114,7 +115,7 @@ uint64_t tree_unowned_bytes(const struct proc_table *t, pid_t self, pid_t build,
 		if (e->pid == self || e->pid == guard)
 			continue;
 		/* bounded: a table read while processes come and go may hold a cycle */
-		for (depth = 0; depth < 256 && a && a->pid != self && a->pid != build; depth++)
+		for (depth = 0; depth < ANCESTRY_MAX && a && a->pid != self && a->pid != build; depth++)
 			a = proc_table_find(t, a->ppid);
 		if (a && a->pid == self)
 			sum += e->rss_bytes;

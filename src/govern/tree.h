@@ -36,9 +36,17 @@ int tree_job_argv(int argc, char **argv, int max);
  * self_name: headroom's own executable basename. */
 enum tree_kind tree_classify(int argc, char *const argv[], const char *self_name);
 
+/* How far a walk from a process up to its ancestors goes: deeper than any real build's
+ * nesting (make, sh, a launcher, a compiler driver and its passes), and a bound because a
+ * table read while processes come and go may hold a cycle. */
+#define ANCESTRY_MAX 256
+
 /* A compiler below `self` that no `headroom exec` launched (a build script overwrote
- * PYTORCH_NVCC or CXX, say): its pid, or 0 when every compiler is governed. */
-pid_t tree_ungoverned_compiler(const struct proc_table *t, pid_t self, const char *self_name);
+ * PYTORCH_NVCC or CXX, say): its pid, or 0 when every compiler is governed. One for which
+ * skip(ctx, pid) says 1 (a version query, a configure check) is passed over, and the
+ * search goes on; skip may be NULL. */
+pid_t tree_ungoverned_compiler(const struct proc_table *t, pid_t self, const char *self_name,
+			       int (*skip)(void *ctx, pid_t pid), void *ctx);
 
 /* Memory no job owns: the resident memory of the processes below self that are not
  * below the build (every job is), that is, what a job left running when it ended

@@ -158,8 +158,9 @@ void treescan_run(struct gov *g, int64_t now)
 }
 
 /* Does pid compile a configure check (CMake's try_compile builds no launcher reaches)? */
-static int treescan_is_check(struct gov *g, pid_t pid)
+static int treescan_is_check(void *ctx, pid_t pid)
 {
+	struct gov *g = ctx;
 	char buf[16384], *argv[512];
 	struct job_sig sig;
 	int argc = proc_cmdline(g->o->proc_root, pid, buf, sizeof(buf), argv, 512), check;
@@ -178,8 +179,8 @@ void treescan_fallback(struct gov *g)
 
 	if (g->tree)
 		return;
-	pid = tree_ungoverned_compiler(&g->procs, getpid(), g->self_name);
-	if (!pid || treescan_is_check(g, pid))
+	pid = tree_ungoverned_compiler(&g->procs, getpid(), g->self_name, treescan_is_check, g);
+	if (!pid)
 		return;
 	const struct proc_entry *e = proc_table_find(&g->procs, pid);
 	log_warn("%s (pid %d) runs outside headroom exec (a build script may overwrite PYTORCH_NVCC, "

@@ -183,10 +183,10 @@ static void test_admit_open_tails_own_level(void **state)
 {
 	/* A class's provisional curve made by its larger first jobs (4 GiB peaks, tails of a
 	 * third): three later jobs past their peaks hold a sixth of a GiB where the curve's
-	 * tail says 1.33 GiB. Each is predicted at its own share of the curve, so the last
-	 * job starts beside them; read at the curve's tail they would fill the room. A job
-	 * still rising, or one predicted by its own profile, keeps the curve as it is, and a
-	 * job that holds almost nothing is taken at a quarter of the curve at least. */
+	 * tail says 1.33 GiB, an eighth of it: each is taken at a quarter of the curve, the
+	 * least, so the last job starts beside them; read at the curve's tail they would fill
+	 * the room. One holding half the curve keeps half. A job still rising, one not yet past
+	 * the curve's own peak, or one predicted by its own profile keeps the curve as it is. */
 	struct curve c;
 	struct admit_job j[3];
 	struct admit_snapshot s = { .budget_bytes = 7 * GiB, .free_bytes = 7 * GiB, .jobs = j, .njobs = 3 };
@@ -206,7 +206,12 @@ static void test_admit_open_tails_own_level(void **state)
 	j[0].current_bytes = GiB / 6;
 	j[0].rising = 1;
 	assert_true(admit_job_future(&j[0], 0, 5000) >= 4 * GiB);
-	j[0].rising = 0;
+	j[0].elapsed_ms = 3000; /* rising, early, under the curve: its peak still ahead */
+	assert_true(admit_job_future(&j[0], 0, 5000) >= 4 * GiB);
+	j[0].rising = 0; /* past a start-up bump of its own, before the curve's peak */
+	j[0].current_bytes = 100 * MiB;
+	assert_true(admit_job_future(&j[0], 0, 5000) >= 4 * GiB);
+	j[0].elapsed_ms = 30000;
 	j[0].open = 0;
 	assert_true(admit_job_future(&j[0], 0, 5000) >= 4 * GiB / 3 - MiB);
 	for (int i = 0; i < 3; i++)

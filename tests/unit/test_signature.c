@@ -156,16 +156,21 @@ static void test_kinds(void **state)
 static void test_version_queries(void **state)
 {
 	/* A build script asking the compiler who it is runs it outside any build tool: a
-	 * check, not a job that escaped the launcher; the same flag beside a source, an
-	 * object or a response file is a compile or a link (gcc -v: verbose). */
+	 * check, not a job that escaped the launcher, whatever else the line holds (a
+	 * wrapper's -ccbin, a script's path); -v is one only alone: beside a source, an
+	 * object or a response file it is a verbose compile or link. */
 	char *nvcc_v[] = { "/usr/local/cuda/bin/nvcc", "-V" };
 	char *nvcc_version[] = { "/usr/local/cuda/bin/nvcc", "--version" };
 	char *gcc_dump[] = { "gcc", "-dumpfullversion" };
 	char *gcc_lib[] = { "x86_64-linux-gnu-gcc-12", "-print-file-name=libstdc++.so" };
 	char *verbose[] = { "gcc", "-v", "-c", "a.c", "-o", "a.o" };
-	char *nvcc_compile[] = { "nvcc", "--version", "-c", "k.cu" };
+	char *conda_nvcc[] = { "nvcc", "-ccbin", "/opt/conda/bin/x86_64-conda-linux-gnu-c++", "-V" };
+	char *script[] = { "bash", "/opt/conda/bin/nvcc", "--version" };
+	char *rustc[] = { "rustc", "-vV" };
+	char *gcc_v[] = { "gcc", "-v" };
 	char *verbose_link[] = { "g++", "-v", "a.o", "-o", "app" };
-	char *response[] = { "nvcc", "-V", "@args.rsp" };
+	char *response[] = { "nvcc", "-v", "@args.rsp" };
+	char *xcompiler[] = { "nvcc", "-Xcompiler", "-v", "-c", "k.cu" };
 	struct job_sig s;
 
 	(void)state;
@@ -186,13 +191,25 @@ static void test_version_queries(void **state)
 	job_sig_from_argv(6, verbose, &s);
 	assert_false(s.check);
 	job_sig_free(&s);
-	job_sig_from_argv(4, nvcc_compile, &s);
-	assert_false(s.check);
+	job_sig_from_argv(4, conda_nvcc, &s);
+	assert_true(s.check);
+	job_sig_free(&s);
+	job_sig_from_argv(3, script, &s);
+	assert_true(s.check);
+	job_sig_free(&s);
+	job_sig_from_argv(2, rustc, &s);
+	assert_true(s.check);
+	job_sig_free(&s);
+	job_sig_from_argv(2, gcc_v, &s);
+	assert_true(s.check);
 	job_sig_free(&s);
 	job_sig_from_argv(5, verbose_link, &s);
 	assert_false(s.check);
 	job_sig_free(&s);
 	job_sig_from_argv(3, response, &s);
+	assert_false(s.check);
+	job_sig_free(&s);
+	job_sig_from_argv(5, xcompiler, &s);
 	assert_false(s.check);
 	job_sig_free(&s);
 }

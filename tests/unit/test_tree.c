@@ -61,6 +61,11 @@ static void test_classify_shell(void **state)
 	}
 }
 
+static int skip_pid(void *ctx, pid_t pid)
+{
+	return pid == *(pid_t *)ctx;
+}
+
 static void test_ungoverned(void **state)
 {
 	(void)state;
@@ -76,17 +81,22 @@ static void test_ungoverned(void **state)
 	};
 	struct proc_table t = { v, 10, 10 };
 
-	assert_int_equal(tree_ungoverned_compiler(&t, 10, "headroom"), 17);
+	assert_int_equal(tree_ungoverned_compiler(&t, 10, "headroom", NULL, NULL), 17);
+	/* 17 a version query, passed over: the escaped cicc below it is still found */
+	pid_t query = 17;
+	assert_int_equal(tree_ungoverned_compiler(&t, 10, "headroom", skip_pid, &query), 18);
+	query = 18;
+	assert_int_equal(tree_ungoverned_compiler(&t, 10, "headroom", skip_pid, &query), 17);
 	/* 17 headroom-exec -> 18 nvcc: the launcher as a program of its own governs as well */
 	snprintf(v[7].comm, sizeof(v[7].comm), "headroom-exec");
 	snprintf(v[8].comm, sizeof(v[8].comm), "nvcc");
-	assert_int_equal(tree_ungoverned_compiler(&t, 10, "headroom"), 0);
+	assert_int_equal(tree_ungoverned_compiler(&t, 10, "headroom", NULL, NULL), 0);
 	snprintf(v[7].comm, sizeof(v[7].comm), "nvcc");
 	snprintf(v[8].comm, sizeof(v[8].comm), "cicc");
 	t.n = 6; /* only the governed branch */
-	assert_int_equal(tree_ungoverned_compiler(&t, 10, "headroom"), 0);
+	assert_int_equal(tree_ungoverned_compiler(&t, 10, "headroom", NULL, NULL), 0);
 	v[5].pid = 30; /* a compiler that is not below us */
-	assert_int_equal(tree_ungoverned_compiler(&t, 10, "headroom"), 0);
+	assert_int_equal(tree_ungoverned_compiler(&t, 10, "headroom", NULL, NULL), 0);
 	/* cmake identifying its compiler (cmake -> cc -> cc1) is no escape; cmake --build ->
 	 * ninja -> cc -> cc1 is */
 	struct proc_entry c[] = {
@@ -94,9 +104,9 @@ static void test_ungoverned(void **state)
 		{ 12, 11, 11, 'S', 0, "cc", 1 },      { 13, 12, 11, 'R', 0, "cc1", 1 },
 	};
 	struct proc_table ct = { c, 4, 4 };
-	assert_int_equal(tree_ungoverned_compiler(&ct, 10, "headroom"), 0);
+	assert_int_equal(tree_ungoverned_compiler(&ct, 10, "headroom", NULL, NULL), 0);
 	snprintf(c[2].comm, sizeof(c[2].comm), "ninja");
-	assert_int_equal(tree_ungoverned_compiler(&ct, 10, "headroom"), 13);
+	assert_int_equal(tree_ungoverned_compiler(&ct, 10, "headroom", NULL, NULL), 13);
 }
 
 static void test_job_argv(void **state)
