@@ -20,7 +20,8 @@
  *       [--cpus N [--threads T]] [--order trace|shortest|longest|start]
  * --order: the jobs between two links reordered, the longest last (shortest) or first, or
  * as the recorded build started them (start: a record lists its jobs as they ended).
- * SIM_POLICY: "stall" (default: the governor's policy), "none" (no stall thaw), "small"
+ * SIM_POLICY: "stall,requeue" (default: the governor's policy: stalled frozen jobs thawed, and
+ * requeued by net_requeue_frozen()), "stall" (no requeue), "none" (neither), "small"
  * (tried: the net freezes the job holding least first), "pre" (tried, with "stall":
  * pre_freeze()); the table's "before" rows run without the stall thaw.
  * --other: memory that processes other than the jobs hold all along (the build tool,
@@ -81,6 +82,7 @@ struct sjob {
 	int state; /* 0 not started by ninja, 1 waiting, 2 running, 3 done */
 	int64_t t_req, t_start;
 	int64_t ran_ms;            /* time it ran, frozen time excluded: what the governor sees */
+	int64_t frozen_ms;         /* time it has been frozen since it started */
 	double prog;               /* progress along its recording, in recorded ms */
 	int frozen, kills;
 	int pre;                   /* tried: frozen on purpose before its peak (pre_freeze) */
@@ -162,6 +164,7 @@ struct sim {
 	int stall;                 /* stalled frozen jobs are thawed (net_thaw_stalled()) */
 	int smallest;              /* tried: the net freezes the job holding least first */
 	int pre;                   /* tried: pre_freeze() */
+	int requeue;               /* stalled frozen jobs killed and asked again (net_requeue_frozen()) */
 	int64_t last_kill;
 	uint64_t peak;
 	double mem_ms;             /* memory × time, for the mean use of the budget */
@@ -279,6 +282,7 @@ static void admit_waiting(struct sim *s)
 		j->state = 2;
 		j->t_start = s->now;
 		j->ran_ms = 0;
+		j->frozen_ms = 0;
 		j->prog = 0;
 		if (debug_level() >= 1)
 			fprintf(stderr, "%8.1f admit %zu %s pred %s dur %.1f peak %.2f unknown %.2f worst %.2f free %.2f\n",
@@ -381,6 +385,39 @@ static void learn_done(struct sim *s, size_t i)
 }
 
 /* The youngest running job (frozen or not as asked, or any), by admission time. */
+/* Killed: its launcher asks again, from the start. */
+static void requeue(struct sim *s, struct sjob *v)
+{
+	v->state = 1;
+	v->frozen = 0;
+	v->kills++;
+	v->nsamples = 0;
+	v->prog = 0;
+	v->current = v->prev = 0;
+	v->passed = 0;
+	s->kills++;
+	s->last_kill = s->now;
+}
+
+/* net_requeue_frozen(), as governor.c's requeue_stalled() */
+static void requeue_stalled(struct sim *s)
+{
+	struct sjob *v = NULL;
+
+	for (size_t i = 0; i < s->n; i++) {
+		struct sjob *j = &s->j[i];
+		if (j->state == 2 && j->frozen && net_requeue_frozen(j->frozen_ms, j->ran_ms, j->kills > 0, s->now - s->last_kill) &&
+		    (!v || j->ran_ms < v->ran_ms))
+			v = j;
+	}
+	if (!v)
+		return;
+	if (debug_level() >= 1)
+		fprintf(stderr, "%8.1f requeue %zu: ran %.1f s, frozen %.1f s\n", s->now / 1000.0, (size_t)(v - s->j),
+			v->ran_ms / 1000.0, v->frozen_ms / 1000.0);
+	requeue(s, v);
+}
+
 static struct sjob *youngest(struct sim *s, int want_frozen, int any)
 {
 	struct sjob *best = NULL;
@@ -559,18 +596,8 @@ static void tick(struct sim *s, int64_t *used_prev)
 		if (debug_level() >= 1)
 			fprintf(stderr, "%8.1f kill: used %.2f, free %.2f, %d running, %d frozen\n", s->now / 1000.0,
 				gib(used + s->other), gib(avail), running, frozen);
-		if (v && running + frozen > 1) {
-			/* killed: its launcher asks again, from the start */
-			v->state = 1;
-			v->frozen = 0;
-			v->kills++;
-			v->nsamples = 0;
-			v->prog = 0;
-			v->current = v->prev = 0;
-			v->passed = 0;
-			s->kills++;
-			s->last_kill = s->now;
-		}
+		if (v && running + frozen > 1)
+			requeue(s, v);
 	} else if (running == 0 && oldest(s, 1)) {
 		oldest(s, 1)->pre = 0;
 		oldest(s, 1)->frozen = 0;
@@ -606,6 +633,9 @@ static void tick(struct sim *s, int64_t *used_prev)
 		f->frozen = 0;
 		s->stall_thaws++;
 	}
+	/* after the thaws, as governor.c's net_carry_out() */
+	if (s->requeue && s->act != NET_KILL)
+		requeue_stalled(s);
 	if (s->pre && s->act == NET_OK)
 		pre_freeze(s, avail);
 	if (s->act == NET_OK && !oldest(s, 1))
@@ -666,6 +696,8 @@ static int64_t run_headroom(struct sim *s)
 		double slow = slowdown(threads, s->cpus);
 		for (size_t i = 0; i < s->n; i++) {
 			struct sjob *j = &s->j[i];
+			if (j->state == 2 && j->frozen)
+				j->frozen_ms += STEP_MS;
 			if (j->state == 2 && !j->frozen && s->now > j->t_start) {
 				j->ran_ms += STEP_MS;
 				j->prog += STEP_MS / j->pace / slow;
@@ -1254,15 +1286,16 @@ int main(int argc, char **argv)
 	printf("| --- | --- | --- | --- | --- | --- | --- | --- | --- |\n");
 	printf("| best fixed -j%d | %.1f s | | | | | | | 1.00 |\n", best, best_ms / 1000.0);
 	/* the policy before stalled frozen jobs were thawed, fresh and warm; then as it is.
-	 * SIM_POLICY (a list) changes the second: "none" as before, "stall" (the default),
-	 * "small" (tried: freeze the job holding least first) */
+	 * SIM_POLICY (a list) changes the second: "none" as before, "stall,requeue" (the
+	 * default), "small" (tried: freeze the job holding least first) */
 	static const char *const runs[] = { "fresh, before", "warm, before", "fresh", "warm", "class only" };
 	int recommended = 0;
 	for (int r = 0; r < 5; r++) {
-		const char *pol = getenv("SIM_POLICY") ? getenv("SIM_POLICY") : "stall";
+		const char *pol = getenv("SIM_POLICY") ? getenv("SIM_POLICY") : "stall,requeue";
 		s->stall = r >= 2 && strstr(pol, "stall");
 		s->smallest = r >= 2 && strstr(pol, "small");
 		s->pre = r >= 2 && strstr(pol, "pre");
+		s->requeue = r >= 2 && strstr(pol, "requeue");
 		if (r == 2)
 			s->sig.n = s->cls.n = 0;
 		if (r == 4)

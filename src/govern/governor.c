@@ -446,6 +446,28 @@ static void thaw_oldest(struct gov *g, enum net_action act, int64_t now, uint64_
 		job_thaw(g, f, now);
 }
 
+/* A stall no thaw breaks: the frozen job that ran least, frozen for longer than it ran,
+ * is killed and runs again (net_requeue_frozen); a job of the tree has no launcher to. */
+static void requeue_stalled(struct gov *g, int64_t now)
+{
+	struct job *v = NULL;
+
+	for (size_t i = 0; i < g->njobs; i++) {
+		struct job *j = g->jobs[i];
+		if (j->state != JOB_RUNNING || !j->frozen || j->tree || j->pid <= 0 || j->killed_by_us)
+			continue;
+		int64_t frozen_ms = j->frozen_total_ms + (now - j->frozen_at_ms);
+		if (net_requeue_frozen(frozen_ms, job_elapsed(j, now), j->attempt > 1, now - g->last_kill_ms) &&
+		    (!v || job_elapsed(j, now) < job_elapsed(v, now)))
+			v = j;
+	}
+	if (!v)
+		return;
+	log_info("job %d (%s) frozen longer than it ran, beside others the memory holds back: killed, to run "
+		 "again", v->id, v->src);
+	job_kill(g, v, now);
+}
+
 /* Carry out the net's verdict (mem_err: memory unknown, the verdict a hold). */
 static void net_carry_out(struct gov *g, enum net_action act, int64_t now, uint64_t avail, int mem_err,
 			  const struct admit_job *snap, size_t n, uint64_t jobs_bytes, int running)
@@ -465,6 +487,8 @@ static void net_carry_out(struct gov *g, enum net_action act, int64_t now, uint6
 	} else if (act == NET_OK || (act == NET_HOLD && !mem_err)) {
 		thaw_oldest(g, act, now, avail, snap, n, jobs_bytes);
 	}
+	if (act != NET_KILL && !g->interrupted)
+		requeue_stalled(g, now);
 }
 
 /* The report's timeline, a point a second, and the progress line, on known memory. */

@@ -61,6 +61,12 @@ int net_thaw_stalled(uint64_t running_growth_bytes, uint64_t frozen_growth_bytes
 	       running_growth_bytes + frozen_growth_bytes <= room / 2;
 }
 
+int net_requeue_frozen(int64_t frozen_ms, int64_t ran_ms, int killed_before, int64_t ms_since_last_kill)
+{
+	return !killed_before && ms_since_last_kill >= KILL_GAP_MS && frozen_ms >= STALL_REQUEUE_MIN_MS &&
+	       frozen_ms >= ran_ms;
+}
+
 uint64_t net_lookahead_growth(uint64_t bytes_per_s)
 {
 	return bytes_per_s / 1000 * NET_LOOKAHEAD_MS;

@@ -50,6 +50,14 @@ int net_freeze_done(int frozen, int running, uint64_t growth_bytes, uint64_t ava
 #define STALL_ROOM_DIV 4
 int net_thaw_stalled(uint64_t running_growth_bytes, uint64_t frozen_growth_bytes, uint64_t avail_bytes,
 		     uint64_t reserve_bytes);
+/* A build stalled on its frozen jobs that no thaw moves on (they hold the memory they
+ * wait for, beside a runner in its long tail): a frozen job that has been frozen at least
+ * as long as it has run, and at least STALL_REQUEUE_MIN_MS, is killed and asked for
+ * again, once per job and one kill at a time. Waiting has by then cost the build more
+ * than redoing the job's work will (rent or buy), and the memory it gives back lets the
+ * others move. The caller picks, of the frozen jobs this allows, the one that ran least. */
+#define STALL_REQUEUE_MIN_MS 10000
+int net_requeue_frozen(int64_t frozen_ms, int64_t ran_ms, int killed_before, int64_t ms_since_last_kill);
 /* What a job growing at bytes_per_s adds over NET_LOOKAHEAD_MS. */
 uint64_t net_lookahead_growth(uint64_t bytes_per_s);
 /* The default reserve: this share of the limit, kept free for the rest of the machine, at

@@ -308,6 +308,23 @@ twin_tree() {
 	PY
 }
 
+@test "a job frozen longer than it ran, beside a runner that holds the memory, is killed once and runs again" {
+	command -v ninja || skip "ninja not installed"
+	# each job holds 100M for 16 s under a 150M budget: one runs, the other is frozen
+	# and, once frozen for as long as it ran (and a minimum), is requeued, not kept waiting
+	hold_build "$T/q" 2 100M 16000
+	cd "$T/q"
+	run "$HR" run --no-db --budget 150M -j 2 --report "$T/q.json" -- ninja -j2
+	[ "$status" -eq 0 ]
+	[ -e out1 ] && [ -e out2 ]
+	python3 - "$T/q.json" <<-'PY'
+	import json, sys
+	r = json.load(open(sys.argv[1]))
+	assert r["jobs"] == 2 and r["oom_kills"] == 0, r
+	assert r["kills"] == 1 and r["retries"] == 1, r
+	PY
+}
+
 @test "Ctrl-C mid-build ends the whole tree: nothing left running or stopped" {
 	command -v ninja || skip "ninja not installed"
 	hold_build "$T/c" 4 20M 60000

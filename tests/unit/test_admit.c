@@ -594,6 +594,25 @@ static void test_thaw_stalled(void **state)
 	assert_false(net_thaw_stalled(0, 0, 100 * MiB, 512 * MiB));
 }
 
+/* A stall no thaw breaks: a frozen job is requeued once it has waited as long as it ran
+ * (waiting then costs more than redoing it), never twice, one kill at a time. */
+static void test_requeue_frozen(void **state)
+{
+	(void)state;
+	/* ran 30 s, frozen 20 s: waiting is still cheaper than redoing it */
+	assert_false(net_requeue_frozen(20000, 30000, 0, 60000));
+	/* frozen as long as it ran */
+	assert_true(net_requeue_frozen(30000, 30000, 0, 60000));
+	assert_true(net_requeue_frozen(40000, 30000, 0, 60000));
+	/* a job frozen just after it started: not for a passing peak of the others */
+	assert_false(net_requeue_frozen(STALL_REQUEUE_MIN_MS - 1, 2000, 0, 60000));
+	assert_true(net_requeue_frozen(STALL_REQUEUE_MIN_MS, 2000, 0, 60000));
+	/* killed once already: it waits, never killed twice */
+	assert_false(net_requeue_frozen(90000, 30000, 1, 60000));
+	/* one kill at a time */
+	assert_false(net_requeue_frozen(40000, 30000, 0, 0));
+}
+
 static void test_provisional(void **state)
 {
 	static struct curve_sample a[200], b[200], c2[200];
@@ -1096,6 +1115,7 @@ int main(void)
 		cmocka_unit_test(test_passed_peak_timing),
 		cmocka_unit_test(test_passed_peak_startup_bump),
 		cmocka_unit_test(test_thaw_stalled),
+		cmocka_unit_test(test_requeue_frozen),
 		cmocka_unit_test(test_provisional),
 		cmocka_unit_test(test_at_once),
 		cmocka_unit_test(test_order),
