@@ -466,6 +466,7 @@ static void requeue_stalled(struct gov *g, int64_t now)
 	log_info("job %d (%s) frozen longer than it ran, beside others the memory holds back: killed, to run "
 		 "again", v->id, v->src);
 	job_kill(g, v, now);
+	g->rep.requeues++;
 }
 
 /* Carry out the net's verdict (mem_err: memory unknown, the verdict a hold). */

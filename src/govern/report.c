@@ -296,6 +296,7 @@ json_t *report_to_json(const struct report *r)
 	json_object_set_new(o, "freezes", json_integer(r->freezes));
 	json_object_set_new(o, "thaws", json_integer(r->thaws));
 	json_object_set_new(o, "kills", json_integer(r->kills));
+	json_object_set_new(o, "requeues", json_integer(r->requeues));
 	json_object_set_new(o, "retries", json_integer(r->retries));
 	json_object_set_new(o, "oom_kills", json_integer(r->oom_kills));
 	json_object_set_new(o, "frozen_ms", json_integer(r->frozen_ms));
@@ -499,8 +500,11 @@ void report_print(const struct report *r, FILE *f)
 	fprintf(f, "\n  actions: %d freeze%s", r->freezes, plural(r->freezes));
 	if (r->freezes)
 		fprintf(f, " (frozen %.1f s in all)", r->frozen_ms / 1000.0);
-	fprintf(f, ", %d thaw%s, %d kill%s, %d %s, %d OOM kill%s seen\n", r->thaws, plural(r->thaws), r->kills,
-		plural(r->kills), r->retries, r->retries == 1 ? "retry" : "retries", r->oom_kills, plural(r->oom_kills));
+	fprintf(f, ", %d thaw%s, %d kill%s", r->thaws, plural(r->thaws), r->kills, plural(r->kills));
+	if (r->requeues)
+		fprintf(f, " (%d of a job frozen longer than it ran)", r->requeues);
+	fprintf(f, ", %d %s, %d OOM kill%s seen\n", r->retries, r->retries == 1 ? "retry" : "retries", r->oom_kills,
+		plural(r->oom_kills));
 	print_over(r, f);
 	for (size_t i = 0; i < n; i++)
 		print_class(r, cls[i], f);

@@ -83,6 +83,7 @@ struct report {
 	int has_peak_group;       /* the cgroup's own peak could be read */
 	uint64_t peak_group_bytes;
 	int freezes, thaws, kills, retries, oom_kills;
+	int requeues;             /* of the kills, stalled frozen jobs run again (net_requeue_frozen) */
 	int64_t frozen_ms;        /* the jobs' time frozen, summed */
 	struct report_waits wait_memory; /* waited with a CPU slot free: for memory */
 	struct report_waits wait_slot;   /* waited for a CPU slot (the cap was running) */

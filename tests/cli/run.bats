@@ -321,8 +321,9 @@ twin_tree() {
 	import json, sys
 	r = json.load(open(sys.argv[1]))
 	assert r["jobs"] == 2 and r["oom_kills"] == 0, r
-	assert r["kills"] == 1 and r["retries"] == 1, r
+	assert r["kills"] == 1 and r["requeues"] == 1 and r["retries"] == 1, r
 	PY
+	[[ "$output" == *"1 kill (1 of a job frozen longer than it ran), 1 retry"* ]]
 }
 
 @test "Ctrl-C mid-build ends the whole tree: nothing left running or stopped" {
