@@ -55,7 +55,9 @@ int net_thaw_stalled(uint64_t running_growth_bytes, uint64_t frozen_growth_bytes
  * as long as it has run, and at least STALL_REQUEUE_MIN_MS, is killed and asked for
  * again, once per job and one kill at a time. Waiting has by then cost the build more
  * than redoing the job's work will (rent or buy), and the memory it gives back lets the
- * others move. The caller picks, of the frozen jobs this allows, the one that ran least. */
+ * others move. The caller picks, of the frozen jobs this allows, the one that ran least.
+ * The minimum is about the time a compile job's peak takes to pass: a job frozen at its
+ * start through one other job's peak is not stalled, and redoing it costs little anyway. */
 #define STALL_REQUEUE_MIN_MS 10000
 int net_requeue_frozen(int64_t frozen_ms, int64_t ran_ms, int killed_before, int64_t ms_since_last_kill);
 /* What a job growing at bytes_per_s adds over NET_LOOKAHEAD_MS. */
