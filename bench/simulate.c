@@ -384,7 +384,6 @@ static void learn_done(struct sim *s, size_t i)
 		s->seen_peak = seen.peak_bytes;
 }
 
-/* The youngest running job (frozen or not as asked, or any), by admission time. */
 /* Killed: its launcher asks again, from the start. */
 static void requeue(struct sim *s, struct sjob *v)
 {
@@ -418,6 +417,7 @@ static void requeue_stalled(struct sim *s)
 	requeue(s, v);
 }
 
+/* The youngest running job (frozen or not as asked, or any), by admission time. */
 static struct sjob *youngest(struct sim *s, int want_frozen, int any)
 {
 	struct sjob *best = NULL;

@@ -148,6 +148,8 @@ void job_drop_group(struct job *j);
 void job_reset_run(struct job *j);
 /* How long it has run, in ms: frozen time left out. */
 int64_t job_elapsed(const struct job *j, int64_t now);
+/* How long it has been frozen since it was admitted, in ms. */
+int64_t job_frozen_ms(const struct job *j, int64_t now);
 /* Send sig to the job: its process group, or for a job found in the tree its process
  * and everything below it in g->procs (the last table read). Only to a process group
  * the governor verified as the job's (the launcher's child leading a group of its own,

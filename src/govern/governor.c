@@ -451,15 +451,18 @@ static void thaw_oldest(struct gov *g, enum net_action act, int64_t now, uint64_
 static void requeue_stalled(struct gov *g, int64_t now)
 {
 	struct job *v = NULL;
+	int64_t v_ran = 0;
 
 	for (size_t i = 0; i < g->njobs; i++) {
 		struct job *j = g->jobs[i];
 		if (j->state != JOB_RUNNING || !j->frozen || j->tree || j->pid <= 0 || j->killed_by_us)
 			continue;
-		int64_t frozen_ms = j->frozen_total_ms + (now - j->frozen_at_ms);
-		if (net_requeue_frozen(frozen_ms, job_elapsed(j, now), j->attempt > 1, now - g->last_kill_ms) &&
-		    (!v || job_elapsed(j, now) < job_elapsed(v, now)))
+		int64_t ran = job_elapsed(j, now);
+		if (net_requeue_frozen(job_frozen_ms(j, now), ran, j->attempt > 1, now - g->last_kill_ms) &&
+		    (!v || ran < v_ran)) {
 			v = j;
+			v_ran = ran;
+		}
 	}
 	if (!v)
 		return;

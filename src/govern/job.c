@@ -14,12 +14,15 @@
 #include "util/log.h"
 #include "util/xalloc.h"
 
+int64_t job_frozen_ms(const struct job *j, int64_t now)
+{
+	return j->frozen_total_ms + (j->frozen ? now - j->frozen_at_ms : 0);
+}
+
 int64_t job_elapsed(const struct job *j, int64_t now)
 {
-	int64_t e = now - j->t_admit_ms - j->frozen_total_ms;
+	int64_t e = now - j->t_admit_ms - job_frozen_ms(j, now);
 
-	if (j->frozen)
-		e -= now - j->frozen_at_ms;
 	return e > 0 ? e : 0;
 }
 
