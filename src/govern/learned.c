@@ -314,9 +314,11 @@ void learned_job_done(struct gov *g, struct job *j, int64_t ran_ms, uint64_t max
 				seen.pts[i] = maxrss_bytes;
 		seen.peak_bytes = maxrss_bytes;
 	}
-	g->rep.not_learned += j->not_learned != NULL;
 	if (j->not_learned) {
 		log_info("job %d (%s) not learned: %s", j->id, *j->src ? j->src : j->tool, j->not_learned);
+		/* a link or an archive step is no compile to learn: not worth a line */
+		if (j->not_learned != job_not_compile_why)
+			report_not_learned(&g->rep, j->not_learned);
 	} else {
 		learn(g, j, &seen);
 		if (seen.peak_bytes > g->seen_peak_bytes)

@@ -286,6 +286,10 @@ json_t *report_to_json(const struct report *r)
 	json_object_set_new(o, "cap", json_pack("{s:i, s:o}", "jobs", r->jobs_cap, "from",
 						 r->jobs_cap_from ? json_string(r->jobs_cap_from) : json_null()));
 	json_object_set_new(o, "not_learned", json_integer(r->not_learned));
+	json_t *why = json_object();
+	for (size_t i = 0; i < REPORT_WHY_MAX && r->not_learned_why[i].why; i++)
+		json_object_set_new(why, r->not_learned_why[i].why, json_integer(r->not_learned_why[i].n));
+	json_object_set_new(o, "not_learned_why", why);
 	json_object_set_new(o, "mode", r->mode ? json_string(r->mode) : json_null());
 	json_object_set_new(o, "tree_fallback", json_boolean(r->tree_fallback));
 	json_object_set_new(o, "peak_jobs_bytes", json_integer((json_int_t)r->peak_jobs_bytes));
@@ -351,6 +355,19 @@ json_t *report_to_json(const struct report *r)
 }
 
 /* "s" after a count that is not 1: "1 job", "2 jobs". */
+void report_not_learned(struct report *r, const char *why)
+{
+	size_t i = 0;
+
+	r->not_learned++;
+	while (i < REPORT_WHY_MAX - 1 && r->not_learned_why[i].why && strcmp(r->not_learned_why[i].why, why))
+		i++;
+	/* the last entry takes every reason past the table's size (there are fewer) */
+	if (!r->not_learned_why[i].why)
+		r->not_learned_why[i].why = why;
+	r->not_learned_why[i].n++;
+}
+
 static const char *plural(long long n)
 {
 	return n == 1 ? "" : "s";
@@ -486,9 +503,12 @@ void report_print(const struct report *r, FILE *f)
 		fprintf(f, "\n  jobs found: %s%s", r->mode,
 			r->tree_fallback ? " (compilers ran outside the launcher: the process tree was governed too)" : "");
 	fprintf(f, "\n  at most %d job%s at once (%s)", r->jobs_cap, plural(r->jobs_cap), r->jobs_cap_from ? r->jobs_cap_from : "cap of unknown origin");
-	if (r->not_learned)
-		fprintf(f, "; %d job%s not learned (cache hits, configure checks, seen in part)", r->not_learned,
-			plural(r->not_learned));
+	if (r->not_learned) {
+		fprintf(f, "; %d job%s not learned (", r->not_learned, plural(r->not_learned));
+		for (size_t i = 0; i < REPORT_WHY_MAX && r->not_learned_why[i].why; i++)
+			fprintf(f, "%s%d %s", i ? ", " : "", r->not_learned_why[i].n, r->not_learned_why[i].why);
+		fputc(')', f);
+	}
 	if (r->wait_memory.jobs) {
 		fprintf(f, "\n  waited for memory (a CPU slot free): ");
 		print_waits(&r->wait_memory, f);

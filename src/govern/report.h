@@ -69,6 +69,9 @@ struct report_tick {
 	int grew_unknown;
 };
 
+/* Reasons a job is not learned (job_seen_untrue()): fewer than this. */
+#define REPORT_WHY_MAX 8
+
 struct report {
 	struct report_job *jobs;  /* completed jobs; owned */
 	size_t njobs, cap;
@@ -91,7 +94,11 @@ struct report {
 	int jobs_cap;
 	int cpus;                 /* CPUs the build could use (cpus_usable); 0 unknown */
 	const char *jobs_cap_from; /* where the cap came from: "build -j8", "headroom -j4", "16 CPUs"...; NULL unknown */
-	int not_learned;          /* jobs whose curves taught nothing: cache hits, checks, partial */
+	int not_learned;          /* compile jobs whose curves taught nothing: cache hits, checks, partial */
+	struct report_why {       /* why, each reason (job_seen_untrue's static text) and how many */
+		const char *why;
+		int n;
+	} not_learned_why[REPORT_WHY_MAX];
 	int exit_status;
 	const char *mode;         /* how jobs were found: "launcher", "tree", "jobserver"... (static) */
 	const char *knob;         /* how the build sets its job count: "-j" or "MAX_JOBS" (static); NULL: "-j" */
@@ -125,6 +132,8 @@ void report_note_tick(struct report *r, const struct report_tick *t);
 
 /* Copies j (and its class, made valid UTF-8: utf8_visible). */
 void report_add_job(struct report *r, const struct report_job *j);
+/* A compile job not learned, and why (a static text): counted under its reason. */
+void report_not_learned(struct report *r, const char *why);
 /* Whether the build ran to its end and succeeded (exit status 0): only such a build's
  * jobs are the whole build, to give advice from. */
 int report_completed(const struct report *r);

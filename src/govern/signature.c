@@ -284,6 +284,8 @@ void job_sig_free(struct job_sig *s)
 	memset(s, 0, sizeof(*s));
 }
 
+const char job_not_compile_why[] = "not a compile job";
+
 const char *job_seen_untrue(const struct job_seen *s)
 {
 	if (s->check)
@@ -291,7 +293,7 @@ const char *job_seen_untrue(const struct job_seen *s)
 	if (s->partial)
 		return "observed only in part";
 	if (s->not_compile)
-		return "not a compile job";
+		return job_not_compile_why;
 	if (s->cache_hit == 1)
 		return "a compiler cache hit";
 	if (s->cached && s->cache_hit < 0 && !s->saw_compiler)

@@ -57,5 +57,8 @@ struct job_seen {
  * checks, partial observations, and cache hits (the cache says so, or it says nothing
  * and no compiler ran) are not; a job still counts as a job in the report. */
 const char *job_seen_untrue(const struct job_seen *s);
+/* Its answer for a job that is no compile (not_compile): never worth learning, not
+ * counted as a compile job that taught nothing. */
+extern const char job_not_compile_why[];
 
 #endif

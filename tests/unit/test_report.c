@@ -3,6 +3,8 @@
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <stdio.h>
+#include <string.h>
 #include <cmocka.h>
 
 #include "govern/report.h"
@@ -176,6 +178,42 @@ static void test_report_ticks(void **state)
 	assert_null(r.over.grew_job);
 }
 
+/* Jobs not learned are counted under their reasons, each reason once however often. */
+static void test_not_learned_why(void **state)
+{
+	static const char partial[] = "observed only in part", check[] = "a configure check";
+	struct report r;
+	FILE *f = tmpfile();
+	char text[4096];
+	size_t n;
+
+	(void)state;
+	memset(&r, 0, sizeof(r));
+	report_not_learned(&r, partial);
+	report_not_learned(&r, check);
+	report_not_learned(&r, partial);
+	assert_int_equal(r.not_learned, 3);
+	assert_string_equal(r.not_learned_why[0].why, partial);
+	assert_int_equal(r.not_learned_why[0].n, 2);
+	assert_int_equal(r.not_learned_why[1].n, 1);
+	assert_null(r.not_learned_why[2].why);
+	/* more reasons than the table holds: the last row takes the rest, none is lost */
+	static const char *const more[] = { "a", "b", "c", "d", "e", "f", "g", "h" };
+	for (size_t i = 0; i < sizeof(more) / sizeof(*more); i++)
+		report_not_learned(&r, more[i]);
+	int sum = 0;
+	for (size_t i = 0; i < REPORT_WHY_MAX; i++)
+		sum += r.not_learned_why[i].n;
+	assert_int_equal(sum, r.not_learned);
+	assert_non_null(f);
+	report_print(&r, f);
+	rewind(f);
+	n = fread(text, 1, sizeof(text) - 1, f);
+	text[n] = '\0';
+	fclose(f);
+	assert_non_null(strstr(text, "11 jobs not learned (2 observed only in part, 1 a configure check"));
+}
+
 static void test_knob(void **state)
 {
 	char *setup[] = { "python3", "setup.py", "build_ext", NULL };
@@ -202,6 +240,7 @@ int main(void)
 		cmocka_unit_test(test_report_build_order),
 		cmocka_unit_test(test_report_advice_bounds),
 		cmocka_unit_test(test_report_ticks),
+		cmocka_unit_test(test_not_learned_why),
 		cmocka_unit_test(test_knob),
 	};
 	return cmocka_run_group_tests_name("report", tests, NULL, NULL);
