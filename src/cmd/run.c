@@ -14,6 +14,7 @@
 #include "sys/command.h"
 #include "sys/cpus.h"
 #include "govern/launch.h"
+#include "govern/tree.h"
 #include "sys/fsutil.h"
 #include "sys/proc.h"
 #include "store/store.h"
@@ -31,8 +32,11 @@ static const char usage[] =
 	"launcher variables it sets: HEADROOM_LAUNCHER, PYTORCH_NVCC,\n"
 	"CMAKE_{C,CXX,CUDA}_COMPILER_LAUNCHER, CC and CXX for python/pip builds (shims\n"
 	"named cc and c++ that launch the real compilers), and\n"
-	"MAX_JOBS when it is not set. Compilers seen running outside the launcher (a script\n"
-	"that overwrites PYTORCH_NVCC) make headroom govern the process tree as well; so does a\n"
+	"MAX_JOBS when it is not set. A build tool run directly (make, ninja outside a CMake\n"
+	"build directory) runs its compilers as its Makefile says: its jobs are found in the\n"
+	"process tree from the first, as with --tree, beside the launcher. Compilers seen\n"
+	"running outside the launcher otherwise (a script that overwrites PYTORCH_NVCC)\n"
+	"make headroom govern the process tree as well; so does a\n"
 	"CMake build directory configured without headroom (reconfigure it under headroom run).\n"
 	"Compiler cache hits (ccache, sccache), configure checks and jobs seen only in part are\n"
 	"counted but not learned.\n"
@@ -174,7 +178,7 @@ static void wire_launchers(const char *self, int jobs, const char *cmd, const ch
 
 	launcher_of(self, &launcher, &cmake, &shim);
 
-	setenv("HEADROOM_LAUNCHER", launcher, 1);
+	setenv(LAUNCH_ENV_VAR, launcher, 1);
 	set_launcher("CMAKE_C_COMPILER_LAUNCHER", cmake, ";");
 	set_launcher("CMAKE_CXX_COMPILER_LAUNCHER", cmake, ";");
 	set_launcher("CMAKE_CUDA_COMPILER_LAUNCHER", cmake, ";");
@@ -387,7 +391,8 @@ static int cmake_cache_get(const char *text, const char *key, char *out, size_t 
 
 /* A CMake build directory configured without headroom: no CMAKE_<LANG>_COMPILER_LAUNCHER
  * reaches `headroom exec`, and CMake keeps what it found at the first configure. Say so,
- * and govern the process tree instead. Returns 1 when it did. */
+ * and govern the process tree instead. Returns 1 when it did, 0 for a build directory
+ * configured with headroom's launcher, -1 when the build is no CMake build's. */
 static int cmake_without_launcher(char **argv)
 {
 	static const char *const langs[] = { "C", "CXX", "CUDA", "HIP", "OBJC", "OBJCXX", "Fortran" };
@@ -395,7 +400,7 @@ static int cmake_without_launcher(char **argv)
 	int ours = 0;
 
 	if (!dir)
-		return 0;
+		return -1;
 	path = xasprintf("%s/CMakeCache.txt", dir);
 	text = xmalloc(CMAKE_CACHE_MAX);
 	if (fs_read(path, text, CMAKE_CACHE_MAX) < 0) {
@@ -599,6 +604,21 @@ static void run_options(int argc, char **argv, struct run_args *a)
 	}
 }
 
+/* Where the build's jobs are found. A build tool run directly (make, ninja, samu) outside
+ * a CMake build directory starts its compilers itself, as its Makefile or build.ninja says:
+ * only one that names $HEADROOM_LAUNCHER goes through the launcher. So its children are
+ * governed from the first (the process tree, as --tree) beside the launcher, rather than
+ * found later as compilers that escaped it, seen in part. */
+static void find_jobs_how(struct governor_opts *o)
+{
+	int cmake = cmake_without_launcher(o->argv);
+
+	if (cmake > 0)
+		o->tree = 1;
+	else if (cmake < 0 && tree_is_build_tool(path_base(o->argv[0])))
+		o->tree_too = 1;
+}
+
 int cmd_run(int argc, char **argv)
 {
 	struct run_args a = { .o = { .proc_root = "", .tick_ms = 100 }, .js_style = "auto" };
@@ -640,8 +660,8 @@ int cmd_run(int argc, char **argv)
 		die(EXIT_INTERNAL, "cannot find headroom's own path in /proc/self/exe");
 	if (!o->quiet)
 		doctor_preflight();
-	if (!o->tree && cmake_without_launcher(o->argv))
-		o->tree = 1;
+	if (!o->tree)
+		find_jobs_how(o);
 	/* With --tree the jobs are found below ninja/make; a launcher would make them twice. */
 	if (!o->tree) {
 		shim_dir = xasprintf("%s/headroom-shims.XXXXXX", runtime_dir());

@@ -734,8 +734,8 @@ static int setup_self(struct gov *g)
 	g->rep.jobs_cap = o->jobs;
 	g->rep.cpus = cpus_usable("");
 	g->rep.jobs_cap_from = o->jobs_from;
-	g->tree = o->tree;
-	g->rep.mode = o->tree ? "process tree" : "launcher";
+	g->tree = o->tree || o->tree_too;
+	g->rep.mode = o->tree ? "process tree" : o->tree_too ? "process tree and launcher" : "launcher";
 	g->rep.knob = report_knob_for(o->argv);
 	if (prctl(PR_GET_NAME, g->self_name) || !g->self_name[0])
 		snprintf(g->self_name, sizeof(g->self_name), "headroom");

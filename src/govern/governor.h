@@ -22,6 +22,7 @@ struct governor_opts {
 	const char *shim_dir;     /* the cc/c++ shims' directory, to remove should the governor die; or NULL */
 	int quiet;
 	int tree;                 /* govern the children of ninja/make found in the process tree */
+	int tree_too;             /* the same, beside the launcher (whose jobs the tree leaves alone) */
 	enum jobserver_style jobserver; /* serve a make jobserver (implies tree); NONE: not */
 	int tick_ms;
 };

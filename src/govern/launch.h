@@ -8,6 +8,8 @@
 /* The launcher as a program of its own (src/exec_main.c), beside headroom: its file
  * name, which is also its name in the process table (15 bytes at most). */
 #define LAUNCH_EXEC_NAME "headroom-exec"
+/* The variable `headroom run` sets to the launcher's command, for builds to put first. */
+#define LAUNCH_ENV_VAR "HEADROOM_LAUNCHER"
 
 /* Run argv[0] with its arguments in place of this process, ungoverned. Exits 126 or 127
  * when it cannot be run. */

@@ -40,9 +40,10 @@ int tree_job_argv(int argc, char **argv, int max)
 	argc = 0;
 	int skip_next = 0;
 	for (char *t = strtok_r(cmd, " \t\n", &save); t && argc < max - 1; t = strtok_r(NULL, " \t\n", &save)) {
-		/* before the tool: variables left unexpanded, VAR=value assignments, and the
-		 * steps CMake's ninja rules put first (`: &&`, `cd DIR &&`) */
-		if (!argc && (skip_next || t[0] == '$' || strchr(t, '=') || !strcmp(t, ":") || !strcmp(t, "&&") ||
+		/* before the tool: variables left unexpanded (but the launcher's, which
+		 * tree_classify() looks for), VAR=value assignments, and the steps CMake's
+		 * ninja rules put first (`: &&`, `cd DIR &&`) */
+		if (!argc && (skip_next || (t[0] == '$' && !strstr(t, LAUNCH_ENV_VAR)) || strchr(t, '=') || !strcmp(t, ":") || !strcmp(t, "&&") ||
 			      !strcmp(t, ";") || !strcmp(t, "exec"))) {
 			skip_next = 0;
 			continue;
@@ -68,8 +69,9 @@ enum tree_kind tree_classify(int argc, char *const argv[], const char *self_name
 		const char *b = path_base(argv[i]);
 		if ((!strcmp(b, self_name) && i + 1 < argc && !strcmp(argv[i + 1], "exec")) || !strcmp(b, LAUNCH_EXEC_NAME))
 			return TREE_LAUNCHED;
-		/* the cc and c++ shims `headroom run` makes for python builds launch too */
-		if (strstr(argv[i], "/headroom-shims."))
+		/* the cc and c++ shims `headroom run` makes for python builds launch too, and so
+		 * does the launcher's variable, not yet expanded by the shell it is given to */
+		if (strstr(argv[i], "/headroom-shims.") || (argv[i][0] == '$' && strstr(argv[i], LAUNCH_ENV_VAR)))
 			return TREE_LAUNCHED;
 	}
 	/* A build tool it runs: the program it runs, not a word of its arguments (`echo built

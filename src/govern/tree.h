@@ -22,13 +22,14 @@ int tree_has_compiler(const struct proc_table *t, pid_t pid);
 enum tree_kind {
 	TREE_JOB,      /* a compile job: govern it */
 	TREE_WRAPPER,  /* its program is a build tool (`cd sub && $(MAKE)`): its children's children are jobs */
-	TREE_LAUNCHED, /* goes through `headroom exec`, headroom-exec or a compiler shim: the launcher governs it */
+	TREE_LAUNCHED, /* goes through `headroom exec`, headroom-exec, a compiler shim or a
+	                * $HEADROOM_LAUNCHER not yet expanded: the launcher governs it */
 };
 
 /* What a job runs, from its argv (argv[argc] == NULL): a `sh -c "..."` has its command
  * split on blanks in place, which is enough to find the tool, the source and the flags;
- * before the tool, unexpanded $VARs, VAR=value words, `:`, `&&` and `cd DIR` are left
- * out. At most max - 1
+ * before the tool, unexpanded $VARs (but $HEADROOM_LAUNCHER), VAR=value words, `:`, `&&`
+ * and `cd DIR` are left out. At most max - 1
  * words; argv[argc] = NULL. Returns the new argc. */
 int tree_job_argv(int argc, char **argv, int max);
 

@@ -79,19 +79,22 @@ static void tree_add_job(struct gov *g, pid_t pid, int argc, char **argv, int64_
 	log_debug("tree job %d: %s %s", j->id, j->tool, j->src);
 }
 
-/* A job that turned out to run a build tool of its own wraps a nested build: let it go
- * and govern what that build runs instead. */
+/* A job that turned out to run a build tool of its own wraps a nested build, and one that
+ * runs the launcher is a launcher's job: let it go and govern what that build or the
+ * launcher runs instead, not the same job twice. */
 static int tree_became_wrapper(struct gov *g, struct job *j, int64_t now)
 {
 	for (size_t i = 0; i < g->procs.n; i++) {
 		const struct proc_entry *e = &g->procs.v[i];
-		if (e->pid == j->pid || !tree_is_build_tool(e->comm) || !proc_table_is_descendant(&g->procs, e->pid, j->pid))
+		if (e->pid == j->pid || !(tree_is_build_tool(e->comm) || tree_is_launcher(e->comm, g->self_name)) ||
+		    !proc_table_is_descendant(&g->procs, e->pid, j->pid))
 			continue;
 		if (j->state == JOB_RUNNING && j->frozen)
 			job_thaw(g, j, now);
 		else if (j->state == JOB_WAITING)
 			job_signal(g, j, SIGCONT);
-		log_debug("tree job %d runs %s: a nested build, its jobs are governed instead", j->id, e->comm);
+		log_debug("tree job %d runs %s: a nested build or the launcher, its jobs are governed instead", j->id,
+			  e->comm);
 		tree_skip(g, j->pid);
 		return 1;
 	}

@@ -150,12 +150,65 @@ PY
 		printf 'rule cxx\n  command = g++ -std=c++17 -O1 -ftemplate-depth=100000 -DHEAVY_DEPTH=6000 -DHEAVY_SEED=$seed -c $in -o $out\n'
 		for i in 1 2 3; do printf 'build h%d.o: cxx %s/tests/heavy/heavy.cpp\n  seed = %d\n' "$i" "$ROOT" "$i"; done
 	} > build.ninja
-	run "$HR" run --no-db -j 3 --report "$T/r.json" -- ninja -j3
+	# ninja run by a script: one run directly is governed through the tree from the start
+	run "$HR" run --no-db -j 3 --report "$T/r.json" -- sh -c 'ninja -j3'
 	echo "$output"
 	[ "$status" -eq 0 ]
 	[ "$(ls h*.o | wc -l)" -eq 3 ]
 	[[ "$output" == *"runs outside headroom exec"* ]]
 	python3 -c 'import json,sys; r=json.load(open(sys.argv[1])); assert r["tree_fallback"] is True and r["jobs"] >= 1, r' "$T/r.json"
+}
+
+# A plain Makefile project: N C++ files (each a second or so of g++) and an archive step.
+plain_make_project() {
+	local dir=$1 n=$2
+	mkdir -p "$dir"
+	for i in $(seq 1 "$n"); do
+		printf '#include <regex>\n#include <map>\n#include <string>\nint f%d(const std::string &s) { std::map<std::string, int> m; m[s] = std::regex_match(s, std::regex("[a-z]+%d")); return m[s]; }\n' "$i" "$i" > "$dir/f$i.cpp"
+	done
+	{
+		printf 'OBJS ='
+		for i in $(seq 1 "$n"); do printf ' f%d.o' "$i"; done
+		printf '\nlibf.a: $(OBJS)\n\tar rcs $@ $^\n%%.o: %%.cpp\n\t$(CXX) -O1 -c $< -o $@\n'
+	} > "$dir/Makefile"
+}
+
+@test "run -- make on a plain Makefile: its jobs are governed from the first, learned, and a second run waits for none" {
+	command -v make && command -v g++ || skip "make and g++ needed"
+	plain_make_project "$T/pm" 4
+	cd "$T/pm"
+	run "$HR" run --db "$T/p.db" --report "$T/r1.json" -- make -j4
+	echo "$output"
+	[ "$status" -eq 0 ]
+	[ -f libf.a ]
+	# no compiler escaped anything: make was never given a launcher to use
+	[[ "$output" != *"outside headroom exec"* ]]
+	[[ "$output" != *"not learned"* ]]
+	python3 - "$T/r1.json" <<-'PY'
+	import json, sys
+	r = json.load(open(sys.argv[1]))
+	assert r["mode"] == "process tree and launcher" and not r["tree_fallback"], r
+	assert r["jobs"] >= 4 and r["not_learned"] == 0, r
+	assert [c for c in r["classes"] if c["jobs"] == 4], r["classes"]
+	PY
+	rm -f ./*.o libf.a
+	run "$HR" run --db "$T/p.db" --report "$T/r2.json" -- make -j4
+	echo "$output"
+	[ "$status" -eq 0 ]
+	[ -f libf.a ]
+	# learned from the first run: small jobs far from the budget all start at once
+	[[ "$output" != *"waited for memory"* ]]
+	python3 -c 'import json,sys; r=json.load(open(sys.argv[1])); assert r["waited"]["memory"]["jobs"] == 0 and r["not_learned"] == 0, r' "$T/r2.json"
+}
+
+@test "a build tool run directly: a job naming $HEADROOM_LAUNCHER is the launcher's, not the tree's too" {
+	mkdir -p "$T/ml" && cd "$T/ml"
+	printf 'all: a b\na b:\n\t@$$HEADROOM_LAUNCHER %s --hold 8M --ms 300\n' "$MEMHOG" > Makefile
+	run "$HR" run --no-db --report "$T/r.json" -- make -j2
+	echo "$output"
+	[ "$status" -eq 0 ]
+	# each job once: through the launcher, never held by the tree as well
+	python3 -c 'import json,sys; r=json.load(open(sys.argv[1])); assert r["jobs"] == 2 and r["mode"] == "process tree and launcher", r' "$T/r.json"
 }
 
 @test "a build script asking nvcc its version outside the launcher is a check, not a compiler that escaped it" {

@@ -50,6 +50,11 @@ static void test_classify_shell(void **state)
 		{ "memhog --hold 300M && echo built with make > out", TREE_JOB },
 		{ "echo ninja gmake samu", TREE_JOB },
 		{ "g++ -c make.cpp -o ninja.o", TREE_JOB },
+		/* the launcher's variable, which the shell has not expanded yet */
+		{ "${HEADROOM_LAUNCHER} memhog --hold 8M", TREE_LAUNCHED },
+		{ "$HEADROOM_LAUNCHER g++ -c a.cpp -o a.o", TREE_LAUNCHED },
+		{ "echo start >> log; $HEADROOM_LAUNCHER cc -c a.c", TREE_LAUNCHED },
+		{ "$CXX -c a.cpp -o a.o", TREE_JOB },
 	};
 
 	(void)state;
