@@ -118,6 +118,7 @@ struct gov {
 	int procs_whole;            /* no children lists here: procs is the whole table */
 	struct report rep;
 	int tree;                   /* governing the process tree (--tree, or fallen back to it) */
+	int found_tree, found_launcher; /* jobs were found in the tree; came through the launcher */
 	pid_t *skip;                /* below a build tool, but not jobs: see treescan.c */
 	size_t nskip, capskip;
 	char self_name[16];         /* our comm, as the launcher processes show it */
@@ -263,6 +264,10 @@ void guard_lock_self(void);
 
 /* OOM kills seen so far: our cgroup's, else the machine's. */
 uint64_t gov_oom_count(struct gov *g);
+/* Are the build's jobs the tree's, which nothing can run again once killed, so that
+ * unknown ones are priced with more caution and classes keep their jobs' envelope?
+ * Governing the tree beside the launcher, only once a job was found in the tree. */
+int gov_tree_jobs(const struct gov *g);
 /* Admit the waiting jobs that fit now, the predicted longest first; nothing while the
  * last tick's safety net did not say OK or a job is frozen. Called as soon as a job ends,
  * and as a request arrives (on_request: only while admit_at_once() allows; the tick

@@ -36,6 +36,11 @@
  * the warning that none was governed is worth its line; a no-op build is not. */
 #define NO_JOBS_WARN_MS 2000
 
+int gov_tree_jobs(const struct gov *g)
+{
+	return g->tree && (!g->o->tree_too || g->found_tree || g->rep.tree_fallback);
+}
+
 uint64_t gov_oom_count(struct gov *g)
 {
 	uint64_t n = 0;
@@ -311,7 +316,7 @@ static int admit_waiting(struct gov *g, int64_t now, uint64_t avail, struct admi
 	*s = (struct admit_snapshot){
 		.budget_bytes = jobs_budget(g),
 		.free_bytes = room,
-		.unknown_bytes = admit_unknown_need(jobs_budget(g), room, g->tree, g->seen_peak_bytes, snap, n),
+		.unknown_bytes = admit_unknown_need(jobs_budget(g), room, gov_tree_jobs(g), g->seen_peak_bytes, snap, n),
 		.jobs = snap,
 		.njobs = n,
 	};
@@ -433,8 +438,8 @@ static void thaw_oldest(struct gov *g, enum net_action act, int64_t now, uint64_
 		struct admit_job aj = { job_elapsed(f, now), f->pred, f->current_bytes, 1, f->pred_own,
 					learned_pred_open(g, f), !f->passed_peak };
 		uint64_t room = avail > g->reserve_bytes ? avail - g->reserve_bytes : 0;
-		uint64_t need = admit_thaw_need(&aj, admit_unknown_need(jobs_budget(g), room, g->tree, g->seen_peak_bytes,
-									 snap, n));
+		uint64_t unknown = admit_unknown_need(jobs_budget(g), room, gov_tree_jobs(g), g->seen_peak_bytes, snap, n);
+		uint64_t need = admit_thaw_need(&aj, unknown);
 		if (admit_thaw_fits(need, avail, g->reserve_bytes, jobs_bytes, jobs_budget(g))) {
 			job_thaw(g, f, now);
 			return;
@@ -878,6 +883,9 @@ static int finish(struct gov *g)
 		if (store_build_put(g->o->store, g->build_key, &b))
 			log_debug("could not save the build's job count");
 	}
+	/* Both ways were open: say the one the jobs took. */
+	if (g->o->tree_too && !g->rep.tree_fallback && g->found_tree != g->found_launcher)
+		g->rep.mode = g->found_tree ? "process tree" : "launcher";
 	if (!g->o->quiet)
 		report_print(&g->rep, stderr);
 	if (!g->o->quiet && !g->next_id && !g->tree && g->rep.wall_ms > NO_JOBS_WARN_MS)

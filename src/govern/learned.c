@@ -55,7 +55,7 @@ static void class_from_files(struct gov *g, struct learned *l)
 	uint64_t *peaks;
 	struct learned *f;
 
-	if (g->tree)
+	if (gov_tree_jobs(g))
 		return;
 	class_files(g, l);
 	if (!l->nfiles)

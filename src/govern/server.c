@@ -136,6 +136,7 @@ void server_accept(struct gov *g)
 			continue;
 		}
 		j = job_new(g, fd);
+		g->found_launcher = 1;
 		j->launcher_pid = peer;
 		ev.data.ptr = j;
 

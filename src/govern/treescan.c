@@ -56,6 +56,7 @@ static void tree_add_job(struct gov *g, pid_t pid, int argc, char **argv, int64_
 	struct job_sig sig;
 
 	job_sig_from_argv(argc, argv, &sig);
+	g->found_tree = 1;
 	j->tree = 1;
 	j->pid = pid;
 	j->tool = sig.tool;
