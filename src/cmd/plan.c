@@ -839,8 +839,8 @@ static void load_settings_file(const char *path, struct train_settings *t, setti
 {
 	char *err = NULL;
 
-	if (reader(path, t, given, &err))
-		die(EXIT_USAGE, "plan: %s: %s", path, err);
+	if (reader(path, t, given, &err)) /* (a reader always says why; NULL never reaches %s) */
+		die(EXIT_USAGE, "plan: %s: %s", path, err ? err : "not read");
 }
 
 /* In inference with a KV cache (--context) and no prompt length given, the prompt is

@@ -724,3 +724,42 @@ assert all(not n["fits"] for n in near if n["value"] == v + 1), near' "$output"
 	[ "$status" -eq 2 ]
 	[[ "$output" == *"nosuch.yml: cannot read it"* ]]
 }
+
+# Issue 43: "micro_batch_size: 1e999 -> headroom: plan: inf.yml: (null)"; "sequence_len: 2048
+# / --- / sequence_len: 999999999 plans the first document and ignores the rest".
+@test "--axolotl: a number out of range and a second document are refused, saying which and where" {
+	local M="$ROOT/tests/fixtures/plan-inputs/llama-3.2-1b.json"
+	printf 'sequence_len: 2048\nmicro_batch_size: 1e999\n' > "$T/inf.yml"
+	run "$HR" plan --gpu h100 --axolotl "$T/inf.yml" "$M"
+	echo "$output"
+	[ "$status" -eq 2 ]
+	[[ "$output" == *"inf.yml: not YAML the planner reads: a number out of range (micro_batch_size: 1e999, past a double) at line 2"* ]]
+	[[ "$output" != *"(null)"* ]]
+	printf 'micro_batch_size: 99999999999999999999\n' > "$T/inf.yml"
+	run "$HR" plan --gpu h100 --axolotl "$T/inf.yml" "$M"
+	[ "$status" -eq 2 ]
+	[[ "$output" == *"a number out of range (micro_batch_size: 99999999999999999999, past a 64-bit integer) at line 1"* ]]
+	printf 'sequence_len: 2048\n---\nsequence_len: 999999999\n' > "$T/two.yml"
+	run "$HR" plan --gpu h100 --axolotl "$T/two.yml" "$M"
+	echo "$output"
+	[ "$status" -eq 2 ]
+	[[ "$output" == *"two.yml: not YAML the planner reads: expected a single document in the stream, but found another document at line 2"* ]]
+	printf 'sequence_len: 2048\n...\n---\nsequence_len: 999999999\n' > "$T/two.yml"
+	run "$HR" plan --gpu h100 --axolotl "$T/two.yml" "$M"
+	[ "$status" -eq 2 ]
+	[[ "$output" == *"found another document at line 3"* ]]
+	# the JSON readers refuse such numbers too, saying which
+	printf '{"per_device_train_batch_size": 1e999}' > "$T/inf.json"
+	run "$HR" plan --gpu h100 --trainer-args "$T/inf.json" "$M"
+	[ "$status" -eq 2 ]
+	[[ "$output" == *"inf.json: not a TrainingArguments JSON: real number overflow near '1e999'"* ]]
+	printf '{"batch": 99999999999999999999}' > "$T/inf.json"
+	run "$HR" plan --gpu h100 --train "$T/inf.json" "$M"
+	[ "$status" -eq 2 ]
+	[[ "$output" == *"inf.json is not JSON: too big integer near '99999999999999999999'"* ]]
+	# one document, its start and end marked, plans as the flag
+	printf -- '---\nsequence_len: 1024\n...\n' > "$T/one.yml"
+	"$HR" plan --gpu h100 --json --axolotl "$T/one.yml" "$M" > "$T/a.json"
+	"$HR" plan --gpu h100 --json --seq 1024 "$M" > "$T/b.json"
+	diff "$T/a.json" "$T/b.json"
+}
