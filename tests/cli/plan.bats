@@ -666,6 +666,36 @@ assert all(not n["fits"] for n in near if n["value"] == v + 1), near' "$output"
 	[[ "${lines[2]}" == *"seq 131072 (the prompt: the whole context, as no --seq gave its length), KV cache of 131072 tokens"* ]]
 }
 
+# Issue 43: "an invalid max_position_embeddings (-5, "4096", 4096.0) in a model config.json
+# is treated as absent: --strict passes and --solve seq has no bound".
+@test "an invalid max_position_embeddings is refused, naming the key, the file and the range" {
+	llama8b
+	local v
+	for v in -5 '"4096"' 4096.0 0 1e10; do
+		sed "s/\"max_position_embeddings\": 131072/\"max_position_embeddings\": $v/" "$T/llama8b.json" > "$T/bad.json"
+		grep -qF "\"max_position_embeddings\": $v" "$T/bad.json"
+		run "$HR" plan --gpu h200 --strict --seq 200000 "$T/bad.json"
+		echo "$v: $output"
+		[ "$status" -eq 2 ]
+		[[ "$output" == *"bad.json: config.json: max_position_embeddings must be a whole number from 1 to 1073741824"* ]]
+		run "$HR" plan --gpu h200 --solve seq "$T/bad.json"
+		[ "$status" -eq 2 ]
+		[[ "$output" == *"bad.json: config.json: max_position_embeddings must be a whole number from 1 to 1073741824"* ]]
+	done
+	# a multimodal config's, in its text_config
+	printf '{"model_type": "gemma3", "text_config": {"hidden_size": 640, "num_hidden_layers": 4, "num_attention_heads": 4,
+	 "intermediate_size": 2048, "vocab_size": 1000, "max_position_embeddings": "4096"}}' > "$T/bad.json"
+	run "$HR" plan --gpu h200 --strict --seq 200000 "$T/bad.json"
+	[ "$status" -eq 2 ]
+	[[ "$output" == *"bad.json: config.json: max_position_embeddings must be a whole number"* ]]
+	sed 's/"4096"/4096/' "$T/bad.json" > "$T/good.json"
+	run "$HR" plan --gpu h200 --strict --seq 8192 "$T/good.json"
+	[ "$status" -eq 2 ]
+	[[ "$output" == *"seq 8192 is past the model's max_position_embeddings (4096)"* ]]
+	run "$HR" plan --gpu h200 --solve seq --json "$T/good.json"
+	python3 -c 'import json,sys; o=json.loads(sys.argv[1]); assert o["value"] == 4096, o' "$output"
+}
+
 # Issue 30: "the hint for a full fine-tune of an 8 B model on 80 GB offers --lora-rank 16
 # (another kind of run) although --grad-ckpt with --optimizer adamw-fused fits".
 @test "the hint keeps the kind of run: fewest changes together before LoRA, and they fit" {

@@ -111,25 +111,6 @@ static void test_flags(void **state)
 		assert_non_null(setting_find(setting_alias_at(j)->key));
 }
 
-static void test_max_length(void **state)
-{
-	json_t *j;
-	(void)state;
-
-	j = obj("{\"model_type\": \"llama\", \"max_position_embeddings\": 131072}");
-	assert_int_equal(settings_model_max_length(j), 131072);
-	json_decref(j);
-	j = obj("{\"model_type\": \"gpt2\"}");
-	assert_int_equal(settings_model_max_length(j), 1024);
-	json_decref(j);
-	j = obj("{\"model_type\": \"gemma3\", \"text_config\": {\"max_position_embeddings\": 32768}}");
-	assert_int_equal(settings_model_max_length(j), 32768);
-	json_decref(j);
-	j = obj("{\"model_type\": \"llama\"}");
-	assert_int_equal(settings_model_max_length(j), 0);
-	json_decref(j);
-}
-
 static json_t *yaml(const char *text, const char *needle)
 {
 	json_t *j = NULL;
@@ -399,7 +380,7 @@ int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_aliases),      cmocka_unit_test(test_bad_values), cmocka_unit_test(test_flags),
-		cmocka_unit_test(test_max_length),   cmocka_unit_test(test_yaml),       cmocka_unit_test(test_yaml_numbers),
+		cmocka_unit_test(test_yaml),       cmocka_unit_test(test_yaml_numbers),
 		cmocka_unit_test(test_yaml_documents),       cmocka_unit_test(test_trainer_args),
 		cmocka_unit_test(test_axolotl),      cmocka_unit_test(test_said),       cmocka_unit_test(test_said_rows),
 	};
