@@ -224,7 +224,6 @@ static void usage_print(FILE *f)
 struct plan_args {
 	struct model_shape m;
 	struct train_settings t;
-	int64_t max_length;       /* the model's max_position_embeddings (0: not given) */
 	enum prompt_source prompt;
 	uint64_t gpu_bytes;
 	const char *gpu_name;
@@ -243,10 +242,9 @@ static json_t *load_json(const char *path)
 	return json_file_load("plan", path);
 }
 
-/* A config.json, or a case file with "model" and "train": the shape, the model's
- * longest sequence (max_length), the settings given (into *given). */
-static void load_case(const char *path, struct model_shape *m, struct train_settings *t, int64_t *max_length,
-		      setting_mask *given)
+/* A config.json, or a case file with "model" and "train": the shape (with the model's
+ * longest sequence), the settings given (into *given). */
+static void load_case(const char *path, struct model_shape *m, struct train_settings *t, setting_mask *given)
 {
 	json_t *j = load_json(path), *model = json_object_get(j, "model"), *train = json_object_get(j, "train");
 	char *err = NULL;
@@ -256,7 +254,6 @@ static void load_case(const char *path, struct model_shape *m, struct train_sett
 		json_decref(j);
 		die(EXIT_USAGE, "plan: %s: %s", path, err);
 	}
-	*max_length = settings_model_max_length(model ? model : j);
 	json_decref(j);
 }
 
@@ -267,7 +264,7 @@ static uint64_t margin_of(const struct plan_args *a)
 
 static struct fit fit_of(const struct plan_args *a)
 {
-	return (struct fit){ .gpu_bytes = a->gpu_bytes, .margin_bytes = margin_of(a), .max_length = a->max_length };
+	return (struct fit){ .gpu_bytes = a->gpu_bytes, .margin_bytes = margin_of(a), .max_length = a->m.max_length };
 }
 
 static void compute(const struct plan_args *a, const struct train_settings *t, struct plan_result *r)
@@ -577,8 +574,8 @@ static int compare(struct plan_args *a, const char *pa, const char *pb)
 	train_settings_init(&x.t);
 	train_settings_init(&y.t);
 	setting_mask gx = 0, gy = 0;
-	load_case(pa, &x.m, &x.t, &x.max_length, &gx);
-	load_case(pb, &y.m, &y.t, &y.max_length, &gy);
+	load_case(pa, &x.m, &x.t, &gx);
+	load_case(pb, &y.m, &y.t, &gy);
 	prompt_settle(&x, gx);
 	prompt_settle(&y, gy);
 	compute(&x, &x.t, &ra);
@@ -839,8 +836,8 @@ static void load_settings_file(const char *path, struct train_settings *t, setti
 {
 	char *err = NULL;
 
-	if (reader(path, t, given, &err))
-		die(EXIT_USAGE, "plan: %s: %s", path, err);
+	if (reader(path, t, given, &err)) /* (a reader always says why; NULL never reaches %s) */
+		die(EXIT_USAGE, "plan: %s: %s", path, err ? err : "not read");
 }
 
 /* In inference with a KV cache (--context) and no prompt length given, the prompt is
@@ -870,20 +867,20 @@ static void lengths_check(const struct plan_args *a, int strict, const char *sol
 	int64_t len = a->t.seq;
 	const char *what = "seq";
 
-	if (!a->max_length || (solving && !strcmp(solving, "seq")))
+	if (!a->m.max_length || (solving && !strcmp(solving, "seq")))
 		return;
 	if (a->t.inference && a->t.context >= len && !(solving && !strcmp(solving, "context"))) {
 		len = a->t.context;
 		what = "context";
 	}
-	if (len <= a->max_length)
+	if (len <= a->m.max_length)
 		return;
 	if (strict)
 		die(EXIT_USAGE, "plan: %s %lld is past the model's max_position_embeddings (%lld): give --%s %lld or less, "
-		    "or leave out --strict to plan it anyway", what, (long long)len, (long long)a->max_length, what,
-		    (long long)a->max_length);
+		    "or leave out --strict to plan it anyway", what, (long long)len, (long long)a->m.max_length, what,
+		    (long long)a->m.max_length);
 	log_warn("plan: %s %lld is past the model's max_position_embeddings (%lld): planned anyway (--strict refuses it)",
-		 what, (long long)len, (long long)a->max_length);
+		 what, (long long)len, (long long)a->m.max_length);
 }
 
 /* The case file, the settings files, then the command line's settings over them. */
@@ -891,7 +888,7 @@ static void settings_load(struct plan_cli *c, struct plan_args *a, const char *c
 {
 	setting_mask given = 0;
 
-	load_case(config, &a->m, &a->t, &a->max_length, &given);
+	load_case(config, &a->m, &a->t, &given);
 	if (c->train_file) {
 		json_t *j = load_json(c->train_file);
 		char *err = NULL;

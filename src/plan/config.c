@@ -30,6 +30,8 @@ static json_t *field(json_t *cfg, const char *const *names, const char **name)
 #define STR_(x) #x
 #define STR(x) STR_(x)
 #define NAMES(...) ((const char *const[]){ __VA_ARGS__, NULL })
+/* the model's longest sequence (GPT2Config maps max_position_embeddings to n_positions) */
+#define POSITION_NAMES NAMES("max_position_embeddings", "n_positions")
 
 /* An integer field from 1 to max under any of its names. 0 with *out; 1 when absent
  * (*out untouched) and not required; else -EINVAL with *err. */
@@ -388,6 +390,7 @@ static int sizes_from_json(json_t *cfg, const struct family *f, struct model_sha
 		    maybe(cfg, NAMES("n_positions", "max_position_embeddings"), PLAN_MAX_VOCAB, &m->positions, err))
 			return -EINVAL;
 		m->kv_heads = m->heads;
+		m->max_length = m->positions;
 		return 0;
 	}
 	/* a MoE family with its own expert width needs no dense intermediate_size (its
@@ -408,7 +411,12 @@ static int sizes_from_json(json_t *cfg, const struct family *f, struct model_sha
 	 * no key/value heads has as many, as the planner has always read it) */
 	m->kv_heads = f->kv_heads_default && !json_object_get(cfg, "num_attention_heads") ? f->kv_heads_default
 											     : m->heads;
-	return maybe(cfg, NAMES("num_key_value_heads"), PLAN_MAX_HEADS, &m->kv_heads, err);
+	/* range-checked as every field is: -5, "4096" or 4096.0 (transformers writes an int)
+	 * is refused, not taken for a model of no length (issue 43) */
+	if (maybe(cfg, NAMES("num_key_value_heads"), PLAN_MAX_HEADS, &m->kv_heads, err) ||
+	    maybe(cfg, POSITION_NAMES, PLAN_MAX_POSITIONS, &m->max_length, err))
+		return -EINVAL;
+	return 0;
 }
 
 /* head_dim (hidden / heads by default), and heads a multiple of the key/value heads. */
@@ -561,14 +569,32 @@ static int vision_from_json(enum vision_kind kind, json_t *vc, int64_t text_hidd
 	return 0;
 }
 
+/* What text_config copy leaves out and the top level of cfg gives: tie_word_embeddings
+ * (a boolean), the longest sequence. 0, or -ENOMEM. */
+static int text_from_top(json_t *cfg, json_t *copy)
+{
+	json_t *tie = json_object_get(cfg, "tie_word_embeddings");
+	const char *name;
+
+	if (json_is_boolean(tie) && !json_object_get(copy, "tie_word_embeddings") &&
+	    json_object_set(copy, "tie_word_embeddings", tie))
+		return -ENOMEM;
+	if (field(copy, POSITION_NAMES, &name))
+		return 0;
+	for (const char *const *n = POSITION_NAMES; *n; n++)
+		if (json_object_get(cfg, *n) && json_object_set(copy, *n, json_object_get(cfg, *n)))
+			return -ENOMEM;
+	return 0;
+}
+
 /* A multimodal config (a row with a text_family): its text tower from text_config (its
- * model_type the row's text family when it gives none; tie_word_embeddings from the top
- * level when it leaves it out), or from the top level itself in an older flat config
+ * model_type the row's text family when it gives none; tie_word_embeddings and the
+ * longest sequence from the top level when it leaves them out), or from the top level itself in an older flat config
  * (qwen2_5_vl's, as its config class moves the keys); its vision tower's weights from
  * vision_config where they can be counted (vision_why says why not). */
 static int multimodal_from_json(json_t *cfg, const struct family *f, struct model_shape *m, char **err)
 {
-	json_t *text = json_object_get(cfg, "text_config"), *tie = json_object_get(cfg, "tie_word_embeddings");
+	json_t *text = json_object_get(cfg, "text_config");
 	json_t *copy = json_deep_copy(json_is_object(text) ? text : cfg);
 	const struct family *tf;
 	int rc;
@@ -587,8 +613,11 @@ static int multimodal_from_json(json_t *cfg, const struct family *f, struct mode
 		*err = xasprintf("config.json: text_config's model_type '%s' is not a text model", tf->type);
 		return -EINVAL;
 	}
-	if (json_is_boolean(tie) && !json_object_get(copy, "tie_word_embeddings"))
-		json_object_set(copy, "tie_word_embeddings", tie);
+	if (text_from_top(cfg, copy)) {
+		json_decref(copy);
+		*err = xstrdup("config.json: out of memory");
+		return -ENOMEM;
+	}
 	rc = model_shape_from_json(copy, m, err);
 	json_decref(copy);
 	if (rc)

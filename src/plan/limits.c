@@ -42,6 +42,8 @@ static const char *out_of_range(const struct model_shape *m, const struct train_
 		{ within(m->head_dim, 1, PLAN_MAX_HEADS), "head_dim must be from 1 to " STR(PLAN_MAX_HEADS) },
 		{ within(m->vocab, 1, PLAN_MAX_VOCAB), "vocab_size must be from 1 to " STR(PLAN_MAX_VOCAB) },
 		{ within(m->positions, 0, PLAN_MAX_VOCAB), "n_positions must be from 1 to " STR(PLAN_MAX_VOCAB) },
+		{ within(m->max_length, 0, PLAN_MAX_POSITIONS),
+		  "max_position_embeddings must be from 1 to " STR(PLAN_MAX_POSITIONS) },
 		{ within(m->experts, 0, PLAN_MAX_EXPERTS) && within(m->experts_per_tok, 0, m->experts) &&
 			  within(m->moe_inter, 0, PLAN_MAX_WIDTH),
 		  "num_experts (to " STR(PLAN_MAX_EXPERTS) "), num_experts_per_tok (to num_experts) and "

@@ -18,6 +18,9 @@
 #define PLAN_MAX_VOCAB 16777216            /* vocab_size, GPT-2's positions */
 #define PLAN_MAX_BATCH 1048576
 #define PLAN_MAX_SEQ 16777216              /* seq, context */
+/* max_position_embeddings: it only caps seq and context, so a model's past PLAN_MAX_SEQ
+ * is taken; one past this is no length. */
+#define PLAN_MAX_POSITIONS 1073741824
 #define PLAN_MAX_DP 1048576
 #define PLAN_MAX_LORA_RANK 65536
 #define PLAN_MAX_LOSS_CHUNKS 4096          /* batch x seq / loss_chunk, rounded up */

@@ -895,18 +895,3 @@ void settings_said(struct strbuf *sb, enum said_line line, const struct train_se
 		strbuf_release(&phrase);
 	}
 }
-
-int64_t settings_model_max_length(json_t *cfg)
-{
-	json_t *text = json_object_get(cfg, "text_config");
-	const char *type = json_string_value(json_object_get(cfg, "model_type"));
-	json_t *v = json_object_get(cfg, "max_position_embeddings");
-
-	if (!json_is_integer(v))
-		v = json_object_get(cfg, "n_positions");
-	if (!json_is_integer(v) && json_is_object(text))
-		v = json_object_get(text, "max_position_embeddings");
-	if (json_is_integer(v) && json_integer_value(v) > 0)
-		return json_integer_value(v);
-	return type && !strcmp(type, "gpt2") ? 1024 : 0; /* GPT2Config's n_positions */
-}

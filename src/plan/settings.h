@@ -131,8 +131,5 @@ void settings_said(struct strbuf *sb, enum said_line line, const struct train_se
 const char *settings_optimizer_name(const struct train_settings *t);
 int settings_cache_on(const struct train_settings *t);
 
-/* The model's longest sequence from its config.json: max_position_embeddings (or GPT-2's
- * n_positions), from the config or its text_config; 0 when it gives none. */
-int64_t settings_model_max_length(json_t *cfg);
 
 #endif

@@ -17,6 +17,9 @@ struct model_shape {
 	char type[32];            /* model_type from config.json */
 	const struct family *family; /* its row (plan/family.h); NULL: the first row's */
 	int64_t hidden, layers, heads, kv_heads, head_dim, intermediate, vocab, positions;
+	/* the longest sequence it takes: max_position_embeddings (GPT-2's positions); 0 not
+	 * given. seq and context are checked, and solved, against it */
+	int64_t max_length;
 	int tied;                 /* lm_head shares the embedding */
 	int qkv_bias;             /* q, k, v have biases */
 	int o_bias;               /* o_proj has one */

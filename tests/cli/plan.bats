@@ -666,6 +666,36 @@ assert all(not n["fits"] for n in near if n["value"] == v + 1), near' "$output"
 	[[ "${lines[2]}" == *"seq 131072 (the prompt: the whole context, as no --seq gave its length), KV cache of 131072 tokens"* ]]
 }
 
+# Issue 43: "an invalid max_position_embeddings (-5, "4096", 4096.0) in a model config.json
+# is treated as absent: --strict passes and --solve seq has no bound".
+@test "an invalid max_position_embeddings is refused, naming the key, the file and the range" {
+	llama8b
+	local v
+	for v in -5 '"4096"' 4096.0 0 1e10; do
+		sed "s/\"max_position_embeddings\": 131072/\"max_position_embeddings\": $v/" "$T/llama8b.json" > "$T/bad.json"
+		grep -qF "\"max_position_embeddings\": $v" "$T/bad.json"
+		run "$HR" plan --gpu h200 --strict --seq 200000 "$T/bad.json"
+		echo "$v: $output"
+		[ "$status" -eq 2 ]
+		[[ "$output" == *"bad.json: config.json: max_position_embeddings must be a whole number from 1 to 1073741824"* ]]
+		run "$HR" plan --gpu h200 --solve seq "$T/bad.json"
+		[ "$status" -eq 2 ]
+		[[ "$output" == *"bad.json: config.json: max_position_embeddings must be a whole number from 1 to 1073741824"* ]]
+	done
+	# a multimodal config's, in its text_config
+	printf '{"model_type": "gemma3", "text_config": {"hidden_size": 640, "num_hidden_layers": 4, "num_attention_heads": 4,
+	 "intermediate_size": 2048, "vocab_size": 1000, "max_position_embeddings": "4096"}}' > "$T/bad.json"
+	run "$HR" plan --gpu h200 --strict --seq 200000 "$T/bad.json"
+	[ "$status" -eq 2 ]
+	[[ "$output" == *"bad.json: config.json: max_position_embeddings must be a whole number"* ]]
+	sed 's/"4096"/4096/' "$T/bad.json" > "$T/good.json"
+	run "$HR" plan --gpu h200 --strict --seq 8192 "$T/good.json"
+	[ "$status" -eq 2 ]
+	[[ "$output" == *"seq 8192 is past the model's max_position_embeddings (4096)"* ]]
+	run "$HR" plan --gpu h200 --solve seq --json "$T/good.json"
+	python3 -c 'import json,sys; o=json.loads(sys.argv[1]); assert o["value"] == 4096, o' "$output"
+}
+
 # Issue 30: "the hint for a full fine-tune of an 8 B model on 80 GB offers --lora-rank 16
 # (another kind of run) although --grad-ckpt with --optimizer adamw-fused fits".
 @test "the hint keeps the kind of run: fewest changes together before LoRA, and they fit" {
@@ -723,4 +753,43 @@ assert all(not n["fits"] for n in near if n["value"] == v + 1), near' "$output"
 	run "$HR" plan --gpu h100 --axolotl "$T/nosuch.yml" "$M"
 	[ "$status" -eq 2 ]
 	[[ "$output" == *"nosuch.yml: cannot read it"* ]]
+}
+
+# Issue 43: "micro_batch_size: 1e999 -> headroom: plan: inf.yml: (null)"; "sequence_len: 2048
+# / --- / sequence_len: 999999999 plans the first document and ignores the rest".
+@test "--axolotl: a number out of range and a second document are refused, saying which and where" {
+	local M="$ROOT/tests/fixtures/plan-inputs/llama-3.2-1b.json"
+	printf 'sequence_len: 2048\nmicro_batch_size: 1e999\n' > "$T/inf.yml"
+	run "$HR" plan --gpu h100 --axolotl "$T/inf.yml" "$M"
+	echo "$output"
+	[ "$status" -eq 2 ]
+	[[ "$output" == *"inf.yml: not YAML the planner reads: a number out of range (micro_batch_size: 1e999, past a double) at line 2"* ]]
+	[[ "$output" != *"(null)"* ]]
+	printf 'micro_batch_size: 99999999999999999999\n' > "$T/inf.yml"
+	run "$HR" plan --gpu h100 --axolotl "$T/inf.yml" "$M"
+	[ "$status" -eq 2 ]
+	[[ "$output" == *"a number out of range (micro_batch_size: 99999999999999999999, past a 64-bit integer) at line 1"* ]]
+	printf 'sequence_len: 2048\n---\nsequence_len: 999999999\n' > "$T/two.yml"
+	run "$HR" plan --gpu h100 --axolotl "$T/two.yml" "$M"
+	echo "$output"
+	[ "$status" -eq 2 ]
+	[[ "$output" == *"two.yml: not YAML the planner reads: expected a single document in the stream, but found another document at line 2"* ]]
+	printf 'sequence_len: 2048\n...\n---\nsequence_len: 999999999\n' > "$T/two.yml"
+	run "$HR" plan --gpu h100 --axolotl "$T/two.yml" "$M"
+	[ "$status" -eq 2 ]
+	[[ "$output" == *"found another document at line 3"* ]]
+	# the JSON readers refuse such numbers too, saying which
+	printf '{"per_device_train_batch_size": 1e999}' > "$T/inf.json"
+	run "$HR" plan --gpu h100 --trainer-args "$T/inf.json" "$M"
+	[ "$status" -eq 2 ]
+	[[ "$output" == *"inf.json: not a TrainingArguments JSON: real number overflow near '1e999'"* ]]
+	printf '{"batch": 99999999999999999999}' > "$T/inf.json"
+	run "$HR" plan --gpu h100 --train "$T/inf.json" "$M"
+	[ "$status" -eq 2 ]
+	[[ "$output" == *"inf.json is not JSON: too big integer near '99999999999999999999'"* ]]
+	# one document, its start and end marked, plans as the flag
+	printf -- '---\nsequence_len: 1024\n...\n' > "$T/one.yml"
+	"$HR" plan --gpu h100 --json --axolotl "$T/one.yml" "$M" > "$T/a.json"
+	"$HR" plan --gpu h100 --json --seq 1024 "$M" > "$T/b.json"
+	diff "$T/a.json" "$T/b.json"
 }

@@ -26,6 +26,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	struct train_settings t;
 	struct buffer_spec b;
 	unsigned bits;
+	int rc;
 
 	if (j) {
 		json_t *model = json_object_get(j, "model"), *train = json_object_get(j, "train");
@@ -44,7 +45,12 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		json_decref(j);
 	}
 	err = NULL;
-	if (!yaml_to_json((const char *)data, size, &j, &err)) {
+	rc = yaml_to_json((const char *)data, size, &j, &err);
+	/* its contract: an error always says why (a NULL reached a %s: issue 43), a success
+	 * always gives a document */
+	if (rc ? !err || j : err || !j)
+		abort();
+	if (!rc) {
 		train_settings_init(&t);
 		axolotl_from_json(j, &t, NULL, &err);
 		json_decref(j);

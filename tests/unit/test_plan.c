@@ -706,6 +706,56 @@ static void test_config_limits(void **state)
 		      " \"n_positions\": 99999999999}", "n_positions must be a whole number from 1 to 16777216");
 }
 
+#define SMALL LLAMA ", \"hidden_size\": 2048, \"num_hidden_layers\": 2, \"vocab_size\": 100"
+#define GEMMA3(text, top) "{\"model_type\": \"gemma3\", \"text_config\": {\"hidden_size\": 64," \
+	" \"num_hidden_layers\": 2, \"num_attention_heads\": 4, \"intermediate_size\": 128, \"vocab_size\": 100" text "}" top "}"
+
+/* The model's longest sequence is read with its shape, range-checked as every field is
+ * (issue 43: max_position_embeddings -5, "4096" or 4096.0 was taken as absent, so that
+ * --strict passed and --solve seq had no bound). */
+static void test_max_length(void **state)
+{
+	static const char *const bad[] = { "-5", "0", "\"4096\"", "4096.0", "true", "[4096]", "1073741825",
+					   "99999999999" };
+	const char *range = "max_position_embeddings must be a whole number from 1 to 1073741824";
+	struct model_shape m;
+	char cfg[512];
+	(void)state;
+
+	shape_of("{" SMALL ", \"max_position_embeddings\": 131072}", &m);
+	assert_int_equal(m.max_length, 131072);
+	shape_of("{" SMALL ", \"max_position_embeddings\": 33554432}", &m); /* a cap past the seq limit */
+	assert_int_equal(m.max_length, 33554432);
+	shape_of("{" SMALL ", \"n_positions\": 4096}", &m);
+	assert_int_equal(m.max_length, 4096);
+	shape_of("{" SMALL "}", &m);
+	assert_int_equal(m.max_length, 0);
+	shape_of("{" SMALL ", \"max_position_embeddings\": null}", &m);
+	assert_int_equal(m.max_length, 0);
+	shape_of("{\"model_type\": \"gpt2\", \"n_embd\": 64, \"n_layer\": 2, \"n_head\": 4, \"vocab_size\": 100}", &m);
+	assert_int_equal(m.max_length, 1024); /* GPT2Config's n_positions */
+	shape_of("{\"model_type\": \"gpt2\", \"n_embd\": 64, \"n_layer\": 2, \"n_head\": 4, \"vocab_size\": 100,"
+		 " \"max_position_embeddings\": 2048}", &m);
+	assert_true(m.max_length == 2048 && m.positions == 2048);
+	shape_of(GEMMA3(", \"max_position_embeddings\": 32768", ""), &m);
+	assert_int_equal(m.max_length, 32768);
+	shape_of(GEMMA3("", ", \"max_position_embeddings\": 8192"), &m); /* the top level's, when text_config has none */
+	assert_int_equal(m.max_length, 8192);
+	shape_of(GEMMA3(", \"max_position_embeddings\": 32768", ", \"max_position_embeddings\": 8192"), &m);
+	assert_int_equal(m.max_length, 32768);
+	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+		snprintf(cfg, sizeof(cfg), "{" SMALL ", \"max_position_embeddings\": %s}", bad[i]);
+		shape_refused(cfg, range);
+		snprintf(cfg, sizeof(cfg), GEMMA3(", \"max_position_embeddings\": %s", ""), bad[i]);
+		shape_refused(cfg, range);
+		snprintf(cfg, sizeof(cfg), GEMMA3("", ", \"max_position_embeddings\": %s"), bad[i]);
+		shape_refused(cfg, range);
+	}
+	shape_refused("{" SMALL ", \"n_positions\": -5}", "n_positions must be a whole number from 1 to 1073741824");
+	shape_refused("{\"model_type\": \"gpt2\", \"n_embd\": 64, \"n_layer\": 2, \"n_head\": 4, \"vocab_size\": 100,"
+		      " \"n_positions\": 4096.0}", "n_positions must be a whole number from 1 to 16777216");
+}
+
 /* The precision key plans as the settings it stands for: amp-bf16 as fp32 weights under
  * autocast (the fixtures' "mp" cases), bf16 as the default. */
 static void test_precision_key(void **state)
@@ -891,7 +941,7 @@ int main(void)
 		FIXTURE_TEST(fixtures_dist), FIXTURE_TEST(fixtures_dist30),
 		cmocka_unit_test(test_config_errors), cmocka_unit_test(test_sliding_masks), cmocka_unit_test(test_placements),
 		cmocka_unit_test(test_shapes), cmocka_unit_test(test_knobs),
-		cmocka_unit_test(test_gpt2_untied), cmocka_unit_test(test_config_limits),
+		cmocka_unit_test(test_gpt2_untied), cmocka_unit_test(test_config_limits), cmocka_unit_test(test_max_length),
 		cmocka_unit_test(test_settings_limits), cmocka_unit_test(test_precision_key), cmocka_unit_test(test_overflow),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);

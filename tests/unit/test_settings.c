@@ -111,25 +111,6 @@ static void test_flags(void **state)
 		assert_non_null(setting_find(setting_alias_at(j)->key));
 }
 
-static void test_max_length(void **state)
-{
-	json_t *j;
-	(void)state;
-
-	j = obj("{\"model_type\": \"llama\", \"max_position_embeddings\": 131072}");
-	assert_int_equal(settings_model_max_length(j), 131072);
-	json_decref(j);
-	j = obj("{\"model_type\": \"gpt2\"}");
-	assert_int_equal(settings_model_max_length(j), 1024);
-	json_decref(j);
-	j = obj("{\"model_type\": \"gemma3\", \"text_config\": {\"max_position_embeddings\": 32768}}");
-	assert_int_equal(settings_model_max_length(j), 32768);
-	json_decref(j);
-	j = obj("{\"model_type\": \"llama\"}");
-	assert_int_equal(settings_model_max_length(j), 0);
-	json_decref(j);
-}
-
 static json_t *yaml(const char *text, const char *needle)
 {
 	json_t *j = NULL;
@@ -138,6 +119,8 @@ static json_t *yaml(const char *text, const char *needle)
 
 	if (needle) {
 		assert_int_equal(rc, -EINVAL);
+		assert_null(j);
+		assert_non_null(err); /* every error says why: never a NULL for a %s */
 		if (!strstr(err, needle))
 			fail_msg("'%s' does not say '%s'", err, needle);
 		free(err);
@@ -166,6 +149,59 @@ static void test_yaml(void **state)
 	yaml("a: &x 1\nb: *x\n", "alias");
 	yaml("", "empty");
 	yaml("a: !!str 1\n", "tag");
+}
+
+/* Issue 43: "micro_batch_size: 1e999 -> headroom: plan: inf.yml: (null)": a number past
+ * an int64_t or a double is refused, naming its key and line; every error says why. */
+static void test_yaml_numbers(void **state)
+{
+	json_t *j;
+	(void)state;
+
+	yaml("micro_batch_size: 1e999\n", "a number out of range (micro_batch_size: 1e999, past a double) at line 1");
+	yaml("a: 1\nb: -1.5e400\n", "(b: -1.5e400, past a double) at line 2");
+	yaml("a: 1\nseed: 99999999999999999999\n", "(seed: 99999999999999999999, past a 64-bit integer) at line 2");
+	yaml("a: -9223372036854775809\n", "past a 64-bit integer");
+	yaml("a:\n  b: [1, {c: 2}, 1e999]\n  d: 1\n", "(b: 1e999, past a double) at line 2");
+	yaml("[1, 1e999]\n", "a number out of range (1e999, past a double)");
+	yaml("1e999: 1\n", "a number out of range (1e999, past a double)");
+	j = yaml("a: 9223372036854775807\nb: 1e-999\nc: +4\nd: \"1e999\"\ne: 1e308\n", NULL);
+	assert_true(json_integer_value(json_object_get(j, "a")) == INT64_MAX);
+	assert_true(json_is_real(json_object_get(j, "b")) && json_real_value(json_object_get(j, "b")) == 0);
+	assert_true(json_is_integer(json_object_get(j, "c")) && json_integer_value(json_object_get(j, "c")) == 4);
+	assert_string_equal(json_string_value(json_object_get(j, "d")), "1e999");
+	assert_true(json_is_real(json_object_get(j, "e")));
+	json_decref(j);
+}
+
+/* Issue 43: "sequence_len: 2048 / --- / sequence_len: 999999999 plans the first document
+ * and ignores the rest; PyYAML's safe_load (what axolotl uses) refuses it". */
+static void test_yaml_documents(void **state)
+{
+	static const char *const one[] = { "---\na: 1\n", "a: 1\n...\n", "---\na: 1\n...\n# end\n",
+					   "# a comment\n---\na: 1\n" };
+	const char *another = "expected a single document in the stream, but found another document";
+	json_t *j;
+	(void)state;
+
+	for (size_t i = 0; i < sizeof(one) / sizeof(one[0]); i++) {
+		j = yaml(one[i], NULL);
+		assert_int_equal(json_integer_value(json_object_get(j, "a")), 1);
+		json_decref(j);
+	}
+	yaml("sequence_len: 2048\n---\nsequence_len: 999999999\n", another);
+	yaml("sequence_len: 2048\n---\nsequence_len: 999999999\n", "at line 2");
+	yaml("a: 1\n...\n---\nb: 2\n", "another document at line 3");
+	yaml("a: 1\n---\n", another);
+	yaml("--- 1\n--- 2\n", another);
+	yaml("a: 1\n...\nb: 2\n", "not YAML: did not find expected <document start> at line 3");
+	/* the other errors, each with its message and line */
+	yaml("# nothing\n", "an empty file");
+	yaml("a: 1\n]\n", "not YAML: ");
+	yaml("? [a]\n: 1\n", "a mapping key that is not a scalar at line 1");
+	yaml("a: 1\nb: &x {c: 1}\n", "an anchor (&name) at line 2");
+	yaml("a: [[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[1]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]\n",
+	     "nesting too deep");
 }
 
 static int read_args(int axolotl, const char *yaml_or_json, struct train_settings *t, const char *needle)
@@ -344,7 +380,8 @@ int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_aliases),      cmocka_unit_test(test_bad_values), cmocka_unit_test(test_flags),
-		cmocka_unit_test(test_max_length),   cmocka_unit_test(test_yaml),       cmocka_unit_test(test_trainer_args),
+		cmocka_unit_test(test_yaml),       cmocka_unit_test(test_yaml_numbers),
+		cmocka_unit_test(test_yaml_documents),       cmocka_unit_test(test_trainer_args),
 		cmocka_unit_test(test_axolotl),      cmocka_unit_test(test_said),       cmocka_unit_test(test_said_rows),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
