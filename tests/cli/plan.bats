@@ -564,6 +564,31 @@ assert o["fits"] == (o["spare_bytes"] >= 0), o' "$output"
 	[[ "$output" == *"does NOT fit, "*" short"* ]]
 }
 
+# Issue 43: "--solve context" on a training plan answered a value that changes nothing.
+@test "--solve refuses a knob the plan's kind of run does not use, saying what it applies to" {
+	llama1b
+	run "$HR" plan --gpu h200 --solve context "$T/llama1b.json"
+	[ "$status" -eq 2 ]
+	[ "$output" = "headroom: plan: --solve context: context applies to inference (it sets the tokens of the KV cache), not to this plan's full fine-tuning; to solve it, plan inference (--inference)" ]
+	run "$HR" plan --gpu h200 --inference --solve loss_chunk "$T/llama1b.json"
+	[ "$status" -eq 2 ]
+	[[ "$output" == *"--solve loss_chunk: loss_chunk applies to full fine-tuning or LoRA training"*"not to this plan's inference; to solve it, plan training (without --inference)" ]]
+	run "$HR" plan --gpu h200 --inference --solve lora_rank "$T/llama1b.json"
+	[ "$status" -eq 2 ]
+	[[ "$output" == *"lora_rank applies to LoRA training"*"not to this plan's inference"* ]]
+	run "$HR" plan --gpu h200 --solve lora_rank "$T/llama1b.json"
+	[ "$status" -eq 2 ]
+	[[ "$output" == *"not to this plan's full fine-tuning; to solve it, plan LoRA training (--lora-rank R, without --inference)" ]]
+	run "$HR" plan --gpu h200 --lora-rank 8 --solve context "$T/llama1b.json"
+	[ "$status" -eq 2 ]
+	[[ "$output" == *"not to this plan's LoRA training"* ]]
+	# the knobs each kind of run uses are solved
+	run "$HR" plan --gpu h200 --inference --context 4096 --solve batch "$T/llama1b.json"
+	[ "$status" -eq 0 ]
+	run "$HR" plan --gpu h200 --lora-rank 8 --seq 512 --solve lora_rank "$T/llama1b.json"
+	[ "$status" -eq 0 ]
+}
+
 @test "--solve does not answer on a cliff: the values below the answer fit, and it shows its neighbours" {
 	llama8b
 	run "$HR" plan --gpu h100 --lock batch --solve seq --grad-ckpt --lora-rank 16 --json "$T/llama8b.json"
