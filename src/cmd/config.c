@@ -20,6 +20,7 @@
 #include "sys/cgroup.h"
 #include "sys/cpus.h"
 #include "sys/filetrust.h"
+#include "sys/fsutil.h"
 #include "sys/meminfo.h"
 #include "util/log.h"
 #include "util/strbuf.h"
@@ -342,15 +343,14 @@ static FILE *open_settings(const char *path, const struct stat *st)
 	int fd;
 	FILE *f;
 
-	if (S_ISDIR(st->st_mode))
-		die(EXIT_USAGE, "%s holds settings but is a directory", path);
 	if (!S_ISREG(st->st_mode))
-		die(EXIT_USAGE, "%s holds settings but is not a regular file (a FIFO or a device): name a file", path);
+		die(EXIT_USAGE, "%s holds settings but is %s, not a regular file: name a file", path, fs_kind(st->st_mode));
 	fd = open(path, O_RDONLY | O_NOCTTY | O_NONBLOCK | O_CLOEXEC);
 	if (fd < 0 || fstat(fd, &fst))
 		die(EXIT_USAGE, "cannot read the settings in %s: %s", path, strerror(errno));
 	if (!S_ISREG(fst.st_mode))
-		die(EXIT_USAGE, "%s holds settings but is not a regular file (a FIFO or a device): name a file", path);
+		die(EXIT_USAGE, "%s holds settings but is %s, not a regular file: name a file", path,
+		    fs_kind(fst.st_mode));
 	trust_check(path, &fst);
 	f = fdopen(fd, "r");
 	if (!f)

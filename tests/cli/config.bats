@@ -89,7 +89,7 @@ settings() { # $1: file, rest: lines
 	[[ "$output" == *"config holds settings but is a directory"* ]]
 	run --separate-stderr "$HR" config --json
 	[ "$(js .status <<<"$output")" = 2 ]
-	[[ "$(js .error <<<"$output")" == *"is a directory" ]]
+	[[ "$(js .error <<<"$output")" == *"is a directory, not a regular file: name a file" ]]
 }
 
 @test "config: a line past the reader's limit, ' ;' in a value and an indented line are refused with file:line" {
@@ -196,12 +196,12 @@ settings() { # $1: file, rest: lines
 	[ "$status" -eq 2 ]
 }
 
-@test "config: a FIFO or a device named as the settings file is refused at once, not read" {
+@test "config: a FIFO or a device named as the settings file is refused at once, not read, said as what it is" {
 	mkfifo "$T/fifo"
-	for f in "$T/fifo" /dev/zero; do
-		run timeout 60 env HEADROOM_CONFIG="$f" "$HR" stats --db "$T/none.db"
+	for f in "$T/fifo:a FIFO" "/dev/zero:a character device"; do
+		run timeout 60 env HEADROOM_CONFIG="${f%%:*}" "$HR" stats --db "$T/none.db"
 		[ "$status" -eq 2 ]
-		[[ "$output" == *"$f holds settings but is not a regular file"* ]]
+		[[ "$output" == *"${f%%:*} holds settings but is ${f#*:}, not a regular file: name a file"* ]]
 	done
 }
 

@@ -749,3 +749,34 @@ assert all(not n["fits"] for n in near if n["value"] == v + 1), near' "$output"
 	[ "$status" -eq 2 ]
 	[[ "$output" == *"nosuch.yml: cannot read it"* ]]
 }
+
+# Issue 43: "plan /dev/urandom" and "plan FIFO" said "... is empty, not JSON".
+@test "plan names a special file as what it is, for the config and each settings file, and does not wait on a FIFO" {
+	llama1b
+	mkfifo "$T/fifo"
+	python3 -c 'import socket, sys; socket.socket(socket.AF_UNIX).bind(sys.argv[1])' "$T/sock"
+	for f in "/dev/urandom:a character device" "/dev/null:a character device" "$T/sock:a socket"; do
+		run timeout 60 "$HR" plan --gpu h200 "${f%%:*}"
+		[ "$status" -eq 2 ]
+		[ "$output" = "headroom: plan: ${f%%:*} is ${f#*:}, not a file: give a config.json" ]
+		run timeout 60 "$HR" plan --gpu h200 --trainer-args "${f%%:*}" "$T/llama1b.json"
+		[ "$status" -eq 2 ]
+		[ "$output" = "headroom: plan: ${f%%:*}: ${f#*:}, not a file: give a TrainingArguments JSON file" ]
+		run timeout 60 "$HR" plan --gpu h200 --axolotl "${f%%:*}" "$T/llama1b.json"
+		[ "$status" -eq 2 ]
+		[ "$output" = "headroom: plan: ${f%%:*}: ${f#*:}, not a file: give axolotl's YAML file" ]
+	done
+	if [ -b /dev/loop0 ]; then
+		run timeout 60 "$HR" plan --gpu h200 /dev/loop0
+		[ "$output" = "headroom: plan: /dev/loop0 is a block device, not a file: give a config.json" ]
+	fi
+	# a FIFO no one writes to: said at once, not waited on
+	run timeout 60 "$HR" plan --gpu h200 "$T/fifo"
+	[ "$status" -eq 2 ]
+	[ "$output" = "headroom: plan: $T/fifo is a FIFO and nothing was written to it: give a config.json" ]
+	# a pipe written to (<(...)) is read
+	run "$HR" plan --gpu h200 <(cat "$T/llama1b.json")
+	[ "$status" -eq 0 ]
+	run "$HR" plan --gpu h200 --trainer-args <(echo '{"per_device_train_batch_size": 2}') "$T/llama1b.json"
+	[ "$status" -eq 0 ]
+}
