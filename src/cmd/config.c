@@ -5,10 +5,9 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <getopt.h>
-#include <grp.h>
+#include <limits.h>
 #include <ini.h>
 #include <jansson.h>
-#include <pwd.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -20,6 +19,8 @@
 #include "store/store.h"
 #include "sys/cgroup.h"
 #include "sys/cpus.h"
+#include "sys/filetrust.h"
+#include "sys/fsutil.h"
 #include "sys/meminfo.h"
 #include "util/log.h"
 #include "util/strbuf.h"
@@ -309,33 +310,29 @@ static int on_line(void *user, const char *section, const char *name, const char
 	return 1;
 }
 
-/* Whether gid is uid's private group (its name the user's, no other member listed): a
- * group shared by many users (users, staff) is not, though it be the primary one. */
-static int private_group(gid_t gid, uid_t uid)
+/* Dies when a settings file may not be trusted by this user. Its on_event is run as the
+ * user (root, for root's watch), so, as ssh and sudo do, a file someone else could have
+ * written is refused: owned by another user, or writable by others or by a group other
+ * than root's or the user's own, or by one that holds another user (listed in it, or
+ * theirs as a primary group). */
+static void trust_check(const char *path, const struct stat *st)
 {
-	struct passwd *pw = getpwuid(uid);
-	char name[256];
-	struct group *gr;
+	struct file_owner fo = { st->st_uid, st->st_gid, st->st_mode };
+	struct trust_verdict v;
+	struct accounts acc;
+	char why[512], fix[PATH_MAX + 128];
 
-	if (!pw || snprintf(name, sizeof(name), "%s", pw->pw_name) >= (int)sizeof(name))
-		return 0;
-	gr = getgrgid(gid);
-	return gr && !strcmp(gr->gr_name, name) && (!gr->gr_mem[0] || (!strcmp(gr->gr_mem[0], name) && !gr->gr_mem[1]));
-}
-
-/* Why a settings file may not be trusted by this user, or NULL. Its on_event is run as
- * the user (root, for root's watch), so, as ssh and sudo do, a file someone else could
- * have written is refused: owned by another user, or writable by others or by a group
- * other than root's or the user's private one. */
-static const char *untrusted(const struct stat *st, uid_t uid)
-{
-	if (st->st_uid != 0 && st->st_uid != uid)
-		return "belongs to another user";
-	if (st->st_mode & S_IWOTH)
-		return "is writable by every user";
-	if ((st->st_mode & S_IWGRP) && st->st_gid != 0 && !private_group(st->st_gid, uid))
-		return "is writable by its group";
-	return NULL;
+	/* unread, no group is known: only a file writable by no group nor other passes */
+	if (accounts_read("", &acc))
+		memset(&acc, 0, sizeof(acc));
+	enum trust t = filetrust_check(&fo, getuid(), &acc, &v);
+	accounts_free(&acc);
+	if (t == TRUST_OK)
+		return;
+	filetrust_why(&v, why, sizeof(why));
+	filetrust_fix(&v, path, fix, sizeof(fix));
+	die(EXIT_USAGE, "%s %s (uid %u, mode %04o): refused, as it could name a command (on_event) for headroom "
+	    "to run as you; %s", path, why, (unsigned)st->st_uid, (unsigned)(st->st_mode & 07777), fix);
 }
 
 /* path opened for reading, once it is a regular file this user may trust; dies naming
@@ -343,23 +340,18 @@ static const char *untrusted(const struct stat *st, uid_t uid)
 static FILE *open_settings(const char *path, const struct stat *st)
 {
 	struct stat fst;
-	const char *why;
 	int fd;
 	FILE *f;
 
-	if (S_ISDIR(st->st_mode))
-		die(EXIT_USAGE, "%s holds settings but is a directory", path);
 	if (!S_ISREG(st->st_mode))
-		die(EXIT_USAGE, "%s holds settings but is not a regular file (a FIFO or a device): name a file", path);
+		die(EXIT_USAGE, "%s holds settings but is %s, not a regular file: name a file", path, fs_kind(st->st_mode));
 	fd = open(path, O_RDONLY | O_NOCTTY | O_NONBLOCK | O_CLOEXEC);
 	if (fd < 0 || fstat(fd, &fst))
 		die(EXIT_USAGE, "cannot read the settings in %s: %s", path, strerror(errno));
 	if (!S_ISREG(fst.st_mode))
-		die(EXIT_USAGE, "%s holds settings but is not a regular file (a FIFO or a device): name a file", path);
-	if ((why = untrusted(&fst, getuid())))
-		die(EXIT_USAGE, "%s %s (uid %u, mode %04o): refused, as it could name a command (on_event) for "
-		    "headroom to run as you; `chown root %s` or `chmod go-w %s`", path, why, (unsigned)fst.st_uid,
-		    (unsigned)(fst.st_mode & 07777), path, path);
+		die(EXIT_USAGE, "%s holds settings but is %s, not a regular file: name a file", path,
+		    fs_kind(fst.st_mode));
+	trust_check(path, &fst);
 	f = fdopen(fd, "r");
 	if (!f)
 		die(EXIT_USAGE, "cannot read the settings in %s: %s", path, strerror(errno));

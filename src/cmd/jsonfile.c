@@ -1,4 +1,5 @@
-/* A JSON file named on the command line, or a message that says what is wrong with it;
+/* A JSON file named on the command line, or a message that says what is wrong with it
+ * (a directory, a device or a socket, a FIFO nothing was written to, empty, not JSON);
  * bytes from outside put into JSON output. */
 #include <errno.h>
 #include <jansson.h>
@@ -8,6 +9,7 @@
 #include <sys/stat.h>
 
 #include "cmd/cmd.h"
+#include "sys/fsutil.h"
 #include "util/escape.h"
 #include "util/log.h"
 #include "util/strbuf.h"
@@ -26,9 +28,12 @@ static int looks_like_hub_id(const char *path)
 
 json_t *json_file_load(const char *cmd, const char *path)
 {
+	const char *kind;
 	struct stat st;
 	json_error_t e;
 	json_t *j;
+	FILE *f;
+	int rc;
 
 	if (!strcmp(path, "-")) {
 		j = json_loadf(stdin, 0, &e);
@@ -37,18 +42,23 @@ json_t *json_file_load(const char *cmd, const char *path)
 			    e.column);
 		return j;
 	}
-	if (stat(path, &st)) {
-		int err = errno;
-		if (err == ENOENT && looks_like_hub_id(path))
+	if ((rc = fs_open_input(path, &f, &st, &kind))) {
+		if (rc == -ENOENT && looks_like_hub_id(path))
 			die(EXIT_USAGE, "%s: %s: no such file; it looks like a Hugging Face hub id: download its config.json "
 			    "first (huggingface-cli download %s config.json) and give that file", cmd, path, path);
-		die(EXIT_USAGE, "%s: cannot read %s: %s", cmd, path, strerror(err));
+		if (rc == -EINVAL && S_ISDIR(st.st_mode))
+			die(EXIT_USAGE, "%s: %s is a directory: give the config.json in it (%s/config.json)", cmd, path,
+			    path);
+		if (rc == -EINVAL)
+			die(EXIT_USAGE, "%s: %s is %s, not a file: give a config.json", cmd, path, kind);
+		die(EXIT_USAGE, "%s: cannot read %s: %s", cmd, path, strerror(-rc));
 	}
-	if (S_ISDIR(st.st_mode))
-		die(EXIT_USAGE, "%s: %s is a directory: give the config.json in it (%s/config.json)", cmd, path, path);
-	if (!st.st_size)
+	if (S_ISREG(st.st_mode) && !st.st_size)
 		die(EXIT_USAGE, "%s: %s is empty, not JSON", cmd, path);
-	j = json_load_file(path, 0, &e);
+	j = json_loadf(f, 0, &e);
+	fclose(f);
+	if (!j && !e.position && kind) /* a pipe nothing was written to */
+		die(EXIT_USAGE, "%s: %s is %s and nothing was written to it: give a config.json", cmd, path, kind);
 	if (!j) {
 		if (e.line < 1)
 			die(EXIT_USAGE, "%s: cannot read %s: %s", cmd, path, e.text);

@@ -87,7 +87,8 @@ static const char usage_tail[] =
 	"docs/plan.md) is bad input. --solve answers the largest value that fits with the\n"
 	"margin whose smaller neighbours (1, 2, 4... below) fit too, says so where the peak\n"
 	"jumps about (a cliff), and shows what values a few steps either side need; when\n"
-	"every value fits, its largest (loss_chunk's: batch x seq).\n"
+	"every value fits, its largest (loss_chunk's: batch x seq). A knob the kind of run does\n"
+	"not use is refused: context is inference's, loss_chunk training's, lora_rank LoRA's.\n"
 	"\n"
 	"Exit status: 0 fits (or solved), 1 does not fit (or no value fits), 2 bad input.\n";
 
@@ -921,9 +922,11 @@ static void gpu_default(struct plan_args *a)
 	a->gpu_name = "0 (NVML)";
 }
 
-/* --lock's and --solve's knobs: each one the planner has, the nearest named if not. */
+/* --lock's and --solve's knobs: each one the planner has, the nearest named if not;
+ * the one solved for one that applies to the plan's kind of run. */
 static void knobs_check(struct plan_cli *c, struct plan_args *a)
 {
+	char why[512];
 	const char *bad;
 	int rc = knob_locks_check(&a->t, c->locks, c->nlocks, c->solve_name, &bad);
 
@@ -933,6 +936,8 @@ static void knobs_check(struct plan_cli *c, struct plan_args *a)
 		die(EXIT_USAGE, "plan: %s is locked: it cannot be solved for", bad);
 	if (c->solve_name && !knob_of(&a->t, c->solve_name))
 		knob_refused("--solve", c->solve_name, " (a --buffer given)");
+	if (c->solve_name && knob_applies(&a->t, c->solve_name, why, sizeof(why)))
+		die(EXIT_USAGE, "plan: --solve %s: %s", c->solve_name, why);
 	a->locks = c->locks;
 	a->nlocks = c->nlocks;
 }

@@ -6,6 +6,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -13,6 +14,7 @@
 #include "store/store.h"
 #include "store/transfer.h"
 #include "sys/atomicfile.h"
+#include "sys/fsutil.h"
 #include "util/escape.h"
 #include "util/log.h"
 #include "util/units.h"
@@ -109,7 +111,9 @@ static int transfer(const char *verb, const char *file, const char *db, const ch
 	struct atomic_file out = { 0 };
 	struct store *st = NULL;
 	char root[PATH_MAX], *err = NULL;
-	FILE *f;
+	const char *kind;
+	struct stat sb;
+	FILE *f, *in = NULL;
 
 	if (!(root_opt ? realpath(root_opt, root) : getcwd(root, sizeof(root))))
 		die(EXIT_USAGE, "profiles: cannot use %s as the root: %s", root_opt ? root_opt : "the current directory",
@@ -121,8 +125,13 @@ static int transfer(const char *verb, const char *file, const char *db, const ch
 		return EXIT_INTERNAL;
 	}
 	/* an export to a file replaces it whole or not at all */
-	rc = is_std || !exporting ? 0 : atomic_open(&out, file);
-	f = is_std ? (exporting ? stdout : stdin) : exporting ? out.f : fopen(file, "r");
+	rc = is_std ? 0 : exporting ? atomic_open(&out, file) : fs_open_input(file, &in, &sb, &kind);
+	f = is_std ? (exporting ? stdout : stdin) : exporting ? out.f : in;
+	if (rc == -EINVAL && !exporting) {
+		store_close(st);
+		die(EXIT_USAGE, "profiles: %s is %s, not a file: give a profile export (headroom profiles export FILE)",
+		    file, kind);
+	}
 	if (!f) {
 		store_close(st);
 		die(EXIT_USAGE, "profiles: cannot %s %s: %s", exporting ? "write" : "read", file,
@@ -146,6 +155,10 @@ static int transfer(const char *verb, const char *file, const char *db, const ch
 			if (n.refused)
 				fprintf(stderr, "left out %d profile%s that an import would refuse (the first: %s)\n",
 					n.refused, n.refused == 1 ? "" : "s", n.refused_why);
+			if (n.written > TRANSFER_MAX_PROFILES || n.bytes > TRANSFER_MAX_BYTES)
+				log_warn("%s holds more than an import takes (%d MiB, %d profiles): forget the "
+					 "profiles not needed and export again", is_std ? "the export" : file,
+					 TRANSFER_MAX_MIB, TRANSFER_MAX_PROFILES);
 		}
 	} else {
 		rc = transfer_import(st, f, is_std ? "stdin" : file, root, &n, &err);

@@ -2,22 +2,43 @@
 
 #include <errno.h>
 #include <stddef.h>
+#include <stdio.h>
 #include <string.h>
 
 #include "plan/limits.h"
 
+/* The kinds of run a plan is of (bits): a knob applies to some; solved in another it
+ * would change nothing (context in a training step) or the kind of run (lora_rank in
+ * full fine-tuning). Each with what it is called and how a plan of it is asked for. */
+enum { RUN_FULL = 1, RUN_LORA = 2, RUN_INFERENCE = 4, RUN_ANY = 7 };
+static const struct {
+	unsigned bit;
+	const char *is, *ask;
+} runs[] = {
+	{ RUN_FULL, "full fine-tuning", "plan training (without --inference)" },
+	{ RUN_LORA, "LoRA training", "plan LoRA training (--lora-rank R, without --inference)" },
+	{ RUN_INFERENCE, "inference", "plan inference (--inference)" },
+};
+#define NRUNS (sizeof(runs) / sizeof(runs[0]))
+
 /* The whole-number settings a plan can be solved for, in the order they are listed,
- * with the range searched; the buffers' counts follow as "buffer:NAME". */
+ * with the range searched and the runs it applies to; the buffers' counts follow as
+ * "buffer:NAME" (any run). */
 static const struct knob {
 	const char *name;
 	size_t offset;   /* of its int64_t in struct train_settings */
 	int64_t max;     /* 0: batch x seq (loss_chunk) */
+	unsigned applies; /* RUN_* */
+	const char *is;  /* what it sets, said when it applies to no run of the plan's kind */
 } knobs[] = {
-	{ "batch", offsetof(struct train_settings, batch), PLAN_MAX_BATCH },
-	{ "seq", offsetof(struct train_settings, seq), PLAN_MAX_SEQ },
-	{ "loss_chunk", offsetof(struct train_settings, loss_chunk), 0 },
-	{ "lora_rank", offsetof(struct train_settings, lora_rank), PLAN_MAX_LORA_RANK },
-	{ "context", offsetof(struct train_settings, context), PLAN_MAX_SEQ },
+	{ "batch", offsetof(struct train_settings, batch), PLAN_MAX_BATCH, RUN_ANY, "the batch" },
+	{ "seq", offsetof(struct train_settings, seq), PLAN_MAX_SEQ, RUN_ANY, "the sequence length" },
+	{ "loss_chunk", offsetof(struct train_settings, loss_chunk), 0, RUN_FULL | RUN_LORA,
+	  "the tokens of each chunk of the training loss" },
+	{ "lora_rank", offsetof(struct train_settings, lora_rank), PLAN_MAX_LORA_RANK, RUN_LORA,
+	  "the rank of the LoRA adapters trained" },
+	{ "context", offsetof(struct train_settings, context), PLAN_MAX_SEQ, RUN_INFERENCE,
+	  "the tokens of the KV cache" },
 };
 
 #define NKNOBS (sizeof(knobs) / sizeof(knobs[0]))
@@ -138,6 +159,36 @@ int64_t *knob_of(struct train_settings *t, const char *name)
 			if (!strcmp(t->buffers[i].name, name + prefix))
 				return &t->buffers[i].count;
 	return NULL;
+}
+
+static unsigned run_of(const struct train_settings *t)
+{
+	return t->inference ? RUN_INFERENCE : t->lora_rank > 0 ? RUN_LORA : RUN_FULL;
+}
+
+int knob_applies(const struct train_settings *t, const char *name, char *why, size_t n)
+{
+	size_t i = 0, r, own = 0, first = NRUNS, len;
+
+	while (i < NKNOBS && strcmp(name, knobs[i].name))
+		i++;
+	if (i == NKNOBS || (knobs[i].applies & run_of(t)))
+		return 0;
+	len = (size_t)snprintf(why, n, "%s applies to ", name);
+	for (r = 0; r < NRUNS; r++) {
+		if (!(knobs[i].applies & runs[r].bit))
+			continue;
+		if (first == NRUNS)
+			first = r;
+		if (len < n)
+			len += (size_t)snprintf(why + len, n - len, "%s%s", first == r ? "" : " or ", runs[r].is);
+	}
+	while (runs[own].bit != run_of(t))
+		own++;
+	if (len < n)
+		snprintf(why + len, n - len, " (it sets %s), not to this plan's %s; to solve it, %s", knobs[i].is,
+			 runs[own].is, runs[first].ask);
+	return -EINVAL;
 }
 
 int knob_locks_check(struct train_settings *t, const char *const *locks, size_t nlocks, const char *solving,

@@ -44,6 +44,13 @@ const char *knob_name(size_t i);
 /* The setting called name in t, or NULL: an unknown knob, or a buffer t does not have. */
 int64_t *knob_of(struct train_settings *t, const char *name);
 
+/* Whether the knob called name applies to t's kind of run (full fine-tuning, LoRA,
+ * inference): context is inference's, loss_chunk training's, lora_rank a LoRA run's;
+ * solved in another kind it would change nothing of the plan (or change its kind). 0,
+ * or -EINVAL with why (at most n bytes) saying what it is and how to plan a run it
+ * applies to. A name that is no knob of the table (a buffer) applies. */
+int knob_applies(const struct train_settings *t, const char *name, char *why, size_t n);
+
 /* Check --lock's knobs: each a knob of t, none the one solved for (solving, or NULL).
  * 0, or -ENOENT with *bad the lock that names no knob, or -EPERM with *bad the
  * locked knob solved for. */

@@ -4,7 +4,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 
+#include "sys/fsutil.h"
 #include "util/strbuf.h"
 #include "util/xalloc.h"
 #include "util/yaml.h"
@@ -337,19 +339,32 @@ int axolotl_from_json(json_t *obj, struct train_settings *t, setting_mask *given
 	return apply_file(&r, obj, axolotl_keys, sizeof(axolotl_keys) / sizeof(axolotl_keys[0]));
 }
 
+/* The file at path opened for reading (a regular file or a pipe; what, of), or -errno
+ * with *err. */
+static int open_input(const char *path, const char *what, FILE **f, char **err)
+{
+	const char *kind;
+	struct stat st;
+	int rc = fs_open_input(path, f, &st, &kind);
+
+	if (rc == -EINVAL)
+		*err = xasprintf("%s, not a file: give %s", kind, what);
+	else if (rc)
+		*err = xasprintf("cannot read it (%s)", strerror(-rc));
+	return rc;
+}
+
 /* The file at path as text (the caller frees): 0, or -errno with *err. */
 static int read_text(const char *path, char **text, size_t *len, char **err)
 {
-	FILE *f = fopen(path, "rb");
 	struct strbuf sb = STRBUF_INIT;
 	char buf[4096];
 	size_t n;
+	FILE *f;
+	int rc = open_input(path, "axolotl's YAML file", &f, err);
 
-	if (!f) {
-		int e = errno;
-		*err = xasprintf("cannot read it (%s)", strerror(e));
-		return -e;
-	}
+	if (rc)
+		return rc;
 	while ((n = fread(buf, 1, sizeof(buf) - 1, f)) > 0) {
 		buf[n] = '\0';
 		if (strlen(buf) != n) {
@@ -369,9 +384,14 @@ static int read_text(const char *path, char **text, size_t *len, char **err)
 int trainargs_read(const char *path, struct train_settings *t, setting_mask *given, char **err)
 {
 	json_error_t je;
-	json_t *j = json_load_file(path, 0, &je);
-	int rc;
+	json_t *j;
+	FILE *f;
+	int rc = open_input(path, "a TrainingArguments JSON file", &f, err);
 
+	if (rc)
+		return rc;
+	j = json_loadf(f, 0, &je);
+	fclose(f);
 	if (!j) {
 		*err = xasprintf("not a TrainingArguments JSON: %s (line %d)", je.text, je.line);
 		return -EINVAL;

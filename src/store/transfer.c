@@ -3,8 +3,10 @@
 #include <errno.h>
 #include <jansson.h>
 #include <stdarg.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <time.h>
 
 #include "util/grow.h"
@@ -114,25 +116,28 @@ static int export_one(enum profile_kind kind, const char *key, const struct prof
 int transfer_export(struct store *st, FILE *f, const char *root, struct transfer_counts *n)
 {
 	struct exporting e = { json_array(), root, root_len(root), n };
-	int rc;
+	int rc, w = 0;
 
 	memset(n, 0, sizeof(*n));
 	if (!e.arr)
 		return -ENOMEM;
 	rc = st ? store_each(st, "", export_one, &e) : 0;
 	/* One profile a line: a file that diffs and greps well. */
-	if (!rc && fprintf(f, "{\"format\": \"%s\", \"profiles\": [\n", TRANSFER_FORMAT) < 0)
+	if (!rc && (w = fprintf(f, "{\"format\": \"%s\", \"profiles\": [\n", TRANSFER_FORMAT)) < 0)
 		rc = -EIO;
+	n->bytes += w;
 	for (size_t i = 0; !rc && i < json_array_size(e.arr); i++) {
 		char *line = json_dumps(json_array_get(e.arr, i), JSON_COMPACT);
 		if (!line)
 			rc = -ENOMEM;
-		else if (fprintf(f, "%s%s\n", line, i + 1 < json_array_size(e.arr) ? "," : "") < 0)
+		else if ((w = fprintf(f, "%s%s\n", line, i + 1 < json_array_size(e.arr) ? "," : "")) < 0)
 			rc = -EIO;
+		n->bytes += w;
 		free(line);
 	}
 	if (!rc && fputs("]}\n", f) == EOF)
 		rc = -EIO;
+	n->bytes += 3;
 	json_decref(e.arr);
 	return rc;
 }
@@ -149,6 +154,14 @@ static int bad(char **err, const char *name, const char *fmt, ...)
 	vsnprintf(what, sizeof(what), fmt, ap);
 	va_end(ap);
 	*err = xasprintf("%s: %s", name, what);
+	return -EINVAL;
+}
+
+/* "NAME is 118 MiB; profiles import takes at most ...": -EINVAL. */
+static int too_big(char **err, const char *name, const char *what)
+{
+	*err = xasprintf("%s %s; profiles import takes at most %d MiB (%d profiles): export fewer (headroom "
+			 "profiles forget the ones not needed)", name, what, TRANSFER_MAX_MIB, TRANSFER_MAX_PROFILES);
 	return -EINVAL;
 }
 
@@ -233,6 +246,11 @@ static int parse_doc(json_t *doc, const char *name, const char *root, struct ite
 			   format ? format : "none", format ? "\"" : "");
 	if (!json_is_array(arr))
 		return bad(err, name, "profiles: must be an array");
+	if (json_array_size(arr) > TRANSFER_MAX_PROFILES) {
+		char what[64];
+		snprintf(what, sizeof(what), "holds %zu profiles", json_array_size(arr));
+		return too_big(err, name, what);
+	}
 	for (size_t i = 0; i < json_array_size(arr); i++) {
 		ARRAY_GROW(*items, *nitems + 1, cap);
 		memset(&(*items)[*nitems], 0, sizeof(**items));
@@ -244,21 +262,60 @@ static int parse_doc(json_t *doc, const char *name, const char *root, struct ite
 	return 0;
 }
 
+/* Reading an import, counting its bytes: past TRANSFER_MAX_BYTES it stops. */
+struct bounded {
+	FILE *f;
+	long long read;
+};
+
+static size_t read_bounded(void *buf, size_t len, void *data)
+{
+	struct bounded *b = data;
+	size_t got;
+
+	if (b->read > TRANSFER_MAX_BYTES)
+		return (size_t)-1;
+	got = fread(buf, 1, len, b->f);
+	b->read += (long long)got;
+	return b->read > TRANSFER_MAX_BYTES || (!got && ferror(b->f)) ? (size_t)-1 : got;
+}
+
+/* f read whole as JSON, within TRANSFER_MAX_BYTES; 0 or -EINVAL with *err. */
+static int load_bounded(FILE *f, const char *name, json_t **doc, char **err)
+{
+	struct bounded b = { f, 0 };
+	json_error_t jerr;
+	struct stat st;
+	char what[64];
+
+	if (!fstat(fileno(f), &st) && S_ISREG(st.st_mode) && st.st_size > TRANSFER_MAX_BYTES) {
+		snprintf(what, sizeof(what), "is %lld MiB", (long long)((st.st_size + (1 << 20) - 1) >> 20));
+		return too_big(err, name, what);
+	}
+	*doc = json_load_callback(read_bounded, &b, JSON_REJECT_DUPLICATES, &jerr);
+	if (b.read > TRANSFER_MAX_BYTES) {
+		json_decref(*doc);
+		*doc = NULL;
+		snprintf(what, sizeof(what), "is more than %d MiB", TRANSFER_MAX_MIB);
+		return too_big(err, name, what);
+	}
+	if (!*doc)
+		return bad(err, name, "line %d: %s", jerr.line, jerr.text);
+	return 0;
+}
+
 int transfer_import(struct store *st, FILE *f, const char *name, const char *root, struct transfer_counts *n,
 		    char **err)
 {
-	json_error_t jerr;
-	json_t *doc = json_loadf(f, JSON_REJECT_DUPLICATES, &jerr);
+	json_t *doc = NULL;
 	struct item *items = NULL;
 	size_t nitems = 0;
 	int rc;
 
 	memset(n, 0, sizeof(*n));
 	*err = NULL;
-	if (!doc) {
-		rc = bad(err, name, "line %d: %s", jerr.line, jerr.text);
+	if ((rc = load_bounded(f, name, &doc, err)))
 		goto out;
-	}
 	rc = parse_doc(doc, name, root, &items, &nitems, err);
 	if (rc)
 		goto out;

@@ -5,6 +5,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "util/xalloc.h"
@@ -105,4 +106,50 @@ char *fs_which(const char *name)
 	}
 	free(dirs);
 	return found;
+}
+
+const char *fs_kind(mode_t mode)
+{
+	static const struct {
+		mode_t type;
+		const char *kind;
+	} kinds[] = {
+		{ S_IFREG, NULL },         { S_IFDIR, "a directory" }, { S_IFCHR, "a character device" },
+		{ S_IFBLK, "a block device" }, { S_IFIFO, "a FIFO" },  { S_IFSOCK, "a socket" },
+		{ S_IFLNK, "a symbolic link" },
+	};
+
+	for (size_t i = 0; i < sizeof(kinds) / sizeof(kinds[0]); i++)
+		if ((mode & S_IFMT) == kinds[i].type)
+			return kinds[i].kind;
+	return "not a file";
+}
+
+static int readable(const struct stat *st, const char **kind)
+{
+	*kind = fs_kind(st->st_mode);
+	return S_ISREG(st->st_mode) || S_ISFIFO(st->st_mode) ? 0 : -EINVAL;
+}
+
+int fs_open_input(const char *path, FILE **f, struct stat *st, const char **kind)
+{
+	int fd, rc, flags;
+
+	*f = NULL;
+	/* a device is not opened at all: opening one may do something (a tape rewinds) */
+	if (stat(path, st))
+		return *kind = NULL, -errno;
+	if ((rc = readable(st, kind)))
+		return rc;
+	/* not blocking in open(): a FIFO with no writer would wait for one */
+	fd = open(path, O_RDONLY | O_NOCTTY | O_NONBLOCK | O_CLOEXEC);
+	if (fd < 0)
+		return -errno;
+	if (fstat(fd, st) || (rc = readable(st, kind)) || (flags = fcntl(fd, F_GETFL)) < 0 ||
+	    fcntl(fd, F_SETFL, flags & ~O_NONBLOCK) || !(*f = fdopen(fd, "r"))) {
+		rc = rc ? rc : -errno;
+		close(fd);
+		return rc;
+	}
+	return 0;
 }

@@ -4,6 +4,14 @@
 
 load helper
 
+# The usual teardown, and the users a test made (listed in $T/users) removed.
+teardown() {
+	local u
+	for u in $(cat "$T/users" 2>/dev/null); do userdel "$u" 2>/dev/null || true; done
+	pkill -KILL -f "$T" 2>/dev/null || true
+	rm -rf "$T"
+}
+
 js() { # the value at a path (.a.b) of the JSON on stdin; null when absent
 	python3 -c 'import json, sys
 v = json.load(sys.stdin)
@@ -81,7 +89,7 @@ settings() { # $1: file, rest: lines
 	[[ "$output" == *"config holds settings but is a directory"* ]]
 	run --separate-stderr "$HR" config --json
 	[ "$(js .status <<<"$output")" = 2 ]
-	[[ "$(js .error <<<"$output")" == *"is a directory" ]]
+	[[ "$(js .error <<<"$output")" == *"is a directory, not a regular file: name a file" ]]
 }
 
 @test "config: a line past the reader's limit, ' ;' in a value and an indented line are refused with file:line" {
@@ -121,7 +129,7 @@ settings() { # $1: file, rest: lines
 	chown 4242 "$HEADROOM_SYSTEM_CONFIG"
 	run "$HR" config
 	[ "$status" -eq 2 ]
-	[[ "$output" == *"belongs to another user (uid 4242, mode 0644): refused"* ]]
+	[[ "$output" == *"belongs to another user, uid 4242 (uid 4242, mode 0644): refused"* ]]
 	chown 0:4242 "$HEADROOM_SYSTEM_CONFIG"
 	chmod 664 "$HEADROOM_SYSTEM_CONFIG"
 	run "$HR" config
@@ -148,6 +156,31 @@ settings() { # $1: file, rest: lines
 	[ ! -e "$T/pwned" ]
 }
 
+# Issue 43: a group no one else is listed in may still be another user's primary group,
+# and that user can write a file of it. Two real users: the one whose group it is, and
+# one whose primary group it is; teardown removes them, whatever the test did.
+@test "config: a group-writable settings file is refused when the group is another user's primary group, naming them" {
+	[ "$(id -u)" -eq 0 ] || skip "needs root to make users"
+	command -v useradd || skip "useradd needed"
+	local a=hrauda b=hraudb
+	! id "$a" && ! id "$b" || skip "users $a or $b already exist"
+	echo "$b $a" > "$T/users"
+	useradd -M -U -s /bin/sh "$a"
+	useradd -M -N -g "$a" -s /bin/sh "$b"
+	chmod 755 "$T"
+	settings "$T/u/config" "on_event = touch $T/pwned"
+	chown -R "$a:$a" "$T/u"
+	chmod 664 "$T/u/config"
+	run setpriv --reuid="$a" --regid="$a" --clear-groups env HEADROOM_CONFIG="$T/u/config" "$HR" config
+	[ "$status" -eq 2 ]
+	[[ "$output" == *"$T/u/config is writable by its group $a, and so by user $b, whose primary group it is"*"chmod g-w $T/u/config"* ]]
+	# not group-writable, no one else can write it: read
+	chmod 644 "$T/u/config"
+	run setpriv --reuid="$a" --regid="$a" --clear-groups env HEADROOM_CONFIG="$T/u/config" "$HR" config
+	[ "$status" -eq 0 ]
+	[ ! -e "$T/pwned" ]
+}
+
 @test "config: an unknown key fails the command whose setting it misspells; others warn and go on" {
 	settings "$XDG_CONFIG_HOME/headroom/config" "budgt = 3G" "frobnicate = 1"
 	run "$HR" doctor --help
@@ -163,12 +196,12 @@ settings() { # $1: file, rest: lines
 	[ "$status" -eq 2 ]
 }
 
-@test "config: a FIFO or a device named as the settings file is refused at once, not read" {
+@test "config: a FIFO or a device named as the settings file is refused at once, not read, said as what it is" {
 	mkfifo "$T/fifo"
-	for f in "$T/fifo" /dev/zero; do
-		run timeout 60 env HEADROOM_CONFIG="$f" "$HR" stats --db "$T/none.db"
+	for f in "$T/fifo:a FIFO" "/dev/zero:a character device"; do
+		run timeout 60 env HEADROOM_CONFIG="${f%%:*}" "$HR" stats --db "$T/none.db"
 		[ "$status" -eq 2 ]
-		[[ "$output" == *"$f holds settings but is not a regular file"* ]]
+		[[ "$output" == *"${f%%:*} holds settings but is ${f#*:}, not a regular file: name a file"* ]]
 	done
 }
 

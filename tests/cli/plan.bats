@@ -564,6 +564,31 @@ assert o["fits"] == (o["spare_bytes"] >= 0), o' "$output"
 	[[ "$output" == *"does NOT fit, "*" short"* ]]
 }
 
+# Issue 43: "--solve context" on a training plan answered a value that changes nothing.
+@test "--solve refuses a knob the plan's kind of run does not use, saying what it applies to" {
+	llama1b
+	run "$HR" plan --gpu h200 --solve context "$T/llama1b.json"
+	[ "$status" -eq 2 ]
+	[ "$output" = "headroom: plan: --solve context: context applies to inference (it sets the tokens of the KV cache), not to this plan's full fine-tuning; to solve it, plan inference (--inference)" ]
+	run "$HR" plan --gpu h200 --inference --solve loss_chunk "$T/llama1b.json"
+	[ "$status" -eq 2 ]
+	[[ "$output" == *"--solve loss_chunk: loss_chunk applies to full fine-tuning or LoRA training"*"not to this plan's inference; to solve it, plan training (without --inference)" ]]
+	run "$HR" plan --gpu h200 --inference --solve lora_rank "$T/llama1b.json"
+	[ "$status" -eq 2 ]
+	[[ "$output" == *"lora_rank applies to LoRA training"*"not to this plan's inference"* ]]
+	run "$HR" plan --gpu h200 --solve lora_rank "$T/llama1b.json"
+	[ "$status" -eq 2 ]
+	[[ "$output" == *"not to this plan's full fine-tuning; to solve it, plan LoRA training (--lora-rank R, without --inference)" ]]
+	run "$HR" plan --gpu h200 --lora-rank 8 --solve context "$T/llama1b.json"
+	[ "$status" -eq 2 ]
+	[[ "$output" == *"not to this plan's LoRA training"* ]]
+	# the knobs each kind of run uses are solved
+	run "$HR" plan --gpu h200 --inference --context 4096 --solve batch "$T/llama1b.json"
+	[ "$status" -eq 0 ]
+	run "$HR" plan --gpu h200 --lora-rank 8 --seq 512 --solve lora_rank "$T/llama1b.json"
+	[ "$status" -eq 0 ]
+}
+
 @test "--solve does not answer on a cliff: the values below the answer fit, and it shows its neighbours" {
 	llama8b
 	run "$HR" plan --gpu h100 --lock batch --solve seq --grad-ckpt --lora-rank 16 --json "$T/llama8b.json"
@@ -792,4 +817,35 @@ assert all(not n["fits"] for n in near if n["value"] == v + 1), near' "$output"
 	"$HR" plan --gpu h100 --json --axolotl "$T/one.yml" "$M" > "$T/a.json"
 	"$HR" plan --gpu h100 --json --seq 1024 "$M" > "$T/b.json"
 	diff "$T/a.json" "$T/b.json"
+}
+
+# Issue 43: "plan /dev/urandom" and "plan FIFO" said "... is empty, not JSON".
+@test "plan names a special file as what it is, for the config and each settings file, and does not wait on a FIFO" {
+	llama1b
+	mkfifo "$T/fifo"
+	python3 -c 'import socket, sys; socket.socket(socket.AF_UNIX).bind(sys.argv[1])' "$T/sock"
+	for f in "/dev/urandom:a character device" "/dev/null:a character device" "$T/sock:a socket"; do
+		run timeout 60 "$HR" plan --gpu h200 "${f%%:*}"
+		[ "$status" -eq 2 ]
+		[ "$output" = "headroom: plan: ${f%%:*} is ${f#*:}, not a file: give a config.json" ]
+		run timeout 60 "$HR" plan --gpu h200 --trainer-args "${f%%:*}" "$T/llama1b.json"
+		[ "$status" -eq 2 ]
+		[ "$output" = "headroom: plan: ${f%%:*}: ${f#*:}, not a file: give a TrainingArguments JSON file" ]
+		run timeout 60 "$HR" plan --gpu h200 --axolotl "${f%%:*}" "$T/llama1b.json"
+		[ "$status" -eq 2 ]
+		[ "$output" = "headroom: plan: ${f%%:*}: ${f#*:}, not a file: give axolotl's YAML file" ]
+	done
+	if [ -b /dev/loop0 ]; then
+		run timeout 60 "$HR" plan --gpu h200 /dev/loop0
+		[ "$output" = "headroom: plan: /dev/loop0 is a block device, not a file: give a config.json" ]
+	fi
+	# a FIFO no one writes to: said at once, not waited on
+	run timeout 60 "$HR" plan --gpu h200 "$T/fifo"
+	[ "$status" -eq 2 ]
+	[ "$output" = "headroom: plan: $T/fifo is a FIFO and nothing was written to it: give a config.json" ]
+	# a pipe written to (<(...)) is read
+	run "$HR" plan --gpu h200 <(cat "$T/llama1b.json")
+	[ "$status" -eq 0 ]
+	run "$HR" plan --gpu h200 --trainer-args <(echo '{"per_device_train_batch_size": 2}') "$T/llama1b.json"
+	[ "$status" -eq 0 ]
 }

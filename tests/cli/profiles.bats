@@ -234,3 +234,45 @@ print(json.dumps({"format": "headroom-profiles/1", "profiles": [{"kind": "class"
 	done
 	[ ! -e "$T/state" ] || [ -z "$(find "$T/state" -type f)" ]
 }
+
+# Issue 43: a 118 MB import took 0.85 GB of memory, with no limit.
+@test "profiles import refuses a file past its limit before reading it, and stdin once past it, saying the limits" {
+	local max_mib
+	max_mib=$(sed -n 's/^#define TRANSFER_MAX_MIB \([0-9]*\)$/\1/p' "$ROOT/src/store/transfer.h")
+	[ -n "$max_mib" ]
+	# a sparse file a MiB past the limit: its size alone refuses it
+	truncate -s "$((max_mib + 1))M" "$BATS_TEST_TMPDIR/big.json"
+	run /usr/bin/time -f 'maxrss_kb=%M' "$HR" profiles --db "$T/p.db" import "$BATS_TEST_TMPDIR/big.json"
+	[ "$status" -eq 2 ]
+	[[ "$output" == *"$BATS_TEST_TMPDIR/big.json is $((max_mib + 1)) MiB; profiles import takes at most $max_mib MiB ("*" profiles): export fewer"* ]]
+	# not read into memory: far less than the file
+	rss=$(sed -n 's/^maxrss_kb=//p' <<<"$output")
+	[ "$rss" -lt $((max_mib * 1024 / 2)) ]
+	rm "$BATS_TEST_TMPDIR/big.json"
+	# a stream of valid JSON (whitespace inside the array) past the limit: stopped as read
+	run --separate-stderr bash -c '{ printf "{\"format\": \"headroom-profiles/1\", \"profiles\": ["
+		head -c "$1" /dev/zero | tr "\0" " "; printf "]}"; } | /usr/bin/time -f maxrss_kb=%M "$2" profiles --db "$3" import -' \
+		_ "$(((max_mib + 1) * 1024 * 1024))" "$HR" "$T/p.db"
+	[ "$status" -eq 2 ]
+	[[ "$stderr" == *"stdin is more than $max_mib MiB; profiles import takes at most $max_mib MiB"* ]]
+	rss=$(sed -n 's/^maxrss_kb=//p' <<<"$stderr")
+	[ "$rss" -lt $((max_mib * 1024 / 2)) ]
+	# within the limit it is read
+	run "$HR" profiles --db "$T/p.db" import <(printf '{"format": "headroom-profiles/1", "profiles": []}')
+	[ "$status" -eq 0 ]
+}
+
+@test "profiles import names a special file as what it is, and does not wait on a FIFO" {
+	mkfifo "$T/fifo"
+	python3 -c 'import socket, sys; socket.socket(socket.AF_UNIX).bind(sys.argv[1])' "$T/sock"
+	for f in "/dev/urandom:a character device" "$T/sock:a socket" "$T:a directory"; do
+		run timeout 60 "$HR" profiles --db "$T/p.db" import "${f%%:*}"
+		[ "$status" -eq 2 ]
+		[ "$output" = "headroom: profiles: ${f%%:*} is ${f#*:}, not a file: give a profile export (headroom profiles export FILE)" ]
+	done
+	# a FIFO no one writes to reads as empty at once; one written to (<(...)) is read
+	run timeout 60 "$HR" profiles --db "$T/p.db" import "$T/fifo"
+	[ "$status" -eq 2 ]
+	[[ "$output" == *"$T/fifo: line "* ]]
+	[ ! -e "$T/p.db" ] || [ "$("$HR" profiles --db "$T/p.db" --json)" = "[]" ]
+}

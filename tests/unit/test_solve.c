@@ -51,6 +51,45 @@ static void test_knobs(void **state)
 	assert_null(knob_of(&t, "Batch"));
 }
 
+/* Each knob applies to the kinds of run it changes: solved in another it is refused. */
+static void test_knob_applies(void **state)
+{
+	static const struct {
+		const char *knob;
+		int full, lora, inference; /* applies */
+	} rows[] = {
+		{ "batch", 1, 1, 1 },     { "seq", 1, 1, 1 },       { "loss_chunk", 1, 1, 0 },
+		{ "lora_rank", 0, 1, 0 }, { "context", 0, 0, 1 },   { "buffer:q", 1, 1, 1 },
+	};
+	struct train_settings t;
+	char why[512];
+	(void)state;
+
+	train_settings_init(&t);
+	for (size_t i = 0; i < sizeof(rows) / sizeof(rows[0]); i++) {
+		t.inference = 0;
+		t.lora_rank = 0;
+		assert_int_equal(knob_applies(&t, rows[i].knob, why, sizeof(why)), rows[i].full ? 0 : -EINVAL);
+		t.lora_rank = 16;
+		assert_int_equal(knob_applies(&t, rows[i].knob, why, sizeof(why)), rows[i].lora ? 0 : -EINVAL);
+		t.inference = 1;
+		assert_int_equal(knob_applies(&t, rows[i].knob, why, sizeof(why)), rows[i].inference ? 0 : -EINVAL);
+	}
+	t.inference = 0;
+	t.lora_rank = 0;
+	assert_int_equal(knob_applies(&t, "context", why, sizeof(why)), -EINVAL);
+	assert_string_equal(why, "context applies to inference (it sets the tokens of the KV cache), not to this "
+				 "plan's full fine-tuning; to solve it, plan inference (--inference)");
+	t.inference = 1;
+	assert_int_equal(knob_applies(&t, "loss_chunk", why, sizeof(why)), -EINVAL);
+	assert_string_equal(why, "loss_chunk applies to full fine-tuning or LoRA training (it sets the tokens of "
+				 "each chunk of the training loss), not to this plan's inference; to solve it, plan "
+				 "training (without --inference)");
+	/* cut short, not overrun */
+	assert_int_equal(knob_applies(&t, "loss_chunk", why, 8), -EINVAL);
+	assert_string_equal(why, "loss_ch");
+}
+
 static void test_locks(void **state)
 {
 	const char *const locks[] = { "batch", "seq" }, *const bad[] = { "batch", "nosuch" };
@@ -297,7 +336,7 @@ static void test_solve_too_big(void **state)
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-		cmocka_unit_test(test_knobs),      cmocka_unit_test(test_locks),      cmocka_unit_test(test_fit),
+		cmocka_unit_test(test_knobs),      cmocka_unit_test(test_knob_applies), cmocka_unit_test(test_locks),      cmocka_unit_test(test_fit),
 		cmocka_unit_test(test_fit_check),  cmocka_unit_test(test_fit_no_margin),
 		cmocka_unit_test(test_solve_batch), cmocka_unit_test(test_solve_none), cmocka_unit_test(test_solve_buffer),
 		cmocka_unit_test(test_solve_largest), cmocka_unit_test(test_solve_tiny_buffer),

@@ -15,6 +15,7 @@
 
 #include "sys/cgroup.h"
 #include "sys/cpus.h"
+#include "sys/fsutil.h"
 #include "sys/meminfo.h"
 #include "sys/proc.h"
 #include "sys/psi.h"
@@ -275,6 +276,50 @@ static void test_proc_cmdline(void **state)
 	rmdir(root);
 }
 
+/* A file the user names: each kind said as what it is; a FIFO opened at once. */
+static void test_fs_open_input(void **state)
+{
+	char dir[] = "/tmp/headroom-test-XXXXXX", path[64], c;
+	const char *kind;
+	struct stat st;
+	FILE *f;
+
+	(void)state;
+	assert_null(fs_kind(S_IFREG | 0644));
+	assert_string_equal(fs_kind(S_IFCHR), "a character device");
+	assert_string_equal(fs_kind(S_IFBLK), "a block device");
+	assert_string_equal(fs_kind(S_IFIFO), "a FIFO");
+	assert_string_equal(fs_kind(S_IFSOCK), "a socket");
+	assert_string_equal(fs_kind(S_IFDIR), "a directory");
+	assert_int_equal(fs_open_input("/dev/null", &f, &st, &kind), -EINVAL);
+	assert_null(f);
+	assert_string_equal(kind, "a character device");
+	assert_non_null(mkdtemp(dir));
+	assert_int_equal(fs_open_input(dir, &f, &st, &kind), -EINVAL);
+	assert_string_equal(kind, "a directory");
+	snprintf(path, sizeof(path), "%s/none", dir);
+	assert_int_equal(fs_open_input(path, &f, &st, &kind), -ENOENT);
+	snprintf(path, sizeof(path), "%s/fifo", dir);
+	assert_int_equal(mkfifo(path, 0600), 0);
+	/* no writer: opened, not waited on, and read as empty */
+	assert_int_equal(fs_open_input(path, &f, &st, &kind), 0);
+	assert_string_equal(kind, "a FIFO");
+	assert_int_equal(fread(&c, 1, 1, f), 0);
+	fclose(f);
+	unlink(path);
+	snprintf(path, sizeof(path), "%s/file", dir);
+	f = fopen(path, "w");
+	assert_non_null(f);
+	fputs("{}", f);
+	fclose(f);
+	assert_int_equal(fs_open_input(path, &f, &st, &kind), 0);
+	assert_null(kind);
+	assert_int_equal(st.st_size, 2);
+	fclose(f);
+	unlink(path);
+	rmdir(dir);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -284,6 +329,7 @@ int main(void)
 		cmocka_unit_test(test_cgroup_v2),  cmocka_unit_test(test_cgroup_v1),
 		cmocka_unit_test(test_cgroup_peak_since),
 		cmocka_unit_test(test_cgroup_none),  cmocka_unit_test(test_cpus),
+		cmocka_unit_test(test_fs_open_input),
 	};
 	return cmocka_run_group_tests_name("sys", tests, NULL, NULL);
 }

@@ -11,6 +11,7 @@
 #include <string.h>
 
 #include "store/transfer.h"
+#include "util/xalloc.h"
 
 static char dir[] = "/tmp/headroom-test-transfer.XXXXXX";
 
@@ -123,6 +124,60 @@ static void test_bad_input_imports_nothing(void **state)
 	store_close(st);
 }
 
+/* text imported from memory (no size to stat: bounded while read): its error */
+static char *import_text(struct store *st, const char *text, size_t len)
+{
+	struct transfer_counts n;
+	char *err = NULL;
+	FILE *f = fmemopen((void *)text, len, "r");
+
+	assert_non_null(f);
+	assert_int_equal(transfer_import(st, f, "big.json", "/", &n, &err), -EINVAL);
+	fclose(f);
+	assert_non_null(err);
+	return err;
+}
+
+/* An import past TRANSFER_MAX_PROFILES or TRANSFER_MAX_BYTES is refused, saying both. */
+static void test_import_bounded(void **state)
+{
+	static const char head[] = "{\"format\": \"" TRANSFER_FORMAT "\", \"profiles\": [";
+	size_t len = sizeof(head) - 1 + ((size_t)TRANSFER_MAX_PROFILES + 1) * 2 + 2;
+	struct store *st = open_store("big.db");
+	char *text = xcalloc(1, TRANSFER_MAX_BYTES + 64), *err, *p, want[256];
+
+	(void)state;
+	/* one entry too many, each refused only once counted */
+	p = text + sizeof(head) - 1;
+	memcpy(text, head, sizeof(head) - 1);
+	for (int i = 0; i <= TRANSFER_MAX_PROFILES; i++, p += 2)
+		memcpy(p, i ? ",0" : " 0", 2);
+	memcpy(p, "]}", 2);
+	err = import_text(st, text, len);
+	snprintf(want, sizeof(want), "big.json holds %d profiles; profiles import takes at most %d MiB (%d profiles)",
+		 TRANSFER_MAX_PROFILES + 1, TRANSFER_MAX_MIB, TRANSFER_MAX_PROFILES);
+	assert_non_null(strstr(err, want));
+	free(err);
+	/* a byte past the limit: stopped while read, however the rest would parse */
+	memset(text + sizeof(head) - 1, ' ', TRANSFER_MAX_BYTES);
+	memcpy(text + sizeof(head) - 1 + TRANSFER_MAX_BYTES, "]}", 2);
+	err = import_text(st, text, sizeof(head) - 1 + TRANSFER_MAX_BYTES + 2);
+	snprintf(want, sizeof(want), "big.json is more than %d MiB; profiles import takes at most", TRANSFER_MAX_MIB);
+	assert_non_null(strstr(err, want));
+	free(err);
+	/* at the limit it is read */
+	memcpy(text + TRANSFER_MAX_BYTES - 2, "]}", 2);
+	err = NULL;
+	{
+		struct transfer_counts n;
+		FILE *f = fmemopen(text, TRANSFER_MAX_BYTES, "r");
+		assert_int_equal(transfer_import(st, f, "big.json", "/", &n, &err), 0);
+		fclose(f);
+	}
+	free(text);
+	store_close(st);
+}
+
 static int teardown(void **state)
 {
 	char *cmd = NULL;
@@ -139,6 +194,7 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_roundtrip_between_checkouts),
 		cmocka_unit_test(test_bad_input_imports_nothing),
+		cmocka_unit_test(test_import_bounded),
 	};
 	return cmocka_run_group_tests_name("transfer", tests, NULL, teardown);
 }
