@@ -135,6 +135,8 @@ void treescan_run(struct gov *g, int64_t now)
 		if (!parent || !tree_is_build_tool(parent->comm) || !proc_table_is_descendant(&g->procs, e->pid, self))
 			continue;
 		int argc = tree_job_argv(proc_cmdline(g->o->proc_root, e->pid, buf, sizeof(buf), argv, 512), argv, 512);
+		if (!argc) /* gone since the table was read: nothing to hold, nothing to name it by */
+			continue;
 		if (tree_classify(argc, argv, g->self_name) != TREE_JOB) {
 			tree_skip(g, e->pid);
 			continue;
