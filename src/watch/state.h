@@ -63,7 +63,7 @@ enum wjob_stop {
 struct wjob {
 	struct wjob_id id;
 	int seen, alive, ended;
-	int died;                 /* ended, not known to have exited 0 */
+	int died;                 /* ended in a death read as one (detect_end_is_death) */
 	int stop_scheduled;       /* its first death scheduled the stop (--stop-job-on-partial-death) */
 	int signalled;            /* headroom signalled its ranks: their deaths are its own */
 	enum wjob_stop stop;

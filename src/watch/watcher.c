@@ -128,10 +128,10 @@ static struct wproc *proc_add(struct watcher *x, pid_t pid, unsigned gpu, int64_
 
 /* How pid ended: known from our own reaping (our children, and orphans under
  * `watch -- CMD`), else from its zombie's stat while its parent has not reaped it; else
- * a rise of the host's OOM kills, or nothing known. buf says it in words. */
-enum ending { END_CLEAN, END_FAILED, END_ASKED, END_UNKNOWN };
-
-static enum ending how_it_ended(struct watcher *x, pid_t pid, char *buf, size_t len)
+ * not known (a rise of the host's OOM kills is said, but is no reading of its end: a
+ * rank that exited 0 beside another process's OOM kill would be taken for dead). buf
+ * says it in words. */
+static enum wend how_it_ended(struct watcher *x, pid_t pid, char *buf, size_t len)
 {
 	uint64_t oom;
 	int st = 0, known = 0;
@@ -146,17 +146,14 @@ static enum ending how_it_ended(struct watcher *x, pid_t pid, char *buf, size_t 
 			snprintf(buf, len, "killed by signal %d", WTERMSIG(st));
 		else
 			snprintf(buf, len, "exited with status %d", WEXITSTATUS(st));
-		if (WIFSIGNALED(st) && (WTERMSIG(st) == SIGTERM || WTERMSIG(st) == SIGINT || WTERMSIG(st) == SIGHUP))
-			return END_ASKED;
-		return WIFEXITED(st) && !WEXITSTATUS(st) ? END_CLEAN : END_FAILED;
+		return detect_end_of_status(st);
 	}
-	if (!meminfo_oom_kills(x->root, &oom) && oom > x->oom_prev) {
-		snprintf(buf, len, "ended as the host's OOM killer struck (oom_kill count rose by %llu)",
-			 (unsigned long long)(oom - x->oom_prev));
-		return END_FAILED;
-	}
-	snprintf(buf, len, "ended (not our child: its exit status is unknown)");
-	return END_UNKNOWN;
+	if (!meminfo_oom_kills(x->root, &oom) && oom > x->oom_prev)
+		snprintf(buf, len, "ended, status unknown (reaped before watch could read it; the host's oom_kill count "
+			 "rose by %llu meanwhile): not taken for a death", (unsigned long long)(oom - x->oom_prev));
+	else
+		snprintf(buf, len, "ended, status unknown (reaped before watch could read it): not taken for a death");
+	return WEND_UNKNOWN;
 }
 
 void watcher_reap(struct watcher *x)
@@ -228,9 +225,9 @@ static void stop_job(struct watcher *x, struct wjob *j, int64_t now)
 void watcher_proc_ended(struct watcher *x, struct wproc *p, int64_t now)
 {
 	struct wjob *j = watch_state_job(&x->w, &p->job);
-	char how[160];
+	char how[200];
 	const char *uuid = p->gpu < x->w.ngpus ? x->w.gpus[p->gpu].d.uuid : "";
-	enum ending end;
+	enum wend end;
 
 	if (!p->alive)
 		return;
@@ -249,16 +246,17 @@ void watcher_proc_ended(struct watcher *x, struct wproc *p, int64_t now)
 	}
 	j->alive--;
 	j->ended++;
-	j->died += end != END_CLEAN;
+	j->died += detect_end_is_death(end);
 	notify_event(&x->notify, EV_PROCESS_EXIT,
-		     json_pack("{s:i, s:o, s:I, s:i, s:i, s:o, s:s}", "pid", (int)p->pid, "job", jsonl_str(p->job.key), "uid",
-			       (json_int_t)p->job.uid, "rank", p->rank, "gpu", (int)p->gpu, "uuid", jsonl_str(uuid), "how", how),
+		     json_pack("{s:i, s:o, s:I, s:i, s:i, s:o, s:s, s:s}", "pid", (int)p->pid, "job", jsonl_str(p->job.key),
+			       "uid", (json_int_t)p->job.uid, "rank", p->rank, "gpu", (int)p->gpu, "uuid", jsonl_str(uuid),
+			       "how", how, "end", detect_end_name(end)),
 		     "pid %d (%s, job %s, GPU %u) %s", (int)p->pid, p->comm, p->job.key, p->gpu, how);
 	/* every rank that dies on its own while others run on is news (the seed's job lost
-	 * two); the ranks headroom stopped, and those a launcher asks to end after the first
-	 * death (torchrun ends the rest with SIGTERM), are not */
-	if (end == END_CLEAN || !detect_partial_death(&(struct job_ranks){ j->seen, j->alive, j->died }) ||
-	    j->signalled || !detect_death_news(j->died > 1, end == END_ASKED))
+	 * two); the ranks headroom stopped, those a launcher asks to end after the first death
+	 * (torchrun ends the rest with SIGTERM), and an end not read as a death are not; and
+	 * only news schedules a stop */
+	if (!detect_partial_death_event(&(struct job_ranks){ j->seen, j->alive, j->died }, end, j->signalled))
 		return;
 	notify_event(&x->notify, EV_PARTIAL_DEATH,
 		     json_pack("{s:o, s:I, s:i, s:i, s:i, s:o, s:i, s:i, s:s}", "job", jsonl_str(j->id.key), "uid",

@@ -64,10 +64,12 @@ void watcher_sample(struct watcher *x, int64_t now_ms);
 /* Collect ended children without waiting (SIGCHLD): their statuses say how watched
  * processes ended; the command's ends the watch. */
 void watcher_reap(struct watcher *x);
-/* The process p ended (its pidfd said so, or it no longer runs): process_exit, and
- * partial_death when it died (not known to have exited 0) and its job runs on without
- * it; with stop_on_partial the survivors are stopped (job_stopped) once stop_delay_ms
- * has passed and they still run. Nothing when it was known to have ended. */
+/* The process p ended (its pidfd said so, or it no longer runs): process_exit (how it
+ * ended, or that its status could not be read), and partial_death when it died (a
+ * non-zero status or a killing signal read: detect_partial_death_event) and its job runs
+ * on without it; with stop_on_partial the survivors are stopped (job_stopped) once
+ * stop_delay_ms has passed and they still run. An end not read (its parent reaped it
+ * first) is no death: nothing is acted on. Nothing when it was known to have ended. */
 void watcher_proc_ended(struct watcher *x, struct wproc *p, int64_t now_ms);
 /* Like earlyoom: the next sample comes sooner as the narrowest margin shrinks, from
  * interval_ms (wide) down to min_interval_ms (at a threshold). */
