@@ -5,6 +5,7 @@
 #include <getopt.h>
 #include <math.h>
 #include <poll.h>
+#include <pthread.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -259,17 +260,38 @@ static void fds_raise(void)
 	}
 }
 
+/* SIGCHLD, SIGINT and SIGTERM as a descriptor (*orig: the mask to give back). Blocked
+ * before any thread starts (libmicrohttpd's, NVML's), which all inherit the mask: the
+ * kernel hands a process's signal to any thread that has it unblocked, and there its
+ * default action would end watch, no summary, its command orphaned. */
+static int signals_take(sigset_t *orig)
+{
+	sigset_t mask;
+	int sfd;
+
+	sigemptyset(&mask);
+	sigaddset(&mask, SIGCHLD);
+	sigaddset(&mask, SIGINT);
+	sigaddset(&mask, SIGTERM);
+	pthread_sigmask(SIG_BLOCK, &mask, orig);
+	sfd = signalfd(-1, &mask, SFD_CLOEXEC | SFD_NONBLOCK);
+	if (sfd < 0)
+		die(EXIT_INTERNAL, "watch: signalfd: %s", strerror(errno));
+	return sfd;
+}
+
 int cmd_watch(int argc, char **argv)
 {
 	struct wopts o;
 	struct watcher x;
 	struct prom_server *prom = NULL;
 	FILE *jsonl = NULL;
-	sigset_t mask, orig;
+	sigset_t orig;
 	int sfd, tty, status = 0;
 	int64_t t0_ms;
 
 	parse(argc, argv, &o);
+	sfd = signals_take(&orig); /* first: before any thread */
 	fds_raise();
 	t0_ms = now_ms();
 	watcher_init(&x, "", &o.lim);
@@ -287,20 +309,11 @@ int cmd_watch(int argc, char **argv)
 	}
 	tty = !o.quiet && isatty(STDOUT_FILENO) && jsonl != stdout;
 	watcher_open(&x);
-
-	sigemptyset(&mask);
-	sigaddset(&mask, SIGCHLD);
-	sigaddset(&mask, SIGINT);
-	sigaddset(&mask, SIGTERM);
-	sigprocmask(SIG_BLOCK, &mask, &orig);
-	sfd = signalfd(-1, &mask, SFD_CLOEXEC | SFD_NONBLOCK);
-	if (sfd < 0)
-		die(EXIT_INTERNAL, "watch: signalfd: %s", strerror(errno));
 	if (o.cmd) {
 		prctl(PR_SET_CHILD_SUBREAPER, 1);
 		x.child = fork();
 		if (x.child == 0) {
-			sigprocmask(SIG_SETMASK, &orig, NULL);
+			pthread_sigmask(SIG_SETMASK, &orig, NULL);
 			execvp(o.cmd[0], o.cmd);
 			log_warn("watch: cannot run %s: %s", o.cmd[0], strerror(errno));
 			_exit(errno == ENOENT ? EXIT_NOTFOUND : EXIT_NOEXEC);
@@ -356,6 +369,6 @@ int cmd_watch(int argc, char **argv)
 		fclose(jsonl);
 	watcher_free(&x);
 	close(sfd);
-	sigprocmask(SIG_SETMASK, &orig, NULL);
+	pthread_sigmask(SIG_SETMASK, &orig, NULL);
 	return status;
 }

@@ -872,6 +872,43 @@ PY
 	[ "$ok" -eq 8 ]
 }
 
+# Issue 43: libmicrohttpd's thread and the request deadline's started before watch
+# blocked its signals, so SIGTERM (every `systemctl stop`) or SIGINT went to one of them
+# and its default action ended watch: no summary, its command left running. Every
+# thread starts with them blocked now, and the main thread reads them.
+@test "--prometheus: SIGTERM or SIGINT ends the command, then watch with its summary; no thread takes them" {
+	use_double
+	command -v curl || skip "curl needed"
+	printf 'gpu uuid=GPU-a bus=00000000:04:00.0 name=H200 total=80G used=20G util=50\n' > "$T/gpus"
+	local sig port w child st
+	for sig in TERM INT; do
+		port=$((20000 + RANDOM % 20000))
+		# a shell's background job ignores SIGINT: perl gives it back its default action
+		perl -e '$SIG{INT} = "DEFAULT"; exec @ARGV' "$HR" watch -q --interval 200 --prometheus "127.0.0.1:$port" \
+			-- perl -e 'sleep 1000' "$T" 2> "$T/err" &
+		w=$!
+		wait_for 20 curl -sf -m 2 -o /dev/null "http://127.0.0.1:$port/metrics"
+		child=$(pgrep -P "$w")
+		[ -n "$child" ]
+		# every thread (main, libmicrohttpd's, the deadline's) has SIGINT, SIGTERM and SIGCHLD blocked
+		python3 - "$w" <<'PY'
+import glob, signal, sys
+want = sum(1 << (s - 1) for s in (signal.SIGINT, signal.SIGTERM, signal.SIGCHLD))
+blk = {t: int([l.split()[1] for l in open(t) if l.startswith("SigBlk:")][0], 16)
+       for t in glob.glob("/proc/%s/task/*/status" % sys.argv[1])}
+print({t: hex(b) for t, b in blk.items()})
+assert len(blk) >= 3 and all(b & want == want for b in blk.values()), blk
+PY
+		kill -"$sig" "$w"
+		st=0
+		wait "$w" || st=$?
+		cat "$T/err"
+		[ "$st" -eq $((128 + $(kill -l "$sig"))) ]   # the command's status: it was signalled
+		grep -q '^headroom watch: the command ended' "$T/err"
+		not kill -0 "$child" 2>/dev/null   # ended and reaped, not orphaned
+	done
+}
+
 # Issue 29: the JSON-lines file (and any other descriptor watch opens) leaked into every
 # --on-event hook.
 @test "--on-event: the hook inherits none of watch's own descriptors" {
