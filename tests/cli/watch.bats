@@ -228,10 +228,42 @@ assert procs and procs[0]["job"] == "pid:%d" % sib and procs[0]["rank"] is None,
 PY
 }
 
+# The words before a command that run it without the kernel's process events: as root,
+# without CAP_NET_ADMIN (the events need it); any other user never has them. Words, not
+# a function: a function in the background is a shell of its own, whose $! is not the
+# command's.
+if [ "$(id -u)" -eq 0 ]; then
+	NO_PROC_EVENTS=(setpriv --bounding-set -net_admin --inh-caps -net_admin)
+else
+	NO_PROC_EVENTS=()
+fi
+
+# Whether this machine gives the kernel's process events to a process of ours (root, a
+# kernel with CONFIG_PROC_EVENTS, the initial namespaces): asked of the kernel itself,
+# whose answer to a subscription says so.
+proc_events() {
+	python3 - <<'PY' 2>/dev/null
+import socket, struct, sys
+s = socket.socket(socket.AF_NETLINK, socket.SOCK_DGRAM, 11)  # NETLINK_CONNECTOR
+s.bind((0, 1))                                                # CN_IDX_PROC
+s.settimeout(1)
+def op(o):  # nlmsghdr, cn_msg (CN_IDX_PROC, CN_VAL_PROC, ack 7), the operation
+    cn = struct.pack("=IIIIHHI", 1, 1, 0, 7, 4, 0, o)
+    s.send(struct.pack("=IHHII", 16 + len(cn), 3, 0, 0, 0) + cn)
+op(1)  # PROC_CN_MCAST_LISTEN
+while True:  # the answer: no event (what 0) carrying our ack number plus one
+    m = s.recv(8192)
+    if len(m) >= 56 and struct.unpack_from("=I", m, 28)[0] == 8 and struct.unpack_from("=I", m, 36)[0] == 0:
+        op(2)  # PROC_CN_MCAST_IGNORE
+        sys.exit(1 if struct.unpack_from("=I", m, 52)[0] else 0)
+PY
+}
+
 # Issue 43: ranks whose parent reaps them at once (bash's `wait`, mpirun): watch could
 # not read how rank 1 ended, took its exit 0 for a death, and --stop-job-on-partial-death
 # sent SIGTERM to rank 0. Watch is held (SIGSTOP) while rank 1 exits and is reaped, as
-# a loaded machine may hold it, so that its end is never readable; the race is not left
+# a loaded machine may hold it, and runs without the kernel's process events (which
+# would tell it: the next test), so that its end is never readable; the race is not left
 # to chance. A rank of another job that dies where watch can read it still stops its job.
 @test "partial death: a rank whose end watch could not read is no death; one read as a death still stops its job" {
 	use_double
@@ -258,8 +290,8 @@ PY
 		printf 'gpu uuid=GPU-a bus=00000000:04:00.0 name=H200 total=80G used=30G util=90\n'
 		for p in $a0 $a1 $b0 $b1; do printf 'proc gpu=0 pid=%d used=1G\n' "$p"; done
 	} > "$T/gpus"
-	"$HR" watch -q --interval 200 --duration 60 --jsonl "$T/o.jsonl" --stop-job-on-partial-death --stop-delay 0 \
-		--grace 1 2> "$T/err" &
+	"${NO_PROC_EVENTS[@]}" "$HR" watch -q --interval 200 --duration 60 --jsonl "$T/o.jsonl" --stop-job-on-partial-death \
+		--stop-delay 0 --grace 1 2> "$T/err" &
 	local w=$!
 	wait_for 20 sample_with "$T/o.jsonl" 4
 	kill -STOP "$w"
@@ -292,6 +324,73 @@ pd = [e for e in ev if e.get("event") == "partial_death"][0]
 st = [e for e in ev if e.get("event") == "job_stopped"][0]
 assert pd["job"] == st["job"] == "torchelastic:b43" and pd["pid"] == b1 and st["ranks_signalled"] == 1, (pd, st)
 PY
+}
+
+# Issue 43, the common case: a launcher that reaps its ranks at once (`bash -c 'r0 & r1 &
+# wait'`, mpirun, torchrun's agent) hid their deaths, read as unknown ends. As root the
+# kernel's process events tell each exit before the parent reaps it. Watch is held
+# (SIGSTOP) until both ranks 1 have exited and been reaped, their zombies gone: only the
+# events can tell how they ended.
+@test "partial death: as root, the kernel's process events read ends a launcher reaped at once: exit 1 stops its job, exit 0 is clean" {
+	[ "$(id -u)" -eq 0 ] || skip "the kernel's process events are read only as root"
+	proc_events || skip "this kernel gives no process events (CONFIG_PROC_EVENTS, or another namespace)"
+	use_double
+	cat > "$T/job" <<-'EOF'
+		t=$1 id=$2
+		# rank 1 ends with the status in $t/$id.go once it appears; bash reaps at once
+		env TORCHELASTIC_RUN_ID=$id RANK=0 sleep 60 & r0=$!
+		env TORCHELASTIC_RUN_ID=$id RANK=1 sh -c 'while [ ! -s "$0" ]; do sleep 0.05; done; exit $(cat "$0")' "$t/$id.go" & r1=$!
+		echo "$r0 $r1" > "$t/$id.tmp"; mv "$t/$id.tmp" "$t/$id.pids"
+		wait
+	EOF
+	bash "$T/job" "$T" d43 &
+	bash "$T/job" "$T" c43 &
+	wait_for 20 test -e "$T/d43.pids"
+	wait_for 20 test -e "$T/c43.pids"
+	local d0 d1 c0 c1
+	read -r d0 d1 < "$T/d43.pids"
+	read -r c0 c1 < "$T/c43.pids"
+	for p in $d0 $c0; do wait_exec "$p" sleep; done
+	for p in $d1 $c1; do wait_exec "$p" sh; done
+	{
+		printf 'gpu uuid=GPU-a bus=00000000:04:00.0 name=H200 total=80G used=30G util=90\n'
+		for p in $d0 $d1 $c0 $c1; do printf 'proc gpu=0 pid=%d used=1G\n' "$p"; done
+	} > "$T/gpus"
+	"$HR" watch -q --interval 200 --duration 60 --jsonl "$T/o.jsonl" --stop-job-on-partial-death --stop-delay 0 \
+		--grace 1 2> "$T/err" &
+	local w=$!
+	wait_for 20 sample_with "$T/o.jsonl" 4
+	kill -STOP "$w"
+	echo 1 > "$T/d43.go"
+	echo 0 > "$T/c43.go"
+	wait_for 20 not test -e "/proc/$d1"   # exited and reaped: no zombie to read
+	wait_for 20 not test -e "/proc/$c1"
+	kill -CONT "$w"
+	wait_for 20 events_at_least "$T/o.jsonl" job_stopped 1
+	wait_for 10 not running "$d0"
+	wait_for 20 events_at_least "$T/o.jsonl" process_exit 3
+	running "$c0"   # job c43's rank 1 finished: its rank 0 runs on
+	kill -TERM "$w"; wait "$w" || true
+	cat "$T/err"
+	[ "$(events "$T/o.jsonl" partial_death)" -eq 1 ]
+	[ "$(events "$T/o.jsonl" job_stopped)" -eq 1 ]
+	python3 - "$T/o.jsonl" "$d1" "$c1" <<'PY'
+import json, sys
+ev = [json.loads(l) for l in open(sys.argv[1])]
+d1, c1 = int(sys.argv[2]), int(sys.argv[3])
+ex = {e["pid"]: e for e in ev if e.get("event") == "process_exit"}
+assert ex[d1]["end"] == "failed" and ex[d1]["how"] == "exited with status 1", ex[d1]
+assert ex[c1]["end"] == "clean" and ex[c1]["how"] == "exited with status 0", ex[c1]
+pd = [e for e in ev if e.get("event") == "partial_death"][0]
+st = [e for e in ev if e.get("event") == "job_stopped"][0]
+assert pd["job"] == st["job"] == "torchelastic:d43" and pd["pid"] == d1 and st["ranks_signalled"] == 1, (pd, st)
+PY
+	kill "$c0"
+	# -v says where ends are read from, and where they cannot be
+	run "$HR" watch -q -v --interval 100 --duration 0.3
+	[[ "$output" == *"reading process exits from the kernel's process events"* ]]
+	run "${NO_PROC_EVENTS[@]}" "$HR" watch -q -v --interval 100 --duration 0.3
+	[[ "$output" == *"the kernel's process events cannot be had (Operation not permitted): the end of a rank its launcher reaps at once is unknown"* ]]
 }
 
 @test "garbage options are usage errors: nan percentages and seconds, a zero window" {
