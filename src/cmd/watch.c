@@ -5,6 +5,7 @@
 #include <getopt.h>
 #include <math.h>
 #include <poll.h>
+#include <pthread.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -43,7 +44,11 @@ static const char usage[] =
 	"GPU's free memory under a threshold), time_to_oom (its memory reaches the capacity\n"
 	"within the horizon: a significantly rising trend, or growth in steps, the first\n"
 	"step that no longer fits; none for memory that only wobbles), partial_death (a\n"
-	"rank of a job died while others run on),\n"
+	"rank of a job died while others run on: a killing signal or a non-zero status read\n"
+	"from watch's own reaping, the rank's zombie or, as root, the kernel's process events,\n"
+	"which tell each exit before the parent reaps it; an end whose status could not be\n"
+	"read, its parent (bash's wait, mpirun) having reaped it first, is no death: without\n"
+	"root, or on a kernel without process events, such deaths go unseen; -v says which),\n"
 	"stuck (GPU memory held, unchanged, GPU idle past a timeout),\n"
 	"process_exit, read_failed, xid (critical XID errors the driver reports). With\n"
 	"COMMAND: run it, watch only its processes, exit with its status and print a\n"
@@ -71,17 +76,20 @@ static const char usage[] =
 	STR(PROM_REQUEST_DEADLINE_S) " s in all\n"
 	"      --on-event CMD         run sh -c CMD for each event, with HEADROOM_EVENT,\n"
 	"                             HEADROOM_EVENT_MESSAGE, HEADROOM_EVENT_JSON in its environment\n"
-	"      --stop-job-on-partial-death   when a rank dies (killed by a signal, a non-zero\n"
-	"                             status, or an end whose status is unknown; a rank that\n"
-	"                             exits 0 has finished), give the job's surviving ranks\n"
-	"                             --stop-delay S to end on their own (a checkpoint being\n"
-	"                             written), then SIGTERM those still running, SIGKILL after\n"
-	"                             --grace S; only ranks of the job's own user are signalled,\n"
-	"                             never other processes\n"
+	"      --stop-job-on-partial-death   when a rank dies (killed by a signal or a non-zero\n"
+	"                             status, as watch read it; a rank that exits 0 has\n"
+	"                             finished, and one whose status watch could not read\n"
+	"                             (its parent reaped it first, watch not root) is\n"
+	"                             reported as ended, status unknown, never acted on), give the job's\n"
+	"                             surviving ranks --stop-delay S to end on their own (a\n"
+	"                             checkpoint being written), then SIGTERM those still\n"
+	"                             running, SIGKILL after --grace S; only ranks of the\n"
+	"                             job's own user are signalled, never other processes\n"
 	"      --stop-delay S         (default 30)\n"
 	"      --grace S              (default 10)\n"
 	"      --duration S           stop after S seconds\n"
 	"  -q, --quiet                no live view (events still go to stderr)\n"
+	"  -v, --verbose              say more: whether the kernel's process events are read\n"
 	"  -h, --help                 show this help\n"
 	"\n"
 	"Exit status: with COMMAND, its own (128+N for signal N); else 0, 2 on bad usage.\n";
@@ -118,14 +126,15 @@ static void parse(int argc, char **argv, struct wopts *o)
 		{ "stop-job-on-partial-death", no_argument, NULL, O_STOP }, { "grace", required_argument, NULL, O_GRACE },
 		{ "stop-delay", required_argument, NULL, O_DELAY },
 		{ "duration", required_argument, NULL, O_DUR },   { "quiet", no_argument, NULL, 'q' },
-		{ "help", no_argument, NULL, 'h' },               { NULL, 0, NULL, 0 },
+		{ "verbose", no_argument, NULL, 'v' },            { "help", no_argument, NULL, 'h' },
+		{ NULL, 0, NULL, 0 },
 	};
 	int c;
 
 	*o = (struct wopts){ .lim = { .interval_ms = 1000, .min_interval_ms = 100, .min_free_bytes = 1ULL << 30,
 				      .min_free_pct = 5, .horizon_ms = 120000, .window_ms = 30000,
 				      .stuck_ms = 600000, .stop_delay_ms = 30000, .grace_ms = 10000 } };
-	while ((c = getopt_long(argc, argv, "+i:qh", opts, NULL)) != -1) {
+	while ((c = getopt_long(argc, argv, "+i:qvh", opts, NULL)) != -1) {
 		switch (c) {
 		case 'i':
 		case O_MINI: {
@@ -158,6 +167,7 @@ static void parse(int argc, char **argv, struct wopts *o)
 		case O_ONEV: o->on_event = optarg; break;
 		case O_STOP: o->lim.stop_on_partial = 1; break;
 		case 'q': o->quiet = 1; break;
+		case 'v': log_level = log_level < 2 ? 2 : log_level; break;
 		case 'h': fputs(usage, stdout); exit(0);
 		default: opt_refused("watch", opts, argv);
 		}
@@ -202,12 +212,14 @@ static int keys_open(struct termios *saved)
  * the set of processes changed. *interrupted: the signal that stops the watch. */
 static void wait_next(struct watcher *x, int sfd, int key_fd, int64_t until, int *interrupted)
 {
-	size_t npf = 2;
-	struct pollfd *pf = xcalloc(x->w.nprocs + 2, sizeof(*pf));
+	size_t npf = 3;
+	struct pollfd *pf = xcalloc(x->w.nprocs + 3, sizeof(*pf));
 	int64_t now;
 
 	pf[0] = (struct pollfd){ .fd = sfd, .events = POLLIN };
 	pf[1] = (struct pollfd){ .fd = key_fd, .events = POLLIN }; /* -1: ignored by poll */
+	/* the kernel's process exits, read as they come: its socket's buffer never fills */
+	pf[2] = (struct pollfd){ .fd = x->exits_fd, .events = POLLIN };
 	for (size_t i = 0; i < x->w.nprocs; i++)
 		if (x->w.procs[i].alive && x->w.procs[i].pidfd >= 0)
 			pf[npf++] = (struct pollfd){ .fd = x->w.procs[i].pidfd, .events = POLLIN };
@@ -229,8 +241,12 @@ static void wait_next(struct watcher *x, int sfd, int key_fd, int64_t until, int
 			*interrupted = SIGINT;
 		if (pf[1].revents & (POLLHUP | POLLERR | POLLNVAL))
 			pf[1].fd = -1;
+		if (pf[2].revents) {
+			watcher_read_exits(x, now_ms());
+			pf[2].fd = x->exits_fd; /* -1 once it failed */
+		}
 		int ended = 0;
-		for (size_t k = 2; k < npf; k++)
+		for (size_t k = 3; k < npf; k++)
 			if (pf[k].revents) {
 				for (size_t i = 0; i < x->w.nprocs; i++)
 					if (x->w.procs[i].pidfd == pf[k].fd)
@@ -255,17 +271,38 @@ static void fds_raise(void)
 	}
 }
 
+/* SIGCHLD, SIGINT and SIGTERM as a descriptor (*orig: the mask to give back). Blocked
+ * before any thread starts (libmicrohttpd's, NVML's), which all inherit the mask: the
+ * kernel hands a process's signal to any thread that has it unblocked, and there its
+ * default action would end watch, no summary, its command orphaned. */
+static int signals_take(sigset_t *orig)
+{
+	sigset_t mask;
+	int sfd;
+
+	sigemptyset(&mask);
+	sigaddset(&mask, SIGCHLD);
+	sigaddset(&mask, SIGINT);
+	sigaddset(&mask, SIGTERM);
+	pthread_sigmask(SIG_BLOCK, &mask, orig);
+	sfd = signalfd(-1, &mask, SFD_CLOEXEC | SFD_NONBLOCK);
+	if (sfd < 0)
+		die(EXIT_INTERNAL, "watch: signalfd: %s", strerror(errno));
+	return sfd;
+}
+
 int cmd_watch(int argc, char **argv)
 {
 	struct wopts o;
 	struct watcher x;
 	struct prom_server *prom = NULL;
 	FILE *jsonl = NULL;
-	sigset_t mask, orig;
+	sigset_t orig;
 	int sfd, tty, status = 0;
 	int64_t t0_ms;
 
 	parse(argc, argv, &o);
+	sfd = signals_take(&orig); /* first: before any thread */
 	fds_raise();
 	t0_ms = now_ms();
 	watcher_init(&x, "", &o.lim);
@@ -283,20 +320,11 @@ int cmd_watch(int argc, char **argv)
 	}
 	tty = !o.quiet && isatty(STDOUT_FILENO) && jsonl != stdout;
 	watcher_open(&x);
-
-	sigemptyset(&mask);
-	sigaddset(&mask, SIGCHLD);
-	sigaddset(&mask, SIGINT);
-	sigaddset(&mask, SIGTERM);
-	sigprocmask(SIG_BLOCK, &mask, &orig);
-	sfd = signalfd(-1, &mask, SFD_CLOEXEC | SFD_NONBLOCK);
-	if (sfd < 0)
-		die(EXIT_INTERNAL, "watch: signalfd: %s", strerror(errno));
 	if (o.cmd) {
 		prctl(PR_SET_CHILD_SUBREAPER, 1);
 		x.child = fork();
 		if (x.child == 0) {
-			sigprocmask(SIG_SETMASK, &orig, NULL);
+			pthread_sigmask(SIG_SETMASK, &orig, NULL);
 			execvp(o.cmd[0], o.cmd);
 			log_warn("watch: cannot run %s: %s", o.cmd[0], strerror(errno));
 			_exit(errno == ENOENT ? EXIT_NOTFOUND : EXIT_NOEXEC);
@@ -352,6 +380,6 @@ int cmd_watch(int argc, char **argv)
 		fclose(jsonl);
 	watcher_free(&x);
 	close(sfd);
-	sigprocmask(SIG_SETMASK, &orig, NULL);
+	pthread_sigmask(SIG_SETMASK, &orig, NULL);
 	return status;
 }

@@ -4,6 +4,7 @@
 #include <string.h>
 
 #include "plan/model.h"
+#include "util/thread.h"
 
 struct advise {
 	const struct fit *f;
@@ -49,7 +50,7 @@ static int beside(struct advise *a, const struct train_settings *t, const char *
 	pthread_t th;
 	int past;
 
-	if (pthread_create(&th, NULL, plan_thread, a))
+	if (thread_start(&th, plan_thread, a))
 		return -1;
 	pthread_mutex_lock(&a->mu);
 	while (!a->past && !a->done)

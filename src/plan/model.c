@@ -8,6 +8,7 @@
 #include "plan/lora.h"
 #include "plan/pytorch.h"
 #include "plan/sim.h"
+#include "util/thread.h"
 
 #include <errno.h>
 #include <limits.h>
@@ -256,7 +257,7 @@ static int simulate(const struct model_shape *m, const struct train_settings *t,
 	atomic_init(&p.next, 0);
 	memset(sp, 0, sizeof(*sp));
 	/* no thread to be had: the caller takes what is left */
-	while (nth < want - 1 && !pthread_create(&th[nth], NULL, placements_work, &p))
+	while (nth < want - 1 && !thread_start(&th[nth], placements_work, &p))
 		nth++;
 	placements_work(&p);
 	for (int i = 0; i < nth; i++)

@@ -2,8 +2,10 @@
 
 #include <limits.h>
 #include <math.h>
+#include <signal.h>
 #include <stdio.h>
 #include <string.h>
+#include <sys/wait.h>
 
 #include "util/parse.h"
 #include "util/xalloc.h"
@@ -168,6 +170,38 @@ int detect_rank_from_environ(const char *env, size_t len, char **key, int *rank)
 	return 1;
 }
 
+/* Knowledge by ending kind: its name and whether it is a death. */
+static const struct {
+	const char *name;
+	int death;
+} wend_kinds[WEND_COUNT] = {
+	[WEND_CLEAN] = { "clean", 0 },
+	[WEND_FAILED] = { "failed", 1 },
+	[WEND_ASKED] = { "asked", 1 },
+	[WEND_UNKNOWN] = { "unknown", 0 }, /* exit 0 as likely as a death: never acted on */
+};
+
+enum wend detect_end_of_status(int wait_status)
+{
+	if (WIFSIGNALED(wait_status)) {
+		int sig = WTERMSIG(wait_status);
+		return sig == SIGTERM || sig == SIGINT || sig == SIGHUP ? WEND_ASKED : WEND_FAILED;
+	}
+	if (WIFEXITED(wait_status))
+		return WEXITSTATUS(wait_status) ? WEND_FAILED : WEND_CLEAN;
+	return WEND_UNKNOWN; /* stopped or continued: no end at all */
+}
+
+const char *detect_end_name(enum wend e)
+{
+	return (unsigned)e < WEND_COUNT ? wend_kinds[e].name : "?";
+}
+
+int detect_end_is_death(enum wend e)
+{
+	return (unsigned)e < WEND_COUNT && wend_kinds[e].death;
+}
+
 int detect_partial_death(const struct job_ranks *j)
 {
 	return j->seen >= 2 && j->died > 0 && j->alive > 0;
@@ -176,4 +210,10 @@ int detect_partial_death(const struct job_ranks *j)
 int detect_death_news(int died_before, int asked_to_end)
 {
 	return !died_before || !asked_to_end;
+}
+
+int detect_partial_death_event(const struct job_ranks *j, enum wend end, int job_signalled)
+{
+	return detect_end_is_death(end) && !job_signalled && detect_partial_death(j) &&
+	       detect_death_news(j->died > 1, end == WEND_ASKED);
 }

@@ -50,18 +50,42 @@ int detect_stuck(int64_t used_bytes, int64_t unchanged_since_ms, int util_pct, i
  * else LOCAL_RANK, else -1. */
 int detect_rank_from_environ(const char *env, size_t len, char **key, int *rank);
 
-/* Partial death: of a job's ranks ever seen, some died (ended by a signal, a non-zero
- * status, or in a way not known) while others still run. A rank that exited 0 did not
- * die: it finished. */
+/* How a process ended, as far as watch could read it: only an exit status or a killing
+ * signal read (watch's own child, an orphan it reaped, a zombie its parent had not yet
+ * reaped) says it died. One whose parent reaped it first (bash's `wait`, mpirun) ended
+ * in a way not known: it may have finished (exit 0) as well as died. */
+enum wend {
+	WEND_CLEAN,               /* exited 0 (read): it finished */
+	WEND_FAILED,              /* a non-zero status or a killing signal (read) */
+	WEND_ASKED,               /* SIGTERM, SIGINT or SIGHUP (read): asked to end */
+	WEND_UNKNOWN,             /* its status could not be read */
+	WEND_COUNT
+};
+/* The ending of a wait status (waitpid's, or a zombie's exit code in /proc/PID/stat). */
+enum wend detect_end_of_status(int wait_status);
+/* Its name in the JSON records: "clean", "failed", "asked", "unknown" ("?" out of range). */
+const char *detect_end_name(enum wend e);
+/* Whether it is a death, the only ending partial_death, its hooks and
+ * --stop-job-on-partial-death act on: a status read as one. An unknown end is not. */
+int detect_end_is_death(enum wend e);
+
+/* Partial death: of a job's ranks ever seen, some died (a status read as a death:
+ * detect_end_is_death) while others still run. A rank that exited 0 did not die: it
+ * finished; one whose end could not be read is not taken for a death either. */
 struct job_ranks {
 	int seen;                 /* ranks (GPU processes) seen over the job's life */
 	int alive;                /* still running */
-	int died;                 /* ended, and not known to have exited 0 */
+	int died;                 /* ended in a death read as one */
 };
 int detect_partial_death(const struct job_ranks *j);
 /* Whether a partial death is news: a job's first death always; a later one unless the
  * rank was asked to end (SIGTERM, SIGINT, SIGHUP): that is its launcher, a person or
  * headroom ending the job after the first, not a rank dying on its own. */
 int detect_death_news(int died_before, int asked_to_end);
+/* Whether a rank's end raises partial_death (and with it the hooks and the stop of
+ * --stop-job-on-partial-death): a death (detect_end_is_death) that leaves the job
+ * (counted after this end: j) partly running, news (detect_death_news), in a job whose
+ * ranks headroom has not signalled itself (job_signalled: those deaths are its own). */
+int detect_partial_death_event(const struct job_ranks *j, enum wend end, int job_signalled);
 
 #endif

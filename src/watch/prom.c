@@ -15,6 +15,7 @@
 #include "util/escape.h"
 #include "util/log.h"
 #include "util/strbuf.h"
+#include "util/thread.h"
 #include "util/units.h"
 #include "util/xalloc.h"
 
@@ -421,6 +422,31 @@ static void mhd_log(void *cls, const char *fmt, va_list ap)
 	log_debug("watch: libmicrohttpd: %s", mhd_said);
 }
 
+/* The daemon and its thread, which takes no signal: they are the main thread's (its
+ * signalfd), and one left unblocked here would end watch by its default action. */
+static struct MHD_Daemon *daemon_start(struct prom_server *s, uint16_t port, struct sockaddr_in *sa)
+{
+	struct MHD_Daemon *d;
+	sigset_t saved;
+
+	signals_hold(&saved);
+	/* Bounded: idle connections are closed after PROM_IDLE_TIMEOUT_S, every request has
+	 * PROM_REQUEST_DEADLINE_S in all, and at most PROM_MAX_WAITING wait for theirs (no
+	 * limit by address: every local user shares 127.0.0.1 with the scraper, and one that
+	 * holds its share would keep the scraper out). */
+	d = s->m.start_daemon(MHD_USE_AUTO_INTERNAL_THREAD | MHD_USE_ERROR_LOG, port, NULL, NULL, answer, s,
+			      MHD_OPTION_SOCK_ADDR, (struct sockaddr *)sa,
+			      MHD_OPTION_CONNECTION_LIMIT, (unsigned int)PROM_MAX_CONNECTIONS,
+			      MHD_OPTION_CONNECTION_TIMEOUT, (unsigned int)PROM_IDLE_TIMEOUT_S,
+			      MHD_OPTION_CONNECTION_MEMORY_LIMIT, (size_t)PROM_CONNECTION_MEMORY_BYTES,
+			      MHD_OPTION_NOTIFY_CONNECTION, conn_notify, s,
+			      MHD_OPTION_NOTIFY_COMPLETED, request_done, s,
+			      MHD_OPTION_EXTERNAL_LOGGER, mhd_log, NULL,
+			      MHD_OPTION_END);
+	signals_release(&saved);
+	return d;
+}
+
 int prom_start(const char *addr, struct prom_server **out, const char **why)
 {
 	/* A port alone (or ":PORT") is this machine's only: /metrics names pids, jobs and
@@ -466,19 +492,7 @@ int prom_start(const char *addr, struct prom_server **out, const char **why)
 		*why = "cannot start its thread";
 		return -ENOMEM;
 	}
-	/* Bounded: idle connections are closed after PROM_IDLE_TIMEOUT_S, every request has
-	 * PROM_REQUEST_DEADLINE_S in all, and at most PROM_MAX_WAITING wait for theirs (no
-	 * limit by address: every local user shares 127.0.0.1 with the scraper, and one that
-	 * holds its share would keep the scraper out). */
-	s->d = s->m.start_daemon(MHD_USE_AUTO_INTERNAL_THREAD | MHD_USE_ERROR_LOG, (uint16_t)port, NULL, NULL, answer, s,
-				MHD_OPTION_SOCK_ADDR, (struct sockaddr *)&sa,
-				MHD_OPTION_CONNECTION_LIMIT, (unsigned int)PROM_MAX_CONNECTIONS,
-				MHD_OPTION_CONNECTION_TIMEOUT, (unsigned int)PROM_IDLE_TIMEOUT_S,
-				MHD_OPTION_CONNECTION_MEMORY_LIMIT, (size_t)PROM_CONNECTION_MEMORY_BYTES,
-				MHD_OPTION_NOTIFY_CONNECTION, conn_notify, s,
-				MHD_OPTION_NOTIFY_COMPLETED, request_done, s,
-				MHD_OPTION_EXTERNAL_LOGGER, mhd_log, NULL,
-				MHD_OPTION_END);
+	s->d = daemon_start(s, (uint16_t)port, &sa);
 	if (!s->d) {
 		server_fini(s);
 		*why = strstr(mhd_said, "in use") ? "cannot listen there: the address is in use (another watch, or "
@@ -487,7 +501,7 @@ int prom_start(const char *addr, struct prom_server **out, const char **why)
 						     : "cannot listen there (HEADROOM_DEBUG=1 says why)";
 		return -EADDRINUSE;
 	}
-	s->has_deadline = !pthread_create(&s->deadline, NULL, deadline_main, s);
+	s->has_deadline = !thread_start(&s->deadline, deadline_main, s);
 	if (!s->has_deadline) {
 		server_fini(s);
 		*why = "cannot start its thread";

@@ -51,6 +51,8 @@ struct wproc {
 	pid_t ns_pid;             /* the pid inside its container, 0 when the same */
 	int is_rank;              /* a rank of a distributed job (watch_job_key): only ranks are stopped */
 	unsigned long long start_ticks; /* its start time, to tell it from a later process of its pid; 0 unknown */
+	uint64_t alive_at_ns;     /* CLOCK_MONOTONIC after it was seen alive: only an exit the kernel
+	                           * announced later is its own, not an earlier process's of its pid; 0 unknown */
 };
 
 enum wjob_stop {
@@ -63,7 +65,7 @@ enum wjob_stop {
 struct wjob {
 	struct wjob_id id;
 	int seen, alive, ended;
-	int died;                 /* ended, not known to have exited 0 */
+	int died;                 /* ended in a death read as one (detect_end_is_death) */
 	int stop_scheduled;       /* its first death scheduled the stop (--stop-job-on-partial-death) */
 	int signalled;            /* headroom signalled its ranks: their deaths are its own */
 	enum wjob_stop stop;

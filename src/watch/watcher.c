@@ -1,5 +1,6 @@
 #include "watch/watcher.h"
 
+#include <errno.h>
 #include <limits.h>
 #include <stdlib.h>
 #include <signal.h>
@@ -7,9 +8,11 @@
 #include <string.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "sys/meminfo.h"
+#include "sys/procexit.h"
 #include "sys/procinfo.h"
 #include "sys/psi.h"
 #include "util/log.h"
@@ -25,7 +28,23 @@ void watcher_init(struct watcher *x, const char *root, const struct watch_limits
 	x->lim = *lim;
 	x->notify.counts = x->w.events;
 	x->notify.log = &x->w;
+	x->exits_fd = -1;
 	gethostname(x->w.hostname, sizeof(x->w.hostname) - 1);
+}
+
+/* The kernel's process exits: without them, the end of a process its parent reaps at
+ * once (bash's `wait`, mpirun, torchrun's agent) cannot be read. */
+static void exits_open(struct watcher *x)
+{
+	int rc = procexit_open(&x->exits_fd);
+
+	if (!rc)
+		log_info("watch: reading process exits from the kernel's process events");
+	else
+		log_info("watch: the kernel's process events cannot be had (%s): the end of a rank its launcher "
+			 "reaps at once is unknown, never taken for a death; they are read as root (CAP_NET_ADMIN), "
+			 "on a kernel with CONFIG_PROC_EVENTS",
+			 rc == -ETIMEDOUT ? "no answer: a kernel without them, or another namespace" : strerror(-rc));
 }
 
 void watcher_open(struct watcher *x)
@@ -51,6 +70,8 @@ void watcher_open(struct watcher *x)
 out:
 	x->has_cg = !cgroup_find(x->root, 0, &x->cg);
 	meminfo_oom_kills(x->root, &x->oom_prev);
+	if (!*x->root)
+		exits_open(x);
 }
 
 /* The whole process table is read only in a sample that meets a new GPU process (its
@@ -100,6 +121,13 @@ static int job_of(struct watcher *x, pid_t pid, const struct proc_entry *e, stru
 			     rank);
 }
 
+static uint64_t mono_ns(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+}
+
 static struct wproc *proc_add(struct watcher *x, pid_t pid, unsigned gpu, int64_t now)
 {
 	const struct proc_entry *e = proc_table_find(procs(x), pid);
@@ -108,11 +136,16 @@ static struct wproc *proc_add(struct watcher *x, pid_t pid, unsigned gpu, int64_
 	pid_t ns_pid;
 	/* the pidfd first: read by pid after it, /proc says the same process's facts as long
 	 * as that process still lives (a pid is not used again before then) */
-	int rank, is_rank, pidfd = (int)syscall(SYS_pidfd_open, pid, 0);
+	int rank, is_rank, alive, pidfd = (int)syscall(SYS_pidfd_open, pid, 0);
+	uint64_t alive_at_ns;
 
 	procinfo_container_pid(x->root, pid, &ns_pid);
 	is_rank = job_of(x, pid, e, &id, &rank);
-	if (!*x->root && (pidfd < 0 || syscall(SYS_pidfd_send_signal, pidfd, 0, NULL, 0)))
+	alive = pidfd >= 0 && !syscall(SYS_pidfd_send_signal, pidfd, 0, NULL, 0);
+	/* after it was seen alive: an exit the kernel announced before this may be an
+	 * earlier process's of its pid; one after, only its own */
+	alive_at_ns = alive ? mono_ns() : 0;
+	if (!*x->root && !alive)
 		is_rank = 0; /* gone meanwhile, or not to be named surely: never signalled */
 	p = watch_state_add_proc(&x->w, pid, gpu, now, &id, rank);
 	free(id.key);
@@ -121,19 +154,104 @@ static struct wproc *proc_add(struct watcher *x, pid_t pid, unsigned gpu, int64_
 	p->is_rank = is_rank;
 	if (procinfo_start_ticks(x->root, pid, &p->start_ticks))
 		p->start_ticks = 0;
+	p->alive_at_ns = *x->root ? 0 : alive_at_ns;
 	/* a pidfd tells the moment it ends (pidfd_open's are close-on-exec) */
 	p->pidfd = pidfd;
 	return p;
 }
 
-/* How pid ended: known from our own reaping (our children, and orphans under
- * `watch -- CMD`), else from its zombie's stat while its parent has not reaped it; else
- * a rise of the host's OOM kills, or nothing known. buf says it in words. */
-enum ending { END_CLEAN, END_FAILED, END_ASKED, END_UNKNOWN };
+/* Whether the kernel's exit r is that of a process watch follows: its leader's (a
+ * thread's end is not its process's), announced after the process was seen alive (an
+ * earlier one may be that of an earlier process of its pid). */
+static int exit_is_followed(const struct watcher *x, const struct procexit_rec *r)
+{
+	if (r->kind != PROCEXIT_EXIT || r->pid != r->tgid)
+		return 0;
+	for (size_t i = 0; i < x->w.nprocs; i++) {
+		const struct wproc *p = &x->w.procs[i];
+		if (p->alive && p->pid == r->pid && p->alive_at_ns && r->time_ns > p->alive_at_ns)
+			return 1;
+	}
+	return 0;
+}
 
-static enum ending how_it_ended(struct watcher *x, pid_t pid, char *buf, size_t len)
+/* Keep the exit r of a followed process: a later one of its pid replaces it, and the one
+ * read longest ago gives way when the table is full. */
+static void exit_keep(struct watcher *x, const struct procexit_rec *r, int64_t now)
+{
+	struct wexit *slot = NULL;
+
+	if (!exit_is_followed(x, r))
+		return;
+	for (size_t i = 0; i < x->nexits && !slot; i++)
+		if (x->exits[i].pid == r->pid)
+			slot = &x->exits[i];
+	if (!slot && x->nexits < WATCH_EXITS)
+		slot = &x->exits[x->nexits++];
+	if (!slot) {
+		slot = &x->exits[0];
+		for (size_t i = 1; i < x->nexits; i++)
+			if (x->exits[i].seen_ms < slot->seen_ms)
+				slot = &x->exits[i];
+	}
+	*slot = (struct wexit){ .pid = r->pid, .status = r->status, .time_ns = r->time_ns, .seen_ms = now };
+}
+
+void watcher_read_exits(struct watcher *x, int64_t now)
+{
+	struct procexit_rec r[WATCH_EXITS_READ];
+	int n;
+
+	for (size_t i = 0; i < x->nexits;)
+		if (now - x->exits[i].seen_ms > WATCH_EXIT_KEEP_MS)
+			x->exits[i] = x->exits[--x->nexits];
+		else
+			i++;
+	/* at most so many messages a call: a host that forks without rest cannot hold
+	 * watch here; the rest wait for the next */
+	for (int m = 0; x->exits_fd >= 0 && m < WATCH_EXITS_DRAIN; m++) {
+		n = procexit_read(x->exits_fd, r, WATCH_EXITS_READ);
+		if (n == -EAGAIN)
+			break;
+		if (n == -ENOBUFS) {
+			if (!x->exits_lost++)
+				log_info("watch: the kernel dropped process exits (watch read them too late): the "
+					 "ends of those processes are unknown");
+			continue;
+		}
+		if (n < 0) {
+			log_warn("watch: reading the kernel's process exits: %s: ends reaped by a parent are "
+				 "unknown from now on", strerror(-n));
+			procexit_close(x->exits_fd);
+			x->exits_fd = -1;
+			break;
+		}
+		for (int i = 0; i < n; i++)
+			exit_keep(x, &r[i], now);
+	}
+}
+
+/* The exit the kernel announced for p into *st, taken from the table: 0, or -ENOENT. */
+static int exit_take(struct watcher *x, const struct wproc *p, int *st)
+{
+	for (size_t i = 0; i < x->nexits; i++)
+		if (x->exits[i].pid == p->pid && p->alive_at_ns && x->exits[i].time_ns > p->alive_at_ns) {
+			*st = x->exits[i].status;
+			x->exits[i] = x->exits[--x->nexits];
+			return 0;
+		}
+	return -ENOENT;
+}
+
+/* How p ended: known from our own reaping (our children, and orphans under
+ * `watch -- CMD`), else from its zombie's stat while its parent has not reaped it, else
+ * from the kernel's announcement of its exit (as root); else not known (a rise of the
+ * host's OOM kills is said, but is no reading of its end: a rank that exited 0 beside
+ * another process's OOM kill would be taken for dead). buf says it in words. */
+static enum wend how_it_ended(struct watcher *x, const struct wproc *p, char *buf, size_t len)
 {
 	uint64_t oom;
+	pid_t pid = p->pid;
 	int st = 0, known = 0;
 
 	for (size_t i = 0; i < x->nreaped && !known; i++)
@@ -141,22 +259,19 @@ static enum ending how_it_ended(struct watcher *x, pid_t pid, char *buf, size_t 
 			st = x->reaped_status[i];
 			known = 1;
 		}
-	if (known || !procinfo_exit_status(x->root, pid, &st)) {
+	if (known || !procinfo_exit_status(x->root, pid, &st) || !exit_take(x, p, &st)) {
 		if (WIFSIGNALED(st))
 			snprintf(buf, len, "killed by signal %d", WTERMSIG(st));
 		else
 			snprintf(buf, len, "exited with status %d", WEXITSTATUS(st));
-		if (WIFSIGNALED(st) && (WTERMSIG(st) == SIGTERM || WTERMSIG(st) == SIGINT || WTERMSIG(st) == SIGHUP))
-			return END_ASKED;
-		return WIFEXITED(st) && !WEXITSTATUS(st) ? END_CLEAN : END_FAILED;
+		return detect_end_of_status(st);
 	}
-	if (!meminfo_oom_kills(x->root, &oom) && oom > x->oom_prev) {
-		snprintf(buf, len, "ended as the host's OOM killer struck (oom_kill count rose by %llu)",
-			 (unsigned long long)(oom - x->oom_prev));
-		return END_FAILED;
-	}
-	snprintf(buf, len, "ended (not our child: its exit status is unknown)");
-	return END_UNKNOWN;
+	if (!meminfo_oom_kills(x->root, &oom) && oom > x->oom_prev)
+		snprintf(buf, len, "ended, status unknown (reaped before watch could read it; the host's oom_kill count "
+			 "rose by %llu meanwhile): not taken for a death", (unsigned long long)(oom - x->oom_prev));
+	else
+		snprintf(buf, len, "ended, status unknown (reaped before watch could read it): not taken for a death");
+	return WEND_UNKNOWN;
 }
 
 void watcher_reap(struct watcher *x)
@@ -228,15 +343,16 @@ static void stop_job(struct watcher *x, struct wjob *j, int64_t now)
 void watcher_proc_ended(struct watcher *x, struct wproc *p, int64_t now)
 {
 	struct wjob *j = watch_state_job(&x->w, &p->job);
-	char how[160];
+	char how[200];
 	const char *uuid = p->gpu < x->w.ngpus ? x->w.gpus[p->gpu].d.uuid : "";
-	enum ending end;
+	enum wend end;
 
 	if (!p->alive)
 		return;
 	/* a child of ours may be a zombie not reaped yet: its status says how it ended */
 	watcher_reap(x);
-	end = how_it_ended(x, p->pid, how, sizeof(how));
+	watcher_read_exits(x, now); /* queued before its pidfd said it ended */
+	end = how_it_ended(x, p, how, sizeof(how));
 	/* the process ended on every GPU it used */
 	for (size_t i = 0; i < x->w.nprocs; i++) {
 		struct wproc *q = &x->w.procs[i];
@@ -249,16 +365,17 @@ void watcher_proc_ended(struct watcher *x, struct wproc *p, int64_t now)
 	}
 	j->alive--;
 	j->ended++;
-	j->died += end != END_CLEAN;
+	j->died += detect_end_is_death(end);
 	notify_event(&x->notify, EV_PROCESS_EXIT,
-		     json_pack("{s:i, s:o, s:I, s:i, s:i, s:o, s:s}", "pid", (int)p->pid, "job", jsonl_str(p->job.key), "uid",
-			       (json_int_t)p->job.uid, "rank", p->rank, "gpu", (int)p->gpu, "uuid", jsonl_str(uuid), "how", how),
+		     json_pack("{s:i, s:o, s:I, s:i, s:i, s:o, s:s, s:s}", "pid", (int)p->pid, "job", jsonl_str(p->job.key),
+			       "uid", (json_int_t)p->job.uid, "rank", p->rank, "gpu", (int)p->gpu, "uuid", jsonl_str(uuid),
+			       "how", how, "end", detect_end_name(end)),
 		     "pid %d (%s, job %s, GPU %u) %s", (int)p->pid, p->comm, p->job.key, p->gpu, how);
 	/* every rank that dies on its own while others run on is news (the seed's job lost
-	 * two); the ranks headroom stopped, and those a launcher asks to end after the first
-	 * death (torchrun ends the rest with SIGTERM), are not */
-	if (end == END_CLEAN || !detect_partial_death(&(struct job_ranks){ j->seen, j->alive, j->died }) ||
-	    j->signalled || !detect_death_news(j->died > 1, end == END_ASKED))
+	 * two); the ranks headroom stopped, those a launcher asks to end after the first death
+	 * (torchrun ends the rest with SIGTERM), and an end not read as a death are not; and
+	 * only news schedules a stop */
+	if (!detect_partial_death_event(&(struct job_ranks){ j->seen, j->alive, j->died }, end, j->signalled))
 		return;
 	notify_event(&x->notify, EV_PARTIAL_DEATH,
 		     json_pack("{s:o, s:I, s:i, s:i, s:i, s:o, s:i, s:i, s:s}", "job", jsonl_str(j->id.key), "uid",
@@ -405,6 +522,7 @@ static void sample_xids(struct watcher *x)
 void watcher_sample(struct watcher *x, int64_t now)
 {
 	x->procs_fresh = 0;
+	watcher_read_exits(x, now);
 	sample_host(x);
 	if (x->nvml) {
 		for (size_t g = 0; g < x->w.ngpus; g++)
@@ -453,6 +571,8 @@ void watcher_free(struct watcher *x)
 	for (size_t i = 0; i < x->w.nprocs; i++)
 		if (x->w.procs[i].pidfd >= 0)
 			close(x->w.procs[i].pidfd);
+	procexit_close(x->exits_fd);
+	x->exits_fd = -1;
 	nvml_close(x->nvml);
 	x->nvml = NULL;
 	if (x->has_cg)

@@ -31,6 +31,19 @@ struct watch_limits {
  * beyond, a projection says nothing worth acting on. */
 #define WATCH_TTOOM_HORIZONS 10
 #define WATCH_REAPED 64
+/* Exits the kernel announced (sys/procexit) for processes watch follows, kept until
+ * their pidfd or a sample tells watch of the end: a few at once, never for long. */
+#define WATCH_EXITS 64
+#define WATCH_EXIT_KEEP_MS 60000
+#define WATCH_EXITS_READ 8        /* records parsed from one message */
+#define WATCH_EXITS_DRAIN 4096    /* messages read in one call at most */
+
+struct wexit {
+	pid_t pid;
+	int status;               /* a wait status */
+	uint64_t time_ns;         /* when it exited (CLOCK_MONOTONIC) */
+	int64_t seen_ms;          /* when watch read it: it expires WATCH_EXIT_KEEP_MS later */
+};
 
 struct watcher {
 	const char *root;         /* "" for the live system */
@@ -49,12 +62,19 @@ struct watcher {
 	pid_t reaped_pid[WATCH_REAPED];
 	int reaped_status[WATCH_REAPED];
 	size_t nreaped;
+	/* the kernel's process exits (sys/procexit; -1 without: not root, or a kernel
+	 * without them), for the ends of processes reaped before their zombie was read */
+	int exits_fd;
+	struct wexit exits[WATCH_EXITS];
+	size_t nexits;
+	unsigned long exits_lost; /* times the kernel dropped some (its buffer full) */
 };
 
 /* No GPUs yet, no outputs: set x->notify's jsonl and hook_cmd, then watcher_open. */
 void watcher_init(struct watcher *x, const char *root, const struct watch_limits *lim);
 /* Load NVML (a warning and host memory only without it or without GPUs), find the memory
- * cgroup we run in and note the host's OOM kills so far. */
+ * cgroup we run in and note the host's OOM kills so far; on the live system, subscribe
+ * to the kernel's process exits (said at -v when they cannot be had). */
 void watcher_open(struct watcher *x);
 /* One sample at now_ms (monotonic): refreshes x->w and raises what it shows. Host memory
  * is read afresh each time (a VM's MemTotal can grow as it is used); where a cgroup
@@ -64,15 +84,20 @@ void watcher_sample(struct watcher *x, int64_t now_ms);
 /* Collect ended children without waiting (SIGCHLD): their statuses say how watched
  * processes ended; the command's ends the watch. */
 void watcher_reap(struct watcher *x);
-/* The process p ended (its pidfd said so, or it no longer runs): process_exit, and
- * partial_death when it died (not known to have exited 0) and its job runs on without
- * it; with stop_on_partial the survivors are stopped (job_stopped) once stop_delay_ms
- * has passed and they still run. Nothing when it was known to have ended. */
+/* Read the process exits the kernel queued (exits_fd), without waiting: those of the
+ * processes watch follows are kept for how their end is told. */
+void watcher_read_exits(struct watcher *x, int64_t now_ms);
+/* The process p ended (its pidfd said so, or it no longer runs): process_exit (how it
+ * ended, or that its status could not be read), and partial_death when it died (a
+ * non-zero status or a killing signal read: detect_partial_death_event) and its job runs
+ * on without it; with stop_on_partial the survivors are stopped (job_stopped) once
+ * stop_delay_ms has passed and they still run. An end not read (its parent reaped it
+ * first) is no death: nothing is acted on. Nothing when it was known to have ended. */
 void watcher_proc_ended(struct watcher *x, struct wproc *p, int64_t now_ms);
 /* Like earlyoom: the next sample comes sooner as the narrowest margin shrinks, from
  * interval_ms (wide) down to min_interval_ms (at a threshold). */
 int watcher_next_interval_ms(const struct watcher *x);
-/* Close the pidfds and NVML, free the tables. */
+/* Close the pidfds, the exits' socket and NVML, free the tables. */
 void watcher_free(struct watcher *x);
 
 #endif

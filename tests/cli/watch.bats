@@ -52,10 +52,33 @@ events_at_least() {
 	python3 -c 'import json,sys; s=[json.loads(l) for l in open(sys.argv[1])]; assert len(s) >= 3 and all(x["host_available_bytes"] > 0 and x["gpus"] == [] for x in s), s' "$T/o.jsonl"
 }
 
+# Start each line of standard input (a command for sh's exec, such as `env VAR=1 sleep
+# 60`: its pid is the process's) under one launcher that never reaps them, as one busy elsewhere does: how
+# each ends stays readable from its zombie, the only end watch takes for a death when
+# the process is not its own child. Their pids, in order, in $T/pids once all started.
+# The launcher's command line names this test's directory (teardown ends it).
+launch() {
+	rm -f "$T/pids"
+	cat > "$T/launch"
+	python3 -c '
+import os, sys, time
+t = sys.argv[1]
+pids = [os.posix_spawnp("sh", ["sh", "-c", "exec " + l], os.environ) for l in open(t + "/launch").read().splitlines() if l]
+open(t + "/pids.tmp", "w").write("\n".join(map(str, pids)) + "\n")
+os.rename(t + "/pids.tmp", t + "/pids")
+time.sleep(60)
+' "$T" &
+	wait_for 20 test -e "$T/pids"
+}
+
 @test "partial death: a job loses a rank, the event comes within 2 s, and the survivor is stopped" {
 	use_double
-	env TORCHELASTIC_RUN_ID=j1 RANK=0 sleep 60 & local p0=$!
-	env TORCHELASTIC_RUN_ID=j1 RANK=1 sleep 60 & local p1=$!
+	launch <<-EOF
+		env TORCHELASTIC_RUN_ID=j1 RANK=0 sleep 60
+		env TORCHELASTIC_RUN_ID=j1 RANK=1 sleep 60
+	EOF
+	local p0 p1
+	read -r p0 p1 <<< "$(tr '\n' ' ' < "$T/pids")"
 	wait_exec "$p0" sleep
 	wait_exec "$p1" sleep
 	printf 'gpu uuid=GPU-a bus=00000000:04:00.0 name=H200 total=80G used=30G util=90\ngpu uuid=GPU-b bus=00000000:05:00.0 name=H200 total=80G used=30G util=90\nproc gpu=0 pid=%d used=29G\nproc gpu=1 pid=%d used=29G\n' "$p0" "$p1" > "$T/gpus"
@@ -73,7 +96,7 @@ assert ev["job"] == "torchelastic:j1" and ev["rank"] == 1 and ev["ranks_alive"] 
 assert -100 <= latency <= 2000, latency
 PY
 	[[ "$output" == *"job torchelastic:j1 lost rank 1"* ]]
-	wait_for 10 not kill -0 "$p0" 2>/dev/null   # the survivor was ended
+	wait_for 10 not running "$p0"   # the survivor was ended
 }
 
 @test "partial death: an 8-rank job that loses two ranks reports each; the ranks it stops are not deaths" {
@@ -203,6 +226,171 @@ assert sib not in ex
 procs = [p for s in ev if "processes" in s for p in s["processes"] if p["pid"] == sib]
 assert procs and procs[0]["job"] == "pid:%d" % sib and procs[0]["rank"] is None, procs[:1]
 PY
+}
+
+# The words before a command that run it without the kernel's process events: as root,
+# without CAP_NET_ADMIN (the events need it); any other user never has them. Words, not
+# a function: a function in the background is a shell of its own, whose $! is not the
+# command's.
+if [ "$(id -u)" -eq 0 ]; then
+	NO_PROC_EVENTS=(setpriv --bounding-set -net_admin --inh-caps -net_admin)
+else
+	NO_PROC_EVENTS=()
+fi
+
+# Whether this machine gives the kernel's process events to a process of ours (root, a
+# kernel with CONFIG_PROC_EVENTS, the initial namespaces): asked of the kernel itself,
+# whose answer to a subscription says so.
+proc_events() {
+	python3 - <<'PY' 2>/dev/null
+import socket, struct, sys
+s = socket.socket(socket.AF_NETLINK, socket.SOCK_DGRAM, 11)  # NETLINK_CONNECTOR
+s.bind((0, 1))                                                # CN_IDX_PROC
+s.settimeout(1)
+def op(o):  # nlmsghdr, cn_msg (CN_IDX_PROC, CN_VAL_PROC, ack 7), the operation
+    cn = struct.pack("=IIIIHHI", 1, 1, 0, 7, 4, 0, o)
+    s.send(struct.pack("=IHHII", 16 + len(cn), 3, 0, 0, 0) + cn)
+op(1)  # PROC_CN_MCAST_LISTEN
+while True:  # the answer: no event (what 0) carrying our ack number plus one
+    m = s.recv(8192)
+    if len(m) >= 56 and struct.unpack_from("=I", m, 28)[0] == 8 and struct.unpack_from("=I", m, 36)[0] == 0:
+        op(2)  # PROC_CN_MCAST_IGNORE
+        sys.exit(1 if struct.unpack_from("=I", m, 52)[0] else 0)
+PY
+}
+
+# Issue 43: ranks whose parent reaps them at once (bash's `wait`, mpirun): watch could
+# not read how rank 1 ended, took its exit 0 for a death, and --stop-job-on-partial-death
+# sent SIGTERM to rank 0. Watch is held (SIGSTOP) while rank 1 exits and is reaped, as
+# a loaded machine may hold it, and runs without the kernel's process events (which
+# would tell it: the next test), so that its end is never readable; the race is not left
+# to chance. A rank of another job that dies where watch can read it still stops its job.
+@test "partial death: a rank whose end watch could not read is no death; one read as a death still stops its job" {
+	use_double
+	launch <<-EOF
+		env TORCHELASTIC_RUN_ID=b43 RANK=0 sleep 60
+		env TORCHELASTIC_RUN_ID=b43 RANK=1 sh -c 'while [ ! -e "\$0/b1.go" ]; do sleep 0.05; done; exit 3' $T
+	EOF
+	local b0 b1 a0 a1
+	read -r b0 b1 <<< "$(tr '\n' ' ' < "$T/pids")"
+	cat > "$T/job" <<-'EOF'
+		t=$1
+		env TORCHELASTIC_RUN_ID=a43 RANK=0 sh -c 'while [ ! -e "$0/a0.go" ]; do sleep 0.05; done; exit 0' "$t" & r0=$!
+		env TORCHELASTIC_RUN_ID=a43 RANK=1 sh -c 'while [ ! -e "$0/a1.go" ]; do sleep 0.05; done; exit 0' "$t" & r1=$!
+		echo "$r0 $r1" > "$t/job.tmp"; mv "$t/job.tmp" "$t/job.pids"
+		wait "$r1"; echo "rank1 exit=$?" >> "$t/log"
+		wait "$r0"; echo "rank0 exit=$?" >> "$t/log"
+	EOF
+	bash "$T/job" "$T" &
+	wait_for 20 test -e "$T/job.pids"
+	read -r a0 a1 < "$T/job.pids"
+	for p in $a0 $a1 $b1; do wait_exec "$p" sh; done
+	wait_exec "$b0" sleep
+	{
+		printf 'gpu uuid=GPU-a bus=00000000:04:00.0 name=H200 total=80G used=30G util=90\n'
+		for p in $a0 $a1 $b0 $b1; do printf 'proc gpu=0 pid=%d used=1G\n' "$p"; done
+	} > "$T/gpus"
+	"${NO_PROC_EVENTS[@]}" "$HR" watch -q --interval 200 --duration 60 --jsonl "$T/o.jsonl" --stop-job-on-partial-death \
+		--stop-delay 0 --grace 1 2> "$T/err" &
+	local w=$!
+	wait_for 20 sample_with "$T/o.jsonl" 4
+	kill -STOP "$w"
+	touch "$T/a1.go"
+	wait_for 20 grep -qx 'rank1 exit=0' "$T/log"   # exited 0, reaped by its parent
+	kill -CONT "$w"
+	wait_for 20 events_at_least "$T/o.jsonl" process_exit 1
+	# a stop (--stop-delay 0) comes with the death itself; a sample after it shows it done
+	local n; n=$(wc -l < "$T/o.jsonl")
+	wait_for 10 eval '[ "$(wc -l < "$T/o.jsonl")" -gt "$((n + 1))" ]'
+	touch "$T/a0.go"
+	wait_for 20 grep -q '^rank0 exit=' "$T/log"
+	# job b's rank 1 exits 3, its zombie readable: a death, its job stopped
+	touch "$T/b1.go"
+	wait_for 20 events_at_least "$T/o.jsonl" job_stopped 1
+	wait_for 10 not running "$b0"
+	kill -TERM "$w"; wait "$w" || true
+	cat "$T/err" "$T/log"
+	grep -qx 'rank0 exit=0' "$T/log"   # never signalled: it finished on its own
+	[ "$(events "$T/o.jsonl" partial_death)" -eq 1 ]
+	[ "$(events "$T/o.jsonl" job_stopped)" -eq 1 ]
+	python3 - "$T/o.jsonl" "$a1" "$b1" <<'PY'
+import json, sys
+ev = [json.loads(l) for l in open(sys.argv[1])]
+a1, b1 = int(sys.argv[2]), int(sys.argv[3])
+ex = {e["pid"]: e for e in ev if e.get("event") == "process_exit"}
+assert ex[a1]["end"] == "unknown" and ex[a1]["how"].startswith("ended, status unknown"), ex[a1]
+assert ex[b1]["end"] == "failed" and ex[b1]["how"] == "exited with status 3", ex[b1]
+pd = [e for e in ev if e.get("event") == "partial_death"][0]
+st = [e for e in ev if e.get("event") == "job_stopped"][0]
+assert pd["job"] == st["job"] == "torchelastic:b43" and pd["pid"] == b1 and st["ranks_signalled"] == 1, (pd, st)
+PY
+}
+
+# Issue 43, the common case: a launcher that reaps its ranks at once (`bash -c 'r0 & r1 &
+# wait'`, mpirun, torchrun's agent) hid their deaths, read as unknown ends. As root the
+# kernel's process events tell each exit before the parent reaps it. Watch is held
+# (SIGSTOP) until both ranks 1 have exited and been reaped, their zombies gone: only the
+# events can tell how they ended.
+@test "partial death: as root, the kernel's process events read ends a launcher reaped at once: exit 1 stops its job, exit 0 is clean" {
+	[ "$(id -u)" -eq 0 ] || skip "the kernel's process events are read only as root"
+	proc_events || skip "this kernel gives no process events (CONFIG_PROC_EVENTS, or another namespace)"
+	use_double
+	cat > "$T/job" <<-'EOF'
+		t=$1 id=$2
+		# rank 1 ends with the status in $t/$id.go once it appears; bash reaps at once
+		env TORCHELASTIC_RUN_ID=$id RANK=0 sleep 60 & r0=$!
+		env TORCHELASTIC_RUN_ID=$id RANK=1 sh -c 'while [ ! -s "$0" ]; do sleep 0.05; done; exit $(cat "$0")' "$t/$id.go" & r1=$!
+		echo "$r0 $r1" > "$t/$id.tmp"; mv "$t/$id.tmp" "$t/$id.pids"
+		wait
+	EOF
+	bash "$T/job" "$T" d43 &
+	bash "$T/job" "$T" c43 &
+	wait_for 20 test -e "$T/d43.pids"
+	wait_for 20 test -e "$T/c43.pids"
+	local d0 d1 c0 c1
+	read -r d0 d1 < "$T/d43.pids"
+	read -r c0 c1 < "$T/c43.pids"
+	for p in $d0 $c0; do wait_exec "$p" sleep; done
+	for p in $d1 $c1; do wait_exec "$p" sh; done
+	{
+		printf 'gpu uuid=GPU-a bus=00000000:04:00.0 name=H200 total=80G used=30G util=90\n'
+		for p in $d0 $d1 $c0 $c1; do printf 'proc gpu=0 pid=%d used=1G\n' "$p"; done
+	} > "$T/gpus"
+	"$HR" watch -q --interval 200 --duration 60 --jsonl "$T/o.jsonl" --stop-job-on-partial-death --stop-delay 0 \
+		--grace 1 2> "$T/err" &
+	local w=$!
+	wait_for 20 sample_with "$T/o.jsonl" 4
+	kill -STOP "$w"
+	echo 1 > "$T/d43.go"
+	echo 0 > "$T/c43.go"
+	wait_for 20 not test -e "/proc/$d1"   # exited and reaped: no zombie to read
+	wait_for 20 not test -e "/proc/$c1"
+	kill -CONT "$w"
+	wait_for 20 events_at_least "$T/o.jsonl" job_stopped 1
+	wait_for 10 not running "$d0"
+	wait_for 20 events_at_least "$T/o.jsonl" process_exit 3
+	running "$c0"   # job c43's rank 1 finished: its rank 0 runs on
+	kill -TERM "$w"; wait "$w" || true
+	cat "$T/err"
+	[ "$(events "$T/o.jsonl" partial_death)" -eq 1 ]
+	[ "$(events "$T/o.jsonl" job_stopped)" -eq 1 ]
+	python3 - "$T/o.jsonl" "$d1" "$c1" <<'PY'
+import json, sys
+ev = [json.loads(l) for l in open(sys.argv[1])]
+d1, c1 = int(sys.argv[2]), int(sys.argv[3])
+ex = {e["pid"]: e for e in ev if e.get("event") == "process_exit"}
+assert ex[d1]["end"] == "failed" and ex[d1]["how"] == "exited with status 1", ex[d1]
+assert ex[c1]["end"] == "clean" and ex[c1]["how"] == "exited with status 0", ex[c1]
+pd = [e for e in ev if e.get("event") == "partial_death"][0]
+st = [e for e in ev if e.get("event") == "job_stopped"][0]
+assert pd["job"] == st["job"] == "torchelastic:d43" and pd["pid"] == d1 and st["ranks_signalled"] == 1, (pd, st)
+PY
+	kill "$c0"
+	# -v says where ends are read from, and where they cannot be
+	run "$HR" watch -q -v --interval 100 --duration 0.3
+	[[ "$output" == *"reading process exits from the kernel's process events"* ]]
+	run "${NO_PROC_EVENTS[@]}" "$HR" watch -q -v --interval 100 --duration 0.3
+	[[ "$output" == *"the kernel's process events cannot be had (Operation not permitted): the end of a rank its launcher reaps at once is unknown"* ]]
 }
 
 @test "garbage options are usage errors: nan percentages and seconds, a zero window" {
@@ -580,8 +768,12 @@ orphan() {
 	[ "$(id -u)" -eq 0 ] || skip "needs root and two other users"
 	sleeper 4242 TORCHELASTIC_RUN_ID=victimjob RANK=0 & local v0=$!
 	sleeper 4242 TORCHELASTIC_RUN_ID=victimjob RANK=1 & local v1=$!
-	sleeper 4343 TORCHELASTIC_RUN_ID=victimjob RANK=7 & local m=$!
-	local r0 r1 mo
+	# its death read from its zombie: a death, which must stop none of the victim's
+	launch <<-EOF
+		setpriv --reuid=4343 --regid=4343 --clear-groups env TORCHELASTIC_RUN_ID=victimjob RANK=7 perl -e 'sleep 60' $T
+	EOF
+	local m r0 r1 mo
+	m=$(cat "$T/pids")
 	r0=$(orphan 0 RANK=0 WORLD_SIZE=2)
 	r1=$(orphan 0 RANK=1 WORLD_SIZE=2)
 	mo=$(orphan 4343 RANK=0)
@@ -596,6 +788,7 @@ orphan() {
 	wait_for 20 sample_with "$T/o.jsonl" 6
 	kill -9 "$m" "$mo"
 	wait_for 20 events_at_least "$T/o.jsonl" process_exit 2
+	python3 -c 'import json,sys; e=[e for e in map(json.loads, open(sys.argv[1])) if e.get("event") == "process_exit" and e["pid"] == int(sys.argv[2])]; assert e and e[0]["end"] == "failed", e' "$T/o.jsonl" "$m"
 	# a stop (--stop-delay 0) comes with the death itself; a sample after it shows it done
 	local n; n=$(wc -l < "$T/o.jsonl")
 	wait_for 10 eval '[ "$(wc -l < "$T/o.jsonl")" -gt "$((n + 1))" ]'
@@ -621,10 +814,14 @@ PY
 	use_double
 	local addr=rendezvous-host-with-a-long-name-0123456789.cluster.example.internal
 	[ "${#addr}" -gt 63 ]
-	sleeper 0 WORLD_SIZE=2 MASTER_ADDR=$addr MASTER_PORT=29500 RANK=0 & local a0=$!
-	sleeper 0 WORLD_SIZE=2 MASTER_ADDR=$addr MASTER_PORT=29500 RANK=1 & local a1=$!
-	sleeper 0 WORLD_SIZE=2 MASTER_ADDR=$addr MASTER_PORT=29501 RANK=0 & local b0=$!
-	sleeper 0 WORLD_SIZE=2 MASTER_ADDR=$addr MASTER_PORT=29501 RANK=1 & local b1=$!
+	launch <<-EOF
+		env WORLD_SIZE=2 MASTER_ADDR=$addr MASTER_PORT=29500 RANK=0 perl -e 'sleep 60' $T
+		env WORLD_SIZE=2 MASTER_ADDR=$addr MASTER_PORT=29500 RANK=1 perl -e 'sleep 60' $T
+		env WORLD_SIZE=2 MASTER_ADDR=$addr MASTER_PORT=29501 RANK=0 perl -e 'sleep 60' $T
+		env WORLD_SIZE=2 MASTER_ADDR=$addr MASTER_PORT=29501 RANK=1 perl -e 'sleep 60' $T
+	EOF
+	local a0 a1 b0 b1
+	read -r a0 a1 b0 b1 <<< "$(tr '\n' ' ' < "$T/pids")"
 	for p in $a0 $a1 $b0 $b1; do wait_exec "$p" perl; done
 	{
 		printf 'gpu uuid=GPU-a bus=00000000:04:00.0 name=H200 total=80G used=30G util=90\n'
@@ -658,8 +855,12 @@ PY
 	command -v script || skip "script (util-linux) needed for a terminal"
 	[ "$(id -u)" -eq 0 ] || skip "needs root and another user"
 	local id=$'x\e]0;PWNED\a\e[2J\xff\xc3'
-	sleeper 4242 "TORCHELASTIC_RUN_ID=$id" RANK=0 & local p0=$!
-	sleeper 4242 "TORCHELASTIC_RUN_ID=$id" RANK=1 & local p1=$!
+	TORCHELASTIC_RUN_ID="$id" launch <<-EOF
+		setpriv --reuid=4242 --regid=4242 --clear-groups env RANK=0 perl -e 'sleep 60' $T
+		setpriv --reuid=4242 --regid=4242 --clear-groups env RANK=1 perl -e 'sleep 60' $T
+	EOF
+	local p0 p1
+	read -r p0 p1 <<< "$(tr '\n' ' ' < "$T/pids")"
 	wait_exec "$p0" perl
 	wait_exec "$p1" perl
 	printf 'gpu uuid=GPU-a bus=00000000:04:00.0 name=H200 total=80G used=30G util=90\nproc gpu=0 pid=%d used=1G\nproc gpu=0 pid=%d used=1G\n' "$p0" "$p1" > "$T/gpus"
@@ -768,6 +969,43 @@ PY
 	wait "$w" || true
 	echo "scrapes in: $ok of 8"
 	[ "$ok" -eq 8 ]
+}
+
+# Issue 43: libmicrohttpd's thread and the request deadline's started before watch
+# blocked its signals, so SIGTERM (every `systemctl stop`) or SIGINT went to one of them
+# and its default action ended watch: no summary, its command left running. Every
+# thread starts with them blocked now, and the main thread reads them.
+@test "--prometheus: SIGTERM or SIGINT ends the command, then watch with its summary; no thread takes them" {
+	use_double
+	command -v curl || skip "curl needed"
+	printf 'gpu uuid=GPU-a bus=00000000:04:00.0 name=H200 total=80G used=20G util=50\n' > "$T/gpus"
+	local sig port w child st
+	for sig in TERM INT; do
+		port=$((20000 + RANDOM % 20000))
+		# a shell's background job ignores SIGINT: perl gives it back its default action
+		perl -e '$SIG{INT} = "DEFAULT"; exec @ARGV' "$HR" watch -q --interval 200 --prometheus "127.0.0.1:$port" \
+			-- perl -e 'sleep 1000' "$T" 2> "$T/err" &
+		w=$!
+		wait_for 20 curl -sf -m 2 -o /dev/null "http://127.0.0.1:$port/metrics"
+		child=$(pgrep -P "$w")
+		[ -n "$child" ]
+		# every thread (main, libmicrohttpd's, the deadline's) has SIGINT, SIGTERM and SIGCHLD blocked
+		python3 - "$w" <<'PY'
+import glob, signal, sys
+want = sum(1 << (s - 1) for s in (signal.SIGINT, signal.SIGTERM, signal.SIGCHLD))
+blk = {t: int([l.split()[1] for l in open(t) if l.startswith("SigBlk:")][0], 16)
+       for t in glob.glob("/proc/%s/task/*/status" % sys.argv[1])}
+print({t: hex(b) for t, b in blk.items()})
+assert len(blk) >= 3 and all(b & want == want for b in blk.values()), blk
+PY
+		kill -"$sig" "$w"
+		st=0
+		wait "$w" || st=$?
+		cat "$T/err"
+		[ "$st" -eq $((128 + $(kill -l "$sig"))) ]   # the command's status: it was signalled
+		grep -q '^headroom watch: the command ended' "$T/err"
+		not kill -0 "$child" 2>/dev/null   # ended and reaped, not orphaned
+	done
 }
 
 # Issue 29: the JSON-lines file (and any other descriptor watch opens) leaked into every

@@ -5,7 +5,9 @@
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <signal.h>
 #include <string.h>
+#include <sys/wait.h>
 
 #include <cmocka.h>
 
@@ -200,13 +202,54 @@ static void test_key_whole(void **state)
 	free(key);
 }
 
+/* Issue 43: a rank its own parent reaped (bash's `wait`, mpirun) ended in a way watch
+ * could not read, and was taken for dead: --stop-job-on-partial-death sent SIGTERM to
+ * the healthy rank beside one that had exited 0. Only an end read as a death is one. */
+static void test_endings(void **state)
+{
+	(void)state;
+	assert_int_equal(detect_end_of_status(W_EXITCODE(0, 0)), WEND_CLEAN);
+	assert_int_equal(detect_end_of_status(W_EXITCODE(3, 0)), WEND_FAILED);
+	assert_int_equal(detect_end_of_status(W_EXITCODE(0, SIGKILL)), WEND_FAILED);
+	assert_int_equal(detect_end_of_status(W_EXITCODE(0, SIGSEGV)), WEND_FAILED);
+	assert_int_equal(detect_end_of_status(W_EXITCODE(0, SIGTERM)), WEND_ASKED);
+	assert_int_equal(detect_end_of_status(W_EXITCODE(0, SIGINT)), WEND_ASKED);
+	assert_int_equal(detect_end_of_status(W_EXITCODE(0, SIGHUP)), WEND_ASKED);
+	assert_int_equal(detect_end_of_status(W_STOPCODE(SIGSTOP)), WEND_UNKNOWN); /* no end */
+	assert_string_equal(detect_end_name(WEND_CLEAN), "clean");
+	assert_string_equal(detect_end_name(WEND_FAILED), "failed");
+	assert_string_equal(detect_end_name(WEND_ASKED), "asked");
+	assert_string_equal(detect_end_name(WEND_UNKNOWN), "unknown");
+	assert_string_equal(detect_end_name(WEND_COUNT), "?");
+	assert_false(detect_end_is_death(WEND_CLEAN));
+	assert_true(detect_end_is_death(WEND_FAILED));
+	assert_true(detect_end_is_death(WEND_ASKED));
+	assert_false(detect_end_is_death(WEND_UNKNOWN));
+	assert_false(detect_end_is_death(WEND_COUNT));
+
+	/* two ranks, rank 1 gone: counted as the watcher counts (died only for a death) */
+	assert_false(detect_partial_death_event(&(struct job_ranks){ 2, 1, 0 }, WEND_CLEAN, 0));
+	assert_false(detect_partial_death_event(&(struct job_ranks){ 2, 1, 0 }, WEND_UNKNOWN, 0));
+	assert_true(detect_partial_death_event(&(struct job_ranks){ 2, 1, 1 }, WEND_FAILED, 0));
+	assert_true(detect_partial_death_event(&(struct job_ranks){ 2, 1, 1 }, WEND_ASKED, 0));
+	/* an unknown end acts on nothing, even in a job with an earlier death */
+	assert_false(detect_partial_death_event(&(struct job_ranks){ 3, 1, 1 }, WEND_UNKNOWN, 0));
+	assert_false(detect_partial_death_event(&(struct job_ranks){ 3, 1, 2 }, WEND_UNKNOWN, 0));
+	/* a later death is news unless asked to end; none after headroom signalled the job */
+	assert_true(detect_partial_death_event(&(struct job_ranks){ 3, 1, 2 }, WEND_FAILED, 0));
+	assert_false(detect_partial_death_event(&(struct job_ranks){ 3, 1, 2 }, WEND_ASKED, 0));
+	assert_false(detect_partial_death_event(&(struct job_ranks){ 3, 1, 1 }, WEND_FAILED, 1));
+	/* the last rank's death leaves nothing running: not partial */
+	assert_false(detect_partial_death_event(&(struct job_ranks){ 2, 0, 2 }, WEND_FAILED, 0));
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_trend),
 		cmocka_unit_test(test_trend_wobble),
 		cmocka_unit_test(test_trend_steps), cmocka_unit_test(test_thresholds), cmocka_unit_test(test_jobs),
-		cmocka_unit_test(test_ranks), cmocka_unit_test(test_key_whole),
+		cmocka_unit_test(test_ranks), cmocka_unit_test(test_key_whole), cmocka_unit_test(test_endings),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
