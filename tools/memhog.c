@@ -1,10 +1,14 @@
 /* memhog: a stand-in compiler that follows a memory curve, for tests and benchmarks.
  *
- *   memhog -c JOBFILE -o OBJ     follow the curve in JOBFILE, then write OBJ
- *   memhog --hold SIZE --ms N    hold SIZE (e.g. 200M) for N milliseconds
+ *   memhog [--cpu] -c JOBFILE -o OBJ     follow the curve in JOBFILE, then write OBJ
+ *   memhog [--cpu] --hold SIZE --ms N    hold SIZE (e.g. 200M) for N milliseconds
  *
  * JOBFILE (written by bench/replay): a line "headroom-job/1 INTERVAL_MS", then one
- * resident-set target in bytes per interval. */
+ * resident-set target in bytes per interval.
+ *
+ * By default the milliseconds are wall time spent asleep: the job holds memory and no CPU.
+ * With --cpu they are CPU time spent busy, as a compiler's are: more such jobs than CPUs
+ * each take longer, so running more at once than the CPUs gains nothing. */
 #include <errno.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -18,6 +22,7 @@
 
 static void **chunks;
 static size_t nchunks, capchunks;
+static int burn_cpu;
 
 static void set_rss(uint64_t target)
 {
@@ -75,6 +80,34 @@ static void sleep_until(struct timespec *t0, long ms, long interval_ms)
 	}
 }
 
+static long long cpu_ms(void)
+{
+	struct timespec t;
+
+	clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &t);
+	return ms_of(&t);
+}
+
+/* Busy until this process has used ms of CPU since *cpu0. A stopped process uses none,
+ * so the curve pauses where it was stopped, as it does asleep. */
+static void burn_until(long long cpu0, long ms)
+{
+	static volatile unsigned long sink;
+
+	while (cpu_ms() - cpu0 < ms)
+		for (int i = 0; i < 100000; i++)
+			sink += (unsigned long)i;
+}
+
+/* The curve's clock: point ms of it reached, in wall time or (--cpu) in CPU time. */
+static void wait_until(struct timespec *t0, long long cpu0, long ms, long interval_ms)
+{
+	if (burn_cpu)
+		burn_until(cpu0, ms);
+	else
+		sleep_until(t0, ms, interval_ms);
+}
+
 static uint64_t parse_size(const char *s)
 {
 	char *end;
@@ -93,6 +126,7 @@ static int follow(const char *jobfile, const char *obj)
 {
 	FILE *f = fopen(jobfile, "r");
 	struct timespec t0;
+	long long cpu0 = cpu_ms();
 	long interval_ms, k = 0;
 	unsigned long long v;
 
@@ -108,7 +142,7 @@ static int follow(const char *jobfile, const char *obj)
 	clock_gettime(CLOCK_MONOTONIC, &t0);
 	while (fscanf(f, "%llu", &v) == 1) {
 		set_rss(v);
-		sleep_until(&t0, ++k * interval_ms, interval_ms);
+		wait_until(&t0, cpu0, ++k * interval_ms, interval_ms);
 	}
 	fclose(f);
 	set_rss(0);
@@ -137,17 +171,20 @@ int main(int argc, char **argv)
 			hold = parse_size(argv[++i]);
 		else if (!strcmp(argv[i], "--ms") && i + 1 < argc)
 			ms = atol(argv[++i]);
+		else if (!strcmp(argv[i], "--cpu"))
+			burn_cpu = 1;
 		else {
-			fprintf(stderr, "usage: memhog -c JOBFILE [-o OBJ] | memhog --hold SIZE --ms N\n");
+			fprintf(stderr, "usage: memhog [--cpu] -c JOBFILE [-o OBJ] | memhog [--cpu] --hold SIZE --ms N\n");
 			return 2;
 		}
 	}
 	if (jobfile)
 		return follow(jobfile, obj);
 	struct timespec t0;
+	long long cpu0 = cpu_ms();
 	clock_gettime(CLOCK_MONOTONIC, &t0);
 	set_rss(hold);
 	for (long k = 1; k * 50 <= ms; k++)
-		sleep_until(&t0, k * 50, 50);
+		wait_until(&t0, cpu0, k * 50, 50);
 	return 0;
 }

@@ -31,3 +31,33 @@ load helper
 	PY
 	[ -z "$(left_over)" ]
 }
+
+@test "tools/demo: a replayed job is busy on a CPU for its duration, as a compile is" {
+	command -v ninja || skip "ninja needed"
+	# the demo's own replay, one job built alone: its CPU time is the duration its curve
+	# gives it (a job that slept through it would use next to none), whatever the load
+	python3 - "$ROOT/tools/demo" "$T/b" <<-'PY'
+	import importlib.machinery, importlib.util, json, os, resource, subprocess, sys
+	sys.dont_write_bytecode = True  # no __pycache__ left in tools/
+	loader = importlib.machinery.SourceFileLoader("demo", sys.argv[1])
+	demo = importlib.util.module_from_spec(importlib.util.spec_from_loader("demo", loader))
+	loader.exec_module(demo)
+	build = sys.argv[2]
+	demo.generate(build)
+	meta = json.load(open(os.path.join(build, "replay.json")))
+	def duration_ms(src):
+	    with open(os.path.join(build, src)) as f:
+	        return (len(f.read().split()) - 2) * meta["interval_ms"]
+	# a job of about a second: long against what touching its memory costs
+	src, obj = min(meta["edges"], key=lambda e: abs(duration_ms(e[0]) - 1000))
+	def cpu():
+	    ru = resource.getrusage(resource.RUSAGE_CHILDREN)
+	    return (ru.ru_utime + ru.ru_stime) * 1000
+	before = cpu()
+	subprocess.run(["ninja", "-C", build, obj], check=True, stdout=subprocess.DEVNULL)
+	cpu_ms = cpu() - before
+	print(f"{src}: {cpu_ms:.0f} ms of CPU for a curve of {duration_ms(src)} ms")
+	assert cpu_ms >= 0.9 * duration_ms(src), (cpu_ms, duration_ms(src))
+	PY
+	[ -z "$(left_over)" ]
+}

@@ -140,3 +140,14 @@ PY
 	[ "$status" -eq 1 ]
 	[[ "$output" == "replay: "* && "$output" != *Traceback* ]]
 }
+
+@test "--cpu: every job runs memhog --cpu, under ninja and under sh; without it none does" {
+	[ -x "$MEMHOG" ] || skip "tools/memhog is not built (make)"
+	trace 'a b.cu' c.cu
+	"$REPLAY" generate "$T/trace.json" "$T/busy" --cpu >/dev/null
+	"$REPLAY" generate "$T/trace.json" "$T/idle" >/dev/null
+	grep -qF "$MEMHOG --cpu -c \$in -o \$out" "$T/busy/build.ninja"
+	[ "$("$REPLAY" commands "$T/busy" | grep -cF "$MEMHOG --cpu -c ")" -eq 2 ]
+	not grep -qF -- --cpu "$T/idle/build.ninja"
+	[ -z "$("$REPLAY" commands "$T/idle" | grep -F -- --cpu)" ]
+}
