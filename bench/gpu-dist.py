@@ -56,7 +56,11 @@ for step in range(t.get("steps", 3)):
         out = wrapped(input_ids=ids, labels=ids)
     torch.cuda.synchronize()
     fwd = [torch.cuda.memory_allocated(), torch.cuda.max_memory_allocated()]
-    out.loss.backward()
+    loss = out.loss
+    if not t.get("keep_outputs"):  # HF Trainer: the output goes as the loss is taken
+        out = None
+    loss.backward()
+    loss = None
     torch.cuda.synchronize()
     bwd = [torch.cuda.memory_allocated(), torch.cuda.max_memory_allocated()]
     opt.step()

@@ -437,6 +437,17 @@ static void s_grad_ckpt(const struct setting *s, const struct train_settings *t,
 		strbuf_add(sb, t->grad_ckpt ? "gradient checkpointing" : "no gradient checkpointing");
 }
 
+static void s_keep_outputs(const struct setting *s, const struct train_settings *t, const struct said_ctx *c,
+			   struct strbuf *sb)
+{
+	(void)s;
+	(void)c;
+	/* said only when on: HF Trainer's way, the output let go as the loss is taken, is
+	 * the default (and in the JSON's assumed object) */
+	if (!t->inference && t->keep_outputs)
+		strbuf_add(sb, "the step's output (logits, cache) kept into the next step");
+}
+
 static void s_use_cache(const struct setting *s, const struct train_settings *t, const struct said_ctx *c,
 			struct strbuf *sb)
 {
@@ -562,6 +573,10 @@ static const struct setting settings[] = {
 	BOOL_ROW("use_cache", p_bool, use_cache, "the model's use_cache in training (the default: on, its keys and "
 						  "values held to the next step; checkpointing turns it off)", a_use_cache,
 		 SAID_ATTENTION, s_use_cache),
+	BOOL_ROW("keep_outputs", p_bool, keep_outputs, "the step's output (logits, KV cache) kept into the next step, "
+						       "as a loop holding out = model(...) does (the default: let go as "
+						       "the loss is taken, as HF Trainer's training_step does)",
+		 a_train_flag, SAID_RUN, s_keep_outputs),
 	INT_ROW("loss_chunk", "N", loss_chunk, 0, INT64_MAX, "tokens per lm_head + loss chunk (default 0: all at once)",
 		a_train_count, SAID_RUN, s_loss_chunk),
 	INT_ROW("steps", "N", steps, 1, PLAN_MAX_STEPS, "the run's training steps (default: a long run; the first 8 are "

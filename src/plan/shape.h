@@ -91,6 +91,9 @@ struct train_settings {
 	int grad_ckpt;
 	int use_cache;            /* the model's use_cache in training (its default, 1; off with
 				   * grad_ckpt): each layer's keys and values held to the next step */
+	int keep_outputs;         /* the step's output (logits, cache) held into the next step, as a
+				   * loop keeping `out = model(...)` does; 0: let go as the loss is
+				   * taken, as HF Trainer's training_step does */
 	int64_t batch, seq;
 	int64_t loss_chunk;       /* tokens per lm_head + loss chunk; 0: all at once */
 	int zero_stage;           /* 0 none; 1 optimizer, 2 + gradients, 3 + weights (FSDP full shard) */

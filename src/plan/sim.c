@@ -3168,7 +3168,8 @@ static void train_forward(struct train *tr, int step)
 
 /* The final norm, lm_head and the loss over chunks, in the forward: logits as
  * returned, their fp32 copy, the log-softmax (kept); only then does the caller drop
- * the last step's output (its logits and cache). */
+ * the last step's output (its logits and cache), or, as HF Trainer, this step's
+ * logits (keep_outputs). */
 static void loss_forward(struct train *tr)
 {
 	struct step *s = &tr->s;
@@ -3240,6 +3241,10 @@ static void loss_forward(struct train *tr)
 	drop(s, tr->prev_logits);
 	drop(s, y32);
 	free_all(s, &tr->prev_kv);
+	if (!tr->t->keep_outputs) { /* HF Trainer: the output goes as the loss is taken */
+		drop(s, tr->logits);
+		tr->logits = 0;
+	}
 	tr->final_out = yf;
 }
 
@@ -3461,6 +3466,10 @@ static void layers_backward(struct train *tr)
 		tr->shards.n = 0;
 	}
 	tr->prev_logits = tr->logits;
+	if (!tr->t->keep_outputs) { /* the cache, held by no output, goes with the backward */
+		free_all(s, &tr->kv);
+		return;
+	}
 	struct tlist held = tr->prev_kv;
 	tr->prev_kv = tr->kv;
 	tr->kv = held;

@@ -628,7 +628,7 @@ static void test_knobs(void **state)
 	t.loss_chunk = 1024;
 	assert_int_equal(plan_compute(&m, &t, &chunked, &why), 0);
 	assert_breakdown(&chunked);
-	assert_true(chunked.bytes[C_LOGITS] * 2 < full.bytes[C_LOGITS]);
+	assert_true(chunked.bytes[C_LOGITS] * 3 < full.bytes[C_LOGITS] * 2);
 	assert_true(chunked.device_peak_bytes < full.device_peak_bytes);
 	t.loss_chunk = 0;
 	/* LoRA trains a few million parameters: no full gradients or states */
