@@ -30,7 +30,14 @@ int tree_has_compiler(const struct proc_table *t, pid_t pid)
 	return 0;
 }
 
-int tree_job_argv(int argc, char **argv, int max)
+/* Does word name the launcher's variable, not yet expanded ($HEADROOM_LAUNCHER, ${...},
+ * $(...))? */
+static int launcher_var_word(const char *t)
+{
+	return t[0] == '$' && strstr(t, LAUNCH_ENV_VAR) != NULL;
+}
+
+int tree_job_argv(int argc, char **argv, int max, int launcher_set)
 {
 	char *save = NULL;
 
@@ -40,10 +47,13 @@ int tree_job_argv(int argc, char **argv, int max)
 	argc = 0;
 	int skip_next = 0;
 	for (char *t = strtok_r(cmd, " \t\n", &save); t && argc < max - 1; t = strtok_r(NULL, " \t\n", &save)) {
+		/* the launcher's variable, where no launcher is set, expands to nothing */
+		if (!launcher_set && launcher_var_word(t))
+			continue;
 		/* before the tool: variables left unexpanded (but the launcher's, which
 		 * tree_classify() looks for), VAR=value assignments, and the steps CMake's
 		 * ninja rules put first (`: &&`, `cd DIR &&`) */
-		if (!argc && (skip_next || (t[0] == '$' && !strstr(t, LAUNCH_ENV_VAR)) || strchr(t, '=') || !strcmp(t, ":") || !strcmp(t, "&&") ||
+		if (!argc && (skip_next || (t[0] == '$' && !launcher_var_word(t)) || strchr(t, '=') || !strcmp(t, ":") || !strcmp(t, "&&") ||
 			      !strcmp(t, ";") || !strcmp(t, "exec"))) {
 			skip_next = 0;
 			continue;
@@ -71,7 +81,7 @@ enum tree_kind tree_classify(int argc, char *const argv[], const char *self_name
 			return TREE_LAUNCHED;
 		/* the cc and c++ shims `headroom run` makes for python builds launch too, and so
 		 * does the launcher's variable, not yet expanded by the shell it is given to */
-		if (strstr(argv[i], "/headroom-shims.") || (argv[i][0] == '$' && strstr(argv[i], LAUNCH_ENV_VAR)))
+		if (strstr(argv[i], "/headroom-shims.") || launcher_var_word(argv[i]))
 			return TREE_LAUNCHED;
 	}
 	/* A build tool it runs: the program it runs, not a word of its arguments (`echo built

@@ -28,12 +28,14 @@ enum tree_kind {
 
 /* What a job runs, from its argv (argv[argc] == NULL): a `sh -c "..."` has its command
  * split on blanks in place, which is enough to find the tool, the source and the flags;
- * before the tool, unexpanded $VARs (but $HEADROOM_LAUNCHER), VAR=value words, `:`, `&&`
- * and `cd DIR` are left out. At most max - 1
- * words; argv[argc] = NULL. Returns the new argc. */
-int tree_job_argv(int argc, char **argv, int max);
+ * before the tool, unexpanded $VARs (but $HEADROOM_LAUNCHER while launcher_set: the
+ * launcher is set in the build's environment), VAR=value words, `:`, `&&` and `cd DIR`
+ * are left out, and $HEADROOM_LAUNCHER anywhere when no launcher is set (it expands to
+ * nothing). At most max - 1 words; argv[argc] = NULL. Returns the new argc. */
+int tree_job_argv(int argc, char **argv, int max, int launcher_set);
 
-/* Classify a child of a build tool from its argv (`sh -c "..."` split on blanks).
+/* Classify a child of a build tool from its argv (`sh -c "..."` split on blanks by
+ * tree_job_argv(), which keeps a $HEADROOM_LAUNCHER word only where it launches).
  * self_name: headroom's own executable basename. */
 enum tree_kind tree_classify(int argc, char *const argv[], const char *self_name);
 

@@ -8,6 +8,7 @@
 
 #include "govern/gov.h"
 #include "govern/governor.h"
+#include "govern/launch.h"
 #include "govern/signature.h"
 #include "govern/tree.h"
 #include "util/grow.h"
@@ -123,6 +124,9 @@ void treescan_run(struct gov *g, int64_t now)
 {
 	pid_t self = getpid();
 	char buf[16384], *argv[512];
+	/* the build inherits ours: with --tree no launcher is set, and the variable is empty */
+	const char *launcher = getenv(LAUNCH_ENV_VAR);
+	int launcher_set = launcher && *launcher;
 
 	tree_prune_skipped(g);
 	for (size_t i = 0; i < g->procs.n; i++) {
@@ -134,7 +138,8 @@ void treescan_run(struct gov *g, int64_t now)
 		parent = proc_table_find(&g->procs, e->ppid);
 		if (!parent || !tree_is_build_tool(parent->comm) || !proc_table_is_descendant(&g->procs, e->pid, self))
 			continue;
-		int argc = tree_job_argv(proc_cmdline(g->o->proc_root, e->pid, buf, sizeof(buf), argv, 512), argv, 512);
+		int argc = tree_job_argv(proc_cmdline(g->o->proc_root, e->pid, buf, sizeof(buf), argv, 512), argv, 512,
+					 launcher_set);
 		if (!argc) /* gone since the table was read: nothing to hold, nothing to name it by */
 			continue;
 		if (tree_classify(argc, argv, g->self_name) != TREE_JOB) {

@@ -61,8 +61,26 @@ static void test_classify_shell(void **state)
 	for (size_t i = 0; i < sizeof(rows) / sizeof(rows[0]); i++) {
 		char cmd[256], *argv[32] = { "/bin/sh", "-c", cmd, NULL };
 		snprintf(cmd, sizeof(cmd), "%s", rows[i].cmd);
-		int argc = tree_job_argv(3, argv, 32);
+		int argc = tree_job_argv(3, argv, 32, 1);
 		assert_int_equal(tree_classify(argc, argv, "headroom"), rows[i].kind);
+	}
+}
+
+/* With no launcher set (--tree), $HEADROOM_LAUNCHER expands to nothing: the job is the
+ * tree's, named by the tool after it. */
+static void test_launcher_unset(void **state)
+{
+	static const char *const cmds[] = { "${HEADROOM_LAUNCHER} memhog -c k.cu -o k.o",
+					    "echo start >> log; $HEADROOM_LAUNCHER memhog -c k.cu -o k.o" };
+
+	(void)state;
+	for (size_t i = 0; i < sizeof(cmds) / sizeof(cmds[0]); i++) {
+		char cmd[256], *argv[32] = { "/bin/sh", "-c", cmd, NULL };
+		snprintf(cmd, sizeof(cmd), "%s", cmds[i]);
+		int argc = tree_job_argv(3, argv, 32, 0);
+		assert_int_equal(tree_classify(argc, argv, "headroom"), TREE_JOB);
+		if (!i)
+			assert_string_equal(argv[0], "memhog");
 	}
 }
 
@@ -124,17 +142,17 @@ static void test_job_argv(void **state)
 
 	(void)state;
 	/* sh -c: split on blanks; the assignment and the unexpanded variable before the tool go */
-	assert_int_equal(tree_job_argv(3, argv, 8), 6);
+	assert_int_equal(tree_job_argv(3, argv, 8, 0), 6);
 	assert_string_equal(argv[0], "g++");
 	assert_string_equal(argv[1], "-O2");
 	assert_string_equal(argv[3], "a.cpp");
 	assert_string_equal(argv[5], "a.o");
 	assert_null(argv[6]);
 	/* anything else stays as it is */
-	assert_int_equal(tree_job_argv(3, plain, 4), 3);
+	assert_int_equal(tree_job_argv(3, plain, 4, 0), 3);
 	assert_string_equal(plain[0], "g++");
 	/* at most max - 1 words */
-	assert_int_equal(tree_job_argv(3, few, 4), 3);
+	assert_int_equal(tree_job_argv(3, few, 4, 0), 3);
 	assert_string_equal(few[2], "c");
 	assert_null(few[3]);
 }
@@ -148,9 +166,9 @@ static void test_cmake_steps(void **state)
 	char *b[8] = { "/bin/sh", "-c", step, NULL };
 
 	(void)state;
-	assert_true(tree_job_argv(3, a, 8) > 0);
+	assert_true(tree_job_argv(3, a, 8, 0) > 0);
 	assert_string_equal(a[0], "/usr/bin/c++");
-	assert_true(tree_job_argv(3, b, 8) > 0);
+	assert_true(tree_job_argv(3, b, 8, 0) > 0);
 	assert_string_equal(b[0], "/usr/bin/cmake");
 	assert_string_equal(b[1], "-E");
 }
@@ -198,6 +216,7 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_classify),
 		cmocka_unit_test(test_classify_shell),
+		cmocka_unit_test(test_launcher_unset),
 		cmocka_unit_test(test_unowned),
 		cmocka_unit_test(test_ungoverned),
 		cmocka_unit_test(test_job_argv),
