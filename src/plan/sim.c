@@ -3502,6 +3502,8 @@ static void step_result(struct step *s, struct sim_result *r)
 	r->peak_phase = s->peak_phase;
 	r->oom = s->a.oom;
 	r->min_reserved_bytes = s->a.max_occupied_bytes;
+	r->live_peak_bytes = s->a.max_live_low_bytes;
+	r->largest_transient_bytes = s->a.max_freed_bytes;
 }
 
 static void train_finish(struct train *tr, struct sim_result *r)

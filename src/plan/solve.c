@@ -60,84 +60,63 @@ static uint64_t beyond_context(uint64_t bytes, uint64_t ctx)
 	return bytes > ctx ? bytes - ctx : 1;
 }
 
-/* fit_plan, or with give_up a plan whose simulations stop where the run is known not
- * to complete (its figures then partial): the same answer to whether it does. */
+/* The plan with plenty of memory: its interval decides (fit_verdict), not where one
+ * simulated layout puts a block. The plain run tells t->past when its live segments
+ * pass what the GPU leaves less the margin (plan_advise starts the hint then). */
 static int plan_on(const struct fit *f, const struct model_shape *m, const struct train_settings *t,
-		   struct plan_result *r, const char **why, int give_up)
+		   struct plan_result *r, const char **why)
 {
 	struct train_settings on_gpu = *t;
-	struct plan_result card;
-	uint64_t usable = fit_usable_bytes(f), ctx = plan_context_bytes(t);
-	/* what the card leaves the allocator once the context is taken */
-	uint64_t card_bytes = beyond_context(usable, ctx);
 	int rc;
 
-	if (give_up && f->gpu_bytes)
-		on_gpu.give_up_bytes = card_bytes;
-	/* told when its live segments pass the card, or leave less than the margin: the
-	 * answer is then no, or (past the card, where the run as it goes on the card may
-	 * need less) most likely no */
-	if (f->gpu_bytes) {
-		uint64_t room = f->gpu_bytes > f->margin_bytes ? f->gpu_bytes - f->margin_bytes : 0;
-		on_gpu.past_bytes = beyond_context(room < usable ? room : usable, ctx);
-	} else {
+	if (f->gpu_bytes)
+		on_gpu.past_bytes = beyond_context(fit_limit_bytes(f), plan_context_bytes(t));
+	else
 		on_gpu.past = NULL;
-	}
 	rc = plan_compute(m, &on_gpu, r, why);
-	on_gpu.past = NULL;
-	if (rc || !f->gpu_bytes)
-		return rc;
-	/* what its live segments need passes the card: it does not fit */
-	if (r->min_device_bytes > usable) {
-		r->oom = 1;
-		return 0;
-	}
-	/* within the card the cache is never given back (in any placement simulated) */
-	if (r->device_peak_bytes <= usable && r->device_peak_high_bytes <= usable)
-		return 0;
-	/* past it: the run as it goes on this card, its cache given back whenever a segment
-	 * does not fit what the context leaves; where its blocks land then decides whether
-	 * it completes (measured: a run whose plentiful live segments fit ran out of memory
-	 * where this simulation did) */
-	on_gpu.limit_bytes = card_bytes;
-	rc = plan_compute(m, &on_gpu, &card, why);
-	if (rc)
-		return rc;
-	if (card.oom) { /* the plan with plenty of memory, and what the card would need */
-		r->oom = 1;
-		r->min_device_bytes = card.device_peak_bytes > usable ? card.device_peak_bytes : usable + 1;
-		return 0;
-	}
-	card.plentiful_peak_bytes = r->device_peak_bytes;
-	/* it completes in what its live segments took on the card, or less */
-	if (card.min_device_bytes > r->min_device_bytes)
-		card.min_device_bytes = r->min_device_bytes;
-	*r = card;
-	return 0;
+	if (!rc && f->gpu_bytes)
+		r->oom = fit_verdict(f, r) == FIT_NO;
+	return rc;
 }
 
 int fit_plan(const struct fit *f, const struct model_shape *m, const struct train_settings *t,
 	     struct plan_result *r, const char **why)
 {
-	return plan_on(f, m, t, r, why, 0);
+	return plan_on(f, m, t, r, why);
 }
 
 int fit_check(const struct fit *f, const struct model_shape *m, const struct train_settings *t,
 	      struct plan_result *r, const char **why)
 {
-	return plan_on(f, m, t, r, why, 1);
+	return plan_on(f, m, t, r, why);
+}
+
+/* (a margin smaller than what CUDA keeps back must not let a run pass that CUDA
+ * cannot hold) */
+uint64_t fit_limit_bytes(const struct fit *f)
+{
+	uint64_t usable = fit_usable_bytes(f), room = f->gpu_bytes > f->margin_bytes ? f->gpu_bytes - f->margin_bytes : 0;
+
+	return room < usable ? room : usable;
+}
+
+enum fit_verdict fit_verdict(const struct fit *f, const struct plan_result *r)
+{
+	uint64_t limit = fit_limit_bytes(f);
+
+	if (r->need_high_bytes <= limit)
+		return FIT_FITS;
+	return r->need_low_bytes <= limit ? FIT_AT_RISK : FIT_NO;
 }
 
 int fit_runs(const struct fit *f, const struct plan_result *r)
 {
-	return !r->oom && r->min_device_bytes <= fit_usable_bytes(f);
+	return r->need_low_bytes <= fit_usable_bytes(f);
 }
 
-/* (a margin smaller than what CUDA keeps back must not let a run that cannot complete
- * pass) */
 int fit_ok(const struct fit *f, const struct plan_result *r)
 {
-	return fit_runs(f, r) && r->min_device_bytes + f->margin_bytes <= f->gpu_bytes;
+	return fit_verdict(f, r) == FIT_FITS;
 }
 
 const char *knob_name(size_t i)
@@ -229,24 +208,26 @@ int knob_range(const struct train_settings *t, const char *name, int64_t *min, i
 	return 0;
 }
 
-/* Plan t with its knob k at v: 1 when it fits; 0 when not, or when it passes the
- * planner's limits (*too_big then says what); or -EINVAL. The search asks yes or no
- * (fit_check: a plan that does not fit is partial); shown plans are whole (shown). */
+/* Plan t with its knob k at v: whether its need (need_high when surely, else need_low)
+ * is within the fit's limit: 1 yes; 0 no, or past the planner's limits (*too_big then
+ * says what); or -EINVAL. */
 static int fits_with(const struct fit *f, const struct model_shape *m, struct train_settings *t, int64_t *k,
-		     int64_t v, struct plan_result *r, const char **why, const char **too_big, int shown)
+		     int64_t v, int surely, struct plan_result *r, const char **why, const char **too_big)
 {
 	int rc;
 
 	*k = v;
 	*too_big = NULL;
-	rc = shown ? fit_plan(f, m, t, r, why) : fit_check(f, m, t, r, why);
+	rc = fit_plan(f, m, t, r, why);
 	if (rc == -E2BIG) {
 		*too_big = *why;
 		*why = NULL;
 		memset(r, 0, sizeof(*r));
 		return 0;
 	}
-	return rc ? rc : fit_ok(f, r);
+	if (rc)
+		return rc;
+	return (surely ? r->need_high_bytes : r->need_low_bytes) <= fit_limit_bytes(f);
 }
 
 #define SEARCH_STEPS 3
@@ -256,95 +237,6 @@ int64_t solve_search_steps(const struct train_settings *t)
 	int run = plan_sim_steps(t);
 
 	return run < SEARCH_STEPS ? run : SEARCH_STEPS;
-}
-
-/* The largest value from lo + 1 below hi that fits as t says, hi known not to fit, lo
- * known to fit (lo < min: nothing known): the value below hi first, as a search over a
- * short run leaves it one that usually fits the long run too, then by doubling steps
- * down and halving the gap. *p gets the fitting plan. Returns the value, or a -errno. */
-static int64_t largest_fitting(const struct fit *f, const struct model_shape *m, struct train_settings *s,
-			       int64_t *k, int64_t lo, int64_t hi, struct plan_result *p, const char **why)
-{
-	struct plan_result q;
-	const char *too_big;
-	int64_t step = 1;
-	int rc;
-
-	while (hi - lo > 1) {
-		int64_t mid = hi - step > lo ? hi - step : lo + (hi - lo) / 2;
-		rc = fits_with(f, m, s, k, mid, &q, why, &too_big, 0);
-		if (rc < 0)
-			return rc;
-		if (rc) {
-			lo = mid;
-			*p = q;
-			step = (hi - lo) / 2 > 0 ? (hi - lo) / 2 : 1;
-		} else {
-			hi = mid;
-			step *= 2;
-		}
-	}
-	return lo;
-}
-
-/* Cliffs: how many times the answer moves below a smaller value that does not fit. */
-#define CLIFF_ROUNDS 4
-
-/* The first of value - 1, - 2, - 4 ... (down to min) that does not fit, or 0; < 0 an
- * error. */
-static int64_t below_not_fitting(const struct fit *f, const struct model_shape *m, struct train_settings *s,
-				 int64_t *k, int64_t value, int64_t min, const char **why)
-{
-	struct plan_result q;
-	const char *too_big;
-
-	for (int64_t d = 1; value - d >= min; d *= 2) {
-		int rc = fits_with(f, m, s, k, value - d, &q, why, &too_big, 0);
-		if (rc < 0)
-			return rc;
-		if (!rc)
-			return value - d;
-	}
-	return 0;
-}
-
-/* The answer whose smaller neighbours fit: below any that does not, the largest that
- * fits, CLIFF_ROUNDS times at most. Returns the value (min - 1: none), or < 0. */
-static int64_t off_cliffs(const struct fit *f, const struct model_shape *m, struct train_settings *s, int64_t *k,
-			  int64_t value, int64_t min, struct solve_result *r, const char **why)
-{
-	for (int round = 0; round < CLIFF_ROUNDS && value >= min; round++) {
-		int64_t bad = below_not_fitting(f, m, s, k, value, min, why);
-		if (bad <= 0)
-			return bad < 0 ? bad : value;
-		if (!r->cliff_value)
-			r->cliff_value = bad;
-		value = largest_fitting(f, m, s, k, min - 1, bad, &r->plan, why);
-		if (value < 0)
-			return value;
-	}
-	return value;
-}
-
-/* What the values a few steps either side of value need (value - 2 step, - step,
- * value, + 1, + step; step a 64th of it, at least 1), within [min, max]. */
-static void near_values(const struct fit *f, const struct model_shape *m, struct train_settings *s, int64_t *k,
-			int64_t value, int64_t min, int64_t max, struct solve_result *r)
-{
-	int64_t step = value / 64 > 1 ? value / 64 : 1;
-	const int64_t vs[SOLVE_NEAR] = { value - 2 * step, value - step, value, value + 1, value + step };
-	const char *why, *too_big;
-	struct plan_result q;
-
-	r->nnear = 0;
-	for (int i = 0; i < SOLVE_NEAR; i++) {
-		if (vs[i] < min || vs[i] > max || (i && vs[i] <= vs[i - 1]))
-			continue;
-		int rc = fits_with(f, m, s, k, vs[i], &q, &why, &too_big, 1);
-		if (rc < 0)
-			continue;
-		r->near[r->nnear++] = (struct solve_near){ vs[i], q.min_device_bytes, too_big ? -1 : rc };
-	}
 }
 
 /* knob_range, the lengths capped at the model's: a model is not run past its positions,
@@ -361,13 +253,65 @@ static int solve_range(const struct fit *f, const struct train_settings *t, cons
 	return 0;
 }
 
+/* The largest value in [min, max] whose need is within the fit (surely: need_high),
+ * below hi (known not to, or max + 1): the bounds grow with every knob, so doubling
+ * from the least then halving the gap finds it. Its plan into *p; min - 1 when none;
+ * or a -errno. */
+static int64_t largest(const struct fit *f, const struct model_shape *m, struct train_settings *s, int64_t *k,
+		       int64_t min, int64_t hi, int surely, struct plan_result *p, const char **why)
+{
+	struct plan_result q;
+	const char *too_big;
+	int64_t lo = min - 1, max = hi - 1, try;
+	int rc;
+
+	/* powers of two from the least at or above min, so that the values tried stay the same */
+	for (try = 1; try < min; try *= 2)
+		;
+	while (lo < max) {
+		try = try < max ? try : max;
+		rc = fits_with(f, m, s, k, try, surely, &q, why, &too_big);
+		if (rc < 0)
+			return rc;
+		if (!rc) {
+			hi = try;
+			break;
+		}
+		lo = try;
+		*p = q;
+		try *= 2;
+	}
+	while (hi - lo > 1) {
+		int64_t mid = lo + (hi - lo) / 2;
+		rc = fits_with(f, m, s, k, mid, surely, &q, why, &too_big);
+		if (rc < 0)
+			return rc;
+		if (rc) {
+			lo = mid;
+			*p = q;
+		} else {
+			hi = mid;
+		}
+	}
+	return lo;
+}
+
+/* The value found with the search's short run, planned as t says: the same bounds
+ * (from the third step on a step asks for what the one before did), so its plan. */
+static int replan(const struct fit *f, const struct model_shape *m, struct train_settings *s, int64_t *k,
+		  int64_t v, struct plan_result *p, const char **why)
+{
+	const char *too_big;
+	int rc = fits_with(f, m, s, k, v, 0, p, why, &too_big);
+
+	return rc < 0 ? rc : 0;
+}
+
 int solve_knob(const struct fit *f, const struct model_shape *m, const struct train_settings *t, const char *knob,
 	       struct solve_result *r, const char **why)
 {
 	struct train_settings s = *t;
-	struct plan_result p;
-	int64_t *k = knob_of(&s, knob), min, max, lo, hi;
-	const char *too_big; /* a value past the limits does not fit, as one too large for the GPU */
+	int64_t *k = knob_of(&s, knob), min, max, may, sure;
 	int rc;
 
 	memset(r, 0, sizeof(*r));
@@ -375,67 +319,30 @@ int solve_knob(const struct fit *f, const struct model_shape *m, const struct tr
 	if (!k || solve_range(f, t, knob, &min, &max, &r->max_is))
 		return -ENOENT;
 	s.steps = solve_search_steps(t);
-	/* lo fits (min - 1: nothing known to), hi is tried next: powers of two from the
-	 * least at or above min, whatever min is, so that the values tried stay the same */
-	lo = min - 1;
-	for (hi = 1; hi < min; hi *= 2)
-		;
-	if (hi > max)
-		hi = max;
-	for (;;) {
-		rc = fits_with(f, m, &s, k, hi, &p, why, &too_big, 0);
-		if (rc < 0)
-			return rc;
-		if (!rc)
-			break;
-		lo = hi;
-		r->plan = p;
-		if (hi == max) { /* every value fits */
-			hi = max + 1;
-			break;
-		}
-		hi = hi > max / 2 ? max : hi * 2;
-	}
-	while (hi - lo > 1) {
-		int64_t mid = lo + (hi - lo) / 2;
-		rc = fits_with(f, m, &s, k, mid, &p, why, &too_big, 0);
-		if (rc < 0)
-			return rc;
-		if (rc) {
-			lo = mid;
-			r->plan = p;
-		} else {
-			hi = mid;
-		}
-	}
-	/* the run as given: the value found, and below it should it not fit that */
+	may = largest(f, m, &s, k, min, max + 1, 0, &r->may_plan, why);
+	if (may < 0)
+		return (int)may;
+	/* what surely fits may fit: at most may */
+	sure = may >= min ? largest(f, m, &s, k, min, may + 1, 1, &r->plan, why) : min - 1;
+	if (sure < 0)
+		return (int)sure;
 	s.steps = t->steps;
-	if (lo >= min) {
-		int64_t v = largest_fitting(f, m, &s, k, min - 1, lo + 1, &r->plan, why);
-		if (v < 0)
-			return (int)v;
-		v = off_cliffs(f, m, &s, k, v, min, r, why);
-		if (v < 0)
-			return (int)v;
-		lo = v;
-		if (lo >= min)
-			near_values(f, m, &s, k, lo, min, max, r);
-		if (lo == max) {
-			r->value = max;
-			r->largest = 1;
-			return 0;
-		}
-	}
-	r->next_value = lo + 1;
-	rc = fits_with(f, m, &s, k, lo + 1, &r->next, why, &r->next_too_big, 1);
+	if ((may >= min && (rc = replan(f, m, &s, k, may, &r->may_plan, why))) ||
+	    (sure >= min && (rc = replan(f, m, &s, k, sure, &r->plan, why))))
+		return rc;
+	r->may_value = may >= min ? may : 0;
+	r->value = sure >= min ? sure : 0;
+	r->largest = sure == max;
+	r->may_largest = may == max;
+	if (r->may_largest)
+		return 0;
+	r->next_value = may + 1;
+	rc = fits_with(f, m, &s, k, may + 1, 0, &r->next, why, &r->next_too_big);
 	if (rc < 0)
 		return rc;
-	if (lo < min && r->next_too_big) { /* even the least cannot be planned: the input is too large */
+	if (may < min && r->next_too_big) { /* even the least cannot be planned: the input is too large */
 		*why = r->next_too_big;
 		return -E2BIG;
 	}
-	r->value = lo >= min ? lo : 0;
-	if (!r->value)
-		memset(&r->plan, 0, sizeof(r->plan));
 	return 0;
 }
