@@ -84,13 +84,16 @@ static const char usage_tail[] =
 	"\n"
 	"Every field and setting is range-checked where it is read; input past the planner's\n"
 	"limits (1024 layers, 65536 items a buffer, 4096 loss chunks, a plan of 1 PiB...;\n"
-	"docs/plan.md) is bad input. --solve answers the largest value that fits with the\n"
-	"margin whose smaller neighbours (1, 2, 4... below) fit too, says so where the peak\n"
-	"jumps about (a cliff), and shows what values a few steps either side need; when\n"
-	"every value fits, its largest (loss_chunk's: batch x seq). A knob the kind of run does\n"
-	"not use is refused: context is inference's, loss_chunk training's, lora_rank LoRA's.\n"
+	"docs/plan.md) is bad input. A plan is an interval, need_low (the live tensors as the\n"
+	"allocator rounds them) to need_high (and what fragmentation can pin): it fits when\n"
+	"need_high is within what CUDA gives less the margin, does not when need_low is past\n"
+	"it, and is at risk between. --solve answers the largest value that surely fits and\n"
+	"the largest that may (when every value fits, its largest; loss_chunk's: batch x\n"
+	"seq). A knob the kind of run does not use is refused: context is inference's,\n"
+	"loss_chunk training's, lora_rank LoRA's.\n"
 	"\n"
-	"Exit status: 0 fits (or solved), 1 does not fit (or no value fits), 2 bad input.\n";
+	"Exit status: 0 fits (or a value surely fits), 1 does not fit (or no value may),\n"
+	"2 bad input, 3 at risk (or a value may fit, none surely).\n";
 
 /* The GPU table's names, ", " between them; the caller frees. */
 static char *gpu_names(void)
