@@ -63,8 +63,8 @@ static uint64_t beyond_context(uint64_t bytes, uint64_t ctx)
 /* The plan with plenty of memory: its interval decides (fit_verdict), not where one
  * simulated layout puts a block. The plain run tells t->past when its live segments
  * pass what the GPU leaves less the margin (plan_advise starts the hint then). */
-static int plan_on(const struct fit *f, const struct model_shape *m, const struct train_settings *t,
-		   struct plan_result *r, const char **why)
+int fit_plan(const struct fit *f, const struct model_shape *m, const struct train_settings *t,
+	     struct plan_result *r, const char **why)
 {
 	struct train_settings on_gpu = *t;
 	int rc;
@@ -79,17 +79,6 @@ static int plan_on(const struct fit *f, const struct model_shape *m, const struc
 	return rc;
 }
 
-int fit_plan(const struct fit *f, const struct model_shape *m, const struct train_settings *t,
-	     struct plan_result *r, const char **why)
-{
-	return plan_on(f, m, t, r, why);
-}
-
-int fit_check(const struct fit *f, const struct model_shape *m, const struct train_settings *t,
-	      struct plan_result *r, const char **why)
-{
-	return plan_on(f, m, t, r, why);
-}
 
 /* (a margin smaller than what CUDA keeps back must not let a run pass that CUDA
  * cannot hold) */

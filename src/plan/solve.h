@@ -32,9 +32,6 @@ enum fit_verdict {
  * (static string). */
 int fit_plan(const struct fit *f, const struct model_shape *m, const struct train_settings *t,
 	     struct plan_result *r, const char **why);
-/* fit_plan for a yes or no (the same plan). */
-int fit_check(const struct fit *f, const struct model_shape *m, const struct train_settings *t,
-	      struct plan_result *r, const char **why);
 /* What a plan must fit in: what CUDA gives a process, less the margin. */
 uint64_t fit_limit_bytes(const struct fit *f);
 enum fit_verdict fit_verdict(const struct fit *f, const struct plan_result *r);
