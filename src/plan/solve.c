@@ -197,11 +197,10 @@ int knob_range(const struct train_settings *t, const char *name, int64_t *min, i
 	return 0;
 }
 
-/* Plan t with its knob k at v: whether its need (need_high when surely, else need_low)
- * is within the fit's limit: 1 yes; 0 no, or past the planner's limits (*too_big then
- * says what); or -EINVAL. */
-static int fits_with(const struct fit *f, const struct model_shape *m, struct train_settings *t, int64_t *k,
-		     int64_t v, int surely, struct plan_result *r, const char **why, const char **too_big)
+/* Plan t with its knob k at v into *r: 0, with *too_big NULL, or past the planner's
+ * limits (too large to plan: *too_big says what, r zeroed); or -EINVAL. */
+static int plan_with(const struct fit *f, const struct model_shape *m, struct train_settings *t, int64_t *k,
+		     int64_t v, struct plan_result *r, const char **why, const char **too_big)
 {
 	int rc;
 
@@ -214,9 +213,7 @@ static int fits_with(const struct fit *f, const struct model_shape *m, struct tr
 		memset(r, 0, sizeof(*r));
 		return 0;
 	}
-	if (rc)
-		return rc;
-	return (surely ? r->need_high_bytes : r->need_low_bytes) <= fit_limit_bytes(f);
+	return rc;
 }
 
 #define SEARCH_STEPS 3
@@ -242,47 +239,126 @@ static int solve_range(const struct fit *f, const struct train_settings *t, cons
 	return 0;
 }
 
-/* The largest value in [min, max] whose need is within the fit (surely: need_high),
- * below hi (known not to, or max + 1): the bounds grow with every knob, so doubling
- * from the least then halving the gap finds it. Its plan into *p; min - 1 when none;
- * or a -errno. */
-static int64_t largest(const struct fit *f, const struct model_shape *m, struct train_settings *s, int64_t *k,
-		       int64_t min, int64_t hi, int surely, struct plan_result *p, const char **why)
+/* One answer's search, over one need (need_low for "may fit", need_high for "surely"):
+ * the values up to lo fit (min - 1: none known to), from hi on they do not (max + 1: none
+ * known not to); the needs at both ends where planned (UINT64_MAX at hi: past the
+ * planner's limits, or not planned), lo's plan, and the fitting value planned before lo
+ * (min - 1: none) for the line through the two. */
+struct bracket {
+	int64_t lo, hi, prev;
+	uint64_t need_lo, need_hi, need_prev;
+	/* how far each end's need is from the limit, as interpolation weighs them: the end
+	 * kept twice in a row weighs half (the Illinois rule: the line then crosses nearer
+	 * the answer than the end that keeps moving) */
+	long double off_lo, off_hi;
+	int moved;                /* the end moved last: 1 lo, -1 hi, 0 none yet */
+	int slow;                 /* values planned in a row that did not halve the gap */
+	struct plan_result plan;
+};
+
+/* Both answers' searches: every value planned narrows both (a plan has both needs). */
+struct search {
+	const struct fit *f;
+	const struct model_shape *m;
+	struct train_settings *s;
+	int64_t *k, min, max;
+	uint64_t limit;
+	struct bracket may, sure;
+	const char **why;
+	int plans;
+};
+
+static void narrow(struct bracket *b, int64_t v, uint64_t need, uint64_t limit, const struct plan_result *q)
+{
+	if (need <= limit && v > b->lo) {
+		b->prev = b->lo, b->need_prev = b->need_lo;
+		b->lo = v, b->need_lo = need, b->plan = *q;
+		b->off_lo = (long double)(limit - need);
+		if (b->moved > 0)
+			b->off_hi /= 2;
+		b->moved = 1;
+	} else if (need > limit && v < b->hi) {
+		b->hi = v, b->need_hi = need;
+		b->off_hi = (long double)(need - limit);
+		if (b->moved < 0)
+			b->off_lo /= 2;
+		b->moved = -1;
+	}
+}
+
+/* Plan v (the search's short run) and narrow both searches by it: 0, or -EINVAL. */
+static int probe(struct search *x, int64_t v)
 {
 	struct plan_result q;
 	const char *too_big;
-	int64_t lo = min - 1, max = hi - 1, try;
-	int rc;
+	int rc = plan_with(x->f, x->m, x->s, x->k, v, &q, x->why, &too_big);
 
-	/* powers of two from the least at or above min, so that the values tried stay the same */
-	for (try = 1; try < min; try *= 2)
-		;
-	while (lo < max) {
-		try = try < max ? try : max;
-		rc = fits_with(f, m, s, k, try, surely, &q, why, &too_big);
-		if (rc < 0)
+	x->plans++;
+	if (rc)
+		return rc;
+	narrow(&x->may, v, too_big ? UINT64_MAX : q.need_low_bytes, x->limit, &q);
+	narrow(&x->sure, v, too_big ? UINT64_MAX : q.need_high_bytes, x->limit, &q);
+	return 0;
+}
+
+/* How far one step past what fits may go, in times lo: a need that stays flat (a small
+ * buffer's count) reaches the knob's largest in a few steps. */
+#define GROW_MAX 16
+
+/* Past lo, nothing known not to fit: where the line through the last two fitting values
+ * crosses the limit, a little further so that it likely brackets the answer; at least
+ * twice lo (never slower than doubling), at most GROW_MAX times, at most max. */
+static int64_t grow(const struct bracket *b, uint64_t limit, int64_t min, int64_t max)
+{
+	int64_t least = b->lo > max / 2 ? max : 2 * b->lo, most = b->lo > max / GROW_MAX ? max : GROW_MAX * b->lo;
+	long double at;
+
+	if (b->prev < min)
+		return least;
+	if (b->need_lo <= b->need_prev)
+		return most;
+	at = b->lo + (long double)(limit - b->need_lo) * (long double)(b->lo - b->prev) /
+			     (long double)(b->need_lo - b->need_prev);
+	at += (at - b->lo) / 64 + 1;
+	return at <= least ? least : at >= most ? most : (int64_t)at;
+}
+
+/* The next value b plans, 0 when its answer is found (lo, hi adjacent): the least first;
+ * then growing; then within the gap where the line through its ends crosses the limit
+ * (the needs are close to straight lines in each knob), halving the gap instead when
+ * SLOW_STEPS values in a row did not (a need with steps) or hi's need is not known. */
+#define SLOW_STEPS 3
+
+static int64_t pick(const struct bracket *b, uint64_t limit, int64_t min, int64_t max)
+{
+	long double at;
+
+	if (b->hi - b->lo <= 1)
+		return 0;
+	if (b->lo < min)
+		return min;
+	if (b->hi > max)
+		return grow(b, limit, min, max);
+	if (b->slow >= SLOW_STEPS || b->need_hi == UINT64_MAX)
+		return b->lo + (b->hi - b->lo) / 2;
+	at = b->lo + b->off_lo * (long double)(b->hi - b->lo) / (b->off_lo + b->off_hi);
+	return at < b->lo + 1 ? b->lo + 1 : at > b->hi - 1 ? b->hi - 1 : (int64_t)at;
+}
+
+/* Search b to its answer: 0, or -EINVAL. */
+static int search_run(struct search *x, struct bracket *b)
+{
+	for (;;) {
+		int rc;
+		int64_t gap = b->hi - b->lo, v = pick(b, x->limit, x->min, x->max);
+		int bracketed = b->lo >= x->min && b->hi <= x->max;
+
+		if (!v)
+			return 0;
+		if ((rc = probe(x, v)))
 			return rc;
-		if (!rc) {
-			hi = try;
-			break;
-		}
-		lo = try;
-		*p = q;
-		try *= 2;
+		b->slow = bracketed && b->slow < SLOW_STEPS && b->hi - b->lo > gap / 2 ? b->slow + 1 : 0;
 	}
-	while (hi - lo > 1) {
-		int64_t mid = lo + (hi - lo) / 2;
-		rc = fits_with(f, m, s, k, mid, surely, &q, why, &too_big);
-		if (rc < 0)
-			return rc;
-		if (rc) {
-			lo = mid;
-			*p = q;
-		} else {
-			hi = mid;
-		}
-	}
-	return lo;
 }
 
 /* The value found with the search's short run, planned as t says: the same bounds
@@ -291,45 +367,46 @@ static int replan(const struct fit *f, const struct model_shape *m, struct train
 		  int64_t v, struct plan_result *p, const char **why)
 {
 	const char *too_big;
-	int rc = fits_with(f, m, s, k, v, 0, p, why, &too_big);
 
-	return rc < 0 ? rc : 0;
+	return plan_with(f, m, s, k, v, p, why, &too_big);
 }
 
 int solve_knob(const struct fit *f, const struct model_shape *m, const struct train_settings *t, const char *knob,
 	       struct solve_result *r, const char **why)
 {
 	struct train_settings s = *t;
-	int64_t *k = knob_of(&s, knob), min, max, may, sure;
+	struct search x = { .f = f, .m = m, .s = &s, .k = knob_of(&s, knob), .limit = fit_limit_bytes(f), .why = why };
+	int64_t may, sure;
 	int rc;
 
 	memset(r, 0, sizeof(*r));
 	*why = NULL;
-	if (!k || solve_range(f, t, knob, &min, &max, &r->max_is))
+	if (!x.k || solve_range(f, t, knob, &x.min, &x.max, &r->max_is))
 		return -ENOENT;
+	x.may = (struct bracket){ .lo = x.min - 1, .hi = x.max + 1, .prev = x.min - 1, .need_hi = UINT64_MAX };
+	x.sure = x.may;
 	s.steps = solve_search_steps(t);
-	may = largest(f, m, &s, k, min, max + 1, 0, &r->may_plan, why);
-	if (may < 0)
-		return (int)may;
-	/* what surely fits may fit: at most may */
-	sure = may >= min ? largest(f, m, &s, k, min, may + 1, 1, &r->plan, why) : min - 1;
-	if (sure < 0)
-		return (int)sure;
-	s.steps = t->steps;
-	if ((may >= min && (rc = replan(f, m, &s, k, may, &r->may_plan, why))) ||
-	    (sure >= min && (rc = replan(f, m, &s, k, sure, &r->plan, why))))
+	/* "may" first: its values narrow "surely" too, which is at most it (need_high is at
+	 * least need_low) */
+	if ((rc = search_run(&x, &x.may)) || (rc = search_run(&x, &x.sure)))
 		return rc;
-	r->may_value = may >= min ? may : 0;
-	r->value = sure >= min ? sure : 0;
-	r->largest = sure == max;
-	r->may_largest = may == max;
+	may = x.may.lo, sure = x.sure.lo;
+	s.steps = t->steps;
+	r->plans = x.plans + (may >= x.min) + (sure >= x.min) + (may < x.max);
+	if ((may >= x.min && (rc = replan(f, m, &s, x.k, may, &r->may_plan, why))) ||
+	    (sure >= x.min && (rc = replan(f, m, &s, x.k, sure, &r->plan, why))))
+		return rc;
+	r->may_value = may >= x.min ? may : 0;
+	r->value = sure >= x.min ? sure : 0;
+	r->largest = sure == x.max;
+	r->may_largest = may == x.max;
 	if (r->may_largest)
 		return 0;
 	r->next_value = may + 1;
-	rc = fits_with(f, m, &s, k, may + 1, 0, &r->next, why, &r->next_too_big);
-	if (rc < 0)
+	rc = plan_with(f, m, &s, x.k, may + 1, &r->next, why, &r->next_too_big);
+	if (rc)
 		return rc;
-	if (may < min && r->next_too_big) { /* even the least cannot be planned: the input is too large */
+	if (may < x.min && r->next_too_big) { /* even the least cannot be planned: the input is too large */
 		*why = r->next_too_big;
 		return -E2BIG;
 	}

@@ -87,15 +87,19 @@ struct solve_result {
 	int64_t next_value;           /* may_value + 1, which does not fit; 0 when may_largest */
 	struct plan_result next;      /* at next_value; zeroed when may_largest or next_too_big */
 	const char *next_too_big;     /* next_value passes the planner's limits: what (plan_check); else NULL */
+	int plans;                    /* the plans the search and its answers took */
 };
 
 /* The largest values of t's knob (in knob_range) that surely fit f and that may: need_low
- * and need_high grow with every knob, so each is a search, doubling from the least until
- * it does not fit, then halving the gap, planning a short run (solve_search_steps: from
- * its third step a step asks for what the one before did, so the bounds are the long
- * run's); each answer is then planned as t says. A value past the planner's limits does
- * not fit. 0, or -ENOENT for an unknown knob, or -EINVAL with *why from plan_compute, or
- * -E2BIG with *why when even the least value is too large to plan. */
+ * and need_high grow with every knob, so each is where one need crosses the limit. One
+ * search plans a short run (solve_search_steps: from its third step a step asks for what
+ * the one before did, so the needs are the long run's) at values that narrow both: the
+ * least, then growing at least twice as far each time along the line through the last
+ * two, then where the line through the ends of the gap crosses the limit (the needs are
+ * close to straight lines in a knob; halving the gap where that is slow). Each answer is
+ * then planned as t says. A value past the planner's limits does not fit. 0, or -ENOENT
+ * for an unknown knob, or -EINVAL with *why from plan_compute, or -E2BIG with *why when
+ * even the least value is too large to plan. */
 int solve_knob(const struct fit *f, const struct model_shape *m, const struct train_settings *t, const char *knob,
 	       struct solve_result *r, const char **why);
 

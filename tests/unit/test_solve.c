@@ -312,6 +312,47 @@ static void test_solve_too_big(void **state)
 	assert_non_null(strstr(why, "the weights and optimizer states"));
 }
 
+/* Issue 44's run: Llama-3.1-8B's shape, full fine-tune with checkpointing, 4 steps, on an
+ * H100, solving seq with the default margin and with none. Each answer is where its need
+ * crosses the limit (the value fits, the next does not), and the search finds both in
+ * fewer plans than one bisection over the knob's range would take, with the answers'
+ * own plans: the needs are near straight lines in seq. */
+static void test_solve_few_plans(void **state)
+{
+	struct model_shape m;
+	struct train_settings t;
+	struct solve_result r;
+	struct plan_result q;
+	struct fit f = fit_gpu("h100-80gb");
+	const char *why;
+	(void)state;
+
+	shape_of("{\"model_type\": \"llama\", \"hidden_size\": 4096, \"num_hidden_layers\": 32,"
+		 " \"num_attention_heads\": 32, \"num_key_value_heads\": 8, \"intermediate_size\": 14336,"
+		 " \"vocab_size\": 128256, \"max_position_embeddings\": 131072, \"tie_word_embeddings\": false}",
+		 &m);
+	train_settings_init(&t);
+	t.grad_ckpt = 1;
+	t.steps = 4;
+	f.max_length = 131072;
+	for (int margin = 0; margin < 2; margin++, f.margin_bytes = 0) {
+		uint64_t limit = fit_limit_bytes(&f);
+		assert_int_equal(solve_knob(&f, &m, &t, "seq", &r, &why), 0);
+		printf("   margin %llu: surely %lld, may %lld, %d plans\n", (unsigned long long)f.margin_bytes,
+		       (long long)r.value, (long long)r.may_value, r.plans);
+		assert_true(r.may_value > 0 && r.value <= r.may_value && !r.may_largest);
+		assert_true(r.may_plan.need_low_bytes <= limit && r.next.need_low_bytes > limit);
+		if (r.value) {
+			assert_true(r.plan.need_high_bytes <= limit);
+			t.seq = r.value + 1;
+			assert_int_equal(fit_plan(&f, &m, &t, &q, &why), 0);
+			assert_true(q.need_high_bytes > limit);
+		}
+		/* log2 of the range (131072) plans for one bisection, 3 for the answers' */
+		assert_true(r.plans <= 17 + 3);
+	}
+}
+
 /* Monotone by construction: over each knob's sweep need_low and need_high never fall
  * and the verdict only moves fits -> at risk -> does not fit; the context moved by
  * 128 MiB either way, or a 64 MiB buffer added, never turns a fit into a does-not-fit.
@@ -391,7 +432,7 @@ int main(void)
 		cmocka_unit_test(test_fit_verdicts), cmocka_unit_test(test_monotone),
 		cmocka_unit_test(test_solve_batch), cmocka_unit_test(test_solve_none), cmocka_unit_test(test_solve_buffer),
 		cmocka_unit_test(test_solve_largest), cmocka_unit_test(test_solve_tiny_buffer),
-		cmocka_unit_test(test_solve_too_big),
+		cmocka_unit_test(test_solve_too_big), cmocka_unit_test(test_solve_few_plans),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
