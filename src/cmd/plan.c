@@ -405,7 +405,6 @@ static void print_table(const struct plan_args *a, const struct plan_result *r)
 		       size_format(r->device_peak_high_bytes, c, sizeof(c)),
 		       !fits || r->device_peak_high_bytes <= usable ? ""
 						      : "; the highest passes the GPU (its cache given back)");
-	(void)limit;
 	uint64_t extra = ddp_rebuild_extra_bytes(&a->t, r);
 	if (extra)
 		printf("DDP: when step 2's bucket rebuild finds NCCL still holding the old buckets (a race: 2 of 3\n"
@@ -452,6 +451,8 @@ static json_t *hint_json(const struct hint *h, int solving)
 	if (solving)
 		json_object_set_new(o, "value", json_integer(h->solved));
 	json_object_set_new(o, "device_peak_bytes", json_integer((json_int_t)h->plan.device_peak_bytes));
+	json_object_set_new(o, "need_low_bytes", json_integer((json_int_t)h->plan.need_low_bytes));
+	json_object_set_new(o, "need_high_bytes", json_integer((json_int_t)h->plan.need_high_bytes));
 	return o;
 }
 
@@ -492,18 +493,21 @@ static void print_hint(const struct plan_args *a, const struct hint *h, const ch
 		       size_format(h->plan.need_low_bytes, b, sizeof(b)), size_format(h->plan.need_high_bytes, c, sizeof(c)));
 	else {
 		struct fit f = fit_of(a);
-		printf("hint: with %s it fits: needs %s to %s\n", change,
-		       size_format(h->plan.need_low_bytes, b, sizeof(b)), size_format(h->plan.need_high_bytes, c, sizeof(c)));
-		(void)f;
+		char d[32];
+		printf("hint: with %s it fits: needs %s to %s, %s to spare\n", change,
+		       size_format(h->plan.need_low_bytes, b, sizeof(b)), size_format(h->plan.need_high_bytes, c, sizeof(c)),
+		       size_format(fit_limit_bytes(&f) - h->plan.need_high_bytes, d, sizeof(d)));
 	}
 }
 
 /* --solve's answers: what surely fits, what may, and the first that does not. */
-static void print_solved(const char *name, const struct solve_result *r, uint64_t gpu, uint64_t margin)
+static void print_solved(const char *name, const struct solve_result *r, const struct fit *f)
 {
 	char b[32], c[32], d[32], e[32];
 
-	printf("GPU %s, margin %s\n", size_format(gpu, c, sizeof(c)), size_format(margin, d, sizeof(d)));
+	printf("GPU %s (%s to a process), margin %s: a run must fit in %s\n", size_format(f->gpu_bytes, b, sizeof(b)),
+	       size_format(fit_usable_bytes(f), c, sizeof(c)), size_format(f->margin_bytes, d, sizeof(d)),
+	       size_format(fit_limit_bytes(f), e, sizeof(e)));
 	if (r->value)
 		printf("surely fits: %s = %lld (needs %s to %s)%s\n", name, (long long)r->value,
 		       size_format(r->plan.need_low_bytes, b, sizeof(b)), size_format(r->plan.need_high_bytes, e, sizeof(e)),
@@ -549,6 +553,7 @@ static int solve(const struct plan_args *a, const char *name)
 							: json_integer((json_int_t)r.next.need_low_bytes));
 		json_object_set_new(o, "gpu_memory_bytes", json_integer((json_int_t)a->gpu_bytes));
 		json_object_set_new(o, "margin_bytes", json_integer((json_int_t)f.margin_bytes));
+		json_object_set_new(o, "limit_bytes", json_integer((json_int_t)fit_limit_bytes(&f)));
 		if (!r.value) {
 			json_object_set_new(o, "hint", hint_json(&h, 1));
 			json_object_set_new(o, "hint_tried", hint_tried_json(&h));
@@ -564,7 +569,7 @@ static int solve(const struct plan_args *a, const char *name)
 			       name, (long long)r.next_value, size_format(r.next.need_low_bytes, b, sizeof(b)),
 			       size_format(a->gpu_bytes, c, sizeof(c)), size_format(f.margin_bytes, d, sizeof(d)));
 		} else {
-			print_solved(name, &r, a->gpu_bytes, f.margin_bytes);
+			print_solved(name, &r, &f);
 		}
 		if (!r.value)
 			print_hint(a, &h, name);
