@@ -43,11 +43,9 @@ static const char usage_head[] =
 	"at the peak is named (weights, gathered parameters, gradients, optimizer states and\n"
 	"temporaries, activations, backward temporaries, logits + loss, KV cache, collective\n"
 	"buffers, cuBLAS workspaces, buffers); allocator fragmentation is what is reserved\n"
-	"beyond them. Near the GPU's size PyTorch gives back its unused cached memory and\n"
-	"retries: it fits when the least memory the run completes in is within what CUDA gives\n"
-	"a process (\"tight\" when less than the margin is left); the peak with plenty of\n"
-	"memory and this GPU's peak are both said.\n"
-	"When it does not fit with the margin (or no value solves), a hint names the change that\n"
+	"beyond them. What it needs is an interval (below), beside one likely layout and the\n"
+	"peak with plenty of memory.\n"
+	"When it does not surely fit (or no value surely does), a hint names the change that\n"
 	"fits, or the fewest changes together, keeping the kind of run first: --optimizer\n"
 	"adamw-fused, --no-use-cache, --loss-chunk, --grad-ckpt, a smaller --batch and their\n"
 	"combinations, then --lora-rank (locked knobs stay).\n"
@@ -73,9 +71,10 @@ static const char usage_gpu[] =
 	"      --margin SIZE|PCT        kept free, e.g. 2G or 5%\n"
 	"                               (default 4%: the model's error bound, 3%, and 1 more)\n"
 	"Output and solving:\n"
-	"      --json                   JSON (format headroom-plan/2): device_peak_bytes (this\n"
-	"                               GPU's), plentiful_peak_bytes, min_device_bytes (the\n"
-	"                               least it runs in), usable_bytes, fits, fits_with_margin,\n"
+	"      --json                   JSON (format headroom-plan/2): verdict, need_low_bytes,\n"
+	"                               need_high_bytes, limit_bytes, peak_low_bytes,\n"
+	"                               peak_high_bytes, device_peak_bytes, min_device_bytes\n"
+	"                               (one likely layout), fits, fits_with_margin,\n"
 	"                               spare_bytes, assumed, components (*_bytes)...\n";
 static const char usage_tail[] =
 	"      --lock KNOB              must stay as given (repeatable); --solve refuses it\n"
@@ -215,7 +214,7 @@ static void usage_print(FILE *f)
 	usage_option(&sb, "--gpu NAME", strbuf_str(&text));
 	strbuf_release(&text);
 	strbuf_add(&sb, usage_gpu);
-	strbuf_addf(&text, "the largest value of %s (its count) that fits", knobs);
+	strbuf_addf(&text, "the largest value of %s (its count) that surely fits, and that may", knobs);
 	usage_option(&sb, "--solve KNOB", strbuf_str(&text));
 	strbuf_release(&text);
 	strbuf_add(&sb, usage_tail);

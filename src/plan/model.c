@@ -169,8 +169,7 @@ int64_t model_params(const struct model_shape *m)
 
 /* What fragmentation can add to the live requests: a freed block's segment pinned by a
  * block made while it lay free, of the largest transient's size, FRAG_BLOCKS of them
- * (docs/plan.md, The interval: the measured runs' and the simulated layouts' least memory
- * sit within it). */
+ * (docs/plan.md, The interval: its calibration on the measured runs, and its misses). */
 #define FRAG_BLOCKS 2
 
 uint64_t plan_fragmentation_bound(uint64_t transient_bytes)

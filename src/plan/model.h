@@ -36,8 +36,9 @@ struct plan_result {
 	/* the interval every placement lies in (docs/plan.md, The interval): need_low the
 	 * context and the live requests' most as the allocator rounds them, which no
 	 * placement escapes; need_high that and what fragmentation can add, a bound from the
-	 * largest transient block. Both the least memory the run needs and its peak with
-	 * plenty of memory lie between; neither depends on where a block lands. */
+	 * largest transient block, for the least memory the run completes in (a peak with
+	 * plenty of memory, its cache kept, may pass it). Neither depends on where a block
+	 * lands. */
 	uint64_t need_low_bytes, need_high_bytes;
 	uint64_t largest_transient_bytes;
 	/* the peak with plenty of memory: the simulated layouts' (plentiful_peak_bytes one of

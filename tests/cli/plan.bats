@@ -185,7 +185,8 @@ J
                                (default: GPU 0 by NVML)
 "* ]]
 	[[ "$output" == *"      --solve KNOB             the largest value of batch, seq, loss_chunk, lora_rank,
-                               context or buffer:NAME (its count) that fits
+                               context or buffer:NAME (its count) that surely fits, and
+                               that may
 "* ]]
 	run "$HR" plan --gpu nosuch "$T/llama1b.json"
 	[ "$status" -eq 2 ]
