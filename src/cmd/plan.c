@@ -43,11 +43,9 @@ static const char usage_head[] =
 	"at the peak is named (weights, gathered parameters, gradients, optimizer states and\n"
 	"temporaries, activations, backward temporaries, logits + loss, KV cache, collective\n"
 	"buffers, cuBLAS workspaces, buffers); allocator fragmentation is what is reserved\n"
-	"beyond them. Near the GPU's size PyTorch gives back its unused cached memory and\n"
-	"retries: it fits when the least memory the run completes in is within what CUDA gives\n"
-	"a process (\"tight\" when less than the margin is left); the peak with plenty of\n"
-	"memory and this GPU's peak are both said.\n"
-	"When it does not fit with the margin (or no value solves), a hint names the change that\n"
+	"beyond them. What it needs is an interval (below), beside one likely layout and the\n"
+	"peak with plenty of memory.\n"
+	"When it does not surely fit (or no value surely does), a hint names the change that\n"
 	"fits, or the fewest changes together, keeping the kind of run first: --optimizer\n"
 	"adamw-fused, --no-use-cache, --loss-chunk, --grad-ckpt, a smaller --batch and their\n"
 	"combinations, then --lora-rank (locked knobs stay).\n"
@@ -73,9 +71,10 @@ static const char usage_gpu[] =
 	"      --margin SIZE|PCT        kept free, e.g. 2G or 5%\n"
 	"                               (default 4%: the model's error bound, 3%, and 1 more)\n"
 	"Output and solving:\n"
-	"      --json                   JSON (format headroom-plan/2): device_peak_bytes (this\n"
-	"                               GPU's), plentiful_peak_bytes, min_device_bytes (the\n"
-	"                               least it runs in), usable_bytes, fits, fits_with_margin,\n"
+	"      --json                   JSON (format headroom-plan/2): verdict, need_low_bytes,\n"
+	"                               need_high_bytes, limit_bytes, peak_low_bytes,\n"
+	"                               peak_high_bytes, device_peak_bytes, min_device_bytes\n"
+	"                               (one likely layout), fits, fits_with_margin,\n"
 	"                               spare_bytes, assumed, components (*_bytes)...\n";
 static const char usage_tail[] =
 	"      --lock KNOB              must stay as given (repeatable); --solve refuses it\n"
@@ -84,13 +83,16 @@ static const char usage_tail[] =
 	"\n"
 	"Every field and setting is range-checked where it is read; input past the planner's\n"
 	"limits (1024 layers, 65536 items a buffer, 4096 loss chunks, a plan of 1 PiB...;\n"
-	"docs/plan.md) is bad input. --solve answers the largest value that fits with the\n"
-	"margin whose smaller neighbours (1, 2, 4... below) fit too, says so where the peak\n"
-	"jumps about (a cliff), and shows what values a few steps either side need; when\n"
-	"every value fits, its largest (loss_chunk's: batch x seq). A knob the kind of run does\n"
-	"not use is refused: context is inference's, loss_chunk training's, lora_rank LoRA's.\n"
+	"docs/plan.md) is bad input. A plan is an interval, need_low (the live tensors as the\n"
+	"allocator rounds them) to need_high (and what fragmentation can pin): it fits when\n"
+	"need_high is within what CUDA gives less the margin, does not when need_low is past\n"
+	"it, and is at risk between. --solve answers the largest value that surely fits and\n"
+	"the largest that may (when every value fits, its largest; loss_chunk's: batch x\n"
+	"seq). A knob the kind of run does not use is refused: context is inference's,\n"
+	"loss_chunk training's, lora_rank LoRA's.\n"
 	"\n"
-	"Exit status: 0 fits (or solved), 1 does not fit (or no value fits), 2 bad input.\n";
+	"Exit status: 0 fits (or a value surely fits), 1 does not fit (or no value may),\n"
+	"2 bad input, 3 at risk (or a value may fit, none surely).\n";
 
 /* The GPU table's names, ", " between them; the caller frees. */
 static char *gpu_names(void)
@@ -212,7 +214,7 @@ static void usage_print(FILE *f)
 	usage_option(&sb, "--gpu NAME", strbuf_str(&text));
 	strbuf_release(&text);
 	strbuf_add(&sb, usage_gpu);
-	strbuf_addf(&text, "the largest value of %s (its count) that fits", knobs);
+	strbuf_addf(&text, "the largest value of %s (its count) that surely fits, and that may", knobs);
 	usage_option(&sb, "--solve KNOB", strbuf_str(&text));
 	strbuf_release(&text);
 	strbuf_add(&sb, usage_tail);
@@ -311,6 +313,11 @@ static json_t *result_json(const struct plan_result *r)
 	json_object_set_new(o, "allocated_peak_bytes", json_integer((json_int_t)r->allocated_peak_bytes));
 	json_object_set_new(o, "plentiful_peak_bytes", json_integer((json_int_t)r->plentiful_peak_bytes));
 	json_object_set_new(o, "min_device_bytes", json_integer((json_int_t)r->min_device_bytes));
+	json_object_set_new(o, "need_low_bytes", json_integer((json_int_t)r->need_low_bytes));
+	json_object_set_new(o, "need_high_bytes", json_integer((json_int_t)r->need_high_bytes));
+	json_object_set_new(o, "largest_transient_bytes", json_integer((json_int_t)r->largest_transient_bytes));
+	json_object_set_new(o, "peak_low_bytes", json_integer((json_int_t)r->peak_low_bytes));
+	json_object_set_new(o, "peak_high_bytes", json_integer((json_int_t)r->peak_high_bytes));
 	if (r->device_peak_high_bytes) {
 		json_t *range = json_object();
 		json_object_set_new(range, "low", json_integer((json_int_t)r->device_peak_low_bytes));
@@ -336,9 +343,27 @@ static uint64_t ddp_rebuild_extra_bytes(const struct train_settings *t, const st
 	return t->ddp && !t->inference ? (uint64_t)r->trainable_params * (uint64_t)t->param_bytes : 0;
 }
 
+static const char *verdict_name(enum fit_verdict v)
+{
+	return v == FIT_FITS ? "fits" : v == FIT_AT_RISK ? "at risk" : "does NOT fit";
+}
+
+/* At risk: where the limit falls in the interval, and what narrows it (each shrinks what
+ * fragmentation can pin). */
+static void print_risk(const struct train_settings *t, const struct plan_result *r, uint64_t limit)
+{
+	char b[32];
+
+	printf(": where blocks land decides (up to %s of fragmentation past the limit)\n",
+	       size_format(r->need_high_bytes - limit, b, sizeof(b)));
+	printf("what shrinks the risk:%s%s torch.cuda.empty_cache() after the first step\n",
+	       t->expandable ? "" : " expandable segments (PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True);",
+	       t->inference || t->loss_chunk ? "" : " a chunked loss (--loss-chunk 1024);");
+}
+
 static void print_table(const struct plan_args *a, const struct plan_result *r)
 {
-	char b[32], c[32], d[32];
+	char b[32], c[32], d[32], e[32], g[32];
 
 	print_assumed("assumed", a, &a->t, NULL);
 	printf("%s, %.1fM parameters (%.1fM trainable), peak in the %s\n", a->m.type, r->params / 1e6,
@@ -356,20 +381,22 @@ static void print_table(const struct plan_args *a, const struct plan_result *r)
 		       "its unused cached memory and retries, and the peak above is this GPU's\n",
 		       size_format(r->plentiful_peak_bytes, b, sizeof(b)));
 	struct fit f = fit_of(a);
-	uint64_t m = f.margin_bytes, usable = fit_usable_bytes(&f);
-	int fits = fit_runs(&f, r);
-	printf("least GPU memory it runs in: %s%s\n", size_format(r->min_device_bytes, b, sizeof(b)),
-	       r->oom ? " (more than this GPU: it runs out of memory even with its cache given back)" : "");
+	uint64_t m = f.margin_bytes, usable = fit_usable_bytes(&f), limit = fit_limit_bytes(&f);
+	enum fit_verdict v = fit_verdict(&f, r);
+	int fits = v != FIT_NO;
+	printf("it needs %s to %s (one likely layout: %s); with plenty of memory it peaks at %s to %s\n",
+	       size_format(r->need_low_bytes, b, sizeof(b)), size_format(r->need_high_bytes, c, sizeof(c)),
+	       size_format(r->min_device_bytes, d, sizeof(d)), size_format(r->peak_low_bytes, e, sizeof(e)),
+	       size_format(r->peak_high_bytes, g, sizeof(g)));
 	printf("GPU%s%s: %s (%s to a process), margin %s: %s", a->gpu_name ? " " : "", a->gpu_name ? a->gpu_name : "",
 	       size_format(a->gpu_bytes, b, sizeof(b)), size_format(usable, c, sizeof(c)),
-	       size_format(m, d, sizeof(d)), fits ? "fits" : "does NOT fit");
-	if (!fits)
-		printf(", %s short\n", size_format(r->min_device_bytes - usable, d, sizeof(d)));
-	else if (fit_ok(&f, r))
-		printf(", %s to spare\n", size_format(usable - r->min_device_bytes, d, sizeof(d)));
+	       size_format(m, d, sizeof(d)), verdict_name(v));
+	if (v == FIT_NO)
+		printf(", %s short even in the best placement\n", size_format(r->need_low_bytes - limit, d, sizeof(d)));
+	else if (v == FIT_FITS)
+		printf(", %s to spare in any placement\n", size_format(limit - r->need_high_bytes, d, sizeof(d)));
 	else
-		printf(", but tight: %s to spare, less than the margin\n",
-		       size_format(usable - r->min_device_bytes, d, sizeof(d)));
+		print_risk(&a->t, r, limit);
 	if (r->device_peak_high_bytes)
 		printf("expandable segments: %d simulated placements peak at %s to %s, the plan 2/5 of the way "
 		       "from the plain run's to the highest%s\n",
@@ -382,7 +409,7 @@ static void print_table(const struct plan_args *a, const struct plan_result *r)
 		printf("DDP: when step 2's bucket rebuild finds NCCL still holding the old buckets (a race: 2 of 3\n"
 		       "measured runs), a rank holds %s more, %s: %s\n", size_format(extra, b, sizeof(b)),
 		       size_format(r->device_peak_bytes + extra, c, sizeof(c)),
-		       r->min_device_bytes + extra <= usable ? "that fits too" : "that does NOT fit");
+		       r->need_high_bytes + extra <= limit ? "that fits too" : "that may NOT fit");
 }
 
 /* A hint's changes as typed, one after another: "--optimizer adamw-fused --grad-ckpt". */
@@ -423,6 +450,8 @@ static json_t *hint_json(const struct hint *h, int solving)
 	if (solving)
 		json_object_set_new(o, "value", json_integer(h->solved));
 	json_object_set_new(o, "device_peak_bytes", json_integer((json_int_t)h->plan.device_peak_bytes));
+	json_object_set_new(o, "need_low_bytes", json_integer((json_int_t)h->plan.need_low_bytes));
+	json_object_set_new(o, "need_high_bytes", json_integer((json_int_t)h->plan.need_high_bytes));
 	return o;
 }
 
@@ -459,48 +488,40 @@ static void print_hint(const struct plan_args *a, const struct hint *h, const ch
 	}
 	hint_text(h, change, sizeof(change));
 	if (knob)
-		printf("hint: with %s, %s = %lld fits: peak %s\n", change, knob, (long long)h->solved,
-		       size_format(h->plan.device_peak_bytes, b, sizeof(b)));
+		printf("hint: with %s, %s = %lld surely fits: needs %s to %s\n", change, knob, (long long)h->solved,
+		       size_format(h->plan.need_low_bytes, b, sizeof(b)), size_format(h->plan.need_high_bytes, c, sizeof(c)));
 	else {
 		struct fit f = fit_of(a);
-		printf("hint: with %s it fits: peak %s, %s to spare\n", change,
-		       size_format(h->plan.device_peak_bytes, b, sizeof(b)),
-		       size_format(fit_usable_bytes(&f) - h->plan.min_device_bytes, c, sizeof(c)));
+		char d[32];
+		printf("hint: with %s it fits: needs %s to %s, %s to spare\n", change,
+		       size_format(h->plan.need_low_bytes, b, sizeof(b)), size_format(h->plan.need_high_bytes, c, sizeof(c)),
+		       size_format(fit_limit_bytes(&f) - h->plan.need_high_bytes, d, sizeof(d)));
 	}
 }
 
-/* The values around a solved answer, and a cliff below it, as JSON. */
-static json_t *near_json(const struct solve_result *r)
+/* --solve's answers: what surely fits, what may, and the first that does not. */
+static void print_solved(const char *name, const struct solve_result *r, const struct fit *f)
 {
-	json_t *a = json_array();
+	char b[32], c[32], d[32], e[32];
 
-	for (int i = 0; i < r->nnear; i++) {
-		json_t *o = json_object();
-		json_object_set_new(o, "value", json_integer(r->near[i].value));
-		json_object_set_new(o, "min_device_bytes", r->near[i].fits < 0 ? json_null()
-						: json_integer((json_int_t)r->near[i].min_device_bytes));
-		json_object_set_new(o, "fits", r->near[i].fits < 0 ? json_false() : json_boolean(r->near[i].fits));
-		json_array_append_new(a, o);
-	}
-	return a;
-}
-
-static void print_near(const char *name, const struct solve_result *r)
-{
-	char b[32];
-
-	if (r->cliff_value)
-		printf("the peak is not monotonic in %s here: %s = %lld does not fit though larger values do "
-		       "(the allocator's placements); the answer is the largest below it whose smaller "
-		       "neighbours fit\n", name, name, (long long)r->cliff_value);
-	if (!r->nnear)
-		return;
-	printf("near it:");
-	for (int i = 0; i < r->nnear; i++)
-		printf("%s %lld needs %s%s", i ? "," : "", (long long)r->near[i].value,
-		       r->near[i].fits < 0 ? "(past the limits)" : size_format(r->near[i].min_device_bytes, b, sizeof(b)),
-		       r->near[i].fits > 0 ? "" : " (no)");
-	putchar('\n');
+	printf("GPU %s (%s to a process), margin %s: a run must fit in %s\n", size_format(f->gpu_bytes, b, sizeof(b)),
+	       size_format(fit_usable_bytes(f), c, sizeof(c)), size_format(f->margin_bytes, d, sizeof(d)),
+	       size_format(fit_limit_bytes(f), e, sizeof(e)));
+	if (r->value)
+		printf("surely fits: %s = %lld (needs %s to %s)%s\n", name, (long long)r->value,
+		       size_format(r->plan.need_low_bytes, b, sizeof(b)), size_format(r->plan.need_high_bytes, e, sizeof(e)),
+		       r->largest ? ", its largest" : "");
+	else
+		printf("surely fits: no %s (placement decides from the least)\n", name);
+	printf("may fit: %s = %lld (needs %s to %s)", name, (long long)r->may_value,
+	       size_format(r->may_plan.need_low_bytes, b, sizeof(b)), size_format(r->may_plan.need_high_bytes, e, sizeof(e)));
+	if (r->may_largest)
+		printf(", it is the largest %s (%s)\n", name, r->max_is);
+	else if (r->next_too_big)
+		printf("; %lld is past the planner's limits (%s)\n", (long long)r->next_value, r->next_too_big);
+	else
+		printf("; %lld needs at least %s: it does not fit\n", (long long)r->next_value,
+		       size_format(r->next.need_low_bytes, b, sizeof(b)));
 }
 
 static int solve(const struct plan_args *a, const char *name)
@@ -515,7 +536,7 @@ static int solve(const struct plan_args *a, const char *name)
 	if (rc)
 		die(EXIT_USAGE, "plan: %s", why);
 	struct hint h = { 0 };
-	if (!r.value) /* (-ENOENT cannot be: solve_knob took the knob) */
+	if (!r.value) /* nothing surely fits (-ENOENT cannot be: solve_knob took the knob) */
 		hint_find(&f, &a->m, &a->t, name, a->locks, a->nlocks, &h);
 	if (a->json) {
 		json_t *o = json_object();
@@ -524,15 +545,14 @@ static int solve(const struct plan_args *a, const char *name)
 		json_object_set_new(o, "knob", json_string(name));
 		json_object_set_new(o, "value", r.value ? json_integer(r.value) : json_null());
 		json_object_set_new(o, "plan", r.value ? result_json(&r.plan) : json_null());
-		json_object_set_new(o, "next_value", r.largest ? json_null() : json_integer(r.next_value));
-		json_object_set_new(o, "next_device_peak_bytes", r.largest || r.next_too_big ? json_null()
-							: json_integer((json_int_t)r.next.device_peak_bytes));
-		json_object_set_new(o, "next_min_device_bytes", r.largest || r.next_too_big ? json_null()
-							: json_integer((json_int_t)r.next.min_device_bytes));
-		json_object_set_new(o, "cliff_value", r.cliff_value ? json_integer(r.cliff_value) : json_null());
-		json_object_set_new(o, "near", near_json(&r));
+		json_object_set_new(o, "may_value", r.may_value ? json_integer(r.may_value) : json_null());
+		json_object_set_new(o, "may_plan", r.may_value ? result_json(&r.may_plan) : json_null());
+		json_object_set_new(o, "next_value", r.may_largest ? json_null() : json_integer(r.next_value));
+		json_object_set_new(o, "next_need_low_bytes", r.may_largest || r.next_too_big ? json_null()
+							: json_integer((json_int_t)r.next.need_low_bytes));
 		json_object_set_new(o, "gpu_memory_bytes", json_integer((json_int_t)a->gpu_bytes));
 		json_object_set_new(o, "margin_bytes", json_integer((json_int_t)f.margin_bytes));
+		json_object_set_new(o, "limit_bytes", json_integer((json_int_t)fit_limit_bytes(&f)));
 		if (!r.value) {
 			json_object_set_new(o, "hint", hint_json(&h, 1));
 			json_object_set_new(o, "hint_tried", hint_tried_json(&h));
@@ -541,29 +561,19 @@ static int solve(const struct plan_args *a, const char *name)
 		putchar('\n');
 		json_decref(o);
 	} else {
-		char b[32], c[32], d[32], e[32];
+		char b[32], c[32], d[32];
 		print_assumed("assumed", a, &a->t, name);
-		if (!r.value) {
-			printf("no %s fits: %s = %lld needs %s, the GPU has %s with a margin of %s\n", name, name,
-			       (long long)r.next_value, size_format(r.next.min_device_bytes, b, sizeof(b)),
+		if (!r.may_value) {
+			printf("no %s fits: %s = %lld needs at least %s, the GPU has %s with a margin of %s\n", name,
+			       name, (long long)r.next_value, size_format(r.next.need_low_bytes, b, sizeof(b)),
 			       size_format(a->gpu_bytes, c, sizeof(c)), size_format(f.margin_bytes, d, sizeof(d)));
-			print_hint(a, &h, name);
 		} else {
-			printf("%s = %lld fits: needs %s (peak %s) of %s (margin %s); ", name, (long long)r.value,
-			       size_format(r.plan.min_device_bytes, b, sizeof(b)),
-			       size_format(r.plan.device_peak_bytes, e, sizeof(e)), size_format(a->gpu_bytes, c, sizeof(c)),
-			       size_format(f.margin_bytes, d, sizeof(d)));
-			if (r.largest)
-				printf("it is the largest %s (%s)\n", name, r.max_is);
-			else if (r.next_too_big)
-				printf("%lld is past the planner's limits (%s)\n", (long long)r.next_value, r.next_too_big);
-			else
-				printf("%lld would need %s\n", (long long)r.next_value,
-				       size_format(r.next.min_device_bytes, e, sizeof(e)));
-			print_near(name, &r);
+			print_solved(name, &r, &f);
 		}
+		if (!r.value)
+			print_hint(a, &h, name);
 	}
-	return r.value ? 0 : 1;
+	return r.value ? 0 : r.may_value ? EXIT_AT_RISK : 1;
 }
 
 static int compare(struct plan_args *a, const char *pa, const char *pb)
@@ -945,8 +955,9 @@ static void knobs_check(struct plan_cli *c, struct plan_args *a)
 static void print_plan_json(const struct plan_args *a, const struct plan_result *r, const struct hint *h)
 {
 	struct fit f = fit_of(a);
-	int fits = fit_runs(&f, r), roomy = fit_ok(&f, r);
+	enum fit_verdict v = fit_verdict(&f, r);
 	json_t *r_json, *o = json_object();
+	static const char *const verdicts[] = { [FIT_FITS] = "fits", [FIT_AT_RISK] = "at risk", [FIT_NO] = "does not fit" };
 
 	json_object_set_new(o, "format", json_string(PLAN_JSON_FORMAT));
 	json_object_set_new(o, "assumed", assumed_json(a, &a->t, NULL));
@@ -955,13 +966,16 @@ static void print_plan_json(const struct plan_args *a, const struct plan_result 
 	json_object_set_new(o, "gpu_memory_bytes", json_integer((json_int_t)a->gpu_bytes));
 	json_object_set_new(o, "margin_bytes", json_integer((json_int_t)margin_of(a)));
 	json_object_set_new(o, "usable_bytes", json_integer((json_int_t)fit_usable_bytes(&f)));
-	json_object_set_new(o, "fits", json_boolean(fits));
-	json_object_set_new(o, "fits_with_margin", json_boolean(roomy));
-	json_object_set_new(o, "spare_bytes", json_integer((json_int_t)fit_usable_bytes(&f) -
-							    (json_int_t)r->min_device_bytes));
+	json_object_set_new(o, "limit_bytes", json_integer((json_int_t)fit_limit_bytes(&f)));
+	json_object_set_new(o, "verdict", json_string(verdicts[v]));
+	/* fits: in any placement, on what CUDA gives, margin or not */
+	json_object_set_new(o, "fits", json_boolean(r->need_high_bytes <= fit_usable_bytes(&f)));
+	json_object_set_new(o, "fits_with_margin", json_boolean(v == FIT_FITS));
+	json_object_set_new(o, "spare_bytes", json_integer((json_int_t)fit_limit_bytes(&f) -
+							    (json_int_t)r->need_high_bytes));
 	uint64_t extra = ddp_rebuild_extra_bytes(&a->t, r);
 	json_object_set_new(o, "ddp_rebuild_extra_bytes", extra ? json_integer((json_int_t)extra) : json_null());
-	if (!roomy) {
+	if (v != FIT_FITS) {
 		json_object_set_new(o, "hint", hint_json(h, 0));
 		json_object_set_new(o, "hint_tried", hint_tried_json(h));
 	}
@@ -1000,13 +1014,13 @@ int cmd_plan(int argc, char **argv)
 	const char *why;
 	if (plan_advise(&f, &a.m, &a.t, a.locks, a.nlocks, &r, &h, &why))
 		die(EXIT_USAGE, "plan: %s", why);
-	int fits = fit_runs(&f, &r), roomy = fit_ok(&f, &r);
+	enum fit_verdict v = fit_verdict(&f, &r);
 	if (a.json) {
 		print_plan_json(&a, &r, &h);
 	} else {
 		print_table(&a, &r);
-		if (!roomy)
+		if (v != FIT_FITS)
 			print_hint(&a, &h, NULL);
 	}
-	return fits ? 0 : 1;
+	return v == FIT_FITS ? 0 : v == FIT_AT_RISK ? EXIT_AT_RISK : 1;
 }

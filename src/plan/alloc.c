@@ -277,10 +277,10 @@ static int grow_segment(struct alloc_sim *a, int pool, uint64_t size)
 	} else {
 		best = new_block(a);
 		if (t >= 0) {
-			a->b[best] = (struct sim_block){ add, a->b[t].off + a->b[t].size, a->b[t].seg, pool, 0, t, -1 };
+			a->b[best] = (struct sim_block){ add, a->b[t].off + a->b[t].size, a->b[t].seg, pool, 0, t, -1, 0 };
 			a->b[t].next = best;
 		} else {
-			a->b[best] = (struct sim_block){ add, 0, new_segment(a, 0), pool, 0, -1, -1 };
+			a->b[best] = (struct sim_block){ add, 0, new_segment(a, 0), pool, 0, -1, -1, 0 };
 		}
 		a->tail[pool] = best;
 	}
@@ -304,6 +304,25 @@ static void occupy(struct alloc_sim *a, int seg, int d)
 		a->occupied_bytes -= a->seg_bytes[seg];
 	if (a->occupied_bytes > a->max_occupied_bytes)
 		a->max_occupied_bytes = a->occupied_bytes;
+}
+
+/* The live requests' bound after pool's live bytes moved by d (a request, or minus one):
+ * a small pool's in whole segments, with expandable segments each pool's in whole pages
+ * (a live block's page is mapped), a large native pool's as they are. */
+static void live_move(struct alloc_sim *a, int pool, uint64_t req, int d)
+{
+	uint64_t sum = 0;
+
+	a->pool_live[pool] = d > 0 ? a->pool_live[pool] + req : a->pool_live[pool] - req;
+	for (int p = 0; p < 2 * ALLOC_SIM_STREAMS; p++) {
+		uint64_t unit = p % 2 == 0 ? SMALL_BUFFER : a->expandable ? LARGE_BUFFER : MIN_BLOCK;
+		sum += (a->pool_live[p] + unit - 1) / unit * unit;
+	}
+	a->live_low_bytes = sum;
+	if (sum > a->max_live_low_bytes)
+		a->max_live_low_bytes = sum;
+	if (d < 0 && req > a->max_freed_bytes)
+		a->max_freed_bytes = req;
 }
 
 int alloc_sim_malloc(struct alloc_sim *a, uint64_t size)
@@ -340,14 +359,14 @@ int alloc_sim_malloc_on(struct alloc_sim *a, uint64_t size, int stream)
 				a->oom = 1; /* carried on: the peak then says by how much it misses */
 		}
 		best = new_block(a);
-		a->b[best] = (struct sim_block){ seg, 0, new_segment(a, seg), pool, 0, -1, -1 };
+		a->b[best] = (struct sim_block){ seg, 0, new_segment(a, seg), pool, 0, -1, -1, 0 };
 		reserve(a, seg);
 	}
 	uint64_t rest = a->b[best].size - size;
 	if (((pool % 2 == 0 || a->expandable) && rest >= MIN_BLOCK) || (pool % 2 == 1 && rest > SMALL_SIZE)) {
 		int n = new_block(a);
 		a->b[n] = (struct sim_block){ rest, a->b[best].off + size, a->b[best].seg, pool, 0, best,
-					      a->b[best].next };
+					      a->b[best].next, 0 };
 		if (a->tail[pool] == best)
 			a->tail[pool] = n;
 		free_add(a, n);
@@ -356,6 +375,8 @@ int alloc_sim_malloc_on(struct alloc_sim *a, uint64_t size, int stream)
 		a->b[best].next = n;
 		a->b[best].size = size;
 	}
+	a->b[best].req = size;
+	live_move(a, pool, size, 1);
 	a->allocated_bytes += a->b[best].size;
 	if (a->allocated_bytes > a->max_allocated_bytes)
 		a->max_allocated_bytes = a->allocated_bytes;
@@ -392,6 +413,8 @@ void alloc_sim_release(struct alloc_sim *a, int i)
 	int p = b->prev, n = b->next;
 
 	a->allocated_bytes -= b->size;
+	live_move(a, b->pool, b->req, -1);
+	b->req = 0;
 	occupy(a, b->seg, -1);
 	if (n >= 0 && a->b[n].free) {
 		free_del(a, n);

@@ -36,6 +36,7 @@ struct sim_block {
 	uint64_t off;              /* offset in its segment */
 	int seg, pool, free;       /* pool: 0 small, 1 large, + 2 x the stream */
 	int prev, next;            /* neighbours in the segment, -1 none */
+	uint64_t req;              /* live: the request as rounded (size may hold an unsplit rest) */
 };
 
 struct alloc_sim {
@@ -70,6 +71,12 @@ struct alloc_sim {
 	size_t cap_seg_live, cap_seg_bytes;
 	uint64_t occupied_bytes, max_occupied_bytes;
 	uint64_t unmapped_bytes;   /* expandable: free blocks' pages given back, not yet mapped again */
+	/* what no placement escapes: each pool's live requests (rounded to MIN_BLOCK), a small
+	 * pool's rounded up to whole segments (with expandable segments, any pool's to whole
+	 * pages), summed; its most over the run; and the largest request ever freed (the
+	 * step's transients: logits, their fp32 copies, gradients) */
+	uint64_t pool_live[2 * ALLOC_SIM_STREAMS];
+	uint64_t live_low_bytes, max_live_low_bytes, max_freed_bytes;
 };
 
 void alloc_sim_init(struct alloc_sim *a);

@@ -110,7 +110,7 @@ static int fits(const struct fit *f, const struct model_shape *m, const struct t
 {
 	const char *why;
 
-	return !fit_check(f, m, s, r, &why) && fit_ok(f, r);
+	return !fit_plan(f, m, s, r, &why) && fit_ok(f, r);
 }
 
 /* Whether s fits f, or solving, some value of that knob: 1 (the plan, or the knob's

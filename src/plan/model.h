@@ -33,6 +33,17 @@ struct plan_result {
 	uint64_t min_device_bytes, plentiful_peak_bytes;
 	int oom;                        /* runs out of memory: past t->limit_bytes even with the
 					 * cache given back (fit_plan: on the GPU it was fitted to) */
+	/* the interval every placement lies in (docs/plan.md, The interval): need_low the
+	 * context and the live requests' most as the allocator rounds them, which no
+	 * placement escapes; need_high that and what fragmentation can add, a bound from the
+	 * largest transient block, for the least memory the run completes in (a peak with
+	 * plenty of memory, its cache kept, may pass it). Neither depends on where a block
+	 * lands. */
+	uint64_t need_low_bytes, need_high_bytes;
+	uint64_t largest_transient_bytes;
+	/* the peak with plenty of memory: the simulated layouts' (plentiful_peak_bytes one of
+	 * them), widened by what measured runs were off by; its low at least need_low */
+	uint64_t peak_low_bytes, peak_high_bytes;
 };
 
 /* Fill defaults for what settings leave unset. */
@@ -48,6 +59,9 @@ int plan_cpus(void);
 
 /* The training steps the simulation runs for t: the run's, at most PLAN_SETTLE_STEPS. */
 int plan_sim_steps(const struct train_settings *t);
+/* What fragmentation can add to the live requests' most in a run whose largest
+ * transient block is transient_bytes: need_high less need_low. */
+uint64_t plan_fragmentation_bound(uint64_t transient_bytes);
 /* The plan: plan_settings_check's answers, or 0 and *r. */
 int plan_compute(const struct model_shape *m, const struct train_settings *t, struct plan_result *r,
 		 const char **why);

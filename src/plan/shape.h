@@ -109,9 +109,6 @@ struct train_settings {
 	uint64_t context_bytes;   /* CUDA context and library workspaces; 0: the default */
 	uint64_t limit_bytes;     /* what the caching allocator may reserve on the GPU (its
 				   * memory less the context and the margin); 0: unlimited */
-	uint64_t give_up_bytes;   /* a plan that only answers whether the run completes: the
-				   * plain run stops once its live segments pass this, or it
-				   * runs out of memory under limit_bytes (0: never) */
 	/* called once, from the plain run's thread, when its live segments pass past_bytes
 	 * (the run then cannot complete on the GPU): so that a caller may start on what it
 	 * does next while the plan runs on (NULL: never) */

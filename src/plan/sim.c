@@ -3511,6 +3511,8 @@ static void step_result(struct step *s, struct sim_result *r)
 	r->peak_phase = s->peak_phase;
 	r->oom = s->a.oom;
 	r->min_reserved_bytes = s->a.max_occupied_bytes;
+	r->live_peak_bytes = s->a.max_live_low_bytes;
+	r->largest_transient_bytes = s->a.max_freed_bytes;
 }
 
 static void train_finish(struct train *tr, struct sim_result *r)
@@ -3537,11 +3539,9 @@ static void train_finish(struct train *tr, struct sim_result *r)
  * that one did. */
 #define STEADY_FROM 2
 
-/* Whether a plan that only asks if the run completes may stop here: the plain run's
- * live segments passed what the GPU leaves them, or it ran out of memory under its
- * limit; either stays so to the run's end (a jittered run's peak is a spread: it runs
- * on). The caller is told once when the plain run's live segments pass t->past_bytes. */
-static int given_up(struct train *tr, uint64_t jitter_seed)
+/* The caller is told once when the plain run's live segments pass t->past_bytes (a
+ * jittered run's peak is a spread: it tells nothing). */
+static void tell_past(struct train *tr, uint64_t jitter_seed)
 {
 	const struct alloc_sim *a = &tr->s.a;
 
@@ -3549,7 +3549,6 @@ static int given_up(struct train *tr, uint64_t jitter_seed)
 		tr->past_told = 1;
 		tr->t->past(tr->t->past_ctx);
 	}
-	return tr->t->give_up_bytes && !jitter_seed && (a->oom || a->max_occupied_bytes > tr->t->give_up_bytes);
 }
 
 int sim_train(const struct model_shape *m, const struct train_settings *t, int steps, uint64_t jitter_seed,
@@ -3567,14 +3566,13 @@ int sim_train(const struct model_shape *m, const struct train_settings *t, int s
 	tr.s.jitter = jitter_seed ? 1 << ((jitter_seed - 1) % 4) : 0;
 	tr.s.jitter_state = jitter_seed * 0x9E3779B97F4A7C15ULL;
 	uint64_t ended[SIM_MAX_STEPS];
-	for (int step = 0; step < steps && !given_up(&tr, jitter_seed); step++) {
+	for (int step = 0; step < steps; step++) {
+		tell_past(&tr, jitter_seed);
 		train_forward(&tr, step);
-		if (given_up(&tr, jitter_seed))
-			break;
+		tell_past(&tr, jitter_seed);
 		loss_forward(&tr);
 		loss_backward(&tr);
-		if (given_up(&tr, jitter_seed))
-			break;
+		tell_past(&tr, jitter_seed);
 		layers_backward(&tr);
 		optimizer_step(&tr);
 		/* from the third step on every step asks for the same blocks (the first makes

@@ -24,6 +24,9 @@ struct sim_result {
 					* "optimizer step", "prefill", "generate" (static) */
 	int oom;                       /* past t->limit_bytes even with the cache given back */
 	uint64_t min_reserved_bytes;   /* the least it runs in, giving back its cache when short */
+	/* what no placement changes (alloc.h): the live requests' most, rounded as the
+	 * allocator rounds them, and the largest request freed in the run */
+	uint64_t live_peak_bytes, largest_transient_bytes;
 };
 
 /* Simulate `steps` training steps (1 to SIM_MAX_STEPS: PLAN_SETTLE_STEPS, or the run's

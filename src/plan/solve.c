@@ -60,84 +60,52 @@ static uint64_t beyond_context(uint64_t bytes, uint64_t ctx)
 	return bytes > ctx ? bytes - ctx : 1;
 }
 
-/* fit_plan, or with give_up a plan whose simulations stop where the run is known not
- * to complete (its figures then partial): the same answer to whether it does. */
-static int plan_on(const struct fit *f, const struct model_shape *m, const struct train_settings *t,
-		   struct plan_result *r, const char **why, int give_up)
-{
-	struct train_settings on_gpu = *t;
-	struct plan_result card;
-	uint64_t usable = fit_usable_bytes(f), ctx = plan_context_bytes(t);
-	/* what the card leaves the allocator once the context is taken */
-	uint64_t card_bytes = beyond_context(usable, ctx);
-	int rc;
-
-	if (give_up && f->gpu_bytes)
-		on_gpu.give_up_bytes = card_bytes;
-	/* told when its live segments pass the card, or leave less than the margin: the
-	 * answer is then no, or (past the card, where the run as it goes on the card may
-	 * need less) most likely no */
-	if (f->gpu_bytes) {
-		uint64_t room = f->gpu_bytes > f->margin_bytes ? f->gpu_bytes - f->margin_bytes : 0;
-		on_gpu.past_bytes = beyond_context(room < usable ? room : usable, ctx);
-	} else {
-		on_gpu.past = NULL;
-	}
-	rc = plan_compute(m, &on_gpu, r, why);
-	on_gpu.past = NULL;
-	if (rc || !f->gpu_bytes)
-		return rc;
-	/* what its live segments need passes the card: it does not fit */
-	if (r->min_device_bytes > usable) {
-		r->oom = 1;
-		return 0;
-	}
-	/* within the card the cache is never given back (in any placement simulated) */
-	if (r->device_peak_bytes <= usable && r->device_peak_high_bytes <= usable)
-		return 0;
-	/* past it: the run as it goes on this card, its cache given back whenever a segment
-	 * does not fit what the context leaves; where its blocks land then decides whether
-	 * it completes (measured: a run whose plentiful live segments fit ran out of memory
-	 * where this simulation did) */
-	on_gpu.limit_bytes = card_bytes;
-	rc = plan_compute(m, &on_gpu, &card, why);
-	if (rc)
-		return rc;
-	if (card.oom) { /* the plan with plenty of memory, and what the card would need */
-		r->oom = 1;
-		r->min_device_bytes = card.device_peak_bytes > usable ? card.device_peak_bytes : usable + 1;
-		return 0;
-	}
-	card.plentiful_peak_bytes = r->device_peak_bytes;
-	/* it completes in what its live segments took on the card, or less */
-	if (card.min_device_bytes > r->min_device_bytes)
-		card.min_device_bytes = r->min_device_bytes;
-	*r = card;
-	return 0;
-}
-
+/* The plan with plenty of memory: its interval decides (fit_verdict), not where one
+ * simulated layout puts a block. The plain run tells t->past when its live segments
+ * pass what the GPU leaves less the margin (plan_advise starts the hint then). */
 int fit_plan(const struct fit *f, const struct model_shape *m, const struct train_settings *t,
 	     struct plan_result *r, const char **why)
 {
-	return plan_on(f, m, t, r, why, 0);
+	struct train_settings on_gpu = *t;
+	int rc;
+
+	if (f->gpu_bytes)
+		on_gpu.past_bytes = beyond_context(fit_limit_bytes(f), plan_context_bytes(t));
+	else
+		on_gpu.past = NULL;
+	rc = plan_compute(m, &on_gpu, r, why);
+	if (!rc && f->gpu_bytes)
+		r->oom = fit_verdict(f, r) == FIT_NO;
+	return rc;
 }
 
-int fit_check(const struct fit *f, const struct model_shape *m, const struct train_settings *t,
-	      struct plan_result *r, const char **why)
+
+/* (a margin smaller than what CUDA keeps back must not let a run pass that CUDA
+ * cannot hold) */
+uint64_t fit_limit_bytes(const struct fit *f)
 {
-	return plan_on(f, m, t, r, why, 1);
+	uint64_t usable = fit_usable_bytes(f), room = f->gpu_bytes > f->margin_bytes ? f->gpu_bytes - f->margin_bytes : 0;
+
+	return room < usable ? room : usable;
+}
+
+enum fit_verdict fit_verdict(const struct fit *f, const struct plan_result *r)
+{
+	uint64_t limit = fit_limit_bytes(f);
+
+	if (r->need_high_bytes <= limit)
+		return FIT_FITS;
+	return r->need_low_bytes <= limit ? FIT_AT_RISK : FIT_NO;
 }
 
 int fit_runs(const struct fit *f, const struct plan_result *r)
 {
-	return !r->oom && r->min_device_bytes <= fit_usable_bytes(f);
+	return r->need_low_bytes <= fit_usable_bytes(f);
 }
 
-/* (a margin smaller than what CUDA keeps back must not let a run that cannot complete
- * pass) */
 int fit_ok(const struct fit *f, const struct plan_result *r)
 {
-	return fit_runs(f, r) && r->min_device_bytes + f->margin_bytes <= f->gpu_bytes;
+	return fit_verdict(f, r) == FIT_FITS;
 }
 
 const char *knob_name(size_t i)
@@ -229,24 +197,23 @@ int knob_range(const struct train_settings *t, const char *name, int64_t *min, i
 	return 0;
 }
 
-/* Plan t with its knob k at v: 1 when it fits; 0 when not, or when it passes the
- * planner's limits (*too_big then says what); or -EINVAL. The search asks yes or no
- * (fit_check: a plan that does not fit is partial); shown plans are whole (shown). */
-static int fits_with(const struct fit *f, const struct model_shape *m, struct train_settings *t, int64_t *k,
-		     int64_t v, struct plan_result *r, const char **why, const char **too_big, int shown)
+/* Plan t with its knob k at v into *r: 0, with *too_big NULL, or past the planner's
+ * limits (too large to plan: *too_big says what, r zeroed); or -EINVAL. */
+static int plan_with(const struct fit *f, const struct model_shape *m, struct train_settings *t, int64_t *k,
+		     int64_t v, struct plan_result *r, const char **why, const char **too_big)
 {
 	int rc;
 
 	*k = v;
 	*too_big = NULL;
-	rc = shown ? fit_plan(f, m, t, r, why) : fit_check(f, m, t, r, why);
+	rc = fit_plan(f, m, t, r, why);
 	if (rc == -E2BIG) {
 		*too_big = *why;
 		*why = NULL;
 		memset(r, 0, sizeof(*r));
 		return 0;
 	}
-	return rc ? rc : fit_ok(f, r);
+	return rc;
 }
 
 #define SEARCH_STEPS 3
@@ -256,95 +223,6 @@ int64_t solve_search_steps(const struct train_settings *t)
 	int run = plan_sim_steps(t);
 
 	return run < SEARCH_STEPS ? run : SEARCH_STEPS;
-}
-
-/* The largest value from lo + 1 below hi that fits as t says, hi known not to fit, lo
- * known to fit (lo < min: nothing known): the value below hi first, as a search over a
- * short run leaves it one that usually fits the long run too, then by doubling steps
- * down and halving the gap. *p gets the fitting plan. Returns the value, or a -errno. */
-static int64_t largest_fitting(const struct fit *f, const struct model_shape *m, struct train_settings *s,
-			       int64_t *k, int64_t lo, int64_t hi, struct plan_result *p, const char **why)
-{
-	struct plan_result q;
-	const char *too_big;
-	int64_t step = 1;
-	int rc;
-
-	while (hi - lo > 1) {
-		int64_t mid = hi - step > lo ? hi - step : lo + (hi - lo) / 2;
-		rc = fits_with(f, m, s, k, mid, &q, why, &too_big, 0);
-		if (rc < 0)
-			return rc;
-		if (rc) {
-			lo = mid;
-			*p = q;
-			step = (hi - lo) / 2 > 0 ? (hi - lo) / 2 : 1;
-		} else {
-			hi = mid;
-			step *= 2;
-		}
-	}
-	return lo;
-}
-
-/* Cliffs: how many times the answer moves below a smaller value that does not fit. */
-#define CLIFF_ROUNDS 4
-
-/* The first of value - 1, - 2, - 4 ... (down to min) that does not fit, or 0; < 0 an
- * error. */
-static int64_t below_not_fitting(const struct fit *f, const struct model_shape *m, struct train_settings *s,
-				 int64_t *k, int64_t value, int64_t min, const char **why)
-{
-	struct plan_result q;
-	const char *too_big;
-
-	for (int64_t d = 1; value - d >= min; d *= 2) {
-		int rc = fits_with(f, m, s, k, value - d, &q, why, &too_big, 0);
-		if (rc < 0)
-			return rc;
-		if (!rc)
-			return value - d;
-	}
-	return 0;
-}
-
-/* The answer whose smaller neighbours fit: below any that does not, the largest that
- * fits, CLIFF_ROUNDS times at most. Returns the value (min - 1: none), or < 0. */
-static int64_t off_cliffs(const struct fit *f, const struct model_shape *m, struct train_settings *s, int64_t *k,
-			  int64_t value, int64_t min, struct solve_result *r, const char **why)
-{
-	for (int round = 0; round < CLIFF_ROUNDS && value >= min; round++) {
-		int64_t bad = below_not_fitting(f, m, s, k, value, min, why);
-		if (bad <= 0)
-			return bad < 0 ? bad : value;
-		if (!r->cliff_value)
-			r->cliff_value = bad;
-		value = largest_fitting(f, m, s, k, min - 1, bad, &r->plan, why);
-		if (value < 0)
-			return value;
-	}
-	return value;
-}
-
-/* What the values a few steps either side of value need (value - 2 step, - step,
- * value, + 1, + step; step a 64th of it, at least 1), within [min, max]. */
-static void near_values(const struct fit *f, const struct model_shape *m, struct train_settings *s, int64_t *k,
-			int64_t value, int64_t min, int64_t max, struct solve_result *r)
-{
-	int64_t step = value / 64 > 1 ? value / 64 : 1;
-	const int64_t vs[SOLVE_NEAR] = { value - 2 * step, value - step, value, value + 1, value + step };
-	const char *why, *too_big;
-	struct plan_result q;
-
-	r->nnear = 0;
-	for (int i = 0; i < SOLVE_NEAR; i++) {
-		if (vs[i] < min || vs[i] > max || (i && vs[i] <= vs[i - 1]))
-			continue;
-		int rc = fits_with(f, m, s, k, vs[i], &q, &why, &too_big, 1);
-		if (rc < 0)
-			continue;
-		r->near[r->nnear++] = (struct solve_near){ vs[i], q.min_device_bytes, too_big ? -1 : rc };
-	}
 }
 
 /* knob_range, the lengths capped at the model's: a model is not run past its positions,
@@ -361,81 +239,176 @@ static int solve_range(const struct fit *f, const struct train_settings *t, cons
 	return 0;
 }
 
+/* One answer's search, over one need (need_low for "may fit", need_high for "surely"):
+ * the values up to lo fit (min - 1: none known to), from hi on they do not (max + 1: none
+ * known not to); the needs at both ends where planned (UINT64_MAX at hi: past the
+ * planner's limits, or not planned), lo's plan, and the fitting value planned before lo
+ * (min - 1: none) for the line through the two. */
+struct bracket {
+	int64_t lo, hi, prev;
+	uint64_t need_lo, need_hi, need_prev;
+	/* how far each end's need is from the limit, as interpolation weighs them: the end
+	 * kept twice in a row weighs half (the Illinois rule: the line then crosses nearer
+	 * the answer than the end that keeps moving) */
+	long double off_lo, off_hi;
+	int moved;                /* the end moved last: 1 lo, -1 hi, 0 none yet */
+	int slow;                 /* values planned in a row that did not halve the gap */
+	struct plan_result plan;
+};
+
+/* Both answers' searches: every value planned narrows both (a plan has both needs). */
+struct search {
+	const struct fit *f;
+	const struct model_shape *m;
+	struct train_settings *s;
+	int64_t *k, min, max;
+	uint64_t limit;
+	struct bracket may, sure;
+	const char **why;
+	int plans;
+};
+
+static void narrow(struct bracket *b, int64_t v, uint64_t need, uint64_t limit, const struct plan_result *q)
+{
+	if (need <= limit && v > b->lo) {
+		b->prev = b->lo, b->need_prev = b->need_lo;
+		b->lo = v, b->need_lo = need, b->plan = *q;
+		b->off_lo = (long double)(limit - need);
+		if (b->moved > 0)
+			b->off_hi /= 2;
+		b->moved = 1;
+	} else if (need > limit && v < b->hi) {
+		b->hi = v, b->need_hi = need;
+		b->off_hi = (long double)(need - limit);
+		if (b->moved < 0)
+			b->off_lo /= 2;
+		b->moved = -1;
+	}
+}
+
+/* Plan v (the search's short run) and narrow both searches by it: 0, or -EINVAL. */
+static int probe(struct search *x, int64_t v)
+{
+	struct plan_result q;
+	const char *too_big;
+	int rc = plan_with(x->f, x->m, x->s, x->k, v, &q, x->why, &too_big);
+
+	x->plans++;
+	if (rc)
+		return rc;
+	narrow(&x->may, v, too_big ? UINT64_MAX : q.need_low_bytes, x->limit, &q);
+	narrow(&x->sure, v, too_big ? UINT64_MAX : q.need_high_bytes, x->limit, &q);
+	return 0;
+}
+
+/* How far one step past what fits may go, in times lo: a need that stays flat (a small
+ * buffer's count) reaches the knob's largest in a few steps. */
+#define GROW_MAX 16
+
+/* Past lo, nothing known not to fit: where the line through the last two fitting values
+ * crosses the limit, a little further so that it likely brackets the answer; at least
+ * twice lo (never slower than doubling), at most GROW_MAX times, at most max. */
+static int64_t grow(const struct bracket *b, uint64_t limit, int64_t min, int64_t max)
+{
+	int64_t least = b->lo > max / 2 ? max : 2 * b->lo, most = b->lo > max / GROW_MAX ? max : GROW_MAX * b->lo;
+	long double at;
+
+	if (b->prev < min)
+		return least;
+	if (b->need_lo <= b->need_prev)
+		return most;
+	at = b->lo + (long double)(limit - b->need_lo) * (long double)(b->lo - b->prev) /
+			     (long double)(b->need_lo - b->need_prev);
+	at += (at - b->lo) / 64 + 1;
+	return at <= least ? least : at >= most ? most : (int64_t)at;
+}
+
+/* The next value b plans, 0 when its answer is found (lo, hi adjacent): the least first;
+ * then growing; then within the gap where the line through its ends crosses the limit
+ * (the needs are close to straight lines in each knob), halving the gap instead when
+ * SLOW_STEPS values in a row did not (a need with steps) or hi's need is not known. */
+#define SLOW_STEPS 3
+
+static int64_t pick(const struct bracket *b, uint64_t limit, int64_t min, int64_t max)
+{
+	long double at;
+
+	if (b->hi - b->lo <= 1)
+		return 0;
+	if (b->lo < min)
+		return min;
+	if (b->hi > max)
+		return grow(b, limit, min, max);
+	if (b->slow >= SLOW_STEPS || b->need_hi == UINT64_MAX)
+		return b->lo + (b->hi - b->lo) / 2;
+	at = b->lo + b->off_lo * (long double)(b->hi - b->lo) / (b->off_lo + b->off_hi);
+	return at < b->lo + 1 ? b->lo + 1 : at > b->hi - 1 ? b->hi - 1 : (int64_t)at;
+}
+
+/* Search b to its answer: 0, or -EINVAL. */
+static int search_run(struct search *x, struct bracket *b)
+{
+	for (;;) {
+		int rc;
+		int64_t gap = b->hi - b->lo, v = pick(b, x->limit, x->min, x->max);
+		int bracketed = b->lo >= x->min && b->hi <= x->max;
+
+		if (!v)
+			return 0;
+		if ((rc = probe(x, v)))
+			return rc;
+		b->slow = bracketed && b->slow < SLOW_STEPS && b->hi - b->lo > gap / 2 ? b->slow + 1 : 0;
+	}
+}
+
+/* The value found with the search's short run, planned as t says: the same bounds
+ * (from the third step on a step asks for what the one before did), so its plan. */
+static int replan(const struct fit *f, const struct model_shape *m, struct train_settings *s, int64_t *k,
+		  int64_t v, struct plan_result *p, const char **why)
+{
+	const char *too_big;
+
+	return plan_with(f, m, s, k, v, p, why, &too_big);
+}
+
 int solve_knob(const struct fit *f, const struct model_shape *m, const struct train_settings *t, const char *knob,
 	       struct solve_result *r, const char **why)
 {
 	struct train_settings s = *t;
-	struct plan_result p;
-	int64_t *k = knob_of(&s, knob), min, max, lo, hi;
-	const char *too_big; /* a value past the limits does not fit, as one too large for the GPU */
+	struct search x = { .f = f, .m = m, .s = &s, .k = knob_of(&s, knob), .limit = fit_limit_bytes(f), .why = why };
+	int64_t may, sure;
 	int rc;
 
 	memset(r, 0, sizeof(*r));
 	*why = NULL;
-	if (!k || solve_range(f, t, knob, &min, &max, &r->max_is))
+	if (!x.k || solve_range(f, t, knob, &x.min, &x.max, &r->max_is))
 		return -ENOENT;
+	x.may = (struct bracket){ .lo = x.min - 1, .hi = x.max + 1, .prev = x.min - 1, .need_hi = UINT64_MAX };
+	x.sure = x.may;
 	s.steps = solve_search_steps(t);
-	/* lo fits (min - 1: nothing known to), hi is tried next: powers of two from the
-	 * least at or above min, whatever min is, so that the values tried stay the same */
-	lo = min - 1;
-	for (hi = 1; hi < min; hi *= 2)
-		;
-	if (hi > max)
-		hi = max;
-	for (;;) {
-		rc = fits_with(f, m, &s, k, hi, &p, why, &too_big, 0);
-		if (rc < 0)
-			return rc;
-		if (!rc)
-			break;
-		lo = hi;
-		r->plan = p;
-		if (hi == max) { /* every value fits */
-			hi = max + 1;
-			break;
-		}
-		hi = hi > max / 2 ? max : hi * 2;
-	}
-	while (hi - lo > 1) {
-		int64_t mid = lo + (hi - lo) / 2;
-		rc = fits_with(f, m, &s, k, mid, &p, why, &too_big, 0);
-		if (rc < 0)
-			return rc;
-		if (rc) {
-			lo = mid;
-			r->plan = p;
-		} else {
-			hi = mid;
-		}
-	}
-	/* the run as given: the value found, and below it should it not fit that */
-	s.steps = t->steps;
-	if (lo >= min) {
-		int64_t v = largest_fitting(f, m, &s, k, min - 1, lo + 1, &r->plan, why);
-		if (v < 0)
-			return (int)v;
-		v = off_cliffs(f, m, &s, k, v, min, r, why);
-		if (v < 0)
-			return (int)v;
-		lo = v;
-		if (lo >= min)
-			near_values(f, m, &s, k, lo, min, max, r);
-		if (lo == max) {
-			r->value = max;
-			r->largest = 1;
-			return 0;
-		}
-	}
-	r->next_value = lo + 1;
-	rc = fits_with(f, m, &s, k, lo + 1, &r->next, why, &r->next_too_big, 1);
-	if (rc < 0)
+	/* "may" first: its values narrow "surely" too, which is at most it (need_high is at
+	 * least need_low) */
+	if ((rc = search_run(&x, &x.may)) || (rc = search_run(&x, &x.sure)))
 		return rc;
-	if (lo < min && r->next_too_big) { /* even the least cannot be planned: the input is too large */
+	may = x.may.lo, sure = x.sure.lo;
+	s.steps = t->steps;
+	r->plans = x.plans + (may >= x.min) + (sure >= x.min) + (may < x.max);
+	if ((may >= x.min && (rc = replan(f, m, &s, x.k, may, &r->may_plan, why))) ||
+	    (sure >= x.min && (rc = replan(f, m, &s, x.k, sure, &r->plan, why))))
+		return rc;
+	r->may_value = may >= x.min ? may : 0;
+	r->value = sure >= x.min ? sure : 0;
+	r->largest = sure == x.max;
+	r->may_largest = may == x.max;
+	if (r->may_largest)
+		return 0;
+	r->next_value = may + 1;
+	rc = plan_with(f, m, &s, x.k, may + 1, &r->next, why, &r->next_too_big);
+	if (rc)
+		return rc;
+	if (may < x.min && r->next_too_big) { /* even the least cannot be planned: the input is too large */
 		*why = r->next_too_big;
 		return -E2BIG;
 	}
-	r->value = lo >= min ? lo : 0;
-	if (!r->value)
-		memset(&r->plan, 0, sizeof(r->plan));
 	return 0;
 }

@@ -17,23 +17,29 @@ struct fit {
 				 * solved up to it (0: the planner's limit) */
 };
 
-/* Plan t on f's GPU: when memory is plentiful, and where that peak passes what CUDA
- * gives a process (fit_usable_bytes), as it runs on the GPU: the simulation gives cached
- * segments back when a new one does not fit beside the context, as PyTorch does
- * (r->plentiful_peak_bytes keeps the first). r->oom when the least memory it runs in
- * passes the GPU, or its run on the GPU fails even with its cache given back. 0, or
- * -EINVAL with *why from plan_compute (static string). */
+/* A plan against a GPU: its interval [need_low, need_high] (plan/model.h) against what
+ * CUDA gives a process less the margin (fit_limit_bytes). Where one simulated layout
+ * puts a block decides nothing: near the card that is what the run's own placements
+ * decide. */
+enum fit_verdict {
+	FIT_FITS,     /* need_high within the limit: fits in any placement */
+	FIT_AT_RISK,  /* need_low within it, need_high past it: placement decides */
+	FIT_NO,       /* need_low past it: no placement fits */
+};
+
+/* Plan t for f's GPU (with plenty of memory: the interval and one likely layout);
+ * r->oom when it does not fit (FIT_NO). 0, or -EINVAL with *why from plan_compute
+ * (static string). */
 int fit_plan(const struct fit *f, const struct model_shape *m, const struct train_settings *t,
 	     struct plan_result *r, const char **why);
-/* fit_plan for a yes or no: the same r->oom and fit_ok, sooner where the run does not
- * complete (its simulation stops there: r's figures are then partial). */
-int fit_check(const struct fit *f, const struct model_shape *m, const struct train_settings *t,
-	      struct plan_result *r, const char **why);
-/* Whether r completes on the GPU with the margin to spare: the least memory it runs in
- * and the margin within the GPU's memory (what --solve and the hint ask). */
+/* What a plan must fit in: what CUDA gives a process, less the margin. */
+uint64_t fit_limit_bytes(const struct fit *f);
+enum fit_verdict fit_verdict(const struct fit *f, const struct plan_result *r);
+/* Whether r surely fits the GPU with the margin to spare (FIT_FITS: what --solve's
+ * "surely fits" and the hint ask). */
 int fit_ok(const struct fit *f, const struct plan_result *r);
-/* Whether r completes on the GPU: the least memory it runs in within what CUDA gives a
- * process (fit_usable_bytes), margin or not. */
+/* Whether r may run on the GPU: need_low within what CUDA gives a process, margin or
+ * not. */
 int fit_runs(const struct fit *f, const struct plan_result *r);
 /* The GPU's memory that CUDA gives a process: a little less than the driver's total. */
 uint64_t fit_usable_bytes(const struct fit *f);
@@ -69,40 +75,31 @@ int knob_range(const struct train_settings *t, const char *name, int64_t *min, i
  * run's own when fewer. */
 int64_t solve_search_steps(const struct train_settings *t);
 
-/* Values around a solved knob's answer that the result shows. */
-#define SOLVE_NEAR 5
-
 struct solve_result {
-	int64_t value;                /* the largest value that fits; 0 when the least does not */
+	int64_t value;                /* the largest value that surely fits (need_high within
+				       * the limit); 0 when the least does not */
 	struct plan_result plan;      /* at value; zeroed when value is 0 */
-	int largest;                  /* value is the knob's largest: every value fits */
+	int largest;                  /* value is the knob's largest: every value surely fits */
+	int64_t may_value;            /* the largest value that may fit (need_low within it) */
+	struct plan_result may_plan;  /* at may_value; zeroed when it is 0 */
+	int may_largest;              /* may_value is the knob's largest */
 	const char *max_is;           /* what the knob's largest is (knob_range) */
-	int64_t next_value;           /* value + 1 (the least when value is 0), which does not fit; 0 when largest */
-	struct plan_result next;      /* at next_value; zeroed when largest or next_too_big */
+	int64_t next_value;           /* may_value + 1, which does not fit; 0 when may_largest */
+	struct plan_result next;      /* at next_value; zeroed when may_largest or next_too_big */
 	const char *next_too_big;     /* next_value passes the planner's limits: what (plan_check); else NULL */
-	/* the peak is not monotonic in the knob: a smaller value than one that fits did not
-	 * (cliff_value, 0 none), and value is the largest below it whose smaller neighbours
-	 * (value - 1, - 2, - 4 ...) all fit */
-	int64_t cliff_value;
-	/* the knob a few steps either side of value (below, value, above): what each needs */
-	struct solve_near {
-		int64_t value;
-		uint64_t min_device_bytes;
-		int fits;             /* with the margin (fit_ok); -1 past the planner's limits */
-	} near[SOLVE_NEAR];
-	int nnear;
+	int plans;                    /* the plans the search and its answers took */
 };
 
-/* The largest value of t's knob (in knob_range) with which t fits f: the peak grows
- * with each knob, so it doubles from the least until it does not fit, then halves the
- * gap, planning a short run (solve_search_steps); then the value found is planned as t
- * says, and below it should it not fit so; a value past the planner's limits (too large
- * to plan) does not fit. Where the allocator's placements make the peak jump about, a
- * value below the answer may not fit: the values 1, 2, 4... below it are tried, and the
- * answer moves below any that does not (cliff_value), so that its smaller neighbours
- * fit; near[] has what the values a few steps either side need. 0, or
- * -ENOENT for an unknown knob, or -EINVAL with *why from plan_compute, or -E2BIG with
- * *why when even the least value is too large to plan. */
+/* The largest values of t's knob (in knob_range) that surely fit f and that may: need_low
+ * and need_high grow with every knob, so each is where one need crosses the limit. One
+ * search plans a short run (solve_search_steps: from its third step a step asks for what
+ * the one before did, so the needs are the long run's) at values that narrow both: the
+ * least, then growing at least twice as far each time along the line through the last
+ * two, then where the line through the ends of the gap crosses the limit (the needs are
+ * close to straight lines in a knob; halving the gap where that is slow). Each answer is
+ * then planned as t says. A value past the planner's limits does not fit. 0, or -ENOENT
+ * for an unknown knob, or -EINVAL with *why from plan_compute, or -E2BIG with *why when
+ * even the least value is too large to plan. */
 int solve_knob(const struct fit *f, const struct model_shape *m, const struct train_settings *t, const char *knob,
 	       struct solve_result *r, const char **why);
 

@@ -4,6 +4,7 @@
 
 enum {
 	EXIT_USAGE = 2,      /* bad option or argument */
+	EXIT_AT_RISK = 3,    /* plan: between fits and does not fit (placement decides) */
 	EXIT_INTERNAL = 125, /* headroom could not do its job (store, socket, fork) */
 	EXIT_NOEXEC = 126,   /* the command exists but could not be executed */
 	EXIT_NOTFOUND = 127, /* the command was not found */

@@ -9,7 +9,7 @@ CONFIGS="$BATS_TEST_DIRNAME/../fixtures/plan-configs"
 @test "plan qwen2_moe (Qwen1.5-MoE-A2.7B): the gated shared expert is said, 14.3 B parameters" {
 	run "$HR" plan --gpu h200 --seq 4096 "$CONFIGS/qwen1.5-moe-a2.7b.json"
 	echo "$output"
-	[ "$status" -le 1 ]
+	[ "$status" -le 1 ] || [ "$status" -eq 3 ]   # a verdict, whichever
 	[[ "$output" == *"experts: 60 routed of 1408 units, top 4 by a softmax router"* ]]
 	[[ "$output" == *"a shared expert of 5632 units (sigmoid-gated)"* ]]
 	[[ "$output" == *"qwen2_moe, 14315.8M parameters"* ]]

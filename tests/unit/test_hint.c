@@ -207,7 +207,7 @@ static void test_advise_as_in_turn(void **state)
 {
 	struct model_shape m;
 	struct train_settings t;
-	struct fit f = { .gpu_bytes = 12800 * MiB };
+	struct fit f = { .gpu_bytes = 13824 * MiB };
 	struct plan_result r, r_turn;
 	struct hint h, h_turn;
 	const char *why;
