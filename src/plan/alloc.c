@@ -309,18 +309,21 @@ static void occupy(struct alloc_sim *a, int seg, int d)
 /* The live requests' bound after pool's live bytes moved by d (a request, or minus one):
  * a small pool's in whole segments, with expandable segments each pool's in whole pages
  * (a live block's page is mapped), a large native pool's as they are. */
+static uint64_t pool_live_rounded(const struct alloc_sim *a, int pool)
+{
+	uint64_t unit = pool % 2 == 0 ? SMALL_BUFFER : a->expandable ? LARGE_BUFFER : MIN_BLOCK;
+
+	return (a->pool_live[pool] + unit - 1) / unit * unit;
+}
+
 static void live_move(struct alloc_sim *a, int pool, uint64_t req, int d)
 {
-	uint64_t sum = 0;
-
+	/* the other pools' rounded bytes stand as they were: only this one's moves */
+	a->live_low_bytes -= pool_live_rounded(a, pool);
 	a->pool_live[pool] = d > 0 ? a->pool_live[pool] + req : a->pool_live[pool] - req;
-	for (int p = 0; p < 2 * ALLOC_SIM_STREAMS; p++) {
-		uint64_t unit = p % 2 == 0 ? SMALL_BUFFER : a->expandable ? LARGE_BUFFER : MIN_BLOCK;
-		sum += (a->pool_live[p] + unit - 1) / unit * unit;
-	}
-	a->live_low_bytes = sum;
-	if (sum > a->max_live_low_bytes)
-		a->max_live_low_bytes = sum;
+	a->live_low_bytes += pool_live_rounded(a, pool);
+	if (a->live_low_bytes > a->max_live_low_bytes)
+		a->max_live_low_bytes = a->live_low_bytes;
 	if (d < 0 && req > a->max_freed_bytes)
 		a->max_freed_bytes = req;
 }
