@@ -354,7 +354,6 @@ json_t *report_to_json(const struct report *r)
 	return o;
 }
 
-/* "s" after a count that is not 1: "1 job", "2 jobs". */
 void report_not_learned(struct report *r, const char *why)
 {
 	size_t i = 0;
@@ -368,6 +367,7 @@ void report_not_learned(struct report *r, const char *why)
 	r->not_learned_why[i].n++;
 }
 
+/* "s" after a count that is not 1: "1 job", "2 jobs". */
 static const char *plural(long long n)
 {
 	return n == 1 ? "" : "s";

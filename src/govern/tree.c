@@ -53,8 +53,8 @@ int tree_job_argv(int argc, char **argv, int max, int launcher_set)
 		/* before the tool: variables left unexpanded (but the launcher's, which
 		 * tree_classify() looks for), VAR=value assignments, and the steps CMake's
 		 * ninja rules put first (`: &&`, `cd DIR &&`) */
-		if (!argc && (skip_next || (t[0] == '$' && !launcher_var_word(t)) || strchr(t, '=') || !strcmp(t, ":") || !strcmp(t, "&&") ||
-			      !strcmp(t, ";") || !strcmp(t, "exec"))) {
+		if (!argc && (skip_next || (t[0] == '$' && !launcher_var_word(t)) || strchr(t, '=') || !strcmp(t, ":") ||
+			      !strcmp(t, "&&") || !strcmp(t, ";") || !strcmp(t, "exec"))) {
 			skip_next = 0;
 			continue;
 		}
