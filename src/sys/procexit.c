@@ -8,8 +8,9 @@
 #include <stddef.h>
 #include <string.h>
 #include <sys/socket.h>
-#include <time.h>
 #include <unistd.h>
+
+#include "util/units.h"
 
 /* The kernel answers a subscription at once (it runs in our send): a wait this long
  * only covers one that never answers. */
@@ -139,21 +140,14 @@ static int send_op(int fd, uint32_t ack, uint32_t op, int with_want)
 	return send(fd, msg, nh.nlmsg_len, 0) == (ssize_t)nh.nlmsg_len ? 0 : -errno;
 }
 
-static int64_t mono_ms(void)
-{
-	struct timespec ts;
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
-}
-
 /* The kernel's answer to our request numbered ack: 0, -errno, or -ETIMEDOUT (none
  * came). Events queued meanwhile are dropped: watch follows no process yet. */
 static int await_ack(int fd, uint32_t ack)
 {
-	int64_t until = mono_ms() + PROCEXIT_ACK_MS, now;
+	int64_t until = now_ms() + PROCEXIT_ACK_MS, now;
 	struct procexit_rec r[8];
 
-	while ((now = mono_ms()) < until) {
+	while ((now = now_ms()) < until) {
 		struct pollfd pf = { .fd = fd, .events = POLLIN };
 		int n;
 

@@ -14,5 +14,7 @@ char *size_format(uint64_t bytes, char *buf, size_t len);
 
 /* CLOCK_MONOTONIC in milliseconds. */
 int64_t now_ms(void);
+/* CLOCK_MONOTONIC in nanoseconds: the clock the kernel's process events are stamped by. */
+uint64_t now_ns(void);
 
 #endif

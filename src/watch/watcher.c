@@ -8,7 +8,6 @@
 #include <string.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
-#include <time.h>
 #include <unistd.h>
 
 #include "sys/meminfo.h"
@@ -121,13 +120,6 @@ static int job_of(struct watcher *x, pid_t pid, const struct proc_entry *e, stru
 			     rank);
 }
 
-static uint64_t mono_ns(void)
-{
-	struct timespec ts;
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
-}
-
 static struct wproc *proc_add(struct watcher *x, pid_t pid, unsigned gpu, int64_t now)
 {
 	const struct proc_entry *e = proc_table_find(procs(x), pid);
@@ -144,7 +136,7 @@ static struct wproc *proc_add(struct watcher *x, pid_t pid, unsigned gpu, int64_
 	alive = pidfd >= 0 && !syscall(SYS_pidfd_send_signal, pidfd, 0, NULL, 0);
 	/* after it was seen alive: an exit the kernel announced before this may be an
 	 * earlier process's of its pid; one after, only its own */
-	alive_at_ns = alive ? mono_ns() : 0;
+	alive_at_ns = alive ? now_ns() : 0;
 	if (!*x->root && !alive)
 		is_rank = 0; /* gone meanwhile, or not to be named surely: never signalled */
 	p = watch_state_add_proc(&x->w, pid, gpu, now, &id, rank);
