@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "util/grow.h"
+#include "util/parse.h"
 #include "util/xalloc.h"
 
 enum { FIELDS_MAX = 7 }; /* passwd's; group's are 4 */
@@ -22,17 +23,12 @@ static size_t split(char *line, char **f)
 	return n;
 }
 
-/* A uid or gid: whole decimal digits within id_t. */
+/* A uid or gid: whole decimal digits (no sign) within id_t; (uid_t)-1 is no one. */
 static int id_of(const char *s, unsigned *out)
 {
-	char *end;
-	unsigned long v;
+	int64_t v;
 
-	if (*s < '0' || *s > '9')
-		return -EINVAL;
-	errno = 0;
-	v = strtoul(s, &end, 10);
-	if (errno || *end || v > UINT_MAX - 1) /* (uid_t)-1 is no one */
+	if (*s < '0' || *s > '9' || parse_int64(s, 0, (int64_t)UINT_MAX - 1, &v))
 		return -EINVAL;
 	*out = (unsigned)v;
 	return 0;
