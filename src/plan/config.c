@@ -412,7 +412,7 @@ static int sizes_from_json(json_t *cfg, const struct family *f, struct model_sha
 	m->kv_heads = f->kv_heads_default && !json_object_get(cfg, "num_attention_heads") ? f->kv_heads_default
 											     : m->heads;
 	/* range-checked as every field is: -5, "4096" or 4096.0 (transformers writes an int)
-	 * is refused, not taken for a model of no length (issue 43) */
+	 * is refused, not taken for a model of no length */
 	if (maybe(cfg, NAMES("num_key_value_heads"), PLAN_MAX_HEADS, &m->kv_heads, err) ||
 	    maybe(cfg, POSITION_NAMES, PLAN_MAX_POSITIONS, &m->max_length, err))
 		return -EINVAL;
@@ -589,9 +589,10 @@ static int text_from_top(json_t *cfg, json_t *copy)
 
 /* A multimodal config (a row with a text_family): its text tower from text_config (its
  * model_type the row's text family when it gives none; tie_word_embeddings and the
- * longest sequence from the top level when it leaves them out), or from the top level itself in an older flat config
- * (qwen2_5_vl's, as its config class moves the keys); its vision tower's weights from
- * vision_config where they can be counted (vision_why says why not). */
+ * longest sequence from the top level when it leaves them out), or from the top level
+ * itself in an older flat config (qwen2_5_vl's, as its config class moves the keys); its
+ * vision tower's weights from vision_config where they can be counted (vision_why says
+ * why not). */
 static int multimodal_from_json(json_t *cfg, const struct family *f, struct model_shape *m, char **err)
 {
 	json_t *text = json_object_get(cfg, "text_config");

@@ -79,7 +79,6 @@ int fit_plan(const struct fit *f, const struct model_shape *m, const struct trai
 	return rc;
 }
 
-
 /* (a margin smaller than what CUDA keeps back must not let a run pass that CUDA
  * cannot hold) */
 uint64_t fit_limit_bytes(const struct fit *f)
