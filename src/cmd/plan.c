@@ -343,10 +343,16 @@ static uint64_t ddp_rebuild_extra_bytes(const struct train_settings *t, const st
 	return t->ddp && !t->inference ? (uint64_t)r->trainable_params * (uint64_t)t->param_bytes : 0;
 }
 
-static const char *verdict_name(enum fit_verdict v)
-{
-	return v == FIT_FITS ? "fits" : v == FIT_AT_RISK ? "at risk" : "does NOT fit";
-}
+/* Each verdict: its JSON name, how the text says it, and the exit status it ends with
+ * (a solve's too: a value that surely fits, one that only may, none). */
+static const struct {
+	const char *name, *said;
+	int exit;
+} verdicts[] = {
+	[FIT_FITS] = { "fits", "fits", 0 },
+	[FIT_AT_RISK] = { "at risk", "at risk", EXIT_AT_RISK },
+	[FIT_NO] = { "does not fit", "does NOT fit", 1 },
+};
 
 /* At risk: where the limit falls in the interval, and what narrows it (each shrinks what
  * fragmentation can pin). */
@@ -390,7 +396,7 @@ static void print_table(const struct plan_args *a, const struct plan_result *r)
 	       size_format(r->peak_high_bytes, g, sizeof(g)));
 	printf("GPU%s%s: %s (%s to a process), margin %s: %s", a->gpu_name ? " " : "", a->gpu_name ? a->gpu_name : "",
 	       size_format(a->gpu_bytes, b, sizeof(b)), size_format(usable, c, sizeof(c)),
-	       size_format(m, d, sizeof(d)), verdict_name(v));
+	       size_format(m, d, sizeof(d)), verdicts[v].said);
 	if (v == FIT_NO)
 		printf(", %s short even in the best placement\n", size_format(r->need_low_bytes - limit, d, sizeof(d)));
 	else if (v == FIT_FITS)
@@ -573,7 +579,7 @@ static int solve(const struct plan_args *a, const char *name)
 		if (!r.value)
 			print_hint(a, &h, name);
 	}
-	return r.value ? 0 : r.may_value ? EXIT_AT_RISK : 1;
+	return verdicts[r.value ? FIT_FITS : r.may_value ? FIT_AT_RISK : FIT_NO].exit;
 }
 
 static int compare(struct plan_args *a, const char *pa, const char *pb)
@@ -957,7 +963,6 @@ static void print_plan_json(const struct plan_args *a, const struct plan_result 
 	struct fit f = fit_of(a);
 	enum fit_verdict v = fit_verdict(&f, r);
 	json_t *r_json, *o = json_object();
-	static const char *const verdicts[] = { [FIT_FITS] = "fits", [FIT_AT_RISK] = "at risk", [FIT_NO] = "does not fit" };
 
 	json_object_set_new(o, "format", json_string(PLAN_JSON_FORMAT));
 	json_object_set_new(o, "assumed", assumed_json(a, &a->t, NULL));
@@ -967,7 +972,7 @@ static void print_plan_json(const struct plan_args *a, const struct plan_result 
 	json_object_set_new(o, "margin_bytes", json_integer((json_int_t)margin_of(a)));
 	json_object_set_new(o, "usable_bytes", json_integer((json_int_t)fit_usable_bytes(&f)));
 	json_object_set_new(o, "limit_bytes", json_integer((json_int_t)fit_limit_bytes(&f)));
-	json_object_set_new(o, "verdict", json_string(verdicts[v]));
+	json_object_set_new(o, "verdict", json_string(verdicts[v].name));
 	/* fits: in any placement, on what CUDA gives, margin or not */
 	json_object_set_new(o, "fits", json_boolean(r->need_high_bytes <= fit_usable_bytes(&f)));
 	json_object_set_new(o, "fits_with_margin", json_boolean(v == FIT_FITS));
@@ -1022,5 +1027,5 @@ int cmd_plan(int argc, char **argv)
 		if (v != FIT_FITS)
 			print_hint(&a, &h, NULL);
 	}
-	return v == FIT_FITS ? 0 : v == FIT_AT_RISK ? EXIT_AT_RISK : 1;
+	return verdicts[v].exit;
 }
