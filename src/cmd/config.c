@@ -63,7 +63,7 @@ static const struct setting settings[] = {
 	{ "db", "run plan probe profiles stats", "--db", NULL, 0, "the profile store",
 	  NULL, NULL, db_now },
 	{ "margin", "plan", "--margin", NULL, 0, "GPU memory kept free, e.g. 2G or 5%",
-	  "4%", NULL, NULL },
+	  "2%", NULL, NULL },
 	{ "gpu", "plan", "--gpu", NULL, 0, "the GPU planned for, e.g. h100",
 	  "none", "plan needs it or --gpu-memory to say whether it fits", NULL },
 	{ "gpu_memory", "plan", "--gpu-memory", NULL, 0, "the GPU's memory, e.g. 80G",

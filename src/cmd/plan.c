@@ -69,7 +69,8 @@ static const char usage_files[] =
 static const char usage_gpu[] =
 	"      --gpu-memory SIZE        the GPU's memory, e.g. 80G\n"
 	"      --margin SIZE|PCT        kept free, e.g. 2G or 5%\n"
-	"                               (default 4%: the model's error bound, 3%, and 1 more)\n"
+	"                               (default 2%: what the live set's model may be off\n"
+	"                               by; where blocks land is the interval's)\n"
 	"Output and solving:\n"
 	"      --json                   JSON (format headroom-plan/2): verdict, need_low_bytes,\n"
 	"                               need_high_bytes, limit_bytes, peak_low_bytes,\n"
@@ -224,6 +225,10 @@ static void usage_print(FILE *f)
 	free(knobs);
 }
 
+/* The default margin: what the live set's model (need_low) may be off by on a shape it
+ * was not measured on; where blocks land is the interval's, not the margin's. */
+#define PLAN_MARGIN_PCT 2.0
+
 struct plan_args {
 	struct model_shape m;
 	struct train_settings t;
@@ -316,6 +321,7 @@ static json_t *result_json(const struct plan_result *r)
 	json_object_set_new(o, "need_low_bytes", json_integer((json_int_t)r->need_low_bytes));
 	json_object_set_new(o, "need_high_bytes", json_integer((json_int_t)r->need_high_bytes));
 	json_object_set_new(o, "largest_transient_bytes", json_integer((json_int_t)r->largest_transient_bytes));
+	json_object_set_new(o, "need_high_phase", r->need_high_phase ? json_string(r->need_high_phase) : json_null());
 	json_object_set_new(o, "peak_low_bytes", json_integer((json_int_t)r->peak_low_bytes));
 	json_object_set_new(o, "peak_high_bytes", json_integer((json_int_t)r->peak_high_bytes));
 	if (r->device_peak_high_bytes) {
@@ -362,9 +368,16 @@ static void print_risk(const struct train_settings *t, const struct plan_result 
 
 	printf(": where blocks land decides (up to %s of fragmentation past the limit)\n",
 	       size_format(r->need_high_bytes - limit, b, sizeof(b)));
-	printf("what shrinks the risk:%s%s torch.cuda.empty_cache() after the first step\n",
+	/* the risk is where need_high is reached: a chunked loss shrinks the forward's and
+	 * backward's transients, a fused optimizer the step's */
+	int in_step = r->need_high_phase && !strcmp(r->need_high_phase, "optimizer step");
+	int foreach = t->opt == OPT_ADAMW && !t->fused;
+
+	printf("what shrinks the risk (it is in the %s):%s%s torch.cuda.empty_cache() after the first step\n",
+	       r->need_high_phase ? r->need_high_phase : "step",
 	       t->expandable ? "" : " expandable segments (PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True);",
-	       t->inference || t->loss_chunk ? "" : " a chunked loss (--loss-chunk 1024);");
+	       in_step ? (foreach ? " a fused optimizer (--optimizer adamw-fused);" : "")
+	       : t->inference || t->loss_chunk ? "" : " a chunked loss (--loss-chunk 1024);");
 }
 
 static void print_table(const struct plan_args *a, const struct plan_result *r)
@@ -992,7 +1005,7 @@ static void print_plan_json(const struct plan_args *a, const struct plan_result 
 int cmd_plan(int argc, char **argv)
 {
 	static struct plan_cli c; /* (its option names outlive getopt's use of them) */
-	struct plan_args a = { .margin_pct = 4.0 };
+	struct plan_args a = { .margin_pct = PLAN_MARGIN_PCT };
 
 	memset(&c, 0, sizeof(c));
 	train_settings_init(&a.t);

@@ -167,16 +167,6 @@ int64_t model_params(const struct model_shape *m)
 	return emb + layers_params(m, 0, m->layers - 1) + norm_params(f, m->hidden) + vision_params(&m->vision);
 }
 
-/* What fragmentation can add to the live requests: a freed block's segment pinned by a
- * block made while it lay free, of the largest transient's size, FRAG_BLOCKS of them
- * (docs/plan.md, The interval: its calibration on the measured runs, and its misses). */
-#define FRAG_BLOCKS 2
-
-uint64_t plan_fragmentation_bound(uint64_t transient_bytes)
-{
-	return FRAG_BLOCKS * transient_bytes;
-}
-
 /* The peak with plenty of memory as the simulated layouts put it, widened by what the
  * measured runs were off by (docs/plan.md, The interval), in parts of 1000. */
 #define PEAK_UNDER_PER_1000 40
@@ -189,7 +179,7 @@ static void peak_interval(struct plan_result *r)
 
 	lo -= lo / 1000 * PEAK_UNDER_PER_1000;
 	r->peak_low_bytes = lo > r->need_low_bytes ? lo : r->need_low_bytes;
-	r->peak_high_bytes = hi + hi / 1000 * PEAK_OVER_PER_1000;
+	r->peak_high_bytes = hi + hi / 1000 * PEAK_OVER_PER_1000 + r->race_bytes;
 }
 
 /* The plan from a simulation: each component as the simulation tagged its blocks at
@@ -211,7 +201,14 @@ static void from_sim(struct plan_result *r, const struct sim_result *sr, int64_t
 	r->plentiful_peak_bytes = r->device_peak_bytes;
 	r->need_low_bytes = r->bytes[C_CONTEXT] + sr->live_peak_bytes;
 	r->largest_transient_bytes = sr->largest_transient_bytes;
-	r->need_high_bytes = r->need_low_bytes + plan_fragmentation_bound(sr->largest_transient_bytes);
+	r->race_bytes = sr->race_bytes;
+	r->need_high_phase = sr->need_high_phase;
+	r->need_high_bytes = r->bytes[C_CONTEXT] + sr->need_high_bytes + sr->race_bytes;
+	/* the layout is one placement among those the interval bounds: shown within it */
+	if (r->min_device_bytes < r->need_low_bytes)
+		r->min_device_bytes = r->need_low_bytes;
+	if (r->min_device_bytes > r->need_high_bytes)
+		r->min_device_bytes = r->need_high_bytes;
 }
 
 /* Expandable segments: where the largest tensors (logits and their fp32 copies) land

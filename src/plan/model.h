@@ -41,6 +41,8 @@ struct plan_result {
 	 * lands. */
 	uint64_t need_low_bytes, need_high_bytes;
 	uint64_t largest_transient_bytes;
+	uint64_t race_bytes;        /* sim_result's: in need_high and the peak's high end */
+	const char *need_high_phase; /* sim_result's */
 	/* the peak with plenty of memory: the simulated layouts' (plentiful_peak_bytes one of
 	 * them), widened by what measured runs were off by; its low at least need_low */
 	uint64_t peak_low_bytes, peak_high_bytes;
@@ -59,9 +61,6 @@ int plan_cpus(void);
 
 /* The training steps the simulation runs for t: the run's, at most PLAN_SETTLE_STEPS. */
 int plan_sim_steps(const struct train_settings *t);
-/* What fragmentation can add to the live requests' most in a run whose largest
- * transient block is transient_bytes: need_high less need_low. */
-uint64_t plan_fragmentation_bound(uint64_t transient_bytes);
 /* The plan: plan_settings_check's answers, or 0 and *r. */
 int plan_compute(const struct model_shape *m, const struct train_settings *t, struct plan_result *r,
 		 const char **why);

@@ -116,6 +116,11 @@ struct step {
 	uint64_t live[C_NCOMPONENTS], peak_parts[C_NCOMPONENTS];
 	const char *peak_phase;
 	int peak_pending;         /* a new allocated peak not yet taken */
+	/* need_high's bound (docs/plan.md, The interval), kept as the live set moves: the
+	 * phase whose frees are counted now, the largest request freed in it so far, and
+	 * the bound's most over the run */
+	const char *window, *need_high_phase;
+	uint64_t window_freed, need_high_bytes;
 	/* the shape (elements); the layers' formulas write tokens, hidden, inter, q_dim,
 	 * kv_dim and act_bytes as T, h, I, qd, k and ab */
 	int64_t tokens;           /* batch x seq */
@@ -206,6 +211,40 @@ static void peak_take(struct step *s)
 	}
 }
 
+/* What fragmentation can pin beside the live set now: a block freed in this phase of
+ * the step (forward, backward with its recomputation, optimizer step) carved again by a
+ * block that lives on, FRAG_BLOCKS of the largest such; and, of the activations a
+ * forward saves into the holes the last step's backward left, one part in PIN_PARTS.
+ * A block freed in another phase is not counted: the phase's own blocks refill its
+ * holes, and past the card's edge PyTorch gives back every wholly free segment before
+ * it fails. Calibrated on the runs measured at the card's edge (docs/plan.md). */
+#define FRAG_BLOCKS 2
+#define PIN_PARTS 16
+
+static const char *phase_window(const char *phase)
+{
+	return phase && !strcmp(phase, "recompute") ? "backward" : phase;
+}
+
+static void need_track(struct step *s, uint64_t freed, uint64_t asked)
+{
+	const char *w = phase_window(s->phase);
+	uint64_t need;
+
+	if (w != s->window && (!w || !s->window || strcmp(w, s->window))) {
+		s->window = w;
+		s->window_freed = 0;
+	}
+	if (freed > s->window_freed)
+		s->window_freed = freed;
+	need = s->a.live_low_bytes + FRAG_BLOCKS * (asked > s->window_freed ? asked : s->window_freed) +
+	       s->live[C_ACTIVATIONS] / PIN_PARTS;
+	if (need > s->need_high_bytes) {
+		s->need_high_bytes = need;
+		s->need_high_phase = s->phase;
+	}
+}
+
 /* A tensor on a CUDA stream (0: the default one), for part. */
 static int tensor_for(struct step *s, int64_t bytes, int stream, int part)
 {
@@ -220,6 +259,7 @@ static int tensor_for(struct step *s, int64_t bytes, int stream, int part)
 	s->block_of[id] = alloc_sim_malloc_on(&s->a, (uint64_t)s->bytes_of[id], stream);
 	s->part_of[id] = (unsigned char)part;
 	s->live[part] += s->a.b[s->block_of[id]].size;
+	need_track(s, 0, s->a.b[s->block_of[id]].req);
 	if (s->a.max_allocated_bytes > was) {
 		s->peak_phase = s->phase;
 		s->peak_pending = 1;
@@ -243,10 +283,13 @@ static int tensor_as(struct step *s, int64_t bytes, enum plan_component part)
 static void drop(struct step *s, int id)
 {
 	if (id > 0 && s->block_of[id] >= 0) {
+		uint64_t req = s->a.b[s->block_of[id]].req;
+
 		peak_take(s);
 		s->live[s->part_of[id]] -= s->a.b[s->block_of[id]].size;
 		alloc_sim_release(&s->a, s->block_of[id]);
 		s->block_of[id] = -1;
+		need_track(s, req, 0);
 	}
 }
 
@@ -2851,6 +2894,7 @@ struct train {
 	int ag;                   /* the last all-gather's buffer */
 	struct tlist shards;      /* the gradients reduce-scattered this step */
 	struct tlist buckets;     /* DDP's gradient buckets */
+	uint64_t race_bytes;      /* sim_result's race_bytes */
 	int prev_logits;          /* the last step's logits: its output holds them (and prev_kv) */
 	/* this step's */
 	int emb;                  /* the embeddings (gemma: scaled), the first layer's input */
@@ -2870,6 +2914,11 @@ static int64_t tensor_bytes(const struct step *s, int id)
 {
 	return s->bytes_of[id];
 }
+
+/* Copies of the buckets ProcessGroupNCCL's stash was seen to hold through the second
+ * step, beside the live ones, when its watchdog dropped the finished work late
+ * (bench/ddp-rebuild.py; h200x2-dist's DDP ranks 0) */
+#define DDP_RACE_COPIES 2
 
 /* Set up the run and load the model: the weights, then LoRA's adapters, fp32, tensor
  * by tensor after the model (their gradients and states are small-pool blocks, apart
@@ -2933,6 +2982,7 @@ static void train_start(struct train *tr, const struct model_shape *m, const str
 		for (size_t i = 0; i < tr->trained.n; i++)
 			all += tensor_bytes(s, tr->trained.v[i]);
 		push(&tr->buckets, tensor_as(s, all, C_COLLECTIVE));
+		tr->race_bytes = DDP_RACE_COPIES * (uint64_t)all;
 	}
 }
 
@@ -3513,6 +3563,9 @@ static void step_result(struct step *s, struct sim_result *r)
 	r->min_reserved_bytes = s->a.max_occupied_bytes;
 	r->live_peak_bytes = s->a.max_live_low_bytes;
 	r->largest_transient_bytes = s->a.max_freed_bytes;
+	r->need_high_bytes = s->need_high_bytes > s->a.max_live_low_bytes ? s->need_high_bytes
+									  : s->a.max_live_low_bytes;
+	r->need_high_phase = s->need_high_phase;
 }
 
 static void train_finish(struct train *tr, struct sim_result *r)
@@ -3520,6 +3573,7 @@ static void train_finish(struct train *tr, struct sim_result *r)
 	struct step *s = &tr->s;
 
 	step_result(s, r);
+	r->race_bytes = tr->race_bytes;
 	for (int64_t l = 0; l < s->layers; l++)
 		free(tr->saved[l].v), free(tr->saved[l].tag);
 	free(tr->saved);

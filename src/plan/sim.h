@@ -27,6 +27,11 @@ struct sim_result {
 	/* what no placement changes (alloc.h): the live requests' most, rounded as the
 	 * allocator rounds them, and the largest request freed in the run */
 	uint64_t live_peak_bytes, largest_transient_bytes;
+	uint64_t need_high_bytes; /* the live set and what fragmentation can pin beside it, at most */
+	const char *need_high_phase;   /* the phase need_high is reached in (as peak_phase) */
+	/* what a library's race may hold beyond the simulated run: DDP's first buckets, kept
+	 * in ProcessGroupNCCL's stash through the second step when its watchdog is late */
+	uint64_t race_bytes;
 };
 
 /* Simulate `steps` training steps (1 to SIM_MAX_STEPS: PLAN_SETTLE_STEPS, or the run's

@@ -352,18 +352,11 @@ static const struct fixture_check fixtures_issue28h = { FIXTURES "/gpu-train/h20
  * llama-3.1-8b at 10,752 tokens ran at 139.64 of 139.80 GiB and fits; mistral-nemo at
  * 24,576 tokens, whose live segments with plenty of memory fit, ran out of memory in its
  * third step, as the simulation on the card does: said not to fit. */
-static const struct outlier outliers_issue28e[] = {
-	/* ran out of memory with its live set 5 % below the card: LoRA's many small blocks
-	 * pinned more than twice its largest transient (the interval's bound), which the
-	 * simulated layout shows; a wrong "fits", named */
-	{ "phi3-medium-14b/bf16-adamw-lora32/b2s6144", 0 },
-	{ NULL, 0 },
-};
 
 /* (the plan's peak is the plentiful one; runs at the edge reserved less, their cache given
  * back: hence the wider bounds here and above) */
 static const struct fixture_check fixtures_issue28e = { FIXTURES "/gpu-train/h200-issue28e.json", 7, 0.07, 0.07,
-							0.02, outliers_issue28e, "h200" };
+							0.02, NULL, "h200" };
 
 /* issue 30's nine families and two multimodal configs (bench/gpu-cases-30.json: olmo2,
  * granite, smollm3, qwen2_moe, deepseek_v3 with and without q's low rank, glm4_moe,
