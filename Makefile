@@ -65,15 +65,15 @@ $(BUILD)/headroom: $(CMD_OBJ) $(LIB)
 $(BUILD)/headroom-exec: $(LAUNCHER_OBJ) $(LIB)
 	$(CC) $(ALL_CFLAGS) $(LDFLAGS) $(LAUNCHER_STATIC) -o $@ $^ $(LDLIBS)
 
-# Replays a recorded allocator history through the simulation (bench/gpu-measure.py TRACE).
-bench/alloc-replay: bench/alloc-replay.c $(LIB)
+# Replays a recorded allocator history through the simulation (bench/gpu/gpu-measure.py TRACE).
+bench/plan/alloc-replay: bench/plan/alloc-replay.c $(LIB)
 	$(CC) $(ALL_CFLAGS) $(LDFLAGS) -o $@ $^ $(LDLIBS)
 
-# headroom with the plan's allocations written out (bench/plan-trace.c says how).
-bench/plan-trace: bench/plan-trace.c $(CMD_OBJ) $(LIB)
+# headroom with the plan's allocations written out (bench/plan/plan-trace.c says how).
+bench/plan/plan-trace: bench/plan/plan-trace.c $(CMD_OBJ) $(LIB)
 	$(CC) $(ALL_CFLAGS) $(LDFLAGS) -Wl,--wrap=alloc_sim_malloc_on,--wrap=alloc_sim_release,--wrap=sim_train,--wrap=sim_infer -o $@ $^ $(LDLIBS)
 
-bench/simulate: bench/simulate.c $(LIB)
+bench/build/simulate: bench/build/simulate.c $(LIB)
 	$(CC) $(ALL_CFLAGS) $(LDFLAGS) -o $@ $^ $(LDLIBS)
 
 tools/memhog: tools/memhog.c
@@ -123,7 +123,7 @@ golden-check: $(BUILD)/headroom
 	HEADROOM_BIN=$(BUILD)/headroom tests/golden/check
 
 golden: $(BUILD)/headroom
-	HEADROOM_BIN=$(BUILD)/headroom bench/plan-snapshot tests/golden/plan-snapshot.txt
+	HEADROOM_BIN=$(BUILD)/headroom bench/plan/plan-snapshot tests/golden/plan-snapshot.txt
 
 check: all
 	tests/run-all
@@ -148,7 +148,7 @@ uninstall:
 	  $(DESTDIR)$(BASHCOMPDIR)/headroom $(DESTDIR)$(ZSHCOMPDIR)/_headroom
 
 clean:
-	rm -rf build build-asan build-fuzz headroom headroom-exec tools/memhog bench/alloc-replay bench/simulate bench/plan-trace
+	rm -rf build build-asan build-fuzz headroom headroom-exec tools/memhog bench/plan/alloc-replay bench/build/simulate bench/plan/plan-trace
 
 .PHONY: all unit asan fuzz fuzz-bins fuzz-smoke cli golden golden-check check clean install uninstall
 -include $(LIB_OBJ:.o=.d) $(CMD_OBJ:.o=.d) $(BUILD)/src/exec_main.d

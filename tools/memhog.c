@@ -3,7 +3,7 @@
  *   memhog [--cpu] -c JOBFILE -o OBJ     follow the curve in JOBFILE, then write OBJ
  *   memhog [--cpu] --hold SIZE --ms N    hold SIZE (e.g. 200M) for N milliseconds
  *
- * JOBFILE (written by bench/replay): a line "headroom-job/1 INTERVAL_MS", then one
+ * JOBFILE (written by bench/build/replay): a line "headroom-job/1 INTERVAL_MS", then one
  * resident-set target in bytes per interval.
  *
  * By default the milliseconds are wall time spent asleep: the job holds memory and no CPU.

@@ -61,7 +61,7 @@ static const char usage[] =
 	"      --no-db         learn for this build only\n"
 	"      --report FILE   write the end report as JSON to FILE\n"
 	"      --trace FILE    write a Chrome/Perfetto trace: a span per job, memory counters\n"
-	"      --record FILE   write the build as a headroom-trace/1 file (bench/replay replays it)\n"
+	"      --record FILE   write the build as a headroom-trace/1 file, for bench/build/replay\n"
 	"                      (each checked before the build: its directory must exist, and it\n"
 	"                      may be neither the store nor another of these)\n"
 	"  -q, --quiet         no live line and no end report: only warnings and errors on\n"

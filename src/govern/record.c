@@ -1,5 +1,5 @@
 /* Writing a governed build down: a Chrome/Perfetto trace to look at, and a
- * headroom-trace/1 record to replay (bench/replay) or share. */
+ * headroom-trace/1 record to replay (bench/build/replay) or share. */
 #include <errno.h>
 #include <jansson.h>
 #include <stdlib.h>
@@ -10,7 +10,7 @@
 #include "util/escape.h"
 #include "util/xalloc.h"
 
-/* The record's sampling: what bench/traces uses. */
+/* The record's sampling: what bench/build/traces uses. */
 #define RECORD_INTERVAL_MS 500
 
 /* Written whole or not at all (sys/atomicfile): a failure leaves the old file. A root

@@ -116,7 +116,7 @@ void report_add_span(struct report *r, const struct report_span *s);
 int report_write_json(const struct report *r, const char *path);
 /* Chrome/Perfetto trace (JSON): a span per job run, counters for memory. 0 or -errno. */
 int report_write_trace(const struct report *r, const char *path);
-/* headroom-trace/1 (see bench/traces): every job that finished, to replay or share.
+/* headroom-trace/1 (see bench/build/traces): every job that finished, to replay or share.
  * cpus and mem_total_bytes describe the machine. 0 or -errno. */
 int report_write_record(const struct report *r, const char *path, const char *description, int cpus,
 			uint64_t mem_total_bytes);

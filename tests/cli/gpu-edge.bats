@@ -1,12 +1,12 @@
 #!/usr/bin/env bats
-# bench/gpu-edge (issue 44): its bisection finds a run's largest value exactly within the
+# bench/gpu/gpu-edge (issue 44): its bisection finds a run's largest value exactly within the
 # bound on probes, resumes from a partial output file without probing a value twice, stops
 # at its budget leaving complete lines, and refuses bad input with a message. The probes
 # are --fake: a value completes when it is at most LIMIT; no GPU.
 
 load helper
 
-EDGE="$ROOT/bench/gpu-edge"
+EDGE="$ROOT/bench/gpu/gpu-edge"
 
 # A cases file: a seq case with a plan near its edge, a batch case with a plan far off, and
 # a case with no plan (each bisection's three kinds of start).

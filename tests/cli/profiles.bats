@@ -4,7 +4,7 @@
 load helper
 
 learn_tiny() {
-	python3 "$ROOT/bench/replay" generate "$ROOT/tests/fixtures/tiny-trace.json" "$T/b" --time-scale 0.1 --mem-scale 0.5
+	python3 "$ROOT/bench/build/replay" generate "$ROOT/tests/fixtures/tiny-trace.json" "$T/b" --time-scale 0.1 --mem-scale 0.5
 	(cd "$T/b" && "$HR" run -q --db "$T/p.db" -j 3 -- ninja -j3)
 }
 
@@ -64,7 +64,7 @@ assert max(p[0]["curve_bytes"]) == p[0]["peak_bytes"], p
 # learning into store DB.
 learn_tiny_in() {
 	local dir=$1 db=$2
-	python3 "$ROOT/bench/replay" generate "$ROOT/tests/fixtures/tiny-trace.json" "$dir" --time-scale 0.1 --mem-scale 0.5
+	python3 "$ROOT/bench/build/replay" generate "$ROOT/tests/fixtures/tiny-trace.json" "$dir" --time-scale 0.1 --mem-scale 0.5
 	sed -i "s| src/| $dir/src/|" "$dir/build.ninja"
 	(cd "$dir" && "$HR" run -q --db "$db" -j 3 -- ninja -j3)
 }

@@ -62,7 +62,7 @@ teardown() {
 	local limit=$((1600 * 1024 * 1024))
 	CG=$(make_cgroup "hr-bats-$$" "$limit") || skip "cannot create a memory cgroup here (needs root and writable cgroups)"
 	# 18 jobs of 180-330 MiB peaks, no launcher in the commands
-	python3 "$ROOT/bench/replay" generate "$ROOT/tests/fixtures/tiny-trace.json" "$T/tr" --time-scale 2 --mem-scale 3 --repeat 3
+	python3 "$ROOT/bench/build/replay" generate "$ROOT/tests/fixtures/tiny-trace.json" "$T/tr" --time-scale 2 --mem-scale 3 --repeat 3
 	cd "$T/tr"
 	local before=$(oom_kills)
 	run in_cgroup "$CG" timeout -s KILL 60 ninja -j16

@@ -1,10 +1,10 @@
 #!/usr/bin/env bats
-# bench/replay: a trace's job names reach ninja and sh only escaped; a malformed trace is
+# bench/build/replay: a trace's job names reach ninja and sh only escaped; a malformed trace is
 # refused with a message, never a Python traceback (issue 12).
 
 load helper
 
-REPLAY="$ROOT/bench/replay"
+REPLAY="$ROOT/bench/build/replay"
 
 # A trace of jobs named $@ (each 2 samples of 1 MiB, 10 ms apart).
 trace() {
@@ -63,7 +63,7 @@ PY
 }
 
 @test "malformed traces end in a message naming what is wrong, never a traceback" {
-	# one Python runs bench/replay's main on each (a process each costs a second on a
+	# one Python runs bench/build/replay's main on each (a process each costs a second on a
 	# busy machine): every one must end in SystemExit("replay: ..."), any other
 	# exception fails the test
 	cat > "$T/docs" <<'DOCS'
@@ -108,7 +108,7 @@ docs = open(t + "/docs").read().splitlines()
 assert len(docs) == 29, len(docs)
 for doc in docs:
     open(t + "/bad.json", "w").write(doc)
-    sys.argv = ["bench/replay", "generate", t + "/bad.json", t + "/m"]
+    sys.argv = ["bench/build/replay", "generate", t + "/bad.json", t + "/m"]
     try:
         replay.main()
     except SystemExit as e:

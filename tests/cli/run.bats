@@ -181,7 +181,7 @@ load helper
 
 @test "a ninja build runs every job through the governor and learns profiles" {
 	command -v ninja || skip "ninja not installed"
-	python3 "$ROOT/bench/replay" generate "$ROOT/tests/fixtures/tiny-trace.json" "$T/b" --time-scale 0.2 --mem-scale 1
+	python3 "$ROOT/bench/build/replay" generate "$ROOT/tests/fixtures/tiny-trace.json" "$T/b" --time-scale 0.2 --mem-scale 1
 	cd "$T/b"
 	run "$HR" run --db "$T/p.db" --report "$T/r1.json" -j 3 -- ninja -j3
 	[ "$status" -eq 0 ]
@@ -206,7 +206,7 @@ load helper
 
 # The tiny trace built twice (src/rep0, src/rep1: each file has a twin), fast; cd into it.
 twin_tree() {
-	python3 "$ROOT/bench/replay" generate "$ROOT/tests/fixtures/tiny-trace.json" "$T/b" --time-scale 0.05 --mem-scale 1 \
+	python3 "$ROOT/bench/build/replay" generate "$ROOT/tests/fixtures/tiny-trace.json" "$T/b" --time-scale 0.05 --mem-scale 1 \
 		--repeat 2
 	cd "$T/b"
 }
@@ -255,7 +255,7 @@ twin_tree() {
 
 @test "a store that knows the class but none of the files predicts it by a file's profile, not the class mean" {
 	command -v ninja || skip "ninja not installed"
-	python3 "$ROOT/bench/replay" generate "$ROOT/tests/fixtures/tiny-trace.json" "$T/a" --time-scale 0.05 --mem-scale 1
+	python3 "$ROOT/bench/build/replay" generate "$ROOT/tests/fixtures/tiny-trace.json" "$T/a" --time-scale 0.05 --mem-scale 1
 	(cd "$T/a" && "$HR" run --db "$T/p.db" -j 2 -- ninja -j2)
 	# another project, the same flags: its files renamed
 	python3 - "$ROOT/tests/fixtures/tiny-trace.json" "$T/other.json" <<-'PY'
@@ -265,7 +265,7 @@ twin_tree() {
 	    j["name"] = "other_" + j["name"]
 	json.dump(t, open(sys.argv[2], "w"))
 	PY
-	python3 "$ROOT/bench/replay" generate "$T/other.json" "$T/b" --time-scale 0.05 --mem-scale 1
+	python3 "$ROOT/bench/build/replay" generate "$T/other.json" "$T/b" --time-scale 0.05 --mem-scale 1
 	cd "$T/b"
 	HEADROOM_DEBUG=1 run "$HR" run --db "$T/p.db" -j 2 -- ninja -j2
 	echo "$output"
@@ -456,9 +456,9 @@ twin_tree() {
 	[ -z "$(find /sys/fs/cgroup -maxdepth 6 -type d -name "headroom-$pid-job*" 2>/dev/null)" ]
 }
 
-@test "--trace writes a Perfetto trace and --record a trace that bench/replay replays" {
+@test "--trace writes a Perfetto trace and --record a trace that bench/build/replay replays" {
 	command -v ninja || skip "ninja not installed"
-	python3 "$ROOT/bench/replay" generate "$ROOT/tests/fixtures/tiny-trace.json" "$T/b" --time-scale 0.2
+	python3 "$ROOT/bench/build/replay" generate "$ROOT/tests/fixtures/tiny-trace.json" "$T/b" --time-scale 0.2
 	cd "$T/b"
 	run "$HR" run -q --no-db -j 3 --trace "$T/trace.json" --record "$T/rec.json" -- ninja -j3
 	[ "$status" -eq 0 ]
@@ -478,7 +478,7 @@ twin_tree() {
 	assert "ninja -j3" in rec["description"]
 	assert all(max(j["rss_bytes"]) >= 50 << 20 for j in rec["jobs"]), rec   # the curves were recorded
 	PY
-	python3 "$ROOT/bench/replay" generate "$T/rec.json" "$T/again"
+	python3 "$ROOT/bench/build/replay" generate "$T/rec.json" "$T/again"
 	cd "$T/again"
 	run "$HR" run --no-db -j 3 -- ninja -j3
 	[ "$status" -eq 0 ]
@@ -636,7 +636,7 @@ tiny_build() {
 	t["jobs"] = t["jobs"][:int(sys.argv[3])]
 	json.dump(t, open(sys.argv[2], "w"))
 	PY
-	python3 "$ROOT/bench/replay" generate "$T/tiny-$n.json" "$dir" --time-scale 0.1 --mem-scale "$scale" >/dev/null
+	python3 "$ROOT/bench/build/replay" generate "$T/tiny-$n.json" "$dir" --time-scale 0.1 --mem-scale "$scale" >/dev/null
 }
 
 @test "the fixed -j advice names no more jobs than the CPUs, and none for a build cut short or of one job" {
@@ -681,7 +681,7 @@ tiny_build() {
 
 @test "under a budget the report says what the jobs waited for, the freezes' time, and each spell over the budget with why" {
 	command -v ninja || skip "ninja not installed"
-	python3 "$ROOT/bench/replay" generate "$ROOT/tests/fixtures/tiny-trace.json" "$T/b" --time-scale 0.3 >/dev/null
+	python3 "$ROOT/bench/build/replay" generate "$ROOT/tests/fixtures/tiny-trace.json" "$T/b" --time-scale 0.3 >/dev/null
 	cd "$T/b"
 	# six jobs of 60 to 110 MiB, every one at once asked for: they cannot all fit 200M
 	run --separate-stderr "$HR" run --no-db --budget 200M --report "$T/r.json" -- ninja -j6

@@ -23,7 +23,7 @@ print("null" if v is None else v)' "$1" || echo "(not JSON)"
 
 @test "stats: builds per directory, jobs admitted; a -j16 past a hand-set budget but within the machine's memory is no OOM avoided" {
 	command -v ninja || skip "ninja needed"
-	"$ROOT/bench/replay" generate "$ROOT/tests/fixtures/tiny-trace.json" "$T/a" --time-scale 0.2 >/dev/null
+	"$ROOT/bench/build/replay" generate "$ROOT/tests/fixtures/tiny-trace.json" "$T/a" --time-scale 0.2 >/dev/null
 	hold_build "$T/b" 2 10M 100
 	cd "$T/a"
 	run "$HR" run --db "$T/p.db" --budget 250M -- ninja -j16
@@ -136,7 +136,7 @@ governed_row() {
 
 @test "stats: an OOM avoided is a -jN past the memory limit (a cgroup's); a build cut short saves nothing" {
 	command -v ninja || skip "ninja needed"
-	"$ROOT/bench/replay" generate "$ROOT/tests/fixtures/tiny-trace.json" "$T/a" --time-scale 0.1 >/dev/null
+	"$ROOT/bench/build/replay" generate "$ROOT/tests/fixtures/tiny-trace.json" "$T/a" --time-scale 0.1 >/dev/null
 	cd "$T/a"
 	# cut short: a job fails; it is a build governed, with no replay to count
 	cp build.ninja build.ok

@@ -185,62 +185,62 @@ static void test_fixture_file(void **state)
 /* the 17 cases of tests/fixtures/gpu-train/h200-torch2.11.json (the figures print as the test runs) */
 static const struct fixture_check fixtures = { FIXTURES "/gpu-train/h200-torch2.11.json", 17, 0.03, 0.08, 0.03, NULL, NULL };
 
-/* headroom's own 22 cases (bench/gpu-cases.json, measured on the H200 with
- * bench/gpu-measure.py): other architectures, 16k sequences, SGD with momentum, fused
+/* headroom's own 22 cases (bench/gpu/cases/gpu-cases.json, measured on the H200 with
+ * bench/gpu/gpu-measure.py): other architectures, 16k sequences, SGD with momentum, fused
  * AdamW, LoRA, inference. */
 static const struct fixture_check fixtures_headroom = { FIXTURES "/gpu-train/h200-headroom.json", 22, 0.03, 0.08,
 							0.03, NULL, NULL };
 
-/* issue 13's cases (bench/gpu-cases-13.json): qwen3_moe, mixtral, gemma3_text, frozen
+/* issue 13's cases (bench/gpu/cases/gpu-cases-13.json): qwen3_moe, mixtral, gemma3_text, frozen
  * parts with hidden-state inputs, expandable segments beside the same runs without,
  * full-logit inference, GPT-2 with checkpointing and GPT-2 inference (through the
- * simulation too, bench/gpu-cases-gpt2-infer.json); its bounds: median 1 %, max 3 %, no
+ * simulation too, bench/gpu/cases/gpu-cases-gpt2-infer.json); its bounds: median 1 %, max 3 %, no
  * under-estimate past 2 %. */
 static const struct fixture_check fixtures_issue13 = { FIXTURES "/gpu-train/h200-issue13.json", 37, 0.01, 0.03,
 						       0.02, NULL, NULL };
 
-/* issue 13's held-out check of our own (bench/gpu-cases-13b.json): 18 cases of shapes and
+/* issue 13's held-out check of our own (bench/gpu/cases/gpu-cases-13b.json): 18 cases of shapes and
  * settings in no other fixture, planned before they ran; held to the bounds of issue 13's
  * held-out cases (median 2 %, max 4 % here). */
 static const struct fixture_check fixtures_issue13b = { FIXTURES "/gpu-train/h200-issue13b.json", 18, 0.02, 0.04,
 							0.04, NULL, NULL };
 
-/* a second held-out check of our own (bench/gpu-cases-13d.json): 16 cases planned before
+/* a second held-out check of our own (bench/gpu/cases/gpu-cases-13d.json): 16 cases planned before
  * they ran, 13 of them with expandable segments over every family and 3 of MoE under
  * autocast; held to the bounds of issue 13's held-out MoE, gemma3_text and expandable
  * cases: median 3 %, max 6 %. */
 static const struct fixture_check fixtures_issue13d = { FIXTURES "/gpu-train/h200-issue13d.json", 16, 0.03, 0.06,
 							0.06, NULL, NULL };
 
-/* a third (bench/gpu-cases-13e.json): 14 cases with expandable segments, planned with
+/* a third (bench/gpu/cases/gpu-cases-13e.json): 14 cases with expandable segments, planned with
  * five placements before they ran; median 3 %, max 6 % as 13d. */
 static const struct fixture_check fixtures_issue13e = { FIXTURES "/gpu-train/h200-issue13e.json", 14, 0.03, 0.06,
 							0.06, NULL, NULL };
 
-/* twelve expandable cases of 13d and 13e run for eight steps (bench/gpu-cases-13f.json),
+/* twelve expandable cases of 13d and 13e run for eight steps (bench/gpu/cases/gpu-cases-13f.json),
  * planned as long runs: median 3 %, max 6 %. */
 static const struct fixture_check fixtures_issue13f = { FIXTURES "/gpu-train/h200-issue13f.json", 12, 0.03, 0.06,
 							0.06, NULL, NULL };
 
-/* a fourth (bench/gpu-cases-13g.json): twelve qwen3 and qwen3_moe runs with fp32 weights
+/* a fourth (bench/gpu/cases/gpu-cases-13g.json): twelve qwen3 and qwen3_moe runs with fp32 weights
  * under autocast, whose q and k norms come out fp32, planned by cd94bf7 before they ran;
  * median 3 %, max 6 % as 13d. */
 static const struct fixture_check fixtures_issue13g = { FIXTURES "/gpu-train/h200-issue13g.json", 12, 0.03, 0.06,
 							0.06, NULL, NULL };
 
-/* a fifth (bench/gpu-cases-13i.json): 18 cases of the other families and kinds (autocast
+/* a fifth (bench/gpu/cases/gpu-cases-13i.json): 18 cases of the other families and kinds (autocast
  * with and without checkpointing, SGD with momentum, fused AdamW, LoRA, full-logit and
  * last-position inference), planned by 2be3f37 before they ran; issue 13's bounds for
  * held-out full-logit inference and the rest: median 2 %, max 4 %. */
 static const struct fixture_check fixtures_issue13i = { FIXTURES "/gpu-train/h200-issue13i.json", 18, 0.02, 0.04,
 							0.04, NULL, NULL };
 
-/* a sixth (bench/gpu-cases-13j.json): 18 cases over issue 13's held-out kinds, planned
+/* a sixth (bench/gpu/cases/gpu-cases-13j.json): 18 cases over issue 13's held-out kinds, planned
  * with this round's planner before they ran; median 3 %, max 6 % as 13d. */
 static const struct fixture_check fixtures_issue13j = { FIXTURES "/gpu-train/h200-issue13j.json", 18, 0.03, 0.06,
 							0.06, NULL, NULL };
 
-/* a seventh (bench/gpu-cases-13k.json): 21 cases of issue 13's held-out kinds in
+/* a seventh (bench/gpu/cases/gpu-cases-13k.json): 21 cases of issue 13's held-out kinds in
  * combinations no other fixture has (MoE inference, frozen MoE, MoE and gemma3_text fed
  * hidden states, gemma3_text inference, leading layers frozen under a trained embedding,
  * GPT-2 and mixtral with expandable segments), planned by 6ef730c before they ran;
@@ -248,14 +248,14 @@ static const struct fixture_check fixtures_issue13j = { FIXTURES "/gpu-train/h20
 static const struct fixture_check fixtures_issue13k = { FIXTURES "/gpu-train/h200-issue13k.json", 21, 0.03, 0.06,
 							0.06, NULL, NULL };
 
-/* an eighth (bench/gpu-cases-13l.json): 10 cases whose sliding windows their sequences
+/* an eighth (bench/gpu/cases/gpu-cases-13l.json): 10 cases whose sliding windows their sequences
  * reach (phi3 and mistral with a window in their configs, gemma2 at 8192, a mixtral),
  * planned by fcb2609 before they ran (then up to 12.7 % under: the planner read those
  * windows for gemma3_text only); issue 13's bounds for the rest: median 2 %, max 4 %. */
 static const struct fixture_check fixtures_issue13l = { FIXTURES "/gpu-train/h200-issue13l.json", 10, 0.02, 0.04,
 							0.04, NULL, NULL };
 
-/* a ninth (bench/gpu-cases-13m.json): 12 cases of kinds no other set has (LoRA on mixtral,
+/* a ninth (bench/gpu/cases/gpu-cases-13m.json): 12 cases of kinds no other set has (LoRA on mixtral,
  * gemma3 and gemma2, 128-token sequences, a tiny model, fp32 without autocast, MoE
  * inference, half a model frozen under a trained embedding), planned by f46d833 before
  * they ran (then the LoRA mixtral 9.2 % over: its frozen experts kept their inputs);
@@ -263,7 +263,7 @@ static const struct fixture_check fixtures_issue13l = { FIXTURES "/gpu-train/h20
 static const struct fixture_check fixtures_issue13m = { FIXTURES "/gpu-train/h200-issue13m.json", 12, 0.02, 0.04,
 							0.04, NULL, NULL };
 
-/* a tenth (bench/gpu-cases-13n.json and -13o.json): 13 common setups no other set has
+/* a tenth (bench/gpu/cases/gpu-cases-13n.json and -13o.json): 13 common setups no other set has
  * (LoRA on qwen3, all seven projections too, on phi3's fused projections and a windowed
  * mistral; llama at 12288 tokens; gemma fed hidden states; attention biases; GPT-2 with
  * expandable segments; qwen2 half frozen; mixtral with fused AdamW and checkpointing),
@@ -271,7 +271,7 @@ static const struct fixture_check fixtures_issue13m = { FIXTURES "/gpu-train/h20
 static const struct fixture_check fixtures_issue13n = { FIXTURES "/gpu-train/h200-issue13n.json", 13, 0.02, 0.04,
 							0.04, NULL, NULL };
 
-/* an eleventh (bench/gpu-cases-13p.json): 12 runs with frozen layers under a trained
+/* an eleventh (bench/gpu/cases/gpu-cases-13p.json): 12 runs with frozen layers under a trained
  * embedding (MoE, under autocast), LoRA under autocast and on the gemmas, GPT-2 under
  * autocast with expandable segments, planned by 73ec486 before they ran (then a frozen
  * llama under autocast 3.1 % under: its frozen weights' casts are kept for the input's
@@ -279,52 +279,52 @@ static const struct fixture_check fixtures_issue13n = { FIXTURES "/gpu-train/h20
 static const struct fixture_check fixtures_issue13p = { FIXTURES "/gpu-train/h200-issue13p.json", 12, 0.02, 0.04,
 							0.04, NULL, NULL };
 
-/* a twelfth (bench/gpu-cases-13q.json): 11 runs of LoRA under autocast, layers frozen in
+/* a twelfth (bench/gpu/cases/gpu-cases-13q.json): 11 runs of LoRA under autocast, layers frozen in
  * the middle and at the end, hidden states fed under autocast, a 3B llama, planned by
  * 736cd9f before they ran (its LoRA run adapting the MLP is 13t's); median 2 %, max 4 %. */
 static const struct fixture_check fixtures_issue13q = { FIXTURES "/gpu-train/h200-issue13q.json", 11, 0.02, 0.04,
 							0.04, NULL, NULL };
 
-/* a thirteenth (bench/gpu-cases-13r.json): 8 more LoRA and frozen setups, planned by
+/* a thirteenth (bench/gpu/cases/gpu-cases-13r.json): 8 more LoRA and frozen setups, planned by
  * 3f024e8 before they ran (its two LoRA runs adapting the MLP under autocast are 13t's);
  * median 2 %, max 4 %. */
 static const struct fixture_check fixtures_issue13r = { FIXTURES "/gpu-train/h200-issue13r.json", 8, 0.02, 0.04,
 							0.04, NULL, NULL };
 
-/* LoRA under autocast measured with PEFT's adapter form (bench/gpu-cases-13t.json),
+/* LoRA under autocast measured with PEFT's adapter form (bench/gpu/cases/gpu-cases-13t.json),
  * planned by 9ba4170 before they ran: all seven projections of qwen3, gemma3 and phi3,
  * and attention alone; median 2 %, max 4 %. */
 static const struct fixture_check fixtures_issue13t = { FIXTURES "/gpu-train/h200-issue13t.json", 4, 0.02, 0.04,
 							0.04, NULL, NULL };
 
-/* the story's drafter at its 32,768 tokens a step (bench/gpu-cases-13s.json), planned by
+/* the story's drafter at its 32,768 tokens a step (bench/gpu/cases/gpu-cases-13s.json), planned by
  * ce6d3be before it ran, without and with expandable segments; issue 13's bound for
  * held-out frozen/hidden-state and expandable cases, max 6 % (of two, the median the test
  * takes is the larger). */
 static const struct fixture_check fixtures_issue13s = { FIXTURES "/gpu-train/h200-issue13s.json", 2, 0.06, 0.06,
 							0.06, NULL, NULL };
 
-/* 8 MoE runs in bf16, native and with expandable segments (bench/gpu-cases-13u.json),
+/* 8 MoE runs in bf16, native and with expandable segments (bench/gpu/cases/gpu-cases-13u.json),
  * planned by 0875cd6 before they ran; issue 13's held-out MoE bounds, median 3 %, max
  * 6 %. */
 static const struct fixture_check fixtures_issue13u = { FIXTURES "/gpu-train/h200-issue13u.json", 8, 0.03, 0.06,
 							0.06, NULL, NULL };
 
-/* 18 runs over issue 13's held-out kinds in shapes no other set has (bench/gpu-cases-13v.json),
+/* 18 runs over issue 13's held-out kinds in shapes no other set has (bench/gpu/cases/gpu-cases-13v.json),
  * planned by 6cf5549 before they ran, after the experts', RMSNorm's, lm_head's and the
  * sliding mask's orders were traced (then a checkpointed mistral with its window under
  * autocast 10.9 % under, until the MLP's backward was traced too); median 2 %, max 4 %. */
 static const struct fixture_check fixtures_issue13v = { FIXTURES "/gpu-train/h200-issue13v.json", 18, 0.02, 0.04,
 							0.04, NULL, NULL };
 
-/* 18 more in shapes no other set has (bench/gpu-cases-13w.json), planned by d01ce61
+/* 18 more in shapes no other set has (bench/gpu/cases/gpu-cases-13w.json), planned by d01ce61
  * before they ran, after lm_head's traced frees (then gemma3 under autocast at 4 x 2048
  * 15.8 % over, until the attention's backward was traced); issue 13's bounds for the
  * rest: median 2 %, max 4 %. */
 static const struct fixture_check fixtures_issue13w = { FIXTURES "/gpu-train/h200-issue13w.json", 18, 0.02, 0.04,
 							0.04, NULL, NULL };
 
-/* issue 28's real-scale set (bench/gpu-cases-28.json: 7-15 B shapes, 8k-64k tokens,
+/* issue 28's real-scale set (bench/gpu/cases/gpu-cases-28.json: 7-15 B shapes, 8k-64k tokens,
  * 64 and 128 experts, the 5120-wide drafter at 32,768 tokens, runs at the card's edge),
  * planned by 6b471d6 before it ran and planned here on the H200 itself: every run that
  * ran out of memory said not to fit, every other said to fit; median 1 %, max 3 %, no
@@ -332,7 +332,7 @@ static const struct fixture_check fixtures_issue13w = { FIXTURES "/gpu-train/h20
 static const struct fixture_check fixtures_issue28 = { FIXTURES "/gpu-train/h200-issue28.json", 32, 0.01, 0.07,
 						       0.02, NULL, "h200" };
 
-/* issue 28's held-out check of our own (bench/gpu-cases-28h.json: shapes and settings the
+/* issue 28's held-out check of our own (bench/gpu/cases/gpu-cases-28h.json: shapes and settings the
  * set above lacks), planned by 5511971 before it ran, planned here on the H200: the
  * held-out bounds, median 2 %, max 4 %, no under-estimate beyond 2 %. */
 static const struct outlier outliers_issue28h[] = {
@@ -348,7 +348,7 @@ static const struct outlier outliers_issue28h[] = {
 static const struct fixture_check fixtures_issue28h = { FIXTURES "/gpu-train/h200-issue28h.json", 11, 0.02, 0.04,
 							0.02, outliers_issue28h, "h200" };
 
-/* issue 28's runs at the card's edge (bench/gpu-cases-28e.json), planned before they ran:
+/* issue 28's runs at the card's edge (bench/gpu/cases/gpu-cases-28e.json), planned before they ran:
  * llama-3.1-8b at 10,752 tokens ran at 139.64 of 139.80 GiB and fits; mistral-nemo at
  * 24,576 tokens, whose live segments with plenty of memory fit, ran out of memory in its
  * third step, as the simulation on the card does: said not to fit. */
@@ -358,7 +358,7 @@ static const struct fixture_check fixtures_issue28h = { FIXTURES "/gpu-train/h20
 static const struct fixture_check fixtures_issue28e = { FIXTURES "/gpu-train/h200-issue28e.json", 7, 0.07, 0.07,
 							0.02, NULL, "h200" };
 
-/* issue 30's nine families and two multimodal configs (bench/gpu-cases-30.json: olmo2,
+/* issue 30's nine families and two multimodal configs (bench/gpu/cases/gpu-cases-30.json: olmo2,
  * granite, smollm3, qwen2_moe, deepseek_v3 with and without q's low rank, glm4_moe,
  * llama4_text, gpt_oss, qwen3_next, gemma3's and qwen2.5-vl's text towers, training with
  * and without checkpointing and inference), planned before they ran
@@ -369,14 +369,14 @@ static const struct fixture_check fixtures_issue28e = { FIXTURES "/gpu-train/h20
 static const struct fixture_check fixtures_issue30 = { FIXTURES "/gpu-train/h200-issue30.json", 35, 0.01, 0.03,
 						       0.02, NULL, "h200" };
 
-/* issue 13's two-GPU cases (bench/gpu-dist-cases.json and -2.json on nvidia-h200-x2), one case a
+/* issue 13's two-GPU cases (bench/gpu/cases/gpu-dist-cases.json and -2.json on nvidia-h200-x2), one case a
  * rank: DDP and FSDP2 (fully_shard with and without resharding after the forward), bf16
  * and fp32 under autocast; each rank's peak within 3 % but for the named ones. */
 static const struct outlier outliers_dist[] = {
 	/* DDP's rank 0 held a second copy of the gradient buckets through the second step
 	 * in two of four runs: when DDP rebuilds its buckets the old ones live on in
 	 * ProcessGroupNCCL's stash until its watchdog drops the finished work, a race either
-	 * rank may lose (bench/ddp-rebuild.py); the plan is the run without it */
+	 * rank may lose (bench/gpu/ddp-rebuild.py); the plan is the run without it */
 	{ "qwen3-0.6b/ddpx2-bf16/b4s1024/rank0", 0.09 },
 	{ "mistral-0.4b/ddpx2-mp/b2s4096/rank0", 0.06 },
 	{ NULL, 0 },
@@ -385,7 +385,7 @@ static const struct fixture_check fixtures_dist = { FIXTURES "/gpu-train/h200x2-
 						    outliers_dist, NULL };
 
 /* five DDP cases and one FSDP2 case of the two-GPU fixture run for 30 steps
- * (bench/gpu-dist-cases-30.json), planned as long runs (eight steps simulated): each
+ * (bench/gpu/cases/gpu-dist-cases-30.json), planned as long runs (eight steps simulated): each
  * rank's peak within 3 % (the DDP mistral under autocast was 5.4 % over, its simulation
  * growing in its sixth step, until the attention's backward was traced); none grew after
  * its second step. */

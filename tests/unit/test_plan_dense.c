@@ -66,7 +66,7 @@ static void test_olmo2(void **state)
 	assert_int_equal(m.head_dim, 128);
 	/* OLMo-2-1124-7B: 2 norms a layer (no input norm) and q/k norms of 4096 each */
 	assert_int_equal(model_params(&m), 7298617344);
-	/* the 4-layer shape bench/gpu-cases-30.json builds, as transformers counted it */
+	/* the 4-layer shape bench/gpu/cases/gpu-cases-30.json builds, as transformers counted it */
 	olmo2_shape("olmo2", 4, "", &m);
 	assert_int_equal(model_params(&m), 1631653888);
 	olmo2_shape("olmo2", 4, ", \"attention_bias\": true", &biased);
@@ -198,7 +198,7 @@ static void test_smollm3(void **state)
 	assert_true(rope.allocated_peak_bytes <= nope.allocated_peak_bytes + 3 * q);
 }
 
-/* gemma-3-4b's text tower at 8 layers, as bench/gpu-cases-30.json builds it */
+/* gemma-3-4b's text tower at 8 layers, as bench/gpu/cases/gpu-cases-30.json builds it */
 #define GEMMA3_TEXT "{\"hidden_size\": 2560, \"num_hidden_layers\": 8, \"num_attention_heads\": 8, " \
 		    "\"num_key_value_heads\": 4, \"head_dim\": 256, \"intermediate_size\": 10240, " \
 		    "\"vocab_size\": 262208, \"sliding_window\": 1024%s}"
@@ -213,7 +213,7 @@ static void test_smollm3(void **state)
 
 /* A multimodal config plans its text tower from text_config and counts its vision
  * tower's weights (no gradient, no state in a text-only step), as transformers builds
- * them: the parameters each model of bench/gpu-cases-30.json had. */
+ * them: the parameters each model of bench/gpu/cases/gpu-cases-30.json had. */
 static void test_multimodal(void **state)
 {
 	struct model_shape vlm, text, flat;

@@ -27,7 +27,7 @@ static uint64_t peak(const char *cfg, int64_t batch, int64_t seq, int inference)
 	shape_of(cfg, &m);
 	train_settings_init(&t);
 	t.batch = batch, t.seq = seq, t.use_cache = 0, t.steps = 3;
-	t.keep_outputs = 1; /* as the traces these figures were read from ran (bench/gpu-measure.py) */
+	t.keep_outputs = 1; /* as the traces these figures were read from ran (bench/gpu/gpu-measure.py) */
 	if (inference)
 		t.inference = 1, t.opt = OPT_NONE;
 	if (plan_compute(&m, &t, &r, &why))
