@@ -2917,7 +2917,7 @@ static int64_t tensor_bytes(const struct step *s, int id)
 
 /* Copies of the buckets ProcessGroupNCCL's stash was seen to hold through the second
  * step, beside the live ones, when its watchdog dropped the finished work late
- * (bench/ddp-rebuild.py; h200x2-dist's DDP ranks 0) */
+ * (bench/gpu/ddp-rebuild.py; h200x2-dist's DDP ranks 0) */
 #define DDP_RACE_COPIES 2
 
 /* Set up the run and load the model: the weights, then LoRA's adapters, fp32, tensor
