@@ -8,7 +8,9 @@
 #include <string.h>
 
 #include <cmocka.h>
+#include <dirent.h>
 #include <jansson.h>
+#include <stdio.h>
 
 #include "plan/config.h"
 #include "plan/gpus.h"
@@ -20,7 +22,8 @@
 #define GiB (1024ULL * 1024 * 1024)
 #define MiB (1024ULL * 1024)
 
-/* A GPU of the table with the command's default margin, 4 % of its memory. */
+/* A GPU of the table with a margin of 4 % of its memory (the figures below were pinned
+ * with it). */
 
 /* Llama-3.2-1B in a loop that holds its output into the next step: the figures below
  * were pinned with it (the answers' shapes, not the loop, are what these tests check). */
@@ -436,11 +439,91 @@ static void test_monotone(void **state)
 	sweep(&moe, t, "batch", batches, sizeof(batches) / sizeof(batches[0]), &f);
 }
 
+#ifndef FIXTURES
+#define FIXTURES "tests/fixtures"
+#endif
+
+/* One case of each family (model_type, full or LoRA) of the measured fixtures: its shape
+ * and settings (three steps: the bounds are the long run's from the third) into the
+ * arrays; returns how many, at most max. */
+static size_t family_cases(struct model_shape *ms, struct train_settings *ts, size_t max)
+{
+	char seen[64][48];
+	size_t n = 0;
+	DIR *d = opendir(FIXTURES "/gpu-train");
+	struct dirent *e;
+
+	assert_non_null(d);
+	while ((e = readdir(d)) && n < max) {
+		char path[512];
+		json_t *root, *c;
+		size_t i;
+
+		if (!strstr(e->d_name, ".json"))
+			continue;
+		snprintf(path, sizeof(path), "%s/gpu-train/%s", FIXTURES, e->d_name);
+		root = json_load_file(path, 0, NULL);
+		assert_non_null(root);
+		json_array_foreach(json_object_get(root, "cases"), i, c) {
+			struct train_settings t;
+			char key[48], *msg = NULL;
+			size_t k;
+
+			train_settings_init(&t);
+			if (n == max || model_shape_from_json(json_object_get(c, "model"), &ms[n], &msg) ||
+			    train_settings_from_json(json_object_get(c, "train"), &t, &msg) || t.inference || t.dp > 1) {
+				free(msg);
+				continue;
+			}
+			snprintf(key, sizeof(key), "%s%s", ms[n].type, t.lora_rank ? "/lora" : "");
+			for (k = 0; k < n && strcmp(seen[k], key); k++)
+				;
+			if (k < n)
+				continue;
+			memcpy(seen[n], key, sizeof(key));
+			t.steps = 3;
+			ts[n++] = t;
+		}
+		json_decref(root);
+	}
+	closedir(d);
+	return n;
+}
+
+/* The same property over every family the fixtures measured: seq and batch swept around
+ * each one's measured shape, on a card its own need_high passes (the verdict moves). */
+static void test_monotone_families(void **state)
+{
+	static struct model_shape ms[64];
+	static struct train_settings ts[64];
+	size_t n = family_cases(ms, ts, 64);
+	(void)state;
+
+	printf("   %zu families\n", n);
+	assert_true(n >= 20);
+	for (size_t i = 0; i < n; i++) {
+		struct train_settings t = ts[i];
+		struct plan_result r;
+		const char *why;
+		int64_t s0 = t.seq, seqs[6], batches[] = { 1, 2, 3, 4 };
+
+		t.batch = 1;
+		assert_int_equal(plan_compute(&ms[i], &t, &r, &why), 0);
+		struct fit f = { .gpu_bytes = (r.need_low_bytes + r.need_high_bytes) / 2 };
+		for (int j = 0; j < 6; j++)
+			seqs[j] = s0 * (j + 1) / 4 > 64 ? s0 * (j + 1) / 4 : 64;
+		printf("   %s%s seq %lld\n", ms[i].type, t.lora_rank ? " (LoRA)" : "", (long long)s0);
+		sweep(&ms[i], t, "seq", seqs, 6, &f);
+		t.seq = s0 / 2 > 64 ? s0 / 2 : 64;
+		sweep(&ms[i], t, "batch", batches, 4, &f);
+	}
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_knobs),      cmocka_unit_test(test_knob_applies), cmocka_unit_test(test_locks),      cmocka_unit_test(test_fit),
-		cmocka_unit_test(test_fit_verdicts), cmocka_unit_test(test_monotone),
+		cmocka_unit_test(test_fit_verdicts), cmocka_unit_test(test_monotone), cmocka_unit_test(test_monotone_families),
 		cmocka_unit_test(test_solve_batch), cmocka_unit_test(test_solve_none), cmocka_unit_test(test_solve_buffer),
 		cmocka_unit_test(test_solve_largest), cmocka_unit_test(test_solve_tiny_buffer),
 		cmocka_unit_test(test_solve_too_big), cmocka_unit_test(test_solve_few_plans),
