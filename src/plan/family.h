@@ -52,12 +52,12 @@ enum attn_kind {
 			  * the residual dropout */
 	ATTN_EAGER_SINKS, /* eager attention (q k^T, scaled, masked, a sink column per head,
 			   * max-subtracted softmax, times v) over k and v repeated to every
-			   * head (gpt_oss: op_eager.inc) */
+			   * head (gpt_oss: op_eager.c) */
 	ATTN_GATED_SDPA, /* ATTN_SDPA with q_proj twice as wide: its second half gates the
 			  * output, sigmoid(gate) x attention, before o_proj (qwen3_next's full
-			  * layers: op_gated_attn.inc) */
+			  * layers: op_gated_attn.c) */
 	ATTN_DELTANET,   /* Gated DeltaNet linear attention on transformers' reference
-			  * PyTorch path (qwen3_next's linear layers: op_deltanet.inc) */
+			  * PyTorch path (qwen3_next's linear layers: op_deltanet.c) */
 	ATTN_MLA,        /* multi-head latent attention (deepseek_v3): q through a low-rank
 			  * pair with its norm (or one q_proj), k and v from a normalized latent
 			  * (kv_a, kv_b), a one-head rotary key part, sdpa, o_proj; the cache
@@ -72,9 +72,9 @@ enum mlp_kind {
 	MLP_MOE,         /* routed gated experts behind a router (grouped_mm) */
 	MLP_DENSE_MOE,   /* every expert run on every token, weighed by a top-k sigmoid
 			  * router, a shared expert added in place (llama4_text:
-			  * op_dense_moe.inc) */
+			  * op_dense_moe.c) */
 	MLP_MOE_CLAMPED, /* grouped_mm experts with biases and a clamped GLU behind a top-k
-			  * then softmax router with a bias (gpt_oss: op_clamped_moe.inc) */
+			  * then softmax router with a bias (gpt_oss: op_clamped_moe.c) */
 	MLP_KINDS
 };
 

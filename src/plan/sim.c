@@ -5,180 +5,12 @@
 #include <string.h>
 
 #include "plan/alloc.h"
-#include "plan/component.h"
 #include "plan/dtype.h"
-#include "plan/lora.h"
 #include "plan/pytorch.h"
+#include "plan/sim_internal.h"
 #include "util/grow.h"
 #include "util/xalloc.h"
 
-/* A list of live tensors (ids into the step's table); a layer's saved tensors carry the
- * stage of its backward pass that lets them go (enum stage). */
-struct tlist {
-	int *v;
-	size_t n, cap;
-	unsigned char *tag;       /* saved tensors: the stage of each of v's */
-	size_t cap_tag;
-};
-
-/* Where in a layer's backward pass autograd frees what the forward saved: each node
- * drops its saved tensors once it has run. In backward order. */
-enum stage {
-	S_PNORM2_W, /* gemma2's and gemma3's post-feedforward norm's weight: the normalized tensor */
-	S_PNORM2,  /* that norm: the rest */
-	S_WEIGH,   /* the experts' weighting: their masked output */
-	S_DOWN,    /* down_proj: its input (the product) */
-	S_MUL,     /* act x up: act and up (the experts': act) */
-	S_GATE,    /* silu: gate (phi3: gate_up; the experts': gate_up's masked output) */
-	S_SORTED,  /* the experts' gate_up: the tokens' sorted copies */
-	S_UP_IN,   /* up_proj under autocast: its casts */
-	S_MLP_IN,  /* gate/up projections: their input or autocast's casts (gate's) */
-	S_NORM2_W, /* the post-attention norm's weight: the normalized tensor */
-	S_NORM2,   /* the post-attention norm: the rest */
-	S_PNORM1_W, /* gemma2's and gemma3's post-attention norm's weight: the normalized tensor */
-	S_PNORM1,  /* that norm: the rest */
-	S_O_IN,    /* o_proj's adapter */
-	S_SDPA,    /* attention: q, k, v, output, log-sum-exp */
-	S_KNORM_W, /* k's norm (qwen3's, gemma3's) weight: the normalized tensor */
-	S_KNORM,   /* k's norm: the rest */
-	S_QNORM_W, /* q's norm's weight: the normalized tensor */
-	S_QNORM,   /* q's norm: the rest */
-	S_V_IN,    /* v_proj under autocast: its casts */
-	S_K_IN,    /* k_proj under autocast: its casts */
-	S_QKV_IN,  /* q/k/v projections: their input or autocast's casts (q's) */
-	S_NORM1_W, /* the input norm's weight: the normalized tensor */
-	S_NORM1,   /* the input norm: the rest */
-	/* llama4_text's MoE (op_dense_moe.inc), after its shared expert's in the backward */
-	S_XDOWN,   /* the experts' down bmm: its input */
-	S_XMUL,    /* their act x up: act */
-	S_XGATE,   /* their silu and up's slice: gate_up */
-	S_XIN,     /* their gate_up bmm: the weighted copies */
-	S_XREP,    /* the weighting: the copies and the weights */
-	S_XROUTER, /* the router's sigmoid and scatter */
-	S_EPROBS,  /* eager attention's softmax: its probabilities (op_eager.inc) */
-	S_EPV,     /* its product with v: the probabilities' contiguous copy */
-	S_LIN,     /* a Gated DeltaNet's: all it keeps (op_deltanet.inc) */
-	S_OGATE,   /* the output gate's sigmoid and product (op_gated_attn.inc) */
-	/* a mixture of experts' shared expert (after the experts' stages in the backward:
-	 * the gated one's sigmoid gate first of all) */
-	S_SH_WEIGH, /* its gate's product: the sigmoid and the shared output */
-	S_SH_DOWN, /* its down_proj: the product */
-	S_SH_MUL,  /* act x up */
-	S_SH_GATE, /* silu: gate */
-	S_SH_IN,   /* its projections' (under autocast: casts) */
-	/* multi-head latent attention (after sdpa's in the backward) */
-	S_MLA_KVB, /* kv_b_proj: its input, the normalized latent */
-	S_MLA_QB,  /* q_b_proj: its input, q's normalized low-rank output */
-};
-
-/* One decoder layer's parameter tensors, in elements. phi3 fuses q, k and v into one
- * qkv_proj and gate and up into one gate_up_proj: then those are 0, else qkv and gate_up
- * are. */
-struct layer_params {
-	int64_t q, k, v, qkv, o;
-	int64_t gate, up, gate_up, down;
-	int64_t norm1, norm2;            /* the input and the post-attention norm */
-	int64_t router;                  /* mixture of experts: the router's (gate_up and down are
-					  * then all experts', stacked) */
-	int64_t q_bias, k_bias, v_bias;  /* 0 without qkv_bias */
-	int64_t o_bias;                  /* 0 without o_bias */
-	int64_t shared_gate, shared_up, shared_down; /* the experts' shared expert's (0 none) */
-	int64_t sinks;                   /* a sink logit a head (0 none) */
-	int64_t gate_up_bias, down_bias, router_bias; /* the experts' and router's biases (0 none) */
-	int64_t shared_gate_w;           /* the shared expert's gate, Linear(hidden, 1) (0 none) */
-	/* a Gated DeltaNet layer's (0 in others): in_proj_qkvz, in_proj_ba, the conv, dt_bias,
-	 * A_log, the gated norm, out_proj */
-	int64_t lin_qkvz, lin_ba, lin_conv, lin_dt, lin_alog, lin_norm, lin_out;
-	/* multi-head latent attention's (q is q_proj's when there is no q_a_proj) */
-	int64_t q_a, q_a_norm, q_b, kv_a, kv_a_norm, kv_b;
-	int64_t q_norm, k_norm;          /* q's and k's norms spanning the projection (qk_norm_full);
-					  * a head's (qwen3's, gemma3's) are left out, as tiny */
-};
-
-/* A LoRA adapter's tensor (A or B of one adapted projection). */
-struct adapter {
-	int64_t elems;
-	int mlp;                  /* adapts a projection of the MLP (else of the attention) */
-};
-
-/* A run's allocator and tensors, and what of the model and the settings the sequence of
- * allocations depends on. */
-struct step {
-	struct alloc_sim a;
-	int *block_of;            /* tensor id -> block, -1 when freed; id 0 unused */
-	int64_t *bytes_of;        /* tensor id -> the bytes asked for (its block may be larger) */
-	unsigned char *part_of;   /* tensor id -> its enum plan_component */
-	size_t ntensors, cap_tensors, cap_bytes, cap_parts;
-	/* the breakdown: the blocks live now by component, and as they were at the allocated
-	 * peak (taken once the tensor that made the peak is tagged, at the next event) */
-	int part;                 /* what tensors made now are for (enum plan_component) */
-	const char *phase;        /* the step's phase now: "forward", "backward"... */
-	uint64_t live[C_NCOMPONENTS], peak_parts[C_NCOMPONENTS];
-	const char *peak_phase;
-	int peak_pending;         /* a new allocated peak not yet taken */
-	/* the shape (elements); the layers' formulas write tokens, hidden, inter, q_dim,
-	 * kv_dim and act_bytes as T, h, I, qd, k and ab */
-	int64_t tokens;           /* batch x seq */
-	int64_t batch, seq, hidden, layers, heads, kv_heads, vocab;
-	int64_t q_dim;            /* heads x head_dim */
-	int64_t kv_dim;           /* kv_heads x head_dim */
-	int64_t inter;            /* the MLP's intermediate size */
-	/* bytes per element */
-	int weight_bytes;
-	int act_bytes;            /* linear outputs: 2, or 4 for fp32 without autocast */
-	int resid_bytes;          /* the residual stream: 4 with fp32 weights */
-	int autocast;             /* bf16 autocast over fp32 weights */
-	int fp32;                 /* fp32 weights without autocast */
-	const struct family *fam; /* what the layers are made of (plan/family.h) */
-	int eval;                 /* the model in eval mode (inference): no dropout */
-	int64_t positions;        /* learned positions */
-	double softcap;           /* the final logit softcapping; 0 none */
-	int base_trains;          /* the base weights train (not LoRA): linears keep their inputs */
-	unsigned lora_targets;    /* LoRA: the LORA_* targets; 0 without LoRA */
-	int64_t lora_rank;
-	struct adapter adapters[2 * LORA_MAX_PROJS];  /* LoRA: one layer's, A then B per target */
-	int nadapters;
-	struct layer_params lp;
-	int64_t experts, topk, moe_inter;  /* mixture of experts; 0 experts: a dense MLP */
-	int router_fp32;          /* mixtral: the routing weights stay fp32 */
-	int64_t sliding_window, sliding_pattern; /* sliding-window layers (model_shape) */
-	int64_t mask_bytes;       /* this layer's attention mask as sdpa's additive bias: 0 none */
-	int stage;                /* what layer_forward saves now is freed at this stage */
-	struct tlist *kv;         /* training with use_cache: the cache's tensors, else NULL */
-	struct tlist *ac_cache;   /* a checkpointed forward under autocast: autocast's weight
-				   * casts, kept to the autocast region's end; else NULL */
-	int nograd_in;            /* the next layer's input takes no gradient (the first
-				   * trained layer's, after a frozen embedding, hidden states
-				   * fed in, or frozen layers run without autograd) */
-	int in_nograd;            /* the linears' input now takes no gradient (LoRA's first
-				   * layer fed a frozen embedding: its norm's output) */
-	int early_stop;           /* a checkpointed layer's recompute: it stops once its last
-				   * saved tensor is packed (checkpoint's early stop) */
-	int recomputed;           /* the backward of a checkpointed layer (node_done) */
-	int jitter;               /* sim_train's jitter: its scale in hidden states, 0 off */
-	uint64_t jitter_state;    /* its generator's state */
-	int jitter_id;            /* the jitter tensor held now, 0 none */
-	struct tlist *rot_last;   /* a rotary set's cos and sin, to go at their last use (the q
-				   * rotation of the lowest trained layer using it); NULL in others */
-	/* the layer now (layer_at): an interleaved family's MLP kind, rotary or not */
-	enum mlp_kind mlp;
-	int rope_on;              /* q and k rotated */
-	int qk_l2;                /* q and k L2-normalized (a rotary layer of a use_qk_norm model) */
-	int temperature;          /* q scaled (a layer without rotary embedding) */
-	int64_t dense_inter, shared_inter, nope_step; /* (model_shape) */
-	int model_qk_l2, model_temperature;
-	enum attn_kind attn;      /* the layer's attention kind (hybrid families: layer_at) */
-	int64_t full_step, lin_k_heads, lin_v_heads, lin_k_dim, lin_v_dim, lin_conv; /* (model_shape) */
-	const struct model_shape *m;
-	struct layer_params moe_lp; /* a MoE layer's (lp is the layer's now) */
-	int64_t moe_experts;      /* a MoE layer's experts (experts: the layer's now) */
-	int64_t moe_layer_inter;  /* a MoE layer's inter (inter: the layer's now) */
-	int64_t rot_dim;          /* the rotated part of a head (0: all of it) */
-	struct family fam_cfg;    /* the family's row as the config turns its options on */
-	int64_t q_lora, kv_lora, v_head; /* multi-head latent attention's (model_shape) */
-};
-
-struct layer_fwd;
 /* What a sublayer's kind (an attention kind, an MLP kind: plan/family.h) does, written
  * once: its forward with autograd over its norm's output y (0 when kept; what the
  * backward needs into sv, stages telling which node frees each), without autograd (a
@@ -194,6 +26,7 @@ struct sublayer_ops {
 
 /* The kinds' rows (their tables follow the ops). */
 static const struct sublayer_ops *attn_op(const struct step *s);
+
 static const struct sublayer_ops *mlp_op(const struct step *s);
 
 /* Take the breakdown at the allocated peak the last allocation made, once every tensor
@@ -229,18 +62,18 @@ static int tensor_for(struct step *s, int64_t bytes, int stream, int part)
 }
 
 /* A tensor for what the step does now (s->part). */
-static int tensor(struct step *s, int64_t bytes)
+int tensor(struct step *s, int64_t bytes)
 {
 	return tensor_for(s, bytes, 0, s->part);
 }
 
 /* A tensor for another component than the phase's. */
-static int tensor_as(struct step *s, int64_t bytes, enum plan_component part)
+int tensor_as(struct step *s, int64_t bytes, enum plan_component part)
 {
 	return tensor_for(s, bytes, 0, (int)part);
 }
 
-static void drop(struct step *s, int id)
+void drop(struct step *s, int id)
 {
 	if (id > 0 && s->block_of[id] >= 0) {
 		peak_take(s);
@@ -251,7 +84,7 @@ static void drop(struct step *s, int id)
 }
 
 /* A tensor made from x (a cast, a copy, a sum) of bytes: x goes once it exists. */
-static int remake(struct step *s, int x, int64_t bytes)
+int remake(struct step *s, int x, int64_t bytes)
 {
 	int c = tensor(s, bytes);
 
@@ -266,14 +99,14 @@ static int remade_by(struct step *s, int x, int n)
 	return n;
 }
 
-static void push(struct tlist *l, int id)
+void push(struct tlist *l, int id)
 {
 	ARRAY_GROW(l->v, l->n + 1, l->cap);
 	l->v[l->n++] = id;
 }
 
 /* Keep a tensor for the backward pass, freed at the current stage. */
-static void save(struct step *s, struct tlist *l, int id)
+void save(struct step *s, struct tlist *l, int id)
 {
 	ARRAY_GROW(l->tag, l->n + 1, l->cap_tag);
 	l->tag[l->n] = (unsigned char)s->stage;
@@ -281,14 +114,14 @@ static void save(struct step *s, struct tlist *l, int id)
 }
 
 /* Free what a layer saved for one stage of its backward. */
-static void release(struct step *s, struct tlist *l, enum stage st)
+void release(struct step *s, struct tlist *l, enum stage st)
 {
 	for (size_t i = 0; i < l->n; i++)
 		if (l->tag[i] == st)
 			drop(s, l->v[i]);
 }
 
-static void free_all(struct step *s, struct tlist *l)
+void free_all(struct step *s, struct tlist *l)
 {
 	for (size_t i = 0; i < l->n; i++)
 		drop(s, l->v[i]);
@@ -341,7 +174,7 @@ static int64_t qk_bytes(const struct step *s)
 
 /* Bytes an element of the rotated q and k, and of the cache's keys and values: fp32
  * under autocast (cos and sin are). */
-static int64_t kv_bytes(const struct step *s)
+int64_t kv_bytes(const struct step *s)
 {
 	return s->autocast && !s->fam->rope_fp32 ? DT_FP32 : qk_bytes(s);
 }
@@ -454,7 +287,7 @@ static int norm_of(struct step *s, struct tlist *sv, int64_t rows, int64_t dim, 
 
 /* The same norm without autograd: the fp32 copy goes once the normalized tensor exists,
  * the normalized tensor at the norm's return, the cast once multiplied. */
-static int plain_norm(struct step *s, int64_t rows, int64_t dim, int in_bytes)
+int plain_norm(struct step *s, int64_t rows, int64_t dim, int in_bytes)
 {
 	int64_t u = rows * dim;
 	int x32 = in_bytes == DT_BF16 ? tensor(s, DT_FP32 * u) : 0;
@@ -472,7 +305,7 @@ static int plain_norm(struct step *s, int64_t rows, int64_t dim, int in_bytes)
 }
 
 /* norm_of over rows x dim units of the activations' dtype, what it keeps of stage st. */
-static int norm_at(struct step *s, struct tlist *sv, int64_t rows, int64_t dim, enum stage st)
+int norm_at(struct step *s, struct tlist *sv, int64_t rows, int64_t dim, enum stage st)
 {
 	int was = s->stage;
 
@@ -558,8 +391,7 @@ static int rope(struct step *s, int64_t bytes, int64_t in_bytes)
  * (PEFT's: base(x) + B(A(x in A's dtype, fp32)) x scale, in the base output's dtype)
  * keeps its fp32 copy of the input and A's output, under autocast A's bf16 cast of the
  * input and A's bf16 output instead. */
-static int linear(struct step *s, struct tlist *sv, int64_t in_u, int64_t out_u, unsigned target, int64_t w_elems,
-		  int cast_in)
+int linear(struct step *s, struct tlist *sv, int64_t in_u, int64_t out_u, unsigned target, int64_t w_elems, int cast_in)
 {
 	int64_t T = s->tokens;
 	int cast = 0;
@@ -628,7 +460,7 @@ static void node_done(struct step *s, struct tlist *sv, enum stage st, int g)
  * products), what the norm saved of stage st going after it. The input's gradient is
  * added into gres in place (autograd accumulates into a buffer it alone holds), or is
  * it when gres is 0 (in the input's dtype: a cast back from fp32). Returns it. */
-static int rsqrt_backward(struct step *s, int64_t u, int a, int ib, struct tlist *sv, enum stage st, int gres)
+int rsqrt_backward(struct step *s, int64_t u, int a, int ib, struct tlist *sv, enum stage st, int gres)
 {
 	int d = tensor(s, DT_FP32 * u), e = tensor(s, DT_FP32 * u);
 
@@ -719,8 +551,8 @@ static int post_norm_backward(struct step *s, int gres, struct tlist *sv, enum s
  * norm saved goes at its nodes: the normalized tensor with w_st, the rest with st.
  * Returns the input's gradient (gres, when given, with it added in). gemma's:
  * gemma_norm_backward. */
-static int rms_backward(struct step *s, int64_t u, int64_t dim, int g, int g_bytes, int ib, struct tlist *sv,
-			enum stage w_st, enum stage st, int gres)
+int rms_backward(struct step *s, int64_t u, int64_t dim, int g, int g_bytes, int ib, struct tlist *sv, enum stage w_st,
+		 enum stage st, int gres)
 {
 	int ob = norm_out_bytes(s, ib);
 
@@ -756,7 +588,7 @@ static int norm_backward(struct step *s, int g, int g_bytes, struct tlist *sv, e
  * and (cast_in) the input's are made for it and go after it, but a checkpointed
  * forward runs with autograd on, so autocast caches a trained weight's cast (ac_cache).
  * Returns the output. */
-static int plain_linear(struct step *s, int64_t in_u, int64_t out_u, int64_t w_elems, int cast_in, unsigned target)
+int plain_linear(struct step *s, int64_t in_u, int64_t out_u, int64_t w_elems, int cast_in, unsigned target)
 {
 	int64_t T = s->tokens;
 	int w = s->autocast ? tensor(s, DT_BF16 * w_elems) : 0;
@@ -1212,21 +1044,8 @@ static int gelu_new(struct step *s, struct tlist *sv, int64_t units)
 	return out;
 }
 
-/* What a decoder layer's forward hands from one of its ops to the next. */
-struct layer_fwd {
-	int in;                   /* the layer's input */
-	int nograd;               /* it takes no gradient (s->nograd_in as the layer began) */
-	int h1;                   /* the residual stream after the attention */
-	/* LoRA's first layer fed a frozen embedding (a frozen norm over an input without a
-	 * gradient): a projection's input takes a gradient only once an adapter before it
-	 * (ran) has run */
-	int lora0;
-	unsigned ran;
-	int stop;                 /* a checkpointed layer's recompute that stops early */
-};
-
 /* Whether the next projection's input takes no gradient (layer_fwd's lora0). */
-static void lora_input(struct step *s, const struct layer_fwd *c)
+void lora_input(struct step *s, const struct layer_fwd *c)
 {
 	s->in_nograd = c->lora0 && !(s->lora_targets & c->ran);
 }
@@ -1281,7 +1100,7 @@ static int sublayer_input(struct step *s, struct tlist *sv, int x, enum stage st
  * or each apart with q's and k's per-head norms where the family has them (as each
  * projection returns, or after all three). Returns v (fused: qkv); q and k into *q, *kk
  * (0 when fused). */
-static int qkv_forward(struct step *s, struct tlist *sv, int *q, int *kk)
+int qkv_forward(struct step *s, struct tlist *sv, int *q, int *kk)
 {
 	int64_t h = s->hidden, qd = s->q_dim, k = s->kv_dim;
 	int each = s->fam->qk_norm == QK_NORM_EACH;
@@ -1305,14 +1124,6 @@ static int qkv_forward(struct step *s, struct tlist *sv, int *q, int *kk)
 	}
 	return v;
 }
-
-/* The attention's tensors from the projections to sdpa's return. */
-struct attn_live {
-	int q, kk, v;             /* the projections' (v: fused, qkv) */
-	int qe, ke;               /* q and k rotated */
-};
-
-#include "plan/op_position.inc"
 
 /* q and k rotated into *qe, *ke (their products rope_bytes a unit): each rotated and
  * concatenated with its pass-through part in turn (phi3), or with a partial rotation
@@ -1339,11 +1150,11 @@ static void rotate_qk(struct step *s, int q, int kk, int *qe, int *ke)
 	drop(s, q), drop(s, kk); /* apply_rotary_pos_emb returns both */
 }
 
-/* q's and k's positions: rotated (complex for rope_complex families: op_position.inc;
+/* q's and k's positions: rotated (complex for rope_complex families: op_position.c;
  * not on a layer without rotary embedding), then on an L2 family's rotary layers their
  * weightless norms (what they keep into sv; NULL without autograd), on the others q's
  * temperature. q and k go once replaced. */
-static void position_qk(struct step *s, struct tlist *sv, struct attn_live *a)
+void position_qk(struct step *s, struct tlist *sv, struct attn_live *a)
 {
 	int64_t T = s->tokens, qd = s->q_dim, k = s->kv_dim;
 
@@ -1366,7 +1177,7 @@ static void position_qk(struct step *s, struct tlist *sv, struct attn_live *a)
  * (the model's default; off with checkpointing) the keys and values copied into the
  * DynamicCache (concatenated onto an empty tensor of k's dtype): sdpa works on (and
  * keeps) the copies; the model's output holds the cache until the caller drops it. */
-static void rope_forward(struct step *s, struct tlist *sv, struct attn_live *a)
+void rope_forward(struct step *s, struct tlist *sv, struct attn_live *a)
 {
 	int64_t T = s->tokens, k = s->kv_dim, rq = kv_bytes(s);
 
@@ -1430,7 +1241,7 @@ static void sdpa_forward(struct step *s, struct tlist *sv, struct attn_live *a, 
  * repeated to every query head (transformers leaves grouped queries to sdpa only without
  * one): views of one kv head, copies (repeat_kv's) of more, which live to sdpa's return.
  * Returns o_proj's output. */
-static int sdpa_attn_forward(struct step *s, struct layer_fwd *c, struct tlist *sv, int y)
+int sdpa_attn_forward(struct step *s, struct layer_fwd *c, struct tlist *sv, int y)
 {
 	int64_t T = s->tokens, h = s->hidden, qd = s->q_dim, ab = s->act_bytes;
 	struct attn_live a;
@@ -1469,7 +1280,7 @@ static int sdpa_attn_forward(struct step *s, struct layer_fwd *c, struct tlist *
  * keeps act and up, down_proj keeps the product if its weight trains. A recompute that
  * stops early without post-norms stops at the product (down_proj would pack the last):
  * then 0. Returns down_proj's output. */
-static int gated_mlp_forward(struct step *s, struct layer_fwd *c, struct tlist *sv, int y)
+int gated_mlp_forward(struct step *s, struct layer_fwd *c, struct tlist *sv, int y)
 {
 	int64_t T = s->tokens, h = s->hidden, I = s->inter, ab = s->act_bytes;
 	int g;
@@ -1591,7 +1402,7 @@ static void adapter_grads(struct step *s, struct tlist *grads, int mlp_half)
 
 /* A weight's gradient, into grads (they live to the optimizer step), when the weights
  * train (gw_bytes a unit) and the layer has the tensor (elems not 0). */
-static void weight_grad(struct step *s, struct tlist *grads, int64_t elems, int64_t gw_bytes)
+void weight_grad(struct step *s, struct tlist *grads, int64_t elems, int64_t gw_bytes)
 {
 	if (gw_bytes && elems)
 		push(grads, tensor_as(s, elems * gw_bytes, C_GRADS));
@@ -1603,7 +1414,7 @@ static void weight_grad(struct step *s, struct tlist *grads, int64_t elems, int6
  * (32.5 MiB for 8 x 1024 tokens of 16 heads of 64; 64.5 MiB with 4 kv heads; without
  * grouping where k and v come repeated). The math kernel (fp32) works otherwise: its
  * dq-sized fp32 temporary stands for it. */
-static int64_t flash_workspace(const struct step *s)
+int64_t flash_workspace(const struct step *s)
 {
 	int64_t b = DT_FP32 * s->tokens * s->q_dim;
 
@@ -1620,8 +1431,8 @@ static int64_t flash_workspace(const struct step *s)
  * input's: added in place into acc when there is one), and an fp32 g cast to bf16 first.
  * What the projection saved goes with stage st once it has run. Returns the input's
  * gradient (acc when added into it). */
-static int proj_backward(struct step *s, int g, int g_bytes, int64_t in_u, int64_t w_elems, int cast_in, int acc,
-			 struct tlist *sv, enum stage st, struct tlist *grads, int64_t gw_bytes)
+int proj_backward(struct step *s, int g, int g_bytes, int64_t in_u, int64_t w_elems, int cast_in, int acc,
+		  struct tlist *sv, enum stage st, struct tlist *grads, int64_t gw_bytes)
 {
 	int64_t T = s->tokens;
 	int gc = s->autocast && g_bytes == DT_FP32 ? tensor(s, DT_BF16 * T * (w_elems / in_u)) : 0;
@@ -1712,7 +1523,7 @@ static int mlp_backward(struct step *s, int g, int g_bytes, struct tlist *sv, st
  * slices (the second added into the first), g x cos (cast, added in); the model's sin
  * and cos (rot, when given) after their last products. Returns the first slice: the
  * gradient of the rotation's input. */
-static int rope_bwd_core(struct step *s, int g, int64_t n, int64_t b, struct tlist *rot)
+int rope_bwd_core(struct step *s, int g, int64_t n, int64_t b, struct tlist *rot)
 {
 	int64_t o = qk_bytes(s);
 	int m = tensor(s, b * n);
@@ -1738,7 +1549,7 @@ static int rope_bwd_core(struct step *s, int g, int64_t n, int64_t b, struct tli
 	return s1;
 }
 
-static int rope_backward(struct step *s, int g, int64_t n, int64_t b, struct tlist *rot)
+int rope_backward(struct step *s, int g, int64_t n, int64_t b, struct tlist *rot)
 {
 	if (!s->rot_dim)
 		return rope_bwd_core(s, g, n, b, rot);
@@ -1865,8 +1676,7 @@ static int gated_mlp_backward_any(struct step *s, int gp, struct tlist *sv, stru
 
 /* The gated MLP's backward (MLP_GATED) from the gradient gp of its output (0: the
  * residual stream's). Returns its input's gradient, its bytes a unit in *bytes. */
-static int gated_mlp_backward(struct step *s, int gp, struct tlist *sv, struct tlist *grads, int64_t gw_bytes,
-			      int *bytes)
+int gated_mlp_backward(struct step *s, int gp, struct tlist *sv, struct tlist *grads, int64_t gw_bytes, int *bytes)
 {
 	int ab = (int)s->act_bytes;
 
@@ -1910,7 +1720,7 @@ static int shared_gate_backward(struct step *s, struct tlist *sv, struct tlist *
 
 /* a + b, a new tensor of the tokens' hidden units (autograd's sum of an input's
  * gradients); both go. */
-static int grad_sum(struct step *s, int a, int b)
+int grad_sum(struct step *s, int a, int b)
 {
 	int sum = tensor(s, s->act_bytes * s->tokens * s->hidden);
 
@@ -1989,8 +1799,7 @@ static int sdpa_attn_backward_any(struct step *s, int gp, struct tlist *sv, stru
 
 /* The attention's backward (ATTN_SDPA) from the gradient gp of its output (0: the
  * residual stream's). Returns its input's gradient, its bytes a unit in *bytes. */
-static int sdpa_attn_backward(struct step *s, int gp, struct tlist *sv, struct tlist *grads, int64_t gw_bytes,
-			      int *bytes)
+int sdpa_attn_backward(struct step *s, int gp, struct tlist *sv, struct tlist *grads, int64_t gw_bytes, int *bytes)
 {
 	const struct layer_params *p = &s->lp;
 	int ab = (int)s->act_bytes;
@@ -2083,7 +1892,6 @@ static int layer_backward(struct step *s, int gres, struct tlist *sv, struct tli
 	weight_grad(s, grads, p->norm1, gw_bytes);
 	return gx;
 }
-
 
 /* Multi-head latent attention's sizes and weights (ATTN_MLA): q_proj, or q_a_proj, its
  * norm and q_b_proj; kv_a_proj_with_mqa, its norm, kv_b_proj; o_proj from the heads' v. */
@@ -2246,7 +2054,6 @@ static void layer_at(struct step *s, int64_t l)
 /* A sliding window the keys reach: the model builds its boolean mask, seq x seq, once a
  * forward (the window's comparison and the causal one, each and-ed in) for every
  * layer's sdpa. Returns it (0: none). */
-static int eager_masks(struct step *s);
 
 static int sliding_mask(struct step *s)
 {
@@ -2341,7 +2148,7 @@ static void layer_begin(struct step *s, int64_t l)
 
 /* q, k and v projected without autograd (qkv_forward's, each per-head norm as its
  * projection returns). Returns v (fused: qkv); q and k into *q, *kk. */
-static int plain_qkv(struct step *s, int *q, int *kk)
+int plain_qkv(struct step *s, int *q, int *kk)
 {
 	int64_t T = s->tokens, h = s->hidden, qd = s->q_dim, k = s->kv_dim, ab = s->act_bytes;
 	int ca = s->autocast; /* the linears' inputs are fp32: autocast casts each */
@@ -2387,7 +2194,7 @@ static int plain_sdpa(struct step *s, int cached)
 /* The attention (ATTN_SDPA) without autograd over the norm's output; with a cache, the
  * cache's copies (of k's dtype) replace k and v. Returns o_proj's output; the caller
  * frees the input. */
-static int sdpa_attn_plain(struct step *s, int y, struct tlist *cache)
+int sdpa_attn_plain(struct step *s, int y, struct tlist *cache)
 {
 	int64_t T = s->tokens, h = s->hidden, qd = s->q_dim, k = s->kv_dim, rq = kv_bytes(s);
 	struct attn_live a = { 0 };
@@ -2416,7 +2223,7 @@ static int sdpa_attn_plain(struct step *s, int y, struct tlist *cache)
 
 /* The gated MLP without autograd: down(act(gate(x)) x up(x)); a fused gate_up's output
  * lives until its product. */
-static int gated_mlp_plain(struct step *s, int y, struct tlist *cache)
+int gated_mlp_plain(struct step *s, int y, struct tlist *cache)
 {
 	(void)cache;
 	int64_t T = s->tokens, h = s->hidden, I = s->inter, ab = s->act_bytes;
@@ -2597,7 +2404,6 @@ static int gelu_mlp_backward(struct step *s, int gp, struct tlist *sv, struct tl
 	return gy;
 }
 
-
 /* A sublayer's pre-norm over the residual stream without autograd. */
 static int plain_pre_norm(struct step *s)
 {
@@ -2632,13 +2438,6 @@ static int plain_layer(struct step *s, int in, struct tlist *cache)
 	drop(s, dn), drop(s, unscaled), drop(s, y), drop(s, h1), drop(s, held);
 	return out;
 }
-
-#include "plan/op_dense_moe.inc"
-#include "plan/op_eager.inc"
-#include "plan/op_clamped_moe.inc"
-#include "plan/op_gated_attn.inc"
-#include "plan/op_deltanet.inc"
-#include "plan/op_mla.inc"
 
 static const struct sublayer_ops attn_kinds[ATTN_KINDS] = {
 	[ATTN_SDPA] = { sdpa_attn_forward, sdpa_attn_plain, sdpa_attn_backward, 0 },
@@ -2686,6 +2485,7 @@ static int layer_frozen(const struct train_settings *t, int64_t l)
 }
 
 #define LAYER_WEIGHTS_MAX 39
+
 /* The root's weights: the embedding, learned positions, the final norm's weight and
  * bias, lm_head. */
 #define ROOT_WEIGHTS_MAX 5
