@@ -1,9 +1,10 @@
 /* The model families the planner knows, as data: one row per config.json model_type,
  * saying what a decoder layer is made of (its norms and where they sit, its projections,
  * its attention, its MLP) and what the family's config class fills in when config.json
- * leaves a field out. The simulation (sim.c) and the model (model.c) read these fields,
- * never a family's name: a new family is a new row (and, for a layer part no row has yet,
- * a new value of one of the kinds below and its ops in sim.c). Pure data. */
+ * leaves a field out. The simulation (sim*.c, op_*.c) and the model (model.c) read
+ * these fields, never a family's name: a new family is a new row (and, for a layer part
+ * no row has yet, a new value of one of the kinds below and its ops in an op_*.c). Pure
+ * data. */
 #ifndef HEADROOM_PLAN_FAMILY_H
 #define HEADROOM_PLAN_FAMILY_H
 
@@ -44,7 +45,7 @@ enum embed_scale_kind {
 				* the rotary's cos and sin (granite's inputs_embeds) */
 };
 
-/* The attention's kind: its ops in sim.c (attn_kinds). */
+/* The attention's kind: its ops in op_layer.c (attn_kinds). */
 enum attn_kind {
 	ATTN_SDPA,       /* q, k, v projections (grouped queries, sliding windows by the
 			  * model's fields), rotary, sdpa, o_proj */
@@ -65,7 +66,7 @@ enum attn_kind {
 	ATTN_KINDS
 };
 
-/* The MLP's kind: its ops in sim.c (mlp_kinds). */
+/* The MLP's kind: its ops in op_layer.c (mlp_kinds). */
 enum mlp_kind {
 	MLP_GATED,       /* down(act(gate(x)) x up(x)) */
 	MLP_GELU,        /* GPT-2's c_proj(gelu_new(c_fc(x))), with biases and dropout */
@@ -95,8 +96,8 @@ enum router_kind {
 			     * gathered, normalized and scaled in fp32 (deepseek_v3, glm4_moe) */
 };
 
-/* A layer's weights in construction order (sim.c's layer table; every kind's layer is
- * walked op by op as the fields below say). */
+/* A layer's weights in construction order (sim_setup.c's layer table; every kind's
+ * layer is walked op by op as the fields below say). */
 enum layer_kind {
 	LAYER_DECODER,   /* q, k, v, o (or qkv), the MLP's, the norms, the biases */
 	LAYER_GPT2,      /* ln_1, c_attn, c_proj, ln_2, c_fc, c_proj, weights and biases */

@@ -2,7 +2,7 @@
  * else: the step (a run's allocator and tensors, and the model's shape as the ops read
  * it), the stages of a layer's backward, what a layer's ops hand one another, and the
  * functions one unit of the simulation calls in another. Included only by src/plan's
- * sim.c and op_*.c. */
+ * sim*.c and op_*.c. */
 #ifndef HEADROOM_PLAN_SIM_INTERNAL_H
 #define HEADROOM_PLAN_SIM_INTERNAL_H
 
@@ -14,6 +14,8 @@
 #include "plan/family.h"
 #include "plan/lora.h"
 #include "plan/shape.h"
+
+struct sim_result;
 
 /* A list of live tensors (ids into the step's table); a layer's saved tensors carry the
  * stage of its backward pass that lets them go (enum stage). */
@@ -183,6 +185,19 @@ struct step {
 
 struct layer_fwd;
 
+/* What a sublayer's kind (an attention kind, an MLP kind: plan/family.h) does, written
+ * once: its forward with autograd over its norm's output y (0 when kept; what the
+ * backward needs into sv, stages telling which node frees each), without autograd (a
+ * cache, when given, takes an attention's keys and values), and its backward from its
+ * output's gradient (0: the residual stream's), its input's gradient's bytes a unit
+ * into *bytes. A new kind (MLA, linear attention, shared experts) is a new row. */
+struct sublayer_ops {
+	int (*forward)(struct step *s, struct layer_fwd *c, struct tlist *sv, int y);
+	int (*plain)(struct step *s, int y, struct tlist *cache);
+	int (*backward)(struct step *s, int gp, struct tlist *sv, struct tlist *grads, int64_t gw_bytes, int *bytes);
+	int stops;                /* a checkpointed layer's recompute may stop in it early */
+};
+
 /* What a decoder layer's forward hands from one of its ops to the next. */
 struct layer_fwd {
 	int in;                   /* the layer's input */
@@ -202,41 +217,176 @@ struct attn_live {
 	int qe, ke;               /* q and k rotated */
 };
 
-/* sim.c: the step's tensors and the ops the layer parts are made of */
+/* A gated MLP's width, weights and the stages of what its nodes keep: the layer's MLP,
+ * or a mixture of experts' shared expert. */
+struct gated_mlp {
+	int64_t inter, gate, up, down;
+	enum stage down_st, mul_st, gate_st, up_st, in_st;
+};
+
+#define LAYER_WEIGHTS_MAX 39
+
+/* The root's weights: the embedding, learned positions, the final norm's weight and
+ * bias, lm_head. */
+#define ROOT_WEIGHTS_MAX 5
+
+/* A training run through the simulation: the step's tensors, and what lives from one
+ * phase of a step to the next, or into the next step. */
+struct train {
+	struct step s;
+	const struct model_shape *m;
+	const struct train_settings *t;
+	int lora;                 /* only LoRA's adapters train (fp32), the base is frozen */
+	int past_told;            /* t->past called */
+	int64_t grad_bytes;       /* a trained base weight's gradient, bytes a unit; 0 with LoRA */
+	int64_t shard;            /* ZeRO-3: the weights' share kept is 1/shard */
+	int64_t chunk;            /* tokens per lm_head + loss chunk */
+	struct tlist params;      /* the weights, then LoRA's adapters */
+	struct tlist trained;     /* those of params that train: their states and temporaries */
+	int embed_trains, head_trains;
+	int backward_workspace;   /* the backward's cuBLAS workspace is made */
+	int64_t no_grad_layers;   /* the first layers, frozen with nothing before them to train:
+				   * they run as without autograd, and have no backward */
+	int inputs;               /* inputs_embeds: the step's hidden states, held to the next */
+	struct tlist states;      /* the optimizer's, made at the first step */
+	struct tlist grads;       /* to the optimizer step */
+	int head_grad;            /* lm_head's gradient, in grads (0 none) */
+	struct tlist *saved;      /* per layer: what its forward keeps for its backward */
+	struct tlist ckpts;       /* gradient checkpointing: each layer's input */
+	struct tlist head_saved;  /* what GPT-2's final norm and its embeddings' dropout keep */
+	int head_wcast;           /* lm_head's weight cast to bf16 under autocast (0 none) */
+	struct tlist norm_saved;  /* what the final norm keeps (not GPT-2's) */
+	struct tlist tmp;         /* the loss's and the optimizer's temporaries */
+	struct tlist rot;         /* the rotary embedding's cos and sin, held to the backward's end */
+	struct tlist kv, prev_kv; /* use_cache: this step's cache, and the last step's */
+	struct tlist ac_cache;    /* autocast's weight casts in a checkpointed forward */
+	/* FSDP2 (ZeRO-3): each layer's weights gathered whole around its forward and its
+	 * backward (and kept from one to the other without resharding), the root's (the
+	 * embedding, the final norm, lm_head) from the forward's start to the backward's
+	 * end; the gradients reduce-scattered to their shard */
+	int fsdp;
+	int64_t layer_bytes, root_bytes;  /* a layer's weights, the root's, whole */
+	int64_t layer_param[LAYER_WEIGHTS_MAX], root_param[ROOT_WEIGHTS_MAX]; /* each weight's bytes, whole, in order */
+	int nlayer_param, nroot_param;
+	struct tlist *gathered;   /* per layer: its weights, whole (none: resharded) */
+	unsigned char *issued;    /* per layer: its all-gather is in flight */
+	struct tlist root;        /* the root's weights, whole */
+	int ag;                   /* the last all-gather's buffer */
+	struct tlist shards;      /* the gradients reduce-scattered this step */
+	struct tlist buckets;     /* DDP's gradient buckets */
+	int prev_logits;          /* the last step's logits: its output holds them (and prev_kv) */
+	/* this step's */
+	int emb;                  /* the embeddings (gemma: scaled), the first layer's input */
+	int hidden;               /* the last layer's output */
+	int final_out;            /* the final norm's output, lm_head's input */
+	int logits;               /* the first chunk's, as the model returns them */
+	struct tlist lsm;         /* each loss chunk's log-softmax */
+	struct tlist capped;      /* gemma2: each loss chunk's tanh, kept by the softcap */
+	int grad_res;             /* the residual stream's gradient */
+	int mask[2];              /* the masks made before the layers (model_masks; 0 none):
+				   * through the layers, checkpointed ones to their backward */
+};
+
+/* sim_live.c: the live set (the step's tensors, the saved lists, the result) */
+int tensor_for(struct step *s, int64_t bytes, int stream, int part);
 int tensor(struct step *s, int64_t bytes);
 int tensor_as(struct step *s, int64_t bytes, enum plan_component part);
 void drop(struct step *s, int id);
 int remake(struct step *s, int x, int64_t bytes);
+int remade_by(struct step *s, int x, int n);
 void push(struct tlist *l, int id);
 void save(struct step *s, struct tlist *l, int id);
 void release(struct step *s, struct tlist *l, enum stage st);
 void free_all(struct step *s, struct tlist *l);
-int64_t kv_bytes(const struct step *s);
-int plain_norm(struct step *s, int64_t rows, int64_t dim, int in_bytes);
-int norm_at(struct step *s, struct tlist *sv, int64_t rows, int64_t dim, enum stage st);
+int tlist_has(const struct tlist *l, int id);
+void node_done(struct step *s, struct tlist *sv, enum stage st, int g);
+int64_t tensor_bytes(const struct step *s, int id);
+void step_result(struct step *s, struct sim_result *r);
+
+/* sim_setup.c: the step's shape, each layer's kinds, the masks, the weights */
+void setup(struct step *s, const struct model_shape *m, const struct train_settings *t);
+void layer_at(struct step *s, int64_t l);
+void model_masks(struct step *s, int infer, int mask[2]);
+void layer_begin(struct step *s, int64_t l);
+int layer_frozen(const struct train_settings *t, int64_t l);
+int layer_weights(const struct step *s, int64_t *w);
+int norm_tensors(const struct step *s);
+void load(struct step *s, const struct model_shape *m, const struct train_settings *t, struct tlist *params,
+	  struct tlist *trained, int64_t shard);
+
+/* op_linear.c: projections and their gradients */
 int linear(struct step *s, struct tlist *sv, int64_t in_u, int64_t out_u, unsigned target, int64_t w_elems, int cast_in);
-int rsqrt_backward(struct step *s, int64_t u, int a, int ib, struct tlist *sv, enum stage st, int gres);
-int rms_backward(struct step *s, int64_t u, int64_t dim, int g, int g_bytes, int ib, struct tlist *sv, enum stage w_st,
-		 enum stage st, int gres);
 int plain_linear(struct step *s, int64_t in_u, int64_t out_u, int64_t w_elems, int cast_in, unsigned target);
-void lora_input(struct step *s, const struct layer_fwd *c);
-int qkv_forward(struct step *s, struct tlist *sv, int *q, int *kk);
-void position_qk(struct step *s, struct tlist *sv, struct attn_live *a);
-void rope_forward(struct step *s, struct tlist *sv, struct attn_live *a);
-int sdpa_attn_forward(struct step *s, struct layer_fwd *c, struct tlist *sv, int y);
-int gated_mlp_forward(struct step *s, struct layer_fwd *c, struct tlist *sv, int y);
+void adapter_grads(struct step *s, struct tlist *grads, int mlp_half);
 void weight_grad(struct step *s, struct tlist *grads, int64_t elems, int64_t gw_bytes);
-int64_t flash_workspace(const struct step *s);
 int proj_backward(struct step *s, int g, int g_bytes, int64_t in_u, int64_t w_elems, int cast_in, int acc,
 		  struct tlist *sv, enum stage st, struct tlist *grads, int64_t gw_bytes);
-int rope_bwd_core(struct step *s, int g, int64_t n, int64_t b, struct tlist *rot);
-int rope_backward(struct step *s, int g, int64_t n, int64_t b, struct tlist *rot);
-int gated_mlp_backward(struct step *s, int gp, struct tlist *sv, struct tlist *grads, int64_t gw_bytes, int *bytes);
+int addmm_backward(struct step *s, int g, int64_t in_u, int64_t w_elems, int64_t bias, struct tlist *sv, enum stage st,
+		   struct tlist *grads, int64_t gw_bytes);
 int grad_sum(struct step *s, int a, int b);
+void cublas_workspace(struct step *s);
+
+/* op_norm.c: the norms */
+int norm_out_bytes(const struct step *s, int in_bytes);
+int plain_norm(struct step *s, int64_t rows, int64_t dim, int in_bytes);
+int norm_at(struct step *s, struct tlist *sv, int64_t rows, int64_t dim, enum stage st);
+int post_norm(struct step *s, struct tlist *sv, int x, enum stage st);
+int norm(struct step *s, struct tlist *sv);
+int rsqrt_backward(struct step *s, int64_t u, int a, int ib, struct tlist *sv, enum stage st, int gres);
+int64_t sum_staging(int64_t u, int64_t dim);
+int post_norm_backward(struct step *s, int gres, struct tlist *sv, enum stage w_st, enum stage st);
+int rms_backward(struct step *s, int64_t u, int64_t dim, int g, int g_bytes, int ib, struct tlist *sv, enum stage w_st,
+		 enum stage st, int gres);
+int norm_backward(struct step *s, int g, int g_bytes, struct tlist *sv, enum stage w_st, enum stage st, int gres);
+int layer_norm(struct step *s, struct tlist *sv, int in_bytes);
+int layer_norm_backward(struct step *s, int g, struct tlist *sv, enum stage st, int gres, struct tlist *grads,
+			int64_t gw);
+
+/* op_attn.c: the attention (ATTN_SDPA) and what other kinds share of it */
+int64_t qk_bytes(const struct step *s);
+int64_t kv_bytes(const struct step *s);
+int qkv_forward(struct step *s, struct tlist *sv, int *q, int *kk);
+int sdpa_attn_forward(struct step *s, struct layer_fwd *c, struct tlist *sv, int y);
+int64_t flash_workspace(const struct step *s);
 int sdpa_attn_backward(struct step *s, int gp, struct tlist *sv, struct tlist *grads, int64_t gw_bytes, int *bytes);
 int plain_qkv(struct step *s, int *q, int *kk);
 int sdpa_attn_plain(struct step *s, int y, struct tlist *cache);
+
+/* op_rope.c: the rotary embedding */
+void position_qk(struct step *s, struct tlist *sv, struct attn_live *a);
+void rope_forward(struct step *s, struct tlist *sv, struct attn_live *a);
+int rope_bwd_core(struct step *s, int g, int64_t n, int64_t b, struct tlist *rot);
+int rope_backward(struct step *s, int g, int64_t n, int64_t b, struct tlist *rot);
+int rotary_set(const struct step *s, int64_t l);
+void rotary(struct step *s, struct tlist *rot, int step);
+
+/* op_mlp.c: the gated MLP (MLP_GATED) */
+int gated_mlp_forward(struct step *s, struct layer_fwd *c, struct tlist *sv, int y);
+int gated_backward(struct step *s, const struct gated_mlp *m, int g, int g_bytes, struct tlist *sv, struct tlist *grads,
+		   int64_t gw_bytes, int *bytes);
+int gated_mlp_backward(struct step *s, int gp, struct tlist *sv, struct tlist *grads, int64_t gw_bytes, int *bytes);
 int gated_mlp_plain(struct step *s, int y, struct tlist *cache);
+
+/* op_moe.c: a mixture of experts (MLP_MOE) */
+int moe_mlp_forward(struct step *s, struct layer_fwd *c, struct tlist *sv, int y);
+int moe_mlp_backward(struct step *s, int gp, struct tlist *sv, struct tlist *grads, int64_t gw_bytes, int *bytes);
+int moe_mlp_plain(struct step *s, int y, struct tlist *cache);
+
+/* op_gpt2.c: GPT-2's attention and MLP (ATTN_GPT2, MLP_GELU) */
+int dropout(struct step *s, struct tlist *sv, int x, int64_t units, int64_t bytes);
+int gpt2_attn_forward(struct step *s, struct layer_fwd *c, struct tlist *sv, int y);
+int gpt2_attn_plain(struct step *s, int y, struct tlist *cache);
+int gpt2_attn_backward(struct step *s, int gp, struct tlist *sv, struct tlist *grads, int64_t gw, int *bytes);
+int gelu_mlp_forward(struct step *s, struct layer_fwd *c, struct tlist *sv, int y);
+int gelu_mlp_plain(struct step *s, int y, struct tlist *cache);
+int gelu_mlp_backward(struct step *s, int gp, struct tlist *sv, struct tlist *grads, int64_t gw, int *bytes);
+
+/* op_layer.c: a decoder layer of its parts */
+void lora_input(struct step *s, const struct layer_fwd *c);
+int norm_keeps_input(const struct step *s);
+int layer_forward(struct step *s, int in, struct tlist *sv, int frozen);
+int layer_backward(struct step *s, int gres, struct tlist *sv, struct tlist *grads, int64_t gw_bytes);
+int plain_layer(struct step *s, int in, struct tlist *cache);
 
 /* op_position.c: positions beyond rope(), and their backward */
 void rope_complex(struct step *s, struct attn_live *a);
@@ -275,5 +425,14 @@ int deltanet_backward(struct step *s, int gp, struct tlist *sv, struct tlist *gr
 int mla_attn_forward(struct step *s, struct layer_fwd *c, struct tlist *sv, int y);
 int mla_attn_plain(struct step *s, int y, struct tlist *cache);
 int mla_attn_backward(struct step *s, int gp, struct tlist *sv, struct tlist *grads, int64_t gw_bytes, int *bytes);
+
+/* sim_dist.c: DDP's buckets, FSDP2's gathers and reduce-scatters */
+void ddp_rebuild(struct train *tr);
+void fsdp_issue(struct train *tr, int64_t bytes);
+void fsdp_ag_free(struct train *tr);
+void fsdp_copy_out(struct train *tr, struct tlist *l, const int64_t *bytes, int n);
+void fsdp_gather(struct train *tr, int64_t l, int dir);
+void fsdp_reshard(struct train *tr, int64_t l);
+void fsdp_reduce_scatter(struct train *tr, size_t from);
 
 #endif
