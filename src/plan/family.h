@@ -1,9 +1,10 @@
 /* The model families the planner knows, as data: one row per config.json model_type,
  * saying what a decoder layer is made of (its norms and where they sit, its projections,
  * its attention, its MLP) and what the family's config class fills in when config.json
- * leaves a field out. The simulation (sim.c) and the model (model.c) read these fields,
- * never a family's name: a new family is a new row (and, for a layer part no row has yet,
- * a new value of one of the kinds below and its ops in sim.c). Pure data. */
+ * leaves a field out. The simulation (sim*.c, op_*.c) and the model (model.c) read
+ * these fields, never a family's name: a new family is a new row (and, for a layer part
+ * no row has yet, a new value of one of the kinds below and its ops in an op_*.c). Pure
+ * data. */
 #ifndef HEADROOM_PLAN_FAMILY_H
 #define HEADROOM_PLAN_FAMILY_H
 
@@ -44,7 +45,7 @@ enum embed_scale_kind {
 				* the rotary's cos and sin (granite's inputs_embeds) */
 };
 
-/* The attention's kind: its ops in sim.c (attn_kinds). */
+/* The attention's kind: its ops in op_layer.c (attn_kinds). */
 enum attn_kind {
 	ATTN_SDPA,       /* q, k, v projections (grouped queries, sliding windows by the
 			  * model's fields), rotary, sdpa, o_proj */
@@ -52,12 +53,12 @@ enum attn_kind {
 			  * the residual dropout */
 	ATTN_EAGER_SINKS, /* eager attention (q k^T, scaled, masked, a sink column per head,
 			   * max-subtracted softmax, times v) over k and v repeated to every
-			   * head (gpt_oss: op_eager.inc) */
+			   * head (gpt_oss: op_eager.c) */
 	ATTN_GATED_SDPA, /* ATTN_SDPA with q_proj twice as wide: its second half gates the
 			  * output, sigmoid(gate) x attention, before o_proj (qwen3_next's full
-			  * layers: op_gated_attn.inc) */
+			  * layers: op_gated_attn.c) */
 	ATTN_DELTANET,   /* Gated DeltaNet linear attention on transformers' reference
-			  * PyTorch path (qwen3_next's linear layers: op_deltanet.inc) */
+			  * PyTorch path (qwen3_next's linear layers: op_deltanet.c) */
 	ATTN_MLA,        /* multi-head latent attention (deepseek_v3): q through a low-rank
 			  * pair with its norm (or one q_proj), k and v from a normalized latent
 			  * (kv_a, kv_b), a one-head rotary key part, sdpa, o_proj; the cache
@@ -65,16 +66,16 @@ enum attn_kind {
 	ATTN_KINDS
 };
 
-/* The MLP's kind: its ops in sim.c (mlp_kinds). */
+/* The MLP's kind: its ops in op_layer.c (mlp_kinds). */
 enum mlp_kind {
 	MLP_GATED,       /* down(act(gate(x)) x up(x)) */
 	MLP_GELU,        /* GPT-2's c_proj(gelu_new(c_fc(x))), with biases and dropout */
 	MLP_MOE,         /* routed gated experts behind a router (grouped_mm) */
 	MLP_DENSE_MOE,   /* every expert run on every token, weighed by a top-k sigmoid
 			  * router, a shared expert added in place (llama4_text:
-			  * op_dense_moe.inc) */
+			  * op_dense_moe.c) */
 	MLP_MOE_CLAMPED, /* grouped_mm experts with biases and a clamped GLU behind a top-k
-			  * then softmax router with a bias (gpt_oss: op_clamped_moe.inc) */
+			  * then softmax router with a bias (gpt_oss: op_clamped_moe.c) */
 	MLP_KINDS
 };
 
@@ -95,8 +96,8 @@ enum router_kind {
 			     * gathered, normalized and scaled in fp32 (deepseek_v3, glm4_moe) */
 };
 
-/* A layer's weights in construction order (sim.c's layer table; every kind's layer is
- * walked op by op as the fields below say). */
+/* A layer's weights in construction order (sim_setup.c's layer table; every kind's
+ * layer is walked op by op as the fields below say). */
 enum layer_kind {
 	LAYER_DECODER,   /* q, k, v, o (or qkv), the MLP's, the norms, the biases */
 	LAYER_GPT2,      /* ln_1, c_attn, c_proj, ln_2, c_fc, c_proj, weights and biases */

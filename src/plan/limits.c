@@ -101,7 +101,7 @@ int plan_check(const struct model_shape *m, const struct train_settings *t, cons
 	per_layer = mul(mul(64, T), widths);
 	if (t->param_bytes == 4 && !t->autocast)
 		per_layer = add(per_layer, mul(mul(mul(4, B), mul((uint64_t)m->heads, S)), S));
-	if (m->sliding_window) /* a sliding layer's mask, batch x seq x seq (sim.c, layer_begin) */
+	if (m->sliding_window) /* a sliding layer's mask, batch x seq x seq (sim_setup.c, layer_begin) */
 		per_layer = add(per_layer, mul(mul(4, B), mul(S, S)));
 	/* a layer's parameters: its matrices, norms and biases */
 	params = add(add(mul(mul(2, V), h), mul((uint64_t)m->positions, h)),

@@ -5,8 +5,10 @@
  * sentinel's masked copy; the clamped GLU over its interleaved halves (gate clamped
  * above, up clamped both ways, gate x alpha, its sigmoid, their product, up + 1, the
  * product); the grouped down, its bias likewise, masked; each copy weighted, unsorted,
- * summed per token. Part of sim.c (its step and helpers), kept apart as one concept;
- * included once, there. */
+ * summed per token. Written against the step and helpers of sim_internal.h. */
+
+#include "plan/dtype.h"
+#include "plan/sim_internal.h"
 
 /* The router: what it keeps into sv (keep: for the backward; else freed). */
 static void clamped_router(struct step *s, struct tlist *sv, int keep)
@@ -83,13 +85,13 @@ static int clamped_moe_run(struct step *s, struct tlist *sv, int y)
 	return out;
 }
 
-static int clamped_moe_forward(struct step *s, struct layer_fwd *c, struct tlist *sv, int y)
+int clamped_moe_forward(struct step *s, struct layer_fwd *c, struct tlist *sv, int y)
 {
 	(void)c;
 	return clamped_moe_run(s, sv, y);
 }
 
-static int clamped_moe_plain(struct step *s, int y, struct tlist *cache)
+int clamped_moe_plain(struct step *s, int y, struct tlist *cache)
 {
 	(void)cache;
 	return clamped_moe_run(s, NULL, y);
@@ -98,8 +100,7 @@ static int clamped_moe_plain(struct step *s, int y, struct tlist *cache)
 /* The backward from the MLP output's gradient (gp: 0, the residual stream's, not
  * freed), node by node as moe_backward's, with the biases' gradients (index_put into
  * experts x width) and the clamped GLU's chain. Returns the input's gradient. */
-static int clamped_moe_backward(struct step *s, int gp, struct tlist *sv, struct tlist *grads, int64_t gw_bytes,
-				int *bytes)
+int clamped_moe_backward(struct step *s, int gp, struct tlist *sv, struct tlist *grads, int64_t gw_bytes, int *bytes)
 {
 	int64_t T = s->tokens, h = s->hidden, S = T * s->topk, I = s->moe_inter, E = s->experts, eb = s->weight_bytes;
 	int64_t ab = s->act_bytes;

@@ -1,15 +1,16 @@
 /* Positions in q and k beyond the rotary embedding of rope(): llama4_text's complex
  * rotation, its weightless L2 norm of the rotated q and k, its temperature on layers
- * without rotary embedding, and their backward. Part of sim.c (its step and helpers),
- * kept apart as one concept; included once, there. */
+ * without rotary embedding, and their backward. Written against the step and helpers of
+ * sim_internal.h. */
 
-static int rope_backward(struct step *s, int g, int64_t n, int64_t b, struct tlist *rot);
+#include "plan/dtype.h"
+#include "plan/sim_internal.h"
 
 /* The complex rotation (apply_rotary_emb): q's and k's fp32 copies viewed as complex,
  * each times freqs_cis (a complex64 product of the copy's bytes), then cast back to
  * their dtype; the copies and products are the function's locals, gone at its return.
  * The product by a constant keeps nothing. q and k go once replaced. */
-static void rope_complex(struct step *s, struct attn_live *a)
+void rope_complex(struct step *s, struct attn_live *a)
 {
 	int64_t T = s->tokens, nq = T * s->q_dim, nk = T * s->kv_dim, ab = s->act_bytes;
 	int q32 = tensor(s, DT_FP32 * nq), k32 = tensor(s, DT_FP32 * nk);
@@ -24,7 +25,7 @@ static void rope_complex(struct step *s, struct attn_live *a)
 /* The weightless L2 norm of x over rows of dim units (_norm(x.float()).type_as(x)):
  * the fp32 copy and the rsqrt kept with autograd (stage st), x^2 and its mean, the
  * normalized fp32 tensor, its cast back. x goes; returns the cast. */
-static int l2_norm(struct step *s, struct tlist *sv, int x, int64_t rows, int64_t dim, enum stage st)
+int l2_norm(struct step *s, struct tlist *sv, int x, int64_t rows, int64_t dim, enum stage st)
 {
 	int64_t u = rows * dim;
 	int was = s->stage;
@@ -47,7 +48,7 @@ static int l2_norm(struct step *s, struct tlist *sv, int x, int64_t rows, int64_
 /* q times the attention temperature (attn_temperature_tuning), over n units: an fp32
  * product (the scales are fp32), cast back; the product by a constant keeps nothing.
  * q goes; returns the cast. */
-static int temper(struct step *s, int q, int64_t n)
+int temper(struct step *s, int q, int64_t n)
 {
 	int p = tensor(s, DT_FP32 * n), out = tensor(s, s->act_bytes * n);
 
@@ -77,8 +78,8 @@ static int cast_product_backward(struct step *s, int g, int64_t n, int64_t in_by
  * temperature's (q's, is_q), the L2 norm's (what it kept into sv of stage st going), the
  * rotation's (rope_backward's, the complex one's, none); rot: the model's cos and sin
  * to go at their last use. Returns the gradient of the projection's output. */
-static int position_backward(struct step *s, int g, int64_t n, int64_t b, struct tlist *rot, struct tlist *sv,
-			     enum stage st, int is_q)
+int position_backward(struct step *s, int g, int64_t n, int64_t b, struct tlist *rot, struct tlist *sv, enum stage st,
+		      int is_q)
 {
 	if (s->temperature && is_q)
 		g = cast_product_backward(s, g, n, s->act_bytes);

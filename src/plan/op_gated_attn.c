@@ -1,10 +1,12 @@
 /* qwen3_next's full-attention layers (ATTN_GATED_SDPA): q_proj is twice as wide, its
  * second half per head a gate: the chunk reshaped into a contiguous copy, then after
  * sdpa the output times sigmoid(gate) (the sigmoid and the product kept), then o_proj.
- * The rest is ATTN_SDPA's (q's and k's per-head norms, rotary, sdpa). Part of sim.c (its
- * step and helpers), kept apart as one concept; included once, there. The gating's
- * tensors are made around ATTN_SDPA's ops (before q, k, v, after o_proj): the same
- * bytes, alive over the same ops, but for o_proj's output made a little earlier. */
+ * The rest is ATTN_SDPA's (q's and k's per-head norms, rotary, sdpa). Written against
+ * the step and helpers of sim_internal.h. The gating's tensors are made around
+ * ATTN_SDPA's ops (before q, k, v, after o_proj): the same bytes, alive over the same
+ * ops, but for o_proj's output made a little earlier. */
+
+#include "plan/sim_internal.h"
 
 /* The gate's half of q_proj's output and its contiguous copy: the half goes once
  * copied. Returns the copy. */
@@ -30,7 +32,7 @@ static void gate_apply(struct step *s, struct tlist *sv, int gc)
 	drop(s, sg), drop(s, pr), drop(s, gc);
 }
 
-static int gated_attn_forward(struct step *s, struct layer_fwd *c, struct tlist *sv, int y)
+int gated_attn_forward(struct step *s, struct layer_fwd *c, struct tlist *sv, int y)
 {
 	int gc = gate_copy(s);
 	int ao = sdpa_attn_forward(s, c, sv, y);
@@ -39,7 +41,7 @@ static int gated_attn_forward(struct step *s, struct layer_fwd *c, struct tlist 
 	return ao;
 }
 
-static int gated_attn_plain(struct step *s, int y, struct tlist *cache)
+int gated_attn_plain(struct step *s, int y, struct tlist *cache)
 {
 	int gc = gate_copy(s);
 	int ao = sdpa_attn_plain(s, y, cache);
@@ -50,8 +52,7 @@ static int gated_attn_plain(struct step *s, int y, struct tlist *cache)
 
 /* ATTN_SDPA's backward, with the gate's nodes: the product's (the attention output's
  * gradient and the gate's), the sigmoid's, the gate copy's into q_proj's gradient. */
-static int gated_attn_backward(struct step *s, int gp, struct tlist *sv, struct tlist *grads, int64_t gw_bytes,
-			       int *bytes)
+int gated_attn_backward(struct step *s, int gp, struct tlist *sv, struct tlist *grads, int64_t gw_bytes, int *bytes)
 {
 	int64_t n = s->tokens * s->q_dim, ab = s->act_bytes;
 	int ga = tensor(s, ab * n), gs = tensor(s, ab * n);

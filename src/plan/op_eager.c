@@ -1,14 +1,17 @@
 /* gpt_oss's attention (ATTN_EAGER_SINKS) as transformers 5.17 runs it: its model says
  * _supports_sdpa = False, so with no kernels package it runs eager_attention_forward
  * with a sink logit a head. The scores are batch x heads x seq x seq a layer, sliding
- * layers too (their window only shows in the mask). Part of sim.c (its step and
- * helpers), kept apart as one concept; included once, there. */
+ * layers too (their window only shows in the mask). Written against the step and
+ * helpers of sim_internal.h. */
+
+#include "plan/dtype.h"
+#include "plan/sim_internal.h"
 
 /* The eager masks: a float batch x 1 x seq x seq mask in the activations' dtype for
  * each kind of layer the model has (full, sliding), each built through a boolean one,
  * made once a forward and held to its end (checkpointed: to the backward's). One tensor
  * stands for them all. Returns it. */
-static int eager_masks(struct step *s)
+int eager_masks(struct step *s)
 {
 	int kinds = 1 + (s->sliding_window > 0 && s->sliding_pattern > 1);
 	int64_t n = s->batch * s->seq * s->seq;
@@ -72,7 +75,7 @@ static int eager_core(struct step *s, struct tlist *sv, struct attn_live *a, int
 /* With autograd over the input norm's output y (0 when kept): q, k, v (with their
  * biases), rotated, into the cache with use_cache, the core, o_proj (with its bias).
  * Returns o_proj's output. */
-static int eager_attn_forward(struct step *s, struct layer_fwd *c, struct tlist *sv, int y)
+int eager_attn_forward(struct step *s, struct layer_fwd *c, struct tlist *sv, int y)
 {
 	int64_t h = s->hidden, qd = s->q_dim;
 	struct attn_live a;
@@ -101,7 +104,7 @@ static int eager_attn_forward(struct step *s, struct layer_fwd *c, struct tlist 
 
 /* Without autograd: the same ops, every temporary gone as Python drops it; with a
  * cache, its copies of k and v. Returns o_proj's output; the input goes. */
-static int eager_attn_plain(struct step *s, int y, struct tlist *cache)
+int eager_attn_plain(struct step *s, int y, struct tlist *cache)
 {
 	int64_t T = s->tokens, h = s->hidden, qd = s->q_dim, k = s->kv_dim, rq = kv_bytes(s);
 	struct attn_live a = { 0 };
@@ -127,8 +130,7 @@ static int eager_attn_plain(struct step *s, int y, struct tlist *cache)
  * added in place), the sinks' gradient, the scaling's, q k^T's, the repeats' (summed per
  * kv head), the rotations', then v's, k's and q's projections, their inputs' gradients
  * summed. Returns the input's gradient, its bytes a unit in *bytes. */
-static int eager_attn_backward(struct step *s, int gp, struct tlist *sv, struct tlist *grads, int64_t gw_bytes,
-			       int *bytes)
+int eager_attn_backward(struct step *s, int gp, struct tlist *sv, struct tlist *grads, int64_t gw_bytes, int *bytes)
 {
 	int64_t T = s->tokens, h = s->hidden, qd = s->q_dim, k = s->kv_dim, ab = s->act_bytes;
 	int64_t ss = eager_scores(s, 0), ss1 = eager_scores(s, 1), rows = s->batch * s->heads * s->seq;

@@ -1,7 +1,10 @@
 /* Multi-head latent attention (ATTN_MLA: deepseek_v3): q through a low-rank pair with
  * its norm (or one q_proj), k and v from a normalized latent (kv_a, kv_b), a one-head
- * rotary key part, sdpa, o_proj; a cache keeps the latents. Part of sim.c (its step and
- * helpers), kept apart as one concept; included once, there. */
+ * rotary key part, sdpa, o_proj; a cache keeps the latents. Written against the step
+ * and helpers of sim_internal.h. */
+
+#include "plan/dtype.h"
+#include "plan/sim_internal.h"
 
 /* Multi-head latent attention's tensors from the projections to sdpa. */
 struct mla_live {
@@ -75,7 +78,7 @@ static void mla_project(struct step *s, struct tlist *sv, struct mla_live *a, st
  * part and the one-head rope part copied in), sdpa (keeps q, k, kv_b's output: v is a
  * view of it; its output and log-sum-exp), the output made contiguous (kept by o_proj),
  * o_proj. Returns o_proj's output. */
-static int mla_attn_forward(struct step *s, struct layer_fwd *c, struct tlist *sv, int y)
+int mla_attn_forward(struct step *s, struct layer_fwd *c, struct tlist *sv, int y)
 {
 	int64_t T = s->tokens, h = s->hidden, H = s->heads, qd = s->q_dim, ab = s->act_bytes, vd = s->v_head;
 	struct mla_live a;
@@ -113,7 +116,7 @@ static int mla_attn_forward(struct step *s, struct layer_fwd *c, struct tlist *s
 
 /* The same without autograd (q, k and kv_b's output locals to the return); with a cache
  * it keeps the latents. */
-static int mla_attn_plain(struct step *s, int y, struct tlist *cache)
+int mla_attn_plain(struct step *s, int y, struct tlist *cache)
 {
 	int64_t T = s->tokens, h = s->hidden, H = s->heads, qd = s->q_dim, ab = s->act_bytes, vd = s->v_head;
 	struct mla_live a;
@@ -140,8 +143,7 @@ static int mla_attn_plain(struct step *s, int y, struct tlist *cache)
  * rotated back, its interleaving copy, both parts into q's gradient); q_b_proj's, q's
  * norm's, q_a_proj's (or q_proj's); k's rope part rotated back, the latent's norm, both
  * into kv_a's gradient, kv_a's; the inputs' gradients summed. Returns its input's. */
-static int mla_attn_backward(struct step *s, int gp, struct tlist *sv, struct tlist *grads, int64_t gw_bytes,
-			     int *bytes)
+int mla_attn_backward(struct step *s, int gp, struct tlist *sv, struct tlist *grads, int64_t gw_bytes, int *bytes)
 {
 	int64_t T = s->tokens, h = s->hidden, H = s->heads, qd = s->q_dim, ab = s->act_bytes, vd = s->v_head;
 	int64_t r = s->rot_dim, n = qd / H - r, qr = s->q_lora, kvr = s->kv_lora, ca = s->autocast;

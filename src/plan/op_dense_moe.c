@@ -2,8 +2,11 @@
  * (Llama4TextMoe, no experts implementation): every expert computes every token, its
  * input weighed by a sigmoid over the top-k router logits (0 elsewhere), the sum over
  * the experts added in place into the shared expert's output. Memory scales with
- * experts x tokens, not top-k x tokens. Part of sim.c (its step and helpers), kept apart
- * as one concept; included once, there. */
+ * experts x tokens, not top-k x tokens. Written against the step and helpers of
+ * sim_internal.h. */
+
+#include "plan/dtype.h"
+#include "plan/sim_internal.h"
 
 /* The shared expert's weights and width in the gated MLP's places (lp's gate, up, down;
  * inter) while its ops run; *was keeps what to put back (shared_restore). */
@@ -96,12 +99,12 @@ static int dense_moe_run(struct step *s, struct layer_fwd *c, struct tlist *sv, 
 	return out;
 }
 
-static int dense_moe_forward(struct step *s, struct layer_fwd *c, struct tlist *sv, int y)
+int dense_moe_forward(struct step *s, struct layer_fwd *c, struct tlist *sv, int y)
 {
 	return dense_moe_run(s, c, sv, y);
 }
 
-static int dense_moe_plain(struct step *s, int y, struct tlist *cache)
+int dense_moe_plain(struct step *s, int y, struct tlist *cache)
 {
 	(void)cache;
 	return dense_moe_run(s, NULL, NULL, y);
@@ -158,8 +161,7 @@ static int dense_experts_backward(struct step *s, int ge, struct tlist *sv, stru
  * sum's (its gradient expanded to every expert, reshaped: a copy), then the shared
  * expert's (made after the experts'), then the experts'; the input's gradients are
  * summed into the first in place. Returns it, its bytes a unit in *bytes. */
-static int dense_moe_backward(struct step *s, int gp, struct tlist *sv, struct tlist *grads, int64_t gw_bytes,
-			      int *bytes)
+int dense_moe_backward(struct step *s, int gp, struct tlist *sv, struct tlist *grads, int64_t gw_bytes, int *bytes)
 {
 	struct layer_params was;
 	int64_t inter;

@@ -1,10 +1,15 @@
 /* qwen3_next's linear-attention layers (ATTN_DELTANET): Gated DeltaNet on transformers'
  * reference PyTorch path, as 5.17 runs it without flash-linear-attention and
- * causal-conv1d (torch_chunk_gated_delta_rule; the kernels would keep far less). Part
- * of sim.c (its step and helpers), kept apart as one concept; included once, there.
- * Every size below is of the layer's own widths: kd = key heads x key dim, vd = value
- * heads x value dim, qe = value heads x key dim (q and k repeated to the value heads),
- * chunks of DELTA_CHUNK tokens. */
+ * causal-conv1d (torch_chunk_gated_delta_rule; the kernels would keep far less).
+ * Written against the step and helpers of sim_internal.h. Every size below is of the
+ * layer's own widths: kd = key heads x key dim, vd = value heads x value dim, qe =
+ * value heads x key dim (q and k repeated to the value heads), chunks of DELTA_CHUNK
+ * tokens. */
+
+#include <stdlib.h>
+
+#include "plan/dtype.h"
+#include "plan/sim_internal.h"
 
 #define DELTA_CHUNK 64
 
@@ -206,13 +211,13 @@ static int delta_run(struct step *s, struct tlist *sv, int y, struct tlist *cach
 	return ao;
 }
 
-static int deltanet_forward(struct step *s, struct layer_fwd *c, struct tlist *sv, int y)
+int deltanet_forward(struct step *s, struct layer_fwd *c, struct tlist *sv, int y)
 {
 	(void)c;
 	return delta_run(s, sv, y, NULL);
 }
 
-static int deltanet_plain(struct step *s, int y, struct tlist *cache)
+int deltanet_plain(struct step *s, int y, struct tlist *cache)
 {
 	return delta_run(s, NULL, y, cache);
 }
@@ -223,8 +228,7 @@ static int deltanet_plain(struct step *s, int y, struct tlist *cache)
  * gradients, the triangular solve's and the decay's, q's, k's and v's in fp32, cast
  * back, the repeats summed), the conv's, the projections'; what the layer kept goes
  * once its module's backward is done. Returns the input's gradient. */
-static int deltanet_backward(struct step *s, int gp, struct tlist *sv, struct tlist *grads, int64_t gw_bytes,
-			     int *bytes)
+int deltanet_backward(struct step *s, int gp, struct tlist *sv, struct tlist *grads, int64_t gw_bytes, int *bytes)
 {
 	struct delta d = delta_of(s);
 	int64_t T = d.T, ab = s->act_bytes, h = s->hidden, u = T * d.vd, dm = DT_FP32 * T * d.hv * DELTA_CHUNK;
