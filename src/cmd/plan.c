@@ -46,9 +46,10 @@ static const char usage_head[] =
 	"beyond them. What it needs is an interval (below), beside one likely layout and the\n"
 	"peak with plenty of memory.\n"
 	"When it does not surely fit (or no value surely does), a hint names the change that\n"
-	"fits, or the fewest changes together, keeping the kind of run first: --optimizer\n"
-	"adamw-fused, --no-use-cache, --loss-chunk, --grad-ckpt, a smaller --batch and their\n"
-	"combinations, then --lora-rank (locked knobs stay).\n"
+	"fits, or the fewest changes together, keeping the kind of run first: --alloc-conf\n"
+	"expandable_segments:True, --optimizer adamw-fused, --no-use-cache, --loss-chunk,\n"
+	"--grad-ckpt, fewer items in a --buffer, a smaller --batch and their combinations,\n"
+	"then --lora-rank (locked knobs stay).\n"
 	"CONFIG.json may also be a case file {\"model\": {...config...}, \"train\": {...settings...}}.\n"
 	"\n"
 	"Settings: each is a flag and a key of the JSON of --train FILE (or a case file's\n"
@@ -440,7 +441,7 @@ static const char *hint_text(const struct hint *h, char *buf, size_t n)
 	buf[0] = '\0';
 	for (int c = 0; c < HINT_NCHANGES; c++)
 		if (h->changes & (1u << c) && len < n) {
-			hint_flag_text(c, h->value[c], one, sizeof(one));
+			hint_flag_text(h, c, h->value[c], one, sizeof(one));
 			len += (size_t)snprintf(buf + len, n - len, "%s%s", len ? " " : "", one);
 		}
 	return buf;
@@ -457,14 +458,9 @@ static json_t *hint_json(const struct hint *h, int solving)
 	o = json_object();
 	setting = json_object();
 	json_object_set_new(o, "change", json_string(hint_text(h, change, sizeof(change))));
-	for (int c = 0; c < HINT_NCHANGES; c++) {
-		const char *v = hint_value(c);
-		if (!(h->changes & (1u << c)))
-			continue;
-		json_object_set_new(setting, hint_key(c), !v ? json_integer(h->value[c])
-						       : !strcmp(v, "true") || !strcmp(v, "false") ? json_boolean(!strcmp(v, "true"))
-						       : json_string(v));
-	}
+	for (int c = 0; c < HINT_NCHANGES; c++)
+		if (h->changes & (1u << c))
+			json_object_set_new(setting, hint_key(c), hint_setting_json(h, c, h->value[c]));
 	json_object_set_new(o, "setting", setting);
 	if (solving)
 		json_object_set_new(o, "value", json_integer(h->solved));
@@ -482,7 +478,7 @@ static json_t *hint_tried_json(const struct hint *h)
 
 	for (int c = 0; c < HINT_NCHANGES; c++)
 		if (h->tried & (1u << c))
-			json_array_append_new(a, json_string(hint_flag_text(c, h->tried_value[c], change, sizeof(change))));
+			json_array_append_new(a, json_string(hint_flag_text(h, c, h->tried_value[c], change, sizeof(change))));
 	return a;
 }
 
@@ -495,7 +491,7 @@ static void print_hint(const struct plan_args *a, const struct hint *h, const ch
 		struct strbuf sb = STRBUF_INIT;
 		for (int i = 0, n = 0; i < HINT_NCHANGES; i++)
 			if (h->tried & (1u << i))
-				strbuf_addf(&sb, "%s%s", n++ ? ", " : "", hint_flag_text(i, h->tried_value[i], change,
+				strbuf_addf(&sb, "%s%s", n++ ? ", " : "", hint_flag_text(h, i, h->tried_value[i], change,
 											   sizeof(change)));
 		if (!h->tried)
 			printf("hint: none of the changes the planner tries applies\n");

@@ -11,10 +11,12 @@
 static const struct change {
 	const char *key, *value;
 } changes[HINT_NCHANGES] = {
+	[HINT_EXPANDABLE] = { "alloc_conf", "expandable_segments:True" },
 	[HINT_FUSED] = { "optimizer", "adamw-fused" },
 	[HINT_NO_CACHE] = { "use_cache", "false" },
 	[HINT_LOSS_CHUNK] = { "loss_chunk", NULL },
 	[HINT_GRAD_CKPT] = { "grad_ckpt", "true" },
+	[HINT_BUFFER] = { "buffer", NULL },
 	[HINT_BATCH] = { "batch", NULL },
 	[HINT_LORA] = { "lora_rank", NULL },
 };
@@ -32,13 +34,48 @@ const char *hint_value(enum hint_change c)
 	return c < HINT_NCHANGES ? changes[c].value : NULL;
 }
 
-const char *hint_flag_text(enum hint_change c, int64_t value, char *buf, size_t n)
+/* The change's value as a setting takes it: a whole number, or the buffer's spec with
+ * its new count (its items in MiB where they are whole MiB). */
+static const char *value_text(const struct hint *h, enum hint_change c, int64_t value, char *buf, size_t n)
 {
-	char num[24];
+	uint64_t item = h->buffer_item_bytes;
 
-	snprintf(num, sizeof(num), "%lld", (long long)value);
-	return setting_flag_text(setting_find(hint_key(c)), hint_value(c) ? hint_value(c) : num, buf, n);
+	if (hint_value(c))
+		return hint_value(c);
+	if (c != HINT_BUFFER)
+		snprintf(buf, n, "%lld", (long long)value);
+	else if (item % (1u << 20))
+		snprintf(buf, n, "%s=%lldx%llu", h->buffer_name, (long long)value, (unsigned long long)item);
+	else
+		snprintf(buf, n, "%s=%lldx%lluMB", h->buffer_name, (long long)value, (unsigned long long)(item >> 20));
+	return buf;
 }
+
+const char *hint_flag_text(const struct hint *h, enum hint_change c, int64_t value, char *buf, size_t n)
+{
+	char v[64];
+
+	return setting_flag_text(setting_find(hint_key(c)), value_text(h, c, value, v, sizeof(v)), buf, n);
+}
+
+json_t *hint_setting_json(const struct hint *h, enum hint_change c, int64_t value)
+{
+	const char *v = hint_value(c);
+	char b[64];
+
+	if (c == HINT_BUFFER)
+		return json_string(value_text(h, c, value, b, sizeof(b)));
+	if (!v)
+		return json_integer(value);
+	if (!strcmp(v, "true") || !strcmp(v, "false"))
+		return json_boolean(!strcmp(v, "true"));
+	return json_string(v);
+}
+
+/* The buffer a hint shrinks: the largest (count x item) whose count is not locked; -1
+ * none. */
+static int largest_buffer(const struct train_settings *s, const char *solving, const char *const *locks,
+			  size_t nlocks);
 static int locked(const char *knob, const char *solving, const char *const *locks, size_t nlocks)
 {
 	if (solving && !strcmp(knob, solving))
@@ -49,17 +86,46 @@ static int locked(const char *knob, const char *solving, const char *const *lock
 	return 0;
 }
 
+static int largest_buffer(const struct train_settings *s, const char *solving, const char *const *locks,
+			  size_t nlocks)
+{
+	int best = -1;
+	char knob[48];
+
+	for (size_t i = 0; i < s->nbuffers; i++) {
+		const struct buffer_spec *b = &s->buffers[i];
+		snprintf(knob, sizeof(knob), "buffer:%s", b->name);
+		if (b->count > 1 && !locked(knob, solving, locks, nlocks) &&
+		    (best < 0 || (double)b->count * (double)b->item_bytes >
+				 (double)s->buffers[best].count * (double)s->buffers[best].item_bytes))
+			best = (int)i;
+	}
+	return best;
+}
+
 /* s with change c applied (and *value what it was given); 0, or -1 where c does not
  * apply to s or may not change it. */
 static int apply(enum hint_change c, struct train_settings *s, const char *solving, const char *const *locks,
 		 size_t nlocks, int64_t *value)
 {
 	int64_t tokens = s->batch * s->seq, chunk;
+	int b;
 
 	*value = 0;
-	if (s->inference && c != HINT_BATCH)
+	if (s->inference && c != HINT_BATCH && c != HINT_BUFFER && c != HINT_EXPANDABLE)
 		return -1;
 	switch (c) {
+	case HINT_EXPANDABLE:
+		if (s->expandable)
+			return -1;
+		s->expandable = 1;
+		return 0;
+	case HINT_BUFFER: /* its least count; the largest that fits searched below */
+		b = largest_buffer(s, solving, locks, nlocks);
+		if (b < 0)
+			return -1;
+		s->buffers[b].count = *value = 1;
+		return 0;
 	case HINT_FUSED:
 		if (s->opt != OPT_ADAMW || s->fused)
 			return -1;
@@ -141,24 +207,24 @@ static int apply_set(unsigned set, struct train_settings *s, const char *solving
 	return 0;
 }
 
-/* s fits at batch 1 (its plan in *r): the largest batch below batch that fits with the
- * other changes, its plan into *r. */
-static int64_t largest_batch(const struct fit *f, const struct model_shape *m, int64_t batch,
+/* s fits with *knob 1 (its plan in *r): the largest value below was that fits with the
+ * other changes (a batch, a buffer's count), its plan into *r. */
+static int64_t largest_below(const struct fit *f, const struct model_shape *m, int64_t was, int64_t *knob,
 			     struct train_settings *s, struct plan_result *r)
 {
 	struct plan_result q;
-	int64_t lo = 1, hi = batch;
+	int64_t lo = 1, hi = was;
 
 	while (hi - lo > 1) {
-		s->batch = lo + (hi - lo) / 2;
+		*knob = lo + (hi - lo) / 2;
 		if (fits(f, m, s, &q)) {
-			lo = s->batch;
+			lo = *knob;
 			*r = q;
 		} else {
-			hi = s->batch;
+			hi = *knob;
 		}
 	}
-	s->batch = lo;
+	*knob = lo;
 	return lo;
 }
 
@@ -170,11 +236,16 @@ static int try_set(const struct fit *f, const struct model_shape *m, const struc
 	struct train_settings s = *t;
 	int64_t value[HINT_NCHANGES] = { 0 }, solved = 0;
 	struct plan_result r;
+	int b = largest_buffer(t, solving, locks, nlocks);
 
 	if (apply_set(set, &s, solving, locks, nlocks, value) || !fits_or_solves(f, m, &s, solving, &r, &solved))
 		return 0;
-	if (!solving && (set & (1u << HINT_BATCH))) /* batch 1 fits: the largest below t's that does */
-		value[HINT_BATCH] = largest_batch(f, m, t->batch, &s, &r);
+	/* at the least count or batch it fits: the largest below t's that does, the buffer's
+	 * first (a batch kept is the run kept) */
+	if (!solving && (set & (1u << HINT_BUFFER)))
+		value[HINT_BUFFER] = largest_below(f, m, t->buffers[b].count, &s.buffers[b].count, &s, &r);
+	if (!solving && (set & (1u << HINT_BATCH)))
+		value[HINT_BATCH] = largest_below(f, m, t->batch, &s.batch, &s, &r);
 	h->changes = set;
 	memcpy(h->value, value, sizeof(value));
 	h->plan = r;
@@ -210,9 +281,16 @@ int hint_find(const struct fit *f, const struct model_shape *m, const struct tra
 	struct train_settings all = *t;
 	int64_t value;
 
+	int b = largest_buffer(t, solving, locks, nlocks);
+
 	memset(h, 0, sizeof(*h));
 	if (solving && !knob_of(&all, solving))
 		return -ENOENT;
+	h->buffer = b;
+	if (b >= 0) {
+		memcpy(h->buffer_name, t->buffers[b].name, sizeof(h->buffer_name));
+		h->buffer_item_bytes = t->buffers[b].item_bytes;
+	}
 	for (int c = 0; c < HINT_NCHANGES; c++) {
 		struct train_settings before = all;
 		const char *why;

@@ -39,7 +39,7 @@ static const char *phase_window(const char *phase)
 static void need_track(struct step *s, uint64_t freed, uint64_t asked)
 {
 	const char *w = phase_window(s->phase);
-	uint64_t need;
+	uint64_t need, pin;
 
 	if (w != s->window && (!w || !s->window || strcmp(w, s->window))) {
 		s->window = w;
@@ -47,8 +47,10 @@ static void need_track(struct step *s, uint64_t freed, uint64_t asked)
 	}
 	if (freed > s->window_freed)
 		s->window_freed = freed;
-	need = s->a.live_low_bytes + FRAG_BLOCKS * (asked > s->window_freed ? asked : s->window_freed) +
-	       s->live[C_ACTIVATIONS] / PIN_PARTS;
+	/* with expandable segments a pinned segment pins only its live pages: what a hole
+	 * leaves is its partial pages, a block at either end */
+	pin = s->a.expandable ? s->a.k.large_buffer : asked > s->window_freed ? asked : s->window_freed;
+	need = s->a.live_low_bytes + FRAG_BLOCKS * pin + s->live[C_ACTIVATIONS] / PIN_PARTS;
 	if (need > s->need_high_bytes) {
 		s->need_high_bytes = need;
 		s->need_high_phase = s->phase;

@@ -455,9 +455,9 @@ assert a == want, a' "$output"
 	[[ "$status" -eq 3 || "$status" -eq 1 ]]
 	# nothing helps: said so, with what was tried; a plan that fits has no hint
 	run "$HR" plan --gpu-memory 3G --margin 0 --batch 16 --json "$T/llama1b.json"
-	python3 -c 'import json,sys; o=json.loads(sys.argv[1]); assert o["hint"] is None and o["hint_tried"] == ["--optimizer adamw-fused", "--no-use-cache", "--loss-chunk 1024", "--grad-ckpt", "--batch 1", "--lora-rank 16"], o' "$output"
+	python3 -c 'import json,sys; o=json.loads(sys.argv[1]); assert o["hint"] is None and o["hint_tried"] == ["--alloc-conf expandable_segments:True", "--optimizer adamw-fused", "--no-use-cache", "--loss-chunk 1024", "--grad-ckpt", "--batch 1", "--lora-rank 16"], o' "$output"
 	run "$HR" plan --gpu-memory 3G --margin 0 --batch 16 "$T/llama1b.json"
-	[[ "${lines[-1]}" == "hint: nothing the planner can change makes it fit, not even all of --optimizer adamw-fused, --no-use-cache, --loss-chunk 1024, --grad-ckpt, --batch 1, --lora-rank 16 together" ]]
+	[[ "${lines[-1]}" == "hint: nothing the planner can change makes it fit, not even all of --alloc-conf expandable_segments:True, --optimizer adamw-fused, --no-use-cache, --loss-chunk 1024, --grad-ckpt, --batch 1, --lora-rank 16 together" ]]
 	run "$HR" plan --gpu h200 --json "$T/llama1b.json"
 	python3 -c 'import json,sys; o=json.loads(sys.argv[1]); assert o["fits"] and "hint" not in o, o' "$output"
 	run "$HR" plan --gpu h200 "$T/llama1b.json"
@@ -915,4 +915,27 @@ PY
 	[ "$status" -eq 0 ]
 	run "$HR" plan --gpu h200 --trainer-args <(echo '{"per_device_train_batch_size": 2}') "$T/llama1b.json"
 	[ "$status" -eq 0 ]
+}
+
+# Issue 44: the hint searches every knob not locked, the allocator and a buffer's count
+# included, cheapest first.
+@test "the hint: expandable segments for a run at risk, the largest count of a buffer that fits, a locked buffer never" {
+	llama1b
+	run "$HR" plan --gpu-memory 12800M --margin 0 --seq 512 "$T/llama1b.json"
+	echo "$output"
+	[ "$status" -eq 3 ]
+	[[ "${lines[-1]}" == "hint: with --alloc-conf expandable_segments:True it fits: needs "*" to spare" ]]
+	run "$HR" plan --gpu-memory 12800M --margin 0 --seq 512 --alloc-conf expandable_segments:True "$T/llama1b.json"
+	[ "$status" -eq 0 ]
+	run "$HR" plan --gpu-memory 20G --margin 0 --seq 512 --optimizer adamw-fused --buffer queue=100x100MB --json "$T/llama1b.json"
+	echo "$output"
+	[ "$status" -eq 1 ]
+	local n=$(python3 -c 'import json,sys; h=json.loads(sys.argv[1])["hint"]; q=h["setting"]["buffer"]; assert h["change"] == "--buffer " + q and q.startswith("queue=") and q.endswith("x100MB"), h; print(q[6:-6])' "$output")
+	[ "$n" -gt 1 ] && [ "$n" -lt 100 ]
+	run "$HR" plan --gpu-memory 20G --margin 0 --seq 512 --optimizer adamw-fused --buffer "queue=${n}x100MB" "$T/llama1b.json"
+	[ "$status" -eq 0 ]
+	run "$HR" plan --gpu-memory 20G --margin 0 --seq 512 --optimizer adamw-fused --buffer "queue=$((n + 1))x100MB" "$T/llama1b.json"
+	[ "$status" -ne 0 ]
+	run "$HR" plan --gpu-memory 20G --margin 0 --seq 512 --optimizer adamw-fused --buffer queue=100x100MB --lock buffer:queue --json "$T/llama1b.json"
+	python3 -c 'import json,sys; o=json.loads(sys.argv[1]); assert not any(c.startswith("--buffer") for c in o["hint_tried"]) and "buffer" not in (o["hint"] or {}).get("setting", {}), o' "$output"
 }

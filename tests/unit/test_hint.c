@@ -29,7 +29,8 @@ static uint64_t fitting_peak(const struct fit *f, const struct model_shape *m, c
 	return fit_ok(f, &r) ? r.device_peak_bytes : 0;
 }
 
-/* Foreach AdamW's temporaries tip a small step over: fused AdamW, the first change. */
+/* Foreach AdamW's temporaries tip a small step over: fused AdamW, the first change; at
+ * risk only, expandable segments first (they cost nothing and leave holes no pinning). */
 static void test_fused_first(void **state)
 {
 	struct model_shape m;
@@ -43,13 +44,22 @@ static void test_fused_first(void **state)
 	assert_int_equal(fitting_peak(&f, &m, &t), 0);
 	assert_int_equal(hint_find(&f, &m, &t, NULL, NULL, 0, &h), 0);
 	assert_true(h.found);
+	assert_int_equal(h.changes, 1u << HINT_EXPANDABLE);
+	t.expandable = 1;
+	assert_int_equal(fitting_peak(&f, &m, &t), h.plan.device_peak_bytes);
+	t.expandable = 0;
+	/* a card its live set passes: no placement helps, fewer temporaries do */
+	f.gpu_bytes = 12500 * MiB;
+	assert_int_equal(fitting_peak(&f, &m, &t), 0);
+	assert_int_equal(hint_find(&f, &m, &t, NULL, NULL, 0, &h), 0);
+	assert_true(h.found);
 	assert_int_equal(h.changes, 1u << HINT_FUSED);
 	char text[64];
-	assert_string_equal(hint_flag_text(HINT_FUSED, 0, text, sizeof(text)), "--optimizer adamw-fused");
+	assert_string_equal(hint_flag_text(&h, HINT_FUSED, 0, text, sizeof(text)), "--optimizer adamw-fused");
 	assert_string_equal(hint_key(HINT_FUSED), "optimizer");
 	assert_string_equal(hint_value(HINT_FUSED), "adamw-fused");
-	assert_string_equal(hint_flag_text(HINT_NO_CACHE, 0, text, sizeof(text)), "--no-use-cache");
-	assert_string_equal(hint_flag_text(HINT_BATCH, 3, text, sizeof(text)), "--batch 3");
+	assert_string_equal(hint_flag_text(&h, HINT_NO_CACHE, 0, text, sizeof(text)), "--no-use-cache");
+	assert_string_equal(hint_flag_text(&h, HINT_BATCH, 3, text, sizeof(text)), "--batch 3");
 	/* what it says it gives is what the plan with the change gives */
 	t.fused = 1;
 	assert_int_equal(fitting_peak(&f, &m, &t), h.plan.device_peak_bytes);
@@ -78,7 +88,7 @@ static void test_locks_and_batch(void **state)
 	static const char *const lock_all[] = { "loss_chunk", "batch", "lora_rank" };
 	struct model_shape m;
 	struct train_settings t;
-	struct fit f = { .gpu_bytes = 21500 * MiB };
+	struct fit f = { .gpu_bytes = 20500 * MiB };
 	struct hint h;
 	(void)state;
 
@@ -110,9 +120,12 @@ static void test_locks_and_batch(void **state)
 	t.batch = h.value[HINT_BATCH] + 1;
 	assert_int_equal(fitting_peak(&f, &m, &t), 0);
 	t.batch = 16;
-	/* nothing left to change */
+	/* nothing left to change but the allocator, which does not bring the live set under */
 	assert_int_equal(hint_find(&f, &m, &t, NULL, lock_all, 3, &h), 0);
 	assert_false(h.found);
+	assert_int_equal(h.tried, 1u << HINT_EXPANDABLE);
+	t.expandable = 1;
+	assert_int_equal(hint_find(&f, &m, &t, NULL, lock_all, 3, &h), 0);
 	assert_int_equal(h.tried, 0);
 }
 
@@ -129,14 +142,50 @@ static void test_nothing_fits(void **state)
 	t.batch = 16;
 	assert_int_equal(hint_find(&f, &m, &t, NULL, NULL, 0, &h), 0);
 	assert_false(h.found);
-	assert_int_equal(h.tried, (1u << HINT_NCHANGES) - 1);
+	/* (no buffer to shrink) */
+	assert_int_equal(h.tried, ((1u << HINT_NCHANGES) - 1) & ~(1u << HINT_BUFFER));
 	assert_int_equal(h.tried_value[HINT_BATCH], 1);
 	assert_int_equal(h.tried_value[HINT_LORA], HINT_LORA_RANK);
-	/* inference: only the batch applies */
+	/* inference: the allocator, the batch and a buffer's count apply */
 	t.inference = 1;
 	t.opt = OPT_NONE;
 	assert_int_equal(hint_find(&f, &m, &t, NULL, NULL, 0, &h), 0);
-	assert_int_equal(h.tried, 1u << HINT_BATCH);
+	assert_int_equal(h.tried, 1u << HINT_EXPANDABLE | 1u << HINT_BATCH);
+}
+
+/* A buffer the script keeps, its live set past the card: the largest count that fits,
+ * said as the flag a user types; locked, it is not tried. */
+static void test_buffer_count(void **state)
+{
+	static const char *const lock_queue[] = { "buffer:queue", "loss_chunk" };
+	struct model_shape m;
+	struct train_settings t;
+	struct fit f = { .gpu_bytes = 20 * 1024 * MiB };
+	struct hint h;
+	char text[64];
+	(void)state;
+
+	llama1b(&m, &t);
+	t.seq = 512;
+	t.fused = 1;
+	assert_int_equal(buffer_spec_parse("queue=100x100MB", &t.buffers[0]), 0);
+	t.nbuffers = 1;
+	assert_int_equal(fitting_peak(&f, &m, &t), 0);
+	assert_int_equal(hint_find(&f, &m, &t, NULL, NULL, 0, &h), 0);
+	assert_true(h.found);
+	assert_int_equal(h.changes, 1u << HINT_BUFFER);
+	int64_t n = h.value[HINT_BUFFER];
+	assert_true(n > 1 && n < 100);
+	snprintf(text, sizeof(text), "--buffer queue=%lldx100MB", (long long)n);
+	char got[64];
+	assert_string_equal(hint_flag_text(&h, HINT_BUFFER, n, got, sizeof(got)), text);
+	t.buffers[0].count = n;
+	assert_int_equal(fitting_peak(&f, &m, &t), h.plan.device_peak_bytes);
+	t.buffers[0].count = n + 1;
+	assert_int_equal(fitting_peak(&f, &m, &t), 0);
+	t.buffers[0].count = 100;
+	assert_int_equal(hint_find(&f, &m, &t, NULL, lock_queue, 2, &h), 0);
+	assert_false(h.tried & (1u << HINT_BUFFER));
 }
 
 /* Llama-3.1-8B's published shape */
@@ -175,6 +224,7 @@ static void test_kind_kept_before_lora(void **state)
 	assert_true(__builtin_popcount(h.changes) >= 2);
 	/* what it says is what planning it gives */
 	s = t;
+	s.expandable = !!(h.changes & (1u << HINT_EXPANDABLE));
 	s.fused = !!(h.changes & (1u << HINT_FUSED));
 	s.loss_chunk = h.changes & (1u << HINT_LOSS_CHUNK) ? h.value[HINT_LOSS_CHUNK] : 0;
 	s.grad_ckpt = !!(h.changes & (1u << HINT_GRAD_CKPT));
@@ -249,7 +299,7 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_fused_first),
 		cmocka_unit_test(test_locks_and_batch),
-		cmocka_unit_test(test_nothing_fits),
+		cmocka_unit_test(test_nothing_fits), cmocka_unit_test(test_buffer_count),
 		cmocka_unit_test(test_kind_kept_before_lora),
 		cmocka_unit_test(test_advise_as_in_turn),
 	};
