@@ -63,7 +63,8 @@ static const char usage_files[] =
 	"                               gradient_checkpointing, optim, fsdp... (docs/plan.md)\n"
 	"      --axolotl FILE           an axolotl YAML config: sequence_len, micro_batch_size,\n"
 	"                               adapter and lora_r, optimizer, gradient_checkpointing...\n"
-	"      --strict                 a length past the model's max_position_embeddings is an\n"
+	"      --strict                 a length past the model's max_position_embeddings, or a\n"
+	"                               key of these files the planner does not know, is an\n"
 	"                               error (exit 2), not a warning\n"
 	"      --calibrated [--db PATH] use what `headroom probe --torch` measured on GPU 0\n"
 	"GPU:\n";
