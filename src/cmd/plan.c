@@ -63,7 +63,8 @@ static const char usage_files[] =
 	"                               gradient_checkpointing, optim, fsdp... (docs/plan.md)\n"
 	"      --axolotl FILE           an axolotl YAML config: sequence_len, micro_batch_size,\n"
 	"                               adapter and lora_r, optimizer, gradient_checkpointing...\n"
-	"      --strict                 a length past the model's max_position_embeddings is an\n"
+	"      --strict                 a length past the model's max_position_embeddings, or a\n"
+	"                               key of these files the planner does not know, is an\n"
 	"                               error (exit 2), not a warning\n"
 	"      --calibrated [--db PATH] use what `headroom probe --torch` measured on GPU 0\n"
 	"GPU:\n";
@@ -242,6 +243,9 @@ struct plan_args {
 	int json;
 	const char *const *locks; /* --lock's knobs: a hint changes none of them */
 	size_t nlocks;
+	json_t *ignored;          /* the files' keys not known to the planner, ignored:
+				   * {"TrainingArguments": [keys]} (NULL: none) */
+	struct strbuf files_said; /* what the files' readers assumed: "TOOL: ...", a line each */
 };
 
 static void prompt_settle(struct plan_args *a, setting_mask given);
@@ -294,8 +298,11 @@ static void compute(const struct plan_args *a, const struct train_settings *t, s
 static json_t *assumed_json(const struct plan_args *a, const struct train_settings *t, const char *solving)
 {
 	struct said_ctx c = { .solving = solving, .prompt = a->prompt };
+	json_t *o = plan_assumed_json(&a->m, t, &c);
 
-	return plan_assumed_json(&a->m, t, &c);
+	if (a->ignored) /* (only then: a plan from known keys is as its flags') */
+		json_object_set(o, "ignored_keys", a->ignored);
+	return o;
 }
 
 static void print_assumed(const char *label, const struct plan_args *a, const struct train_settings *t,
@@ -305,6 +312,10 @@ static void print_assumed(const char *label, const struct plan_args *a, const st
 	struct strbuf sb = STRBUF_INIT;
 
 	plan_assumed_text(&sb, label, &a->m, t, &c);
+	for (const char *l = a->files_said.s, *nl; l && *l; l = nl + 1) {
+		nl = strchr(l, '\n');
+		strbuf_addf(&sb, "%*s%.*s\n", (int)strlen(label) + 2, "", (int)(nl - l), l);
+	}
 	fputs(strbuf_str(&sb), stdout);
 	strbuf_release(&sb);
 }
@@ -734,29 +745,33 @@ static const char *option_name(const struct plan_cli *c, int val)
 	return "?";
 }
 
+/* The setting getopt's val (a setting's flag, its --no- or an old spelling) gives. */
+static const struct setting *option_setting(int val)
+{
+	if (val >= O_ALIAS)
+		return setting_find(setting_alias_at((size_t)(val - O_ALIAS))->key);
+	return setting_at((size_t)(val - (val >= O_SETTING_NO ? O_SETTING_NO : O_SETTING)));
+}
+
 /* A setting from the command line, applied over what the files said: die naming the
  * flag, what it wants and the nearest value. */
 static void apply_option(const struct plan_cli *c, struct train_settings *t, setting_mask *given, int val,
 			 const char *arg)
 {
-	const struct setting *s;
+	const struct setting *s = option_setting(val);
 	const char *text = arg, *near;
 	char want[256];
 
 	if (val >= O_ALIAS) {
 		const struct setting_alias *al = setting_alias_at((size_t)(val - O_ALIAS));
-		s = setting_find(al->key);
 		if (al->if_true)
 			text = al->if_true;
 		else if (!s->arg)
 			text = "true";
 	} else if (val >= O_SETTING_NO) {
-		s = setting_at((size_t)(val - O_SETTING_NO));
 		text = "false";
-	} else {
-		s = setting_at((size_t)(val - O_SETTING));
-		if (!s->arg)
-			text = "true";
+	} else if (!s->arg) {
+		text = "true";
 	}
 	*given |= SETTING_BIT(s);
 	if (!setting_apply(s, t, text))
@@ -856,14 +871,36 @@ static int parse_args(int argc, char **argv, struct plan_cli *c, struct plan_arg
 	return 0;
 }
 
-/* A file of another tool's settings, read by reader over t. */
-static void load_settings_file(const char *path, struct train_settings *t, setting_mask *given,
-			       int (*reader)(const char *, struct train_settings *, setting_mask *, char **))
-{
-	char *err = NULL;
+typedef int (*settings_reader)(const char *, struct train_settings *, setting_mask *, struct file_read *, char **);
 
-	if (reader(path, t, given, &err)) /* (a reader always says why; NULL never reaches %s) */
+/* A file of another tool's settings, read by reader over a's settings: the settings the
+ * command line gives (cli) are the flags', the keys it did not know warned of (refused
+ * with --strict), and both said on the assumed lines. */
+static void load_settings_file(const struct plan_cli *c, struct plan_args *a, setting_mask *given, setting_mask cli,
+			       const char *tool, const char *path, settings_reader reader)
+{
+	struct file_read f = { .cli = cli, .dtype = a->m.dtype, .strict = c->strict };
+	struct strbuf keys = STRBUF_INIT;
+	char *err = NULL;
+	size_t i;
+	json_t *k;
+
+	if (reader(path, &a->t, given, &f, &err)) /* (a reader always says why; NULL never reaches %s) */
 		die(EXIT_USAGE, "plan: %s: %s", path, err ? err : "not read");
+	if (f.said)
+		strbuf_addf(&a->files_said, "%s: %s\n", tool, f.said);
+	free(f.said);
+	if (!f.unknown)
+		return;
+	json_array_foreach(f.unknown, i, k)
+		strbuf_addf(&keys, "%s'%s'", i ? ", " : "", json_string_value(k));
+	log_warn("plan: %s: %s not known to the planner: ignored (--strict refuses %s)", path, strbuf_str(&keys),
+		 i > 1 ? "them" : "it");
+	strbuf_addf(&a->files_said, "%s: ignored, not known to the planner: %s\n", tool, strbuf_str(&keys));
+	if (!a->ignored)
+		a->ignored = json_object();
+	json_object_set_new(a->ignored, tool, f.unknown);
+	strbuf_release(&keys);
 }
 
 /* In inference with a KV cache (--context) and no prompt length given, the prompt is
@@ -912,8 +949,10 @@ static void lengths_check(const struct plan_args *a, int strict, const char *sol
 /* The case file, the settings files, then the command line's settings over them. */
 static void settings_load(struct plan_cli *c, struct plan_args *a, const char *config)
 {
-	setting_mask given = 0;
+	setting_mask given = 0, cli = 0;
 
+	for (size_t i = 0; i < c->npending; i++)
+		cli |= SETTING_BIT(option_setting(c->pending[i].c));
 	load_case(config, &a->m, &a->t, &given);
 	if (c->train_file) {
 		json_t *j = load_json(c->train_file);
@@ -923,9 +962,9 @@ static void settings_load(struct plan_cli *c, struct plan_args *a, const char *c
 		json_decref(j);
 	}
 	if (c->trainer_args)
-		load_settings_file(c->trainer_args, &a->t, &given, trainargs_read);
+		load_settings_file(c, a, &given, cli, "TrainingArguments", c->trainer_args, trainargs_read);
 	if (c->axolotl)
-		load_settings_file(c->axolotl, &a->t, &given, axolotl_read);
+		load_settings_file(c, a, &given, cli, "axolotl", c->axolotl, axolotl_read);
 	for (size_t i = 0; i < c->npending; i++)
 		apply_option(c, &a->t, &given, c->pending[i].c, c->pending[i].arg);
 	if (c->calibrated)
@@ -998,6 +1037,27 @@ static void print_plan_json(const struct plan_args *a, const struct plan_result 
 	json_decref(o);
 }
 
+/* The plan of a's settings, printed: its exit status. */
+static int plan_print(const struct plan_args *a)
+{
+	struct plan_result r;
+	struct hint h;
+	struct fit f = fit_of(a);
+	const char *why;
+
+	if (plan_advise(&f, &a->m, &a->t, a->locks, a->nlocks, &r, &h, &why))
+		die(EXIT_USAGE, "plan: %s", why);
+	enum fit_verdict v = fit_verdict(&f, &r);
+	if (a->json) {
+		print_plan_json(a, &r, &h);
+	} else {
+		print_table(a, &r);
+		if (v != FIT_FITS)
+			print_hint(a, &h, NULL);
+	}
+	return verdicts[v].exit;
+}
+
 int cmd_plan(int argc, char **argv)
 {
 	static struct plan_cli c; /* (its option names outlive getopt's use of them) */
@@ -1019,22 +1079,8 @@ int cmd_plan(int argc, char **argv)
 	settings_load(&c, &a, argv[optind]);
 	gpu_default(&a);
 	knobs_check(&c, &a);
-	if (c.solve_name)
-		return solve(&a, c.solve_name);
-
-	struct plan_result r;
-	struct hint h;
-	struct fit f = fit_of(&a);
-	const char *why;
-	if (plan_advise(&f, &a.m, &a.t, a.locks, a.nlocks, &r, &h, &why))
-		die(EXIT_USAGE, "plan: %s", why);
-	enum fit_verdict v = fit_verdict(&f, &r);
-	if (a.json) {
-		print_plan_json(&a, &r, &h);
-	} else {
-		print_table(&a, &r);
-		if (v != FIT_FITS)
-			print_hint(&a, &h, NULL);
-	}
-	return verdicts[v].exit;
+	int rc = c.solve_name ? solve(&a, c.solve_name) : plan_print(&a);
+	json_decref(a.ignored);
+	strbuf_release(&a.files_said);
+	return rc;
 }

@@ -628,6 +628,18 @@ static int multimodal_from_json(json_t *cfg, const struct family *f, struct mode
 	return 0;
 }
 
+/* The checkpoint's dtype: "dtype" (transformers 5), or "torch_dtype" (before); a config
+ * that names neither leaves m's as it was. */
+static void dtype_from_json(json_t *cfg, struct model_shape *m)
+{
+	const char *s = json_string_value(json_object_get(cfg, "dtype"));
+
+	if (!s)
+		s = json_string_value(json_object_get(cfg, "torch_dtype"));
+	if (s)
+		snprintf(m->dtype, sizeof(m->dtype), "%s", s);
+}
+
 int model_shape_from_json(json_t *cfg, struct model_shape *m, char **err)
 {
 	const char *type = json_string_value(json_object_get(cfg, "model_type"));
@@ -651,8 +663,13 @@ int model_shape_from_json(json_t *cfg, struct model_shape *m, char **err)
 		*err = xasprintf("config.json: model_type '%s' is not supported (%s)", type, names);
 		return -EINVAL;
 	}
-	if (f->text_family)
-		return multimodal_from_json(cfg, f, m, err);
+	if (f->text_family) {
+		int rc = multimodal_from_json(cfg, f, m, err);
+		if (!rc) /* (the top level's dtype is the whole model's; else text_config's) */
+			dtype_from_json(cfg, m);
+		return rc;
+	}
+	dtype_from_json(cfg, m);
 	snprintf(m->type, sizeof(m->type), "%s", type);
 	m->family = f;
 	m->qkv_bias = f->qkv_bias;

@@ -54,6 +54,9 @@ struct model_shape {
 	const struct family *wrapper;
 	struct vision_shape vision;
 	const char *vision_why;
+	/* the checkpoint's dtype as config.json names it (its "dtype", "torch_dtype" before
+	 * transformers 5): what from_pretrained loads by default; "" not given */
+	char dtype[24];
 };
 
 /* Whether layer l's MLP is a dense one in a mixture-of-experts model. */

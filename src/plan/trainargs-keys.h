@@ -1,7 +1,8 @@
 /* The keys of TrainingArguments' JSON and of axolotl's YAML, as plan/trainargs.c reads
  * them: a setting, a mapping function, or neither (it changes no memory: ignored). The
- * ignored keys are documented in docs/plan.md; any other key is refused by name.
- * Included once, by trainargs.c. */
+ * ignored keys are documented in docs/plan.md; any other key is ignored and named (a
+ * warning and the plan's assumed lines), or refused with --strict. Included once, by
+ * trainargs.c. */
 
 #define IGNORED(k) { k, NULL, NULL }
 
@@ -53,7 +54,8 @@ static const struct file_key hf_keys[] = {
 	IGNORED("logging_strategy"), IGNORED("logging_steps"), IGNORED("logging_first_step"), IGNORED("log_on_each_node"),
 	IGNORED("logging_nan_inf_filter"), IGNORED("include_num_input_tokens_seen"), IGNORED("include_tokens_per_second"),
 	IGNORED("log_level"), IGNORED("log_level_replica"), IGNORED("disable_tqdm"), IGNORED("report_to"),
-	IGNORED("run_name"), IGNORED("project"), IGNORED("trackio_space_id"), IGNORED("logging_dir"),
+	IGNORED("run_name"), IGNORED("project"), IGNORED("trackio_space_id"), IGNORED("trackio_bucket_id"),
+	IGNORED("trackio_static_space_id"), IGNORED("logging_dir"),
 	IGNORED("save_only_model"), IGNORED("save_strategy"), IGNORED("save_steps"), IGNORED("save_on_each_node"),
 	IGNORED("save_total_limit"), IGNORED("save_safetensors"), IGNORED("enable_jit_checkpoint"),
 	IGNORED("push_to_hub"), IGNORED("hub_token"), IGNORED("hub_private_repo"), IGNORED("hub_model_id"),
@@ -65,9 +67,12 @@ static const struct file_key hf_keys[] = {
 	/* data loading (host memory), distributed plumbing */
 	IGNORED("accelerator_config"), IGNORED("dataloader_drop_last"), IGNORED("dataloader_num_workers"),
 	IGNORED("dataloader_pin_memory"), IGNORED("dataloader_persistent_workers"),
-	IGNORED("dataloader_prefetch_factor"), IGNORED("remove_unused_columns"), IGNORED("label_names"),
+	IGNORED("dataloader_prefetch_factor"), IGNORED("dataloader_multiprocessing_context"),
+	IGNORED("dataloader_in_order"), IGNORED("remove_unused_columns"), IGNORED("label_names"),
 	IGNORED("train_sampling_strategy"), IGNORED("group_by_length"), IGNORED("length_column_name"),
+	/* (DDP's static graph reuses its buckets' order: the same buckets, no more memory) */
 	IGNORED("ddp_find_unused_parameters"), IGNORED("ddp_bucket_cap_mb"), IGNORED("ddp_broadcast_buffers"),
+	IGNORED("ddp_static_graph"),
 	IGNORED("ddp_backend"), IGNORED("ddp_timeout"), IGNORED("local_rank"), IGNORED("half_precision_backend"),
 	IGNORED("fp16_backend"), IGNORED("fp16_opt_level"), IGNORED("do_train"), IGNORED("do_eval"),
 	IGNORED("do_predict"), IGNORED("resume_from_checkpoint"), IGNORED("past_index"), IGNORED("mp_parameters"),

@@ -17,6 +17,8 @@ struct reader {
 	setting_mask *given;
 	char **err;
 	json_t *file;                /* the whole file (a key may read another) */
+	struct file_read *f;         /* what the caller tells, and what is said back */
+	struct strbuf said;
 };
 
 /* A key of a tool's file: the setting it is (its value as the setting's), or a
@@ -35,10 +37,19 @@ static int off(json_t *v)
 	       (json_is_array(v) && !json_array_size(v)) || (json_is_object(v) && !json_object_size(v));
 }
 
+/* Whether the command line gives setting: its flag wins over the file, whose value for
+ * it is then neither read nor an error. */
+static int flag_wins(const struct reader *r, const char *setting)
+{
+	return (r->f->cli & SETTING_BIT(setting_find(setting))) != 0;
+}
+
 static int set(struct reader *r, const char *key, const char *setting, const char *text)
 {
 	const struct setting *s = setting_find(setting);
 
+	if (flag_wins(r, setting))
+		return 0;
 	if (setting_apply(s, r->t, text)) {
 		*r->err = xasprintf("%s: '%s' gives %s '%s', which the planner does not take", r->tool, key, setting, text);
 		return -EINVAL;
@@ -53,6 +64,8 @@ static int set_json(struct reader *r, const char *key, const char *setting, json
 	const struct setting *s = setting_find(setting);
 	char *err = NULL;
 
+	if (flag_wins(r, setting))
+		return 0;
 	if (setting_apply_json(key, s, v, r->t, &err)) {
 		*r->err = xasprintf("%s: %s", r->tool, err + strlen("settings: "));
 		free(err);
@@ -88,6 +101,8 @@ static int map_optim(struct reader *r, const char *key, json_t *v)
 	};
 	const char *s = json_string_value(v);
 
+	if (flag_wins(r, "optimizer"))
+		return 0;
 	if (!s)
 		return unmappable(r, key, "wants an optimizer's name such as adamw_torch");
 	for (size_t i = 0; i < sizeof(known) / sizeof(known[0]); i++)
@@ -112,13 +127,51 @@ static int map_length(struct reader *r, const char *key, json_t *v)
 	return json_is_null(v) ? 0 : set_json(r, key, "seq", v);
 }
 
-/* TrainingArguments' bf16 and fp16: mixed precision over the model as loaded (fp32
- * weights by default): amp-bf16 (fp16 autocast holds the same bytes). */
+/* Whether the command line gives the weights' dtype (a preset or the dtype itself). */
+static int dtype_flag_wins(const struct reader *r)
+{
+	return flag_wins(r, "precision") || flag_wins(r, "dtype");
+}
+
+/* TrainingArguments' bf16 and fp16, read together once every key is (hf_precision). */
 static int map_hf_amp(struct reader *r, const char *key, json_t *v)
 {
-	if (!json_is_boolean(v))
+	if (!json_is_boolean(v) && !dtype_flag_wins(r))
 		return unmappable(r, key, "wants true or false");
-	return json_is_true(v) ? set(r, key, "precision", "amp-bf16") : 0;
+	return 0;
+}
+
+/* transformers 5 loads from_pretrained in the checkpoint's dtype (dtype="auto"): the
+ * weights are the config's dtype (fp32 where it names none, as torch's default, or one
+ * the planner holds no weights in), and bf16=true or fp16=true put the forward under
+ * autocast over them (fp16's holds the same bytes). Neither key: the planner's default. */
+static int hf_precision(struct reader *r)
+{
+	static const struct { const char *config, *dtype; } dtypes[] = {
+		{ "bfloat16", "bf16" }, { "float16", "fp16" }, { "float32", "fp32" },
+	};
+	json_t *bf16 = json_object_get(r->file, "bf16"), *fp16 = json_object_get(r->file, "fp16");
+	const char *cfg = r->f->dtype && *r->f->dtype ? r->f->dtype : NULL, *w = NULL;
+	const char *amp = json_is_true(fp16) ? "fp16" : json_is_true(bf16) ? "bf16" : NULL;
+
+	if ((!bf16 && !fp16) || dtype_flag_wins(r))
+		return 0;
+	for (size_t i = 0; cfg && i < sizeof(dtypes) / sizeof(dtypes[0]); i++)
+		if (!strcmp(cfg, dtypes[i].config))
+			w = dtypes[i].dtype;
+	if (set(r, amp ? amp : "bf16", "dtype", w ? w : "fp32") ||
+	    set(r, amp ? amp : "bf16", "autocast", amp ? "true" : "false"))
+		return -EINVAL;
+	strbuf_addf(&r->said, "%s%s=%s, ", r->said.len ? "; " : "", amp ? amp : "bf16", amp ? "true" : "false");
+	if (!cfg)
+		strbuf_add(&r->said, "the config naming no dtype: fp32 weights");
+	else if (!w)
+		strbuf_addf(&r->said, "the config's dtype %s, which the planner holds no weights in: fp32 weights", cfg);
+	else
+		strbuf_addf(&r->said, "the config's dtype %s: %s weights", cfg, w);
+	strbuf_addf(&r->said, "%s (transformers 5 loads the checkpoint's dtype%s)", amp ? " under autocast" : ", no autocast",
+		    cfg ? "" : ", torch's default without one");
+	return 0;
 }
 
 /* FSDP's options, a list or a space-separated string. */
@@ -130,8 +183,10 @@ static int map_fsdp(struct reader *r, const char *key, json_t *v)
 	size_t i;
 	int rc = 0;
 
-	if (off(v))
+	if (off(v) || flag_wins(r, "zero_stage")) {
+		free(text);
 		return 0;
+	}
 	if (!text) {
 		if (!json_is_array(v))
 			return unmappable(r, key, "wants FSDP's options, such as \"full_shard auto_wrap\"");
@@ -160,7 +215,7 @@ static int map_deepspeed(struct reader *r, const char *key, json_t *v)
 	json_t *zero = json_object_get(v, "zero_optimization"), *stage = json_object_get(zero, "stage");
 	static const char *const offloads[] = { "offload_optimizer", "offload_param" };
 
-	if (off(v))
+	if (off(v) || flag_wins(r, "zero_stage"))
 		return 0;
 	if (!json_is_object(v))
 		return unmappable(r, key, "names a DeepSpeed config file, which the planner does not read: give its ZeRO "
@@ -183,7 +238,7 @@ static int map_axolotl_dtype(struct reader *r, const char *key, json_t *v)
 {
 	const char *s = json_string_value(v);
 
-	if (off(v))
+	if (off(v) || dtype_flag_wins(r))
 		return 0;
 	if (json_is_true(v) || (s && !strcmp(s, "auto")))
 		return set(r, key, "precision", !strcmp(key, "fp16") ? "fp16" : "bf16");
@@ -196,7 +251,7 @@ static int map_adapter(struct reader *r, const char *key, json_t *v)
 	const char *s = json_string_value(v);
 	json_t *rank = json_object_get(r->file, "lora_r");
 
-	if (off(v))
+	if (off(v) || flag_wins(r, "lora_rank"))
 		return 0;
 	if (!s || strcmp(s, "lora"))
 		return unmappable(r, key, "is not lora: a quantized base (qlora) is not modelled; plan the LoRA run with "
@@ -235,6 +290,8 @@ static int map_axolotl_ckpt(struct reader *r, const char *key, json_t *v)
 {
 	const char *s = json_string_value(v);
 
+	if (flag_wins(r, "grad_ckpt"))
+		return 0;
 	if (json_is_boolean(v))
 		return set(r, key, "grad_ckpt", json_is_true(v) ? "true" : "false");
 	if (s && !strcmp(s, "unsloth"))
@@ -267,7 +324,7 @@ static int map_fsdp_config(struct reader *r, const char *key, json_t *v)
 
 	if (!reshard)
 		reshard = json_object_get(v, "fsdp_reshard_after_forward");
-	for (size_t i = 0; i < sizeof(offload) / sizeof(offload[0]); i++)
+	for (size_t i = 0; !flag_wins(r, "zero_stage") && i < sizeof(offload) / sizeof(offload[0]); i++)
 		if (!off(json_object_get(v, offload[i])))
 			return unmappable(r, key, "offloads parameters to the CPU, which the planner does not model: plan "
 						  "without offload for an upper bound");
@@ -286,57 +343,98 @@ static const struct file_key *row(const struct file_key *table, size_t n, const 
 	return NULL;
 }
 
+/* The keys known to neither list: ignored and said back, or refused when strict. */
+static int unknown_keys(struct reader *r, json_t *unknown)
+{
+	struct strbuf names = STRBUF_INIT;
+	size_t i, n = json_array_size(unknown);
+	json_t *k;
+
+	if (!n) {
+		json_decref(unknown);
+		return 0;
+	}
+	if (!r->f->strict) {
+		r->f->unknown = unknown;
+		return 0;
+	}
+	json_array_foreach(unknown, i, k)
+		strbuf_addf(&names, "%s'%s'", i ? ", " : "", json_string_value(k));
+	*r->err = xasprintf("%s: %s %s not known to the planner, which reads the keys docs/plan.md lists and "
+			    "ignores only those it lists as changing no memory (--strict refuses the others): remove "
+			    "%s, or plan without --strict to ignore %s", r->tool, strbuf_str(&names),
+			    n > 1 ? "are" : "is", n > 1 ? "them" : "it", n > 1 ? "them" : "it");
+	strbuf_release(&names);
+	json_decref(unknown);
+	return -EINVAL;
+}
+
 /* Apply obj's keys over r: each mapped, ignored when listed as changing no memory; the
- * keys known to neither are named together. */
+ * keys known to neither are named together. The tools run HF Trainer's loop, which lets
+ * the step's output go as the loss is taken: keep_outputs is off. */
 static int apply_file(struct reader *r, json_t *obj, const struct file_key *table, size_t n)
 {
-	struct strbuf unknown = STRBUF_INIT;
+	json_t *unknown, *v;
 	const char *key;
-	json_t *v;
-	int count = 0;
 
 	if (!json_is_object(obj)) {
 		*r->err = xasprintf("%s: not an object of keys and values", r->tool);
 		return -EINVAL;
 	}
 	r->file = obj;
+	if (set(r, "keep_outputs", "keep_outputs", "false"))
+		return -EINVAL;
+	if (!flag_wins(r, "keep_outputs"))
+		strbuf_add(&r->said, "HF Trainer's loop: the step's output let go as the loss is taken");
+	unknown = json_array();
 	json_object_foreach(obj, key, v) {
 		const struct file_key *k = row(table, n, key);
 		if (!k) {
-			strbuf_addf(&unknown, "%s'%s'", count++ ? ", " : "", key);
+			json_array_append_new(unknown, json_string(key));
 			continue;
 		}
 		if ((k->map && k->map(r, key, v)) || (!k->map && k->setting && set_json(r, key, k->setting, v))) {
-			strbuf_release(&unknown);
+			json_decref(unknown);
 			return -EINVAL;
 		}
 	}
-	if (count) {
-		*r->err = xasprintf("%s: %s %s not known to the planner, which reads the keys docs/plan.md lists and "
-				    "ignores only those it lists as changing no memory: remove %s, or give the plan's "
-				    "settings as flags", r->tool, strbuf_str(&unknown), count > 1 ? "are" : "is",
-				    count > 1 ? "them" : "it");
-		strbuf_release(&unknown);
-		return -EINVAL;
+	return unknown_keys(r, unknown);
+}
+
+/* Read obj with table over t, as tool; what was said back into f (NULL: strict). */
+static int read_file(const char *tool, json_t *obj, const struct file_key *table, size_t n, struct train_settings *t,
+		     setting_mask *given, struct file_read *f, char **err)
+{
+	struct file_read strict = { .strict = 1 };
+	struct reader r = { tool, t, given, err, NULL, f ? f : &strict, STRBUF_INIT };
+	int rc;
+
+	*err = NULL;
+	r.f->unknown = NULL;
+	r.f->said = NULL;
+	rc = apply_file(&r, obj, table, n);
+	if (!rc && table == hf_keys)
+		rc = hf_precision(&r);
+	if (!rc && f && r.said.len)
+		f->said = strbuf_detach(&r.said);
+	if (rc || !f) {
+		json_decref(r.f->unknown);
+		r.f->unknown = NULL;
 	}
-	strbuf_release(&unknown);
-	return 0;
+	strbuf_release(&r.said);
+	return rc;
 }
 
-int trainargs_from_json(json_t *obj, struct train_settings *t, setting_mask *given, char **err)
+int trainargs_from_json(json_t *obj, struct train_settings *t, setting_mask *given, struct file_read *f,
+			char **err)
 {
-	struct reader r = { "TrainingArguments", t, given, err, NULL };
-
-	*err = NULL;
-	return apply_file(&r, obj, hf_keys, sizeof(hf_keys) / sizeof(hf_keys[0]));
+	return read_file("TrainingArguments", obj, hf_keys, sizeof(hf_keys) / sizeof(hf_keys[0]), t, given, f, err);
 }
 
-int axolotl_from_json(json_t *obj, struct train_settings *t, setting_mask *given, char **err)
+int axolotl_from_json(json_t *obj, struct train_settings *t, setting_mask *given, struct file_read *f, char **err)
 {
-	struct reader r = { "axolotl", t, given, err, NULL };
-
-	*err = NULL;
-	return apply_file(&r, obj, axolotl_keys, sizeof(axolotl_keys) / sizeof(axolotl_keys[0]));
+	return read_file("axolotl", obj, axolotl_keys, sizeof(axolotl_keys) / sizeof(axolotl_keys[0]), t, given, f,
+			 err);
 }
 
 /* The file at path opened for reading (a regular file or a pipe; what, of), or -errno
@@ -381,27 +479,28 @@ static int read_text(const char *path, char **text, size_t *len, char **err)
 	return 0;
 }
 
-int trainargs_read(const char *path, struct train_settings *t, setting_mask *given, char **err)
+int trainargs_read(const char *path, struct train_settings *t, setting_mask *given, struct file_read *f,
+		   char **err)
 {
 	json_error_t je;
 	json_t *j;
-	FILE *f;
-	int rc = open_input(path, "a TrainingArguments JSON file", &f, err);
+	FILE *in;
+	int rc = open_input(path, "a TrainingArguments JSON file", &in, err);
 
 	if (rc)
 		return rc;
-	j = json_loadf(f, 0, &je);
-	fclose(f);
+	j = json_loadf(in, 0, &je);
+	fclose(in);
 	if (!j) {
 		*err = xasprintf("not a TrainingArguments JSON: %s (line %d)", je.text, je.line);
 		return -EINVAL;
 	}
-	rc = trainargs_from_json(j, t, given, err);
+	rc = trainargs_from_json(j, t, given, f, err);
 	json_decref(j);
 	return rc;
 }
 
-int axolotl_read(const char *path, struct train_settings *t, setting_mask *given, char **err)
+int axolotl_read(const char *path, struct train_settings *t, setting_mask *given, struct file_read *f, char **err)
 {
 	char *text;
 	size_t len;
@@ -414,7 +513,7 @@ int axolotl_read(const char *path, struct train_settings *t, setting_mask *given
 	free(text);
 	if (rc)
 		return rc;
-	rc = axolotl_from_json(j, t, given, err);
+	rc = axolotl_from_json(j, t, given, f, err);
 	json_decref(j);
 	return rc;
 }

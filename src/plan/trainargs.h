@@ -1,10 +1,11 @@
 /* Settings from the files users already have: a Hugging Face TrainingArguments JSON (as
  * to_json_string / trainer.save_state write it) and an axolotl YAML config, each key
  * mapped through the settings table (plan/settings.h) onto the planner's settings. A key
- * that changes no memory is ignored only when it is on the reader's list of such keys;
- * a key that changes memory but cannot be planned (DeepSpeed offload, an unknown
- * optimizer) is an error naming it and what to do; any other unknown key is refused
- * too, so that nothing is silently left out. Pure but for reading the file. */
+ * that changes no memory is ignored when it is on the reader's list of such keys; a key
+ * that changes memory but cannot be planned (DeepSpeed offload, an unknown optimizer) is
+ * an error naming it and what to do, unless the command line gives the setting it is
+ * (the flag wins); a key on neither list is ignored and named (a newer release's key),
+ * or refused when strict. Pure but for reading the file. */
 #ifndef HEADROOM_PLAN_TRAINARGS_H
 #define HEADROOM_PLAN_TRAINARGS_H
 
@@ -12,12 +13,28 @@
 
 #include "plan/settings.h"
 
-/* A TrainingArguments JSON object over t. 0, or -EINVAL with *err (caller frees). */
-int trainargs_from_json(json_t *obj, struct train_settings *t, setting_mask *given, char **err);
+/* What a reader is told beside a file, and what it made of the file beyond the settings. */
+struct file_read {
+	setting_mask cli;      /* the settings the command line gives: the file's value for
+				* one of them is not read (the flag wins over it), nor an error */
+	const char *dtype;     /* the model config's dtype (struct model_shape's; NULL or "":
+				* none): what transformers 5 loads the weights in */
+	int strict;            /* a key the planner does not know is an error */
+	json_t *unknown;       /* out: an array of the keys it did not know and ignored (NULL:
+				* none); the caller decrefs */
+	char *said;            /* out: what it assumed of the run, for the "assumed:" lines
+				* (NULL: nothing); the caller frees */
+};
+
+/* A TrainingArguments JSON object over t (f: NULL, strict and no more said). 0, or
+ * -EINVAL with *err (caller frees). */
+int trainargs_from_json(json_t *obj, struct train_settings *t, setting_mask *given, struct file_read *f,
+			char **err);
 /* An axolotl config (YAML read as a JSON object of strings, lists and objects) over t. */
-int axolotl_from_json(json_t *obj, struct train_settings *t, setting_mask *given, char **err);
+int axolotl_from_json(json_t *obj, struct train_settings *t, setting_mask *given, struct file_read *f, char **err);
 /* The files at path, read and applied as above. 0, or -EINVAL / -errno with *err. */
-int trainargs_read(const char *path, struct train_settings *t, setting_mask *given, char **err);
-int axolotl_read(const char *path, struct train_settings *t, setting_mask *given, char **err);
+int trainargs_read(const char *path, struct train_settings *t, setting_mask *given, struct file_read *f,
+		   char **err);
+int axolotl_read(const char *path, struct train_settings *t, setting_mask *given, struct file_read *f, char **err);
 
 #endif

@@ -814,7 +814,8 @@ PY
 		"$HR" plan --gpu h100 --json $2 "$M" > "$T/b.json"
 		diff "$T/a.json" "$T/b.json"
 	}
-	same "--trainer-args $F/training-args.json" "--batch 4 --grad-ckpt --precision amp-bf16 --optimizer adamw-fused"
+	# (the config's torch_dtype is bfloat16: bf16=true is bf16 weights under autocast)
+	same "--trainer-args $F/training-args.json" "--batch 4 --grad-ckpt --dtype bf16 --autocast --optimizer adamw-fused"
 	same "--axolotl $F/axolotl-lora.yml" \
 	     "--seq 2048 --batch 2 --lora-rank 16 --lora-targets all --optimizer adamw-fused --precision bf16 --grad-ckpt"
 	same "--axolotl $F/axolotl-full.yml" "--seq 4096 --batch 1 --optimizer adamw --precision bf16 --grad-ckpt"
@@ -827,7 +828,7 @@ PY
 	[ "$status" -eq 2 ]
 	[[ "$output" == *"TrainingArguments: 'deepspeed' offloads to the CPU"* ]]
 	python3 -c 'import json,sys; a=json.load(open(sys.argv[1])); a["my_new_knob"] = 1; a["torch_compile"] = False; json.dump(a, open(sys.argv[2], "w"))' "$F/training-args.json" "$T/ta.json"
-	run "$HR" plan --gpu h100 --trainer-args "$T/ta.json" "$M"
+	run "$HR" plan --gpu h100 --strict --trainer-args "$T/ta.json" "$M"
 	[ "$status" -eq 2 ]
 	[[ "$output" == *"TrainingArguments: 'my_new_knob' is not known to the planner"* ]]
 	python3 -c 'import json,sys; a=json.load(open(sys.argv[1])); a["fsdp"] = "full_shard auto_wrap"; a["torch_compile"] = True; json.dump(a, open(sys.argv[2], "w"))' "$F/training-args.json" "$T/ta.json"

@@ -40,7 +40,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		free(err);
 		err = NULL;
 		train_settings_init(&t);
-		trainargs_from_json(j, &t, NULL, &err);
+		trainargs_from_json(j, &t, NULL, NULL, &err);
 		free(err);
 		json_decref(j);
 	}
@@ -52,7 +52,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		abort();
 	if (!rc) {
 		train_settings_init(&t);
-		axolotl_from_json(j, &t, NULL, &err);
+		axolotl_from_json(j, &t, NULL, NULL, &err);
 		json_decref(j);
 	}
 	free(err);

@@ -211,7 +211,7 @@ static int read_args(int axolotl, const char *yaml_or_json, struct train_setting
 	int rc;
 
 	train_settings_init(t);
-	rc = axolotl ? axolotl_from_json(j, t, NULL, &err) : trainargs_from_json(j, t, NULL, &err);
+	rc = axolotl ? axolotl_from_json(j, t, NULL, NULL, &err) : trainargs_from_json(j, t, NULL, NULL, &err);
 	json_decref(j);
 	if (needle) {
 		assert_int_equal(rc, -EINVAL);

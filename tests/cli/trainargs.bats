@@ -1,0 +1,134 @@
+#!/usr/bin/env bats
+# headroom plan --trainer-args / --axolotl: the files HF Trainer (transformers 5) and
+# axolotl write plan as they are; the command line wins over them.
+
+load helper
+
+F="$ROOT/tests/fixtures/plan-inputs"
+M="$ROOT/tests/fixtures/plan-inputs/llama-3.2-1b.json"
+
+# The plans of two command lines over config $1: byte-identical JSON (a plan, whether
+# it fits or not: no exit 2).
+same() {
+	"$HR" plan --gpu h100 --json $2 "$1" > "$T/a.json" || [ $? -ne 2 ]
+	"$HR" plan --gpu h100 --json $3 "$1" > "$T/b.json" || [ $? -ne 2 ]
+	diff "$T/a.json" "$T/b.json"
+}
+
+# Issue 45: the JSON transformers 5's args.to_json_string() writes was refused for keys
+# the planner did not know.
+@test "a transformers 5 TrainingArguments JSON plans as it is, naming nothing unknown, as its equivalent flags" {
+	run "$HR" plan --gpu h100 --trainer-args "$F/trainargs-5.x.json" "$M"
+	echo "$output"
+	[ "$status" -ne 2 ]
+	[[ "$output" != *"not known"* ]]
+	[[ "$output" != *"ignored"* ]]
+	run "$HR" plan --gpu h100 --strict --trainer-args "$F/trainargs-5.x.json" "$M"
+	[ "$status" -ne 2 ]
+	"$HR" plan --gpu h100 --json --trainer-args "$F/trainargs-5.x.json" "$M" > "$T/p.json"
+	python3 -c 'import json,sys; a=json.load(open(sys.argv[1]))["assumed"]; assert "ignored_keys" not in a and a["keep_outputs"] is False, a' "$T/p.json"
+	same "$M" "--trainer-args $F/trainargs-5.x.json" \
+	     "--batch 4 --grad-ckpt --dtype bf16 --autocast --optimizer adamw-fused --no-use-cache --no-keep-outputs"
+}
+
+@test "an unknown TrainingArguments or axolotl key is warned of, planned without and said; --strict refuses it" {
+	python3 -c 'import json,sys; a=json.load(open(sys.argv[1])); a["my_new_knob"] = 1; a["other_knob"] = "x"; json.dump(a, open(sys.argv[2], "w"))' "$F/trainargs-5.x.json" "$T/ta.json"
+	run --separate-stderr "$HR" plan --gpu h100 --trainer-args "$T/ta.json" "$M"
+	echo "$output"
+	echo "$stderr"
+	[ "$status" -ne 2 ]
+	[[ "$stderr" == *"ta.json: 'my_new_knob', 'other_knob' not known to the planner: ignored (--strict refuses them)"* ]]
+	[[ "$output" == *"TrainingArguments: ignored, not known to the planner: 'my_new_knob', 'other_knob'"* ]]
+	"$HR" plan --gpu h100 --json --trainer-args "$T/ta.json" "$M" 2>/dev/null > "$T/p.json"
+	python3 -c 'import json,sys; a=json.load(open(sys.argv[1]))["assumed"]; assert a["ignored_keys"] == {"TrainingArguments": ["my_new_knob", "other_knob"]}, a' "$T/p.json"
+	# ignored: the plan is the known keys' plan, but for the keys it names
+	"$HR" plan --gpu h100 --json --trainer-args "$F/trainargs-5.x.json" "$M" > "$T/q.json"
+	python3 -c 'import json,sys; a=json.load(open(sys.argv[1])); b=json.load(open(sys.argv[2])); del a["assumed"]["ignored_keys"]; assert a == b' "$T/p.json" "$T/q.json"
+	run "$HR" plan --gpu h100 --strict --trainer-args "$T/ta.json" "$M"
+	[ "$status" -eq 2 ]
+	[[ "$output" == *"'my_new_knob', 'other_knob' are not known to the planner"*"--strict refuses"* ]]
+	# axolotl's the same
+	{ cat "$F/axolotl-full.yml"; echo "my_axolotl_knob: true"; } > "$T/a.yml"
+	run --separate-stderr "$HR" plan --gpu h100 --axolotl "$T/a.yml" "$M"
+	[ "$status" -ne 2 ]
+	[[ "$stderr" == *"'my_axolotl_knob' not known to the planner: ignored (--strict refuses it)"* ]]
+	[[ "$output" == *"axolotl: ignored, not known to the planner: 'my_axolotl_knob'"* ]]
+	run "$HR" plan --gpu h100 --strict --axolotl "$T/a.yml" "$M"
+	[ "$status" -eq 2 ]
+	[[ "$output" == *"axolotl: 'my_axolotl_knob' is not known to the planner"* ]]
+}
+
+@test "a flag beside a file wins over a value of the file the planner cannot map" {
+	python3 -c 'import json,sys; a=json.load(open(sys.argv[1])); a["optim"] = "paged_adamw_32bit"; json.dump(a, open(sys.argv[2], "w"))' "$F/trainargs-5.x.json" "$T/ta.json"
+	run "$HR" plan --gpu h100 --trainer-args "$T/ta.json" "$M"
+	[ "$status" -eq 2 ]
+	[[ "$output" == *"'optim' is paged_adamw_32bit"*"plan with --optimizer adamw"* ]]
+	run "$HR" plan --gpu h100 --trainer-args "$T/ta.json" --optimizer adamw "$M"
+	echo "$output"
+	[ "$status" -ne 2 ]
+	same "$M" "--trainer-args $T/ta.json --optimizer adamw" "--trainer-args $F/trainargs-5.x.json --optimizer adamw"
+	# a DeepSpeed file's path beside --zero-stage, axolotl's qlora beside --lora-rank, its
+	# 8-bit optimizer beside --optimizer
+	python3 -c 'import json,sys; a=json.load(open(sys.argv[1])); a["deepspeed"] = "ds_zero2.json"; json.dump(a, open(sys.argv[2], "w"))' "$F/trainargs-5.x.json" "$T/ds.json"
+	run "$HR" plan --gpu h100 --trainer-args "$T/ds.json" "$M"
+	[ "$status" -eq 2 ]
+	same "$M" "--trainer-args $T/ds.json --zero-stage 2 --dp 8" "--trainer-args $F/trainargs-5.x.json --zero-stage 2 --dp 8"
+	run "$HR" plan --gpu h100 --axolotl "$F/axolotl-lora-8bit.yml" --optimizer adamw "$M"
+	echo "$output"
+	[ "$status" -ne 2 ]
+}
+
+# transformers 5 loads from_pretrained in the checkpoint's dtype (dtype="auto"): bf16=true
+# over a bfloat16 checkpoint is bf16 weights under autocast, not fp32 master weights.
+@test "bf16=true: the weights in the config's dtype under autocast, said; the flags win" {
+	local dt
+	for dt in bfloat16:bf16 float32:fp32 none:fp32; do
+		python3 -c 'import json,sys; c=json.load(open(sys.argv[1])); c.pop("torch_dtype", None)
+if sys.argv[3] != "none": c["dtype"] = sys.argv[3]
+json.dump(c, open(sys.argv[2], "w"))' "$M" "$T/c.json" "${dt%%:*}"
+		"$HR" plan --gpu h100 --json --trainer-args "$F/trainargs-5.x.json" "$T/c.json" > "$T/p.json"
+		python3 -c 'import json,sys; a=json.load(open(sys.argv[1]))["assumed"]; assert (a["weights_dtype"], a["compute_dtype"]) == (sys.argv[2], "bf16"), a' "$T/p.json" "${dt#*:}"
+		run "$HR" plan --gpu h100 --trainer-args "$F/trainargs-5.x.json" "$T/c.json"
+		echo "$output"
+		[[ "$output" == *"TrainingArguments: "*"bf16=true, "*": ${dt#*:} weights under autocast (transformers 5 loads the checkpoint's dtype"* ]]
+	done
+	# an older config's torch_dtype, as the fixture has it; fp32 is amp-bf16
+	"$HR" plan --gpu h100 --json --trainer-args "$F/trainargs-5.x.json" "$M" > "$T/p.json"
+	python3 -c 'import json,sys; a=json.load(open(sys.argv[1]))["assumed"]; assert (a["weights_dtype"], a["compute_dtype"], a["master_weights_dtype"]) == ("bf16", "bf16", "none"), a' "$T/p.json"
+	same "$F/olmo2-1124-7b.json" "--trainer-args $F/trainargs-5.x.json" \
+	     "--batch 4 --grad-ckpt --precision amp-bf16 --optimizer adamw-fused --no-use-cache"
+	# neither bf16 nor fp16: the config's dtype, no autocast
+	python3 -c 'import json,sys; a=json.load(open(sys.argv[1])); a["bf16"] = False; json.dump(a, open(sys.argv[2], "w"))' "$F/trainargs-5.x.json" "$T/ta.json"
+	same "$M" "--trainer-args $T/ta.json" "--batch 4 --grad-ckpt --precision bf16 --optimizer adamw-fused --no-use-cache"
+	same "$F/olmo2-1124-7b.json" "--trainer-args $T/ta.json" \
+	     "--batch 4 --grad-ckpt --precision fp32 --optimizer adamw-fused --no-use-cache"
+	# the command line wins, and the file's dtype is then not said
+	same "$M" "--trainer-args $F/trainargs-5.x.json --precision amp-bf16" \
+	     "--batch 4 --grad-ckpt --precision amp-bf16 --optimizer adamw-fused --no-use-cache"
+	run "$HR" plan --gpu h100 --trainer-args "$F/trainargs-5.x.json" --dtype fp32 "$M"
+	[[ "$output" != *"bf16=true"* ]]
+}
+
+# The Trainer's and axolotl's loops let the step's output go as the loss is taken.
+@test "files from HF Trainer and axolotl never keep the step's output; the flag does" {
+	cat > "$T/case.json" <<'J'
+{"model": {"model_type": "llama", "hidden_size": 2048, "intermediate_size": 8192, "num_hidden_layers": 16,
+ "num_attention_heads": 32, "num_key_value_heads": 8, "vocab_size": 128256, "tie_word_embeddings": true},
+ "train": {"keep_outputs": true}}
+J
+	for file in "--trainer-args $F/trainargs-5.x.json" "--axolotl $F/axolotl-full.yml"; do
+		"$HR" plan --gpu h100 --json $file "$T/case.json" > "$T/p.json"
+		python3 -c 'import json,sys; assert json.load(open(sys.argv[1]))["assumed"]["keep_outputs"] is False' "$T/p.json"
+		run "$HR" plan --gpu h100 $file "$T/case.json"
+		[[ "$output" == *"HF Trainer's loop: the step's output let go as the loss is taken"* ]]
+		"$HR" plan --gpu h100 --json $file --keep-outputs "$T/case.json" > "$T/p.json"
+		python3 -c 'import json,sys; assert json.load(open(sys.argv[1]))["assumed"]["keep_outputs"] is True' "$T/p.json"
+		run "$HR" plan --gpu h100 $file --keep-outputs "$T/case.json"
+		[[ "$output" != *"let go as the loss"* ]]
+		[[ "$output" == *"the step's output (logits, cache) kept into the next step"* ]]
+	done
+	# a keep_outputs key in a TrainingArguments file is no key of the Trainer's: ignored
+	python3 -c 'import json,sys; a=json.load(open(sys.argv[1])); a["keep_outputs"] = True; json.dump(a, open(sys.argv[2], "w"))' "$F/trainargs-5.x.json" "$T/ta.json"
+	"$HR" plan --gpu h100 --json --trainer-args "$T/ta.json" "$M" 2>/dev/null > "$T/p.json"
+	python3 -c 'import json,sys; a=json.load(open(sys.argv[1]))["assumed"]; assert a["keep_outputs"] is False and a["ignored_keys"] == {"TrainingArguments": ["keep_outputs"]}, a' "$T/p.json"
+}
