@@ -65,7 +65,8 @@ static const char usage_files[] =
 	"                               adapter and lora_r, optimizer, gradient_checkpointing...\n"
 	"      --strict                 a length past the model's max_position_embeddings is an\n"
 	"                               error (exit 2), not a warning\n"
-	"      --calibrated [--db PATH] use what `headroom probe --torch` measured on GPU 0\n"
+	"      --calibrated [--db PATH] use what `headroom probe --torch` measured on GPU 0 (its\n"
+	"                               newest probe; the assumed lines say its date and versions)\n"
 	"GPU:\n";
 static const char usage_gpu[] =
 	"      --gpu-memory SIZE        the GPU's memory, e.g. 80G\n"
