@@ -245,6 +245,7 @@ static char *slurp(const char *path, size_t *len)
 	buf = malloc(*len + 1);
 	assert_non_null(buf);
 	assert_int_equal(fread(buf, 1, *len, f), *len);
+	buf[*len] = '\0'; /* read as text too (a fixture's SQL) */
 	fclose(f);
 	return buf;
 }
