@@ -66,7 +66,8 @@ static const char usage_files[] =
 	"      --strict                 a length past the model's max_position_embeddings, or a\n"
 	"                               key of these files the planner does not know, is an\n"
 	"                               error (exit 2), not a warning\n"
-	"      --calibrated [--db PATH] use what `headroom probe --torch` measured on GPU 0\n"
+	"      --calibrated [--db PATH] use what `headroom probe --torch` measured on GPU 0 (its\n"
+	"                               newest probe; the assumed lines say its date and versions)\n"
 	"GPU:\n";
 static const char usage_gpu[] =
 	"      --gpu-memory SIZE        the GPU's memory, e.g. 80G\n"
@@ -246,6 +247,8 @@ struct plan_args {
 	json_t *ignored;          /* the files' keys not known to the planner, ignored:
 				   * {"TrainingArguments": [keys]} (NULL: none) */
 	struct strbuf files_said; /* what the files' readers assumed: "TOOL: ...", a line each */
+	int calibrated;           /* --calibrated: probe is the one whose context is planned */
+	struct gpu_probe probe;
 };
 
 static void prompt_settle(struct plan_args *a, setting_mask given);
@@ -302,6 +305,8 @@ static json_t *assumed_json(const struct plan_args *a, const struct train_settin
 
 	if (a->ignored) /* (only then: a plan from known keys is as its flags') */
 		json_object_set(o, "ignored_keys", a->ignored);
+	if (a->calibrated)
+		json_object_set_new(o, "calibrated", probe_json(&a->probe));
 	return o;
 }
 
@@ -315,6 +320,11 @@ static void print_assumed(const char *label, const struct plan_args *a, const st
 	for (const char *l = a->files_said.s, *nl; l && *l; l = nl + 1) {
 		nl = strchr(l, '\n');
 		strbuf_addf(&sb, "%*s%.*s\n", (int)strlen(label) + 2, "", (int)(nl - l), l);
+	}
+	if (a->calibrated) {
+		strbuf_addf(&sb, "%*scontext: measured by `headroom probe --torch`, ", (int)strlen(label) + 2, "");
+		probe_said(&sb, &a->probe);
+		strbuf_add(&sb, "\n");
 	}
 	fputs(strbuf_str(&sb), stdout);
 	strbuf_release(&sb);
@@ -646,31 +656,32 @@ static int compare(struct plan_args *a, const char *pa, const char *pb)
 }
 
 /* What `headroom probe --torch` measured on this machine's GPU 0: PyTorch's device
- * memory beyond its reserved memory (the context and the libraries' workspaces). */
-static uint64_t calibrated_context(const char *db)
+ * memory beyond its reserved memory (the context and the libraries' workspaces), from
+ * the GPU's newest probe with it, kept in *used for the assumed lines. */
+static uint64_t calibrated_context(const char *db, struct gpu_probe *used)
 {
 	struct nvml_gpu g;
+	struct gpu_probe gpu;
 	struct store *st = NULL;
-	char *path = db ? xstrdup(db) : store_default_path(), *err = NULL, *key, *txt = NULL;
-	json_t *j;
-	json_int_t v;
+	char *path = db ? xstrdup(db) : store_default_path(), *err = NULL;
 
 	if (nvml_gpu_read(0, &g))
 		die(EXIT_USAGE, "plan: --calibrated needs this machine's GPU 0 (NVML found none)");
-	key = nvml_gpu_key(&g);
-	if (store_open(path, &st, &err) || store_probe_get(st, key, &txt))
-		die(EXIT_USAGE, "plan: nothing measured for \"%s\" in %s: run `headroom probe --torch` first", key, path);
+	probe_init(&gpu);
+	snprintf(gpu.gpu, sizeof(gpu.gpu), "%s", g.name);
+	snprintf(gpu.uuid, sizeof(gpu.uuid), "%s", g.uuid);
+	if (store_open(path, &st, &err) || store_probe_latest(st, &gpu, 1, used))
+		die(EXIT_USAGE, "plan: no PyTorch figure measured for \"%s\" in %s: run `headroom probe --torch` first",
+		    g.name, path);
 	store_close(st);
-	j = json_loads(txt, 0, NULL);
-	v = json_integer_value(json_object_get(j, "torch_overhead_bytes"));
-	json_decref(j);
-	if (v <= 0 || (uint64_t)v > PLAN_MAX_ITEM_BYTES)
+	if (used->torch_overhead_bytes <= 0 || (uint64_t)used->torch_overhead_bytes > PLAN_MAX_ITEM_BYTES)
 		die(EXIT_USAGE, "plan: the probe of \"%s\" has no PyTorch figure from 1 byte to 1 TiB: run "
-		    "`headroom probe --torch`", key);
-	free(txt);
-	free(key);
+		    "`headroom probe --torch`", g.name);
+	if (*used->driver && strcmp(used->driver, g.driver))
+		log_warn("plan: --calibrated: the newest probe of \"%s\" ran under driver %s, this machine has %s: "
+			 "run `headroom probe --torch` again", g.name, used->driver, g.driver);
 	free(path);
-	return (uint64_t)v;
+	return (uint64_t)used->torch_overhead_bytes;
 }
 
 /* The command's own options; the settings' follow from their table (plan/settings.h). */
@@ -967,8 +978,10 @@ static void settings_load(struct plan_cli *c, struct plan_args *a, const char *c
 		load_settings_file(c, a, &given, cli, "axolotl", c->axolotl, axolotl_read);
 	for (size_t i = 0; i < c->npending; i++)
 		apply_option(c, &a->t, &given, c->pending[i].c, c->pending[i].arg);
-	if (c->calibrated)
-		a->t.context_bytes = calibrated_context(c->db);
+	if (c->calibrated) {
+		a->t.context_bytes = calibrated_context(c->db, &a->probe);
+		a->calibrated = 1;
+	}
 	prompt_settle(a, given);
 	lengths_check(a, c->strict, c->solve_name);
 }

@@ -5,6 +5,7 @@
 #include <jansson.h>
 #include <limits.h>
 #include <sqlite3.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
@@ -52,13 +53,33 @@ static const char schema[] =
 	" retries INTEGER NOT NULL, oom_kills INTEGER NOT NULL, jobs_cap INTEGER NOT NULL,"
 	" budget_bytes INTEGER NOT NULL, safe_jobs INTEGER, plain_peak_bytes INTEGER,"
 	" compile_wall_ms INTEGER, safe_fixed_wall_ms INTEGER, limit_bytes INTEGER);"
-	"PRAGMA user_version = 5;";
-#define SCHEMA_VERSION 5
+	"CREATE TABLE IF NOT EXISTS probe_runs ("
+	" id INTEGER PRIMARY KEY, gpu TEXT NOT NULL, uuid TEXT, driver TEXT, cuda TEXT, torch TEXT,"
+	" probed_s INTEGER, total_bytes INTEGER, context_lazy_bytes INTEGER, context_eager_bytes INTEGER,"
+	" torch_overhead_bytes INTEGER);"
+	"CREATE INDEX IF NOT EXISTS probe_runs_gpu ON probe_runs (gpu, probed_s);"
+	"PRAGMA user_version = 6;";
+#define SCHEMA_VERSION 6
 /* The tables of every schema version (1: profiles, 2: builds, 3: probes, 4: governed,
- * 5: governed.limit_bytes, added to a table of schema 4 by create_schema).
- * A store of an older version is read as it is (a table it lacks reads as empty) and
- * gets the tables it lacks at its first write. */
-static const char *const our_tables[] = { "profiles", "builds", "probes", "governed", NULL };
+ * 5: governed.limit_bytes, added to a table of schema 4 by create_schema; 6:
+ * probe_runs, every probe kept, where probes kept one a GPU and driver).
+ * A store of an older version is read as it is (a table it lacks reads as empty, and
+ * probes reads as probe_runs) and gets the tables it lacks at its first write. */
+static const char *const our_tables[] = { "profiles", "builds", "probes", "governed", "probe_runs", NULL };
+
+/* The rows of probes (schemas 3 to 5: the JSON probe printed, one a GPU and driver) as
+ * rows of probe_runs: what a store of schema 6 gets from them, and what one older,
+ * read as it is, reads. A value that is not there is NULL, as in probe_runs. */
+#define PROBE_COLUMNS "gpu, uuid, driver, cuda, torch, probed_s, total_bytes, context_lazy_bytes," \
+	" context_eager_bytes, torch_overhead_bytes"
+#define PROBES_AS_RUNS "(SELECT rowid AS id, coalesce(json_extract(value, '$.gpu'), key) AS gpu, NULL AS uuid," \
+	" json_extract(value, '$.driver') AS driver, json_extract(value, '$.torch_cuda') AS cuda," \
+	" json_extract(value, '$.torch_version') AS torch, updated_s AS probed_s," \
+	" json_extract(value, '$.total_bytes') AS total_bytes," \
+	" json_extract(value, '$.context_lazy_bytes') AS context_lazy_bytes," \
+	" json_extract(value, '$.context_eager_bytes') AS context_eager_bytes," \
+	" json_extract(value, '$.torch_overhead_bytes') AS torch_overhead_bytes" \
+	" FROM probes WHERE json_valid(value))"
 
 char *store_default_path(void)
 {
@@ -216,20 +237,41 @@ static int has_limit_column(sqlite3 *db)
 	return ok;
 }
 
+/* Whether the database has the table name: 1 or 0. */
+static int has_table(sqlite3 *db, const char *name)
+{
+	sqlite3_stmt *q = NULL;
+	int has = 0;
+
+	if (sqlite3_prepare_v2(db, "SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = ?1", -1, &q,
+			       NULL) == SQLITE_OK) {
+		sqlite3_bind_text(q, 1, name, -1, SQLITE_STATIC);
+		has = sqlite3_step(q) == SQLITE_ROW;
+	}
+	sqlite3_finalize(q);
+	return has;
+}
+
 /* Make the schema current and mark the file headroom's, in one transaction. */
 static int create_schema(sqlite3 *db)
 {
 	char *app = sqlite3_mprintf("PRAGMA application_id = %d", STORE_APPLICATION_ID);
-	int rc = app ? exec_rc(db, "BEGIN IMMEDIATE") : -ENOMEM;
+	int rc = app ? exec_rc(db, "BEGIN IMMEDIATE") : -ENOMEM, had_runs;
 
 	if (rc) {
 		sqlite3_free(app);
 		return rc;
 	}
+	had_runs = has_table(db, "probe_runs");
 	rc = exec_rc(db, schema);
 	/* a governed table of schema 4 was kept as it was by CREATE TABLE IF NOT EXISTS */
 	if (!rc && !has_limit_column(db))
 		rc = exec_rc(db, "ALTER TABLE governed ADD COLUMN limit_bytes INTEGER");
+	/* schema 6: the probes kept before become the first rows of their GPU's history;
+	 * probes itself stays as it was */
+	if (!rc && !had_runs)
+		rc = exec_rc(db, "INSERT INTO probe_runs (" PROBE_COLUMNS ") SELECT " PROBE_COLUMNS " FROM "
+				 PROBES_AS_RUNS " ORDER BY probed_s, id");
 	if (!rc)
 		rc = exec_rc(db, app);
 	if (!rc)
@@ -794,52 +836,124 @@ int store_build_put(struct store *st, const char *key, const struct build_profil
 	return rc;
 }
 
-int store_probe_get(struct store *st, const char *key, char **value)
-{
-	sqlite3_stmt *q = NULL;
-	int rc = -ENOENT, s;
-
-	*value = NULL;
-	if (!can_read(st))
-		return -ENOENT;
-	if (sqlite3_prepare_v2(st->db, "SELECT value FROM probes WHERE key = ?1", -1, &q, NULL) != SQLITE_OK)
-		return -EIO;
-	sqlite3_bind_text(q, 1, key, -1, SQLITE_TRANSIENT);
-	s = sqlite3_step(q);
-	if (s == SQLITE_ROW) {
-		*value = xstrdup((const char *)sqlite3_column_text(q, 0));
-		rc = 0;
-	} else if (s != SQLITE_DONE) {
-		rc = -EIO;
-	}
-	sqlite3_finalize(q);
-	return rc;
-}
-
-int store_probe_put(struct store *st, const char *key, const char *value)
-{
-	sqlite3_stmt *q = NULL;
-	int rc = make_writable(st);
-
-	if (rc)
-		return rc;
-	if (sqlite3_prepare_v2(st->db, "INSERT OR REPLACE INTO probes (key, value, updated_s) VALUES (?1, ?2, ?3)",
-			       -1, &q, NULL) != SQLITE_OK)
-		return -EIO;
-	sqlite3_bind_text(q, 1, key, -1, SQLITE_TRANSIENT);
-	sqlite3_bind_text(q, 2, value, -1, SQLITE_TRANSIENT);
-	sqlite3_bind_int64(q, 3, (int64_t)time(NULL));
-	rc = step_write(st, q);
-	sqlite3_finalize(q);
-	return rc;
-}
-
 static void bind_known(sqlite3_stmt *q, int i, int64_t v)
 {
 	if (v < 0)
 		sqlite3_bind_null(q, i);
 	else
 		sqlite3_bind_int64(q, i, v);
+}
+
+static void bind_text_known(sqlite3_stmt *q, int i, const char *s)
+{
+	if (*s)
+		sqlite3_bind_text(q, i, s, -1, SQLITE_TRANSIENT);
+	else
+		sqlite3_bind_null(q, i);
+}
+
+int store_probe_add(struct store *st, const struct gpu_probe *p)
+{
+	sqlite3_stmt *q = NULL;
+	int rc = make_writable(st);
+
+	if (rc)
+		return rc;
+	if (sqlite3_prepare_v2(st->db, "INSERT INTO probe_runs (" PROBE_COLUMNS ") VALUES (?1, ?2, ?3, ?4, ?5, ?6,"
+				       " ?7, ?8, ?9, ?10)", -1, &q, NULL) != SQLITE_OK)
+		return -EIO;
+	sqlite3_bind_text(q, 1, p->gpu, -1, SQLITE_TRANSIENT);
+	bind_text_known(q, 2, p->uuid);
+	bind_text_known(q, 3, p->driver);
+	bind_text_known(q, 4, p->cuda);
+	bind_text_known(q, 5, p->torch);
+	bind_known(q, 6, p->probed_s);
+	bind_known(q, 7, p->total_bytes);
+	bind_known(q, 8, p->context_lazy_bytes);
+	bind_known(q, 9, p->context_eager_bytes);
+	bind_known(q, 10, p->torch_overhead_bytes);
+	rc = step_write(st, q);
+	sqlite3_finalize(q);
+	return rc;
+}
+
+static int64_t column_known(sqlite3_stmt *q, int i);
+
+static void column_text(sqlite3_stmt *q, int i, char *buf, size_t len)
+{
+	const char *s = (const char *)sqlite3_column_text(q, i);
+
+	snprintf(buf, len, "%s", s ? s : "");
+}
+
+/* A row of PROBE_COLUMNS from column 0 on. */
+static void probe_row(sqlite3_stmt *q, struct gpu_probe *p)
+{
+	probe_init(p);
+	column_text(q, 0, p->gpu, sizeof(p->gpu));
+	column_text(q, 1, p->uuid, sizeof(p->uuid));
+	column_text(q, 2, p->driver, sizeof(p->driver));
+	column_text(q, 3, p->cuda, sizeof(p->cuda));
+	column_text(q, 4, p->torch, sizeof(p->torch));
+	p->probed_s = column_known(q, 5);
+	p->total_bytes = column_known(q, 6);
+	p->context_lazy_bytes = column_known(q, 7);
+	p->context_eager_bytes = column_known(q, 8);
+	p->torch_overhead_bytes = column_known(q, 9);
+}
+
+/* Prepare a query of the probes, "FROM %s" in sql: probe_runs, or in a store older than
+ * schema 6 read as it is, probes read as its rows. */
+static int probe_query(struct store *st, const char *sql, sqlite3_stmt **q)
+{
+	char *text = xasprintf(sql, has_table(st->db, "probe_runs") ? "probe_runs" : PROBES_AS_RUNS);
+	int s = sqlite3_prepare_v2(st->db, text, -1, q, NULL);
+
+	free(text);
+	return s == SQLITE_OK ? 0 : -EIO;
+}
+
+int store_probe_latest(struct store *st, const struct gpu_probe *gpu, int with_torch, struct gpu_probe *out)
+{
+	sqlite3_stmt *q = NULL;
+	int rc, s;
+
+	if (!can_read(st) || (!has_table(st->db, "probe_runs") && !has_table(st->db, "probes")))
+		return -ENOENT;
+	rc = probe_query(st, "SELECT " PROBE_COLUMNS " FROM %s WHERE gpu = ?1 AND (uuid IS NULL OR ?2 IS NULL"
+			     " OR uuid = ?2) AND (?3 = 0 OR torch_overhead_bytes IS NOT NULL)"
+			     " ORDER BY probed_s DESC, id DESC LIMIT 1", &q);
+	if (rc)
+		return rc;
+	sqlite3_bind_text(q, 1, gpu->gpu, -1, SQLITE_TRANSIENT);
+	bind_text_known(q, 2, gpu->uuid);
+	sqlite3_bind_int(q, 3, with_torch);
+	s = sqlite3_step(q);
+	rc = s == SQLITE_ROW ? 0 : s == SQLITE_DONE ? -ENOENT : -EIO;
+	if (!rc)
+		probe_row(q, out);
+	sqlite3_finalize(q);
+	return rc;
+}
+
+int store_probe_each(struct store *st, int (*fn)(const struct gpu_probe *p, void *arg), void *arg)
+{
+	sqlite3_stmt *q = NULL;
+	int rc, s = SQLITE_DONE;
+
+	if (!can_read(st) || (!has_table(st->db, "probe_runs") && !has_table(st->db, "probes")))
+		return 0;
+	rc = probe_query(st, "SELECT " PROBE_COLUMNS " FROM %s ORDER BY gpu, probed_s, id", &q);
+	while (!rc && (s = sqlite3_step(q)) == SQLITE_ROW) {
+		struct gpu_probe p;
+
+		probe_row(q, &p);
+		rc = fn(&p, arg);
+	}
+	if (!rc && s != SQLITE_DONE && s != SQLITE_ROW)
+		rc = -EIO;
+	sqlite3_finalize(q);
+	return rc;
 }
 
 int store_governed_add(struct store *st, const struct governed_build *b)

@@ -6,6 +6,7 @@
 
 #include <stdint.h>
 
+#include "profile/gpuprobe.h"
 #include "profile/profile.h"
 
 struct store;
@@ -32,7 +33,7 @@ char *store_default_path(void);
 
 /* Open for reading: nothing of the file is changed, so a store that cannot be written
  * (read-only, a full disk) is still read. The first write (store_flush, store_begin,
- * store_forget, store_build_put, store_probe_put) reopens it for writing, making the
+ * store_forget, store_build_put, store_probe_add) reopens it for writing, making the
  * file and its directory when there is none yet; that write fails then with -EROFS,
  * -EACCES, -ENOSPC... and what was read stays. A file that is not headroom's (its
  * application_id, or for a store made before there was one its schema and tables, say
@@ -127,9 +128,14 @@ struct governed_tally {
  * returned; else 0 or -errno. A store older than schema 4 has no build. */
 int store_governed_tally(struct store *st, int (*fn)(const struct governed_tally *t, void *arg), void *arg);
 
-/* What `headroom probe` measured on one GPU and driver (JSON text). value: caller frees.
- * 0, -ENOENT when not probed, other -errno. */
-int store_probe_get(struct store *st, const char *key, char **value);
-int store_probe_put(struct store *st, const char *key, const char *value);
+/* What `headroom probe` measured: every probe a row (schema 6), a GPU's history. A
+ * store of schema 3 to 5 kept one a GPU and driver: they are its first rows. */
+int store_probe_add(struct store *st, const struct gpu_probe *p);
+/* The newest probe of gpu's GPU (probe_same_gpu: its name, and its UUID where both
+ * know one); with_torch: the newest with PyTorch's figure. 0, -ENOENT none, -errno. */
+int store_probe_latest(struct store *st, const struct gpu_probe *gpu, int with_torch, struct gpu_probe *out);
+/* Call fn for every probe, by GPU name and then oldest first, until fn returns non-zero,
+ * which is returned; else 0 or -errno. */
+int store_probe_each(struct store *st, int (*fn)(const struct gpu_probe *p, void *arg), void *arg);
 
 #endif

@@ -284,6 +284,7 @@ int nvml_gpu_read(unsigned index, struct nvml_gpu *g)
 	rc = nvml_device_read(n, index, &d);
 	if (!rc) {
 		snprintf(g->name, sizeof(g->name), "%s", d.name);
+		snprintf(g->uuid, sizeof(g->uuid), "%s", d.uuid);
 		snprintf(g->driver, sizeof(g->driver), "%s", nvml_driver_version(n));
 		g->total_bytes = d.total_bytes;
 		g->used_bytes = d.used_bytes;
@@ -302,9 +303,4 @@ int nvml_gpu_total_bytes(unsigned index, uint64_t *total)
 	if (!rc)
 		*total = g.total_bytes;
 	return rc;
-}
-
-char *nvml_gpu_key(const struct nvml_gpu *g)
-{
-	return xasprintf("%s / driver %s", g->name, g->driver);
 }

@@ -48,12 +48,11 @@ int nvml_xid_poll(struct nvml *n, struct nvml_xid *out, int cap);
 /* One-shot helpers for plan and probe. */
 struct nvml_gpu {
 	char name[96];
+	char uuid[96];            /* "" when the driver does not say */
 	char driver[32];
 	uint64_t total_bytes, used_bytes;
 };
 int nvml_gpu_read(unsigned index, struct nvml_gpu *g);
 int nvml_gpu_total_bytes(unsigned index, uint64_t *total);
-/* "NAME / driver VERSION": the key under which probe results are kept. Caller frees. */
-char *nvml_gpu_key(const struct nvml_gpu *g);
 
 #endif

@@ -185,6 +185,6 @@ governed_row() {
 	[ "$(js .total.builds <<<"$output")" -eq 1 ]
 	[ "$(js .total.oom_avoided <<<"$output")" -eq 0 ]
 	[ "$(js .total.saved_ms <<<"$output")" = null ]
-	[ "$(sqlite3 "$T/p.db" 'PRAGMA user_version')" -eq 5 ]
+	[ "$(sqlite3 "$T/p.db" 'PRAGMA user_version')" -eq 6 ]
 	sqlite3 "$T/p.db" 'SELECT limit_bytes FROM governed'
 }

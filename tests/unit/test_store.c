@@ -245,6 +245,7 @@ static char *slurp(const char *path, size_t *len)
 	buf = malloc(*len + 1);
 	assert_non_null(buf);
 	assert_int_equal(fread(buf, 1, *len, f), *len);
+	buf[*len] = '\0'; /* read as text too (a fixture's SQL) */
 	fclose(f);
 	return buf;
 }
@@ -319,7 +320,7 @@ static void test_made_by_first_write(void **state)
 	struct profile p;
 	struct build_profile b = { 1, 7, 1000 };
 	char *err = NULL, *path = db_path("late/dir/profiles.db"), *dirpath = db_path("late");
-	char *value = NULL;
+	struct gpu_probe gpu, got;
 	int n = 0;
 
 	(void)state;
@@ -329,13 +330,15 @@ static void test_made_by_first_write(void **state)
 	assert_int_equal(store_each(st, "", count_one, &n), 0);
 	assert_int_equal(n, 0);
 	assert_int_equal(store_build_get(st, "k", &b), -ENOENT);
-	assert_int_equal(store_probe_get(st, "gpu", &value), -ENOENT);
+	probe_init(&gpu);
+	snprintf(gpu.gpu, sizeof(gpu.gpu), "NVIDIA H200");
+	assert_int_equal(store_probe_latest(st, &gpu, 0, &got), -ENOENT);
 	assert_int_equal(store_flush(st), 0); /* nothing queued: nothing written */
 	assert_int_not_equal(access(dirpath, F_OK), 0);
 	assert_int_equal(store_build_put(st, "k", &b), 0);
 	assert_int_equal(access(path, F_OK), 0);
 	assert_int_equal(int_of(path, "PRAGMA application_id"), STORE_APPLICATION_ID);
-	assert_int_equal(int_of(path, "PRAGMA user_version"), 5);
+	assert_int_equal(int_of(path, "PRAGMA user_version"), 6);
 	store_close(st);
 	free(path);
 	free(dirpath);
@@ -409,7 +412,7 @@ static void test_governed(void **state)
 	assert_int_equal(got[0].jobs, 0);
 	assert_int_equal(store_governed_add(st, &a), 0);
 	assert_int_equal(store_governed_add(st, &b), 0);
-	assert_int_equal(int_of(path, "PRAGMA user_version"), 5);
+	assert_int_equal(int_of(path, "PRAGMA user_version"), 6);
 	assert_int_equal(store_governed_each(st, collect, got), 0);
 	assert_int_equal(got[0].jobs, 2);
 	assert_int_equal(got[1].freezes, 3);
@@ -437,7 +440,7 @@ static void test_old_store_adopted(void **state)
 	(void)state;
 	assert_int_equal(store_open(path, &st, &err), 0);
 	assert_int_equal(int_of(path, "PRAGMA application_id"), STORE_APPLICATION_ID);
-	assert_int_equal(int_of(path, "PRAGMA user_version"), 5);
+	assert_int_equal(int_of(path, "PRAGMA user_version"), 6);
 	assert_int_equal(store_build_put(st, "k", &b), 0);
 	assert_int_equal(store_build_get(st, "k", &b), 0);
 	store_close(st);
@@ -494,6 +497,182 @@ static void test_read_only_store(void **state)
 	chmod(dir, 0700);
 	assert_true(WIFEXITED(status));
 	assert_int_equal(WEXITSTATUS(status), 0);
+	free(path);
+	free(rodir);
+}
+
+/* The probes of tests/fixtures/store/schema5.sql, as collected by store_probe_each. */
+struct probes_seen {
+	int n;
+	struct gpu_probe p[8];
+};
+
+static int collect_probe(const struct gpu_probe *p, void *arg)
+{
+	struct probes_seen *s = arg;
+
+	assert_true(s->n < 8);
+	s->p[s->n++] = *p;
+	return 0;
+}
+
+static char *schema5_store(const char *name)
+{
+	size_t len;
+	char *sql = slurp("tests/fixtures/store/schema5.sql", &len), *path = make_db(name, sql);
+
+	free(sql);
+	return path;
+}
+
+static void assert_schema5_probes(const struct probes_seen *s)
+{
+	assert_int_equal(s->n, 3);
+	/* by GPU, then oldest first; what a probe without --torch did not measure is unknown */
+	assert_string_equal(s->p[0].gpu, "NVIDIA H100 80GB HBM3");
+	assert_string_equal(s->p[0].torch, "");
+	assert_string_equal(s->p[0].cuda, "");
+	assert_string_equal(s->p[0].uuid, "");
+	assert_int_equal(s->p[0].torch_overhead_bytes, -1);
+	assert_int_equal(s->p[0].context_lazy_bytes, 511705088);
+	assert_string_equal(s->p[1].driver, "570.86.15");
+	assert_string_equal(s->p[1].torch, "2.10.0+cu128");
+	assert_int_equal(s->p[1].probed_s, 1762000000);
+	assert_int_equal(s->p[1].torch_overhead_bytes, 546LL << 20);
+	assert_string_equal(s->p[2].driver, "580.159.04");
+	assert_string_equal(s->p[2].cuda, "13.0");
+	assert_int_equal(s->p[2].total_bytes, 150754820096LL);
+	assert_int_equal(s->p[2].torch_overhead_bytes, 758LL << 20);
+}
+
+/* A store of schema 5 kept one probe a GPU and driver: opened, it is migrated to schema
+ * 6, its probes become the first rows of each GPU's history, and nothing else is lost
+ * (profiles, builds, governed builds, the old probes table as it was). */
+static void test_probe_history_migrated(void **state)
+{
+	char *path = schema5_store("v5.db"), *err = NULL;
+	struct probes_seen seen = { 0 };
+	struct build_profile b;
+	struct profile p;
+	struct governed_build got[3] = { 0 };
+	struct store *st;
+
+	(void)state;
+	assert_int_equal(store_open(path, &st, &err), 0);
+	assert_int_equal(int_of(path, "PRAGMA user_version"), 6);
+	assert_int_equal(store_probe_each(st, collect_probe, &seen), 0);
+	assert_schema5_probes(&seen);
+	assert_int_equal(store_get(st, PROFILE_SIG, "cc -O2 :: a.c", &p), 0);
+	assert_int_equal(p.runs, 3);
+	assert_int_equal(p.curve.pts[CURVE_POINTS - 1], CURVE_POINTS);
+	assert_int_equal(store_build_get(st, "/src/a :: make", &b), 0);
+	assert_int_equal(b.jobs, 47);
+	assert_int_equal(store_governed_each(st, collect, got), 0);
+	assert_int_equal(got[0].jobs, 1);
+	assert_int_equal(got[1].limit_bytes, 64LL << 30);
+	assert_int_equal(int_of(path, "SELECT count(*) FROM probes"), 3);
+	store_close(st);
+	/* opened again and written to: migrated once, not twice */
+	assert_int_equal(store_open(path, &st, &err), 0);
+	assert_int_equal(store_build_put(st, "k", &b), 0);
+	store_close(st);
+	assert_int_equal(int_of(path, "SELECT count(*) FROM probe_runs"), 3);
+	free(path);
+}
+
+/* Each probe is a row; the newest of a GPU is found by its name and UUID, a row kept
+ * before UUIDs were matching a card of its name; with_torch skips probes without it. */
+static void test_probe_latest(void **state)
+{
+	char *path = schema5_store("latest.db"), *err = NULL;
+	struct gpu_probe gpu, now, got;
+	struct probes_seen seen = { 0 };
+	struct store *st;
+
+	(void)state;
+	assert_int_equal(store_open(path, &st, &err), 0);
+	probe_init(&gpu);
+	snprintf(gpu.gpu, sizeof(gpu.gpu), "NVIDIA H200");
+	snprintf(gpu.uuid, sizeof(gpu.uuid), "GPU-aaaa");
+	assert_int_equal(store_probe_latest(st, &gpu, 1, &got), 0);
+	assert_string_equal(got.driver, "580.159.04");
+	now = gpu;
+	snprintf(now.driver, sizeof(now.driver), "590.10");
+	now.probed_s = 1766000000;
+	now.context_lazy_bytes = 500LL << 20; /* without --torch: the rest unknown */
+	assert_int_equal(store_probe_add(st, &now), 0);
+	assert_int_equal(store_probe_latest(st, &gpu, 0, &got), 0);
+	assert_string_equal(got.driver, "590.10");
+	assert_string_equal(got.uuid, "GPU-aaaa");
+	assert_int_equal(got.torch_overhead_bytes, -1);
+	assert_int_equal(got.context_eager_bytes, -1);
+	/* plan wants PyTorch's figure: the newest probe that has one */
+	assert_int_equal(store_probe_latest(st, &gpu, 1, &got), 0);
+	assert_string_equal(got.driver, "580.159.04");
+	/* another H200 does not see this one's probe, only the rows of unknown card */
+	snprintf(gpu.uuid, sizeof(gpu.uuid), "GPU-bbbb");
+	assert_int_equal(store_probe_latest(st, &gpu, 0, &got), 0);
+	assert_string_equal(got.driver, "580.159.04");
+	snprintf(gpu.gpu, sizeof(gpu.gpu), "NVIDIA H100 80GB HBM3");
+	assert_int_equal(store_probe_latest(st, &gpu, 1, &got), -ENOENT);
+	snprintf(gpu.gpu, sizeof(gpu.gpu), "NVIDIA B200");
+	assert_int_equal(store_probe_latest(st, &gpu, 0, &got), -ENOENT);
+	assert_int_equal(store_probe_each(st, collect_probe, &seen), 0);
+	assert_int_equal(seen.n, 4);
+	assert_string_equal(seen.p[3].driver, "590.10");
+	store_close(st);
+	free(path);
+}
+
+/* A store of schema 5 that cannot be written is read as it is: its probes are read as
+ * the rows they would become. As root the test reads as uid 4242 in a child. */
+static void test_probe_history_read_only(void **state)
+{
+	char *rodir = db_path("ro5"), *path = db_path("ro5/profiles.db");
+	char *sql, *err = NULL;
+	size_t len;
+	sqlite3 *db;
+	int status;
+	pid_t pid;
+
+	(void)state;
+	assert_int_equal(mkdir(rodir, 0755), 0);
+	sql = slurp("tests/fixtures/store/schema5.sql", &len);
+	assert_int_equal(sqlite3_open(path, &db), SQLITE_OK);
+	assert_int_equal(sqlite3_exec(db, sql, NULL, NULL, NULL), SQLITE_OK);
+	sqlite3_close(db);
+	free(sql);
+	assert_int_equal(chmod(path, 0444), 0);
+	assert_int_equal(chmod(rodir, 0555), 0);
+	assert_int_equal(chmod(dir, 0755), 0);
+	pid = fork();
+	assert_true(pid >= 0);
+	if (pid == 0) {
+		struct probes_seen seen = { 0 };
+		struct gpu_probe gpu, got;
+		struct store *st;
+
+		if (getuid() == 0 && (setgid(4242) || setuid(4242)))
+			_exit(10);
+		if (store_open(path, &st, &err))
+			_exit(11);
+		/* no cmocka assertion in the child: it would go on to the next tests */
+		if (store_probe_each(st, collect_probe, &seen) || seen.n != 3 || seen.p[0].torch_overhead_bytes != -1 ||
+		    *seen.p[0].torch || seen.p[1].torch_overhead_bytes != 546LL << 20 || seen.p[1].probed_s != 1762000000)
+			_exit(12);
+		probe_init(&gpu);
+		snprintf(gpu.gpu, sizeof(gpu.gpu), "NVIDIA H200");
+		if (store_probe_latest(st, &gpu, 1, &got) || strcmp(got.driver, "580.159.04"))
+			_exit(13);
+		store_close(st);
+		_exit(0);
+	}
+	assert_int_equal(waitpid(pid, &status, 0), pid);
+	chmod(rodir, 0755);
+	chmod(dir, 0700);
+	assert_true(WIFEXITED(status));
+	assert_int_equal(WEXITSTATUS(status), 0);
+	assert_int_equal(int_of(path, "PRAGMA user_version"), 5);
 	free(path);
 	free(rodir);
 }
@@ -564,6 +743,9 @@ int main(void)
 		cmocka_unit_test(test_governed),
 		cmocka_unit_test(test_read_only_store),
 		cmocka_unit_test(test_each_file),
+		cmocka_unit_test(test_probe_history_migrated),
+		cmocka_unit_test(test_probe_latest),
+		cmocka_unit_test(test_probe_history_read_only),
 	};
 	return cmocka_run_group_tests_name("store", tests, NULL, teardown);
 }
