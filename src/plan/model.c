@@ -27,6 +27,7 @@ void train_settings_init(struct train_settings *t)
 	t->param_bytes = 2;
 	t->opt = OPT_ADAMW;
 	t->batch = 1;
+	t->grad_accum = 1;
 	t->seq = 2048;
 	t->dp = 1;
 	t->use_cache = 1;

@@ -1,4 +1,5 @@
 #include "plan/settings.h"
+#include "plan/sim.h"
 
 #include <errno.h>
 #include <math.h>
@@ -459,6 +460,17 @@ static void s_use_cache(const struct setting *s, const struct train_settings *t,
 		    : t->grad_ckpt ? "off (checkpointing turns it off)" : "off");
 }
 
+static void s_grad_accum(const struct setting *s, const struct train_settings *t, const struct said_ctx *c,
+			 struct strbuf *sb)
+{
+	if (t->grad_accum <= 1 || t->inference)
+		return;
+	strbuf_add(sb, "gradients accumulated over ");
+	said_count(sb, s, c, t->grad_accum);
+	strbuf_add(sb, sim_accumulates(t) ? " micro-batches (from the second, every gradient resident through the forward)"
+					  : " micro-batches (with ZeRO-2/3 not simulated: planned as one)");
+}
+
 static void s_loss_chunk(const struct setting *s, const struct train_settings *t, const struct said_ctx *c,
 			 struct strbuf *sb)
 {
@@ -577,6 +589,11 @@ static const struct setting settings[] = {
 						       "as a loop holding out = model(...) does (the default: let go as "
 						       "the loss is taken, as HF Trainer's training_step does)",
 		 a_train_flag, SAID_RUN, s_keep_outputs),
+	INT_ROW("grad_accum", "N", grad_accum, 1, PLAN_MAX_GRAD_ACCUM,
+		"micro-batches a step, gradients accumulated (default 1; HF Trainer's "
+		"gradient_accumulation_steps): from the second every gradient is resident through the "
+		"forward and backward",
+		a_train_count, SAID_RUN, s_grad_accum),
 	INT_ROW("loss_chunk", "N", loss_chunk, 0, INT64_MAX, "tokens per lm_head + loss chunk (default 0: all at once)",
 		a_train_count, SAID_RUN, s_loss_chunk),
 	INT_ROW("steps", "N", steps, 1, PLAN_MAX_STEPS, "the run's training steps (default: a long run; the first 8 are "

@@ -99,6 +99,7 @@ struct train_settings {
 				   * taken, as HF Trainer's training_step does */
 	int64_t batch, seq;
 	int64_t loss_chunk;       /* tokens per lm_head + loss chunk; 0: all at once */
+	int64_t grad_accum;       /* micro-batches a step, their gradients accumulated (1: none) */
 	int zero_stage;           /* 0 none; 1 optimizer, 2 + gradients, 3 + weights (FSDP full shard) */
 	int64_t dp;               /* data-parallel degree the states are sharded over */
 	int64_t lora_rank;        /* 0: full fine-tuning */

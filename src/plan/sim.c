@@ -531,6 +531,41 @@ static void tell_past(struct train *tr, uint64_t jitter_seed)
 	}
 }
 
+int sim_accumulates(const struct train_settings *t)
+{
+	return t->grad_accum > 1 && !t->inference && t->zero_stage < 2;
+}
+
+/* Micro-batches simulated of an accumulated step: from the second every one asks for
+ * the same blocks (the gradients resident, each new one added in and let go). */
+#define ACCUM_MICRO 2
+
+/* A forward and backward of one micro-batch; after the first of a step, the gradients
+ * the parameters hold stay and each one made is added into them. */
+static void micro_step(struct train *tr, int step, int64_t micro, uint64_t jitter_seed)
+{
+	struct step *s = &tr->s;
+	struct tlist held = tr->grads;
+
+	if (micro) { /* the new gradients in a list of their own, each let go once added */
+		tr->grads = (struct tlist){ 0 };
+		s->accumulating = 1;
+	}
+	tell_past(tr, jitter_seed);
+	train_forward(tr, step);
+	tell_past(tr, jitter_seed);
+	loss_forward(tr);
+	loss_backward(tr);
+	tell_past(tr, jitter_seed);
+	layers_backward(tr);
+	if (micro) {
+		accum_settle(s);
+		s->accumulating = 0;
+		free(tr->grads.v);
+		tr->grads = held;
+	}
+}
+
 int sim_train(const struct model_shape *m, const struct train_settings *t, int steps, uint64_t jitter_seed,
 	      struct sim_result *r)
 {
@@ -547,13 +582,8 @@ int sim_train(const struct model_shape *m, const struct train_settings *t, int s
 	tr.s.jitter_state = jitter_seed * 0x9E3779B97F4A7C15ULL;
 	uint64_t ended[SIM_MAX_STEPS];
 	for (int step = 0; step < steps; step++) {
-		tell_past(&tr, jitter_seed);
-		train_forward(&tr, step);
-		tell_past(&tr, jitter_seed);
-		loss_forward(&tr);
-		loss_backward(&tr);
-		tell_past(&tr, jitter_seed);
-		layers_backward(&tr);
+		for (int64_t micro = 0; micro < (sim_accumulates(t) ? ACCUM_MICRO : 1); micro++)
+			micro_step(&tr, step, micro, jitter_seed);
 		optimizer_step(&tr);
 		/* from the third step on every step asks for the same blocks (the first makes
 		 * the states, DDP rebuilds its buckets in the second): once one ends where an

@@ -34,6 +34,11 @@ struct sim_result {
 	uint64_t race_bytes;
 };
 
+/* Whether the simulation runs t's micro-batches as accumulated ones: grad_accum above 1
+ * without ZeRO-2/3 (whose reduce-scatter of each micro-batch into shards is not
+ * simulated: such a step is planned as one micro-batch, and said). */
+int sim_accumulates(const struct train_settings *t);
+
 /* Simulate `steps` training steps (1 to SIM_MAX_STEPS: PLAN_SETTLE_STEPS, or the run's
  * when fewer), every family. With jitter_seed > 0, each layer's forward and backward
  * also makes one tensor of a pseudo-random size up to 1, 2, 4 or 8 hidden states (by

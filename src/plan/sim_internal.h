@@ -126,6 +126,10 @@ struct step {
 	 * the bound's most over the run */
 	const char *window, *need_high_phase;
 	uint64_t window_freed, need_high_bytes;
+	/* a micro-step after the first of an accumulated step: a gradient made now is added
+	 * into the one the parameter holds and let go (accum_drop: the one to let go at the
+	 * next event) */
+	int accumulating, accum_drop;
 	/* the shape (elements); the layers' formulas write tokens, hidden, inter, q_dim,
 	 * kv_dim and act_bytes as T, h, I, qd, k and ab */
 	int64_t tokens;           /* batch x seq */
@@ -298,6 +302,7 @@ int tensor_for(struct step *s, int64_t bytes, int stream, int part);
 int tensor(struct step *s, int64_t bytes);
 int tensor_as(struct step *s, int64_t bytes, enum plan_component part);
 void drop(struct step *s, int id);
+void accum_settle(struct step *s);
 int remake(struct step *s, int x, int64_t bytes);
 int remade_by(struct step *s, int x, int n);
 void push(struct tlist *l, int id);

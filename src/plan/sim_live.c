@@ -57,12 +57,23 @@ static void need_track(struct step *s, uint64_t freed, uint64_t asked)
 	}
 }
 
+/* An accumulated gradient goes once it is added in, before anything else happens. */
+void accum_settle(struct step *s)
+{
+	int id = s->accum_drop;
+
+	s->accum_drop = 0;
+	drop(s, id);
+}
+
 /* A tensor on a CUDA stream (0: the default one), for part. */
 int tensor_for(struct step *s, int64_t bytes, int stream, int part)
 {
-	int id = (int)s->ntensors;
+	int id;
 	uint64_t was = s->a.max_allocated_bytes;
 
+	accum_settle(s);
+	id = (int)s->ntensors;
 	peak_take(s);
 	ARRAY_GROW(s->block_of, s->ntensors + 1, s->cap_tensors);
 	ARRAY_GROW(s->bytes_of, s->ntensors + 1, s->cap_bytes);
@@ -77,6 +88,8 @@ int tensor_for(struct step *s, int64_t bytes, int stream, int part)
 		s->peak_pending = 1;
 	}
 	s->ntensors++;
+	if (s->accumulating && part == C_GRADS)
+		s->accum_drop = id;
 	return id;
 }
 
@@ -94,6 +107,8 @@ int tensor_as(struct step *s, int64_t bytes, enum plan_component part)
 
 void drop(struct step *s, int id)
 {
+	if (s->accum_drop && s->accum_drop != id)
+		accum_settle(s);
 	if (id > 0 && s->block_of[id] >= 0) {
 		uint64_t req = s->a.b[s->block_of[id]].req;
 

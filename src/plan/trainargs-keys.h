@@ -11,6 +11,7 @@ static const struct file_key hf_keys[] = {
 	{ "train_batch_size", "batch", NULL }, /* trainer_state.json (trainer.save_state) */
 	{ "per_gpu_train_batch_size", NULL, NULL },
 	{ "gradient_checkpointing", "grad_ckpt", NULL },
+	{ "gradient_accumulation_steps", "grad_accum", NULL },
 	{ "use_cache", "use_cache", NULL },
 	{ "max_steps", NULL, map_positive_steps },
 	{ "optim", NULL, map_optim },
@@ -41,7 +42,7 @@ static const struct file_key hf_keys[] = {
 	IGNORED("warmup_steps"), IGNORED("warmup_ratio"), IGNORED("optim_args"), IGNORED("weight_decay"),
 	IGNORED("adam_beta1"), IGNORED("adam_beta2"), IGNORED("adam_epsilon"),
 	/* the gradients accumulate in the same buffers; clipping's norms are a few scalars */
-	IGNORED("gradient_accumulation_steps"), IGNORED("average_tokens_across_devices"), IGNORED("max_grad_norm"),
+	IGNORED("average_tokens_across_devices"), IGNORED("max_grad_norm"),
 	IGNORED("label_smoothing_factor"), IGNORED("gradient_checkpointing_kwargs"), IGNORED("neftune_noise_alpha"),
 	/* evaluation (the planner plans the training step) */
 	IGNORED("bf16_full_eval"), IGNORED("fp16_full_eval"), IGNORED("tf32"), IGNORED("eval_strategy"),
@@ -97,6 +98,7 @@ static const struct file_key hf_keys[] = {
 static const struct file_key axolotl_keys[] = {
 	{ "sequence_len", "seq", NULL },
 	{ "micro_batch_size", "batch", NULL },
+	{ "gradient_accumulation_steps", "grad_accum", NULL },
 	{ "gradient_checkpointing", NULL, map_axolotl_ckpt },
 	{ "optimizer", NULL, map_optim },
 	{ "bf16", NULL, map_axolotl_dtype },
@@ -136,12 +138,12 @@ static const struct file_key axolotl_keys[] = {
 	IGNORED("strict"),
 	/* LoRA's hyperparameters: no memory */
 	IGNORED("lora_alpha"), IGNORED("lora_dropout"), IGNORED("lora_fan_in_fan_out"), IGNORED("lora_model_dir"),
-	/* training length, schedule, optimizer hyperparameters, accumulation, precision of matmuls */
+	/* training length, schedule, optimizer hyperparameters, precision of matmuls */
 	IGNORED("num_epochs"), IGNORED("learning_rate"), IGNORED("lr_scheduler"), IGNORED("lr_scheduler_kwargs"),
 	IGNORED("cosine_min_lr_ratio"), IGNORED("lr_quadratic_warmup"), IGNORED("warmup_steps"),
 	IGNORED("warmup_ratio"), IGNORED("weight_decay"), IGNORED("adam_beta1"), IGNORED("adam_beta2"),
 	IGNORED("adam_epsilon"), IGNORED("max_grad_norm"), IGNORED("optim_args"),
-	IGNORED("gradient_accumulation_steps"), IGNORED("gradient_checkpointing_kwargs"), IGNORED("tf32"),
+	IGNORED("gradient_checkpointing_kwargs"), IGNORED("tf32"),
 	IGNORED("loss_watchdog_threshold"), IGNORED("loss_watchdog_patience"), IGNORED("neftune_noise_alpha"),
 	/* evaluation, logging, saving, the Hub */
 	IGNORED("output_dir"), IGNORED("evals_per_epoch"), IGNORED("eval_steps"), IGNORED("eval_batch_size"),

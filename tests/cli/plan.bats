@@ -374,7 +374,7 @@ want = {"precision": "fp32", "weights_dtype": "fp32", "compute_dtype": "fp32", "
         "sliding_layers": 0, "use_cache": True, "keep_outputs": False, "lora_rank": 8,
         "loss_chunk": None, "inference": False, "zero_stage": 0, "dp": 1, "ddp": False,
         "reshard_after_forward": None, "freeze": [], "inputs_embeds": False,
-        "alloc_conf": "expandable_segments:False", "steps": None}
+        "alloc_conf": "expandable_segments:False", "steps": None, "grad_accum": 1}
 assert a == want, a' "$output"
 	# a sliding window is said, and whether the sequence reaches it
 	python3 -c 'import json,sys; c=json.load(open(sys.argv[1])); c["model_type"]="mistral"; c["sliding_window"]=1024; json.dump(c, open(sys.argv[2], "w"))' \
@@ -723,7 +723,7 @@ PY
 	done
 	# and no row the test does not know: the help's settings are these
 	local n=$(sed -n '/^Settings:/,/^Old spellings/p' <<< "$help" | grep -c '^      --')
-	[ "$n" -eq 27 ]
+	[ "$n" -eq 28 ]
 }
 
 # Issue 30: "--inference --solve context on Llama-3.1 answers 492,544, its maximum is
@@ -815,12 +815,12 @@ PY
 		diff "$T/a.json" "$T/b.json"
 	}
 	# (the config's torch_dtype is bfloat16: bf16=true is bf16 weights under autocast)
-	same "--trainer-args $F/training-args.json" "--batch 4 --grad-ckpt --dtype bf16 --autocast --optimizer adamw-fused"
+	same "--trainer-args $F/training-args.json" "--batch 4 --grad-accum 8 --grad-ckpt --dtype bf16 --autocast --optimizer adamw-fused"
 	same "--axolotl $F/axolotl-lora.yml" \
-	     "--seq 2048 --batch 2 --lora-rank 16 --lora-targets all --optimizer adamw-fused --precision bf16 --grad-ckpt"
-	same "--axolotl $F/axolotl-full.yml" "--seq 4096 --batch 1 --optimizer adamw --precision bf16 --grad-ckpt"
+	     "--seq 2048 --batch 2 --grad-accum 2 --lora-rank 16 --lora-targets all --optimizer adamw-fused --precision bf16 --grad-ckpt"
+	same "--axolotl $F/axolotl-full.yml" "--seq 4096 --batch 1 --grad-accum 4 --optimizer adamw --precision bf16 --grad-ckpt"
 	# the command line wins over the file
-	same "--axolotl $F/axolotl-full.yml --batch 2 --no-grad-ckpt" "--seq 4096 --batch 2 --optimizer adamw --precision bf16"
+	same "--axolotl $F/axolotl-full.yml --batch 2 --no-grad-ckpt" "--seq 4096 --batch 2 --grad-accum 4 --optimizer adamw --precision bf16"
 	run "$HR" plan --gpu h100 --axolotl "$F/axolotl-lora-8bit.yml" "$M"
 	[ "$status" -eq 2 ]
 	[[ "$output" == *"axolotl: 'optimizer' is adamw_8bit, an optimizer the planner does not model"*"--optimizer adamw"* ]]

@@ -28,7 +28,7 @@ same() {
 	"$HR" plan --gpu h100 --json --trainer-args "$F/trainargs-5.x.json" "$M" > "$T/p.json"
 	python3 -c 'import json,sys; a=json.load(open(sys.argv[1]))["assumed"]; assert "ignored_keys" not in a and a["keep_outputs"] is False, a' "$T/p.json"
 	same "$M" "--trainer-args $F/trainargs-5.x.json" \
-	     "--batch 4 --grad-ckpt --dtype bf16 --autocast --optimizer adamw-fused --no-use-cache --no-keep-outputs"
+	     "--batch 4 --grad-accum 4 --grad-ckpt --dtype bf16 --autocast --optimizer adamw-fused --no-use-cache --no-keep-outputs"
 }
 
 @test "an unknown TrainingArguments or axolotl key is warned of, planned without and said; --strict refuses it" {
@@ -96,15 +96,15 @@ json.dump(c, open(sys.argv[2], "w"))' "$M" "$T/c.json" "${dt%%:*}"
 	"$HR" plan --gpu h100 --json --trainer-args "$F/trainargs-5.x.json" "$M" > "$T/p.json"
 	python3 -c 'import json,sys; a=json.load(open(sys.argv[1]))["assumed"]; assert (a["weights_dtype"], a["compute_dtype"], a["master_weights_dtype"]) == ("bf16", "bf16", "none"), a' "$T/p.json"
 	same "$F/olmo2-1124-7b.json" "--trainer-args $F/trainargs-5.x.json" \
-	     "--batch 4 --grad-ckpt --precision amp-bf16 --optimizer adamw-fused --no-use-cache"
+	     "--batch 4 --grad-accum 4 --grad-ckpt --precision amp-bf16 --optimizer adamw-fused --no-use-cache"
 	# neither bf16 nor fp16: the config's dtype, no autocast
 	python3 -c 'import json,sys; a=json.load(open(sys.argv[1])); a["bf16"] = False; json.dump(a, open(sys.argv[2], "w"))' "$F/trainargs-5.x.json" "$T/ta.json"
-	same "$M" "--trainer-args $T/ta.json" "--batch 4 --grad-ckpt --precision bf16 --optimizer adamw-fused --no-use-cache"
+	same "$M" "--trainer-args $T/ta.json" "--batch 4 --grad-accum 4 --grad-ckpt --precision bf16 --optimizer adamw-fused --no-use-cache"
 	same "$F/olmo2-1124-7b.json" "--trainer-args $T/ta.json" \
-	     "--batch 4 --grad-ckpt --precision fp32 --optimizer adamw-fused --no-use-cache"
+	     "--batch 4 --grad-accum 4 --grad-ckpt --precision fp32 --optimizer adamw-fused --no-use-cache"
 	# the command line wins, and the file's dtype is then not said
 	same "$M" "--trainer-args $F/trainargs-5.x.json --precision amp-bf16" \
-	     "--batch 4 --grad-ckpt --precision amp-bf16 --optimizer adamw-fused --no-use-cache"
+	     "--batch 4 --grad-accum 4 --grad-ckpt --precision amp-bf16 --optimizer adamw-fused --no-use-cache"
 	run "$HR" plan --gpu h100 --trainer-args "$F/trainargs-5.x.json" --dtype fp32 "$M"
 	[[ "$output" != *"bf16=true"* ]]
 }

@@ -854,6 +854,41 @@ static void test_settings_limits(void **state)
 	assert_int_equal(b.item_bytes, 1ULL << 30);
 }
 
+/* Gradient accumulation: from the second micro-batch the gradients are resident through
+ * the forward and backward, each new one added in and let go, so a step whose backward
+ * peaks holds the gradients more (at most them and the largest of them); every count
+ * from two plans alike; with ZeRO-2/3 it is planned as one micro-batch. */
+static void test_grad_accum(void **state)
+{
+	struct model_shape m;
+	struct train_settings t;
+	struct plan_result one, two, many;
+	const char *why;
+	(void)state;
+
+	llama1b(&m, &t);
+	t.seq = 4096;
+	assert_int_equal(plan_compute(&m, &t, &one, &why), 0);
+	assert_string_equal(one.peak_phase, "backward");
+	t.grad_accum = 2;
+	assert_int_equal(plan_compute(&m, &t, &two, &why), 0);
+	t.grad_accum = 64;
+	assert_int_equal(plan_compute(&m, &t, &many, &why), 0);
+	uint64_t grads = (uint64_t)one.trainable_params * 2; /* bf16 gradients */
+	assert_true(two.allocated_peak_bytes > one.allocated_peak_bytes + grads / 2);
+	assert_true(two.allocated_peak_bytes <= one.allocated_peak_bytes + grads + grads / 4);
+	assert_int_equal(many.allocated_peak_bytes, two.allocated_peak_bytes);
+	assert_int_equal(many.need_low_bytes, two.need_low_bytes);
+	assert_true(two.need_low_bytes > one.need_low_bytes);
+	/* ZeRO-2 reduce-scatters each micro-batch: planned as one, not refused */
+	t.dp = 4;
+	t.zero_stage = 2;
+	assert_int_equal(plan_compute(&m, &t, &many, &why), 0);
+	t.grad_accum = 1;
+	assert_int_equal(plan_compute(&m, &t, &one, &why), 0);
+	assert_int_equal(many.allocated_peak_bytes, one.allocated_peak_bytes);
+}
+
 /* Settings that would wrap a product (issue 12: --batch 9223372036854775807 planned
  * "6.32 GiB, fits") are refused by plan_compute itself, whoever calls it: out of range
  * -EINVAL, too large to plan -E2BIG; a plan within the limits has a peak below them. */
@@ -957,6 +992,7 @@ int main(void)
 		cmocka_unit_test(test_shapes), cmocka_unit_test(test_knobs),
 		cmocka_unit_test(test_gpt2_untied), cmocka_unit_test(test_config_limits), cmocka_unit_test(test_max_length),
 		cmocka_unit_test(test_settings_limits), cmocka_unit_test(test_precision_key), cmocka_unit_test(test_overflow),
+		cmocka_unit_test(test_grad_accum),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
