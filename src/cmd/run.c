@@ -542,7 +542,7 @@ static void run_options(int argc, char **argv, struct run_args *a)
 		{ NULL, 0, NULL, 0 },
 	};
 	struct governor_opts *o = &a->o;
-	int c;
+	int c, rc;
 
 	while ((c = getopt_long(argc, argv, "+j:b:qvh", opts, NULL)) != -1) {
 		switch (c) {
@@ -552,11 +552,15 @@ static void run_options(int argc, char **argv, struct run_args *a)
 				die(EXIT_USAGE, "run: --jobs wants a whole number from 1, not '%s'", optarg);
 			break;
 		case 'b':
-			if (size_parse(optarg, &o->budget_bytes) || !o->budget_bytes)
+			rc = size_parse(optarg, &o->budget_bytes);
+			opt_size_unit("run", "--budget", optarg, rc, 'G');
+			if (rc || !o->budget_bytes)
 				die(EXIT_USAGE, "run: --budget wants a size such as 24G or 512M, not '%s'", optarg);
 			break;
 		case OPT_RESERVE:
-			if (size_parse(optarg, &o->reserve_bytes))
+			rc = size_parse(optarg, &o->reserve_bytes);
+			opt_size_unit("run", "--reserve", optarg, rc, 'G');
+			if (rc)
 				die(EXIT_USAGE, "run: --reserve wants a size such as 1G, not '%s'", optarg);
 			break;
 		case OPT_DB:

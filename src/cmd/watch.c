@@ -148,10 +148,13 @@ static void parse(int argc, char **argv, struct wopts *o)
 				o->lim.min_interval_ms = (int)v;
 			break;
 		}
-		case O_MINFREE:
-			if (parse_size(optarg, 0, UINT64_MAX, &o->lim.min_free_bytes))
+		case O_MINFREE: {
+			int rc = parse_size(optarg, 0, UINT64_MAX, &o->lim.min_free_bytes);
+			opt_size_unit("watch", "--min-free", optarg, rc, 'G');
+			if (rc)
 				die(EXIT_USAGE, "watch: --min-free wants a size such as 2G, not '%s'", optarg);
 			break;
+		}
 		case O_MINPCT:
 			if (parse_pct(optarg, 0, nextafter(100.0, 0.0), &o->lim.min_free_pct))
 				die(EXIT_USAGE, "watch: --min-free-pct wants a percentage from 0 to below 100, not '%s'", optarg);
