@@ -70,6 +70,9 @@ static const char usage_files[] =
 	"GPU:\n";
 static const char usage_gpu[] =
 	"      --gpu-memory SIZE        the GPU's memory, e.g. 80G\n"
+	"                               (every SIZE with its unit: K/M/G/T, KiB/MiB/GiB powers\n"
+	"                               of 1024, KB/MB/GB of 1000; 100MB is 10^8 bytes; a bare\n"
+	"                               number is refused but 0; docs/units.md)\n"
 	"      --margin SIZE|PCT        kept free, e.g. 2G or 5%\n"
 	"                               (default 2%: what the live set's model may be off\n"
 	"                               by; where blocks land is the interval's)\n"

@@ -48,6 +48,8 @@ static const char usage[] =
 	"  -b, --budget SIZE   memory the jobs may use together, e.g. 24G (default: the\n"
 	"                      cgroup limit or RAM, less what others use and a reserve)\n"
 	"      --reserve SIZE  memory always kept free (default: 6% of the limit, 64M..2G)\n"
+	"                      (SIZE: a number and its unit: K/M/G/T powers of 1024, KB/MB/GB\n"
+	"                      powers of 1000; a bare number is refused; docs/units.md)\n"
 	"      --tree          no launcher: govern each child of ninja/make found in the process\n"
 	"                      tree (held until admitted, frozen when short; never killed)\n"
 	"      --jobserver[=STYLE]  serve a GNU make jobserver handing out tokens by memory, with\n"

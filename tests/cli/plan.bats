@@ -245,12 +245,12 @@ J
 	echo "$output"
 	[ "$status" -eq 2 ]
 	[[ "$output" == *"'buffers' wants NAME=COUNTxSIZE"*"COUNT from 1 to 65536"* ]]
-	run timeout 60 "$HR" plan --gpu h200 --buffer q=1x1 --solve buffer:q "$T/llama1b.json"
+	run timeout 60 "$HR" plan --gpu h200 --buffer q=1x1B --solve buffer:q "$T/llama1b.json"
 	echo "$output"
 	[ "$status" -eq 0 ]
 	[[ "${lines[5]}" == "surely fits: buffer:q = 65536 (needs "*"), its largest" ]]
 	[[ "${lines[6]}" == "may fit: buffer:q = 65536 (needs "*"), it is the largest buffer:q (the planner's limit)" ]]
-	run timeout 60 "$HR" plan --gpu h200 --buffer q=1x1 --solve buffer:q --json "$T/llama1b.json"
+	run timeout 60 "$HR" plan --gpu h200 --buffer q=1x1B --solve buffer:q --json "$T/llama1b.json"
 	python3 -c 'import json,sys; o=json.loads(sys.argv[1]); assert o["value"] == o["may_value"] == 65536 and o["next_value"] is None and o["next_need_low_bytes"] is None, o' "$output"
 	# too many loss chunks to simulate in reasonable time
 	run timeout 10 "$HR" plan --gpu h200 --batch 8 --seq 2048 --loss-chunk 1 "$T/llama1b.json"
