@@ -33,5 +33,9 @@ void json_set_bytes(json_t *o, const char *name, const char *s);
  * says what was wrong, the nearest known option and `headroom CMD --help`; exits 2. */
 struct option;
 noreturn void opt_refused(const char *cmd, const struct option *opts, char **argv);
+/* A size option's bare number (rc -EDOM from size_parse/parse_size) refused, saying what
+ * to write instead ("run: --budget: '10' has no unit: 10 what? 10G is 10 GiB, ..."), unit
+ * the letter likeliest meant; any other rc returns, for the option's own message. */
+void opt_size_unit(const char *cmd, const char *option, const char *arg, int rc, char unit);
 
 #endif

@@ -451,7 +451,7 @@ static const char *injected_note(const char *msg)
 	for (size_t i = 0; i < ngiven; i++) {
 		const char *p = strstr(msg, given[i].option);
 		size_t n = strlen(given[i].option);
-		if (p && (p[n] == ' ' || p[n] == '=' || p[n] == '\0'))
+		if (p && (p[n] == ' ' || p[n] == '=' || p[n] == ':' || p[n] == '\0'))
 			return given[i].note;
 	}
 	return NULL;

@@ -1,4 +1,5 @@
 /* An option getopt_long refused, said in one line. */
+#include <errno.h>
 #include <getopt.h>
 #include <stdio.h>
 #include <string.h>
@@ -6,6 +7,7 @@
 #include "cmd/cmd.h"
 #include "util/log.h"
 #include "util/suggest.h"
+#include "util/units.h"
 
 void opt_refused(const char *cmd, const struct option *opts, char **argv)
 {
@@ -42,4 +44,12 @@ void opt_refused(const char *cmd, const struct option *opts, char **argv)
 	if (near)
 		die(EXIT_USAGE, "%s: unknown option '%s'; did you mean --%s? try 'headroom %s --help'", cmd, arg, near, cmd);
 	die(EXIT_USAGE, "%s: unknown option '%s'; try 'headroom %s --help'", cmd, arg, cmd);
+}
+
+void opt_size_unit(const char *cmd, const char *option, const char *arg, int rc, char unit)
+{
+	char hint[256];
+
+	if (rc == -EDOM)
+		die(EXIT_USAGE, "%s: %s: %s", cmd, option, size_unit_hint(arg, unit, hint, sizeof(hint)));
 }

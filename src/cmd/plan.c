@@ -1,4 +1,5 @@
 /* headroom plan: predict a training step's peak GPU memory and solve for a knob that fits. */
+#include <ctype.h>
 #include <errno.h>
 #include <getopt.h>
 #include <jansson.h>
@@ -71,6 +72,9 @@ static const char usage_files[] =
 	"GPU:\n";
 static const char usage_gpu[] =
 	"      --gpu-memory SIZE        the GPU's memory, e.g. 80G\n"
+	"                               (every SIZE with its unit: K/M/G/T, KiB/MiB/GiB powers\n"
+	"                               of 1024, KB/MB/GB of 1000; 100MB is 10^8 bytes; a bare\n"
+	"                               number is refused but 0; docs/units.md)\n"
 	"      --margin SIZE|PCT        kept free, e.g. 2G or 5%\n"
 	"                               (default 2%: what the live set's model may be off\n"
 	"                               by; where blocks land is the interval's)\n"
@@ -764,6 +768,21 @@ static const struct setting *option_setting(int val)
 	return setting_at((size_t)(val - (val >= O_SETTING_NO ? O_SETTING_NO : O_SETTING)));
 }
 
+/* A setting's value with a size that has no unit ("740", "queue=50x100"): the number
+ * is its last, as COUNTxSIZE ends in SIZE; dies saying what to write. */
+static noreturn void bare_size(const char *option, const char *text)
+{
+	size_t n = strlen(text), at = n;
+	char hint[256];
+
+	while (at && (isdigit((unsigned char)text[at - 1]) || text[at - 1] == '.'))
+		at--;
+	size_unit_hint(text + at, 'M', hint, sizeof(hint));
+	if (at)
+		die(EXIT_USAGE, "plan: --%s: '%s': %s", option, text, hint);
+	die(EXIT_USAGE, "plan: --%s: %s", option, hint);
+}
+
 /* A setting from the command line, applied over what the files said: die naming the
  * flag, what it wants and the nearest value. */
 static void apply_option(const struct plan_cli *c, struct train_settings *t, setting_mask *given, int val,
@@ -772,6 +791,7 @@ static void apply_option(const struct plan_cli *c, struct train_settings *t, set
 	const struct setting *s = option_setting(val);
 	const char *text = arg, *near;
 	char want[256];
+	int rc;
 
 	if (val >= O_ALIAS) {
 		const struct setting_alias *al = setting_alias_at((size_t)(val - O_ALIAS));
@@ -785,8 +805,10 @@ static void apply_option(const struct plan_cli *c, struct train_settings *t, set
 		text = "true";
 	}
 	*given |= SETTING_BIT(s);
-	if (!setting_apply(s, t, text))
+	if (!(rc = setting_apply(s, t, text)))
 		return;
+	if (rc == -EDOM)
+		bare_size(option_name(c, val), text);
 	setting_want(s, want, sizeof(want));
 	near = setting_suggest(s, text);
 	if (near)
@@ -814,12 +836,15 @@ static void gpu_option(struct plan_args *a, const char *name)
 static void margin_option(struct plan_args *a, const char *arg)
 {
 	size_t n = strlen(arg);
+	int rc;
 
 	if (n && arg[n - 1] == '%') {
 		if (parse_pct(arg, 0, nextafter(100.0, 0.0), &a->margin_pct))
 			die(EXIT_USAGE, "plan: --margin wants a percentage from 0%% to below 100%%, not '%s'", arg);
 		a->margin_in_bytes = 0;
-	} else if (parse_size(arg, 0, PLAN_MAX_BYTES, &a->margin_bytes)) {
+	} else if ((rc = parse_size(arg, 0, PLAN_MAX_BYTES, &a->margin_bytes))) {
+		if (rc == -EDOM) /* a share or a size: neither is the likelier */
+			die(EXIT_USAGE, "plan: --margin: '%s' has no unit: %s what? %s%% or %sG", arg, arg, arg, arg);
 		die(EXIT_USAGE, "plan: --margin wants a size up to 1 PiB such as 2G or a percentage such as 5%%, not '%s'",
 		    arg);
 	} else {
@@ -835,10 +860,13 @@ static void own_option(struct plan_cli *c, struct plan_args *a, int opt, const c
 	case O_TRAINER_ARGS: c->trainer_args = arg; break;
 	case O_AXOLOTL: c->axolotl = arg; break;
 	case O_GPU: gpu_option(a, arg); break;
-	case O_GPUMEM:
-		if (parse_size(arg, 1, PLAN_MAX_BYTES, &a->gpu_bytes))
+	case O_GPUMEM: {
+		int rc = parse_size(arg, 1, PLAN_MAX_BYTES, &a->gpu_bytes);
+		opt_size_unit("plan", "--gpu-memory", arg, rc, 'G');
+		if (rc)
 			die(EXIT_USAGE, "plan: --gpu-memory wants a size from 1 byte to 1 PiB such as 80G, not '%s'", arg);
 		break;
+	}
 	case O_MARGIN: margin_option(a, arg); break;
 	case O_JSON: a->json = 1; break;
 	case O_SOLVE: c->solve_name = arg; break;

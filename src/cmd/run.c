@@ -48,6 +48,8 @@ static const char usage[] =
 	"  -b, --budget SIZE   memory the jobs may use together, e.g. 24G (default: the\n"
 	"                      cgroup limit or RAM, less what others use and a reserve)\n"
 	"      --reserve SIZE  memory always kept free (default: 6% of the limit, 64M..2G)\n"
+	"                      (SIZE: a number and its unit: K/M/G/T powers of 1024, KB/MB/GB\n"
+	"                      powers of 1000; a bare number is refused; docs/units.md)\n"
 	"      --tree          no launcher: govern each child of ninja/make found in the process\n"
 	"                      tree (held until admitted, frozen when short; never killed)\n"
 	"      --jobserver[=STYLE]  serve a GNU make jobserver handing out tokens by memory, with\n"
@@ -542,7 +544,7 @@ static void run_options(int argc, char **argv, struct run_args *a)
 		{ NULL, 0, NULL, 0 },
 	};
 	struct governor_opts *o = &a->o;
-	int c;
+	int c, rc;
 
 	while ((c = getopt_long(argc, argv, "+j:b:qvh", opts, NULL)) != -1) {
 		switch (c) {
@@ -552,11 +554,15 @@ static void run_options(int argc, char **argv, struct run_args *a)
 				die(EXIT_USAGE, "run: --jobs wants a whole number from 1, not '%s'", optarg);
 			break;
 		case 'b':
-			if (size_parse(optarg, &o->budget_bytes) || !o->budget_bytes)
+			rc = size_parse(optarg, &o->budget_bytes);
+			opt_size_unit("run", "--budget", optarg, rc, 'G');
+			if (rc || !o->budget_bytes)
 				die(EXIT_USAGE, "run: --budget wants a size such as 24G or 512M, not '%s'", optarg);
 			break;
 		case OPT_RESERVE:
-			if (size_parse(optarg, &o->reserve_bytes))
+			rc = size_parse(optarg, &o->reserve_bytes);
+			opt_size_unit("run", "--reserve", optarg, rc, 'G');
+			if (rc)
 				die(EXIT_USAGE, "run: --reserve wants a size such as 1G, not '%s'", optarg);
 			break;
 		case OPT_DB:

@@ -60,7 +60,8 @@ static const char usage[] =
 	"\n"
 	"  -i, --interval MS          sampling interval when margins are wide (default 1000)\n"
 	"      --min-interval MS      ... when a margin is narrow (default 100)\n"
-	"      --min-free SIZE        low_free under this free memory (default 1G)\n"
+	"      --min-free SIZE        low_free under this free memory (default 1G; SIZE with its\n"
+	"                             unit: 1G is 1 GiB, 1GB 10^9 bytes; docs/units.md)\n"
 	"      --min-free-pct PCT     ... or under this share of the GPU (default 5)\n"
 	"      --horizon S            time_to_oom when the trend reaches capacity within S (default 120);\n"
 	"                             the time to OOM is shown (JSON, /metrics) within 10 x S\n"
@@ -148,10 +149,13 @@ static void parse(int argc, char **argv, struct wopts *o)
 				o->lim.min_interval_ms = (int)v;
 			break;
 		}
-		case O_MINFREE:
-			if (parse_size(optarg, 0, UINT64_MAX, &o->lim.min_free_bytes))
+		case O_MINFREE: {
+			int rc = parse_size(optarg, 0, UINT64_MAX, &o->lim.min_free_bytes);
+			opt_size_unit("watch", "--min-free", optarg, rc, 'G');
+			if (rc)
 				die(EXIT_USAGE, "watch: --min-free wants a size such as 2G, not '%s'", optarg);
 			break;
+		}
 		case O_MINPCT:
 			if (parse_pct(optarg, 0, nextafter(100.0, 0.0), &o->lim.min_free_pct))
 				die(EXIT_USAGE, "watch: --min-free-pct wants a percentage from 0 to below 100, not '%s'", optarg);

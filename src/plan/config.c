@@ -718,6 +718,7 @@ int buffer_spec_parse(const char *s, struct buffer_spec *b)
 	const char *eq = strchr(s, '='), *x;
 	char count[24];
 	struct buffer_spec v = { .count = 1 };
+	int rc;
 
 	if (!eq || eq == s || (size_t)(eq - s) >= sizeof(v.name))
 		return -EINVAL;
@@ -731,8 +732,9 @@ int buffer_spec_parse(const char *s, struct buffer_spec *b)
 		if (parse_int64(count, 1, PLAN_MAX_BUFFER_COUNT, &v.count))
 			return -EINVAL;
 	}
-	if (parse_size(x ? x + 1 : eq + 1, 1, PLAN_MAX_ITEM_BYTES, &v.item_bytes))
-		return -EINVAL;
+	rc = parse_size(x ? x + 1 : eq + 1, 1, PLAN_MAX_ITEM_BYTES, &v.item_bytes);
+	if (rc)
+		return rc == -EDOM ? rc : -EINVAL;
 	*b = v;
 	return 0;
 }

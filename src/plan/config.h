@@ -13,7 +13,8 @@ int model_shape_from_json(json_t *cfg, struct model_shape *m, char **err);
 int train_settings_from_json(json_t *obj, struct train_settings *t, char **err);
 /* Bytes per weight of "fp32" (4), "bf16" or "fp16" (2); 0 for anything else. */
 int param_dtype_bytes(const char *s);
-/* "queue=50x100MB" into a buffer. 0 or -EINVAL. */
+/* "queue=50x100MB" into a buffer (SIZE as size_parse reads it: 100MB is 10^8 bytes).
+ * 0, -EDOM (SIZE without its unit) or -EINVAL. */
 int buffer_spec_parse(const char *s, struct buffer_spec *b);
 /* One part to freeze, "embed", "lm_head" or "layers:A-B" (or "layers:A"), onto t
  * (layer ranges are checked against the model by plan_check). 0 or -EINVAL. */

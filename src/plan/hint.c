@@ -35,7 +35,8 @@ const char *hint_value(enum hint_change c)
 }
 
 /* The change's value as a setting takes it: a whole number, or the buffer's spec with
- * its new count (its items in MiB where they are whole MiB). */
+ * its new count, its items' size with its unit as size_parse reads it back (MiB or MB
+ * where they are whole ones, else bytes). */
 static const char *value_text(const struct hint *h, enum hint_change c, int64_t value, char *buf, size_t n)
 {
 	uint64_t item = h->buffer_item_bytes;
@@ -44,10 +45,12 @@ static const char *value_text(const struct hint *h, enum hint_change c, int64_t 
 		return hint_value(c);
 	if (c != HINT_BUFFER)
 		snprintf(buf, n, "%lld", (long long)value);
-	else if (item % (1u << 20))
-		snprintf(buf, n, "%s=%lldx%llu", h->buffer_name, (long long)value, (unsigned long long)item);
+	else if (!(item % (1u << 20)))
+		snprintf(buf, n, "%s=%lldx%lluMiB", h->buffer_name, (long long)value, (unsigned long long)(item >> 20));
+	else if (!(item % 1000000))
+		snprintf(buf, n, "%s=%lldx%lluMB", h->buffer_name, (long long)value, (unsigned long long)(item / 1000000));
 	else
-		snprintf(buf, n, "%s=%lldx%lluMB", h->buffer_name, (long long)value, (unsigned long long)(item >> 20));
+		snprintf(buf, n, "%s=%lldx%lluB", h->buffer_name, (long long)value, (unsigned long long)item);
 	return buf;
 }
 

@@ -122,9 +122,13 @@ static int p_momentum(const struct setting *s, struct train_settings *t, const c
 
 static int p_buffer(const struct setting *s, struct train_settings *t, const char *text)
 {
+	int rc;
+
 	(void)s;
-	if (t->nbuffers == PLAN_MAX_BUFFERS || buffer_spec_parse(text, &t->buffers[t->nbuffers]))
+	if (t->nbuffers == PLAN_MAX_BUFFERS)
 		return -EINVAL;
+	if ((rc = buffer_spec_parse(text, &t->buffers[t->nbuffers])))
+		return rc;
 	t->nbuffers++;
 	return 0;
 }
@@ -158,8 +162,10 @@ static int p_logits(const struct setting *s, struct train_settings *t, const cha
 
 static int p_context_bytes(const struct setting *s, struct train_settings *t, const char *text)
 {
+	int rc = parse_size(text, 1, PLAN_MAX_ITEM_BYTES, &t->context_bytes);
+
 	(void)s;
-	return parse_size(text, 1, PLAN_MAX_ITEM_BYTES, &t->context_bytes) ? -EINVAL : 0;
+	return rc == -EDOM ? rc : rc ? -EINVAL : 0;
 }
 
 /* what the measuring scripts pass as attn_implementation: the one attention modelled */
@@ -601,7 +607,7 @@ static const struct setting settings[] = {
 		a_train_count, SAID_NONE, NULL),
 	{ "buffer", "NAME=COUNTxSIZE",
 	  "NAME=COUNTxSIZE such as queue=50x100MB (at most " STR(PLAN_MAX_BUFFERS) " of them; COUNT from 1 to " STR(
-		  PLAN_MAX_BUFFER_COUNT) ", SIZE from 1 byte to 1 TiB)",
+		  PLAN_MAX_BUFFER_COUNT) ", SIZE with its unit from 1B to 1 TiB: 100MB is 10^8 bytes, 100M 100 MiB)",
 	  "extra device buffers, e.g. queue=50x100MB (repeatable)", p_buffer, SJ_MAP, 0, 0, 0, NULL, 1, NULL, SAID_NONE,
 	  NULL },
 	{ "zero_stage", "STAGE", NULL, "ZeRO-1/2/3 (3 = FSDP2 fully_shard) over --dp N > 1 data-parallel ranks, per rank",
@@ -625,8 +631,9 @@ static const struct setting settings[] = {
 	  "from the plain run's peak to the highest; their range printed)",
 	  p_alloc_conf, SJ_TEXT, 0, 0, 0, WORDS("expandable_segments:True", "expandable_segments:False"), 0, a_alloc_conf,
 	  SAID_ALLOCATOR, s_alloc_conf },
-	{ "context_bytes", "SIZE", "a size from 1 to 1 TiB such as 740M (in JSON: a number of bytes)",
-	  "CUDA context and workspaces (default 740M, H200/torch 2.11)", p_context_bytes, SJ_INT, 0, 0, 0, NULL, 0, NULL,
+	{ "context_bytes", "SIZE", "a size with its unit from 1B to 1 TiB such as 740M (in JSON: a number of bytes, or "
+				   "such a string)",
+	  "CUDA context and workspaces (default 740M, H200/torch 2.11)", p_context_bytes, SJ_BYTES, 0, 0, 0, NULL, 0, NULL,
 	  SAID_NONE, NULL },
 	{ "attn", "sdpa|default", "sdpa, or default (what transformers picks: sdpa; gpt_oss's eager attention)",
 	  "the attention implementation: sdpa, or default (what transformers picks: sdpa, gpt_oss eager)", p_attn,
@@ -690,7 +697,9 @@ const struct setting_alias *setting_alias_find(const char *name)
 
 int setting_apply(const struct setting *s, struct train_settings *t, const char *text)
 {
-	return s->parse(s, t, text) ? -EINVAL : 0;
+	int rc = s->parse(s, t, text);
+
+	return rc == -EDOM ? rc : rc ? -EINVAL : 0;
 }
 
 const char *setting_want(const struct setting *s, char *buf, size_t n)
@@ -757,6 +766,15 @@ static int json_text(const struct setting *s, json_t *v, char *buf, size_t n)
 		if (!json_is_integer(v))
 			return -EINVAL;
 		snprintf(buf, n, "%lld", (long long)json_integer_value(v));
+		return 0;
+	case SJ_BYTES: /* a number is bytes by the key's name; a string is a size as the flag's */
+		if (json_is_integer(v)) {
+			snprintf(buf, n, "%lldB", (long long)json_integer_value(v));
+			return 0;
+		}
+		if (!json_is_string(v) || strlen(json_string_value(v)) >= n)
+			return -EINVAL;
+		snprintf(buf, n, "%s", json_string_value(v));
 		return 0;
 	case SJ_NUM:
 		if (!json_is_number(v))

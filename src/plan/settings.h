@@ -50,6 +50,7 @@ typedef void (*setting_said_fn)(const struct setting *s, const struct train_sett
 enum setting_json {
 	SJ_BOOL,   /* true or false */
 	SJ_INT,    /* a whole number */
+	SJ_BYTES,  /* a whole number of bytes (the key says _bytes), or a size's string with its unit */
 	SJ_NUM,    /* a number */
 	SJ_TEXT,   /* a string as the flag takes it */
 	SJ_LIST,   /* a string, or a list of them (each applied in turn) */
@@ -97,8 +98,8 @@ const struct setting_alias *setting_alias_find(const char *name);
 typedef uint64_t setting_mask;
 #define SETTING_BIT(s) ((setting_mask)1 << setting_index(s))
 
-/* Apply text as s's value over t: 0, or -EINVAL (t may be partly changed: a caller
- * dies). A boolean takes "true" or "false". */
+/* Apply text as s's value over t: 0, -EDOM (a size in it has no unit) or -EINVAL (t may
+ * be partly changed: a caller dies). A boolean takes "true" or "false". */
 int setting_apply(const struct setting *s, struct train_settings *t, const char *text);
 /* What s's value may be, into buf: its want, or "a whole number from MIN to MAX". */
 const char *setting_want(const struct setting *s, char *buf, size_t n);

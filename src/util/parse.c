@@ -91,9 +91,10 @@ int parse_pct(const char *s, double min, double max, double *out)
 int parse_size(const char *s, uint64_t min, uint64_t max, uint64_t *out_bytes)
 {
 	uint64_t v;
+	int rc = size_parse(s, &v);
 
-	if (size_parse(s, &v))
-		return -EINVAL;
+	if (rc)
+		return rc;
 	if (v < min || v > max)
 		return -ERANGE;
 	*out_bytes = v;

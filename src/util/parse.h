@@ -14,7 +14,8 @@ int parse_int64(const char *s, int64_t min, int64_t max, int64_t *out);
 int parse_double(const char *s, double min, double max, double *out);
 /* A percentage: a finite number as parse_double, with or without a '%' after it. */
 int parse_pct(const char *s, double min, double max, double *out);
-/* A size as size_parse (util/units.h) reads it: "3.5G", "512M", "1000000". */
+/* A size as size_parse (util/units.h) reads it: "3.5G", "512M", "100MB"; -EDOM for a
+ * number without its unit ("80"), as size_parse. */
 int parse_size(const char *s, uint64_t min, uint64_t max, uint64_t *out_bytes);
 
 #endif

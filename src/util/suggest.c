@@ -4,7 +4,9 @@
 
 enum { FAR = 255, MAXLEN = 64 };
 
-unsigned suggest_distance(const char *a, const char *b)
+/* The optimal-string-alignment distance, a substitution costing sub (2: as a deletion
+ * and an insertion, so that none is counted). */
+static unsigned distance(const char *a, const char *b, unsigned sub)
 {
 	size_t la = strlen(a), lb = strlen(b);
 	/* three rows of the optimal-string-alignment table */
@@ -17,7 +19,7 @@ unsigned suggest_distance(const char *a, const char *b)
 	for (size_t i = 1; i <= la; i++) {
 		c[0] = (unsigned)i;
 		for (size_t j = 1; j <= lb; j++) {
-			unsigned cost = a[i - 1] != b[j - 1], v = p[j - 1] + cost;
+			unsigned cost = a[i - 1] != b[j - 1] ? sub : 0, v = p[j - 1] + cost;
 			if (p[j] + 1 < v)
 				v = p[j] + 1;
 			if (c[j - 1] + 1 < v)
@@ -32,6 +34,16 @@ unsigned suggest_distance(const char *a, const char *b)
 		c = t;
 	}
 	return p[lb] < FAR ? p[lb] : FAR;
+}
+
+unsigned suggest_distance(const char *a, const char *b)
+{
+	return distance(a, b, 1);
+}
+
+unsigned suggest_slips(const char *a, const char *b)
+{
+	return distance(a, b, 2);
 }
 
 const char *suggest_closest(const char *word, const char *const *known, size_t n)

@@ -73,6 +73,17 @@ settings() { # $1: file, rest: lines
 	[[ "$output" == *"not 'much' (--margin came from $XDG_CONFIG_HOME/headroom/config:1)"* ]]
 }
 
+# Issue 45: a setting's bare number was bytes; it is refused as the flag's is, saying where it came from.
+@test "config: a size setting without its unit is refused with the fix and where it came from" {
+	settings "$XDG_CONFIG_HOME/headroom/config" "gpu_memory = 80"
+	run "$HR" plan "$T/none.json"
+	[ "$status" -eq 2 ]
+	[ "$output" = "headroom: plan: --gpu-memory: '80' has no unit: 80 what? 80G is 80 GiB, 80GB is 80 GB (--gpu-memory came from $XDG_CONFIG_HOME/headroom/config:1)" ]
+	run env HEADROOM_BUDGET=24 "$HR" run --no-db -- true
+	[ "$status" -eq 2 ]
+	[[ "$output" == *"--budget: '24' has no unit: 24 what? 24G is 24 GiB"*"(--budget came from HEADROOM_BUDGET)"* ]]
+}
+
 @test "config: an unknown key names the nearest one; a line that is no setting, a directory: said with the file" {
 	settings "$XDG_CONFIG_HOME/headroom/config" "budgt = 3G"
 	run "$HR" run --no-db -- true

@@ -181,7 +181,8 @@ J
 	run "$HR" plan --help
 	[ "$status" -eq 0 ]
 	[[ "$output" == *"      --gpu NAME               h200, h100-80gb, h100-94gb, a100-80gb, a100-40gb, l40s,
-                               rtx-pro-6000, 4090, 3090, a10g, t4, in any case or as
+                               rtx-pro-6000, 4090, 3090, a10g, t4, b200, gb200, h20, l4,
+                               l40, 5090, rtx-a6000, rtx-6000-ada, in any case or as
                                nvidia-smi names them (h100, a100: the 80 GB cards)
                                (default: GPU 0 by NVML)
 "* ]]
@@ -191,7 +192,7 @@ J
 "* ]]
 	run "$HR" plan --gpu nosuch "$T/llama1b.json"
 	[ "$status" -eq 2 ]
-	[ "$output" = "headroom: plan: unknown --gpu 'nosuch' (h200, h100-80gb, h100-94gb, a100-80gb, a100-40gb, l40s, rtx-pro-6000, 4090, 3090, a10g, t4; or --gpu-memory SIZE)" ]
+	[ "$output" = "headroom: plan: unknown --gpu 'nosuch' (h200, h100-80gb, h100-94gb, a100-80gb, a100-40gb, l40s, rtx-pro-6000, 4090, 3090, a10g, t4, b200, gb200, h20, l4, l40, 5090, rtx-a6000, rtx-6000-ada; or --gpu-memory SIZE)" ]
 	run "$HR" plan --gpu h200 --solve nosuch "$T/llama1b.json"
 	[ "$status" -eq 2 ]
 	[ "$output" = "headroom: plan: --solve wants batch, seq, loss_chunk, lora_rank, context or buffer:NAME (a --buffer given), not 'nosuch'" ]
@@ -244,12 +245,12 @@ J
 	echo "$output"
 	[ "$status" -eq 2 ]
 	[[ "$output" == *"'buffers' wants NAME=COUNTxSIZE"*"COUNT from 1 to 65536"* ]]
-	run timeout 60 "$HR" plan --gpu h200 --buffer q=1x1 --solve buffer:q "$T/llama1b.json"
+	run timeout 60 "$HR" plan --gpu h200 --buffer q=1x1B --solve buffer:q "$T/llama1b.json"
 	echo "$output"
 	[ "$status" -eq 0 ]
 	[[ "${lines[5]}" == "surely fits: buffer:q = 65536 (needs "*"), its largest" ]]
 	[[ "${lines[6]}" == "may fit: buffer:q = 65536 (needs "*"), it is the largest buffer:q (the planner's limit)" ]]
-	run timeout 60 "$HR" plan --gpu h200 --buffer q=1x1 --solve buffer:q --json "$T/llama1b.json"
+	run timeout 60 "$HR" plan --gpu h200 --buffer q=1x1B --solve buffer:q --json "$T/llama1b.json"
 	python3 -c 'import json,sys; o=json.loads(sys.argv[1]); assert o["value"] == o["may_value"] == 65536 and o["next_value"] is None and o["next_need_low_bytes"] is None, o' "$output"
 	# too many loss chunks to simulate in reasonable time
 	run timeout 10 "$HR" plan --gpu h200 --batch 8 --seq 2048 --loss-chunk 1 "$T/llama1b.json"
@@ -295,7 +296,7 @@ J
 @test "--gpu takes names in any case and the usual spellings, and says which card it took" {
 	llama1b
 	for spelling in h100 H100 H100-80GB "NVIDIA H100 80GB HBM3" h100-sxm; do
-		run "$HR" plan --batch 2 --gpu "$spelling" "$T/llama1b.json"
+		run "$HR" plan --seq 512 --gpu "$spelling" "$T/llama1b.json"
 		echo "$spelling: $output"
 		[ "$status" -eq 0 ]
 		[[ "$output" == *"GPU h100-80gb: 79.65 GiB"* ]]
@@ -688,9 +689,9 @@ PY
 	run "$HR" plan --gpu h200 --optimizer adamw-fuse "$T/llama1b.json"
 	[ "$status" -eq 2 ]
 	[ "$output" = "headroom: plan: --optimizer wants adamw, adamw-fused, sgd or none, not 'adamw-fuse'; did you mean adamw-fused?" ]
-	run "$HR" plan --gpu h10 "$T/llama1b.json"
+	run "$HR" plan --gpu h2000 "$T/llama1b.json"
 	[ "$status" -eq 2 ]
-	[[ "$output" == "headroom: plan: unknown --gpu 'h10'; did you mean h100?"* ]]
+	[[ "$output" == "headroom: plan: unknown --gpu 'h2000'; did you mean h200?"* ]]
 	run "$HR" plan --gpu h200 --solve bach "$T/llama1b.json"
 	[ "$status" -eq 2 ]
 	[[ "$output" == *"not 'bach'; did you mean batch?" ]]
@@ -939,4 +940,68 @@ PY
 	[ "$status" -ne 0 ]
 	run "$HR" plan --gpu-memory 20G --margin 0 --seq 512 --optimizer adamw-fused --buffer queue=100x100MB --lock buffer:queue --json "$T/llama1b.json"
 	python3 -c 'import json,sys; o=json.loads(sys.argv[1]); assert not any(c.startswith("--buffer") for c in o["hint_tried"]) and "buffer" not in (o["hint"] or {}).get("setting", {}), o' "$output"
+}
+
+# Issue 45: --gpu-memory 80 was 80 bytes, --margin 5 five bytes, --context-bytes and a
+# --buffer's SIZE likewise; 100MB was read as MiB.
+@test "plan: a size without its unit is refused, naming the option and what to write" {
+	llama1b
+	run "$HR" plan --gpu-memory 80 "$T/llama1b.json"
+	[ "$status" -eq 2 ]
+	[ "$output" = "headroom: plan: --gpu-memory: '80' has no unit: 80 what? 80G is 80 GiB, 80GB is 80 GB" ]
+	run "$HR" plan --gpu h200 --margin 5 "$T/llama1b.json"
+	[ "$status" -eq 2 ]
+	[ "$output" = "headroom: plan: --margin: '5' has no unit: 5 what? 5% or 5G" ]
+	run "$HR" plan --gpu h200 --context-bytes 740 "$T/llama1b.json"
+	[ "$status" -eq 2 ]
+	[ "$output" = "headroom: plan: --context-bytes: '740' has no unit: 740 what? 740M is 740 MiB, 740MB is 740 MB" ]
+	run "$HR" plan --gpu h200 --buffer q=50x100 "$T/llama1b.json"
+	[ "$status" -eq 2 ]
+	[ "$output" = "headroom: plan: --buffer: 'q=50x100': '100' has no unit: 100 what? 100M is 100 MiB, 100MB is 100 MB" ]
+	# in a --train file a string size follows the rule; a number is bytes by its key's name
+	printf '{"model": %s, "train": {"context_bytes": "740"}}\n' "$(cat "$T/llama1b.json")" > "$T/bare.json"
+	run "$HR" plan --gpu h200 "$T/bare.json"
+	[ "$status" -eq 2 ]
+	[[ "$output" == *"'context_bytes' wants a size with its unit"* ]]
+	printf '{"model": %s, "train": {"context_bytes": 775946240}}\n' "$(cat "$T/llama1b.json")" > "$T/bytes.json"
+	run "$HR" plan --gpu h200 --json "$T/bytes.json"
+	[ "$status" -eq 0 ]
+	python3 -c 'import json,sys; assert json.loads(sys.argv[1])["components"]["context_bytes"] == 775946240' "$output"
+	# 0 is 0 in any unit: no margin
+	run "$HR" plan --gpu h200 --margin 0 "$T/llama1b.json"
+	[ "$status" -eq 0 ]
+}
+
+@test "plan: MB and GB are decimal, M, G, MiB and GiB binary, in --buffer as in every size" {
+	llama1b
+	run "$HR" plan --gpu h200 --buffer q=50x100MB --json "$T/llama1b.json"
+	[ "$status" -eq 0 ]
+	# 50 x 10^8 bytes, each item rounded up to the allocator's 2 MiB: not 50 x 100 MiB
+	python3 -c 'import json,sys; b=json.loads(sys.argv[1])["components"]["buffers_bytes"]; assert 5000000000 <= b < 50 * (10**8 + 2**21), b' "$output"
+	run "$HR" plan --gpu h200 --buffer q=50x100MiB --json "$T/llama1b.json"
+	python3 -c 'import json,sys; b=json.loads(sys.argv[1])["components"]["buffers_bytes"]; assert b == 50 * 100 * 2**20, b' "$output"
+	run "$HR" plan --gpu-memory 80GB --json "$T/llama1b.json"
+	python3 -c 'import json,sys; assert json.loads(sys.argv[1])["gpu_memory_bytes"] == 80 * 10**9' "$output"
+	run "$HR" plan --gpu-memory 80G --json "$T/llama1b.json"
+	python3 -c 'import json,sys; assert json.loads(sys.argv[1])["gpu_memory_bytes"] == 80 * 2**30' "$output"
+}
+
+# Issue 45: b200 suggested h200, 5090 4090, l4 t4: cards of other memory.
+@test "plan: the cards people rent plan by name; a did-you-mean names no card of other memory" {
+	llama1b
+	for spelling in b200 "NVIDIA B200" gb200 h20 "H100 NVL" l4 l40 5090 "RTX A6000" "RTX 6000 Ada" "RTX PRO 6000 Max-Q"; do
+		run "$HR" plan --seq 512 --gpu "$spelling" "$T/llama1b.json"
+		[ "$status" -eq 0 ] || { echo "$spelling: $output"; false; }
+	done
+	run "$HR" plan --batch 2 --gpu b200 --json "$T/llama1b.json"
+	python3 -c 'import json,sys; assert json.loads(sys.argv[1])["gpu_memory_bytes"] == 183359 * 2**20' "$output"
+	# b20 is a slip from b200, and h20 is a letter away: two memories, no suggestion
+	for typed in b20 b300 5080 h10; do
+		run "$HR" plan --gpu "$typed" "$T/llama1b.json"
+		[ "$status" -eq 2 ]
+		[[ "$output" == "headroom: plan: unknown --gpu '$typed' (h200, "* ]] || { echo "$typed: $output"; false; }
+		[[ "$output" != *"did you mean"* ]]
+	done
+	run "$HR" plan --gpu gb20 "$T/llama1b.json"
+	[[ "$output" == "headroom: plan: unknown --gpu 'gb20'; did you mean gb200?"* ]]
 }

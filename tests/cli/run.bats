@@ -50,6 +50,16 @@ load helper
 	[[ "$output" == *"--budget"*"'lots'"* ]]
 }
 
+# Issue 45: --budget 10 was 10 bytes, silently.
+@test "run: a size without its unit is refused, naming the option and what to write" {
+	run "$HR" run --no-db --budget 10 -- true
+	[ "$status" -eq 2 ]
+	[ "$output" = "headroom: run: --budget: '10' has no unit: 10 what? 10G is 10 GiB, 10GB is 10 GB" ]
+	run "$HR" run --no-db --reserve 512 -- true
+	[ "$status" -eq 2 ]
+	[[ "$output" == *"--reserve: '512' has no unit"* ]]
+}
+
 @test "a store that is not headroom's is refused and left as it was, and nothing runs" {
 	command -v sqlite3 || skip "sqlite3 not installed"
 	# Someone's application database (issue 12: user_version 42 became 3, three tables

@@ -93,6 +93,7 @@ static void test_size(void **state)
 	assert_int_equal(parse_size("x1G", 0, UINT64_MAX, &v), -EINVAL);
 	assert_int_equal(parse_size("2T", 0, 1ULL << 40, &v), -ERANGE);
 	assert_int_equal(parse_size("0", 1, 10, &v), -ERANGE);
+	assert_int_equal(parse_size("80", 0, UINT64_MAX, &v), -EDOM); /* 80 what? */
 	assert_true(v == 42);
 }
 

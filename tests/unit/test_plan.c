@@ -674,11 +674,18 @@ static void test_knobs(void **state)
 	assert_non_null(strstr(why, "without ZeRO"));
 	t.zero_stage = 0, t.ddp = 0;
 	t.dp = 1;
-	/* a prefetch queue of 50 x 100 MB is added as it is */
-	assert_int_equal(buffer_spec_parse("queue=50x100MB", &t.buffers[0]), 0);
+	/* a prefetch queue of 50 x 100 MiB is added as it is */
+	assert_int_equal(buffer_spec_parse("queue=50x100MiB", &t.buffers[0]), 0);
 	t.nbuffers = 1;
 	assert_int_equal(plan_compute(&m, &t, &buf, &why), 0);
-	assert_int_equal(buf.device_peak_bytes - full.device_peak_bytes, 50ULL * 100 * 1024 * 1024); /* sizes are binary */
+	assert_int_equal(buf.device_peak_bytes - full.device_peak_bytes, 50ULL * 100 * 1024 * 1024);
+	/* issue 45: 100MB is 10^8 bytes (each item rounded up to the allocator's 2 MiB), not MiB */
+	assert_int_equal(buffer_spec_parse("queue=50x100MB", &t.buffers[0]), 0);
+	assert_int_equal(t.buffers[0].item_bytes, 100000000);
+	assert_int_equal(plan_compute(&m, &t, &buf, &why), 0);
+	assert_true(buf.device_peak_bytes - full.device_peak_bytes >= 50ULL * 100000000);
+	assert_true(buf.device_peak_bytes - full.device_peak_bytes < 50ULL * (100000000 + 2 * 1024 * 1024));
+	assert_int_equal(buffer_spec_parse("queue=50x100", &t.buffers[0]), -EDOM); /* 100 what? */
 	t.nbuffers = 0;
 	/* inference: a KV cache, no gradients */
 	t.inference = 1;
@@ -832,7 +839,7 @@ static void test_settings_limits(void **state)
 	expect_settings_error("{\"momentum\": 1}", "'momentum' wants a number from 0 to below 1");
 	expect_settings_error("{\"buffers\": {\"q\": \"1000000000x1\"}}", "COUNT from 1 to 65536");
 	expect_settings_error("{\"buffers\": {\"q\": \"x1G\"}}", "COUNTxSIZE");
-	expect_settings_error("{\"context_bytes\": 9223372036854775807}", "from 1 to 1 TiB");
+	expect_settings_error("{\"context_bytes\": 9223372036854775807}", "from 1B to 1 TiB");
 	/* issue 13: precision presets, refused beside the settings they set, and an
 	 * attention the planner does not model */
 	expect_settings_error("{\"precision\": \"amp\"}", "'precision' wants bf16, amp-bf16");

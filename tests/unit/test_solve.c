@@ -288,7 +288,7 @@ static void test_solve_tiny_buffer(void **state)
 	(void)state;
 
 	pinned_llama1b(&m, &t);
-	assert_int_equal(buffer_spec_parse("q=1x1", &t.buffers[0]), 0);
+	assert_int_equal(buffer_spec_parse("q=1x1B", &t.buffers[0]), 0);
 	t.nbuffers = 1;
 	assert_int_equal(solve_knob(&f, &m, &t, "buffer:q", &r, &why), 0);
 	assert_int_equal(r.value, 65536);
