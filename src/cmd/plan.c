@@ -9,6 +9,7 @@
 #include <string.h>
 
 #include "cmd/cmd.h"
+#include "plan/anchor.h"
 #include "plan/config.h"
 #include "plan/gpus.h"
 #include "plan/advise.h"
@@ -20,6 +21,7 @@
 #include "plan/solve.h"
 #include "plan/model.h"
 #include "store/store.h"
+#include "sys/fsutil.h"
 #include "sys/nvml.h"
 #include "util/log.h"
 #include "util/parse.h"
@@ -253,6 +255,9 @@ struct plan_args {
 	struct strbuf files_said; /* what the files' readers assumed: "TOOL: ...", a line each */
 	int calibrated;           /* --calibrated: probe is the one whose context is planned */
 	struct gpu_probe probe;
+	int anchored;             /* --oom or --observed: the plan is said beside anchor */
+	struct anchor anchor;
+	const char *oom_path;
 };
 
 static void prompt_settle(struct plan_args *a, setting_mask given);
@@ -564,6 +569,153 @@ static void print_solved(const char *name, const struct solve_result *r, const s
 		       size_format(r->next.need_low_bytes, b, sizeof(b)));
 }
 
+/* The text's names of the message's figures, in enum oom_figure's order. */
+static const char *const oom_said[OOM_NFIGURES] = {
+	"asked", "total", "free", "in use", "allocated", "reserved but unallocated", "reserved",
+};
+
+/* The anchor's figures: the message's (absent ones "unknown") and the observed peak. */
+static void print_anchor_figures(const struct plan_args *a)
+{
+	const struct oom_message *o = &a->anchor.oom;
+	char b[32];
+
+	if (a->anchor.has_oom) {
+		printf("anchor: the out-of-memory message (%s), GPU ", strcmp(a->oom_path, "-") ? a->oom_path : "stdin");
+		o->gpu >= 0 ? printf("%d:\n       ", o->gpu) : printf("unknown:\n       ");
+		for (int f = 0, n = 0; f < OOM_NFIGURES; f++)
+			if (f != OOM_RESERVED || OOM_KNOWN(o, f)) /* (only older versions print it) */
+				printf("%s %s %s%s", n++ ? "," : "", oom_said[f], OOM_KNOWN(o, f) ? size_format(o->bytes[f], b, sizeof(b))
+										  : "unknown",
+				       o->derived >> f & 1u ? " (reserved less allocated)" : "");
+		putchar('\n');
+	}
+	if (a->anchor.has_observed)
+		printf("anchor: observed peak %s\n", size_format(a->anchor.observed_bytes, b, sizeof(b)));
+}
+
+/* need_low to need_high, as planned and shifted by the anchor's offset. */
+static void print_anchored(const char *what, const struct plan_result *p, const struct anchor_answer *ans)
+{
+	char b[32], c[32], d[32], e[32], g[32];
+	uint64_t off = ans->offset_bytes < 0 ? (uint64_t)-(ans->offset_bytes + 1) + 1 : (uint64_t)ans->offset_bytes;
+
+	printf("anchor: %s needs %s to %s as planned, %s to %s anchored (planned %s %s)\n", what,
+	       size_format(p->need_low_bytes, b, sizeof(b)), size_format(p->need_high_bytes, c, sizeof(c)),
+	       size_format(anchor_shift(p->need_low_bytes, ans->offset_bytes), d, sizeof(d)),
+	       size_format(anchor_shift(p->need_high_bytes, ans->offset_bytes), e, sizeof(e)),
+	       ans->offset_bytes < 0 ? "less" : "plus", size_format(off, g, sizeof(g)));
+}
+
+/* The plan beside the anchor: how far it is, what the card lacked, what recovers it,
+ * and the hint's (h) or --solve's (sr) answer anchored; NULL where there is none. */
+static void print_anchor(const struct plan_args *a, const struct plan_result *r, const struct hint *h,
+			 const struct solve_result *sr, const char *knob)
+{
+	struct anchor_answer ans;
+	char b[32], c[32], d[32];
+
+	anchor_answer(&a->anchor, r->min_device_bytes, &a->t, &ans);
+	print_anchor_figures(a);
+	if (ans.has_offset) {
+		uint64_t off = ans.offset_bytes < 0 ? (uint64_t)-(ans.offset_bytes + 1) + 1 : (uint64_t)ans.offset_bytes;
+		printf("anchor: the run held %s%s; the plan's likely layout, %s, is %s %s it\n",
+		       ans.peak_is_least ? "at least " : "", size_format(ans.peak_bytes, b, sizeof(b)),
+		       size_format(r->min_device_bytes, c, sizeof(c)), size_format(off, d, sizeof(d)),
+		       ans.offset_bytes < 0 ? "above" : "below");
+		if (ans.peak_is_least)
+			printf("        (in use plus what it asked for: the step failed there, so it peaked no lower)\n");
+		print_anchored("this run", r, &ans);
+	}
+	if (ans.has_short && !ans.short_bytes)
+		printf("anchor: the card had the %s asked for free: the allocator's own limit, not the card's, failed it\n",
+		       size_format(a->anchor.oom.bytes[OOM_ASKED], b, sizeof(b)));
+	else if (ans.has_short)
+		printf("anchor: short by %s (asked %s, %s free)\n", size_format(ans.short_bytes, b, sizeof(b)),
+		       size_format(a->anchor.oom.bytes[OOM_ASKED], c, sizeof(c)),
+		       size_format(a->anchor.oom.bytes[OOM_FREE], d, sizeof(d)));
+	if (ans.expandable)
+		printf("anchor: expandable segments (--alloc-conf expandable_segments:True) would recover about %s,\n"
+		       "        the reserved but unallocated, more than the %s short (about: a page with a live block\n"
+		       "        in it stays mapped)\n", size_format(ans.reserved_free_bytes, b, sizeof(b)),
+		       size_format(ans.short_bytes, c, sizeof(c)));
+	if (ans.has_buffer)
+		printf("anchor: dropping %s from %lld to %lld items frees %s, the %s short\n", ans.buffer_name,
+		       (long long)ans.buffer_from, (long long)ans.buffer_to, size_format(ans.buffer_frees, b, sizeof(b)),
+		       size_format(ans.short_bytes, c, sizeof(c)));
+	if (!ans.has_offset)
+		return;
+	if (h && h->found) {
+		char change[256], what[300];
+		snprintf(what, sizeof(what), "the hint's %s", hint_text(h, change, sizeof(change)));
+		print_anchored(what, &h->plan, &ans);
+	}
+	if (sr && sr->value) {
+		char what[128];
+		snprintf(what, sizeof(what), "%s = %lld", knob, (long long)sr->value);
+		print_anchored(what, &sr->plan, &ans);
+	}
+}
+
+/* need_low and need_high as planned and anchored, as JSON. */
+static json_t *anchored_json(const struct plan_result *p, const struct anchor_answer *ans)
+{
+	json_t *o = json_object();
+
+	json_object_set_new(o, "need_low_bytes", json_integer((json_int_t)p->need_low_bytes));
+	json_object_set_new(o, "need_high_bytes", json_integer((json_int_t)p->need_high_bytes));
+	json_object_set_new(o, "anchored_need_low_bytes",
+			    json_integer((json_int_t)anchor_shift(p->need_low_bytes, ans->offset_bytes)));
+	json_object_set_new(o, "anchored_need_high_bytes",
+			    json_integer((json_int_t)anchor_shift(p->need_high_bytes, ans->offset_bytes)));
+	return o;
+}
+
+static json_t *bytes_or_null(int has, uint64_t v)
+{
+	return has ? json_integer((json_int_t)v) : json_null();
+}
+
+/* The anchor as JSON: its figures (null where unknown) and the answers beside it. */
+static json_t *anchor_json(const struct plan_args *a, const struct plan_result *r, const struct hint *h,
+			   const struct solve_result *sr)
+{
+	const struct oom_message *o = &a->anchor.oom;
+	struct anchor_answer ans;
+	json_t *j = json_object(), *fig = json_object(), *buf = json_null();
+	char key[48];
+
+	anchor_answer(&a->anchor, r->min_device_bytes, &a->t, &ans);
+	for (int f = 0; f < OOM_NFIGURES; f++) {
+		snprintf(key, sizeof(key), "%s_bytes", oom_figure_key(f));
+		json_object_set_new(fig, key, bytes_or_null(a->anchor.has_oom && OOM_KNOWN(o, f), o->bytes[f]));
+	}
+	json_object_set_new(j, "oom_file", a->anchor.has_oom ? json_string(a->oom_path) : json_null());
+	json_object_set_new(j, "gpu", a->anchor.has_oom && o->gpu >= 0 ? json_integer(o->gpu) : json_null());
+	json_object_set_new(j, "figures", a->anchor.has_oom ? fig : json_null());
+	if (!a->anchor.has_oom)
+		json_decref(fig);
+	json_object_set_new(j, "observed_bytes", bytes_or_null(a->anchor.has_observed, a->anchor.observed_bytes));
+	json_object_set_new(j, "peak_bytes", bytes_or_null(ans.has_peak, ans.peak_bytes));
+	json_object_set_new(j, "peak_is_least", json_boolean(ans.peak_is_least));
+	json_object_set_new(j, "likely_bytes", json_integer((json_int_t)r->min_device_bytes));
+	json_object_set_new(j, "offset_bytes", ans.has_offset ? json_integer(ans.offset_bytes) : json_null());
+	json_object_set_new(j, "short_bytes", bytes_or_null(ans.has_short, ans.short_bytes));
+	json_object_set_new(j, "expandable_recovers_bytes", bytes_or_null(ans.expandable, ans.reserved_free_bytes));
+	if (ans.has_buffer) {
+		buf = json_object();
+		json_object_set_new(buf, "name", json_string(ans.buffer_name));
+		json_object_set_new(buf, "from", json_integer(ans.buffer_from));
+		json_object_set_new(buf, "to", json_integer(ans.buffer_to));
+		json_object_set_new(buf, "frees_bytes", json_integer((json_int_t)ans.buffer_frees));
+	}
+	json_object_set_new(j, "buffer", buf);
+	json_object_set_new(j, "plan", ans.has_offset ? anchored_json(r, &ans) : json_null());
+	json_object_set_new(j, "hint", ans.has_offset && h && h->found ? anchored_json(&h->plan, &ans) : json_null());
+	json_object_set_new(j, "solved", ans.has_offset && sr && sr->value ? anchored_json(&sr->plan, &ans) : json_null());
+	return j;
+}
+
 static int solve(const struct plan_args *a, const char *name)
 {
 	struct fit f = fit_of(a);
@@ -578,6 +730,9 @@ static int solve(const struct plan_args *a, const char *name)
 	struct hint h = { 0 };
 	if (!r.value) /* nothing surely fits (-ENOENT cannot be: solve_knob took the knob) */
 		hint_find(&f, &a->m, &a->t, name, a->locks, a->nlocks, &h);
+	struct plan_result cur; /* the settings as given: the plan the anchor is beside */
+	if (a->anchored)
+		compute(a, &a->t, &cur);
 	if (a->json) {
 		json_t *o = json_object();
 		json_object_set_new(o, "format", json_string(PLAN_JSON_FORMAT));
@@ -597,6 +752,8 @@ static int solve(const struct plan_args *a, const char *name)
 			json_object_set_new(o, "hint", hint_json(&h, 1));
 			json_object_set_new(o, "hint_tried", hint_tried_json(&h));
 		}
+		if (a->anchored)
+			json_object_set_new(o, "anchor", anchor_json(a, &cur, r.value ? NULL : &h, &r));
 		json_dumpf(o, stdout, JSON_INDENT(2));
 		putchar('\n');
 		json_decref(o);
@@ -612,6 +769,8 @@ static int solve(const struct plan_args *a, const char *name)
 		}
 		if (!r.value)
 			print_hint(a, &h, name);
+		if (a->anchored)
+			print_anchor(a, &cur, r.value ? NULL : &h, &r, name);
 	}
 	return verdicts[r.value ? FIT_FITS : r.may_value ? FIT_AT_RISK : FIT_NO].exit;
 }
@@ -690,7 +849,7 @@ static uint64_t calibrated_context(const char *db, struct gpu_probe *used)
 
 /* The command's own options; the settings' follow from their table (plan/settings.h). */
 enum plan_opt { O_TRAIN = 256, O_GPU, O_GPUMEM, O_MARGIN, O_JSON, O_SOLVE, O_LOCK, O_CMP, O_CALIB, O_DB, O_STRICT,
-		O_TRAINER_ARGS, O_AXOLOTL, O_SETTING = 1000, O_SETTING_NO = 1100, O_ALIAS = 1200 };
+		O_TRAINER_ARGS, O_AXOLOTL, O_OOM, O_OBSERVED, O_SETTING = 1000, O_SETTING_NO = 1100, O_ALIAS = 1200 };
 
 #define PLAN_MAX_OPTIONS 96
 #define PLAN_MAX_PENDING 64
@@ -732,7 +891,8 @@ static void options_build(struct plan_cli *c)
 		{ "lock", required_argument, O_LOCK }, { "compare", no_argument, O_CMP },
 		{ "calibrated", no_argument, O_CALIB }, { "db", required_argument, O_DB },
 		{ "strict", no_argument, O_STRICT }, { "trainer-args", required_argument, O_TRAINER_ARGS },
-		{ "axolotl", required_argument, O_AXOLOTL }, { "help", no_argument, 'h' },
+		{ "axolotl", required_argument, O_AXOLOTL }, { "oom", required_argument, O_OOM },
+		{ "observed", required_argument, O_OBSERVED }, { "help", no_argument, 'h' },
 	};
 	const struct setting *s;
 	const struct setting_alias *al;
@@ -852,6 +1012,77 @@ static void margin_option(struct plan_args *a, const char *arg)
 	}
 }
 
+/* What --oom reads of its file: the last of it, where a log's message is. */
+#define OOM_READ_MAX (1024 * 1024)
+#define OOM_READ_CHUNK (64 * 1024)
+
+/* The last OOM_READ_MAX bytes (about) of f into *buf (to free), their count into *n. */
+static int read_tail(FILE *f, const struct stat *st, char **buf, size_t *n)
+{
+	char *b = xmalloc(OOM_READ_MAX);
+	size_t len = 0, got;
+
+	if (S_ISREG(st->st_mode) && st->st_size > OOM_READ_MAX && fseeko(f, st->st_size - OOM_READ_MAX, SEEK_SET)) {
+		free(b);
+		return -errno;
+	}
+	for (;;) {
+		if (len + OOM_READ_CHUNK > OOM_READ_MAX) { /* a pipe's longer text: keep its end */
+			memmove(b, b + OOM_READ_CHUNK, len - OOM_READ_CHUNK);
+			len -= OOM_READ_CHUNK;
+		}
+		got = fread(b + len, 1, OOM_READ_CHUNK, f);
+		len += got;
+		if (got < OOM_READ_CHUNK)
+			break;
+	}
+	if (ferror(f)) {
+		free(b);
+		return -EIO;
+	}
+	*buf = b;
+	*n = len;
+	return 0;
+}
+
+/* --oom FILE ("-": standard input): PyTorch's out-of-memory message in it, read. */
+static void oom_option(struct plan_args *a, const char *path)
+{
+	FILE *f = stdin;
+	struct stat st;
+	const char *kind = NULL, *why = NULL;
+	char *text = NULL;
+	size_t n = 0;
+	int rc = 0, is_std = !strcmp(path, "-");
+
+	if (!is_std && (rc = fs_open_input(path, &f, &st, &kind))) {
+		if (rc == -EINVAL)
+			die(EXIT_USAGE, "plan: --oom %s is %s, not a file: give the log or a file with the message pasted", path,
+			    kind);
+		die(EXIT_USAGE, "plan: --oom: cannot read %s: %s", path, strerror(-rc));
+	}
+	if (is_std && fstat(fileno(stdin), &st))
+		die(EXIT_USAGE, "plan: --oom -: cannot read standard input: %s", strerror(errno));
+	rc = read_tail(f, &st, &text, &n);
+	if (!is_std)
+		fclose(f);
+	if (rc)
+		die(EXIT_USAGE, "plan: --oom: cannot read %s: %s", is_std ? "standard input" : path, strerror(-rc));
+	rc = oom_parse(text, n, &a->anchor.oom, &why);
+	free(text);
+	if (rc == -ENOENT)
+		die(EXIT_USAGE, "plan: --oom %s: no PyTorch out-of-memory message in it (looked for \"CUDA out of memory. "
+		    "Tried to allocate ...\"%s): give the log of the run that failed, or the message pasted into a file",
+		    is_std ? "-" : path, n >= OOM_READ_MAX ? " in its last MiB" : "");
+	if (rc)
+		die(EXIT_USAGE, "plan: --oom %s: %s", is_std ? "-" : path, why);
+	if (!a->anchor.oom.known)
+		die(EXIT_USAGE, "plan: --oom %s: its \"CUDA out of memory\" message has none of PyTorch's figures "
+		    "(\"Tried to allocate X\", \"of which X is free\"...): paste the whole message", is_std ? "-" : path);
+	a->anchor.has_oom = a->anchored = 1;
+	a->oom_path = path;
+}
+
 /* One of the command's own options (not a setting). */
 static void own_option(struct plan_cli *c, struct plan_args *a, int opt, const char *arg)
 {
@@ -868,6 +1099,16 @@ static void own_option(struct plan_cli *c, struct plan_args *a, int opt, const c
 		break;
 	}
 	case O_MARGIN: margin_option(a, arg); break;
+	case O_OOM: oom_option(a, arg); break;
+	case O_OBSERVED: {
+		int rc = parse_size(arg, 1, PLAN_MAX_BYTES, &a->anchor.observed_bytes);
+		opt_size_unit("plan", "--observed", arg, rc, 'G');
+		if (rc)
+			die(EXIT_USAGE, "plan: --observed wants the peak seen, a size from 1 byte to 1 PiB such as 90.4G, "
+			    "not '%s'", arg);
+		a->anchor.has_observed = a->anchored = 1;
+		break;
+	}
 	case O_JSON: a->json = 1; break;
 	case O_SOLVE: c->solve_name = arg; break;
 	case O_LOCK:
@@ -1073,6 +1314,8 @@ static void print_plan_json(const struct plan_args *a, const struct plan_result 
 		json_object_set_new(o, "hint", hint_json(h, 0));
 		json_object_set_new(o, "hint_tried", hint_tried_json(h));
 	}
+	if (a->anchored)
+		json_object_set_new(o, "anchor", anchor_json(a, r, v != FIT_FITS ? h : NULL, NULL));
 	json_dumpf(o, stdout, JSON_INDENT(2));
 	putchar('\n');
 	json_decref(o);
@@ -1095,6 +1338,8 @@ static int plan_print(const struct plan_args *a)
 		print_table(a, &r);
 		if (v != FIT_FITS)
 			print_hint(a, &h, NULL);
+		if (a->anchored)
+			print_anchor(a, &r, v != FIT_FITS ? &h : NULL, NULL, NULL);
 	}
 	return verdicts[v].exit;
 }
