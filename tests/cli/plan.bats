@@ -1005,3 +1005,74 @@ PY
 	run "$HR" plan --gpu gb20 "$T/llama1b.json"
 	[[ "$output" == "headroom: plan: unknown --gpu 'gb20'; did you mean gb200?"* ]]
 }
+
+# Issue 45: the 200 MB story's drafter (docs/plan.md) and the OOM message its run printed.
+drafter() {
+	cat > "$T/drafter.json" <<'J'
+{"model_type": "llama", "hidden_size": 4096, "num_hidden_layers": 5, "num_attention_heads": 32,
+ "num_key_value_heads": 8, "intermediate_size": 14336, "vocab_size": 128256,
+ "max_position_embeddings": 131072, "tie_word_embeddings": false}
+J
+}
+DRAFTER_FLAGS=(--gpu rtx-pro-6000 --seq 32768 --lock seq --buffer queue=50x100MiB --freeze embed,lm_head --inputs-embeds)
+OOM_STORY="$ROOT/tests/fixtures/plan-inputs/oom-drafter.txt"
+
+@test "plan --oom: the story's message gives the shortfall, expandable segments and the queue's items" {
+	drafter
+	run "$HR" plan "${DRAFTER_FLAGS[@]}" --oom "$OOM_STORY" "$T/drafter.json"
+	echo "$output"
+	[[ "$output" == *"asked 4.74 GiB, total 94.97 GiB, free 4.57 GiB, in use 90.39 GiB, allocated 85.12 GiB, reserved but unallocated 3.10 GiB"* ]]
+	[[ "$output" == *"anchor: the run held at least 95.13 GiB; the plan's likely layout"* ]]
+	[[ "$output" == *"anchor: short by 174.08 MiB (asked 4.74 GiB, 4.57 GiB free)"* ]]
+	[[ "$output" == *"expandable segments (--alloc-conf expandable_segments:True) would recover about 3.10 GiB"* ]]
+	[[ "$output" == *"anchor: dropping queue from 50 to 48 items frees 200.00 MiB"* ]]
+	[[ "$output" == *"anchor: the hint's --loss-chunk 1024 needs"*"anchored"* ]]
+	run "$HR" plan "${DRAFTER_FLAGS[@]}" --oom "$OOM_STORY" --json "$T/drafter.json"
+	python3 - "$output" <<'PY'
+import json, sys
+o = json.loads(sys.argv[1]); a = o["anchor"]; f = a["figures"]
+G = 2**30
+assert round(f["asked_bytes"] / G, 2) == 4.74 and round(f["free_bytes"] / G, 2) == 4.57, f
+assert f["reserved_bytes"] is None and a["observed_bytes"] is None, a
+assert a["short_bytes"] == f["asked_bytes"] - f["free_bytes"], a
+assert a["peak_bytes"] == f["in_use_bytes"] + f["asked_bytes"] and a["peak_is_least"], a
+assert a["offset_bytes"] == a["peak_bytes"] - o["min_device_bytes"] == a["peak_bytes"] - a["likely_bytes"], a
+assert a["expandable_recovers_bytes"] == f["reserved_unallocated_bytes"], a
+assert a["buffer"] == {"name": "queue", "from": 50, "to": 48, "frees_bytes": 200 * 2**20}, a
+assert a["plan"]["anchored_need_low_bytes"] == o["need_low_bytes"] + a["offset_bytes"], a
+assert a["hint"]["anchored_need_high_bytes"] == o["hint"]["need_high_bytes"] + a["offset_bytes"], a
+PY
+}
+
+@test "plan --oom: - reads stdin; an older PyTorch's message plans with its figures, absent ones unknown" {
+	drafter
+	run "$HR" plan "${DRAFTER_FLAGS[@]}" --oom - "$T/drafter.json" < "$OOM_STORY"
+	[[ "$output" == *"anchor: the out-of-memory message (stdin), GPU 0:"* ]]
+	[[ "$output" == *"anchor: short by 174.08 MiB"* ]]
+	echo 'RuntimeError: CUDA out of memory. Tried to allocate 512.00 MiB (GPU 1; 15.90 GiB total capacity; 13.13 GiB already allocated; 415.88 MiB free; 14.80 GiB reserved in total by PyTorch)' > "$T/old.log"
+	run "$HR" plan "${DRAFTER_FLAGS[@]}" --oom "$T/old.log" --json "$T/drafter.json"
+	python3 -c 'import json,sys; a=json.loads(sys.argv[1])["anchor"]; assert a["gpu"] == 1 and a["figures"]["in_use_bytes"] is None and a["peak_bytes"] is None and a["offset_bytes"] is None and a["plan"] is None and (f := a["figures"]) and a["short_bytes"] == f["asked_bytes"] - f["free_bytes"] and f["reserved_unallocated_bytes"] == f["reserved_bytes"] - f["allocated_bytes"], a' "$output"
+}
+
+@test "plan --oom: a file without the message exits 2 naming it; a directory is refused" {
+	drafter
+	echo "epoch 1 loss 2.31" > "$T/train.log"
+	run "$HR" plan "${DRAFTER_FLAGS[@]}" --oom "$T/train.log" "$T/drafter.json"
+	[ "$status" -eq 2 ]
+	[[ "$output" == *"--oom $T/train.log: no PyTorch out-of-memory message in it (looked for \"CUDA out of memory."* ]]
+	run "$HR" plan "${DRAFTER_FLAGS[@]}" --oom "$T" "$T/drafter.json"
+	[ "$status" -eq 2 ]
+	[[ "$output" == *"--oom $T is a directory, not a file"* ]]
+	run "$HR" plan "${DRAFTER_FLAGS[@]}" --oom "$T/absent.log" "$T/drafter.json"
+	[ "$status" -eq 2 ]
+	[[ "$output" == *"cannot read $T/absent.log"* ]]
+}
+
+@test "plan --observed: a peak with its unit anchors the plan; without a unit it is refused" {
+	drafter
+	run "$HR" plan "${DRAFTER_FLAGS[@]}" --observed 90 "$T/drafter.json"
+	[ "$status" -eq 2 ]
+	[[ "$output" == *"--observed: '90' has no unit"* ]]
+	run "$HR" plan "${DRAFTER_FLAGS[@]}" --observed 90G --json "$T/drafter.json"
+	python3 -c 'import json,sys; o=json.loads(sys.argv[1]); a=o["anchor"]; assert a["observed_bytes"] == 90 * 2**30 and a["offset_bytes"] == 90 * 2**30 - o["min_device_bytes"] and not a["peak_is_least"] and a["short_bytes"] is None and a["figures"] is None, a' "$output"
+}
