@@ -71,6 +71,14 @@ static const char usage_files[] =
 	"                               error (exit 2), not a warning\n"
 	"      --calibrated [--db PATH] use what `headroom probe --torch` measured on GPU 0 (its\n"
 	"                               newest probe; the assumed lines say its date and versions)\n"
+	"What the user saw (the plan is then said beside it, its answers also anchored: planned\n"
+	"plus how far the plan's likely layout is from what the run held):\n"
+	"      --oom FILE               PyTorch's CUDA out-of-memory message, in a log or pasted\n"
+	"                               (- for stdin; its last MiB): its figures, what the card\n"
+	"                               lacked (asked less free), whether expandable segments or\n"
+	"                               fewer buffer items recover it; no message: exit 2\n"
+	"      --observed SIZE          a peak seen for these settings (nvidia-smi,\n"
+	"                               torch.cuda.max_memory_reserved), e.g. 90.4G\n"
 	"GPU:\n";
 static const char usage_gpu[] =
 	"      --gpu-memory SIZE        the GPU's memory, e.g. 80G\n"
