@@ -78,8 +78,10 @@ complete_words() { # the completions bash offers for the words given (the last i
 	done
 	run complete_words "$HR" pr
 	[ "$(sort <<<"$output" | tr '\n' ' ')" = "probe profiles " ]
-	run complete_words "$HR" plan --grad
+	run complete_words "$HR" plan --grad-c
 	[ "$output" = "--grad-ckpt" ]
+	run complete_words "$HR" plan --grad
+	[ "$(sort <<<"$output" | tr '\n' ' ')" = "--grad-accum --grad-ckpt " ]
 	run complete_words "$HR" run --bu
 	[ "$output" = "--budget" ]
 	run complete_words "$HR" watch --prom
