@@ -1005,3 +1005,23 @@ PY
 	run "$HR" plan --gpu gb20 "$T/llama1b.json"
 	[[ "$output" == "headroom: plan: unknown --gpu 'gb20'; did you mean gb200?"* ]]
 }
+
+# Issue 45: bitsandbytes' 8-bit and paged AdamW, Adafactor and Lion were not plannable;
+# each is a row of the optimizers' table, modelled, said so, in --help and the docs.
+@test "each modelled optimizer plans, says it is modelled, not measured; a paged one says its states" {
+	local M="$ROOT/tests/fixtures/plan-inputs/llama-3.2-1b.json" man help
+	man=$(sed 's/\\-/-/g; s/\\f[BIR]//g' "$ROOT/docs/headroom.1")
+	help=$("$HR" plan --help)
+	for o in adamw-8bit paged-adamw-8bit paged-adamw adafactor lion; do
+		run "$HR" plan --gpu h100 --precision amp-bf16 --seq 1024 --optimizer "$o" "$M"
+		echo "$output"
+		[ "$status" -ne 2 ]
+		[[ "$output" == *"optimizer $o ("*"modelled, not measured"* ]]
+		[[ "$help" == *"$o"* && "$man" == *"$o"* ]]
+		grep -q "| \`$o\` |" "$ROOT/docs/plan.md"
+	done
+	run "$HR" plan --gpu h100 --precision amp-bf16 --seq 1024 --optimizer paged-adamw "$M"
+	[[ "$output" == *"paged: "*" GiB of states in managed memory, paged out under pressure, not counted against the card"* ]]
+	run "$HR" plan --gpu h100 --precision amp-bf16 --seq 1024 --optimizer adamw "$M"
+	[[ "$output" != *"modelled"* && "$output" != *"paged:"* ]]
+}
