@@ -688,7 +688,7 @@ PY
 	[ "$(peak --no-grad-ckpt "$T/new.json")" = "$(peak --dtype fp32 --optimizer adamw-fused --buffer q=2x1G "$T/llama1b.json")" ]
 	run "$HR" plan --gpu h200 --optimizer adamw-fuse "$T/llama1b.json"
 	[ "$status" -eq 2 ]
-	[ "$output" = "headroom: plan: --optimizer wants adamw, adamw-fused, sgd or none, not 'adamw-fuse'; did you mean adamw-fused?" ]
+	[ "$output" = "headroom: plan: --optimizer wants adamw, adamw-fused, sgd, none, adamw-8bit, paged-adamw-8bit, paged-adamw, adafactor or lion, not 'adamw-fuse'; did you mean adamw-fused?" ]
 	run "$HR" plan --gpu h2000 "$T/llama1b.json"
 	[ "$status" -eq 2 ]
 	[[ "$output" == "headroom: plan: unknown --gpu 'h2000'; did you mean h200?"* ]]
