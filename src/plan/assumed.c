@@ -3,8 +3,11 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "plan/optimizer.h"
 #include "plan/precision.h"
+#include "plan/sim.h"
 #include "util/strbuf.h"
+#include "util/units.h"
 
 /* Layers of m with a sliding window (0: none). */
 static int64_t sliding_layers(const struct model_shape *m)
@@ -76,6 +79,8 @@ json_t *plan_assumed_json(const struct model_shape *m, const struct train_settin
 		json_object_set_new(o, "family", json_string(model_family(m)->assumes));
 	if (m->wrapper)
 		json_object_set_new(o, "multimodal", multimodal_json(m));
+	if (!t->inference && optimizer_row(t)->paged_min) /* (only a paged optimizer's) */
+		json_object_set_new(o, "paged_states_bytes", json_integer((json_int_t)sim_paged_bytes(m, t)));
 	if (t->inference) {
 		json_object_set_new(o, "prompt", json_integer(t->seq));
 		json_object_set_new(o, "prompt_from", json_string(prompt_from[c->prompt]));
@@ -156,6 +161,18 @@ static void attention_said(struct strbuf *sb, const struct model_shape *m, const
 			    (long long)(m->layers - m->layers / m->nope_step), (long long)m->layers);
 }
 
+/* A paged optimizer's states in managed memory: what the plan leaves out of the card's
+ * figures, and why. */
+static void paged_said(struct strbuf *sb, const struct model_shape *m, const struct train_settings *t)
+{
+	char size[32];
+
+	if (t->inference || !optimizer_row(t)->paged_min)
+		return;
+	strbuf_addf(sb, "paged: %s of states in managed memory, paged out under pressure, not counted against the card",
+		    size_format(sim_paged_bytes(m, t), size, sizeof(size)));
+}
+
 typedef void (*model_said_fn)(struct strbuf *sb, const struct model_shape *m, const struct train_settings *t);
 
 /* One line after ind: the model's part (head; NULL: none), then the rows said on line
@@ -188,6 +205,7 @@ void plan_assumed_text(struct strbuf *sb, const char *label, const struct model_
 	line_said(sb, first, NULL, SAID_PRECISION, m, t, c);
 	line_said(sb, ind, NULL, SAID_TENSORS, m, t, c);
 	line_said(sb, ind, NULL, SAID_RUN, m, t, c);
+	line_said(sb, ind, paged_said, SAID_NONE, m, t, c);
 	line_said(sb, ind, NULL, SAID_PARTS, m, t, c);
 	line_said(sb, ind, NULL, SAID_ALLOCATOR, m, t, c);
 	line_said(sb, ind, towers_said, SAID_NONE, m, t, c);

@@ -3,6 +3,8 @@
 #include <errno.h>
 #include <string.h>
 
+#include "plan/optimizer.h"
+
 static const struct preset {
 	const char *name;
 	int param_bytes, fp16, autocast;
@@ -45,7 +47,7 @@ void precision_dtypes(const struct train_settings *t, struct precision_dtypes *d
 {
 	/* LoRA's adapters, their gradients and states are fp32 (PEFT's default) */
 	int trained = t->lora_rank ? 4 : t->param_bytes;
-	int states = t->opt == OPT_ADAMW || (t->opt == OPT_SGD && t->momentum > 0);
+	const struct optimizer_row *o = optimizer_row(t);
 
 	d->weights = dtype_of(t->param_bytes, t->fp16);
 	d->compute = t->autocast ? "bf16" : d->weights;
@@ -55,5 +57,5 @@ void precision_dtypes(const struct train_settings *t, struct precision_dtypes *d
 	}
 	d->master_weights = trained == 4 ? "fp32" : "none";
 	d->gradients = dtype_of(trained, t->fp16);
-	d->optimizer_states = states ? d->gradients : "none";
+	d->optimizer_states = !optimizer_states(t) ? "none" : o->states_dtype ? o->states_dtype : d->gradients;
 }

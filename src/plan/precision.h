@@ -27,7 +27,8 @@ struct precision_dtypes {
 	const char *master_weights;    /* an fp32 copy the optimizer updates: the fp32
 					* weights themselves (or LoRA's adapters), else none */
 	const char *gradients;         /* none in inference */
-	const char *optimizer_states;  /* none without states (SGD without momentum) */
+	const char *optimizer_states;  /* none without states (SGD without momentum); the
+					* optimizer's row may say "8-bit" */
 };
 void precision_dtypes(const struct train_settings *t, struct precision_dtypes *d);
 

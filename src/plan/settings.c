@@ -9,6 +9,7 @@
 
 #include "plan/config.h"
 #include "plan/limits.h"
+#include "plan/optimizer.h"
 #include "plan/precision.h"
 #include "util/parse.h"
 #include "util/strbuf.h"
@@ -100,18 +101,14 @@ static int p_dtype(const struct setting *s, struct train_settings *t, const char
 
 static int p_optimizer(const struct setting *s, struct train_settings *t, const char *text)
 {
-	static const struct { const char *name; enum optimizer opt; int fused; } opts[] = {
-		{ "adamw", OPT_ADAMW, 0 }, { "adamw-fused", OPT_ADAMW, 1 }, { "sgd", OPT_SGD, 0 }, { "none", OPT_NONE, 0 },
-	};
+	const struct optimizer_row *o = optimizer_by_word(text);
 
 	(void)s;
-	for (size_t i = 0; i < sizeof(opts) / sizeof(opts[0]); i++)
-		if (!strcmp(text, opts[i].name)) {
-			t->opt = opts[i].opt;
-			t->fused = opts[i].fused;
-			return 0;
-		}
-	return -EINVAL;
+	if (!o)
+		return -EINVAL;
+	t->opt = o->opt;
+	t->fused = o->fused;
+	return 0;
 }
 
 static int p_momentum(const struct setting *s, struct train_settings *t, const char *text)
@@ -180,11 +177,7 @@ static int p_attn(const struct setting *s, struct train_settings *t, const char 
 
 const char *settings_optimizer_name(const struct train_settings *t)
 {
-	if (t->inference || t->opt == OPT_NONE)
-		return "none";
-	if (t->opt == OPT_SGD)
-		return "sgd";
-	return t->fused ? "adamw-fused" : "adamw";
+	return t->inference ? "none" : optimizer_row(t)->word;
 }
 
 int settings_cache_on(const struct train_settings *t)
@@ -357,9 +350,13 @@ static void s_optimizer(const struct setting *s, const struct train_settings *t,
 	(void)c;
 	if (t->inference)
 		return;
+	const struct optimizer_row *o = optimizer_row(t);
+
 	strbuf_addf(sb, "optimizer %s", settings_optimizer_name(t));
-	if (t->opt == OPT_ADAMW && !t->fused)
+	if (o->temps == OT_FOREACH)
 		strbuf_add(sb, " (foreach)");
+	if (o->said)
+		strbuf_addf(sb, " (%s)", o->said);
 }
 
 static void s_momentum(const struct setting *s, const struct train_settings *t, const struct said_ctx *c,
@@ -565,8 +562,14 @@ static const struct setting settings[] = {
 	  0, 0, WORDS("fp32", "bf16", "fp16"), 0, NULL, SAID_TENSORS, s_dtype },
 	BOOL_ROW("autocast", p_bool, autocast, "bf16 autocast around the forward pass (with --dtype fp32)", NULL,
 		 SAID_TENSORS, s_autocast),
-	{ "optimizer", "O", "adamw, adamw-fused, sgd or none", "adamw (the default: foreach), adamw-fused, sgd or none",
-	  p_optimizer, SJ_TEXT, 0, 0, 0, WORDS("adamw", "adamw-fused", "sgd", "none"), 0, a_optimizer, SAID_RUN,
+	{ "optimizer", "O",
+	  "adamw, adamw-fused, sgd, none, adamw-8bit, paged-adamw-8bit, paged-adamw, adafactor or lion",
+	  "adamw (the default: foreach), adamw-fused, sgd, none; modelled, not measured: adamw-8bit, "
+	  "paged-adamw-8bit, paged-adamw (bitsandbytes), adafactor, lion",
+	  p_optimizer, SJ_TEXT, 0, 0, 0,
+	  WORDS("adamw", "adamw-fused", "sgd", "none", "adamw-8bit", "paged-adamw-8bit", "paged-adamw", "adafactor",
+		"lion"),
+	  0, a_optimizer, SAID_RUN,
 	  s_optimizer },
 	{ "momentum", "F", "a number from 0 to below 1", "SGD momentum, 0 to below 1 (keeps a buffer per parameter)",
 	  p_momentum, SJ_NUM, 0, 0, 0, NULL, 0, a_momentum, SAID_RUN, s_momentum },

@@ -74,7 +74,8 @@ static inline const struct family *model_family(const struct model_shape *m)
 	return m->family ? m->family : family_default();
 }
 
-enum optimizer { OPT_ADAMW, OPT_SGD, OPT_NONE };
+/* plan/optimizer.h's rows */
+enum optimizer { OPT_ADAMW, OPT_SGD, OPT_NONE, OPT_ADAMW_8BIT, OPT_PAGED_ADAMW_8BIT, OPT_PAGED_ADAMW, OPT_ADAFACTOR, OPT_LION };
 
 struct buffer_spec {
 	char name[32];

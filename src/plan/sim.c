@@ -12,6 +12,7 @@
 
 #include "plan/alloc.h"
 #include "plan/dtype.h"
+#include "plan/optimizer.h"
 #include "plan/pytorch.h"
 #include "plan/sim_internal.h"
 #include "util/xalloc.h"
@@ -468,29 +469,63 @@ static void layers_backward(struct train *tr)
 	tr->kv = held;
 }
 
-/* The optimizer step: states made at the first, per trained tensor (a ZeRO-1 rank keeps
- * its 1/dp share); foreach AdamW's sqrt copy of exp_avg_sq; then the gradients go. */
+/* One trained tensor's elements and bytes (a ZeRO-1 rank's 1/dp share). */
+static int64_t trained_bytes(struct train *tr, size_t i, int64_t *elems)
+{
+	const struct train_settings *t = tr->t;
+	int64_t zd = t->zero_stage >= 1 ? t->dp : 1, shard = tr->lora ? 1 : tr->shard;
+	int64_t b = tensor_bytes(&tr->s, tr->trained.v[i]) * shard / zd;
+
+	*elems = b / (tr->lora ? DT_FP32 : tr->s.weight_bytes);
+	return b;
+}
+
+/* The optimizer's states, made at the first step, per trained tensor as its row keeps
+ * them (plan/optimizer.h); those in managed memory counted, not allocated. */
+static uint64_t make_states(struct train *tr, int alloc)
+{
+	const struct optimizer_row *o = optimizer_row(tr->t);
+	struct opt_states st;
+	uint64_t paged = 0;
+	int64_t n;
+
+	if (alloc && o->qmap_bytes)
+		push(&tr->states, tensor_as(&tr->s, o->qmap_bytes, C_OPT_STATES));
+	for (size_t i = 0; i < tr->trained.n; i++) {
+		int64_t b = trained_bytes(tr, i, &n);
+		optimizer_tensor_states(o, tr->t, n, b, tr->s.hidden, &st);
+		for (int j = 0; alloc && j < st.n; j++)
+			push(&tr->states, tensor_as(&tr->s, st.bytes[j], C_OPT_STATES));
+		paged += (uint64_t)st.paged_bytes;
+	}
+	return paged;
+}
+
+/* The optimizer step: the states at the first; the step's temporaries (foreach AdamW's
+ * sqrt copy of exp_avg_sq, all at once; others a tensor's at a time); then the
+ * gradients go. */
 static void optimizer_step(struct train *tr)
 {
 	struct step *s = &tr->s;
-	const struct train_settings *t = tr->t;
-	int64_t zd = t->zero_stage >= 1 ? t->dp : 1, shard = tr->lora ? 1 : tr->shard;
+	const struct optimizer_row *o = optimizer_row(tr->t);
+	struct tlist one = { 0 };
+	int64_t n, each = 0;
 
 	s->part = C_OPT_TEMP, s->phase = "optimizer step";
-	if (t->opt == OPT_ADAMW || (t->opt == OPT_SGD && t->momentum > 0)) {
-		if (!tr->states.n)
-			for (size_t i = 0; i < tr->trained.n; i++) {
-				int64_t b = tensor_bytes(s, tr->trained.v[i]) * shard / zd;
-				push(&tr->states, tensor_as(s, b, C_OPT_STATES));
-				if (t->opt == OPT_ADAMW)
-					push(&tr->states, tensor_as(s, b, C_OPT_STATES));
-			}
-		if (t->opt == OPT_ADAMW && !t->fused) {
-			for (size_t i = 0; i < tr->trained.n; i++)
-				push(&tr->tmp, tensor_as(s, tensor_bytes(s, tr->trained.v[i]) * shard / zd, C_OPT_TEMP));
-			free_all(s, &tr->tmp);
-		}
+	if (!tr->states_made) {
+		tr->states_made = 1;
+		make_states(tr, 1);
 	}
+	for (size_t i = 0; o->temps != OT_NONE && i < tr->trained.n; i++) {
+		int64_t b = trained_bytes(tr, i, &n);
+		int k = optimizer_temps(o, n, b, &each);
+		for (int j = 0; j < k; j++)
+			push(o->temps == OT_FOREACH ? &tr->tmp : &one, tensor_as(s, each, C_OPT_TEMP));
+		free_all(s, &one);
+	}
+	if (o->temps == OT_FOREACH)
+		free_all(s, &tr->tmp);
+	free(one.v);
 	free_all(s, &tr->grads);
 }
 
@@ -564,6 +599,20 @@ static void micro_step(struct train *tr, int step, int64_t micro, uint64_t jitte
 		free(tr->grads.v);
 		tr->grads = held;
 	}
+}
+
+uint64_t sim_paged_bytes(const struct model_shape *m, const struct train_settings *t)
+{
+	struct train tr = { 0 };
+	struct sim_result r;
+	uint64_t paged;
+
+	if (t->inference || !optimizer_row(t)->paged_min)
+		return 0;
+	train_start(&tr, m, t);
+	paged = make_states(&tr, 0);
+	train_finish(&tr, &r);
+	return paged;
 }
 
 int sim_train(const struct model_shape *m, const struct train_settings *t, int steps, uint64_t jitter_seed,

@@ -50,6 +50,10 @@ int sim_accumulates(const struct train_settings *t);
  * outside 1..SIM_MAX_STEPS. */
 int sim_train(const struct model_shape *m, const struct train_settings *t, int steps, uint64_t jitter_seed,
 	      struct sim_result *r);
+/* The bytes of the optimizer's states a paged optimizer (plan/optimizer.h) keeps in
+ * CUDA managed memory, which the driver pages out to the host under pressure: not in
+ * the simulated allocator, so not in any peak (0: none paged). */
+uint64_t sim_paged_bytes(const struct model_shape *m, const struct train_settings *t);
 /* Simulate `steps` batches of inference (t->inference): a prefill of batch x seq tokens
  * with the KV cache, grown to t->context when that is longer; the logits of the last
  * position, or of every one (t->logits_all). 0, or -EINVAL for GPT-2 (the analytic

@@ -284,6 +284,7 @@ struct train {
 	struct tlist shards;      /* the gradients reduce-scattered this step */
 	struct tlist buckets;     /* DDP's gradient buckets */
 	uint64_t race_bytes;      /* sim_result's race_bytes */
+	int states_made;          /* the optimizer's states made (at the first step) */
 	int prev_logits;          /* the last step's logits: its output holds them (and prev_kv) */
 	/* this step's */
 	int emb;                  /* the embeddings (gemma: scaled), the first layer's input */

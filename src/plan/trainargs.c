@@ -6,6 +6,7 @@
 #include <string.h>
 #include <sys/stat.h>
 
+#include "plan/optimizer.h"
 #include "sys/fsutil.h"
 #include "util/strbuf.h"
 #include "util/xalloc.h"
@@ -92,25 +93,33 @@ static int must_be_off(struct reader *r, const char *key, json_t *v)
 				  "key), and take the plan as a guide only");
 }
 
-/* Optimizers by their Hugging Face names (TrainingArguments' optim, axolotl's optimizer). */
+/* Optimizers by their Hugging Face names (TrainingArguments' optim, axolotl's
+ * optimizer), as plan/optimizer.h's rows name them; Lion's 8-bit and paged variants,
+ * whose states are smaller than the 32-bit one's, are refused naming it. */
 static int map_optim(struct reader *r, const char *key, json_t *v)
 {
-	static const struct { const char *name, *opt; } known[] = {
-		{ "adamw_torch", "adamw" }, { "adamw_hf", "adamw" }, { "adamw_torch_fused", "adamw-fused" },
-		{ "sgd", "sgd" },
-	};
 	const char *s = json_string_value(v);
+	const struct optimizer_row *o;
+	struct strbuf names = STRBUF_INIT;
 
 	if (flag_wins(r, "optimizer"))
 		return 0;
 	if (!s)
 		return unmappable(r, key, "wants an optimizer's name such as adamw_torch");
-	for (size_t i = 0; i < sizeof(known) / sizeof(known[0]); i++)
-		if (!strcmp(s, known[i].name))
-			return set(r, key, "optimizer", known[i].opt);
-	*r->err = xasprintf("%s: '%s' is %s, an optimizer the planner does not model (it plans adamw_torch, "
-			    "adamw_torch_fused and sgd): plan with --optimizer adamw for an upper bound of AdamW-like "
-			    "states (8-bit and factored states are smaller)", r->tool, key, s);
+	if ((o = optimizer_by_hf(s)))
+		return set(r, key, "optimizer", o->word);
+	if (strstr(s, "lion")) {
+		*r->err = xasprintf("%s: '%s' is %s, whose states the planner does not model: plan with --optimizer "
+				    "lion for an upper bound (lion_32bit's fp32 state on the GPU)", r->tool, key, s);
+		return -EINVAL;
+	}
+	for (size_t i = 0; (o = optimizer_at(i)); i++)
+		for (int j = 0; j < OPT_MAX_NAMES && o->hf[j]; j++)
+			strbuf_addf(&names, "%s%s", names.len ? ", " : "", o->hf[j]);
+	*r->err = xasprintf("%s: '%s' is %s, an optimizer the planner does not model (it plans %s): plan with "
+			    "--optimizer adamw for an upper bound of AdamW-like states", r->tool, key, s,
+			    strbuf_str(&names));
+	strbuf_release(&names);
 	return -EINVAL;
 }
 

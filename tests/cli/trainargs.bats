@@ -59,10 +59,10 @@ same() {
 }
 
 @test "a flag beside a file wins over a value of the file the planner cannot map" {
-	python3 -c 'import json,sys; a=json.load(open(sys.argv[1])); a["optim"] = "paged_adamw_32bit"; json.dump(a, open(sys.argv[2], "w"))' "$F/trainargs-5.x.json" "$T/ta.json"
+	python3 -c 'import json,sys; a=json.load(open(sys.argv[1])); a["optim"] = "galore_adamw"; json.dump(a, open(sys.argv[2], "w"))' "$F/trainargs-5.x.json" "$T/ta.json"
 	run "$HR" plan --gpu h100 --trainer-args "$T/ta.json" "$M"
 	[ "$status" -eq 2 ]
-	[[ "$output" == *"'optim' is paged_adamw_32bit"*"plan with --optimizer adamw"* ]]
+	[[ "$output" == *"'optim' is galore_adamw"*"plan with --optimizer adamw"* ]]
 	run "$HR" plan --gpu h100 --trainer-args "$T/ta.json" --optimizer adamw "$M"
 	echo "$output"
 	[ "$status" -ne 2 ]
@@ -131,4 +131,30 @@ J
 	python3 -c 'import json,sys; a=json.load(open(sys.argv[1])); a["keep_outputs"] = True; json.dump(a, open(sys.argv[2], "w"))' "$F/trainargs-5.x.json" "$T/ta.json"
 	"$HR" plan --gpu h100 --json --trainer-args "$T/ta.json" "$M" 2>/dev/null > "$T/p.json"
 	python3 -c 'import json,sys; a=json.load(open(sys.argv[1]))["assumed"]; assert a["keep_outputs"] is False and a["ignored_keys"] == {"TrainingArguments": ["keep_outputs"]}, a' "$T/p.json"
+}
+
+# Issue 45: 8-bit, paged, factored and Lion optimizers were refused; each is a row of
+# the optimizers' table now, modelled and said so.
+@test "TrainingArguments' 8-bit, paged, Adafactor and Lion optimizers plan as their flags, said modelled" {
+	for pair in paged_adamw_8bit:paged-adamw-8bit paged_adamw_32bit:paged-adamw adamw_bnb_8bit:adamw-8bit \
+		    adamw_8bit:adamw-8bit adafactor:adafactor lion_32bit:lion; do
+		python3 -c 'import json,sys; a=json.load(open(sys.argv[1])); a["optim"] = sys.argv[3]; json.dump(a, open(sys.argv[2], "w"))' \
+			"$F/trainargs-5.x.json" "$T/ta.json" "${pair%%:*}"
+		run "$HR" plan --gpu h100 --trainer-args "$T/ta.json" "$M"
+		echo "$output"
+		[ "$status" -ne 2 ]
+		[[ "$output" == *"optimizer ${pair##*:} ("*"modelled, not measured"* ]]
+		same "$M" "--trainer-args $T/ta.json" "--trainer-args $F/trainargs-5.x.json --optimizer ${pair##*:}"
+	done
+	# paged states are said, and left out of the card's figures
+	python3 -c 'import json,sys; a=json.load(open(sys.argv[1])); a["optim"] = "paged_adamw_8bit"; json.dump(a, open(sys.argv[2], "w"))' "$F/trainargs-5.x.json" "$T/ta.json"
+	run "$HR" plan --gpu h100 --trainer-args "$T/ta.json" "$M"
+	[[ "$output" == *"paged: "*" GiB of states in managed memory, paged out under pressure, not counted against the card"* ]]
+	"$HR" plan --gpu h100 --json --trainer-args "$T/ta.json" "$M" > "$T/p.json" || [ $? -ne 2 ]
+	python3 -c 'import json,sys; a=json.load(open(sys.argv[1]))["assumed"]; assert a["optimizer"] == "paged-adamw-8bit" and a["paged_states_bytes"] > 2e9 and a["optimizer_states_dtype"] == "8-bit", a' "$T/p.json"
+	# Lion's 8-bit and paged variants are refused, naming the row that bounds them
+	python3 -c 'import json,sys; a=json.load(open(sys.argv[1])); a["optim"] = "paged_lion_8bit"; json.dump(a, open(sys.argv[2], "w"))' "$F/trainargs-5.x.json" "$T/ta.json"
+	run "$HR" plan --gpu h100 --trainer-args "$T/ta.json" "$M"
+	[ "$status" -eq 2 ]
+	[[ "$output" == *"'optim' is paged_lion_8bit"*"plan with --optimizer lion"* ]]
 }

@@ -252,7 +252,12 @@ static void test_trainer_args(void **state)
 	assert_int_equal(t.batch, 6);
 	assert_int_equal(t.steps, 5);
 	read_args(0, "{\"deepspeed\": \"ds.json\"}", &t, "'deepspeed' names a DeepSpeed config file");
-	read_args(0, "{\"optim\": \"adafactor\"}", &t, "'optim' is adafactor");
+	read_args(0, "{\"optim\": \"adafactor\"}", &t, NULL);
+	assert_int_equal(t.opt, OPT_ADAFACTOR);
+	read_args(0, "{\"optim\": \"paged_adamw_8bit\"}", &t, NULL);
+	assert_int_equal(t.opt, OPT_PAGED_ADAMW_8BIT);
+	read_args(0, "{\"optim\": \"lion_8bit\"}", &t, "plan with --optimizer lion");
+	read_args(0, "{\"optim\": \"galore_adamw\"}", &t, "'optim' is galore_adamw");
 	read_args(0, "{\"fsdp\": [\"full_shard\", \"offload\"]}", &t, "'fsdp' has an FSDP option");
 	read_args(0, "{\"a_new_key\": 1, \"another\": 2, \"seed\": 3}", &t, "'a_new_key', 'another' are not known");
 	read_args(0, "{\"torch_compile\": true}", &t, "'torch_compile' is not modelled");

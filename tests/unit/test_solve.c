@@ -370,7 +370,7 @@ static void test_solve_few_plans(void **state)
 /* Monotone by construction: over each knob's sweep need_low and need_high never fall
  * and the verdict only moves fits -> at risk -> does not fit; the context moved by
  * 128 MiB either way, or a 64 MiB buffer added, never turns a fit into a does-not-fit.
- * Over Llama-3.2-1B, full and LoRA, and a MoE family. */
+ * Over Llama-3.2-1B, full (AdamW and 8-bit AdamW) and LoRA, and a MoE family. */
 static void sweep(const struct model_shape *m, struct train_settings t, const char *knob, const int64_t *vs,
 		  size_t n, const struct fit *f)
 {
@@ -429,6 +429,10 @@ static void test_monotone(void **state)
 	t.lora_rank = 8;
 	sweep(&m, t, "lora_rank", ranks, sizeof(ranks) / sizeof(ranks[0]), &f);
 	sweep(&m, t, "seq", seqs, sizeof(seqs) / sizeof(seqs[0]), &f);
+	t.lora_rank = 0; /* 8-bit AdamW's blockwise states (plan/optimizer.h) */
+	t.opt = OPT_ADAMW_8BIT;
+	sweep(&m, t, "batch", batches, sizeof(batches) / sizeof(batches[0]), &f);
+	t.opt = OPT_ADAMW;
 	shape_of("{\"model_type\": \"qwen3_moe\", \"hidden_size\": 1024, \"intermediate_size\": 3072,"
 		 " \"moe_intermediate_size\": 768, \"num_hidden_layers\": 8, \"num_attention_heads\": 16,"
 		 " \"num_key_value_heads\": 4, \"head_dim\": 64, \"num_experts\": 32, \"num_experts_per_tok\": 4,"
