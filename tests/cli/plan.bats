@@ -1005,3 +1005,43 @@ PY
 	run "$HR" plan --gpu gb20 "$T/llama1b.json"
 	[[ "$output" == "headroom: plan: unknown --gpu 'gb20'; did you mean gb200?"* ]]
 }
+
+# Issue 45: the fused losses (Liger's, Cut Cross-Entropy) and the flash kernels' names.
+@test "--loss liger and cce plan without the full logits, said as modelled; --loss-chunk beside them is refused" {
+	llama8b
+	"$HR" plan --gpu h200 --seq 8192 --lora-rank 16 --grad-ckpt --json "$T/llama8b.json" > "$T/plain.json"
+	for loss in liger cce; do
+		run "$HR" plan --gpu h200 --seq 8192 --lora-rank 16 --grad-ckpt --loss $loss "$T/llama8b.json"
+		echo "$output"
+		[ "$status" -eq 0 ]
+		[[ "$output" == *"loss: "*"modelled, not measured"* ]]
+		"$HR" plan --gpu h200 --seq 8192 --lora-rank 16 --grad-ckpt --loss $loss --json "$T/llama8b.json" > "$T/f.json"
+		python3 -c 'import json,sys; p=json.load(open(sys.argv[1])); f=json.load(open(sys.argv[2])); assert f["assumed"]["loss"] == sys.argv[3] and "loss" not in p["assumed"]; assert f["device_peak_bytes"] < p["device_peak_bytes"], (f["device_peak_bytes"], p["device_peak_bytes"])' "$T/plain.json" "$T/f.json" $loss
+	done
+	run "$HR" plan --gpu h200 --loss liger --loss-chunk 1024 "$T/llama8b.json"
+	[ "$status" -eq 2 ]
+	[[ "$output" == *"loss_chunk chunks the plain loss"* ]]
+	run "$HR" plan --gpu h200 --loss fused "$T/llama8b.json"
+	[ "$status" -eq 2 ]
+	[[ "$output" == *"--loss wants plain, liger or cce"* ]]
+}
+
+@test "--attn flash_attention_2 plans as sdpa, the assumption said; names not modelled are refused naming those that are" {
+	llama8b
+	run "$HR" plan --gpu h200 --attn flash_attention_2 "$T/llama8b.json"
+	echo "$output"
+	[ "$status" -eq 0 ]
+	[[ "$output" == *"flash_attention_2 planned as sdpa's flash kernel: it keeps what flash-attn keeps"*"modelled, not measured"* ]]
+	"$HR" plan --gpu h200 --json --attn flash_attention_2 "$T/llama8b.json" > "$T/a.json"
+	"$HR" plan --gpu h200 --json --attn sdpa "$T/llama8b.json" > "$T/b.json"
+	python3 -c 'import json,sys; a=json.load(open(sys.argv[1])); b=json.load(open(sys.argv[2])); assert a["assumed"].pop("attn") == "flash_attention_2"; assert a == b' "$T/a.json" "$T/b.json"
+	run "$HR" plan --gpu h200 --attn flex_attention "$T/llama8b.json"
+	[ "$status" -eq 0 ]
+	[[ "$output" == *"flex_attention planned as sdpa's flash kernel, the mask taken to be causal"* ]]
+	run "$HR" plan --gpu h200 --attn kernels-community/flash-attn3 "$T/llama8b.json"
+	[ "$status" -eq 2 ]
+	[[ "$output" == *"--attn wants sdpa, default"*"flash_attention_2, flash_attention_3 or flex_attention"* ]]
+	run "$HR" plan --gpu h200 --attn flash_attention_2 --precision fp32 "$T/llama8b.json"
+	[ "$status" -eq 2 ]
+	[[ "$output" == *"flash kernels run in bf16 or fp16"* ]]
+}
