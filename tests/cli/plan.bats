@@ -711,7 +711,7 @@ PY
 	[ "$status" -eq 0 ]
 	local help="$output" man
 	man=$(sed 's/\\-/-/g; s/\\f[BIR]//g' "$ROOT/docs/headroom.1")
-	for key in precision dtype autocast optimizer momentum grad_ckpt use_cache keep_outputs batch seq loss_chunk steps buffer \
+	for key in precision dtype autocast optimizer momentum grad_ckpt use_cache keep_outputs batch seq loss_chunk loss steps buffer \
 	           zero_stage dp ddp reshard_after_forward freeze inputs_embeds alloc_conf lora_rank lora_targets \
 	           inference context logits context_bytes attn; do
 		flag=${key//_/-}
@@ -724,7 +724,7 @@ PY
 	done
 	# and no row the test does not know: the help's settings are these
 	local n=$(sed -n '/^Settings:/,/^Old spellings/p' <<< "$help" | grep -c '^      --')
-	[ "$n" -eq 28 ]
+	[ "$n" -eq 29 ]
 }
 
 # Issue 30: "--inference --solve context on Llama-3.1 answers 492,544, its maximum is
