@@ -416,7 +416,7 @@ static void print_risk(const struct train_settings *t, const struct plan_result 
 	       r->need_high_phase ? r->need_high_phase : "step",
 	       t->expandable ? "" : " expandable segments (PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True);",
 	       in_step ? (foreach ? " a fused optimizer (--optimizer adamw-fused);" : "")
-	       : t->inference || t->loss_chunk ? "" : " a chunked loss (--loss-chunk 1024);");
+	       : t->inference || t->loss_chunk || t->loss != LOSS_PLAIN ? "" : " a chunked loss (--loss-chunk 1024);");
 }
 
 static void print_table(const struct plan_args *a, const struct plan_result *r)

@@ -144,7 +144,8 @@ static int apply(enum hint_change c, struct train_settings *s, const char *solvi
 		if (chunk < (tokens - 1) / PLAN_MAX_LOSS_CHUNKS + 1)
 			chunk = (tokens - 1) / PLAN_MAX_LOSS_CHUNKS + 1;
 		/* (solving the batch or seq, the tokens grow past the chunk) */
-		if (locked("loss_chunk", solving, locks, nlocks) || (s->loss_chunk && s->loss_chunk <= chunk) ||
+		if (locked("loss_chunk", solving, locks, nlocks) || s->loss != LOSS_PLAIN ||
+		    (s->loss_chunk && s->loss_chunk <= chunk) ||
 		    (tokens <= chunk && !(solving && (!strcmp(solving, "batch") || !strcmp(solving, "seq")))))
 			return -1;
 		s->loss_chunk = *value = chunk;

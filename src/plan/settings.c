@@ -165,14 +165,47 @@ static int p_context_bytes(const struct setting *s, struct train_settings *t, co
 	return rc == -EDOM ? rc : rc ? -EINVAL : 0;
 }
 
-/* what the measuring scripts pass as attn_implementation: the one attention modelled */
+/* attn_implementation's names: those planned as the attention each family's row
+ * models (sdpa; gpt_oss's eager), and what the plan says of each (NULL: nothing). */
+#define FLASH_SAID(name) \
+	name " planned as sdpa's flash kernel: it keeps what flash-attn keeps (the output and a log-sum-exp " \
+	     "a head and token); modelled, not measured"
+static const struct {
+	const char *name, *said;
+} attn_names[] = {
+	{ "default", NULL }, /* what transformers picks: the family's row */
+	{ "sdpa", NULL },
+	{ "flash_attention_2", FLASH_SAID("flash_attention_2") },
+	{ "flash_attention_3", FLASH_SAID("flash_attention_3") },
+	{ "flex_attention", "flex_attention planned as sdpa's flash kernel, the mask taken to be causal (its block "
+			    "mask's few bytes not counted); modelled, not measured" },
+};
+
 static int p_attn(const struct setting *s, struct train_settings *t, const char *text)
 {
 	(void)s;
-	(void)t;
-	/* "default": what transformers picks, which is what each family's row plans (sdpa;
-	 * gpt_oss's eager attention) */
-	return strcmp(text, "sdpa") && strcmp(text, "default") ? -EINVAL : 0;
+	for (size_t i = 0; i < sizeof(attn_names) / sizeof(attn_names[0]); i++)
+		if (!strcmp(text, attn_names[i].name)) {
+			t->attn_name = (int)i;
+			return 0;
+		}
+	return -EINVAL;
+}
+
+static int p_loss(const struct setting *s, struct train_settings *t, const char *text)
+{
+	int k = sim_loss_find(text);
+
+	(void)s;
+	if (k < 0)
+		return -EINVAL;
+	t->loss = (enum loss_kind)k;
+	return 0;
+}
+
+int settings_attn_flash(const struct train_settings *t)
+{
+	return attn_names[t->attn_name].said != NULL;
 }
 
 const char *settings_optimizer_name(const struct train_settings *t)
@@ -278,6 +311,19 @@ static json_t *a_logits(const struct setting *s, const struct train_settings *t)
 {
 	(void)s;
 	return t->inference ? json_string(t->logits_all ? "all" : "last") : NULL;
+}
+
+/* the fused losses and the flash kernels' names only: older plans unchanged */
+static json_t *a_loss(const struct setting *s, const struct train_settings *t)
+{
+	(void)s;
+	return t->loss != LOSS_PLAIN && !t->inference ? json_string(sim_loss(t->loss)->name) : NULL;
+}
+
+static json_t *a_attn(const struct setting *s, const struct train_settings *t)
+{
+	(void)s;
+	return attn_names[t->attn_name].said ? json_string(attn_names[t->attn_name].name) : NULL;
 }
 
 /* What each row says in the plan's "assumed:" lines (struct setting's said): a setting
@@ -484,6 +530,24 @@ static void s_loss_chunk(const struct setting *s, const struct train_settings *t
 	strbuf_add(sb, " tokens");
 }
 
+static void s_loss(const struct setting *s, const struct train_settings *t, const struct said_ctx *c,
+		   struct strbuf *sb)
+{
+	(void)s;
+	(void)c;
+	if (!t->inference && sim_loss(t->loss)->said)
+		strbuf_add(sb, sim_loss(t->loss)->said);
+}
+
+static void s_attn(const struct setting *s, const struct train_settings *t, const struct said_ctx *c,
+		   struct strbuf *sb)
+{
+	(void)s;
+	(void)c;
+	if (attn_names[t->attn_name].said)
+		strbuf_add(sb, attn_names[t->attn_name].said);
+}
+
 static void s_zero(const struct setting *s, const struct train_settings *t, const struct said_ctx *c,
 		   struct strbuf *sb)
 {
@@ -605,6 +669,10 @@ static const struct setting settings[] = {
 		a_train_count, SAID_RUN, s_grad_accum),
 	INT_ROW("loss_chunk", "N", loss_chunk, 0, INT64_MAX, "tokens per lm_head + loss chunk (default 0: all at once)",
 		a_train_count, SAID_RUN, s_loss_chunk),
+	{ "loss", "plain|liger|cce", "plain, liger or cce",
+	  "the loss's kernel: plain (the default: logits, chunked with --loss-chunk), liger (Liger's fused linear "
+	  "cross-entropy) or cce (Cut Cross-Entropy); the fused ones modelled, not measured",
+	  p_loss, SJ_TEXT, 0, 0, 0, WORDS("plain", "liger", "cce"), 0, a_loss, SAID_RUN, s_loss },
 	INT_ROW("steps", "N", steps, 1, PLAN_MAX_STEPS, "the run's training steps (default: a long run; the first 8 are "
 							  "simulated, past which PyTorch's allocator was not seen to grow)",
 		a_train_count, SAID_NONE, NULL),
@@ -638,9 +706,14 @@ static const struct setting settings[] = {
 				   "such a string)",
 	  "CUDA context and workspaces (default 740M, H200/torch 2.11)", p_context_bytes, SJ_BYTES, 0, 0, 0, NULL, 0, NULL,
 	  SAID_NONE, NULL },
-	{ "attn", "sdpa|default", "sdpa, or default (what transformers picks: sdpa; gpt_oss's eager attention)",
-	  "the attention implementation: sdpa, or default (what transformers picks: sdpa, gpt_oss eager)", p_attn,
-	  SJ_TEXT, 0, 0, 0, WORDS("sdpa", "default"), 0, NULL, SAID_NONE, NULL },
+	{ "attn", "NAME",
+	  "sdpa, default (what transformers picks: sdpa; gpt_oss's eager attention), flash_attention_2, "
+	  "flash_attention_3 or flex_attention (planned as sdpa's flash kernel)",
+	  "the attention implementation: sdpa, default (what transformers picks: sdpa, gpt_oss eager), "
+	  "flash_attention_2, flash_attention_3 or flex_attention (a causal mask), planned as sdpa's flash kernel",
+	  p_attn, SJ_TEXT, 0, 0, 0,
+	  WORDS("sdpa", "default", "flash_attention_2", "flash_attention_3", "flex_attention"), 0, a_attn,
+	  SAID_ATTENTION, s_attn },
 };
 
 #define NSETTINGS (sizeof(settings) / sizeof(settings[0]))

@@ -125,6 +125,9 @@ json_t *settings_assumed_json(const struct train_settings *t);
  * when none says anything): the first as it is, each next one after the line's
  * separator (", "; "; " between frozen parts and fed hidden states) unless it continues
  * the one before (setting_said_fn). */
+/* Whether t's attention is asked for by a flash kernel's name (flash_attention_2/3,
+ * flex_attention), planned as sdpa's flash kernel. */
+int settings_attn_flash(const struct train_settings *t);
 void settings_said(struct strbuf *sb, enum said_line line, const struct train_settings *t, const struct said_ctx *c);
 /* The optimizer as the plan names it ("none" in inference), and whether the model's
  * use_cache holds keys and values (in inference, or on in training without

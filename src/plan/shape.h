@@ -85,6 +85,10 @@ struct buffer_spec {
 
 #define PLAN_MAX_BUFFERS 8
 
+/* The loss's kernel: the plain one (logits, chunked by loss_chunk), Liger's fused
+ * linear cross-entropy, Apple's Cut Cross-Entropy. */
+enum loss_kind { LOSS_PLAIN, LOSS_LIGER, LOSS_CCE, LOSS_KINDS };
+
 struct train_settings {
 	int param_bytes;          /* 4 fp32, 2 bf16/fp16 */
 	int fp16;                 /* 2-byte weights are fp16, not bf16 (named only: the same bytes) */
@@ -100,6 +104,8 @@ struct train_settings {
 				   * taken, as HF Trainer's training_step does */
 	int64_t batch, seq;
 	int64_t loss_chunk;       /* tokens per lm_head + loss chunk; 0: all at once */
+	enum loss_kind loss;      /* the loss's kernel (sim.c's loss table) */
+	int attn_name;            /* the attention asked for, as settings.c names it (0: default) */
 	int64_t grad_accum;       /* micro-batches a step, their gradients accumulated (1: none) */
 	int zero_stage;           /* 0 none; 1 optimizer, 2 + gradients, 3 + weights (FSDP full shard) */
 	int64_t dp;               /* data-parallel degree the states are sharded over */

@@ -160,6 +160,121 @@ static void train_forward(struct train *tr, int step)
 	tr->hidden = hs;
 }
 
+/* The losses' kernels. Liger's and Cut Cross-Entropy's are modelled from their code
+ * (liger_kernel/ops/fused_linear_cross_entropy.py; ml-cross-entropy's cce), not
+ * measured: no GPU run of either was recorded. */
+static const struct loss_row losses[LOSS_KINDS] = {
+	[LOSS_PLAIN] = { "plain", 0, 0, NULL },
+	[LOSS_LIGER] = { "liger", 1, 1,
+			 "loss: Liger's fused linear cross-entropy (chunks of about batch x seq x hidden / vocab tokens; "
+			 "the input's and lm_head's gradients made in the forward; modelled, not measured)" },
+	[LOSS_CCE] = { "cce", 1, 0,
+		       "loss: Cut Cross-Entropy (logits only in on-chip blocks, a log-sum-exp a token kept; the "
+		       "gradients made in the backward; modelled, not measured)" },
+};
+
+const struct loss_row *sim_loss(enum loss_kind k)
+{
+	return k >= 0 && k < LOSS_KINDS ? &losses[k] : &losses[LOSS_PLAIN];
+}
+
+int sim_loss_find(const char *name)
+{
+	for (int k = 0; k < LOSS_KINDS; k++)
+		if (!strcmp(name, losses[k].name))
+			return k;
+	return -1;
+}
+
+/* Liger's chunk: batch x seq split into vocab / hidden (rounded up) parts, rounded up
+ * to a power of two, so that a chunk's logits are about the size of its input. */
+static int64_t liger_chunk(const struct step *s)
+{
+	int64_t parts = (s->vocab + s->hidden - 1) / s->hidden, want = (s->tokens + parts - 1) / parts, c = 1;
+
+	while (c < want)
+		c *= 2;
+	return c;
+}
+
+/* Chunks simulated of Liger's loop: each frees what the last one made as it makes its
+ * own, so from the second on every one asks for the same blocks (a shorter last one
+ * less), and the third repeats the second's peak. */
+#define LIGER_SIM_CHUNKS 3
+
+/* Liger's forward (fused_linear_cross_entropy_forward): the input's gradient (the
+ * input's dtype, ib bytes) and lm_head's (the weight's dtype) made whole, a loss a
+ * token; then chunk by chunk the logits in the compute dtype (the next made before the
+ * last goes), their gradient in place, its product with the weight copied into the
+ * input's gradient, and the weight's added in: an fp32 gradient of bf16 logits through
+ * addmm's out_dtype, else through an mm and its fp32 copy. */
+static void liger_forward(struct train *tr, int ib)
+{
+	struct step *s = &tr->s;
+	int64_t n = liger_chunk(s), V = s->vocab, H = s->hidden, gw = tr->head_trains ? tr->grad_bytes : 0;
+	int prev = 0, accumulating = s->accumulating;
+
+	tr->fused_gin = tensor(s, ib * s->tokens * H);
+	s->accumulating = 0; /* (added into the resident one in the backward) */
+	tr->fused_gw = gw ? tensor_as(s, gw * V * H, C_GRADS) : 0;
+	s->accumulating = accumulating;
+	int loss = tensor(s, DT_FP32 * s->tokens);
+	for (int64_t done = 0, c = 0; done < s->tokens && c < LIGER_SIM_CHUNKS; done += n, c++) {
+		int64_t k = s->tokens - done < n ? s->tokens - done : n;
+		int l = tensor(s, s->act_bytes * k * V);
+		drop(s, prev);
+		prev = l;
+		drop(s, tensor(s, s->act_bytes * k * H)); /* the input's rows, copied in */
+		if (gw && !(gw == DT_FP32 && s->act_bytes != DT_FP32)) {
+			int mm = tensor(s, s->act_bytes * V * H);
+			int f = s->act_bytes != DT_FP32 ? tensor(s, DT_FP32 * V * H) : 0;
+			drop(s, mm), drop(s, f);
+		}
+	}
+	drop(s, prev), drop(s, loss);
+}
+
+/* The loss's forward as its row says: the plain one's logits chunk by chunk, their
+ * fp32 copy, the log-softmax (kept); Liger's gradients; Cut Cross-Entropy's
+ * log-sum-exp (kept, to go with the backward's temporaries). ib: the bytes of an
+ * element of lm_head's input. */
+static void loss_kernel_forward(struct train *tr, int ib)
+{
+	struct step *s = &tr->s;
+	const struct loss_row *row = sim_loss(tr->t->loss);
+	int64_t chunk = tr->chunk;
+
+	tr->logits = 0;
+	if (row->fused && row->grads_forward) {
+		liger_forward(tr, ib);
+		return;
+	}
+	if (row->fused) {
+		push(&tr->tmp, tensor(s, DT_FP32 * s->tokens));
+		return;
+	}
+	for (int64_t done = 0; done < s->tokens; done += chunk) {
+		int64_t n = s->tokens - done < chunk ? s->tokens - done : chunk;
+		int l1 = tensor(s, s->act_bytes * n * s->vocab);
+		if (s->fam->logits_scale) /* logits / logits_scaling: a new tensor */
+			l1 = remake(s, l1, s->act_bytes * n * s->vocab);
+		if (s->softcap > 0) { /* logits / cap, tanh (kept), x cap */
+			int d = tensor(s, s->act_bytes * n * s->vocab);
+			drop(s, l1);
+			push(&tr->capped, tensor(s, s->act_bytes * n * s->vocab));
+			drop(s, d);
+			l1 = tensor(s, s->act_bytes * n * s->vocab);
+		}
+		if (!tr->logits)
+			tr->logits = l1;
+		else
+			push(&tr->tmp, l1);
+		int lf = s->act_bytes != DT_FP32 ? tensor(s, DT_FP32 * n * s->vocab) : 0;
+		push(&tr->lsm, tensor(s, DT_FP32 * n * s->vocab));
+		drop(s, lf);
+	}
+}
+
 /* The final norm, lm_head and the loss over chunks, in the forward: logits as
  * returned, their fp32 copy, the log-softmax (kept); only then does the caller drop
  * the last step's output (its logits and cache), or, as HF Trainer, this step's
@@ -167,7 +282,6 @@ static void train_forward(struct train *tr, int step)
 static void loss_forward(struct train *tr)
 {
 	struct step *s = &tr->s;
-	int64_t chunk = tr->chunk;
 	int yf;
 
 	if (s->fam->norm == NORM_LAYER) { /* ln_f keeps its input */
@@ -195,36 +309,23 @@ static void loss_forward(struct train *tr)
 	/* lm_head's weight and input cast to bf16 under autocast; the weight's kept (for the
 	 * input's gradient, frozen or not), the input's while the weight trains; the fp32
 	 * norm output lives on in the model's forward until the loss is computed */
-	int y32 = 0;
+	int y32 = 0, liger = sim_loss(tr->t->loss)->grads_forward;
 	s->part = C_LOGITS;
 	if (s->autocast) {
 		tr->head_wcast = tensor(s, DT_BF16 * s->vocab * s->hidden);
-		y32 = yf;
-		yf = tensor(s, DT_BF16 * s->tokens * s->hidden);
-	}
-	tr->logits = 0;
-	for (int64_t done = 0; done < s->tokens; done += chunk) {
-		int64_t n = s->tokens - done < chunk ? s->tokens - done : chunk;
-		int l1 = tensor(s, s->act_bytes * n * s->vocab);
-		if (s->fam->logits_scale) /* logits / logits_scaling: a new tensor */
-			l1 = remake(s, l1, s->act_bytes * n * s->vocab);
-		if (s->softcap > 0) { /* logits / cap, tanh (kept), x cap */
-			int d = tensor(s, s->act_bytes * n * s->vocab);
-			drop(s, l1);
-			push(&tr->capped, tensor(s, s->act_bytes * n * s->vocab));
-			drop(s, d);
-			l1 = tensor(s, s->act_bytes * n * s->vocab);
+		if (liger) { /* in autocast's cache only: the input is cast chunk by chunk */
+			push(&tr->ac_cache, tr->head_wcast);
+			tr->head_wcast = 0;
+		} else {
+			y32 = yf;
+			yf = tensor(s, DT_BF16 * s->tokens * s->hidden);
 		}
-		if (!tr->logits)
-			tr->logits = l1;
-		else
-			push(&tr->tmp, l1);
-		int lf = s->act_bytes != DT_FP32 ? tensor(s, DT_FP32 * n * s->vocab) : 0;
-		push(&tr->lsm, tensor(s, DT_FP32 * n * s->vocab));
-		drop(s, lf);
 	}
-	if (!tr->head_trains) /* a frozen lm_head keeps no input */
+	loss_kernel_forward(tr, norm_out_bytes(s, s->resid_bytes));
+	if (!tr->head_trains || liger) { /* a frozen lm_head keeps no input, nor Liger's */
 		drop(s, yf);
+		yf = 0;
+	}
 	free_all(s, &tr->ac_cache); /* the autocast region ends with the loss */
 	if (tr->fsdp && !tr->t->keep_gathered) {
 		/* resharding, the root's post-forward (the loss is in its forward) frees its
@@ -251,28 +352,12 @@ static void backward_workspace(struct train *tr)
 	}
 }
 
-/* The loss's backward, chunk by chunk: the log-softmax's gradient, the logits'
- * gradient, and the bf16 cast of it. Then lm_head's: its weight's gradient (under
- * autocast a bf16 one, cast to fp32 once the logits' gradient has gone) and its
- * input's, through the final norm into the residual stream's gradient. */
-static void loss_backward(struct train *tr)
+/* The logits' backward, chunk by chunk: the log-softmax's gradient, the logits'
+ * gradient, and the bf16 cast of it (in tmp, to go once lm_head's are made). */
+static void logits_backward(struct train *tr)
 {
 	struct step *s = &tr->s;
-	int64_t chunk = tr->chunk, gw = tr->head_trains ? tr->grad_bytes : 0;
-
-	s->part = C_LOGITS, s->phase = "backward";
-	/* FSDP2's root pre-backward: resharding, the root's weights gathered again (its
-	 * buffer freed once copied out) and the last layer's all-gather issued ahead; kept,
-	 * the forward's last all-gather buffer freed */
-	if (tr->fsdp && !tr->t->keep_gathered) {
-		fsdp_issue(tr, tr->root_bytes);
-		fsdp_copy_out(tr, &tr->root, tr->root_param, tr->nroot_param);
-		fsdp_ag_free(tr);
-		fsdp_issue(tr, tr->layer_bytes);
-		tr->issued[s->layers - 1] = 1;
-	} else if (tr->fsdp) {
-		fsdp_ag_free(tr);
-	}
+	int64_t chunk = tr->chunk;
 
 	for (size_t c = 0; c < tr->lsm.n; c++) {
 		int64_t n = s->tokens - (int64_t)c * chunk < chunk ? s->tokens - (int64_t)c * chunk : chunk;
@@ -298,16 +383,38 @@ static void loss_backward(struct train *tr)
 	}
 	tr->lsm.n = 0;
 	tr->capped.n = 0;
+}
+
+/* lm_head's backward: its weight's gradient (under autocast a bf16 one, cast to fp32
+ * once the logits' gradient has gone) and its input's, which it returns (*gb: its
+ * element bytes). Liger's were made in the forward: the weight's is added into the
+ * resident one when accumulating, else becomes it. */
+static int head_backward(struct train *tr, int *gb)
+{
+	struct step *s = &tr->s;
+	int64_t gw = tr->head_trains ? tr->grad_bytes : 0;
+	int gwb = 0, gh, ob = norm_out_bytes(s, s->resid_bytes);
+
 	s->part = C_BWD_TEMP;
-	int gwb = 0;
 	tr->head_grad = 0;
+	if (sim_loss(tr->t->loss)->grads_forward) {
+		if (tr->fused_gw && s->accumulating)
+			drop(s, tr->fused_gw);
+		else if (tr->fused_gw)
+			push(&tr->grads, tr->head_grad = tr->fused_gw);
+		gh = tr->fused_gin;
+		tr->fused_gin = tr->fused_gw = 0;
+		*gb = ob;
+		backward_workspace(tr); /* (the layers' first product) */
+		return gh;
+	}
 	if (gw && s->autocast)
 		gwb = tensor(s, DT_BF16 * s->vocab * s->hidden);
 	else if (gw)
 		push(&tr->grads, tr->head_grad = tensor_as(s, s->vocab * s->hidden * gw, C_GRADS));
 	if (gw)
 		backward_workspace(tr);
-	int gh = tensor(s, s->act_bytes * s->tokens * s->hidden);
+	gh = tensor(s, s->act_bytes * s->tokens * s->hidden);
 	backward_workspace(tr);
 	free_all(s, &tr->tmp);
 	/* lm_head's node lets go of what it saved (the weight's cast, its input) as it
@@ -316,13 +423,38 @@ static void loss_backward(struct train *tr)
 	drop(s, tr->head_wcast);
 	tr->head_wcast = 0;
 	drop(s, tr->final_out);
-	int gb = (int)s->act_bytes, ob = norm_out_bytes(s, s->resid_bytes);
-	if (gb != ob) /* autocast's cast for lm_head, backward */
-		gh = remake(s, gh, ob * s->tokens * s->hidden), gb = ob;
+	*gb = (int)s->act_bytes;
+	if (*gb != ob) /* autocast's cast for lm_head, backward */
+		gh = remake(s, gh, ob * s->tokens * s->hidden), *gb = ob;
 	if (gwb) {
 		push(&tr->grads, tr->head_grad = tensor_as(s, s->vocab * s->hidden * gw, C_GRADS));
 		drop(s, gwb);
 	}
+	return gh;
+}
+
+/* The loss's backward: the logits' (none for a fused loss), lm_head's, then through
+ * the final norm into the residual stream's gradient. */
+static void loss_backward(struct train *tr)
+{
+	struct step *s = &tr->s;
+	int gb, gh;
+
+	s->part = C_LOGITS, s->phase = "backward";
+	/* FSDP2's root pre-backward: resharding, the root's weights gathered again (its
+	 * buffer freed once copied out) and the last layer's all-gather issued ahead; kept,
+	 * the forward's last all-gather buffer freed */
+	if (tr->fsdp && !tr->t->keep_gathered) {
+		fsdp_issue(tr, tr->root_bytes);
+		fsdp_copy_out(tr, &tr->root, tr->root_param, tr->nroot_param);
+		fsdp_ag_free(tr);
+		fsdp_issue(tr, tr->layer_bytes);
+		tr->issued[s->layers - 1] = 1;
+	} else if (tr->fsdp) {
+		fsdp_ag_free(tr);
+	}
+	logits_backward(tr);
+	gh = head_backward(tr, &gb);
 	free_all(s, &tr->head_saved);
 	if (tr->grad_bytes) /* the final norm's weight (GPT-2's ln_f: and bias) */
 		for (int i = 0; i < norm_tensors(s); i++)

@@ -34,6 +34,21 @@ struct sim_result {
 	uint64_t race_bytes;
 };
 
+/* A loss's kernel, as the simulation replays it (sim.c's table, one row a loss_kind):
+ * fused, it makes no logits tensor beyond a chunk; with the gradients in the forward,
+ * the input's and lm_head's gradients are made there and kept to the backward (Liger);
+ * without, the backward makes them (Cut Cross-Entropy, keeping a log-sum-exp a token). */
+struct loss_row {
+	const char *name;    /* the setting's word */
+	int fused;           /* lm_head's product and the loss in one kernel */
+	int grads_forward;   /* the gradients made in the forward, chunk by chunk */
+	const char *said;    /* what the plan says it assumes (NULL: nothing) */
+};
+
+const struct loss_row *sim_loss(enum loss_kind k);
+/* The loss named `name`, or -1. */
+int sim_loss_find(const char *name);
+
 /* Whether the simulation runs t's micro-batches as accumulated ones: grad_accum above 1
  * without ZeRO-2/3 (whose reduce-scatter of each micro-batch into shards is not
  * simulated: such a step is planned as one micro-batch, and said). */

@@ -293,6 +293,7 @@ struct train {
 	int logits;               /* the first chunk's, as the model returns them */
 	struct tlist lsm;         /* each loss chunk's log-softmax */
 	struct tlist capped;      /* gemma2: each loss chunk's tanh, kept by the softcap */
+	int fused_gin, fused_gw;  /* Liger: the input's and lm_head's gradients, from the forward */
 	int grad_res;             /* the residual stream's gradient */
 	int mask[2];              /* the masks made before the layers (model_masks; 0 none):
 				   * through the layers, checkpointed ones to their backward */

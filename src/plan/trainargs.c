@@ -7,6 +7,7 @@
 #include <sys/stat.h>
 
 #include "plan/optimizer.h"
+#include "plan/sim.h"
 #include "sys/fsutil.h"
 #include "util/strbuf.h"
 #include "util/xalloc.h"
@@ -314,6 +315,39 @@ static int map_axolotl_ckpt(struct reader *r, const char *key, json_t *v)
 static int map_attn_sdpa(struct reader *r, const char *key, json_t *v)
 {
 	return off(v) ? 0 : set(r, key, "attn", "sdpa");
+}
+
+/* A fused loss's switch (TrainingArguments' use_liger_kernel, axolotl's
+ * liger_fused_linear_cross_entropy and cut_cross_entropy): on, that loss; two fused
+ * losses on in one file cannot both be the loss. */
+static int map_loss(struct reader *r, const char *key, json_t *v, const char *loss)
+{
+	const struct setting *s = setting_find("loss");
+
+	if (off(v))
+		return 0;
+	if (!json_is_true(v))
+		return unmappable(r, key, "wants true or false");
+	if (r->given && (*r->given & SETTING_BIT(s)) && !flag_wins(r, "loss") &&
+	    strcmp(sim_loss(r->t->loss)->name, loss))
+		return unmappable(r, key, "is a second fused loss in the file: keep one of them on");
+	return set(r, key, "loss", loss);
+}
+
+static int map_liger(struct reader *r, const char *key, json_t *v)
+{
+	return map_loss(r, key, v, "liger");
+}
+
+static int map_cce(struct reader *r, const char *key, json_t *v)
+{
+	return map_loss(r, key, v, "cce");
+}
+
+/* axolotl's flex_attention: planned as sdpa's flash kernel, the mask causal. */
+static int map_attn_flex(struct reader *r, const char *key, json_t *v)
+{
+	return off(v) ? 0 : set(r, key, "attn", "flex_attention");
 }
 
 /* A degree of parallelism: 1 (or none) is none. */

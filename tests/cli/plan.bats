@@ -711,7 +711,7 @@ PY
 	[ "$status" -eq 0 ]
 	local help="$output" man
 	man=$(sed 's/\\-/-/g; s/\\f[BIR]//g' "$ROOT/docs/headroom.1")
-	for key in precision dtype autocast optimizer momentum grad_ckpt use_cache keep_outputs batch seq loss_chunk steps buffer \
+	for key in precision dtype autocast optimizer momentum grad_ckpt use_cache keep_outputs batch seq loss_chunk loss steps buffer \
 	           zero_stage dp ddp reshard_after_forward freeze inputs_embeds alloc_conf lora_rank lora_targets \
 	           inference context logits context_bytes attn; do
 		flag=${key//_/-}
@@ -724,7 +724,7 @@ PY
 	done
 	# and no row the test does not know: the help's settings are these
 	local n=$(sed -n '/^Settings:/,/^Old spellings/p' <<< "$help" | grep -c '^      --')
-	[ "$n" -eq 28 ]
+	[ "$n" -eq 29 ]
 }
 
 # Issue 30: "--inference --solve context on Llama-3.1 answers 492,544, its maximum is
@@ -1075,6 +1075,7 @@ PY
 	[[ "$output" == *"--observed: '90' has no unit"* ]]
 	run "$HR" plan "${DRAFTER_FLAGS[@]}" --observed 90G --json "$T/drafter.json"
 	python3 -c 'import json,sys; o=json.loads(sys.argv[1]); a=o["anchor"]; assert a["observed_bytes"] == 90 * 2**30 and a["offset_bytes"] == 90 * 2**30 - o["min_device_bytes"] and not a["peak_is_least"] and a["short_bytes"] is None and a["figures"] is None, a' "$output"
+}
 
 # Issue 45: bitsandbytes' 8-bit and paged AdamW, Adafactor and Lion were not plannable;
 # each is a row of the optimizers' table, modelled, said so, in --help and the docs.
@@ -1094,4 +1095,44 @@ PY
 	[[ "$output" == *"paged: "*" GiB of states in managed memory, paged out under pressure, not counted against the card"* ]]
 	run "$HR" plan --gpu h100 --precision amp-bf16 --seq 1024 --optimizer adamw "$M"
 	[[ "$output" != *"modelled"* && "$output" != *"paged:"* ]]
+}
+
+# Issue 45: the fused losses (Liger's, Cut Cross-Entropy) and the flash kernels' names.
+@test "--loss liger and cce plan without the full logits, said as modelled; --loss-chunk beside them is refused" {
+	llama8b
+	"$HR" plan --gpu h200 --seq 8192 --lora-rank 16 --grad-ckpt --json "$T/llama8b.json" > "$T/plain.json"
+	for loss in liger cce; do
+		run "$HR" plan --gpu h200 --seq 8192 --lora-rank 16 --grad-ckpt --loss $loss "$T/llama8b.json"
+		echo "$output"
+		[ "$status" -eq 0 ]
+		[[ "$output" == *"loss: "*"modelled, not measured"* ]]
+		"$HR" plan --gpu h200 --seq 8192 --lora-rank 16 --grad-ckpt --loss $loss --json "$T/llama8b.json" > "$T/f.json"
+		python3 -c 'import json,sys; p=json.load(open(sys.argv[1])); f=json.load(open(sys.argv[2])); assert f["assumed"]["loss"] == sys.argv[3] and "loss" not in p["assumed"]; assert f["device_peak_bytes"] < p["device_peak_bytes"], (f["device_peak_bytes"], p["device_peak_bytes"])' "$T/plain.json" "$T/f.json" $loss
+	done
+	run "$HR" plan --gpu h200 --loss liger --loss-chunk 1024 "$T/llama8b.json"
+	[ "$status" -eq 2 ]
+	[[ "$output" == *"loss_chunk chunks the plain loss"* ]]
+	run "$HR" plan --gpu h200 --loss fused "$T/llama8b.json"
+	[ "$status" -eq 2 ]
+	[[ "$output" == *"--loss wants plain, liger or cce"* ]]
+}
+
+@test "--attn flash_attention_2 plans as sdpa, the assumption said; names not modelled are refused naming those that are" {
+	llama8b
+	run "$HR" plan --gpu h200 --attn flash_attention_2 "$T/llama8b.json"
+	echo "$output"
+	[ "$status" -eq 0 ]
+	[[ "$output" == *"flash_attention_2 planned as sdpa's flash kernel: it keeps what flash-attn keeps"*"modelled, not measured"* ]]
+	"$HR" plan --gpu h200 --json --attn flash_attention_2 "$T/llama8b.json" > "$T/a.json"
+	"$HR" plan --gpu h200 --json --attn sdpa "$T/llama8b.json" > "$T/b.json"
+	python3 -c 'import json,sys; a=json.load(open(sys.argv[1])); b=json.load(open(sys.argv[2])); assert a["assumed"].pop("attn") == "flash_attention_2"; assert a == b' "$T/a.json" "$T/b.json"
+	run "$HR" plan --gpu h200 --attn flex_attention "$T/llama8b.json"
+	[ "$status" -eq 0 ]
+	[[ "$output" == *"flex_attention planned as sdpa's flash kernel, the mask taken to be causal"* ]]
+	run "$HR" plan --gpu h200 --attn kernels-community/flash-attn3 "$T/llama8b.json"
+	[ "$status" -eq 2 ]
+	[[ "$output" == *"--attn wants sdpa, default"*"flash_attention_2, flash_attention_3 or flex_attention"* ]]
+	run "$HR" plan --gpu h200 --attn flash_attention_2 --precision fp32 "$T/llama8b.json"
+	[ "$status" -eq 2 ]
+	[[ "$output" == *"flash kernels run in bf16 or fp16"* ]]
 }

@@ -158,3 +158,28 @@ J
 	[ "$status" -eq 2 ]
 	[[ "$output" == *"'optim' is paged_lion_8bit"*"plan with --optimizer lion"* ]]
 }
+
+# Issue 45: use_liger_kernel, liger_fused_linear_cross_entropy and cut_cross_entropy were
+# refused (exit 2); they are the fused losses, modelled.
+@test "use_liger_kernel plans as --loss liger; axolotl's liger and cce keys as --loss liger and cce" {
+	python3 -c 'import json,sys; a=json.load(open(sys.argv[1])); a["use_liger_kernel"] = True; json.dump(a, open(sys.argv[2], "w"))' "$F/trainargs-5.x.json" "$T/ta.json"
+	run "$HR" plan --gpu h100 --trainer-args "$T/ta.json" "$M"
+	echo "$output"
+	[ "$status" -ne 2 ]
+	[[ "$output" == *"loss: Liger's fused linear cross-entropy"*"modelled, not measured"* ]]
+	same "$M" "--trainer-args $T/ta.json" "--trainer-args $F/trainargs-5.x.json --loss liger"
+	# the flag wins over the file
+	same "$M" "--trainer-args $T/ta.json --loss plain" "--trainer-args $F/trainargs-5.x.json"
+	{ cat "$F/axolotl-full.yml"; echo "liger_fused_linear_cross_entropy: true"; } > "$T/l.yml"
+	same "$M" "--axolotl $T/l.yml" "--axolotl $F/axolotl-full.yml --loss liger"
+	{ cat "$F/axolotl-full.yml"; echo "cut_cross_entropy: true"; } > "$T/c.yml"
+	same "$M" "--axolotl $T/c.yml" "--axolotl $F/axolotl-full.yml --loss cce"
+	# both on: one file, two losses
+	{ cat "$T/c.yml"; echo "liger_fused_linear_cross_entropy: true"; } > "$T/lc.yml"
+	run "$HR" plan --gpu h100 --axolotl "$T/lc.yml" "$M"
+	[ "$status" -eq 2 ]
+	[[ "$output" == *"'liger_fused_linear_cross_entropy' is a second fused loss in the file"* ]]
+	# axolotl's flex_attention: planned as sdpa's flash kernel, said
+	{ cat "$F/axolotl-full.yml"; echo "flex_attention: true"; } > "$T/f.yml"
+	same "$M" "--axolotl $T/f.yml" "--axolotl $F/axolotl-full.yml --attn flex_attention"
+}

@@ -16,6 +16,8 @@
 #include "plan/config.h"
 #include "plan/limits.h"
 #include "plan/model.h"
+#include "plan/precision.h"
+#include "plan/settings.h"
 #include "plan/gpus.h"
 #include "plan/sim.h"
 #include "plan/solve.h"
@@ -861,6 +863,60 @@ static void test_settings_limits(void **state)
 	assert_int_equal(b.item_bytes, 1ULL << 30);
 }
 
+/* Issue 45: the fused losses make no full logits. Llama-3.1-8B's shape at a long
+ * sequence, LoRA (so the loss's transients can make the peak): Liger's and Cut
+ * Cross-Entropy's logits at the peak are far below the plain loss's and at most a
+ * chunked loss's, and so is the peak; in every precision. A chunk size beside them,
+ * or a flash kernel's name where sdpa's flash kernel is not what runs, is refused. */
+static void test_fused_losses(void **state)
+{
+	static const char *const precisions[] = { "bf16", "amp-bf16" };
+	struct model_shape m;
+	const char *why;
+	(void)state;
+
+	shape_of("{\"model_type\": \"llama\", \"hidden_size\": 4096, \"intermediate_size\": 14336,"
+		 " \"num_hidden_layers\": 32, \"num_attention_heads\": 32, \"num_key_value_heads\": 8,"
+		 " \"vocab_size\": 128256, \"max_position_embeddings\": 131072, \"tie_word_embeddings\": false}", &m);
+	for (size_t p = 0; p < sizeof(precisions) / sizeof(precisions[0]); p++) {
+		struct train_settings t;
+		struct plan_result plain, chunked, fused[2];
+		static const enum loss_kind kinds[] = { LOSS_LIGER, LOSS_CCE };
+
+		train_settings_init(&t);
+		assert_int_equal(precision_apply(&t, precisions[p]), 0);
+		t.seq = 8192, t.lora_rank = 16, t.grad_ckpt = 1;
+		assert_int_equal(plan_compute(&m, &t, &plain, &why), 0);
+		/* the plain loss keeps each token's fp32 log-softmax at least */
+		assert_true(plain.bytes[C_LOGITS] >= (uint64_t)t.seq * (uint64_t)m.vocab * 4);
+		t.loss_chunk = 1024;
+		assert_int_equal(plan_compute(&m, &t, &chunked, &why), 0);
+		t.loss_chunk = 0;
+		for (int k = 0; k < 2; k++) {
+			t.loss = kinds[k];
+			assert_int_equal(plan_compute(&m, &t, &fused[k], &why), 0);
+			assert_breakdown(&fused[k]);
+			assert_true(fused[k].bytes[C_LOGITS] * 4 < plain.bytes[C_LOGITS]);
+			assert_true(fused[k].bytes[C_LOGITS] <= chunked.bytes[C_LOGITS]);
+			assert_true(fused[k].device_peak_bytes < chunked.device_peak_bytes);
+			assert_true(fused[k].need_high_bytes <= chunked.need_high_bytes);
+		}
+		/* Liger's chunk is its own */
+		t.loss = LOSS_LIGER, t.loss_chunk = 1024;
+		assert_int_equal(plan_compute(&m, &t, &fused[0], &why), -EINVAL);
+		assert_non_null(strstr(why, "loss_chunk chunks the plain loss"));
+	}
+	struct train_settings t;
+	struct plan_result r;
+	train_settings_init(&t);
+	assert_int_equal(setting_apply(setting_find("attn"), &t, "flash_attention_2"), 0);
+	assert_int_equal(plan_compute(&m, &t, &r, &why), 0);
+	assert_int_equal(precision_apply(&t, "fp32"), 0);
+	assert_int_equal(plan_compute(&m, &t, &r, &why), -EINVAL);
+	assert_non_null(strstr(why, "flash kernels run in bf16 or fp16"));
+	assert_int_not_equal(setting_apply(setting_find("attn"), &t, "kernels-community/flash-attn"), 0);
+}
+
 /* Gradient accumulation: from the second micro-batch the gradients are resident through
  * the forward and backward, each new one added in and let go, so a step whose backward
  * peaks holds the gradients more (at most them and the largest of them); every count
@@ -999,7 +1055,7 @@ int main(void)
 		cmocka_unit_test(test_shapes), cmocka_unit_test(test_knobs),
 		cmocka_unit_test(test_gpt2_untied), cmocka_unit_test(test_config_limits), cmocka_unit_test(test_max_length),
 		cmocka_unit_test(test_settings_limits), cmocka_unit_test(test_precision_key), cmocka_unit_test(test_overflow),
-		cmocka_unit_test(test_grad_accum),
+		cmocka_unit_test(test_grad_accum), cmocka_unit_test(test_fused_losses),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

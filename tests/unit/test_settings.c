@@ -346,6 +346,20 @@ static void test_said(void **state)
 		    "DDP over 2 ranks (per rank)");
 	expect_said("{\"grad_ckpt\": true}", SAID_ATTENTION, NULL, PROMPT_GIVEN,
 		    "use_cache off (checkpointing turns it off)");
+	/* the fused losses and the flash kernels' names say what they are planned as */
+	expect_said("{\"loss\": \"liger\"}", SAID_RUN, NULL, PROMPT_GIVEN,
+		    "optimizer adamw (foreach), batch 1 x seq 2048, no gradient checkpointing, loss: Liger's fused linear "
+		    "cross-entropy (chunks of about batch x seq x hidden / vocab tokens; the input's and lm_head's "
+		    "gradients made in the forward; modelled, not measured)");
+	expect_said("{\"loss\": \"cce\", \"grad_ckpt\": true}", SAID_RUN, NULL, PROMPT_GIVEN,
+		    "optimizer adamw (foreach), batch 1 x seq 2048, gradient checkpointing, loss: Cut Cross-Entropy "
+		    "(logits only in on-chip blocks, a log-sum-exp a token kept; the gradients made in the backward; "
+		    "modelled, not measured)");
+	expect_said("{\"attn\": \"flex_attention\", \"grad_ckpt\": true}", SAID_ATTENTION, NULL, PROMPT_GIVEN,
+		    "use_cache off (checkpointing turns it off), flex_attention planned as sdpa's flash kernel, the mask "
+		    "taken to be causal (its block mask's few bytes not counted); modelled, not measured");
+	expect_said("{\"attn\": \"sdpa\", \"grad_ckpt\": true}", SAID_ATTENTION, NULL, PROMPT_GIVEN,
+		    "use_cache off (checkpointing turns it off)");
 	/* SGD's momentum */
 	expect_said("{\"optimizer\": \"sgd\", \"momentum\": 0.9}", SAID_RUN, NULL, PROMPT_GIVEN,
 		    "optimizer sgd (momentum 0.9), batch 1 x seq 2048, no gradient checkpointing");
@@ -367,7 +381,7 @@ static void test_said(void **state)
  * the numbers, or in another row's phrase): a new setting decides which. */
 static void test_said_rows(void **state)
 {
-	static const char *const silent[] = { "steps", "buffer", "dp", "context_bytes", "attn" };
+	static const char *const silent[] = { "steps", "buffer", "dp", "context_bytes" };
 	(void)state;
 
 	for (size_t i = 0; setting_at(i); i++) {

@@ -422,6 +422,9 @@ static void test_monotone(void **state)
 	t.batch = 4;
 	sweep(&m, t, "loss_chunk", chunks, sizeof(chunks) / sizeof(chunks[0]), &f);
 	t.batch = 1;
+	t.loss = LOSS_LIGER; /* its chunk follows the tokens */
+	sweep(&m, t, "seq", seqs, sizeof(seqs) / sizeof(seqs[0]), &f);
+	t.loss = LOSS_PLAIN;
 	assert_int_equal(buffer_spec_parse("q=1x64M", &t.buffers[0]), 0);
 	t.nbuffers = 1;
 	sweep(&m, t, "buffer:q", counts, sizeof(counts) / sizeof(counts[0]), &f);
