@@ -126,6 +126,9 @@ struct step {
 	 * the bound's most over the run */
 	const char *window, *need_high_phase;
 	uint64_t window_freed, need_high_bytes;
+	/* the live requests by component (rounded as asked, not the blocks that hold them:
+	 * no placement moves them) */
+	uint64_t live_req[C_NCOMPONENTS];
 	/* a micro-step after the first of an accumulated step: a gradient made now is added
 	 * into the one the parameter holds and let go (accum_drop: the one to let go at the
 	 * next event) */

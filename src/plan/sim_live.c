@@ -21,15 +21,21 @@ static void peak_take(struct step *s)
 	}
 }
 
-/* What fragmentation can pin beside the live set now: a block freed in this phase of
- * the step (forward, backward with its recomputation, optimizer step) carved again by a
- * block that lives on, FRAG_BLOCKS of the largest such; and, of the activations a
- * forward saves into the holes the last step's backward left, one part in PIN_PARTS.
- * A block freed in another phase is not counted: the phase's own blocks refill its
- * holes, and past the card's edge PyTorch gives back every wholly free segment before
- * it fails. Calibrated on the runs measured at the card's edge (docs/plan.md). */
-#define FRAG_BLOCKS 2
+/* What fragmentation can pin beside the live set now: the block asked for must find a
+ * hole, and at the card's edge every hole smaller than it counts against the card; a
+ * block freed in this phase of the step (forward, backward with its recomputation,
+ * optimizer step) can be cut again by one that lives on, pinning its segment: of the
+ * larger of the two, FRAG_QUARTERS quarters; of the activations a forward saves into the
+ * holes the last step's backward left, one part in PIN_PARTS; and in the optimizer step,
+ * of the gradients and states made into the holes of the step before, one part in
+ * OPT_PIN_PARTS. A block freed in another phase is not counted otherwise: PyTorch gives
+ * back every wholly free segment before it fails. Calibrated on the runs measured at the
+ * card's edge (docs/plan.md, Calibration; bench/results/gpu-edge-h100.jsonl): the holes
+ * left when a run failed were up to 2.2 times the block asked for, and at the optimizer
+ * step up to a tenth of the gradients and states. */
+#define FRAG_QUARTERS 9
 #define PIN_PARTS 16
+#define OPT_PIN_PARTS 10
 
 static const char *phase_window(const char *phase)
 {
@@ -50,7 +56,9 @@ static void need_track(struct step *s, uint64_t freed, uint64_t asked)
 	/* with expandable segments a pinned segment pins only its live pages: what a hole
 	 * leaves is its partial pages, a block at either end */
 	pin = s->a.expandable ? s->a.k.large_buffer : asked > s->window_freed ? asked : s->window_freed;
-	need = s->a.live_low_bytes + FRAG_BLOCKS * pin + s->live[C_ACTIVATIONS] / PIN_PARTS;
+	need = s->a.live_low_bytes + FRAG_QUARTERS * pin / 4 + s->live_req[C_ACTIVATIONS] / PIN_PARTS;
+	if (!s->a.expandable && w && !strcmp(w, "optimizer step"))
+		need += (s->live_req[C_GRADS] + s->live_req[C_OPT_STATES]) / OPT_PIN_PARTS;
 	if (need > s->need_high_bytes) {
 		s->need_high_bytes = need;
 		s->need_high_phase = s->phase;
@@ -82,6 +90,7 @@ int tensor_for(struct step *s, int64_t bytes, int stream, int part)
 	s->block_of[id] = alloc_sim_malloc_on(&s->a, (uint64_t)s->bytes_of[id], stream);
 	s->part_of[id] = (unsigned char)part;
 	s->live[part] += s->a.b[s->block_of[id]].size;
+	s->live_req[part] += s->a.b[s->block_of[id]].req;
 	need_track(s, 0, s->a.b[s->block_of[id]].req);
 	if (s->a.max_allocated_bytes > was) {
 		s->peak_phase = s->phase;
@@ -114,6 +123,7 @@ void drop(struct step *s, int id)
 
 		peak_take(s);
 		s->live[s->part_of[id]] -= s->a.b[s->block_of[id]].size;
+		s->live_req[s->part_of[id]] -= req;
 		alloc_sim_release(&s->a, s->block_of[id]);
 		s->block_of[id] = -1;
 		need_track(s, req, 0);

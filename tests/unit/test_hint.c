@@ -238,6 +238,7 @@ static void test_kind_kept_before_lora(void **state)
 	t.seq = 8192;
 	t.fused = 1;
 	t.grad_ckpt = 1;
+	t.expandable = 1;
 	f.gpu_bytes = 40 * 1024 * MiB;
 	f.margin_bytes = 0;
 	assert_int_equal(hint_find(&f, &m, &t, NULL, locks, 2, &h), 0);
@@ -257,7 +258,7 @@ static void test_advise_as_in_turn(void **state)
 {
 	struct model_shape m;
 	struct train_settings t;
-	struct fit f = { .gpu_bytes = 13824 * MiB };
+	struct fit f = { .gpu_bytes = 14336 * MiB };
 	struct plan_result r, r_turn;
 	struct hint h, h_turn;
 	const char *why;
