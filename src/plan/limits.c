@@ -1,7 +1,6 @@
 #include "plan/limits.h"
 #include "plan/dtype.h"
 #include "plan/family.h"
-#include "plan/settings.h"
 
 #include <errno.h>
 #include <math.h>
@@ -59,10 +58,10 @@ static const char *out_of_range(const struct model_shape *m, const struct train_
 		{ t->loss_chunk >= 0, "loss_chunk must be from 1" },
 		{ !t->loss_chunk || t->loss == LOSS_PLAIN || t->inference,
 		  "loss_chunk chunks the plain loss: liger and cce chunk on their own (drop --loss-chunk)" },
-		{ !settings_attn_flash(t) || model_family(m)->attn != ATTN_EAGER_SINKS,
+		{ !attn_name_flash(t->attn_name) || model_family(m)->attn != ATTN_EAGER_SINKS,
 		  "attn: a flash kernel's name is planned as sdpa's flash kernel, which this family's eager attention "
 		  "(its sinks) is not: plan with --attn default" },
-		{ !settings_attn_flash(t) || t->param_bytes != DT_FP32 || t->autocast,
+		{ !attn_name_flash(t->attn_name) || t->param_bytes != DT_FP32 || t->autocast,
 		  "attn: flash kernels run in bf16 or fp16, not fp32: plan with --attn sdpa (its math kernel)" },
 		{ within(t->lora_rank, 0, PLAN_MAX_LORA_RANK), "lora_rank must be from 1 to " STR(PLAN_MAX_LORA_RANK) },
 		{ within(t->dp, 1, PLAN_MAX_DP), "dp must be from 1 to " STR(PLAN_MAX_DP) },

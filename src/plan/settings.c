@@ -173,11 +173,11 @@ static int p_context_bytes(const struct setting *s, struct train_settings *t, co
 static const struct {
 	const char *name, *said;
 } attn_names[] = {
-	{ "default", NULL }, /* what transformers picks: the family's row */
-	{ "sdpa", NULL },
-	{ "flash_attention_2", FLASH_SAID("flash_attention_2") },
-	{ "flash_attention_3", FLASH_SAID("flash_attention_3") },
-	{ "flex_attention", "flex_attention planned as sdpa's flash kernel, the mask taken to be causal (its block "
+	[ATTN_NAME_DEFAULT] = { "default", NULL }, /* what transformers picks: the family's row */
+	[ATTN_NAME_SDPA] = { "sdpa", NULL },
+	[ATTN_NAME_FA2] = { "flash_attention_2", FLASH_SAID("flash_attention_2") },
+	[ATTN_NAME_FA3] = { "flash_attention_3", FLASH_SAID("flash_attention_3") },
+	[ATTN_NAME_FLEX] = { "flex_attention", "flex_attention planned as sdpa's flash kernel, the mask taken to be causal (its block "
 			    "mask's few bytes not counted); modelled, not measured" },
 };
 
@@ -205,7 +205,7 @@ static int p_loss(const struct setting *s, struct train_settings *t, const char 
 
 int settings_attn_flash(const struct train_settings *t)
 {
-	return attn_names[t->attn_name].said != NULL;
+	return attn_name_flash(t->attn_name);
 }
 
 const char *settings_optimizer_name(const struct train_settings *t)

@@ -89,6 +89,15 @@ struct buffer_spec {
  * linear cross-entropy, Apple's Cut Cross-Entropy. */
 enum loss_kind { LOSS_PLAIN, LOSS_LIGER, LOSS_CCE, LOSS_KINDS };
 
+/* The attention asked for by name (settings.c's words): from ATTN_NAME_FA2 on, a flash
+ * kernel's, planned as sdpa's flash kernel. */
+enum attn_name { ATTN_NAME_DEFAULT, ATTN_NAME_SDPA, ATTN_NAME_FA2, ATTN_NAME_FA3, ATTN_NAME_FLEX, ATTN_NAMES };
+
+static inline int attn_name_flash(int name)
+{
+	return name >= ATTN_NAME_FA2;
+}
+
 struct train_settings {
 	int param_bytes;          /* 4 fp32, 2 bf16/fp16 */
 	int fp16;                 /* 2-byte weights are fp16, not bf16 (named only: the same bytes) */
