@@ -1,4 +1,5 @@
 #include "plan/settings.h"
+#include "plan/dtype.h"
 #include "plan/sim.h"
 
 #include <errno.h>
@@ -367,8 +368,10 @@ static void s_autocast(const struct setting *s, const struct train_settings *t, 
 {
 	(void)s;
 	(void)c;
-	if (t->autocast)
+	if (t->autocast && t->param_bytes == DT_FP32)
 		strbuf_add(sb, " (bf16 autocast)");
+	else if (t->autocast)
+		strbuf_add(sb, " (bf16 autocast: it casts nothing of these weights, planned as without)");
 }
 
 /* what the run keeps beside the weights: in training, its other tensors' dtypes */

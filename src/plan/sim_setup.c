@@ -29,7 +29,10 @@ void setup(struct step *s, const struct model_shape *m, const struct train_setti
 	s->tokens = t->batch * t->seq, s->batch = t->batch, s->seq = t->seq;
 	s->hidden = h, s->layers = m->layers, s->heads = m->heads, s->q_dim = qd, s->kv_dim = k, s->inter = I, s->vocab = m->vocab;
 	s->weight_bytes = t->param_bytes;
-	s->autocast = t->autocast;
+	/* autocast casts fp32 tensors to bf16: over bf16 (or fp16) weights the activations
+	 * and the residual stream are already in their dtype, and measured HF Trainer runs
+	 * under bf16=True peak as the same run without it */
+	s->autocast = t->autocast && t->param_bytes == DT_FP32;
 	s->fp32 = t->param_bytes == DT_FP32 && !t->autocast;
 	s->act_bytes = s->fp32 ? DT_FP32 : DT_BF16;
 	s->resid_bytes = t->param_bytes == DT_FP32 ? DT_FP32 : DT_BF16;

@@ -183,3 +183,26 @@ J
 	{ cat "$F/axolotl-full.yml"; echo "flex_attention: true"; } > "$T/f.yml"
 	same "$M" "--axolotl $T/f.yml" "--axolotl $F/axolotl-full.yml --attn flex_attention"
 }
+
+# Issue 45: the TrainingArguments four real Trainer runs wrote (transformers 5.17's
+# args.to_json_string() on the GPU machine, bench/gpu/gpu-trainer.py) beside their
+# models' configs; each plans as it is, under --strict, as the flags it means.
+@test "TrainingArguments written by real transformers 5.17 Trainer runs plan as they are, as their flags" {
+	D="$ROOT/tests/fixtures/trainer-args-5.17"
+	n=0
+	while read -r name flags; do
+		run "$HR" plan --gpu h100 --strict --trainer-args "$D/$name.args.json" --seq 2048 "$D/$name.config.json"
+		echo "$name: $output"
+		[ "$status" -ne 2 ]
+		[[ "$output" != *"ignored"* ]]
+		same "$D/$name.config.json" "--trainer-args $D/$name.args.json" \
+		     "--dtype bf16 --autocast --optimizer adamw --no-keep-outputs --no-use-cache $flags"
+		n=$((n + 1))
+	done <<-LIST
+	llama3.2-1b_trainer-ckpt-accum4_b4s2048 --batch 4 --grad-accum 4 --grad-ckpt --steps 2
+	qwen3-1.7b_trainer_b2s2048 --batch 2 --steps 3
+	qwen2.5-0.5b_trainer-accum2_b8s1024 --batch 8 --grad-accum 2 --steps 2
+	llama3.2-3b_trainer-ckpt_b1s4096 --batch 1 --grad-ckpt --steps 3
+	LIST
+	[ "$n" -eq "$(ls "$D"/*.args.json | wc -l)" ]
+}

@@ -371,6 +371,14 @@ static const struct fixture_check fixtures_issue28e = { FIXTURES "/gpu-train/h20
 static const struct fixture_check fixtures_issue30 = { FIXTURES "/gpu-train/h200-issue30.json", 35, 0.01, 0.03,
 						       0.02, NULL, "h200" };
 
+/* issue 45's runs on an H100 (bench/gpu/cases/gpu-cases-45.json, gpu-trainer-45.json),
+ * planned before they ran: gradient accumulation 8 against 1 on two models and four HF
+ * Trainer runs under bf16=True over bf16 weights (autocast casts nothing of them), with
+ * and without checkpointing and accumulation; planned here on the H100: median 1 %, max
+ * 3 %, no under-estimate beyond 2 %. */
+static const struct fixture_check fixtures_issue45 = { FIXTURES "/gpu-train/h100-issue45.json", 8, 0.01, 0.03,
+						       0.02, NULL, "h100" };
+
 /* issue 13's two-GPU cases (bench/gpu/cases/gpu-dist-cases.json and -2.json on nvidia-h200-x2), one case a
  * rank: DDP and FSDP2 (fully_shard with and without resharding after the forward), bf16
  * and fp32 under autocast; each rank's peak within 3 % but for the named ones. */
@@ -1049,7 +1057,7 @@ int main(void)
 		FIXTURE_TEST(fixtures_issue13q), FIXTURE_TEST(fixtures_issue13r),
 		FIXTURE_TEST(fixtures_issue13s), FIXTURE_TEST(fixtures_issue13t),
 		FIXTURE_TEST(fixtures_issue13u), FIXTURE_TEST(fixtures_issue13v), FIXTURE_TEST(fixtures_issue13w),
-		FIXTURE_TEST(fixtures_issue28), FIXTURE_TEST(fixtures_issue28h), FIXTURE_TEST(fixtures_issue28e), FIXTURE_TEST(fixtures_issue30),
+		FIXTURE_TEST(fixtures_issue28), FIXTURE_TEST(fixtures_issue28h), FIXTURE_TEST(fixtures_issue28e), FIXTURE_TEST(fixtures_issue30), FIXTURE_TEST(fixtures_issue45),
 		FIXTURE_TEST(fixtures_dist), FIXTURE_TEST(fixtures_dist30),
 		cmocka_unit_test(test_config_errors), cmocka_unit_test(test_sliding_masks), cmocka_unit_test(test_placements),
 		cmocka_unit_test(test_shapes), cmocka_unit_test(test_knobs),
