@@ -5,6 +5,7 @@
 #include <string.h>
 
 #include "plan/limits.h"
+#include "plan/quant.h"
 #include "plan/settings.h"
 
 /* Each change as the setting it makes (value NULL: a whole number the change picks). */
@@ -19,10 +20,11 @@ static const struct change {
 	[HINT_BUFFER] = { "buffer", NULL },
 	[HINT_BATCH] = { "batch", NULL },
 	[HINT_LORA] = { "lora_rank", NULL },
+	[HINT_QUANT] = { "quant", "nf4" },
 };
 
-/* The changes that keep the kind of run: all but LoRA. */
-#define KIND_KEEPING (((1u << HINT_NCHANGES) - 1) & ~(1u << HINT_LORA))
+/* The changes that keep the kind of run: all but LoRA and a quantized base. */
+#define KIND_KEEPING (((1u << HINT_NCHANGES) - 1) & ~(1u << HINT_LORA) & ~(1u << HINT_QUANT))
 
 const char *hint_key(enum hint_change c)
 {
@@ -115,7 +117,7 @@ static int apply(enum hint_change c, struct train_settings *s, const char *solvi
 	int b;
 
 	*value = 0;
-	if (s->inference && c != HINT_BATCH && c != HINT_BUFFER && c != HINT_EXPANDABLE)
+	if (s->inference && c != HINT_BATCH && c != HINT_BUFFER && c != HINT_EXPANDABLE && c != HINT_QUANT)
 		return -1;
 	switch (c) {
 	case HINT_EXPANDABLE:
@@ -166,6 +168,11 @@ static int apply(enum hint_change c, struct train_settings *s, const char *solvi
 		    s->freeze_last >= s->freeze_first)
 			return -1;
 		s->lora_rank = *value = HINT_LORA_RANK;
+		return 0;
+	case HINT_QUANT: /* with LoRA (tried before it) or in inference */
+		if (locked("quant", solving, locks, nlocks) || s->quant)
+			return -1;
+		s->quant = QUANT_NF4;
 		return 0;
 	case HINT_NCHANGES:
 		break;
@@ -310,9 +317,11 @@ int hint_find(const struct fit *f, const struct model_shape *m, const struct tra
 	}
 	if (!h->tried)
 		return 0;
-	/* the kind of run kept, then LoRA alone and with them */
+	/* the kind of run kept, then LoRA alone and with them, then a 4-bit base (with LoRA
+	 * where the run trains the whole model) */
+	unsigned lora = h->tried & (1u << HINT_LORA), quant = h->tried & (1u << HINT_QUANT);
 	h->found = fewest(f, m, t, solving, locks, nlocks, h->tried & KIND_KEEPING, 0, h) ||
-		   ((h->tried & (1u << HINT_LORA)) &&
-		    fewest(f, m, t, solving, locks, nlocks, h->tried & KIND_KEEPING, 1u << HINT_LORA, h));
+		   (lora && fewest(f, m, t, solving, locks, nlocks, h->tried & KIND_KEEPING, lora, h)) ||
+		   (quant && fewest(f, m, t, solving, locks, nlocks, h->tried & KIND_KEEPING, lora | quant, h));
 	return 0;
 }

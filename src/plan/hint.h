@@ -27,6 +27,7 @@ enum hint_change {
 	HINT_BUFFER,      /* the largest smaller count of the largest buffer that fits */
 	HINT_BATCH,       /* the largest smaller batch that fits (solving: batch 1) */
 	HINT_LORA,        /* LoRA of rank HINT_LORA_RANK on t's targets instead of full fine-tuning */
+	HINT_QUANT,       /* the base's projections in 4-bit NF4 (QLoRA; in inference, a 4-bit model) */
 	HINT_NCHANGES
 };
 

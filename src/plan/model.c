@@ -33,6 +33,7 @@ void train_settings_init(struct train_settings *t)
 	t->use_cache = 1;
 	t->lora_targets = LORA_Q | LORA_K | LORA_V | LORA_O;
 	t->freeze_last = -1;
+	t->kbit_prepare = 1;
 }
 
 uint64_t plan_default_context_bytes(void)
@@ -347,6 +348,16 @@ int plan_settings_check(const struct model_shape *m, const struct train_settings
 	}
 	if (t->lora_rank && (t->freeze_embed || t->freeze_head || t->freeze_last >= t->freeze_first)) {
 		*why = "freeze with LoRA: LoRA already freezes every base weight";
+		return -EINVAL;
+	}
+	if (t->quant && !t->lora_rank && !t->inference) {
+		*why = "quantized base weights do not train: QLoRA is --quant with --lora-rank R (\"lora_rank\"); "
+		       "or plan --inference";
+		return -EINVAL;
+	}
+	if (t->quant && (t->dp > 1 || model_family(m)->layer == LAYER_GPT2)) {
+		*why = "quantized weights are planned on one GPU, for decoder families but gpt2 (QLoRA over "
+		       "FSDP or DDP is not modelled)";
 		return -EINVAL;
 	}
 	if (model_family(m)->layer == LAYER_GPT2 && (t->freeze_embed || t->freeze_head ||

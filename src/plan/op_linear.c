@@ -22,8 +22,10 @@ int linear(struct step *s, struct tlist *sv, int64_t in_u, int64_t out_u, unsign
 	 * by the product for the input's gradient or the weight's (a frozen weight's goes
 	 * with the product when the input takes none: s->in_nograd), and a bf16 cast of an
 	 * fp32 input, kept by the product when the weight trains */
-	int wc = s->autocast ? tensor(s, DT_BF16 * w_elems) : 0;
-	if (wc && (s->base_trains || !s->in_nograd))
+	int wc = s->autocast || s->quant ? tensor(s, DT_BF16 * w_elems) : 0;
+	/* (bitsandbytes keeps the quantized weight, not its dequantized copy: the backward
+	 * dequantizes it again) */
+	if (wc && !s->quant && (s->base_trains || !s->in_nograd))
 		save(s, sv, wc), wc = 0;
 	if (cast_in) {
 		cast = tensor(s, DT_BF16 * T * in_u);
@@ -66,12 +68,13 @@ int linear(struct step *s, struct tlist *sv, int64_t in_u, int64_t out_u, unsign
 int plain_linear(struct step *s, int64_t in_u, int64_t out_u, int64_t w_elems, int cast_in, unsigned target)
 {
 	int64_t T = s->tokens;
-	int w = s->autocast ? tensor(s, DT_BF16 * w_elems) : 0;
+	/* (a quantized base's weight: bitsandbytes dequantizes it to bf16 for the product) */
+	int w = s->autocast || s->quant ? tensor(s, DT_BF16 * w_elems) : 0;
 	int c = s->autocast && cast_in ? tensor(s, DT_BF16 * T * in_u) : 0;
 	int out = tensor(s, s->act_bytes * T * out_u);
 
 	drop(s, c);
-	if (w && s->ac_cache && s->base_trains)
+	if (w && s->ac_cache && s->base_trains && !s->quant)
 		push(s->ac_cache, w);
 	else
 		drop(s, w);
@@ -130,7 +133,7 @@ int proj_backward(struct step *s, int g, int g_bytes, int64_t in_u, int64_t w_el
 {
 	int64_t T = s->tokens;
 	int gc = s->autocast && g_bytes == DT_FP32 ? tensor(s, DT_BF16 * T * (w_elems / in_u)) : 0;
-	int wb = s->autocast ? tensor(s, DT_BF16 * w_elems) : 0;
+	int wb = s->autocast || s->quant ? tensor(s, DT_BF16 * w_elems) : 0;
 
 	if (!wb)
 		weight_grad(s, grads, w_elems, gw_bytes);

@@ -3,6 +3,7 @@
 #include <errno.h>
 #include <string.h>
 
+#include "plan/dtype.h"
 #include "plan/optimizer.h"
 
 static const struct preset {
@@ -43,13 +44,18 @@ static const char *dtype_of(int bytes, int fp16)
 	return bytes == 4 ? "fp32" : fp16 ? "fp16" : "bf16";
 }
 
+int precision_weight_bytes(const struct train_settings *t)
+{
+	return t->quant && t->kbit_prepare && !t->inference ? DT_FP32 : t->param_bytes;
+}
+
 void precision_dtypes(const struct train_settings *t, struct precision_dtypes *d)
 {
 	/* LoRA's adapters, their gradients and states are fp32 (PEFT's default) */
 	int trained = t->lora_rank ? 4 : t->param_bytes;
 	const struct optimizer_row *o = optimizer_row(t);
 
-	d->weights = dtype_of(t->param_bytes, t->fp16);
+	d->weights = dtype_of(precision_weight_bytes(t), t->fp16);
 	d->compute = t->autocast ? "bf16" : d->weights;
 	if (t->inference) {
 		d->master_weights = d->gradients = d->optimizer_states = "none";

@@ -32,4 +32,8 @@ struct precision_dtypes {
 };
 void precision_dtypes(const struct train_settings *t, struct precision_dtypes *d);
 
+/* The bytes of an element of the weights left unquantized: in QLoRA training PEFT's
+ * prepare_model_for_kbit_training casts them to fp32 (kbit_prepare); else param_bytes. */
+int precision_weight_bytes(const struct train_settings *t);
+
 #endif

@@ -1,5 +1,6 @@
 #include "plan/settings.h"
 #include "plan/dtype.h"
+#include "plan/quant.h"
 #include "plan/sim.h"
 
 #include <errno.h>
@@ -193,6 +194,17 @@ static int p_attn(const struct setting *s, struct train_settings *t, const char 
 	return -EINVAL;
 }
 
+static int p_quant(const struct setting *s, struct train_settings *t, const char *text)
+{
+	int k = quant_find(text);
+
+	(void)s;
+	if (k < 0)
+		return -EINVAL;
+	t->quant = k;
+	return 0;
+}
+
 static int p_loss(const struct setting *s, struct train_settings *t, const char *text)
 {
 	int k = sim_loss_find(text);
@@ -314,6 +326,18 @@ static json_t *a_logits(const struct setting *s, const struct train_settings *t)
 	return t->inference ? json_string(t->logits_all ? "all" : "last") : NULL;
 }
 
+/* a quantized base only: older plans unchanged */
+static json_t *a_quant(const struct setting *s, const struct train_settings *t)
+{
+	(void)s;
+	return t->quant ? json_string(quant_format((enum quant_kind)t->quant)->word) : NULL;
+}
+
+static json_t *a_quant_flag(const struct setting *s, const struct train_settings *t)
+{
+	return t->quant ? json_boolean(*(const int *)((const char *)t + s->offset)) : NULL;
+}
+
 /* the fused losses and the flash kernels' names only: older plans unchanged */
 static json_t *a_loss(const struct setting *s, const struct train_settings *t)
 {
@@ -360,7 +384,8 @@ static void s_dtype(const struct setting *s, const struct train_settings *t, con
 	(void)s;
 	(void)c;
 	precision_dtypes(t, &d);
-	strbuf_addf(sb, "weights %s%s", d.weights, t->lora_rank && !t->inference ? " (frozen)" : "");
+	strbuf_addf(sb, "weights %s%s", d.weights,
+		    t->quant ? " (frozen; the projections quantized)" : t->lora_rank && !t->inference ? " (frozen)" : "");
 }
 
 static void s_autocast(const struct setting *s, const struct train_settings *t, const struct said_ctx *c,
@@ -368,7 +393,7 @@ static void s_autocast(const struct setting *s, const struct train_settings *t, 
 {
 	(void)s;
 	(void)c;
-	if (t->autocast && t->param_bytes == DT_FP32)
+	if (t->autocast && precision_weight_bytes(t) == DT_FP32)
 		strbuf_add(sb, " (bf16 autocast)");
 	else if (t->autocast)
 		strbuf_add(sb, " (bf16 autocast: it casts nothing of these weights, planned as without)");
@@ -542,6 +567,21 @@ static void s_loss(const struct setting *s, const struct train_settings *t, cons
 		strbuf_add(sb, sim_loss(t->loss)->said);
 }
 
+static void s_quant(const struct setting *s, const struct train_settings *t, const struct said_ctx *c,
+		    struct strbuf *sb)
+{
+	(void)s;
+	(void)c;
+	if (!t->quant)
+		return;
+	strbuf_addf(sb, "base projections %s%s, dequantized to bf16 for each product (a transient)",
+		    quant_format((enum quant_kind)t->quant)->said,
+		    t->double_quant && t->quant != QUANT_INT8 ? ", its scales double-quantized" : "");
+	if (t->kbit_prepare && !t->inference)
+		strbuf_add(sb, "; the other weights fp32 (PEFT's prepare_model_for_kbit_training)");
+	strbuf_add(sb, "; modelled, not measured");
+}
+
 static void s_attn(const struct setting *s, const struct train_settings *t, const struct said_ctx *c,
 		   struct strbuf *sb)
 {
@@ -645,6 +685,15 @@ static const struct setting settings[] = {
 	{ "lora_targets", "LIST", "a list of q k v o gate up down (or all), such as q,k,v,o",
 	  "LoRA's targets: q,k,v,o,gate,up,down or all (default q,k,v,o)", p_lora_targets, SJ_LIST, 0, 0, 0, NULL, 0,
 	  NULL, SAID_RUN, s_lora_targets },
+	{ "quant", "nf4|fp4|int8", "none, nf4, fp4 or int8",
+	  "the base's linear projections quantized by bitsandbytes (QLoRA: with --lora-rank): 4-bit nf4 or fp4, "
+	  "or int8; modelled, not measured",
+	  p_quant, SJ_TEXT, 0, 0, 0, WORDS("none", "nf4", "fp4", "int8"), 0, a_quant, SAID_PARTS, s_quant },
+	BOOL_ROW("double_quant", p_bool, double_quant, "4-bit: the scales quantized too (bnb_4bit_use_double_quant)",
+		 a_quant_flag, SAID_NONE, NULL),
+	BOOL_ROW("kbit_prepare", p_bool, kbit_prepare, "with --quant in training: PEFT's prepare_model_for_kbit_training "
+						       "casts the weights it leaves unquantized to fp32 (the default: on)",
+		 a_quant_flag, SAID_NONE, NULL),
 	INT_ROW("batch", "N", batch, 1, PLAN_MAX_BATCH, "the micro-batch (default 1)", a_count, SAID_RUN, s_batch),
 	INT_ROW("seq", "N", seq, 1, PLAN_MAX_SEQ, "the sequence length (default 2048); in inference the prompt's "
 						 "(prefill) length", a_count, SAID_RUN, s_seq),

@@ -145,6 +145,10 @@ struct train_settings {
 				   * only the last (generate()) */
 	int ddp;                  /* DDP over dp ranks: a whole replica and gradient buckets a rank */
 	int keep_gathered;        /* FSDP2 (zero_stage 3) with reshard_after_forward=False */
+	int quant;                /* enum quant_kind: the base's linear projections quantized */
+	int double_quant;         /* 4-bit: the scales quantized too */
+	int kbit_prepare;         /* PEFT's prepare_model_for_kbit_training: the weights left
+				   * unquantized cast to fp32 (the default with quant, in training) */
 };
 
 enum { LORA_Q = 1, LORA_K = 2, LORA_V = 4, LORA_O = 8, LORA_GATE = 16, LORA_UP = 32, LORA_DOWN = 64 };

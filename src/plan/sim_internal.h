@@ -145,6 +145,8 @@ struct step {
 	int act_bytes;            /* linear outputs: 2, or 4 for fp32 without autocast */
 	int resid_bytes;          /* the residual stream: 4 with fp32 weights */
 	int autocast;             /* bf16 autocast over fp32 weights */
+	int quant, double_quant;  /* enum quant_kind of the layers' linear projections; its
+				   * scales quantized too */
 	int fp32;                 /* fp32 weights without autocast */
 	const struct family *fam; /* what the layers are made of (plan/family.h) */
 	int eval;                 /* the model in eval mode (inference): no dropout */

@@ -5,6 +5,8 @@
 #include <stdlib.h>
 
 #include "plan/dtype.h"
+#include "plan/precision.h"
+#include "plan/quant.h"
 #include "plan/sim_internal.h"
 
 /* Multi-head latent attention's sizes and weights (ATTN_MLA): q_proj, or q_a_proj, its
@@ -28,14 +30,18 @@ void setup(struct step *s, const struct model_shape *m, const struct train_setti
 
 	s->tokens = t->batch * t->seq, s->batch = t->batch, s->seq = t->seq;
 	s->hidden = h, s->layers = m->layers, s->heads = m->heads, s->q_dim = qd, s->kv_dim = k, s->inter = I, s->vocab = m->vocab;
-	s->weight_bytes = t->param_bytes;
+	int wb = precision_weight_bytes(t);
+
+	s->weight_bytes = wb;
 	/* autocast casts fp32 tensors to bf16: over bf16 (or fp16) weights the activations
 	 * and the residual stream are already in their dtype, and measured HF Trainer runs
 	 * under bf16=True peak as the same run without it */
-	s->autocast = t->autocast && t->param_bytes == DT_FP32;
-	s->fp32 = t->param_bytes == DT_FP32 && !t->autocast;
+	s->autocast = t->autocast && wb == DT_FP32;
+	s->fp32 = wb == DT_FP32 && !t->autocast;
 	s->act_bytes = s->fp32 ? DT_FP32 : DT_BF16;
-	s->resid_bytes = t->param_bytes == DT_FP32 ? DT_FP32 : DT_BF16;
+	s->resid_bytes = wb == DT_FP32 ? DT_FP32 : DT_BF16;
+	s->quant = t->quant;
+	s->double_quant = t->double_quant;
 	s->fam = model_family(m);
 	if (m->qk_norm_each) { /* the config's per-head q/k norms (glm4_moe's use_qk_norm) */
 		s->fam_cfg = *s->fam;
@@ -270,8 +276,10 @@ int layer_frozen(const struct train_settings *t, int64_t l)
 }
 
 /* One decoder layer's weights in construction order, in elements, into w: attention
- * (phi3 makes o_proj before qkv_proj), MLP, the two norms, the biases. How many. */
-static int decoder_weights(const struct step *s, int64_t *w)
+ * (phi3 makes o_proj before qkv_proj), MLP, the two norms, the biases; into q (unless
+ * NULL) whether each is an nn.Linear bitsandbytes quantizes: the projections, not the
+ * MoE experts' stacked parameters, routers, norms or biases. How many. */
+static int decoder_weights(const struct step *s, int64_t *w, unsigned char *q)
 {
 	const struct layer_params *p = &s->lp;
 	const int64_t lp[LAYER_WEIGHTS_MAX] = { p->q,      p->k,    p->v,      p->o,     p->qkv,
@@ -283,36 +291,59 @@ static int decoder_weights(const struct step *s, int64_t *w)
 						p->norm1,  p->norm2, p->q_bias, p->k_bias, p->v_bias,
 						p->o_bias, p->q_norm, p->k_norm, p->q_a, p->q_a_norm, p->q_b, p->kv_a,
 						p->kv_a_norm, p->kv_b };
+	/* lp's order: 1 where the entry is a linear projection's weight */
+	static const unsigned char linear[LAYER_WEIGHTS_MAX] = { 1, 1, 1, 1, 1, 1, 1, 1, 1, 0, 1, 1, 1, 0, 0, 0, 0, 0,
+								 1, 1, 0, 0, 0, 0, 1, 0, 0, 0, 0, 0, 0, 0, 0, 1,
+								 0, 1, 1, 0, 1 };
+	int stacked = s->experts && p->router; /* an MoE layer: gate_up and down are the experts' */
 	int n = 0;
 
 	for (size_t i = 0; i < LAYER_WEIGHTS_MAX; i++)
-		if (lp[i]) /* 0: the model has none */
+		if (lp[i]) { /* 0: the model has none */
+			if (q)
+				q[n] = linear[i] && !(stacked && (i == 7 || i == 8)); /* gate_up, down */
 			w[n++] = lp[i];
+		}
 	return n;
 }
 
-/* A GPT-2 block's: ln_1, c_attn, c_proj, ln_2, c_fc, c_proj, weights and biases. */
-static int gpt2_weights(const struct step *s, int64_t *w)
+/* A GPT-2 block's: ln_1, c_attn, c_proj, ln_2, c_fc, c_proj, weights and biases (its
+ * Conv1D layers are not quantized: q all 0). */
+static int gpt2_weights(const struct step *s, int64_t *w, unsigned char *q)
 {
 	int64_t h = s->hidden, I = s->inter;
 	const int64_t blk[] = { h, h, 3 * h * h, 3 * h, h * h, h, h, h, h * I, I, I * h, h };
 	int n = 0;
 
-	for (size_t i = 0; i < sizeof(blk) / sizeof(blk[0]); i++)
+	for (size_t i = 0; i < sizeof(blk) / sizeof(blk[0]); i++) {
+		if (q)
+			q[n] = 0;
 		w[n++] = blk[i];
+	}
 	return n;
 }
 
 /* Each layer kind's weights in construction order (enum layer_kind): every kind's layer
  * is walked op by op alike (layer_forward, plain_layer, layer_backward). */
-static int (*const layer_kinds[LAYER_KINDS])(const struct step *s, int64_t *w) = {
+static int (*const layer_kinds[LAYER_KINDS])(const struct step *s, int64_t *w, unsigned char *q) = {
 	[LAYER_DECODER] = decoder_weights,
 	[LAYER_GPT2] = gpt2_weights,
 };
 
 int layer_weights(const struct step *s, int64_t *w)
 {
-	return layer_kinds[s->fam->layer](s, w);
+	return layer_kinds[s->fam->layer](s, w, NULL);
+}
+
+/* A layer's weight i of elems elements as loaded: quantized (4-bit or int8, its scales
+ * beside) where it is a linear projection and the run's base is quantized. A row's
+ * scale counts the larger side of the projection (its output rows are one of them). */
+static int64_t loaded_bytes(const struct step *s, int64_t elems, int quantized)
+{
+	if (!s->quant || !quantized)
+		return elems * s->weight_bytes;
+	int64_t rows = elems / s->hidden > s->hidden ? elems / s->hidden : s->hidden;
+	return quant_weight_bytes((enum quant_kind)s->quant, s->double_quant, elems, rows);
 }
 
 /* A norm's weight tensors: the weight, and LayerNorm's bias. */
@@ -346,6 +377,7 @@ void load(struct step *s, const struct model_shape *m, const struct train_settin
 	  struct tlist *trained, int64_t shard)
 {
 	int64_t lw[LAYER_WEIGHTS_MAX], h = s->hidden;
+	unsigned char lq[LAYER_WEIGHTS_MAX];
 	int nlw;
 	int emb_frozen = t->freeze_embed || (m->tied && t->freeze_head), id;
 	struct tlist none = { 0 };
@@ -362,9 +394,9 @@ void load(struct step *s, const struct model_shape *m, const struct train_settin
 	}
 	for (int64_t l = 0; l < s->layers; l++) {
 		layer_at(s, l);
-		nlw = layer_weights(s, lw);
+		nlw = layer_kinds[s->fam->layer](s, lw, lq);
 		for (int i = 0; i < nlw; i++) {
-			push(params, id = tensor(s, lw[i] * s->weight_bytes / shard));
+			push(params, id = tensor(s, loaded_bytes(s, lw[i], lq[i]) / shard));
 			if (!layer_frozen(t, l))
 				push(trained, id);
 		}

@@ -250,12 +250,19 @@ static int map_axolotl_dtype(struct reader *r, const char *key, json_t *v)
 
 	if (off(v) || dtype_flag_wins(r))
 		return 0;
-	if (json_is_true(v) || (s && !strcmp(s, "auto")))
-		return set(r, key, "precision", !strcmp(key, "fp16") ? "fp16" : "bf16");
-	return unmappable(r, key, "wants true, false or auto");
+	if (!json_is_true(v) && !(s && !strcmp(s, "auto")))
+		return unmappable(r, key, "wants true, false or auto");
+	if (set(r, key, "precision", !strcmp(key, "fp16") ? "fp16" : "bf16"))
+		return -EINVAL;
+	/* it is also the Trainer's bf16=True: autocast, a no-op over the bf16 weights
+	 * axolotl loads, not over the fp32 ones prepare_model_for_kbit_training leaves of
+	 * a quantized base */
+	if (!off(json_object_get(r->file, "load_in_4bit")) || !off(json_object_get(r->file, "load_in_8bit")))
+		return set(r, key, "autocast", "true");
+	return 0;
 }
 
-/* axolotl's adapter: lora with its lora_r; qlora's 4-bit base is not modelled. */
+/* axolotl's adapter: lora or qlora (whose 4-bit base load_in_4bit says) with its lora_r. */
 static int map_adapter(struct reader *r, const char *key, json_t *v)
 {
 	const char *s = json_string_value(v);
@@ -263,12 +270,29 @@ static int map_adapter(struct reader *r, const char *key, json_t *v)
 
 	if (off(v) || flag_wins(r, "lora_rank"))
 		return 0;
-	if (!s || strcmp(s, "lora"))
-		return unmappable(r, key, "is not lora: a quantized base (qlora) is not modelled; plan the LoRA run with "
-					  "--lora-rank R for the bf16 base, an upper bound");
+	if (!s || (strcmp(s, "lora") && strcmp(s, "qlora")))
+		return unmappable(r, key, "is neither lora nor qlora (the adapters planned)");
+	if (!strcmp(s, "qlora") && off(json_object_get(r->file, "load_in_4bit")))
+		return unmappable(r, key, "is qlora without load_in_4bit: true (axolotl wants both)");
 	if (!rank)
 		return unmappable(r, key, "is lora without lora_r: give lora_r (or --lora-rank R)");
 	return set_json(r, "lora_r", "lora_rank", rank);
+}
+
+/* axolotl's load_in_4bit (its BitsAndBytesConfig: NF4, double-quantized) and
+ * load_in_8bit (LLM.int8); PEFT's prepare_model_for_kbit_training follows, as axolotl
+ * runs it by default. */
+static int map_load_in(struct reader *r, const char *key, json_t *v)
+{
+	int four = !strcmp(key, "load_in_4bit");
+
+	if (off(v) || flag_wins(r, "quant"))
+		return 0;
+	if (!json_is_true(v))
+		return unmappable(r, key, "wants true or false");
+	if (four && !flag_wins(r, "double_quant") && set(r, key, "double_quant", "true"))
+		return -EINVAL;
+	return set(r, key, "quant", four ? "nf4" : "int8");
 }
 
 /* lora_r is read with adapter (without one axolotl trains the whole model) */

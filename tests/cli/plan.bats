@@ -456,9 +456,9 @@ assert a == want, a' "$output"
 	[[ "$status" -eq 3 || "$status" -eq 1 ]]
 	# nothing helps: said so, with what was tried; a plan that fits has no hint
 	run "$HR" plan --gpu-memory 3G --margin 0 --batch 16 --json "$T/llama1b.json"
-	python3 -c 'import json,sys; o=json.loads(sys.argv[1]); assert o["hint"] is None and o["hint_tried"] == ["--alloc-conf expandable_segments:True", "--optimizer adamw-fused", "--no-use-cache", "--loss-chunk 1024", "--grad-ckpt", "--batch 1", "--lora-rank 16"], o' "$output"
+	python3 -c 'import json,sys; o=json.loads(sys.argv[1]); assert o["hint"] is None and o["hint_tried"] == ["--alloc-conf expandable_segments:True", "--optimizer adamw-fused", "--no-use-cache", "--loss-chunk 1024", "--grad-ckpt", "--batch 1", "--lora-rank 16", "--quant nf4"], o' "$output"
 	run "$HR" plan --gpu-memory 3G --margin 0 --batch 16 "$T/llama1b.json"
-	[[ "${lines[-1]}" == "hint: nothing the planner can change makes it fit, not even all of --alloc-conf expandable_segments:True, --optimizer adamw-fused, --no-use-cache, --loss-chunk 1024, --grad-ckpt, --batch 1, --lora-rank 16 together" ]]
+	[[ "${lines[-1]}" == "hint: nothing the planner can change makes it fit, not even all of --alloc-conf expandable_segments:True, --optimizer adamw-fused, --no-use-cache, --loss-chunk 1024, --grad-ckpt, --batch 1, --lora-rank 16, --quant nf4 together" ]]
 	run "$HR" plan --gpu h200 --json "$T/llama1b.json"
 	python3 -c 'import json,sys; o=json.loads(sys.argv[1]); assert o["fits"] and "hint" not in o, o' "$output"
 	run "$HR" plan --gpu h200 "$T/llama1b.json"
@@ -713,7 +713,7 @@ PY
 	man=$(sed 's/\\-/-/g; s/\\f[BIR]//g' "$ROOT/docs/headroom.1")
 	for key in precision dtype autocast optimizer momentum grad_ckpt use_cache keep_outputs batch seq loss_chunk loss steps buffer \
 	           zero_stage dp ddp reshard_after_forward freeze inputs_embeds alloc_conf lora_rank lora_targets \
-	           inference context logits context_bytes attn; do
+	           inference context logits context_bytes attn grad_accum quant double_quant kbit_prepare; do
 		flag=${key//_/-}
 		[[ "$help" == *"--$flag"* || "$help" == *"--[no-]$flag"* ]] || { echo "help lacks $flag"; false; }
 		[[ "$man" == *"--$flag"* || "$man" == *"--[no-]$flag"* ]] || { echo "man page lacks $flag"; false; }
@@ -724,7 +724,7 @@ PY
 	done
 	# and no row the test does not know: the help's settings are these
 	local n=$(sed -n '/^Settings:/,/^Old spellings/p' <<< "$help" | grep -c '^      --')
-	[ "$n" -eq 29 ]
+	[ "$n" -eq 32 ]
 }
 
 # Issue 30: "--inference --solve context on Llama-3.1 answers 492,544, its maximum is

@@ -146,11 +146,11 @@ static void test_nothing_fits(void **state)
 	assert_int_equal(h.tried, ((1u << HINT_NCHANGES) - 1) & ~(1u << HINT_BUFFER));
 	assert_int_equal(h.tried_value[HINT_BATCH], 1);
 	assert_int_equal(h.tried_value[HINT_LORA], HINT_LORA_RANK);
-	/* inference: the allocator, the batch and a buffer's count apply */
+	/* inference: the allocator, the batch, a buffer's count and a 4-bit model apply */
 	t.inference = 1;
 	t.opt = OPT_NONE;
 	assert_int_equal(hint_find(&f, &m, &t, NULL, NULL, 0, &h), 0);
-	assert_int_equal(h.tried, 1u << HINT_EXPANDABLE | 1u << HINT_BATCH);
+	assert_int_equal(h.tried, 1u << HINT_EXPANDABLE | 1u << HINT_BATCH | 1u << HINT_QUANT);
 }
 
 /* A buffer the script keeps, its live set past the card: the largest count that fits,

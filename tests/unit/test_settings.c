@@ -13,6 +13,7 @@
 
 #include "plan/config.h"
 #include "plan/model.h"
+#include "plan/quant.h"
 #include "plan/settings.h"
 #include "plan/trainargs.h"
 #include "util/strbuf.h"
@@ -280,8 +281,17 @@ static void test_axolotl(void **state)
 	/* lora_r without an adapter is unused, as in axolotl */
 	read_args(1, "lora_r: 8\nlora_target_modules: [q_proj]\n", &t, NULL);
 	assert_int_equal(t.lora_rank, 0);
-	read_args(1, "adapter: qlora\nlora_r: 8\n", &t, "'adapter' is not lora");
-	read_args(1, "load_in_4bit: true\n", &t, "'load_in_4bit' is not modelled");
+	/* QLoRA: NF4 double-quantized under bf16's autocast, as axolotl loads it */
+	read_args(1, "adapter: qlora\nlora_r: 8\n", &t, "qlora without load_in_4bit");
+	read_args(1, "adapter: qlora\nload_in_4bit: true\nlora_r: 8\nbf16: auto\n", &t, NULL);
+	assert_int_equal(t.quant, QUANT_NF4);
+	assert_true(t.double_quant && t.kbit_prepare && t.autocast);
+	assert_int_equal(t.lora_rank, 8);
+	read_args(1, "adapter: lora\nload_in_8bit: true\nlora_r: 8\n", &t, NULL);
+	assert_int_equal(t.quant, QUANT_INT8);
+	assert_false(t.autocast);
+	read_args(1, "adapter: dora\nlora_r: 8\n", &t, "neither lora nor qlora");
+	read_args(1, "load_in_4bit: maybe\n", &t, "'load_in_4bit' wants true or false");
 	read_args(1, "sequence_parallel_degree: 2\n", &t, "splits the sequence");
 	read_args(1, "gradient_checkpointing: offload\n", &t, "offloads the checkpoints");
 }
@@ -381,7 +391,7 @@ static void test_said(void **state)
  * the numbers, or in another row's phrase): a new setting decides which. */
 static void test_said_rows(void **state)
 {
-	static const char *const silent[] = { "steps", "buffer", "dp", "context_bytes" };
+	static const char *const silent[] = { "steps", "buffer", "dp", "context_bytes", "double_quant", "kbit_prepare" };
 	(void)state;
 
 	for (size_t i = 0; setting_at(i); i++) {

@@ -16,6 +16,7 @@
 #include "plan/gpus.h"
 #include "plan/limits.h"
 #include "plan/model.h"
+#include "plan/quant.h"
 #include "plan/solve.h"
 #include "plan_test.h"
 
@@ -526,11 +527,55 @@ static void test_monotone_families(void **state)
 	}
 }
 
+/* Quantized bases over every family the fixtures measured (gpt2's Conv1D layers aside):
+ * the weights shrink with the bits a weight is stored in (bf16, int8, NF4, NF4 with its
+ * scales double-quantized), need_low never grows with them, and QLoRA's (NF4, the other
+ * weights fp32 as prepare_model_for_kbit_training leaves them) is monotone in seq. */
+static void test_quant_families(void **state)
+{
+	static struct model_shape ms[64];
+	static struct train_settings ts[64];
+	size_t n = family_cases(ms, ts, 64), tried = 0;
+	(void)state;
+
+	for (size_t i = 0; i < n; i++) {
+		struct train_settings t = ts[i];
+		struct plan_result r;
+		const char *why;
+		uint64_t w_prev = UINT64_MAX, low_prev = UINT64_MAX;
+		const struct { int quant, dq; } kinds[] = { { QUANT_NONE, 0 }, { QUANT_INT8, 0 }, { QUANT_NF4, 0 },
+							    { QUANT_NF4, 1 } };
+
+		if (!strcmp(ms[i].type, "gpt2"))
+			continue;
+		t.lora_rank = 16, t.kbit_prepare = 0, t.zero_stage = 0, t.dp = 1, t.ddp = 0;
+		t.freeze_embed = t.freeze_head = 0, t.freeze_first = 0, t.freeze_last = -1;
+		for (size_t k = 0; k < sizeof(kinds) / sizeof(kinds[0]); k++) {
+			t.quant = kinds[k].quant, t.double_quant = kinds[k].dq;
+			assert_int_equal(plan_compute(&ms[i], &t, &r, &why), 0);
+			assert_true(r.bytes[C_WEIGHTS] < w_prev);
+			assert_true(r.need_low_bytes <= low_prev);
+			w_prev = r.bytes[C_WEIGHTS], low_prev = r.need_low_bytes;
+		}
+		t.kbit_prepare = 1;
+		assert_int_equal(plan_compute(&ms[i], &t, &r, &why), 0);
+		struct fit f = { .gpu_bytes = (r.need_low_bytes + r.need_high_bytes) / 2 };
+		int64_t s0 = t.seq, seqs[4];
+		for (int j = 0; j < 4; j++)
+			seqs[j] = s0 * (j + 1) / 2 > 64 ? s0 * (j + 1) / 2 : 64;
+		sweep(&ms[i], t, "seq", seqs, 4, &f);
+		tried++;
+	}
+	printf("   %zu families quantized\n", tried);
+	assert_true(tried >= 20);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_knobs),      cmocka_unit_test(test_knob_applies), cmocka_unit_test(test_locks),      cmocka_unit_test(test_fit),
 		cmocka_unit_test(test_fit_verdicts), cmocka_unit_test(test_monotone), cmocka_unit_test(test_monotone_families),
+		cmocka_unit_test(test_quant_families),
 		cmocka_unit_test(test_solve_batch), cmocka_unit_test(test_solve_none), cmocka_unit_test(test_solve_buffer),
 		cmocka_unit_test(test_solve_largest), cmocka_unit_test(test_solve_tiny_buffer),
 		cmocka_unit_test(test_solve_too_big), cmocka_unit_test(test_solve_few_plans),
