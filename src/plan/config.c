@@ -30,6 +30,8 @@ static json_t *field(json_t *cfg, const char *const *names, const char **name)
 #define STR_(x) #x
 #define STR(x) STR_(x)
 #define NAMES(...) ((const char *const[]){ __VA_ARGS__, NULL })
+/* a generic decoder's MLP width where its config names none (falcon's default) */
+#define GENERIC_INNER_PER_HIDDEN 4
 /* the model's longest sequence (GPT2Config maps max_position_embeddings to n_positions) */
 #define POSITION_NAMES NAMES("max_position_embeddings", "n_positions")
 
@@ -370,6 +372,21 @@ static int hybrid_from_json(json_t *cfg, const struct family *f, struct model_sh
 	return 0;
 }
 
+/* A generic decoder's MLP is two matrices, not a GLU's three, where its hidden_act (or
+ * activation, or its config class's default) names a plain activation: gelu, relu and
+ * the like, not silu, swiglu or a *glu (none known: gated, the larger). */
+static int generic_two_matrix_mlp(json_t *cfg)
+{
+	const char *act = json_string_value(json_object_get(cfg, "hidden_act"));
+
+	if (!act)
+		act = json_string_value(json_object_get(cfg, "activation"));
+	if (!act)
+		act = family_generic_act(json_string_value(json_object_get(cfg, "model_type")));
+	return act && !strstr(act, "silu") && !strstr(act, "swish") && !strstr(act, "glu") &&
+	       (strstr(act, "gelu") || strstr(act, "relu"));
+}
+
 /* The sizes: GPT-2's under its own keys (n_embd...; its MLP's width and its learned
  * positions by default as its row has them, as many key/value heads as heads), others'
  * under the common ones. */
@@ -394,15 +411,24 @@ static int sizes_from_json(json_t *cfg, const struct family *f, struct model_sha
 		return 0;
 	}
 	/* a MoE family with its own expert width needs no dense intermediate_size (its
-	 * dense layers' default when it has them) */
+	 * dense layers' default when it has them); a generic decoder's may be under falcon's
+	 * key, or 4 x hidden */
 	m->intermediate = f->inter_default;
 	if (need(cfg, NAMES("hidden_size"), PLAN_MAX_WIDTH, type, &m->hidden, err) ||
 	    need(cfg, NAMES("num_hidden_layers"), PLAN_MAX_LAYERS, type, &m->layers, err) ||
 	    int_field(cfg, NAMES("num_attention_heads"), PLAN_MAX_HEADS, !f->heads_default, type, &m->heads, err) < 0 ||
-	    int_field(cfg, NAMES("intermediate_size"), PLAN_MAX_WIDTH, !(f->mlp == MLP_MOE && f->moe_inter), type,
+	    int_field(cfg, NAMES("intermediate_size"), PLAN_MAX_WIDTH, !(f->mlp == MLP_MOE && f->moe_inter) && !f->generic,
+		      type,
 		      &m->intermediate, err) < 0 ||
 	    int_field(cfg, NAMES("vocab_size"), PLAN_MAX_VOCAB, !f->vocab_default, type, &m->vocab, err) < 0)
 		return -EINVAL;
+	if (f->generic && maybe(cfg, NAMES("intermediate_size", "ffn_hidden_size", "n_inner"), PLAN_MAX_WIDTH,
+				&m->intermediate, err))
+		return -EINVAL;
+	if (f->generic && !m->intermediate)
+		m->intermediate = GENERIC_INNER_PER_HIDDEN * m->hidden;
+	if (f->generic && generic_two_matrix_mlp(cfg)) /* the same weights and activations */
+		m->intermediate = (2 * m->intermediate + 2) / 3;
 	if (moe_from_json(cfg, f, m, err))
 		return -EINVAL;
 	if (!m->intermediate) /* the MoE's dense size serves no layer here */
@@ -413,7 +439,10 @@ static int sizes_from_json(json_t *cfg, const struct family *f, struct model_sha
 											     : m->heads;
 	/* range-checked as every field is: -5, "4096" or 4096.0 (transformers writes an int)
 	 * is refused, not taken for a model of no length */
-	if (maybe(cfg, NAMES("num_key_value_heads"), PLAN_MAX_HEADS, &m->kv_heads, err) ||
+	/* (falcon's: num_kv_heads, or one with multi_query) */
+	if (f->generic && json_is_true(json_object_get(cfg, "multi_query")))
+		m->kv_heads = 1;
+	if (maybe(cfg, NAMES("num_key_value_heads", "num_kv_heads"), PLAN_MAX_HEADS, &m->kv_heads, err) ||
 	    maybe(cfg, POSITION_NAMES, PLAN_MAX_POSITIONS, &m->max_length, err))
 		return -EINVAL;
 	return 0;
@@ -659,8 +688,14 @@ int model_shape_from_json(json_t *cfg, struct model_shape *m, char **err)
 		return -EINVAL;
 	}
 	f = family_find(type);
+	if (!f && json_object_get(cfg, "hidden_size") && json_object_get(cfg, "num_hidden_layers") &&
+	    json_object_get(cfg, "num_attention_heads") && json_object_get(cfg, "vocab_size") &&
+	    !json_object_get(cfg, "text_config"))
+		f = family_generic();
 	if (!f) {
-		*err = xasprintf("config.json: model_type '%s' is not supported (%s)", type, names);
+		*err = xasprintf("config.json: model_type '%s' is not supported (%s; or any config with hidden_size, "
+				 "num_hidden_layers, num_attention_heads and vocab_size, as a generic decoder)",
+				 type, names);
 		return -EINVAL;
 	}
 	if (f->text_family) {

@@ -117,3 +117,35 @@ const struct family *family_default(void)
 {
 	return &families[0];
 }
+
+/* llama's layer. Its MLP is gated (three matrices of intermediate_size); config.c takes a
+ * two-matrix MLP (phi's) for a gated one of two thirds its width. */
+static const struct family generic = {
+	.type = "generic", ROPE, .reads_attention_bias = 1, .generic = 1,
+	.assumes = "this model_type has no row of its own: planned as a generic dense decoder (llama's layer: "
+		   "RMSNorm, rotary positions, q, k, v apart, a gated MLP of intermediate_size, 4 x hidden where the "
+		   "config names none; an MLP whose hidden_act is not a GLU's, such as phi's gelu, as a gated one of two "
+		   "thirds its width: the same weights and activations); modelled, not measured"
+};
+
+const struct family *family_generic(void)
+{
+	return &generic;
+}
+
+/* The activation a generic model_type's config class defaults to, where its config.json
+ * may name none (transformers' defaults): whether its MLP is gated. */
+static const struct {
+	const char *type, *act;
+} generic_acts[] = {
+	{ "falcon", "gelu" }, { "phi", "gelu_new" }, { "gpt_neox", "gelu" }, { "gptj", "gelu_new" },
+	{ "opt", "relu" },    { "bloom", "gelu" },   { "mpt", "gelu" },      { "starcoder2", "gelu_pytorch_tanh" },
+};
+
+const char *family_generic_act(const char *type)
+{
+	for (size_t i = 0; type && i < sizeof(generic_acts) / sizeof(generic_acts[0]); i++)
+		if (!strcmp(type, generic_acts[i].type))
+			return generic_acts[i].act;
+	return NULL;
+}

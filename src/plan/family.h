@@ -180,6 +180,8 @@ struct family {
 	int nope_temperature;            /* attn_temperature_tuning: q scaled on layers without
 					  * rotary embedding (an fp32 product, cast back) */
 	const char *assumes;             /* what the plan of this family assumes, said aloud */
+	int generic;                     /* no row of its own: a config of the common keys (and
+					  * falcon's) planned as a dense decoder */
 	int sinks;                       /* a sink logit per head (a parameter of heads) */
 	int expert_bias;                 /* the experts' gate_up and down have biases */
 	int router_bias;                 /* the router's linear has a bias */
@@ -223,5 +225,13 @@ const struct family *family_find(const char *type);
 void family_names(char *buf, size_t size);
 /* The first row (llama's): what a model shape built without a family has. */
 const struct family *family_default(void);
+
+/* The row of a model_type with none of its own whose config has a decoder's common keys
+ * (phi, falcon, ...): llama's layer, said as an assumption. */
+const struct family *family_generic(void);
+
+/* The activation a model_type planned as a generic decoder defaults to in transformers
+ * (falcon's gelu...), for a config.json naming none; NULL: not known. */
+const char *family_generic_act(const char *type);
 
 #endif

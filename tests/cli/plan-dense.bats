@@ -59,3 +59,23 @@ params_of() {
 	[ "$status" -eq 2 ]
 	[[ "$output" == *"no_rope_layer_interval must be a whole number"* ]]
 }
+
+# Issue 45: phi and falcon configs were refused; a model_type without a row of its own
+# whose config has a decoder's common keys plans as a generic dense decoder, said.
+@test "phi and falcon plan as a generic decoder, said, their parameters as published" {
+	for m in phi-2:2779683840 falcon-7b:7217189760; do
+		name=${m%%:*} want=${m##*:}
+		run "$HR" plan --gpu h100 --json "$ROOT/tests/fixtures/plan-inputs/$name.json"
+		[ "$status" -ne 2 ]
+		python3 -c 'import json,sys; o=json.loads(sys.argv[1]); w=int(sys.argv[2])
+assert "generic dense decoder" in o["assumed"]["family"], o["assumed"]
+assert abs(o["params"] - w) <= 0.01 * w, (o["params"], w)' "$output" "$want"
+	done
+	run "$HR" plan --gpu h100 "$ROOT/tests/fixtures/plan-inputs/phi-2.json"
+	[[ "$output" == *"phi: this model_type has no row of its own: planned as a generic dense decoder"* ]]
+	# a model_type without the common keys is still refused, naming what would do
+	echo '{"model_type": "foo", "hidden_size": 64}' > "$T/foo.json"
+	run "$HR" plan --gpu h100 "$T/foo.json"
+	[ "$status" -eq 2 ]
+	[[ "$output" == *"'foo' is not supported"*"hidden_size, num_hidden_layers, num_attention_heads and vocab_size"* ]]
+}
