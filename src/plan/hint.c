@@ -185,9 +185,12 @@ static int apply(enum hint_change c, struct train_settings *s, const char *solvi
 static int fits(const struct fit *f, const struct model_shape *m, const struct train_settings *s,
 		struct plan_result *r)
 {
+	struct train_settings one = *s;
 	const char *why;
 
-	return !fit_plan(f, m, s, r, &why) && fit_ok(f, r);
+	/* (its verdict and interval are the plain placement's: the others would cost time) */
+	one.one_placement = 1;
+	return !fit_plan(f, m, &one, r, &why) && fit_ok(f, r);
 }
 
 /* Whether s fits f, or solving, some value of that knob: 1 (the plan, or the knob's
@@ -198,9 +201,12 @@ static int fits_or_solves(const struct fit *f, const struct model_shape *m, cons
 	struct solve_result sr;
 	const char *why;
 
+	struct train_settings one = *s;
+
 	if (!solving)
 		return fits(f, m, s, r);
-	if (solve_knob(f, m, s, solving, &sr, &why) || !sr.value)
+	one.one_placement = 1;
+	if (solve_knob(f, m, &one, solving, &sr, &why) || !sr.value)
 		return 0;
 	*solved = sr.value;
 	*r = sr.plan;

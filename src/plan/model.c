@@ -277,7 +277,8 @@ struct spread {
 static int simulate(const struct model_shape *m, const struct train_settings *t, struct sim_result *plain,
 		    struct spread *sp)
 {
-	struct placements p = { .m = m, .t = t, .steps = plan_sim_steps(t), .n = t->expandable ? PLAN_PLACEMENTS : 1 };
+	struct placements p = { .m = m, .t = t, .steps = plan_sim_steps(t),
+				.n = t->expandable && !t->one_placement ? PLAN_PLACEMENTS : 1 };
 	pthread_t th[PLAN_PLACEMENTS - 1];
 	int cpus = plan_cpus(), nth = 0, want = cpus <= 2 && cpus < p.n ? cpus : p.n;
 

@@ -149,6 +149,9 @@ struct train_settings {
 	int double_quant;         /* 4-bit: the scales quantized too */
 	int kbit_prepare;         /* PEFT's prepare_model_for_kbit_training: the weights left
 				   * unquantized cast to fp32 (the default with quant, in training) */
+	int one_placement;        /* not a setting: with expandable segments, simulate only the
+				   * plain placement (the verdict and the interval come from it; a
+				   * hint's candidates need no more) */
 };
 
 enum { LORA_Q = 1, LORA_K = 2, LORA_V = 4, LORA_O = 8, LORA_GATE = 16, LORA_UP = 32, LORA_DOWN = 64 };

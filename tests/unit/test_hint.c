@@ -45,9 +45,10 @@ static void test_fused_first(void **state)
 	assert_int_equal(hint_find(&f, &m, &t, NULL, NULL, 0, &h), 0);
 	assert_true(h.found);
 	assert_int_equal(h.changes, 1u << HINT_EXPANDABLE);
-	t.expandable = 1;
+	/* (a hint's candidates simulate the plain placement only: their verdict's) */
+	t.expandable = t.one_placement = 1;
 	assert_int_equal(fitting_peak(&f, &m, &t), h.plan.device_peak_bytes);
-	t.expandable = 0;
+	t.expandable = t.one_placement = 0;
 	/* a card its live set passes: no placement helps, fewer temporaries do */
 	f.gpu_bytes = 12500 * MiB;
 	assert_int_equal(fitting_peak(&f, &m, &t), 0);
@@ -231,6 +232,7 @@ static void test_kind_kept_before_lora(void **state)
 	s.use_cache = !(h.changes & (1u << HINT_NO_CACHE));
 	if (h.changes & (1u << HINT_BATCH))
 		s.batch = h.value[HINT_BATCH];
+	s.one_placement = 1;
 	assert_int_equal(fitting_peak(&f, &m, &s), h.plan.device_peak_bytes);
 	/* with every kind-keeping change locked or made, LoRA is what is left */
 	static const char *const locks[] = { "loss_chunk", "batch" };
