@@ -598,6 +598,10 @@ static void s_zero(const struct setting *s, const struct train_settings *t, cons
 	(void)c;
 	if (t->zero_stage == 3)
 		strbuf_addf(sb, "ZeRO-3/FSDP over %lld ranks", (long long)t->dp);
+	else if (t->zero_stage == 2 && !t->inference)
+		strbuf_addf(sb, "ZeRO-2 over %lld ranks (each layer's gradients reduced into this rank's partition as "
+				"the backward makes them: modelled, not measured)",
+			    (long long)t->dp);
 	else if (t->zero_stage)
 		strbuf_addf(sb, "ZeRO-%d over %lld ranks", t->zero_stage, (long long)t->dp);
 }

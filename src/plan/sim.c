@@ -44,6 +44,7 @@ static void train_start(struct train *tr, const struct model_shape *m, const str
 	s->kv = t->grad_ckpt || !t->use_cache ? NULL : &tr->kv;
 	tr->chunk = t->loss_chunk > 0 && t->loss_chunk < s->tokens ? t->loss_chunk : s->tokens;
 	tr->shard = t->zero_stage >= 3 ? t->dp : 1;
+	tr->zero2 = t->zero_stage == 2 && !t->inference;
 	load(s, m, t, &tr->params, tr->lora ? NULL : &tr->trained, tr->shard);
 	tr->embed_trains = !tr->lora && !t->freeze_embed && !(m->tied && t->freeze_head);
 	tr->head_trains = !tr->lora && !t->freeze_head && !(m->tied && t->freeze_embed);
@@ -586,6 +587,12 @@ static void layers_backward(struct train *tr)
 			fsdp_reshard(tr, l);
 		free_all(s, &tr->root);
 		fsdp_ag_free(tr);
+		struct tlist whole = tr->grads;
+		tr->grads = tr->shards;
+		tr->shards = whole;
+		tr->shards.n = 0;
+	} else if (tr->zero2) { /* the rest reduced; the partitions are the gradients now */
+		fsdp_reduce_scatter(tr, 0);
 		struct tlist whole = tr->grads;
 		tr->grads = tr->shards;
 		tr->shards = whole;

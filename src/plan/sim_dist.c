@@ -102,13 +102,16 @@ void fsdp_reshard(struct train *tr, int64_t l)
 
 /* FSDP2 after a group's backward: the gradients from grads' entry `from` on, whole, are
  * copied into the reduce-scatter's input (on the default stream) and go; the shard
- * comes back on the reduce-scatter's stream. */
+ * comes back on the reduce-scatter's stream. ZeRO-2 (DeepSpeed's) the same way: a
+ * group's gradients copied into the reduction's bucket and let go, this rank's partition
+ * kept (its bucket sized by the group, not by reduce_bucket_size; modelled, not
+ * measured). */
 void fsdp_reduce_scatter(struct train *tr, size_t from)
 {
 	struct step *s = &tr->s;
 	int64_t bytes = 0;
 
-	if (!tr->fsdp || from >= tr->grads.n)
+	if ((!tr->fsdp && !tr->zero2) || from >= tr->grads.n)
 		return;
 	for (size_t i = from; i < tr->grads.n; i++)
 		bytes += tensor_bytes(s, tr->grads.v[i]);

@@ -279,6 +279,8 @@ struct train {
 	 * embedding, the final norm, lm_head) from the forward's start to the backward's
 	 * end; the gradients reduce-scattered to their shard */
 	int fsdp;
+	int zero2;                /* ZeRO-2: each group's gradients reduced into this rank's
+				   * partition as the backward makes them, the whole ones let go */
 	int64_t layer_bytes, root_bytes;  /* a layer's weights, the root's, whole */
 	int64_t layer_param[LAYER_WEIGHTS_MAX], root_param[ROOT_WEIGHTS_MAX]; /* each weight's bytes, whole, in order */
 	int nlayer_param, nroot_param;
