@@ -335,7 +335,7 @@ static json_t *a_quant(const struct setting *s, const struct train_settings *t)
 
 static json_t *a_quant_flag(const struct setting *s, const struct train_settings *t)
 {
-	return t->quant ? json_boolean(*(const int *)((const char *)t + s->offset)) : NULL;
+	return t->quant ? json_boolean(*int_at(s, (struct train_settings *)t)) : NULL;
 }
 
 /* the fused losses and the flash kernels' names only: older plans unchanged */

@@ -48,6 +48,12 @@ assert a["weights_dtype"] == "fp32", a' "$T/q.json"
 	run "$HR" plan --gpu h100 --quant nf4 --lora-rank 8 --zero-stage 2 --dp 4 "$M"
 	[ "$status" -eq 2 ]
 	[[ "$output" == *"one GPU"* ]]
+	# prepare_model_for_kbit_training leaves fp32 weights: no flash kernel without autocast
+	run "$HR" plan --gpu h100 --quant nf4 --lora-rank 8 --attn flash_attention_2 "$M"
+	[ "$status" -eq 2 ]
+	[[ "$output" == *"flash kernels run in bf16 or fp16, not fp32"* ]]
+	run "$HR" plan --gpu h100 --quant nf4 --lora-rank 8 --attn flash_attention_2 --autocast "$M"
+	[ "$status" -ne 2 ]
 }
 
 @test "axolotl's QLoRA file plans as its flags; a flag beside it wins" {
