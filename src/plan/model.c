@@ -325,9 +325,10 @@ int plan_settings_check(const struct model_shape *m, const struct train_settings
 	}
 	/* dp divides only what ZeRO shards: either without the other plans one GPU while
 	 * the input says more (DDP's gradient buckets are not modelled) */
-	if (t->zero_stage && t->dp == 1) {
+	/* (one rank: FSDP2 over one GPU, or ZeRO-Offload's single-GPU recipe) */
+	if (t->zero_stage && t->dp == 1 && t->zero_stage != 3 && !t->offload_optimizer) {
 		*why = "ZeRO shards over data-parallel ranks: add --dp N (\"dp\": N), N > 1 ranks, or plan one GPU "
-		       "without --zero";
+		       "without --zero (over one GPU: --zero-stage 3, or --offload optimizer)";
 		return -EINVAL;
 	}
 	if (t->ddp && (t->zero_stage || t->dp == 1 || t->inference)) {
@@ -337,6 +338,25 @@ int plan_settings_check(const struct model_shape *m, const struct train_settings
 	if (!t->zero_stage && !t->ddp && t->dp > 1) {
 		*why = "--dp wants --zero 1, 2 or 3 (\"zero_stage\": ZeRO, 3 = FSDP2 fully_shard) or --ddp (\"ddp\": "
 		       "true, a whole replica a rank)";
+		return -EINVAL;
+	}
+	if ((t->mp_param_bytes || t->mp_reduce_bytes) && t->zero_stage != 3) {
+		*why = "--fsdp-param-dtype and --fsdp-reduce-dtype are FSDP2's MixedPrecisionPolicy: with --zero-stage 3";
+		return -EINVAL;
+	}
+	if (t->mp_reduce_bytes && !t->mp_param_bytes) {
+		*why = "--fsdp-reduce-dtype without --fsdp-param-dtype: give the policy's param_dtype (bf16 or fp16)";
+		return -EINVAL;
+	}
+	if (t->master_weights && t->param_bytes == 4 && !t->inference) {
+		*why = "--master-weights keeps an fp32 copy of 16-bit weights: fp32 weights are their own (use --dtype "
+		       "bf16, or leave --master-weights out)";
+		return -EINVAL;
+	}
+	if (!t->inference && ((t->offload_optimizer && !t->zero_stage) || (t->offload_params && t->zero_stage != 3) ||
+			      (t->offload_params && !t->offload_optimizer))) {
+		*why = "--offload optimizer is ZeRO's (--zero-stage 1, 2 or 3), --offload params ZeRO-3's or FSDP2's "
+		       "and with the optimizer's (--offload optimizer,params)";
 		return -EINVAL;
 	}
 	if (t->keep_gathered && t->zero_stage != 3) {

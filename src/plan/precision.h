@@ -35,5 +35,11 @@ void precision_dtypes(const struct train_settings *t, struct precision_dtypes *d
 /* The bytes of an element of the weights left unquantized: in QLoRA training PEFT's
  * prepare_model_for_kbit_training casts them to fp32 (kbit_prepare); else param_bytes. */
 int precision_weight_bytes(const struct train_settings *t);
+/* The bytes of an element of the weights the layers compute with: FSDP2's gathered
+ * ones under a MixedPrecisionPolicy's param_dtype, else as kept. */
+int precision_compute_bytes(const struct train_settings *t);
+/* Whether the optimizer steps an fp32 copy of 16-bit trained weights (master_weights
+ * in full 16-bit training; LoRA's adapters and fp32 weights are their own). */
+int precision_masters(const struct train_settings *t);
 
 #endif

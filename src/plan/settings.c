@@ -205,6 +205,55 @@ static int p_quant(const struct setting *s, struct train_settings *t, const char
 	return 0;
 }
 
+/* FSDP2's MixedPrecisionPolicy dtypes: none (the weights' own), or one to gather and
+ * compute in (param_dtype) or reduce in (reduce_dtype) */
+static int p_mp_param(const struct setting *s, struct train_settings *t, const char *text)
+{
+	(void)s;
+	if (!strcmp(text, "none") || !strcmp(text, "fp32"))
+		t->mp_param_bytes = t->mp_fp16 = 0;
+	else if (!strcmp(text, "bf16") || !strcmp(text, "fp16"))
+		t->mp_param_bytes = DT_BF16, t->mp_fp16 = !strcmp(text, "fp16");
+	else
+		return -EINVAL;
+	return 0;
+}
+
+static int p_mp_reduce(const struct setting *s, struct train_settings *t, const char *text)
+{
+	(void)s;
+	if (!strcmp(text, "none"))
+		t->mp_reduce_bytes = 0;
+	else if (!strcmp(text, "bf16") || !strcmp(text, "fp16"))
+		t->mp_reduce_bytes = DT_BF16;
+	else if (!strcmp(text, "fp32"))
+		t->mp_reduce_bytes = DT_FP32;
+	else
+		return -EINVAL;
+	return 0;
+}
+
+/* What lives in host memory: none, or a list of optimizer and params (commas). */
+static int p_offload(const struct setting *s, struct train_settings *t, const char *text)
+{
+	char *copy = xstrdup(text), *save = NULL;
+	int rc = 0;
+
+	(void)s;
+	for (char *w = strtok_r(copy, ",", &save); w && !rc; w = strtok_r(NULL, ",", &save)) {
+		if (!strcmp(w, "none"))
+			t->offload_optimizer = t->offload_params = 0;
+		else if (!strcmp(w, "optimizer"))
+			t->offload_optimizer = 1;
+		else if (!strcmp(w, "params"))
+			t->offload_params = 1;
+		else
+			rc = -EINVAL;
+	}
+	free(copy);
+	return rc;
+}
+
 static int p_loss(const struct setting *s, struct train_settings *t, const char *text)
 {
 	int k = sim_loss_find(text);
@@ -338,6 +387,38 @@ static json_t *a_quant_flag(const struct setting *s, const struct train_settings
 	return t->quant ? json_boolean(*int_at(s, (struct train_settings *)t)) : NULL;
 }
 
+/* FSDP2's policy, ZeRO's master weights and offload: said where set, older plans unchanged */
+static json_t *a_mp(const struct setting *s, const struct train_settings *t)
+{
+	int b = *int_at(s, (struct train_settings *)t);
+
+	if (t->zero_stage != 3 || !t->mp_param_bytes || t->inference)
+		return NULL;
+	if (!b)
+		return json_null();
+	return json_string(b == DT_FP32 ? "fp32" : t->mp_fp16 ? "fp16" : "bf16");
+}
+
+static json_t *a_train_on(const struct setting *s, const struct train_settings *t)
+{
+	return *int_at(s, (struct train_settings *)t) && !t->inference ? json_true() : NULL;
+}
+
+static json_t *a_offload(const struct setting *s, const struct train_settings *t)
+{
+	json_t *a;
+
+	(void)s;
+	if (t->inference || (!t->offload_optimizer && !t->offload_params))
+		return NULL;
+	a = json_array();
+	if (a && t->offload_optimizer)
+		json_array_append_new(a, json_string("optimizer"));
+	if (a && t->offload_params)
+		json_array_append_new(a, json_string("params"));
+	return a;
+}
+
 /* the fused losses and the flash kernels' names only: older plans unchanged */
 static json_t *a_loss(const struct setting *s, const struct train_settings *t)
 {
@@ -384,7 +465,8 @@ static void s_dtype(const struct setting *s, const struct train_settings *t, con
 	(void)s;
 	(void)c;
 	precision_dtypes(t, &d);
-	strbuf_addf(sb, "weights %s%s", d.weights,
+	strbuf_addf(sb, "weights %s%s%s", d.weights,
+		    strcmp(d.compute, d.weights) && !t->autocast && !t->inference ? " (computed in the policy's dtype)" : "",
 		    t->quant ? " (frozen; the projections quantized)" : t->lora_rank && !t->inference ? " (frozen)" : "");
 }
 
@@ -413,7 +495,10 @@ static void s_inference(const struct setting *s, const struct train_settings *t,
 	}
 	precision_dtypes(t, &d);
 	strbuf_addf(sb, "master weights %s%s, gradients %s, optimizer states %s", d.master_weights,
-		    strcmp(d.master_weights, "fp32") ? "" : t->lora_rank ? " (the adapters)" : " (the weights)",
+		    strcmp(d.master_weights, "fp32") ? ""
+		    : t->lora_rank		      ? " (the adapters)"
+		    : precision_masters(t)	      ? " (a copy the optimizer steps)"
+						      : " (the weights)",
 		    d.gradients, d.optimizer_states);
 }
 
@@ -597,13 +682,51 @@ static void s_zero(const struct setting *s, const struct train_settings *t, cons
 	(void)s;
 	(void)c;
 	if (t->zero_stage == 3)
-		strbuf_addf(sb, "ZeRO-3/FSDP over %lld ranks", (long long)t->dp);
+		strbuf_addf(sb, "ZeRO-3/FSDP over %lld rank%s", (long long)t->dp, t->dp == 1 ? "" : "s");
 	else if (t->zero_stage == 2 && !t->inference)
-		strbuf_addf(sb, "ZeRO-2 over %lld ranks (each layer's gradients reduced into this rank's partition as "
+		strbuf_addf(sb, "ZeRO-2 over %lld rank%s (each layer's gradients reduced into this rank's partition as "
 				"the backward makes them: modelled, not measured)",
-			    (long long)t->dp);
+			    (long long)t->dp, t->dp == 1 ? "" : "s");
 	else if (t->zero_stage)
-		strbuf_addf(sb, "ZeRO-%d over %lld ranks", t->zero_stage, (long long)t->dp);
+		strbuf_addf(sb, "ZeRO-%d over %lld rank%s", t->zero_stage, (long long)t->dp, t->dp == 1 ? "" : "s");
+}
+
+static void s_mp(const struct setting *s, const struct train_settings *t, const struct said_ctx *c,
+		 struct strbuf *sb)
+{
+	(void)s;
+	(void)c;
+	if (t->zero_stage != 3 || !t->mp_param_bytes || t->inference)
+		return;
+	strbuf_addf(sb, " (MixedPrecisionPolicy: each layer gathered and computed in %s, its gradients reduced in %s "
+			"into %s shards)",
+		    t->mp_fp16 ? "fp16" : "bf16",
+		    t->mp_reduce_bytes == DT_FP32 ? "fp32" : t->mp_reduce_bytes || !t->mp_fp16 ? "bf16" : "fp16",
+		    precision_weight_bytes(t) == DT_FP32 ? "fp32" : "16-bit");
+}
+
+static void s_master(const struct setting *s, const struct train_settings *t, const struct said_ctx *c,
+		     struct strbuf *sb)
+{
+	(void)s;
+	(void)c;
+	if (precision_masters(t))
+		strbuf_add(sb, "fp32 master weights beside the 16-bit ones (DeepSpeed's bf16/fp16 engine: the "
+			       "optimizer steps the fp32 copy, each gradient cast to fp32 at the step)");
+}
+
+static void s_offload(const struct setting *s, const struct train_settings *t, const struct said_ctx *c,
+		      struct strbuf *sb)
+{
+	(void)s;
+	(void)c;
+	if (t->inference || (!t->offload_optimizer && !t->offload_params))
+		return;
+	strbuf_addf(sb, "offloaded to host memory, not counted: %s%s%s; modelled, not measured",
+		    t->offload_optimizer ? "the optimizer's states and master weights, its step on the CPU, the "
+					   "gradients' partitions copied out as reduced" : "",
+		    t->offload_optimizer && t->offload_params ? "; " : "",
+		    t->offload_params ? "the weights' shards (each layer copied in to be gathered)" : "");
 }
 
 static void s_ddp(const struct setting *s, const struct train_settings *t, const struct said_ctx *c,
@@ -747,6 +870,22 @@ static const struct setting settings[] = {
 	BOOL_ROW("reshard_after_forward", p_reshard, keep_gathered,
 		 "ZeRO-3/FSDP2's reshard_after_forward (the default: on; --no-reshard-after-forward keeps the "
 		 "gathered weights)", a_reshard, SAID_RUN, s_reshard),
+	/* (after reshard_after_forward: its phrases continue ZeRO-3's) */
+	{ "fsdp_param_dtype", "D", "none, bf16 or fp16 (none: the weights' own)",
+	  "ZeRO-3/FSDP2's MixedPrecisionPolicy param_dtype: each layer gathered and computed in bf16 or fp16, the "
+	  "shards kept in the weights' dtype (--dtype fp32: fp32 shards, gradients and states)",
+	  p_mp_param, SJ_TEXT, FIELD(mp_param_bytes), 0, 0, WORDS("none", "bf16", "fp16"), 0, a_mp, SAID_RUN, s_mp },
+	{ "fsdp_reduce_dtype", "D", "none, bf16, fp16 or fp32 (none: the param_dtype)",
+	  "its reduce_dtype: the gradients reduced in it (default none: the param_dtype)", p_mp_reduce, SJ_TEXT,
+	  FIELD(mp_reduce_bytes), 0, 0, WORDS("none", "bf16", "fp16", "fp32"), 0, a_mp, SAID_NONE, NULL },
+	BOOL_ROW("master_weights", p_bool, master_weights,
+		 "an fp32 copy of the trained 16-bit weights that the optimizer steps, its states fp32 (DeepSpeed's "
+		 "bf16/fp16 engine; ZeRO-1 and up shard it over --dp)",
+		 a_train_on, SAID_RUN, s_master),
+	{ "offload", "LIST", "none, or a list of optimizer and params",
+	  "what lives in host memory: optimizer (its states, master weights and step; the gradients' partitions "
+	  "copied out as reduced), params (ZeRO-3/FSDP2: the weights' shards); modelled, not measured",
+	  p_offload, SJ_LIST, 0, 0, 0, WORDS("none", "optimizer", "params"), 1, a_offload, SAID_PARTS, s_offload },
 	{ "freeze", "LIST", "a list of embed, lm_head and layers:A-B (one range of layers, from 0), such as embed,lm_head",
 	  "frozen parts, no gradient or optimizer state: embed, lm_head, layers:A-B (e.g. embed,lm_head)", p_freeze,
 	  SJ_LIST, 0, 0, 0, NULL, 1, a_freeze, SAID_PARTS, s_freeze },

@@ -145,6 +145,16 @@ struct train_settings {
 				   * only the last (generate()) */
 	int ddp;                  /* DDP over dp ranks: a whole replica and gradient buckets a rank */
 	int keep_gathered;        /* FSDP2 (zero_stage 3) with reshard_after_forward=False */
+	int mp_param_bytes;       /* FSDP2's MixedPrecisionPolicy param_dtype: the layers gathered
+				   * and computed in it, the shards kept in the weights' dtype (0: the
+				   * weights' own) */
+	int mp_fp16;              /* that param_dtype is fp16, not bf16 (named only) */
+	int mp_reduce_bytes;      /* its reduce_dtype (0: the param dtype's) */
+	int master_weights;       /* an fp32 copy of the trained weights the optimizer updates,
+				   * beside 16-bit ones (DeepSpeed's bf16/fp16 engine) */
+	int offload_optimizer;    /* the optimizer's states (and master weights) in host memory,
+				   * its step on the CPU */
+	int offload_params;       /* ZeRO-3/FSDP2: the weights' shards in host memory */
 	int quant;                /* enum quant_kind: the base's linear projections quantized */
 	int double_quant;         /* 4-bit: the scales quantized too */
 	int kbit_prepare;         /* PEFT's prepare_model_for_kbit_training: the weights left

@@ -13,6 +13,7 @@
 #include "plan/alloc.h"
 #include "plan/dtype.h"
 #include "plan/optimizer.h"
+#include "plan/precision.h"
 #include "plan/pytorch.h"
 #include "plan/sim_internal.h"
 #include "util/xalloc.h"
@@ -21,6 +22,8 @@
  * step, beside the live ones, when its watchdog dropped the finished work late
  * (bench/gpu/ddp-rebuild.py; h200x2-dist's DDP ranks 0) */
 #define DDP_RACE_COPIES 2
+
+static int64_t trained_bytes(struct train *tr, size_t i, int64_t *elems);
 
 /* Set up the run and load the model: the weights, then LoRA's adapters, fp32, tensor
  * by tensor after the model (their gradients and states are small-pool blocks, apart
@@ -32,8 +35,8 @@ static void train_start(struct train *tr, const struct model_shape *m, const str
 	tr->m = m;
 	tr->t = t;
 	tr->lora = t->lora_rank > 0;
-	tr->grad_bytes = tr->lora ? 0 : t->param_bytes;
 	setup(s, m, t);
+	tr->grad_bytes = tr->lora ? 0 : s->weight_bytes;
 	alloc_sim_init(&s->a);
 	s->a.limit_bytes = t->limit_bytes;
 	s->a.expandable = t->expandable;
@@ -44,7 +47,10 @@ static void train_start(struct train *tr, const struct model_shape *m, const str
 	s->kv = t->grad_ckpt || !t->use_cache ? NULL : &tr->kv;
 	tr->chunk = t->loss_chunk > 0 && t->loss_chunk < s->tokens ? t->loss_chunk : s->tokens;
 	tr->shard = t->zero_stage >= 3 ? t->dp : 1;
-	tr->zero2 = t->zero_stage == 2 && !t->inference;
+	/* ZeRO-Offload reduces the gradients into partitions (copied to the host) at any stage */
+	tr->zero2 = (t->zero_stage == 2 || (t->zero_stage == 1 && t->offload_optimizer)) && !t->inference;
+	tr->masters = precision_masters(t) && !t->offload_optimizer;
+	s->host_weights = t->offload_params && t->zero_stage == 3 && !t->inference;
 	load(s, m, t, &tr->params, tr->lora ? NULL : &tr->trained, tr->shard);
 	tr->embed_trains = !tr->lora && !t->freeze_embed && !(m->tied && t->freeze_head);
 	tr->head_trains = !tr->lora && !t->freeze_head && !(m->tied && t->freeze_embed);
@@ -78,6 +84,13 @@ static void train_start(struct train *tr, const struct model_shape *m, const str
 			tr->layer_bytes += tr->layer_param[i];
 		for (int i = 0; i < tr->nroot_param; i++)
 			tr->root_bytes += tr->root_param[i];
+	}
+	if (tr->masters) { /* DeepSpeed's fp32 partitions, made as the engine starts: flat */
+		int64_t n, all = 0;
+		for (size_t i = 0; i < tr->trained.n; i++)
+			trained_bytes(tr, i, &n), all += n;
+		if (all)
+			push(&tr->states, tensor_as(s, all * DT_FP32, C_OPT_STATES));
 	}
 	/* DDP: its construction makes the gradient buckets as one tensor */
 	if (t->ddp) {
@@ -615,7 +628,7 @@ static int64_t trained_bytes(struct train *tr, size_t i, int64_t *elems)
 	int64_t zd = t->zero_stage >= 1 ? t->dp : 1, shard = tr->lora ? 1 : tr->shard;
 	int64_t b = tensor_bytes(&tr->s, tr->trained.v[i]) * shard / zd;
 
-	*elems = b / (tr->lora ? DT_FP32 : tr->s.weight_bytes);
+	*elems = b / (tr->lora ? DT_FP32 : tr->s.store_bytes);
 	return b;
 }
 
@@ -628,10 +641,14 @@ static uint64_t make_states(struct train *tr, int alloc)
 	uint64_t paged = 0;
 	int64_t n;
 
+	if (tr->t->offload_optimizer) /* in host memory */
+		return 0;
 	if (alloc && o->qmap_bytes)
 		push(&tr->states, tensor_as(&tr->s, o->qmap_bytes, C_OPT_STATES));
 	for (size_t i = 0; i < tr->trained.n; i++) {
 		int64_t b = trained_bytes(tr, i, &n);
+		if (tr->masters) /* the states are the fp32 copy's */
+			b = n * DT_FP32;
 		optimizer_tensor_states(o, tr->t, n, b, tr->s.hidden, &st);
 		for (int j = 0; alloc && j < st.n; j++)
 			push(&tr->states, tensor_as(&tr->s, st.bytes[j], C_OPT_STATES));
@@ -648,16 +665,25 @@ static void optimizer_step(struct train *tr)
 	struct step *s = &tr->s;
 	const struct optimizer_row *o = optimizer_row(tr->t);
 	struct tlist one = { 0 };
-	int64_t n, each = 0;
+	int64_t n, each = 0, all = 0;
+	int g32 = 0;
 
 	s->part = C_OPT_TEMP, s->phase = "optimizer step";
+	if (tr->t->offload_optimizer) { /* the step runs on the host */
+		free_all(s, &tr->grads);
+		return;
+	}
 	if (!tr->states_made) {
 		tr->states_made = 1;
 		make_states(tr, 1);
 	}
+	for (size_t i = 0; tr->masters && i < tr->trained.n; i++)
+		trained_bytes(tr, i, &n), all += n;
+	if (all) /* the gradients' partition cast to fp32 for the master copy's step */
+		g32 = tensor_as(s, all * DT_FP32, C_OPT_TEMP);
 	for (size_t i = 0; o->temps != OT_NONE && i < tr->trained.n; i++) {
 		int64_t b = trained_bytes(tr, i, &n);
-		int k = optimizer_temps(o, n, b, &each);
+		int k = optimizer_temps(o, n, tr->masters ? n * DT_FP32 : b, &each);
 		for (int j = 0; j < k; j++)
 			push(o->temps == OT_FOREACH ? &tr->tmp : &one, tensor_as(s, each, C_OPT_TEMP));
 		free_all(s, &one);
@@ -665,6 +691,7 @@ static void optimizer_step(struct train *tr)
 	if (o->temps == OT_FOREACH)
 		free_all(s, &tr->tmp);
 	free(one.v);
+	drop(s, g32);
 	free_all(s, &tr->grads);
 }
 
@@ -707,7 +734,7 @@ static void tell_past(struct train *tr, uint64_t jitter_seed)
 
 int sim_accumulates(const struct train_settings *t)
 {
-	return t->grad_accum > 1 && !t->inference && t->zero_stage < 2;
+	return t->grad_accum > 1 && !t->inference && t->zero_stage < 2 && !t->offload_optimizer;
 }
 
 /* Micro-batches simulated of an accumulated step: from the second every one asks for

@@ -101,24 +101,41 @@ void fsdp_reshard(struct train *tr, int64_t l)
 }
 
 /* FSDP2 after a group's backward: the gradients from grads' entry `from` on, whole, are
- * copied into the reduce-scatter's input (on the default stream) and go; the shard
- * comes back on the reduce-scatter's stream. ZeRO-2 (DeepSpeed's) the same way: a
- * group's gradients copied into the reduction's bucket and let go, this rank's partition
- * kept (its bucket sized by the group, not by reduce_bucket_size; modelled, not
- * measured). */
+ * copied into the reduce-scatter's input (on the default stream, in the
+ * MixedPrecisionPolicy's reduce_dtype) and go; the shard comes back on the
+ * reduce-scatter's stream, and is the shards' gradient where it is in their dtype (the
+ * views FSDP2 hands out), else cast to it tensor by tensor. ZeRO-2 (DeepSpeed's) the
+ * same way: a group's gradients copied into the reduction's bucket and let go, this
+ * rank's partition kept (its bucket sized by the group, not by reduce_bucket_size;
+ * modelled, not measured). */
 void fsdp_reduce_scatter(struct train *tr, size_t from)
 {
 	struct step *s = &tr->s;
-	int64_t bytes = 0;
+	const struct train_settings *t = tr->t;
+	int64_t elems = 0, other = 0, gb = tr->grad_bytes ? tr->grad_bytes : s->weight_bytes;
+	int64_t rb = t->mp_reduce_bytes ? t->mp_reduce_bytes : gb, sb = tr->lora ? gb : s->store_bytes;
 
 	if ((!tr->fsdp && !tr->zero2) || from >= tr->grads.n)
 		return;
-	for (size_t i = from; i < tr->grads.n; i++)
-		bytes += tensor_bytes(s, tr->grads.v[i]);
-	int in = tensor_as(s, bytes, C_COLLECTIVE);
+	for (size_t i = from; i < tr->grads.n; i++) {
+		int64_t b = tensor_bytes(s, tr->grads.v[i]);
+		if (b % gb || tr->lora) /* LoRA's fp32 adapters reduce as they are */
+			other += b;
+		else
+			elems += b / gb;
+	}
+	int in = tensor_as(s, elems * rb + other, C_COLLECTIVE);
 	for (size_t i = from; i < tr->grads.n; i++)
 		drop(s, tr->grads.v[i]);
 	tr->grads.n = from;
-	push(&tr->shards, tensor_for(s, (bytes + tr->t->dp - 1) / tr->t->dp, FSDP_REDUCE_SCATTER, C_GRADS));
+	int out = tensor_for(s, (elems * rb + other + t->dp - 1) / t->dp, FSDP_REDUCE_SCATTER, C_GRADS);
+	if (t->offload_optimizer) { /* copied to the host as it comes back */
+		drop(s, out);
+	} else if (rb != sb && elems) { /* cast to the shards' dtype */
+		push(&tr->shards, tensor_as(s, (elems * sb + t->dp - 1) / t->dp, C_GRADS));
+		drop(s, out);
+	} else {
+		push(&tr->shards, out);
+	}
 	drop(s, in);
 }

@@ -141,7 +141,10 @@ struct step {
 	int64_t kv_dim;           /* kv_heads x head_dim */
 	int64_t inter;            /* the MLP's intermediate size */
 	/* bytes per element */
-	int weight_bytes;
+	int weight_bytes;         /* the weights the layers compute with (FSDP2's gathered) */
+	int host_weights;         /* the weights' shards in host memory (offloaded) */
+	int store_bytes;          /* the weights as kept: FSDP2's shards under a
+				   * MixedPrecisionPolicy, else weight_bytes */
 	int act_bytes;            /* linear outputs: 2, or 4 for fp32 without autocast */
 	int resid_bytes;          /* the residual stream: 4 with fp32 weights */
 	int autocast;             /* bf16 autocast over fp32 weights */
@@ -279,6 +282,7 @@ struct train {
 	 * embedding, the final norm, lm_head) from the forward's start to the backward's
 	 * end; the gradients reduce-scattered to their shard */
 	int fsdp;
+	int masters;              /* an fp32 master copy of the trained weights on the GPU */
 	int zero2;                /* ZeRO-2: each group's gradients reduced into this rank's
 				   * partition as the backward makes them, the whole ones let go */
 	int64_t layer_bytes, root_bytes;  /* a layer's weights, the root's, whole */

@@ -30,9 +30,10 @@ void setup(struct step *s, const struct model_shape *m, const struct train_setti
 
 	s->tokens = t->batch * t->seq, s->batch = t->batch, s->seq = t->seq;
 	s->hidden = h, s->layers = m->layers, s->heads = m->heads, s->q_dim = qd, s->kv_dim = k, s->inter = I, s->vocab = m->vocab;
-	int wb = precision_weight_bytes(t);
+	int wb = precision_compute_bytes(t);
 
 	s->weight_bytes = wb;
+	s->store_bytes = precision_weight_bytes(t);
 	/* autocast casts fp32 tensors to bf16: over bf16 (or fp16) weights the activations
 	 * and the residual stream are already in their dtype, and measured HF Trainer runs
 	 * under bf16=True peak as the same run without it */
@@ -341,7 +342,7 @@ int layer_weights(const struct step *s, int64_t *w)
 static int64_t loaded_bytes(const struct step *s, int64_t elems, int quantized)
 {
 	if (!s->quant || !quantized)
-		return elems * s->weight_bytes;
+		return elems * s->store_bytes;
 	int64_t rows = elems / s->hidden > s->hidden ? elems / s->hidden : s->hidden;
 	return quant_weight_bytes((enum quant_kind)s->quant, s->double_quant, elems, rows);
 }
@@ -359,15 +360,29 @@ static void load_vision(struct step *s, const struct vision_shape *v, struct tli
 	int64_t w[VISION_TENSORS_MAX];
 	int n = vision_root_tensors(v, 1, w);
 
+	if (s->host_weights) /* offloaded with the rest */
+		return;
 	for (int i = 0; i < n; i++)
-		push(params, tensor(s, w[i] * s->weight_bytes));
+		push(params, tensor(s, w[i] * s->store_bytes));
 	n = vision_layer_tensors(v, w);
 	for (int64_t l = 0; l < v->layers; l++)
 		for (int i = 0; i < n; i++)
-			push(params, tensor(s, w[i] * s->weight_bytes));
+			push(params, tensor(s, w[i] * s->store_bytes));
 	n = vision_root_tensors(v, 0, w);
 	for (int i = 0; i < n; i++)
-		push(params, tensor(s, w[i] * s->weight_bytes));
+		push(params, tensor(s, w[i] * s->store_bytes));
+}
+
+/* A weight made on the GPU into params, its id; 0 (none) where the weights are kept in
+ * host memory. */
+static int kept(struct step *s, struct tlist *params, int64_t bytes)
+{
+	int id;
+
+	if (s->host_weights)
+		return 0;
+	push(params, id = tensor(s, bytes));
+	return id;
 }
 
 /* The weights, as load makes them, and which of them train: into trained (NULL: none
@@ -385,32 +400,32 @@ void load(struct step *s, const struct model_shape *m, const struct train_settin
 	if (!trained)
 		trained = &none;
 	load_vision(s, &m->vision, params);
-	push(params, id = tensor(s, s->vocab * h * s->weight_bytes / shard));
-	if (!emb_frozen)
+	id = kept(s, params, s->vocab * h * s->store_bytes / shard);
+	if (!emb_frozen && id)
 		push(trained, id);
 	if (s->fam->positions == POS_LEARNED) {
-		push(params, id = tensor(s, s->positions * h * s->weight_bytes / shard));
-		push(trained, id);
+		if ((id = kept(s, params, s->positions * h * s->store_bytes / shard)))
+			push(trained, id);
 	}
 	for (int64_t l = 0; l < s->layers; l++) {
 		layer_at(s, l);
 		nlw = layer_kinds[s->fam->layer](s, lw, lq);
 		for (int i = 0; i < nlw; i++) {
-			push(params, id = tensor(s, loaded_bytes(s, lw[i], lq[i]) / shard));
-			if (!layer_frozen(t, l))
+			id = kept(s, params, loaded_bytes(s, lw[i], lq[i]) / shard);
+			if (id && !layer_frozen(t, l))
 				push(trained, id);
 		}
 	}
 	for (int i = 0; i < norm_tensors(s); i++) {
-		push(params, id = tensor(s, h * s->weight_bytes));
-		push(trained, id);
+		if ((id = kept(s, params, h * s->store_bytes)))
+			push(trained, id);
 	}
 	if (!m->tied) {
-		push(params, id = tensor(s, s->vocab * h * s->weight_bytes / shard));
-		if (!t->freeze_head)
+		id = kept(s, params, s->vocab * h * s->store_bytes / shard);
+		if (id && !t->freeze_head)
 			push(trained, id);
-	} else {
-		drop(s, tensor(s, s->vocab * h * s->weight_bytes / shard));
+	} else if (!s->host_weights) {
+		drop(s, tensor(s, s->vocab * h * s->store_bytes / shard));
 	}
 	for (size_t i = 0; i < t->nbuffers; i++)
 		for (int64_t c = 0; c < t->buffers[i].count; c++)

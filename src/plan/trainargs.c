@@ -4,6 +4,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 #include <sys/stat.h>
 
 #include "plan/optimizer.h"
@@ -21,6 +22,8 @@ struct reader {
 	json_t *file;                /* the whole file (a key may read another) */
 	struct file_read *f;         /* what the caller tells, and what is said back */
 	struct strbuf said;
+	int precision_done;          /* a DeepSpeed config set the weights' dtype */
+	int fsdp;                    /* FSDP's full_shard read */
 };
 
 /* A key of a tool's file: the setting it is (its value as the setting's), or a
@@ -164,7 +167,7 @@ static int hf_precision(struct reader *r)
 	const char *cfg = r->f->dtype && *r->f->dtype ? r->f->dtype : NULL, *w = NULL;
 	const char *amp = json_is_true(fp16) ? "fp16" : json_is_true(bf16) ? "bf16" : NULL;
 
-	if ((!bf16 && !fp16) || dtype_flag_wins(r))
+	if ((!bf16 && !fp16) || dtype_flag_wins(r) || r->precision_done)
 		return 0;
 	for (size_t i = 0; cfg && i < sizeof(dtypes) / sizeof(dtypes[0]); i++)
 		if (!strcmp(cfg, dtypes[i].config))
@@ -206,40 +209,135 @@ static int map_fsdp(struct reader *r, const char *key, json_t *v)
 	}
 	for (char *w = strtok_r(text, " ,", &save); w && !rc; w = strtok_r(NULL, " ,", &save)) {
 		if (!strcmp(w, "full_shard"))
-			rc = set(r, key, "zero_stage", "3");
+			rc = set(r, key, "zero_stage", "3"), r->fsdp = 1;
 		else if (!strcmp(w, "shard_grad_op"))
 			rc = set(r, key, "zero_stage", "2");
 		else if (!strcmp(w, "no_shard"))
 			rc = set(r, key, "ddp", "true");
+		else if (!strcmp(w, "offload"))
+			rc = set(r, key, "offload", "optimizer,params");
 		else if (strcmp(w, "auto_wrap"))
-			rc = unmappable(r, key, "has an FSDP option the planner does not model (offload, hybrid_shard): "
-						"plan with --zero-stage 3 --dp N for full_shard on the GPU, without it");
+			rc = unmappable(r, key, "has an FSDP option the planner does not model (hybrid_shard): plan with "
+						"--zero-stage 3 --dp N for full_shard on the GPU, without it");
 	}
 	free(text);
 	return rc;
 }
 
-/* A DeepSpeed config given inline: its ZeRO stage, and no offload. */
+/* A DeepSpeed config's path: as given (the launch directory), else beside the file read.
+ * The object, or NULL with *r->err. */
+static json_t *deepspeed_load(struct reader *r, const char *key, const char *path)
+{
+	json_error_t je;
+	char *beside = NULL;
+	const char *slash = r->f->base ? strrchr(r->f->base, '/') : NULL;
+	json_t *j;
+	FILE *in = fopen(path, "r");
+
+	if (!in && path[0] != '/' && slash) {
+		beside = xasprintf("%.*s/%s", (int)(slash - r->f->base), r->f->base, path);
+		in = fopen(beside, "r");
+	}
+	if (!in) {
+		*r->err = xasprintf("%s: '%s' names the DeepSpeed config %s, which cannot be read (%s): give its path "
+				    "from here, or plan with --zero-stage N --dp N", r->tool, key, path, strerror(errno));
+		free(beside);
+		return NULL;
+	}
+	j = json_loadf(in, 0, &je);
+	fclose(in);
+	if (!j || !json_is_object(j))
+		*r->err = xasprintf("%s: '%s': %s is not a DeepSpeed JSON config: %s (line %d)", r->tool, key,
+				    beside ? beside : path, j ? "not an object" : je.text, j ? 1 : je.line);
+	if (j && !json_is_object(j)) {
+		json_decref(j);
+		j = NULL;
+	}
+	free(beside);
+	return j;
+}
+
+/* Whether a DeepSpeed section (bf16, fp16) is on: true, or "auto" where the training
+ * file's own key of that name is true (HF's integration fills "auto" from it). */
+static int ds_enabled(struct reader *r, json_t *ds, const char *section)
+{
+	json_t *e = json_object_get(json_object_get(ds, section), "enabled");
+	const char *s = json_string_value(e);
+
+	return json_is_true(e) || (s && !strcmp(s, "auto") && json_is_true(json_object_get(r->file, section)));
+}
+
+/* DeepSpeed's bf16/fp16 engine: the model cast to 16 bits, an fp32 master copy that the
+ * optimizer steps (no autocast). */
+static int ds_precision(struct reader *r, const char *key, json_t *ds)
+{
+	int bf16 = ds_enabled(r, ds, "bf16"), fp16 = ds_enabled(r, ds, "fp16");
+
+	if (!bf16 && !fp16)
+		return 0;
+	r->precision_done = 1;
+	if (!dtype_flag_wins(r) && (set(r, key, "dtype", bf16 ? "bf16" : "fp16") || set(r, key, "autocast", "false")))
+		return -EINVAL;
+	if (set(r, key, "master_weights", "true"))
+		return -EINVAL;
+	strbuf_addf(&r->said, "%sDeepSpeed's %s engine: %s weights, fp32 master weights and states", r->said.len ? "; " : "",
+		    bf16 ? "bf16" : "fp16", bf16 ? "bf16" : "fp16");
+	return 0;
+}
+
+/* A DeepSpeed config (inline, or a file's path): its ZeRO stage, offload, precision and
+ * micro-batch; its bucket sizes said, not modelled. */
 static int map_deepspeed(struct reader *r, const char *key, json_t *v)
 {
-	json_t *zero = json_object_get(v, "zero_optimization"), *stage = json_object_get(zero, "stage");
-	static const char *const offloads[] = { "offload_optimizer", "offload_param" };
+	static const char *const buckets[] = { "reduce_bucket_size", "allgather_bucket_size",
+					       "stage3_prefetch_bucket_size", "stage3_max_live_parameters" };
+	json_t *ds = v, *loaded = NULL, *zero, *stage, *mb;
+	int rc = -EINVAL;
 
-	if (off(v) || flag_wins(r, "zero_stage"))
+	if (off(v))
 		return 0;
-	if (!json_is_object(v))
-		return unmappable(r, key, "names a DeepSpeed config file, which the planner does not read: give its ZeRO "
-					  "stage as --zero-stage N --dp N (without offload) and leave the key out");
-	for (size_t i = 0; i < sizeof(offloads) / sizeof(offloads[0]); i++) {
-		const char *dev = json_string_value(json_object_get(json_object_get(zero, offloads[i]), "device"));
-		if (dev && strcmp(dev, "none"))
-			return unmappable(r, key, "offloads to the CPU or NVMe (zero_optimization's offload_optimizer or "
-						  "offload_param), which the planner does not model: plan without offload "
-						  "for an upper bound");
+	if (json_is_string(v) && !(ds = loaded = deepspeed_load(r, key, json_string_value(v)))) {
+		if (!flag_wins(r, "zero_stage"))
+			return -EINVAL;
+		free(*r->err); /* --zero-stage stands for the file it cannot read */
+		*r->err = NULL;
+		return 0;
 	}
-	if (!json_is_integer(stage) || json_integer_value(stage) < 0 || json_integer_value(stage) > 3)
-		return unmappable(r, key, "has no zero_optimization.stage from 0 to 3 the planner can take");
-	return set_json(r, key, "zero_stage", stage);
+	if (!json_is_object(ds))
+		return unmappable(r, key, "wants a DeepSpeed config: its path, or the object");
+	zero = json_object_get(ds, "zero_optimization");
+	stage = json_object_get(zero, "stage");
+	if (stage && (!json_is_integer(stage) || json_integer_value(stage) < 0 || json_integer_value(stage) > 3)) {
+		rc = unmappable(r, key, "has a zero_optimization.stage other than 0 to 3");
+		goto out;
+	}
+	if (stage && set_json(r, key, "zero_stage", stage))
+		goto out;
+	for (int i = 0; i < 2; i++) {
+		const char *sec = i ? "offload_param" : "offload_optimizer";
+		const char *dev = json_string_value(json_object_get(json_object_get(zero, sec), "device"));
+		if (dev && strcmp(dev, "none") && set(r, key, "offload", i ? "params" : "optimizer"))
+			goto out;
+	}
+	/* its own optimizer: DeepSpeed's fused Adam (no step temporaries) */
+	const char *opt = json_string_value(json_object_get(json_object_get(ds, "optimizer"), "type"));
+	if (opt && (!strcasecmp(opt, "adam") || !strcasecmp(opt, "adamw")) && set(r, key, "optimizer", "adamw-fused"))
+		goto out;
+	mb = json_object_get(ds, "train_micro_batch_size_per_gpu");
+	if (json_is_integer(mb) && set_json(r, key, "batch", mb))
+		goto out;
+	if (ds_precision(r, key, ds))
+		goto out;
+	for (size_t i = 0; i < sizeof(buckets) / sizeof(buckets[0]); i++)
+		if (json_object_get(zero, buckets[i])) {
+			strbuf_addf(&r->said, "%sDeepSpeed's bucket sizes not modelled (each layer's gradients "
+					      "reduced as a group)", r->said.len ? "; " : "");
+			break;
+		}
+	rc = 0;
+out:
+	json_decref(loaded);
+	return rc;
 }
 
 /* axolotl's bf16 and fp16 load the model in that dtype and train it so: the planner's
@@ -383,7 +481,8 @@ static int must_be_one(struct reader *r, const char *key, json_t *v)
 				  "share with --seq");
 }
 
-/* FSDP's config: offload is not modelled, reshard_after_forward is a setting. */
+/* FSDP's config: offload_params (FSDP's CPU offload: the shards, their gradients and
+ * the optimizer's step in host memory) and reshard_after_forward. */
 static int map_fsdp_config(struct reader *r, const char *key, json_t *v)
 {
 	static const char *const offload[] = { "offload_params", "fsdp_offload_params", "cpu_offload" };
@@ -391,11 +490,28 @@ static int map_fsdp_config(struct reader *r, const char *key, json_t *v)
 
 	if (!reshard)
 		reshard = json_object_get(v, "fsdp_reshard_after_forward");
-	for (size_t i = 0; !flag_wins(r, "zero_stage") && i < sizeof(offload) / sizeof(offload[0]); i++)
-		if (!off(json_object_get(v, offload[i])))
-			return unmappable(r, key, "offloads parameters to the CPU, which the planner does not model: plan "
-						  "without offload for an upper bound");
+	for (size_t i = 0; i < sizeof(offload) / sizeof(offload[0]); i++)
+		if (!off(json_object_get(v, offload[i])) && set(r, key, "offload", "optimizer,params"))
+			return -EINVAL;
 	return json_is_boolean(reshard) ? set_json(r, key, "reshard_after_forward", reshard) : 0;
+}
+
+/* FSDP (full_shard) under bf16 or fp16 through accelerate: the trained weights upcast to
+ * fp32 shards, a MixedPrecisionPolicy (or FSDP1's MixedPrecision) gathering and
+ * reducing in the 16-bit dtype. */
+static int fsdp_policy(struct reader *r)
+{
+	json_t *bf16 = json_object_get(r->file, "bf16"), *fp16 = json_object_get(r->file, "fp16");
+	const char *amp = !off(fp16) ? "fp16" : !off(bf16) ? "bf16" : NULL;
+
+	if (!r->fsdp || !amp || r->precision_done || dtype_flag_wins(r) || flag_wins(r, "fsdp_param_dtype") ||
+	    r->t->zero_stage != 3 || r->t->quant)
+		return 0;
+	if (set(r, amp, "dtype", "fp32") || set(r, amp, "fsdp_param_dtype", amp))
+		return -EINVAL;
+	strbuf_addf(&r->said, "%sFSDP under %s: accelerate upcasts the weights to fp32 shards, gathered and reduced in %s",
+		    r->said.len ? "; " : "", amp, amp);
+	return 0;
 }
 
 /* The keys and their meaning, and the documented list of keys that change no memory. */
@@ -473,7 +589,7 @@ static int read_file(const char *tool, json_t *obj, const struct file_key *table
 		     setting_mask *given, struct file_read *f, char **err)
 {
 	struct file_read strict = { .strict = 1 };
-	struct reader r = { tool, t, given, err, NULL, f ? f : &strict, STRBUF_INIT };
+	struct reader r = { .tool = tool, .t = t, .given = given, .err = err, .f = f ? f : &strict, .said = STRBUF_INIT };
 	int rc;
 
 	*err = NULL;
@@ -482,6 +598,8 @@ static int read_file(const char *tool, json_t *obj, const struct file_key *table
 	rc = apply_file(&r, obj, table, n);
 	if (!rc && table == hf_keys)
 		rc = hf_precision(&r);
+	if (!rc)
+		rc = fsdp_policy(&r);
 	if (!rc && f && r.said.len)
 		f->said = strbuf_detach(&r.said);
 	if (rc || !f) {
@@ -562,6 +680,8 @@ int trainargs_read(const char *path, struct train_settings *t, setting_mask *giv
 		*err = xasprintf("not a TrainingArguments JSON: %s (line %d)", je.text, je.line);
 		return -EINVAL;
 	}
+	if (f)
+		f->base = path;
 	rc = trainargs_from_json(j, t, given, f, err);
 	json_decref(j);
 	return rc;
@@ -580,6 +700,8 @@ int axolotl_read(const char *path, struct train_settings *t, setting_mask *given
 	free(text);
 	if (rc)
 		return rc;
+	if (f)
+		f->base = path;
 	rc = axolotl_from_json(j, t, given, f, err);
 	json_decref(j);
 	return rc;

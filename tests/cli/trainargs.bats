@@ -206,3 +206,59 @@ J
 	LIST
 	[ "$n" -eq "$(ls "$D"/*.args.json | wc -l)" ]
 }
+
+# Issue 45: DeepSpeed's config by its path and FSDP's mixed precision plan as the
+# equivalent flags.
+@test "a DeepSpeed config by path and FSDP under bf16 plan as their equivalent flags" {
+	python3 -c 'import json,sys; a=json.load(open(sys.argv[1])); a["deepspeed"] = "ds.json"; json.dump(a, open(sys.argv[2], "w"))' "$F/trainargs-5.x.json" "$T/ta.json"
+	cp "$F/ds-zero2-offload.json" "$T/ds.json"
+	# the relative path found beside the file; "auto" follows the file's bf16
+	same "$M" "--trainer-args $T/ta.json --dp 8" \
+	     "--trainer-args $F/trainargs-5.x.json --dtype bf16 --no-autocast --master-weights --zero-stage 2 --dp 8 --offload optimizer --optimizer adamw-fused"
+	run "$HR" plan --gpu h100 --trainer-args "$T/ta.json" --dp 8 "$M"
+	[ "$status" -ne 2 ]
+	[[ "$output" == *"DeepSpeed's bf16 engine: bf16 weights, fp32 master weights and states"* ]]
+	[[ "$output" == *"offloaded to host memory, not counted"* ]]
+	python3 -c 'import json,sys; a=json.load(open(sys.argv[1])); a["deepspeed"] = sys.argv[3]; json.dump(a, open(sys.argv[2], "w"))' "$F/trainargs-5.x.json" "$T/ta3.json" "$F/ds-zero3-bf16.json"
+	same "$M" "--trainer-args $T/ta3.json --dp 8" \
+	     "--trainer-args $F/trainargs-5.x.json --dtype bf16 --no-autocast --master-weights --zero-stage 3 --dp 8"
+	# a path that cannot be read, and a file that is not JSON, are named
+	python3 -c 'import json,sys; a=json.load(open(sys.argv[1])); a["deepspeed"] = "nosuch.json"; json.dump(a, open(sys.argv[2], "w"))' "$F/trainargs-5.x.json" "$T/tn.json"
+	run "$HR" plan --gpu h100 --trainer-args "$T/tn.json" --dp 8 "$M"
+	[ "$status" -eq 2 ]
+	[[ "$output" == *"'deepspeed' names the DeepSpeed config nosuch.json, which cannot be read"* ]]
+	printf '{"zero_optimization": ' > "$T/ds.json"
+	run "$HR" plan --gpu h100 --trainer-args "$T/ta.json" --dp 8 "$M"
+	[ "$status" -eq 2 ]
+	[[ "$output" == *"is not a DeepSpeed JSON config"* ]]
+	# FSDP under bf16 through accelerate: fp32 shards, gathered and computed in bf16
+	python3 -c 'import json,sys; a=json.load(open(sys.argv[1])); a["fsdp"] = "full_shard auto_wrap"; a["fsdp_config"] = {"fsdp_version": 2, "offload_params": True}; json.dump(a, open(sys.argv[2], "w"))' "$F/trainargs-5.x.json" "$T/tf.json"
+	same "$M" "--trainer-args $T/tf.json --dp 8" \
+	     "--trainer-args $F/trainargs-5.x.json --dtype fp32 --autocast --zero-stage 3 --fsdp-param-dtype bf16 --offload optimizer,params --dp 8"
+	run "$HR" plan --gpu h100 --trainer-args "$T/tf.json" --dp 8 "$M"
+	[[ "$output" == *"MixedPrecisionPolicy: each layer gathered and computed in bf16, its gradients reduced in bf16 into fp32 shards"* ]]
+	# axolotl's deepspeed key takes the path too
+	cp "$F/ds-zero3-bf16.json" "$T/ds.json"
+	printf 'base_model: x\nsequence_len: 2048\nmicro_batch_size: 1\nbf16: true\ndeepspeed: ds.json\n' > "$T/ax.yml"
+	same "$M" "--axolotl $T/ax.yml --dp 4" "--seq 2048 --batch 1 --precision bf16 --master-weights --zero-stage 3 --dp 4"
+}
+
+@test "bad DeepSpeed and FSDP settings are refused, naming what to do" {
+	run "$HR" plan --gpu h100 --fsdp-param-dtype bf16 "$M"
+	[ "$status" -eq 2 ]
+	[[ "$output" == *"MixedPrecisionPolicy: with --zero-stage 3"* ]]
+	run "$HR" plan --gpu h100 --zero-stage 3 --dp 2 --fsdp-param-dtype int4 "$M"
+	[ "$status" -eq 2 ]
+	[[ "$output" == *"--fsdp-param-dtype wants none, bf16 or fp16"* ]]
+	run "$HR" plan --gpu h100 --dtype fp32 --master-weights "$M"
+	[ "$status" -eq 2 ]
+	[[ "$output" == *"fp32 weights are their own"* ]]
+	run "$HR" plan --gpu h100 --offload optimizer "$M"
+	[ "$status" -eq 2 ]
+	[[ "$output" == *"--offload optimizer is ZeRO's"* ]]
+	run "$HR" plan --gpu h100 --zero-stage 3 --dp 2 --offload params "$M"
+	[ "$status" -eq 2 ]
+	run "$HR" plan --gpu h100 --offload gpu "$M"
+	[ "$status" -eq 2 ]
+	[[ "$output" == *"--offload wants none, or a list of optimizer and params"* ]]
+}

@@ -252,14 +252,37 @@ static void test_trainer_args(void **state)
 	read_args(0, "{\"train_batch_size\": 6, \"global_step\": 10, \"log_history\": [], \"max_steps\": 5}", &t, NULL);
 	assert_int_equal(t.batch, 6);
 	assert_int_equal(t.steps, 5);
-	read_args(0, "{\"deepspeed\": \"ds.json\"}", &t, "'deepspeed' names a DeepSpeed config file");
+	read_args(0, "{\"deepspeed\": \"no/such/ds.json\"}", &t, "no/such/ds.json, which cannot be read");
+	/* DeepSpeed's bf16 engine: 16-bit weights, fp32 masters; "auto" follows the file's bf16 */
+	read_args(0, "{\"bf16\": true, \"deepspeed\": {\"bf16\": {\"enabled\": \"auto\"}, \"zero_optimization\": "
+		     "{\"stage\": 2, \"offload_optimizer\": {\"device\": \"cpu\"}, \"reduce_bucket_size\": 5e8}}}",
+		  &t, NULL);
+	assert_int_equal(t.zero_stage, 2);
+	assert_int_equal(t.param_bytes, 2);
+	assert_true(t.master_weights && t.offload_optimizer && !t.offload_params && !t.autocast);
+	read_args(0, "{\"bf16\": false, \"deepspeed\": {\"bf16\": {\"enabled\": \"auto\"}, \"zero_optimization\": "
+		     "{\"stage\": 3, \"offload_param\": {\"device\": \"nvme\"}}}}",
+		  &t, NULL);
+	assert_int_equal(t.zero_stage, 3);
+	assert_true(!t.master_weights && !t.offload_optimizer && t.offload_params);
+	read_args(0, "{\"deepspeed\": {\"zero_optimization\": {\"stage\": 4}}}", &t, "stage other than 0 to 3");
+	read_args(0, "{\"deepspeed\": [1]}", &t, "wants a DeepSpeed config");
+	/* FSDP under bf16 through accelerate: fp32 shards, the layers gathered in bf16 */
+	read_args(0, "{\"bf16\": true, \"fsdp\": \"full_shard auto_wrap\", \"fsdp_config\": {\"offload_params\": true}}",
+		  &t, NULL);
+	assert_int_equal(t.zero_stage, 3);
+	assert_int_equal(t.param_bytes, 4);
+	assert_int_equal(t.mp_param_bytes, 2);
+	assert_true(t.offload_optimizer && t.offload_params);
 	read_args(0, "{\"optim\": \"adafactor\"}", &t, NULL);
 	assert_int_equal(t.opt, OPT_ADAFACTOR);
 	read_args(0, "{\"optim\": \"paged_adamw_8bit\"}", &t, NULL);
 	assert_int_equal(t.opt, OPT_PAGED_ADAMW_8BIT);
 	read_args(0, "{\"optim\": \"lion_8bit\"}", &t, "plan with --optimizer lion");
 	read_args(0, "{\"optim\": \"galore_adamw\"}", &t, "'optim' is galore_adamw");
-	read_args(0, "{\"fsdp\": [\"full_shard\", \"offload\"]}", &t, "'fsdp' has an FSDP option");
+	read_args(0, "{\"fsdp\": [\"full_shard\", \"offload\"]}", &t, NULL);
+	assert_true(t.zero_stage == 3 && t.offload_optimizer && t.offload_params && !t.mp_param_bytes);
+	read_args(0, "{\"fsdp\": [\"hybrid_shard\"]}", &t, "'fsdp' has an FSDP option");
 	read_args(0, "{\"a_new_key\": 1, \"another\": 2, \"seed\": 3}", &t, "'a_new_key', 'another' are not known");
 	read_args(0, "{\"torch_compile\": true}", &t, "'torch_compile' is not modelled");
 }
@@ -391,7 +414,8 @@ static void test_said(void **state)
  * the numbers, or in another row's phrase): a new setting decides which. */
 static void test_said_rows(void **state)
 {
-	static const char *const silent[] = { "steps", "buffer", "dp", "context_bytes", "double_quant", "kbit_prepare" };
+	static const char *const silent[] = { "steps", "buffer", "dp", "context_bytes", "double_quant", "kbit_prepare",
+					      "fsdp_reduce_dtype" };
 	(void)state;
 
 	for (size_t i = 0; setting_at(i); i++) {

@@ -611,9 +611,65 @@ static void test_zero2_families(void **state)
 	assert_true(fewer >= n / 2);
 }
 
+/* DeepSpeed's and FSDP's configurations over every family the fixtures measured (full
+ * fine-tunes): fp32 master weights add exactly the trained weights' fp32 copy and fp32
+ * states to the optimizer's bytes; offloading the optimizer never needs more and leaves
+ * no states on the GPU; FSDP2's MixedPrecisionPolicy over fp32 shards never needs more
+ * than the same shards under autocast, and offloading its shards never more than that. */
+static void test_ds_fsdp_families(void **state)
+{
+	static struct model_shape ms[64];
+	static struct train_settings ts[64];
+	size_t n = family_cases(ms, ts, 64), tried = 0;
+	(void)state;
+
+	for (size_t i = 0; i < n; i++) {
+		struct train_settings t = ts[i];
+		struct plan_result r0, r1, r2;
+		const char *why;
+
+		if (t.lora_rank || t.freeze_embed || t.freeze_head || t.freeze_last >= t.freeze_first)
+			continue;
+		t.dp = 4, t.ddp = 0, t.keep_gathered = 0, t.zero_stage = 1, t.param_bytes = 2, t.autocast = 0;
+		t.opt = OPT_ADAMW, t.fused = 0;
+		assert_int_equal(plan_compute(&ms[i], &t, &r0, &why), 0);
+		t.master_weights = 1;
+		assert_int_equal(plan_compute(&ms[i], &t, &r1, &why), 0);
+		/* the fp32 copy (4 bytes a weight) is there from the start; with fp32 states
+		 * beside it the step needs more than bf16 AdamW's */
+		uint64_t per = r0.trainable_params / (uint64_t)t.dp;
+		if (r1.bytes[C_OPT_STATES] < per * 4 - per / 100 || r1.allocated_peak_bytes <= r0.allocated_peak_bytes)
+			fail_msg("%s: masters %llu bytes of states, peak %llu over %llu", ms[i].type,
+				 (unsigned long long)r1.bytes[C_OPT_STATES], (unsigned long long)r1.allocated_peak_bytes,
+				 (unsigned long long)r0.allocated_peak_bytes);
+		assert_true(r1.need_low_bytes >= r0.need_low_bytes);
+		t.offload_optimizer = 1;
+		assert_int_equal(plan_compute(&ms[i], &t, &r2, &why), 0);
+		assert_int_equal(r2.bytes[C_OPT_STATES], 0);
+		assert_true(r2.need_low_bytes <= r1.need_low_bytes);
+		/* FSDP2 over fp32 shards: autocast, then the policy, then the shards offloaded */
+		t.master_weights = 0, t.offload_optimizer = 0, t.zero_stage = 3, t.param_bytes = 4, t.autocast = 1;
+		assert_int_equal(plan_compute(&ms[i], &t, &r0, &why), 0);
+		t.mp_param_bytes = 2, t.mp_reduce_bytes = 4;
+		assert_int_equal(plan_compute(&ms[i], &t, &r1, &why), 0);
+		t.offload_optimizer = t.offload_params = 1;
+		assert_int_equal(plan_compute(&ms[i], &t, &r2, &why), 0);
+		printf("   %-14s FSDP2 amp %6.2f, policy %6.2f, offloaded %6.2f GiB need_low\n", ms[i].type,
+		       r0.need_low_bytes / 1073741824.0, r1.need_low_bytes / 1073741824.0,
+		       r2.need_low_bytes / 1073741824.0);
+		assert_true(r1.need_low_bytes <= r0.need_low_bytes);
+		assert_true(r2.need_low_bytes <= r1.need_low_bytes);
+		if (r2.bytes[C_WEIGHTS] >= r1.bytes[C_WEIGHTS] / 8)
+			fail_msg("%s h%lld v%lld l%lld b%lld s%lld: weights %llu offloaded, %llu not", ms[i].type, (long long)ms[i].hidden, (long long)ms[i].vocab, (long long)ms[i].layers, (long long)t.batch, (long long)t.seq, (unsigned long long)r2.bytes[C_WEIGHTS], (unsigned long long)r1.bytes[C_WEIGHTS]);
+		tried++;
+	}
+	assert_true(tried >= 20);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_ds_fsdp_families),
 		cmocka_unit_test(test_knobs),      cmocka_unit_test(test_knob_applies), cmocka_unit_test(test_locks),      cmocka_unit_test(test_fit),
 		cmocka_unit_test(test_fit_verdicts), cmocka_unit_test(test_monotone), cmocka_unit_test(test_monotone_families),
 		cmocka_unit_test(test_quant_families), cmocka_unit_test(test_zero2_families),
