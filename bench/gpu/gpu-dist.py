@@ -5,7 +5,8 @@ layer, then the root; reshard_after_forward on or off), bf16 weights or fp32 wei
 under bf16 autocast. Run under torchrun, one process a GPU:
   python3 -m torch.distributed.run --nproc_per_node 2 bench/gpu/gpu-dist.py OUT_JSONL CASE_JSON
 CASE_JSON as bench/gpu/gpu-measure.py's, its "train" with "dp": ranks and either "ddp": true
-or "zero_stage": 3 with "reshard_after_forward". Each rank appends its own line:
+or "zero_stage": 3 with "reshard_after_forward" (and "fsdp_param_dtype", "fsdp_reduce_dtype",
+"offload": ["optimizer", "params"] as the planner's settings). Each rank appends its own line:
 torch's peaks, NVML's per-process device memory (the NCCL buffers included). With
 HEADROOM_TRACE_DIR set, each rank also writes its caching allocator's history there
 (NAME.rankR.trace, lines as bench/gpu/gpu-measure.py's with HEADROOM_TRACE_STACKS=1)."""
@@ -39,11 +40,17 @@ if t.get("ddp"):
     from torch.nn.parallel import DistributedDataParallel as DDP
     wrapped = DDP(model, device_ids=[torch.cuda.current_device()])
 else:
-    from torch.distributed.fsdp import fully_shard
+    from torch.distributed.fsdp import CPUOffloadPolicy, MixedPrecisionPolicy, OffloadPolicy, fully_shard
     r = t.get("reshard_after_forward", True)
+    dt = {"bf16": torch.bfloat16, "fp16": torch.float16, "fp32": torch.float32, "none": None}
+    # "fsdp_param_dtype"/"fsdp_reduce_dtype": the MixedPrecisionPolicy; "offload" with
+    # "params": CPUOffloadPolicy (the shards, their gradients and the step on the host)
+    mp = MixedPrecisionPolicy(param_dtype=dt[t.get("fsdp_param_dtype", "none")],
+                              reduce_dtype=dt[t.get("fsdp_reduce_dtype", "none")])
+    off = CPUOffloadPolicy() if "params" in (t.get("offload") or []) else OffloadPolicy()
     for layer in model.model.layers:
-        fully_shard(layer, reshard_after_forward=r)
-    fully_shard(model, reshard_after_forward=r)
+        fully_shard(layer, reshard_after_forward=r, mp_policy=mp, offload_policy=off)
+    fully_shard(model, reshard_after_forward=r, mp_policy=mp, offload_policy=off)
     wrapped = model
 after_weights = torch.cuda.memory_allocated()
 opt = torch.optim.AdamW(model.parameters(), lr=1e-5, fused=t.get("fused", False),
