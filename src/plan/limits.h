@@ -27,6 +27,7 @@
 #define PLAN_MAX_BUFFER_COUNT 65536        /* items of one buffer */
 #define PLAN_MAX_STEPS 1000000000          /* a run's training steps */
 #define PLAN_MAX_GRAD_ACCUM 65536           /* micro-batches a step */
+#define PLAN_MAX_BUCKET 17179869184         /* DeepSpeed bucket elements (2^34) */
 /* Training steps simulated for a long run: with a step's tensors the same every step,
  * PyTorch's allocator still grew its segments in the 5th step of measured runs (the
  * simulation in the 7th) and in none after. */

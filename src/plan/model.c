@@ -359,6 +359,10 @@ int plan_settings_check(const struct model_shape *m, const struct train_settings
 		       "and with the optimizer's (--offload optimizer,params)";
 		return -EINVAL;
 	}
+	if (t->reduce_bucket && !t->zero_stage && !t->inference) {
+		*why = "--reduce-bucket-size is DeepSpeed ZeRO's: with --zero-stage 1, 2 or 3";
+		return -EINVAL;
+	}
 	if (t->keep_gathered && t->zero_stage != 3) {
 		*why = "reshard_after_forward=False (--no-reshard) is FSDP2's: with --zero 3";
 		return -EINVAL;

@@ -233,6 +233,16 @@ static int p_mp_reduce(const struct setting *s, struct train_settings *t, const 
 	return 0;
 }
 
+/* DeepSpeed's reduce_bucket_size: elements, or auto (-1: hidden x hidden) */
+static int p_bucket(const struct setting *s, struct train_settings *t, const char *text)
+{
+	if (!strcmp(text, "auto")) {
+		t->reduce_bucket = -1;
+		return 0;
+	}
+	return parse_int64(text, s->min, s->max, &t->reduce_bucket);
+}
+
 /* What lives in host memory: none, or a list of optimizer and params (commas). */
 static int p_offload(const struct setting *s, struct train_settings *t, const char *text)
 {
@@ -705,6 +715,32 @@ static void s_mp(const struct setting *s, const struct train_settings *t, const 
 		    precision_weight_bytes(t) == DT_FP32 ? "fp32" : "16-bit");
 }
 
+static void s_bucket(const struct setting *s, const struct train_settings *t, const struct said_ctx *c,
+		     struct strbuf *sb)
+{
+	(void)s;
+	(void)c;
+	if (!t->reduce_bucket || !t->zero_stage || t->inference)
+		return;
+	strbuf_add(sb, "DeepSpeed's reduce bucket of ");
+	if (t->reduce_bucket < 0)
+		strbuf_add(sb, "hidden x hidden");
+	else
+		strbuf_addf(sb, "%lld", (long long)t->reduce_bucket);
+	strbuf_addf(sb, " elements%s (its prefetch and live-parameter limits not modelled)",
+		    t->zero_stage == 3 ? ", kept with the gradients' partitions from the start"
+		    : t->overlap_comm  ? ", two of them through each backward"
+				       : " through each backward");
+}
+
+static json_t *a_bucket(const struct setting *s, const struct train_settings *t)
+{
+	(void)s;
+	if (!t->reduce_bucket || !t->zero_stage || t->inference)
+		return NULL;
+	return t->reduce_bucket < 0 ? json_string("auto") : json_integer(t->reduce_bucket);
+}
+
 static void s_master(const struct setting *s, const struct train_settings *t, const struct said_ctx *c,
 		     struct strbuf *sb)
 {
@@ -878,6 +914,13 @@ static const struct setting settings[] = {
 	{ "fsdp_reduce_dtype", "D", "none, bf16, fp16 or fp32 (none: the param_dtype)",
 	  "its reduce_dtype: the gradients reduced in it (default none: the param_dtype)", p_mp_reduce, SJ_TEXT,
 	  FIELD(mp_reduce_bytes), 0, 0, WORDS("none", "bf16", "fp16", "fp32"), 0, a_mp, SAID_NONE, NULL },
+	{ "reduce_bucket_size", "N|auto", "a whole number of elements from 1 to " STR(PLAN_MAX_BUCKET) ", or auto",
+	  "DeepSpeed ZeRO's reduce_bucket_size in elements (auto: hidden x hidden, as HF's integration fills it): "
+	  "its bucket through each backward, or at stage 3 kept with the gradients' flat partitions (default: "
+	  "none, a layer's gradients reduced at a time)",
+	  p_bucket, SJ_TEXT, FIELD(reduce_bucket), 1, PLAN_MAX_BUCKET, NULL, 0, a_bucket, SAID_RUN, s_bucket },
+	BOOL_ROW("overlap_comm", p_bool, overlap_comm, "DeepSpeed's overlap_comm: a second reduce bucket (stages 1 and 2)",
+		 a_train_on, SAID_NONE, NULL),
 	BOOL_ROW("master_weights", p_bool, master_weights,
 		 "an fp32 copy of the trained 16-bit weights that the optimizer steps, its states fp32 (DeepSpeed's "
 		 "bf16/fp16 engine; ZeRO-1 and up shard it over --dp)",

@@ -155,6 +155,10 @@ struct train_settings {
 	int offload_optimizer;    /* the optimizer's states (and master weights) in host memory,
 				   * its step on the CPU */
 	int offload_params;       /* ZeRO-3/FSDP2: the weights' shards in host memory */
+	int64_t reduce_bucket;    /* DeepSpeed's reduce_bucket_size, elements (-1: "auto", hidden
+				   * x hidden as HF's integration fills it; 0: not DeepSpeed's
+				   * buckets, a group of gradients reduced at a time) */
+	int overlap_comm;         /* DeepSpeed's: a second bucket (stages 1 and 2) */
 	int quant;                /* enum quant_kind: the base's linear projections quantized */
 	int double_quant;         /* 4-bit: the scales quantized too */
 	int kbit_prepare;         /* PEFT's prepare_model_for_kbit_training: the weights left

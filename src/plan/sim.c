@@ -25,6 +25,46 @@
 
 static int64_t trained_bytes(struct train *tr, size_t i, int64_t *elems);
 
+/* DeepSpeed's engine as it starts: the fp32 master partitions, flat; at stage 3 its
+ * reduce bucket and the gradients' partitions, one flat buffer each, kept throughout (the
+ * partitions in host memory with the optimizer offloaded). */
+static void ds_start(struct train *tr)
+{
+	struct step *s = &tr->s;
+	const struct train_settings *t = tr->t;
+	int64_t n, all = 0;
+
+	for (size_t i = 0; i < tr->trained.n; i++)
+		trained_bytes(tr, i, &n), all += n;
+	if (tr->masters && all)
+		push(&tr->states, tensor_as(s, all * DT_FP32, C_OPT_STATES));
+	tr->bucket_elems = t->zero_stage && !t->inference ? t->reduce_bucket < 0 ? s->hidden * s->hidden
+									  : t->reduce_bucket
+							  : 0;
+	tr->ds3 = tr->bucket_elems && t->zero_stage == 3;
+	if (!tr->ds3)
+		return;
+	tensor_as(s, tr->bucket_elems * s->weight_bytes, C_COLLECTIVE);
+	if (!t->offload_optimizer && all)
+		tensor_as(s, all * s->weight_bytes, C_GRADS);
+}
+
+/* DeepSpeed's buckets at stages 1 and 2, made as a backward's first gradient is (two
+ * with overlap_comm), let go as it ends. */
+static void ds_buckets(struct train *tr, int make)
+{
+	struct step *s = &tr->s;
+
+	if (!tr->bucket_elems || tr->ds3)
+		return;
+	if (!make) {
+		free_all(s, &tr->ipg);
+		return;
+	}
+	for (int i = 0; i < 1 + !!tr->t->overlap_comm; i++)
+		push(&tr->ipg, tensor_as(s, tr->bucket_elems * s->weight_bytes, C_COLLECTIVE));
+}
+
 /* Set up the run and load the model: the weights, then LoRA's adapters, fp32, tensor
  * by tensor after the model (their gradients and states are small-pool blocks, apart
  * from the activations' segments). */
@@ -85,13 +125,7 @@ static void train_start(struct train *tr, const struct model_shape *m, const str
 		for (int i = 0; i < tr->nroot_param; i++)
 			tr->root_bytes += tr->root_param[i];
 	}
-	if (tr->masters) { /* DeepSpeed's fp32 partitions, made as the engine starts: flat */
-		int64_t n, all = 0;
-		for (size_t i = 0; i < tr->trained.n; i++)
-			trained_bytes(tr, i, &n), all += n;
-		if (all)
-			push(&tr->states, tensor_as(s, all * DT_FP32, C_OPT_STATES));
-	}
+	ds_start(tr);
 	/* DDP: its construction makes the gradient buckets as one tensor */
 	if (t->ddp) {
 		int64_t all = 0;
@@ -467,6 +501,7 @@ static void loss_backward(struct train *tr)
 	} else if (tr->fsdp) {
 		fsdp_ag_free(tr);
 	}
+	ds_buckets(tr, 1);
 	logits_backward(tr);
 	gh = head_backward(tr, &gb);
 	free_all(s, &tr->head_saved);
@@ -611,6 +646,7 @@ static void layers_backward(struct train *tr)
 		tr->shards = whole;
 		tr->shards.n = 0;
 	}
+	ds_buckets(tr, 0);
 	tr->prev_logits = tr->logits;
 	if (!tr->t->keep_outputs) { /* the cache, held by no output, goes with the backward */
 		free_all(s, &tr->kv);
@@ -709,6 +745,7 @@ static void train_finish(struct train *tr, struct sim_result *r)
 	free(tr->rot.v), free(tr->rot.tag);
 	free(tr->lsm.v), free(tr->capped.v);
 	free(tr->kv.v), free(tr->prev_kv.v), free(tr->ac_cache.v), free(tr->shards.v), free(tr->buckets.v);
+	free(tr->ipg.v);
 	for (int64_t l = 0; tr->gathered && l < s->layers; l++)
 		free(tr->gathered[l].v);
 	free(tr->gathered), free(tr->issued), free(tr->root.v);

@@ -124,10 +124,13 @@ void fsdp_reduce_scatter(struct train *tr, size_t from)
 		else
 			elems += b / gb;
 	}
-	int in = tensor_as(s, elems * rb + other, C_COLLECTIVE);
+	/* DeepSpeed's copy into its bucket, made once: no buffer of the group's own */
+	int in = tr->bucket_elems ? 0 : tensor_as(s, elems * rb + other, C_COLLECTIVE);
 	for (size_t i = from; i < tr->grads.n; i++)
 		drop(s, tr->grads.v[i]);
 	tr->grads.n = from;
+	if (tr->ds3) /* reduced into the flat partitions made as it started */
+		return;
 	int out = tensor_for(s, (elems * rb + other + t->dp - 1) / t->dp, FSDP_REDUCE_SCATTER, C_GRADS);
 	if (t->offload_optimizer) { /* copied to the host as it comes back */
 		drop(s, out);

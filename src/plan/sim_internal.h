@@ -283,6 +283,10 @@ struct train {
 	 * end; the gradients reduce-scattered to their shard */
 	int fsdp;
 	int masters;              /* an fp32 master copy of the trained weights on the GPU */
+	int64_t bucket_elems;     /* DeepSpeed's reduce bucket (0: none) */
+	int ds3;                  /* DeepSpeed's stage 3: its bucket and the gradients'
+				   * partitions one flat buffer each, made as it starts */
+	struct tlist ipg;         /* DeepSpeed's buckets of a backward (stages 1 and 2) */
 	int zero2;                /* ZeRO-2: each group's gradients reduced into this rank's
 				   * partition as the backward makes them, the whole ones let go */
 	int64_t layer_bytes, root_bytes;  /* a layer's weights, the root's, whole */

@@ -7,6 +7,7 @@
 #include <strings.h>
 #include <sys/stat.h>
 
+#include "plan/limits.h"
 #include "plan/optimizer.h"
 #include "plan/sim.h"
 #include "sys/fsutil.h"
@@ -224,6 +225,9 @@ static int map_fsdp(struct reader *r, const char *key, json_t *v)
 	return rc;
 }
 
+/* DeepSpeed's reduce_bucket_size where a config gives none (its ZeRO config's default) */
+#define DS_REDUCE_BUCKET 500000000LL
+
 /* A DeepSpeed config's path: as given (the launch directory), else beside the file read.
  * The object, or NULL with *r->err. */
 static json_t *deepspeed_load(struct reader *r, const char *key, const char *path)
@@ -285,12 +289,37 @@ static int ds_precision(struct reader *r, const char *key, json_t *ds)
 	return 0;
 }
 
+/* DeepSpeed's reduce bucket (its default where the file gives none; "auto" as HF's
+ * integration fills it) and overlap_comm (its default: on at stage 3 only). */
+static int ds_buckets(struct reader *r, const char *key, json_t *zero, int stage)
+{
+	json_t *b = json_object_get(zero, "reduce_bucket_size"), *o = json_object_get(zero, "overlap_comm");
+	const char *word = json_string_value(b);
+	char text[32];
+
+	if (!stage)
+		return 0;
+	if (word && strcmp(word, "auto"))
+		return unmappable(r, key, "has a reduce_bucket_size that is neither a number nor auto");
+	if (b && !word && (!json_is_number(b) || json_number_value(b) < 1 || json_number_value(b) > PLAN_MAX_BUCKET ||
+			   json_number_value(b) != (double)(int64_t)json_number_value(b)))
+		return unmappable(r, key, "has a reduce_bucket_size that is not a whole number of elements from 1 to "
+					  "2^34");
+	if (word)
+		snprintf(text, sizeof(text), "auto");
+	else
+		snprintf(text, sizeof(text), "%lld", b ? (long long)json_number_value(b) : DS_REDUCE_BUCKET);
+	if (set(r, key, "reduce_bucket_size", text))
+		return -EINVAL;
+	if (o && !json_is_boolean(o))
+		return unmappable(r, key, "has an overlap_comm that is neither true nor false");
+	return set(r, key, "overlap_comm", (o ? json_is_true(o) : stage == 3) ? "true" : "false");
+}
+
 /* A DeepSpeed config (inline, or a file's path): its ZeRO stage, offload, precision and
  * micro-batch; its bucket sizes said, not modelled. */
 static int map_deepspeed(struct reader *r, const char *key, json_t *v)
 {
-	static const char *const buckets[] = { "reduce_bucket_size", "allgather_bucket_size",
-					       "stage3_prefetch_bucket_size", "stage3_max_live_parameters" };
 	json_t *ds = v, *loaded = NULL, *zero, *stage, *mb;
 	int rc = -EINVAL;
 
@@ -328,12 +357,8 @@ static int map_deepspeed(struct reader *r, const char *key, json_t *v)
 		goto out;
 	if (ds_precision(r, key, ds))
 		goto out;
-	for (size_t i = 0; i < sizeof(buckets) / sizeof(buckets[0]); i++)
-		if (json_object_get(zero, buckets[i])) {
-			strbuf_addf(&r->said, "%sDeepSpeed's bucket sizes not modelled (each layer's gradients "
-					      "reduced as a group)", r->said.len ? "; " : "");
-			break;
-		}
+	if (ds_buckets(r, key, zero, json_is_integer(stage) ? (int)json_integer_value(stage) : 0))
+		goto out;
 	rc = 0;
 out:
 	json_decref(loaded);

@@ -214,14 +214,14 @@ J
 	cp "$F/ds-zero2-offload.json" "$T/ds.json"
 	# the relative path found beside the file; "auto" follows the file's bf16
 	same "$M" "--trainer-args $T/ta.json --dp 8" \
-	     "--trainer-args $F/trainargs-5.x.json --dtype bf16 --no-autocast --master-weights --zero-stage 2 --dp 8 --offload optimizer --optimizer adamw-fused"
+	     "--trainer-args $F/trainargs-5.x.json --dtype bf16 --no-autocast --master-weights --zero-stage 2 --dp 8 --offload optimizer --optimizer adamw-fused --reduce-bucket-size 200000000 --overlap-comm"
 	run "$HR" plan --gpu h100 --trainer-args "$T/ta.json" --dp 8 "$M"
 	[ "$status" -ne 2 ]
 	[[ "$output" == *"DeepSpeed's bf16 engine: bf16 weights, fp32 master weights and states"* ]]
 	[[ "$output" == *"offloaded to host memory, not counted"* ]]
 	python3 -c 'import json,sys; a=json.load(open(sys.argv[1])); a["deepspeed"] = sys.argv[3]; json.dump(a, open(sys.argv[2], "w"))' "$F/trainargs-5.x.json" "$T/ta3.json" "$F/ds-zero3-bf16.json"
 	same "$M" "--trainer-args $T/ta3.json --dp 8" \
-	     "--trainer-args $F/trainargs-5.x.json --dtype bf16 --no-autocast --master-weights --zero-stage 3 --dp 8"
+	     "--trainer-args $F/trainargs-5.x.json --dtype bf16 --no-autocast --master-weights --zero-stage 3 --dp 8 --reduce-bucket-size auto --overlap-comm"
 	# a path that cannot be read, and a file that is not JSON, are named
 	python3 -c 'import json,sys; a=json.load(open(sys.argv[1])); a["deepspeed"] = "nosuch.json"; json.dump(a, open(sys.argv[2], "w"))' "$F/trainargs-5.x.json" "$T/tn.json"
 	run "$HR" plan --gpu h100 --trainer-args "$T/tn.json" --dp 8 "$M"
@@ -240,7 +240,7 @@ J
 	# axolotl's deepspeed key takes the path too
 	cp "$F/ds-zero3-bf16.json" "$T/ds.json"
 	printf 'base_model: x\nsequence_len: 2048\nmicro_batch_size: 1\nbf16: true\ndeepspeed: ds.json\n' > "$T/ax.yml"
-	same "$M" "--axolotl $T/ax.yml --dp 4" "--seq 2048 --batch 1 --precision bf16 --master-weights --zero-stage 3 --dp 4"
+	same "$M" "--axolotl $T/ax.yml --dp 4" "--seq 2048 --batch 1 --precision bf16 --master-weights --zero-stage 3 --dp 4 --reduce-bucket-size auto --overlap-comm"
 }
 
 @test "bad DeepSpeed and FSDP settings are refused, naming what to do" {
@@ -258,6 +258,12 @@ J
 	[[ "$output" == *"--offload optimizer is ZeRO's"* ]]
 	run "$HR" plan --gpu h100 --zero-stage 3 --dp 2 --offload params "$M"
 	[ "$status" -eq 2 ]
+	run "$HR" plan --gpu h100 --reduce-bucket-size 1000 "$M"
+	[ "$status" -eq 2 ]
+	[[ "$output" == *"--reduce-bucket-size is DeepSpeed ZeRO's"* ]]
+	run "$HR" plan --gpu h100 --zero-stage 2 --dp 2 --reduce-bucket-size 0 "$M"
+	[ "$status" -eq 2 ]
+	[[ "$output" == *"--reduce-bucket-size wants a whole number of elements from 1 to 17179869184, or auto"* ]]
 	run "$HR" plan --gpu h100 --offload gpu "$M"
 	[ "$status" -eq 2 ]
 	[[ "$output" == *"--offload wants none, or a list of optimizer and params"* ]]

@@ -260,11 +260,23 @@ static void test_trainer_args(void **state)
 	assert_int_equal(t.zero_stage, 2);
 	assert_int_equal(t.param_bytes, 2);
 	assert_true(t.master_weights && t.offload_optimizer && !t.offload_params && !t.autocast);
+	assert_int_equal(t.reduce_bucket, 500000000);
+	assert_false(t.overlap_comm);
 	read_args(0, "{\"bf16\": false, \"deepspeed\": {\"bf16\": {\"enabled\": \"auto\"}, \"zero_optimization\": "
 		     "{\"stage\": 3, \"offload_param\": {\"device\": \"nvme\"}}}}",
 		  &t, NULL);
 	assert_int_equal(t.zero_stage, 3);
 	assert_true(!t.master_weights && !t.offload_optimizer && t.offload_params);
+	assert_int_equal(t.reduce_bucket, 500000000); /* DeepSpeed's default */
+	assert_true(t.overlap_comm);
+	read_args(0, "{\"deepspeed\": {\"zero_optimization\": {\"stage\": 3, \"reduce_bucket_size\": \"auto\", "
+		     "\"overlap_comm\": false}}}", &t, NULL);
+	assert_int_equal(t.reduce_bucket, -1);
+	assert_false(t.overlap_comm);
+	read_args(0, "{\"deepspeed\": {\"zero_optimization\": {\"stage\": 2, \"reduce_bucket_size\": 2.5}}}", &t,
+		  "reduce_bucket_size that is not a whole number");
+	read_args(0, "{\"deepspeed\": {\"zero_optimization\": {\"stage\": 2, \"reduce_bucket_size\": \"big\"}}}", &t,
+		  "neither a number nor auto");
 	read_args(0, "{\"deepspeed\": {\"zero_optimization\": {\"stage\": 4}}}", &t, "stage other than 0 to 3");
 	read_args(0, "{\"deepspeed\": [1]}", &t, "wants a DeepSpeed config");
 	/* FSDP under bf16 through accelerate: fp32 shards, the layers gathered in bf16 */
@@ -415,7 +427,7 @@ static void test_said(void **state)
 static void test_said_rows(void **state)
 {
 	static const char *const silent[] = { "steps", "buffer", "dp", "context_bytes", "double_quant", "kbit_prepare",
-					      "fsdp_reduce_dtype" };
+					      "fsdp_reduce_dtype", "overlap_comm" };
 	(void)state;
 
 	for (size_t i = 0; setting_at(i); i++) {

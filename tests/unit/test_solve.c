@@ -647,6 +647,17 @@ static void test_ds_fsdp_families(void **state)
 		assert_int_equal(plan_compute(&ms[i], &t, &r2, &why), 0);
 		assert_int_equal(r2.bytes[C_OPT_STATES], 0);
 		assert_true(r2.need_low_bytes <= r1.need_low_bytes);
+		/* DeepSpeed's buckets never need less; at stage 3 the gradients' flat partitions
+		 * are there throughout */
+		t.offload_optimizer = 0, t.zero_stage = 2;
+		assert_int_equal(plan_compute(&ms[i], &t, &r1, &why), 0);
+		t.reduce_bucket = 500000000, t.overlap_comm = 1;
+		assert_int_equal(plan_compute(&ms[i], &t, &r2, &why), 0);
+		assert_true(r2.need_low_bytes >= r1.need_low_bytes);
+		t.zero_stage = 3, t.reduce_bucket = -1;
+		assert_int_equal(plan_compute(&ms[i], &t, &r2, &why), 0);
+		assert_true(r2.bytes[C_GRADS] >= per * 2 - per / 100);
+		t.reduce_bucket = 0, t.overlap_comm = 0;
 		/* FSDP2 over fp32 shards: autocast, then the policy, then the shards offloaded */
 		t.master_weights = 0, t.offload_optimizer = 0, t.zero_stage = 3, t.param_bytes = 4, t.autocast = 1;
 		assert_int_equal(plan_compute(&ms[i], &t, &r0, &why), 0);
