@@ -83,7 +83,7 @@ static const struct file_key hf_keys[] = {
 	IGNORED("fsdp_transformer_layer_cls_to_wrap"),
 	/* TRL's SFTConfig: the dataset and its packing (a packed or padded batch is batch x
 	 * max_length at most), the loss's masking */
-	IGNORED("model_init_kwargs"), IGNORED("chat_template_path"), IGNORED("dataset_text_field"),
+	{ "model_init_kwargs", NULL, map_model_init }, IGNORED("chat_template_path"), IGNORED("dataset_text_field"),
 	IGNORED("dataset_kwargs"), IGNORED("dataset_num_proc"), IGNORED("eos_token"), IGNORED("pad_token"),
 	IGNORED("shuffle_dataset"), IGNORED("packing"), IGNORED("packing_strategy"), IGNORED("padding_free"),
 	IGNORED("pad_to_multiple_of"), IGNORED("eval_packing"), IGNORED("completion_only_loss"),
@@ -116,6 +116,7 @@ static const struct file_key axolotl_keys[] = {
 	{ "deepspeed", NULL, map_deepspeed },
 	{ "load_in_8bit", NULL, map_load_in },
 	{ "load_in_4bit", NULL, map_load_in },
+	{ "bnb_config_kwargs", NULL, map_bnb_kwargs },
 	{ "eager_attention", NULL, must_be_off },
 	{ "xformers_attention", NULL, must_be_off },
 	{ "lora_modules_to_save", NULL, must_be_off },

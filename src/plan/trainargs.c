@@ -25,6 +25,7 @@ struct reader {
 	struct strbuf said;
 	int precision_done;          /* a DeepSpeed config set the weights' dtype */
 	int fsdp;                    /* FSDP's full_shard read */
+	const char *init_dtype;      /* TRL's model_init_kwargs' dtype: from_pretrained's */
 };
 
 /* A key of a tool's file: the setting it is (its value as the setting's), or a
@@ -166,6 +167,9 @@ static int hf_precision(struct reader *r)
 	};
 	json_t *bf16 = json_object_get(r->file, "bf16"), *fp16 = json_object_get(r->file, "fp16");
 	const char *cfg = r->f->dtype && *r->f->dtype ? r->f->dtype : NULL, *w = NULL;
+
+	if (r->init_dtype && strcmp(r->init_dtype, "auto"))
+		cfg = r->init_dtype;
 	const char *amp = json_is_true(fp16) ? "fp16" : json_is_true(bf16) ? "bf16" : NULL;
 
 	if ((!bf16 && !fp16) || dtype_flag_wins(r) || r->precision_done)
@@ -408,14 +412,66 @@ static int map_adapter(struct reader *r, const char *key, json_t *v)
 static int map_load_in(struct reader *r, const char *key, json_t *v)
 {
 	int four = !strcmp(key, "load_in_4bit");
+	json_t *kw = json_object_get(r->file, "bnb_config_kwargs");
+	const char *type = json_string_value(json_object_get(kw, "bnb_4bit_quant_type"));
+	json_t *dq = json_object_get(kw, "bnb_4bit_use_double_quant");
 
 	if (off(v) || flag_wins(r, "quant"))
 		return 0;
 	if (!json_is_true(v))
 		return unmappable(r, key, "wants true or false");
-	if (four && !flag_wins(r, "double_quant") && set(r, key, "double_quant", "true"))
+	if (four && (dq ? !json_is_boolean(dq) : 0))
+		return unmappable(r, "bnb_config_kwargs", "has a bnb_4bit_use_double_quant that is neither true nor false");
+	if (four && !flag_wins(r, "double_quant") && set(r, key, "double_quant", !dq || json_is_true(dq) ? "true" : "false"))
 		return -EINVAL;
-	return set(r, key, "quant", four ? "nf4" : "int8");
+	/* axolotl's BitsAndBytesConfig: nf4 unless its kwargs say otherwise */
+	return set(r, type && four ? "bnb_config_kwargs" : key, "quant", !four ? "int8" : type ? type : "nf4");
+}
+
+/* axolotl's bnb_config_kwargs: read with load_in_4bit (map_load_in); its other keys
+ * (llm_int8_has_fp16_weight, the compute dtype) change no memory the plan counts. */
+static int map_bnb_kwargs(struct reader *r, const char *key, json_t *v)
+{
+	if (!off(v) && !json_is_object(v))
+		return unmappable(r, key, "wants an object of BitsAndBytesConfig's arguments");
+	return 0;
+}
+
+/* TRL's model_init_kwargs, from_pretrained's arguments: the dtype the weights load in
+ * (read with bf16/fp16, hf_precision), the attention, use_cache and a
+ * quantization_config's bitsandbytes format (BitsAndBytesConfig's defaults: fp4, no
+ * double quantization); the others (device_map, revision...) change no memory. */
+static int map_model_init(struct reader *r, const char *key, json_t *v)
+{
+	json_t *q = json_object_get(v, "quantization_config"), *a = json_object_get(v, "attn_implementation");
+	json_t *d = json_object_get(v, "dtype");
+
+	if (off(v))
+		return 0;
+	if (!json_is_object(v))
+		return unmappable(r, key, "wants an object of from_pretrained's arguments");
+	if (!d)
+		d = json_object_get(v, "torch_dtype");
+	if (d && !json_is_string(d))
+		return unmappable(r, key, "has a dtype that is not a name such as bfloat16");
+	r->init_dtype = json_string_value(d);
+	if (a && set_json(r, key, "attn", a))
+		return -EINVAL;
+	if (json_object_get(v, "use_cache") && set_json(r, key, "use_cache", json_object_get(v, "use_cache")))
+		return -EINVAL;
+	if (!off(q) && !json_is_object(q))
+		return unmappable(r, key, "has a quantization_config that is not BitsAndBytesConfig's arguments");
+	if (json_is_true(json_object_get(q, "load_in_8bit")))
+		return set(r, key, "quant", "int8");
+	if (!json_is_true(json_object_get(q, "load_in_4bit")))
+		return 0;
+	json_t *type = json_object_get(q, "bnb_4bit_quant_type"), *dq = json_object_get(q, "bnb_4bit_use_double_quant");
+	if ((type && !json_is_string(type)) || (dq && !json_is_boolean(dq)))
+		return unmappable(r, key, "has a quantization_config whose bnb_4bit_quant_type or "
+					  "bnb_4bit_use_double_quant is not as BitsAndBytesConfig takes it");
+	if (set(r, key, "quant", type ? json_string_value(type) : "fp4"))
+		return -EINVAL;
+	return set(r, key, "double_quant", json_is_true(dq) ? "true" : "false");
 }
 
 /* lora_r is read with adapter (without one axolotl trains the whole model) */

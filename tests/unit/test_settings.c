@@ -279,6 +279,25 @@ static void test_trainer_args(void **state)
 		  "neither a number nor auto");
 	read_args(0, "{\"deepspeed\": {\"zero_optimization\": {\"stage\": 4}}}", &t, "stage other than 0 to 3");
 	read_args(0, "{\"deepspeed\": [1]}", &t, "wants a DeepSpeed config");
+	/* TRL's model_init_kwargs: from_pretrained's quantization_config, attention, use_cache */
+	read_args(0, "{\"model_init_kwargs\": {\"quantization_config\": {\"load_in_4bit\": true, "
+		     "\"bnb_4bit_quant_type\": \"nf4\", \"bnb_4bit_use_double_quant\": true}, \"attn_implementation\": "
+		     "\"flash_attention_2\", \"use_cache\": false, \"device_map\": \"auto\"}}", &t, NULL);
+	assert_int_equal(t.quant, QUANT_NF4);
+	assert_true(t.double_quant && !t.use_cache);
+	assert_int_equal(t.attn_name, ATTN_NAME_FA2);
+	read_args(0, "{\"model_init_kwargs\": {\"quantization_config\": {\"load_in_4bit\": true}}}", &t, NULL);
+	assert_int_equal(t.quant, QUANT_FP4); /* BitsAndBytesConfig's default */
+	assert_false(t.double_quant);
+	read_args(0, "{\"model_init_kwargs\": {\"quantization_config\": {\"load_in_8bit\": true}}}", &t, NULL);
+	assert_int_equal(t.quant, QUANT_INT8);
+	read_args(0, "{\"model_init_kwargs\": {\"quantization_config\": {\"load_in_4bit\": true, "
+		     "\"bnb_4bit_quant_type\": \"nf3\"}}}", &t, "gives quant 'nf3'");
+	read_args(0, "{\"model_init_kwargs\": 3}", &t, "wants an object of from_pretrained's arguments");
+	/* the dtype it loads in is the weights' under bf16=true */
+	read_args(0, "{\"bf16\": true, \"model_init_kwargs\": {\"dtype\": \"float32\"}}", &t, NULL);
+	assert_int_equal(t.param_bytes, 4);
+	assert_true(t.autocast);
 	/* FSDP under bf16 through accelerate: fp32 shards, the layers gathered in bf16 */
 	read_args(0, "{\"bf16\": true, \"fsdp\": \"full_shard auto_wrap\", \"fsdp_config\": {\"offload_params\": true}}",
 		  &t, NULL);
@@ -303,6 +322,17 @@ static void test_axolotl(void **state)
 {
 	struct train_settings t;
 	(void)state;
+
+	/* bnb_config_kwargs' format over load_in_4bit's nf4, double-quantized */
+	read_args(1, "adapter: qlora\nlora_r: 8\nload_in_4bit: true\nbnb_config_kwargs:\n  bnb_4bit_quant_type: fp4\n"
+		     "  bnb_4bit_use_double_quant: false\n  llm_int8_has_fp16_weight: false\n", &t, NULL);
+	assert_int_equal(t.quant, QUANT_FP4);
+	assert_false(t.double_quant);
+	read_args(1, "adapter: qlora\nlora_r: 8\nload_in_4bit: true\n", &t, NULL);
+	assert_int_equal(t.quant, QUANT_NF4);
+	assert_true(t.double_quant);
+	read_args(1, "adapter: qlora\nlora_r: 8\nload_in_4bit: true\nbnb_config_kwargs: [1]\n", &t,
+		  "wants an object of BitsAndBytesConfig's arguments");
 
 	read_args(1, "adapter: lora\nlora_r: 8\nlora_target_linear: true\nsequence_len: 4096\nmicro_batch_size: 2\n"
 		     "bf16: auto\noptimizer: adamw_torch\ngradient_checkpointing: unsloth\nflash_attention: true\n",
