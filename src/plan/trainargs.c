@@ -578,7 +578,7 @@ static int map_fsdp_config(struct reader *r, const char *key, json_t *v)
 }
 
 /* FSDP (full_shard) under bf16 or fp16 through accelerate: the trained weights upcast to
- * fp32 shards, a MixedPrecisionPolicy (or FSDP1's MixedPrecision) gathering and
+ * fp32 shards (those that train: LoRA's frozen base stays as loaded), a MixedPrecisionPolicy (or FSDP1's MixedPrecision) gathering and
  * reducing in the 16-bit dtype. */
 static int fsdp_policy(struct reader *r)
 {
@@ -588,10 +588,11 @@ static int fsdp_policy(struct reader *r)
 	if (!r->fsdp || !amp || r->precision_done || dtype_flag_wins(r) || flag_wins(r, "fsdp_param_dtype") ||
 	    r->t->zero_stage != 3 || r->t->quant)
 		return 0;
-	if (set(r, amp, "dtype", "fp32") || set(r, amp, "fsdp_param_dtype", amp))
+	/* (LoRA: the frozen base stays as loaded, the adapters are fp32 already) */
+	if ((!r->t->lora_rank && set(r, amp, "dtype", "fp32")) || set(r, amp, "fsdp_param_dtype", amp))
 		return -EINVAL;
-	strbuf_addf(&r->said, "%sFSDP under %s: accelerate upcasts the weights to fp32 shards, gathered and reduced in %s",
-		    r->said.len ? "; " : "", amp, amp);
+	strbuf_addf(&r->said, "%sFSDP under %s: accelerate upcasts the trained weights to fp32 shards, gathered and "
+			      "reduced in %s", r->said.len ? "; " : "", amp, amp);
 	return 0;
 }
 

@@ -305,6 +305,9 @@ static void test_trainer_args(void **state)
 	assert_int_equal(t.param_bytes, 4);
 	assert_int_equal(t.mp_param_bytes, 2);
 	assert_true(t.offload_optimizer && t.offload_params);
+	read_args(1, "adapter: lora\nlora_r: 8\nbf16: true\nfsdp: [full_shard, auto_wrap]\n", &t, NULL);
+	assert_int_equal(t.param_bytes, 2); /* LoRA's frozen base is not upcast */
+	assert_int_equal(t.mp_param_bytes, 2);
 	read_args(0, "{\"optim\": \"adafactor\"}", &t, NULL);
 	assert_int_equal(t.opt, OPT_ADAFACTOR);
 	read_args(0, "{\"optim\": \"paged_adamw_8bit\"}", &t, NULL);
