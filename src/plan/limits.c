@@ -62,7 +62,7 @@ static const char *out_of_range(const struct model_shape *m, const struct train_
 		{ !attn_name_flash(t->attn_name) || model_family(m)->attn != ATTN_EAGER_SINKS,
 		  "attn: a flash kernel's name is planned as sdpa's flash kernel, which this family's eager attention "
 		  "(its sinks) is not: plan with --attn default" },
-		{ !attn_name_flash(t->attn_name) || precision_weight_bytes(t) != DT_FP32 || t->autocast,
+		{ !attn_name_flash(t->attn_name) || precision_compute_bytes(t) != DT_FP32 || t->autocast,
 		  "attn: flash kernels run in bf16 or fp16, not fp32: plan with --attn sdpa (its math kernel)" },
 		{ within(t->lora_rank, 0, PLAN_MAX_LORA_RANK), "lora_rank must be from 1 to " STR(PLAN_MAX_LORA_RANK) },
 		{ within(t->dp, 1, PLAN_MAX_DP), "dp must be from 1 to " STR(PLAN_MAX_DP) },
@@ -109,7 +109,7 @@ int plan_check(const struct model_shape *m, const struct train_settings *t, cons
 	widths = add(widths, add(mul((uint64_t)m->experts_per_tok, add(mul(3, (uint64_t)m->moe_inter), mul(2, h))),
 				 (uint64_t)m->experts));
 	per_layer = mul(mul(64, T), widths);
-	if (precision_weight_bytes(t) == DT_FP32 && !t->autocast)
+	if (precision_compute_bytes(t) == DT_FP32 && !t->autocast)
 		per_layer = add(per_layer, mul(mul(mul(4, B), mul((uint64_t)m->heads, S)), S));
 	if (m->sliding_window) /* a sliding layer's mask, batch x seq x seq (sim_setup.c, layer_begin) */
 		per_layer = add(per_layer, mul(mul(4, B), mul(S, S)));

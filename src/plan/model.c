@@ -380,9 +380,8 @@ int plan_settings_check(const struct model_shape *m, const struct train_settings
 		       "or plan --inference";
 		return -EINVAL;
 	}
-	if (t->quant && (t->dp > 1 || model_family(m)->layer == LAYER_GPT2)) {
-		*why = "quantized weights are planned on one GPU, for decoder families but gpt2 (QLoRA over "
-		       "FSDP or DDP is not modelled)";
+	if (t->quant && model_family(m)->layer == LAYER_GPT2) {
+		*why = "quantized weights are planned for decoder families but gpt2";
 		return -EINVAL;
 	}
 	if (model_family(m)->layer == LAYER_GPT2 && (t->freeze_embed || t->freeze_head ||

@@ -109,9 +109,7 @@ static void train_start(struct train *tr, const struct model_shape *m, const str
 		tr->fsdp = 1;
 		tr->gathered = xcalloc((size_t)s->layers, sizeof(*tr->gathered));
 		tr->issued = xcalloc((size_t)s->layers, 1);
-		tr->nlayer_param = layer_weights(s, tr->layer_param);
-		for (int i = 0; i < tr->nlayer_param; i++)
-			tr->layer_param[i] *= s->weight_bytes;
+		tr->nlayer_param = layer_gathered(s, tr->layer_param);
 		/* the root's: the embedding (and learned positions), the final norm, lm_head */
 		tr->root_param[tr->nroot_param++] = s->vocab * h * s->weight_bytes;
 		if (s->fam->positions == POS_LEARNED)

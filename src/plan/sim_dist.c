@@ -62,10 +62,10 @@ static int fsdp_layer(struct train *tr, int64_t l, int64_t cur, int64_t *w, int6
 	int n;
 
 	layer_at(s, l);
-	n = layer_weights(s, w);
+	n = layer_gathered(s, w);
 	*total = 0;
 	for (int i = 0; i < n; i++)
-		*total += w[i] *= s->weight_bytes;
+		*total += w[i];
 	layer_at(s, cur);
 	return n;
 }

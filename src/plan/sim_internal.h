@@ -338,6 +338,9 @@ void model_masks(struct step *s, int infer, int mask[2]);
 void layer_begin(struct step *s, int64_t l);
 int layer_frozen(const struct train_settings *t, int64_t l);
 int layer_weights(const struct step *s, int64_t *w);
+/* Layer l's (layer_at) weights as FSDP gathers them, bytes into w: the quantized
+ * projections as stored, the others in the dtype the layers compute with. How many. */
+int layer_gathered(const struct step *s, int64_t *w);
 int norm_tensors(const struct step *s);
 void load(struct step *s, const struct model_shape *m, const struct train_settings *t, struct tlist *params,
 	  struct tlist *trained, int64_t shard);

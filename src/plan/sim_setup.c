@@ -347,6 +347,16 @@ static int64_t loaded_bytes(const struct step *s, int64_t elems, int quantized)
 	return quant_weight_bytes((enum quant_kind)s->quant, s->double_quant, elems, rows);
 }
 
+int layer_gathered(const struct step *s, int64_t *w)
+{
+	unsigned char q[LAYER_WEIGHTS_MAX];
+	int n = layer_kinds[s->fam->layer](s, w, q);
+
+	for (int i = 0; i < n; i++)
+		w[i] = s->quant && q[i] ? loaded_bytes(s, w[i], 1) : w[i] * s->weight_bytes;
+	return n;
+}
+
 /* A norm's weight tensors: the weight, and LayerNorm's bias. */
 int norm_tensors(const struct step *s)
 {

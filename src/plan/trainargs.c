@@ -26,6 +26,7 @@ struct reader {
 	int precision_done;          /* a DeepSpeed config set the weights' dtype */
 	int fsdp;                    /* FSDP's full_shard read */
 	const char *init_dtype;      /* TRL's model_init_kwargs' dtype: from_pretrained's */
+	int liger_said;              /* Liger's other kernels said */
 };
 
 /* A key of a tool's file: the setting it is (its value as the setting's), or a
@@ -192,8 +193,9 @@ static int hf_precision(struct reader *r)
 	return 0;
 }
 
-/* FSDP's options, a list or a space-separated string. */
-static int map_fsdp(struct reader *r, const char *key, json_t *v)
+/* FSDP's options or sharding strategy (either case), a list or a string of them
+ * separated by spaces or commas. */
+static int fsdp_words(struct reader *r, const char *key, json_t *v)
 {
 	char *text = json_is_string(v) ? xstrdup(json_string_value(v)) : NULL, *save = NULL;
 	struct strbuf sb = STRBUF_INIT;
@@ -201,7 +203,7 @@ static int map_fsdp(struct reader *r, const char *key, json_t *v)
 	size_t i;
 	int rc = 0;
 
-	if (off(v) || flag_wins(r, "zero_stage")) {
+	if (flag_wins(r, "zero_stage")) {
 		free(text);
 		return 0;
 	}
@@ -213,20 +215,25 @@ static int map_fsdp(struct reader *r, const char *key, json_t *v)
 		text = strbuf_detach(&sb);
 	}
 	for (char *w = strtok_r(text, " ,", &save); w && !rc; w = strtok_r(NULL, " ,", &save)) {
-		if (!strcmp(w, "full_shard"))
+		if (!strcasecmp(w, "full_shard"))
 			rc = set(r, key, "zero_stage", "3"), r->fsdp = 1;
-		else if (!strcmp(w, "shard_grad_op"))
+		else if (!strcasecmp(w, "shard_grad_op"))
 			rc = set(r, key, "zero_stage", "2");
-		else if (!strcmp(w, "no_shard"))
+		else if (!strcasecmp(w, "no_shard"))
 			rc = set(r, key, "ddp", "true");
-		else if (!strcmp(w, "offload"))
+		else if (!strcasecmp(w, "offload"))
 			rc = set(r, key, "offload", "optimizer,params");
-		else if (strcmp(w, "auto_wrap"))
+		else if (strcasecmp(w, "auto_wrap"))
 			rc = unmappable(r, key, "has an FSDP option the planner does not model (hybrid_shard): plan with "
 						"--zero-stage 3 --dp N for full_shard on the GPU, without it");
 	}
 	free(text);
 	return rc;
+}
+
+static int map_fsdp(struct reader *r, const char *key, json_t *v)
+{
+	return off(v) ? 0 : fsdp_words(r, key, v);
 }
 
 /* DeepSpeed's reduce_bucket_size where a config gives none (its ZeRO config's default) */
@@ -428,6 +435,23 @@ static int map_load_in(struct reader *r, const char *key, json_t *v)
 	return set(r, type && four ? "bnb_config_kwargs" : key, "quant", !four ? "int8" : type ? type : "nf4");
 }
 
+/* axolotl's attn_implementation: the attention's name, as the setting takes it */
+static int map_attn_name(struct reader *r, const char *key, json_t *v)
+{
+	return off(v) ? 0 : set_json(r, key, "attn", v);
+}
+
+/* Liger's RoPE, RMSNorm and SwiGLU kernels keep less than PyTorch's ops; planned as
+ * PyTorch's (an upper bound), said. */
+static int map_liger_ops(struct reader *r, const char *key, json_t *v)
+{
+	(void)key;
+	if (!off(v) && !r->liger_said++)
+		strbuf_addf(&r->said, "%sLiger's RoPE, RMSNorm, LayerNorm and SwiGLU kernels planned as PyTorch's ops "
+				      "(they keep no more)", r->said.len ? "; " : "");
+	return 0;
+}
+
 /* axolotl's bnb_config_kwargs: read with load_in_4bit (map_load_in); its other keys
  * (llm_int8_has_fp16_weight, the compute dtype) change no memory the plan counts. */
 static int map_bnb_kwargs(struct reader *r, const char *key, json_t *v)
@@ -571,10 +595,36 @@ static int map_fsdp_config(struct reader *r, const char *key, json_t *v)
 
 	if (!reshard)
 		reshard = json_object_get(v, "fsdp_reshard_after_forward");
+	json_t *strategy = json_object_get(v, "sharding_strategy");
+
+	if (off(v))
+		return 0;
+	if (!json_is_object(v))
+		return unmappable(r, key, "wants an object of FSDP's options");
+	if (!strategy)
+		strategy = json_object_get(v, "fsdp_sharding_strategy");
+	if (strategy && fsdp_words(r, key, strategy))
+		return -EINVAL;
 	for (size_t i = 0; i < sizeof(offload) / sizeof(offload[0]); i++)
 		if (!off(json_object_get(v, offload[i])) && set(r, key, "offload", "optimizer,params"))
 			return -EINVAL;
 	return json_is_boolean(reshard) ? set_json(r, key, "reshard_after_forward", reshard) : 0;
+}
+
+/* axolotl's fsdp_version: with an fsdp_config and no fsdp list, FSDP shards fully (its
+ * FSDP2 examples give no list); 1 or 2 (the planner's ZeRO-3 is FSDP2's). */
+static int map_fsdp_version(struct reader *r, const char *key, json_t *v)
+{
+	if (off(v))
+		return 0;
+	if (!json_is_integer(v) || json_integer_value(v) < 1 || json_integer_value(v) > 2)
+		return unmappable(r, key, "wants 1 or 2");
+	if (off(json_object_get(r->file, "fsdp_config")) || !off(json_object_get(r->file, "fsdp")) ||
+	    json_object_get(json_object_get(r->file, "fsdp_config"), "sharding_strategy") ||
+	    json_object_get(json_object_get(r->file, "fsdp_config"), "fsdp_sharding_strategy"))
+		return 0;
+	r->fsdp = 1;
+	return set(r, key, "zero_stage", "3");
 }
 
 /* FSDP (full_shard) under bf16 or fp16 through accelerate: the trained weights upcast to
@@ -585,6 +635,11 @@ static int fsdp_policy(struct reader *r)
 	json_t *bf16 = json_object_get(r->file, "bf16"), *fp16 = json_object_get(r->file, "fp16");
 	const char *amp = !off(fp16) ? "fp16" : !off(bf16) ? "bf16" : NULL;
 
+	/* QLoRA sharded (FSDP, ZeRO-3): axolotl and TRL skip prepare_model_for_kbit_training,
+	 * keeping one dtype for the shards */
+	if (r->t->quant && r->t->zero_stage == 3 && !flag_wins(r, "kbit_prepare") &&
+	    set(r, "load_in_4bit", "kbit_prepare", "false"))
+		return -EINVAL;
 	if (!r->fsdp || !amp || r->precision_done || dtype_flag_wins(r) || flag_wins(r, "fsdp_param_dtype") ||
 	    r->t->zero_stage != 3 || r->t->quant)
 		return 0;

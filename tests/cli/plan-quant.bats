@@ -38,16 +38,20 @@ assert a["weights_dtype"] == "fp32", a' "$T/q.json"
 	[ "$inf" -lt "$full" ]
 }
 
-@test "a quantized base without adapters, an unknown format, QLoRA over ranks: refused, saying why" {
+@test "a quantized base without adapters, an unknown format: refused, saying why; QLoRA over ranks plans" {
 	run "$HR" plan --gpu h100 --quant nf4 "$M"
 	[ "$status" -eq 2 ]
 	[[ "$output" == *"quantized base weights do not train"*"--lora-rank"* ]]
 	run "$HR" plan --gpu h100 --quant int4 --lora-rank 8 "$M"
 	[ "$status" -eq 2 ]
 	[[ "$output" == *"int4"* && "$output" == *"nf4"* ]]
-	run "$HR" plan --gpu h100 --quant nf4 --lora-rank 8 --zero-stage 2 --dp 4 "$M"
-	[ "$status" -eq 2 ]
-	[[ "$output" == *"one GPU"* ]]
+	# QLoRA sharded (FSDP-QLoRA): the quantized shards, gathered as stored
+	run "$HR" plan --gpu h100 --quant nf4 --lora-rank 8 --zero-stage 3 --dp 4 --no-kbit-prepare "$M"
+	[ "$status" -ne 2 ]
+	[[ "$output" == *"ZeRO-3/FSDP over 4 ranks"*"4-bit NF4"* ]]
+	q=$("$HR" plan --gpu h100 --json --quant nf4 --lora-rank 8 --zero-stage 3 --dp 4 --no-kbit-prepare "$M" | weights)
+	b=$("$HR" plan --gpu h100 --json --lora-rank 8 --zero-stage 3 --dp 4 "$M" | weights)
+	[ "$q" -lt "$b" ]
 	# prepare_model_for_kbit_training leaves fp32 weights: no flash kernel without autocast
 	run "$HR" plan --gpu h100 --quant nf4 --lora-rank 8 --attn flash_attention_2 "$M"
 	[ "$status" -eq 2 ]

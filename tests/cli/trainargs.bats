@@ -268,3 +268,28 @@ J
 	[ "$status" -eq 2 ]
 	[[ "$output" == *"--offload wants none, or a list of optimizer and params"* ]]
 }
+
+# Issue 45: axolotl's documented FSDP examples (an fsdp list with FSDP1-style keys, FSDP2's
+# fsdp_version with its fsdp_config, QLoRA over FSDP) plan under --strict as their flags.
+@test "axolotl's FSDP, FSDP2 and FSDP-QLoRA examples plan as their equivalent flags" {
+	local f
+	for f in axolotl-fsdp axolotl-fsdp2 axolotl-qlora-fsdp; do
+		run "$HR" plan --gpu h100 --strict --axolotl "$F/$f.yml" --dp 8 "$M"
+		echo "$output"
+		[ "$status" -ne 2 ]
+	done
+	same "$M" "--axolotl $F/axolotl-fsdp.yml --dp 8" \
+	     "--seq 4096 --batch 2 --grad-accum 4 --optimizer adamw-fused --grad-ckpt --attn flash_attention_2 --loss liger --zero-stage 3 --dtype fp32 --fsdp-param-dtype bf16 --offload optimizer,params --dp 8"
+	same "$M" "--axolotl $F/axolotl-fsdp2.yml --dp 8" \
+	     "--seq 2048 --batch 1 --grad-accum 2 --optimizer adamw-fused --grad-ckpt --zero-stage 3 --dtype fp32 --fsdp-param-dtype bf16 --dp 8"
+	same "$M" "--axolotl $F/axolotl-qlora-fsdp.yml --dp 8" \
+	     "--quant nf4 --double-quant --no-kbit-prepare --lora-rank 8 --lora-targets all --seq 512 --batch 1 --grad-accum 4 --optimizer adamw-fused --grad-ckpt --attn sdpa --zero-stage 3 --offload optimizer,params --precision bf16 --autocast --dp 8"
+	# the flag wins: sharded without offload
+	same "$M" "--axolotl $F/axolotl-fsdp2.yml --dp 8 --offload none --grad-accum 1" \
+	     "--seq 2048 --batch 1 --optimizer adamw-fused --grad-ckpt --zero-stage 3 --dtype fp32 --fsdp-param-dtype bf16 --dp 8"
+	# activation offloading is not modelled: refused, naming it
+	printf 'sequence_len: 2048\nactivation_offloading: true\n' > "$T/ao.yml"
+	run "$HR" plan --gpu h100 --axolotl "$T/ao.yml" "$M"
+	[ "$status" -eq 2 ]
+	[[ "$output" == *"'activation_offloading' is not modelled"* ]]
+}
