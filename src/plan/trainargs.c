@@ -245,17 +245,20 @@ static json_t *deepspeed_load(struct reader *r, const char *key, const char *pat
 {
 	json_error_t je;
 	char *beside = NULL;
-	const char *slash = r->f->base ? strrchr(r->f->base, '/') : NULL;
+	const char *slash = r->f->base ? strrchr(r->f->base, '/') : NULL, *kind = NULL;
+	struct stat st;
 	json_t *j;
-	FILE *in = fopen(path, "r");
+	FILE *in = NULL;
+	int rc = fs_open_input(path, &in, &st, &kind);
 
-	if (!in && path[0] != '/' && slash) {
+	if (rc == -ENOENT && path[0] != '/' && slash) {
 		beside = xasprintf("%.*s/%s", (int)(slash - r->f->base), r->f->base, path);
-		in = fopen(beside, "r");
+		rc = fs_open_input(beside, &in, &st, &kind);
 	}
-	if (!in) {
+	if (rc) {
 		*r->err = xasprintf("%s: '%s' names the DeepSpeed config %s, which cannot be read (%s): give its path "
-				    "from here, or plan with --zero-stage N --dp N", r->tool, key, path, strerror(errno));
+				    "from here, or plan with --zero-stage N --dp N", r->tool, key, path,
+				    rc == -EINVAL && kind ? kind : strerror(-rc));
 		free(beside);
 		return NULL;
 	}

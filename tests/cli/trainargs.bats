@@ -227,6 +227,10 @@ J
 	run "$HR" plan --gpu h100 --trainer-args "$T/tn.json" --dp 8 "$M"
 	[ "$status" -eq 2 ]
 	[[ "$output" == *"'deepspeed' names the DeepSpeed config nosuch.json, which cannot be read"* ]]
+	python3 -c 'import json,sys; a=json.load(open(sys.argv[1])); a["deepspeed"] = sys.argv[3]; json.dump(a, open(sys.argv[2], "w"))' "$F/trainargs-5.x.json" "$T/td.json" "$T"
+	run "$HR" plan --gpu h100 --trainer-args "$T/td.json" --dp 8 "$M"
+	[ "$status" -eq 2 ]
+	[[ "$output" == *"which cannot be read (a directory)"* ]]
 	printf '{"zero_optimization": ' > "$T/ds.json"
 	run "$HR" plan --gpu h100 --trainer-args "$T/ta.json" --dp 8 "$M"
 	[ "$status" -eq 2 ]
