@@ -762,7 +762,7 @@ static void s_offload(const struct setting *s, const struct train_settings *t, c
 		    t->offload_optimizer ? "the optimizer's states and master weights, its step on the CPU, the "
 					   "gradients' partitions copied out as reduced" : "",
 		    t->offload_optimizer && t->offload_params ? "; " : "",
-		    t->offload_params ? "the weights' shards (each layer copied in to be gathered)" : "");
+		    t->offload_params ? "the weights' shards (each layer's copied in to be gathered)" : "");
 }
 
 static void s_ddp(const struct setting *s, const struct train_settings *t, const struct said_ctx *c,

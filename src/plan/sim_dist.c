@@ -29,12 +29,19 @@ void ddp_rebuild(struct train *tr)
 enum { FSDP_ALL_GATHER = 1, FSDP_REDUCE_SCATTER = 2 };
 
 /* FSDP2's all-gather of bytes into a buffer on its own stream; the last one's buffer
- * goes once this one has been made (FSDP2 holds it until the next all-gather). */
+ * goes once this one has been made (FSDP2 holds it until the next all-gather). With the
+ * shards in host memory (CPUOffloadPolicy) each is copied to the GPU first. */
 void fsdp_issue(struct train *tr, int64_t bytes)
 {
-	int b = tensor_for(&tr->s, bytes, FSDP_ALL_GATHER, C_COLLECTIVE);
+	struct step *s = &tr->s;
+	/* offloaded shards are copied in first, as kept, then cast into the buffer */
+	int in = s->host_weights ? tensor_for(s, (bytes / s->weight_bytes * s->store_bytes + tr->t->dp - 1) / tr->t->dp,
+					      FSDP_ALL_GATHER, C_COLLECTIVE)
+				 : 0;
+	int b = tensor_for(s, bytes, FSDP_ALL_GATHER, C_COLLECTIVE);
 
-	drop(&tr->s, tr->ag);
+	drop(s, in);
+	drop(s, tr->ag);
 	tr->ag = b;
 }
 
