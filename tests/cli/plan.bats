@@ -313,12 +313,19 @@ J
 }
 
 # Issue 13: "--zero 3 without --dp and --dp 8 without --zero are accepted silently".
+# Issue 45: FSDP2 over one GPU and ZeRO-Offload's single-GPU recipe plan over one rank.
 @test "--zero without --dp, and --dp without --zero, are usage errors that say what to add" {
 	llama1b
-	run "$HR" plan --gpu h200 --zero 3 "$T/llama1b.json"
+	run "$HR" plan --gpu h200 --zero 2 "$T/llama1b.json"
 	echo "$output"
 	[ "$status" -eq 2 ]
-	[[ "$output" == *"ZeRO shards over data-parallel ranks: add --dp N"* ]]
+	[[ "$output" == *"ZeRO shards over data-parallel ranks: add --dp N"*"over one GPU: --zero-stage 3, or --offload optimizer"* ]]
+	run "$HR" plan --gpu h200 --zero 3 "$T/llama1b.json"
+	[ "$status" -ne 2 ]
+	[[ "$output" == *"ZeRO-3/FSDP over 1 rank"* ]]
+	run "$HR" plan --gpu h200 --zero 2 --offload optimizer "$T/llama1b.json"
+	[ "$status" -ne 2 ]
+	[[ "$output" == *"ZeRO-2 over 1 rank"* ]]
 	run "$HR" plan --gpu h200 --dp 8 "$T/llama1b.json"
 	echo "$output"
 	[ "$status" -eq 2 ]
@@ -713,7 +720,8 @@ PY
 	man=$(sed 's/\\-/-/g; s/\\f[BIR]//g' "$ROOT/docs/headroom.1")
 	for key in precision dtype autocast optimizer momentum grad_ckpt use_cache keep_outputs batch seq loss_chunk loss steps buffer \
 	           zero_stage dp ddp reshard_after_forward freeze inputs_embeds alloc_conf lora_rank lora_targets \
-	           inference context logits context_bytes attn grad_accum quant double_quant kbit_prepare; do
+	           inference context logits context_bytes attn grad_accum quant double_quant kbit_prepare \
+	           fsdp_param_dtype fsdp_reduce_dtype reduce_bucket_size overlap_comm master_weights offload; do
 		flag=${key//_/-}
 		[[ "$help" == *"--$flag"* || "$help" == *"--[no-]$flag"* ]] || { echo "help lacks $flag"; false; }
 		[[ "$man" == *"--$flag"* || "$man" == *"--[no-]$flag"* ]] || { echo "man page lacks $flag"; false; }
@@ -724,7 +732,7 @@ PY
 	done
 	# and no row the test does not know: the help's settings are these
 	local n=$(sed -n '/^Settings:/,/^Old spellings/p' <<< "$help" | grep -c '^      --')
-	[ "$n" -eq 32 ]
+	[ "$n" -eq 38 ]
 }
 
 # Issue 30: "--inference --solve context on Llama-3.1 answers 492,544, its maximum is
