@@ -262,6 +262,8 @@ struct plan_args {
 	json_t *ignored;          /* the files' keys not known to the planner, ignored:
 				   * {"TrainingArguments": [keys]} (NULL: none) */
 	struct strbuf files_said; /* what the files' readers assumed: "TOOL: ...", a line each */
+	int file_fsdp_amp;        /* FSDP under bf16/fp16 in a tool's file (trainargs_settle) */
+	int tool_file;            /* a file of HF Trainer's, TRL's or axolotl's was read */
 	int calibrated;           /* --calibrated: probe is the one whose context is planned */
 	struct gpu_probe probe;
 	int anchored;             /* --oom or --observed: the plan is said beside anchor */
@@ -1176,6 +1178,8 @@ static void load_settings_file(const struct plan_cli *c, struct plan_args *a, se
 
 	if (reader(path, &a->t, given, &f, &err)) /* (a reader always says why; NULL never reaches %s) */
 		die(EXIT_USAGE, "plan: %s: %s", path, err ? err : "not read");
+	a->file_fsdp_amp = f.fsdp_amp ? f.fsdp_amp : a->file_fsdp_amp;
+	a->tool_file |= f.tool_file;
 	if (f.said)
 		strbuf_addf(&a->files_said, "%s: %s\n", tool, f.said);
 	free(f.said);
@@ -1256,6 +1260,14 @@ static void settings_load(struct plan_cli *c, struct plan_args *a, const char *c
 		load_settings_file(c, a, &given, cli, "axolotl", c->axolotl, axolotl_read);
 	for (size_t i = 0; i < c->npending; i++)
 		apply_option(c, &a->t, &given, c->pending[i].c, c->pending[i].arg);
+	if (a->tool_file) { /* what the tools do with the settings as they end up */
+		struct file_read f = { .fsdp_amp = a->file_fsdp_amp, .tool_file = 1 };
+		struct strbuf said = STRBUF_INIT;
+		trainargs_settle(&a->t, cli, &f, &said);
+		if (said.len)
+			strbuf_addf(&a->files_said, "%s: %s\n", c->axolotl ? "axolotl" : "TrainingArguments", strbuf_str(&said));
+		strbuf_release(&said);
+	}
 	if (c->calibrated) {
 		a->t.context_bytes = calibrated_context(c->db, &a->probe);
 		a->calibrated = 1;

@@ -96,8 +96,12 @@ json_t *plan_assumed_json(const struct model_shape *m, const struct train_settin
  * row's assumes, comes after the attention's line). */
 static void towers_said(struct strbuf *sb, const struct model_shape *m, const struct train_settings *t)
 {
-	(void)t;
-	if (m->wrapper && m->vision.kind)
+	if (m->wrapper && m->vision.kind && t->offload_params && t->zero_stage == 3 && !t->inference)
+		strbuf_addf(sb, "%s: its text tower (%s) planned; its vision tower's weights (%.1fM parameters) offloaded "
+			    "with the rest, not counted, no gradients or states (a text-only step); images' "
+			    "activations not planned",
+			    m->wrapper->type, m->type, vision_params(&m->vision) / 1e6);
+	else if (m->wrapper && m->vision.kind)
 		strbuf_addf(sb, "%s: its text tower (%s) planned; its vision tower's weights counted (%.1fM parameters), "
 			    "no gradients or states (a text-only step); images' activations not planned",
 			    m->wrapper->type, m->type, vision_params(&m->vision) / 1e6);

@@ -308,6 +308,30 @@ int plan_sim_steps(const struct train_settings *t)
 	return t->steps > 0 && t->steps < PLAN_SETTLE_STEPS ? (int)t->steps : PLAN_SETTLE_STEPS;
 }
 
+/* FSDP's policy, DeepSpeed's buckets and offload: each with the ZeRO stage it is of. */
+static int dist_settings_check(const struct train_settings *t, const char **why)
+{
+	if ((t->mp_param_bytes || t->mp_reduce_bytes) && t->zero_stage != 3) {
+		*why = "--fsdp-param-dtype and --fsdp-reduce-dtype are FSDP2's MixedPrecisionPolicy: with --zero-stage 3";
+		return -EINVAL;
+	}
+	if (t->mp_reduce_bytes && !t->mp_param_bytes) {
+		*why = "--fsdp-reduce-dtype without --fsdp-param-dtype: give the policy's param_dtype (bf16 or fp16)";
+		return -EINVAL;
+	}
+	if (!t->inference && ((t->offload_optimizer && !t->zero_stage) || (t->offload_params && t->zero_stage != 3) ||
+			      (t->offload_params && !t->offload_optimizer))) {
+		*why = "--offload optimizer is ZeRO's (--zero-stage 1, 2 or 3), --offload params ZeRO-3's or FSDP2's "
+		       "and with the optimizer's (--offload optimizer,params)";
+		return -EINVAL;
+	}
+	if (t->reduce_bucket && !t->zero_stage && !t->inference) {
+		*why = "--reduce-bucket-size is DeepSpeed ZeRO's: with --zero-stage 1, 2 or 3";
+		return -EINVAL;
+	}
+	return 0;
+}
+
 int plan_settings_check(const struct model_shape *m, const struct train_settings *t, const char **why)
 {
 	*why = NULL;
@@ -340,29 +364,8 @@ int plan_settings_check(const struct model_shape *m, const struct train_settings
 		       "true, a whole replica a rank)";
 		return -EINVAL;
 	}
-	if ((t->mp_param_bytes || t->mp_reduce_bytes) && t->zero_stage != 3) {
-		*why = "--fsdp-param-dtype and --fsdp-reduce-dtype are FSDP2's MixedPrecisionPolicy: with --zero-stage 3";
+	if (dist_settings_check(t, why))
 		return -EINVAL;
-	}
-	if (t->mp_reduce_bytes && !t->mp_param_bytes) {
-		*why = "--fsdp-reduce-dtype without --fsdp-param-dtype: give the policy's param_dtype (bf16 or fp16)";
-		return -EINVAL;
-	}
-	if (t->master_weights && t->param_bytes == 4 && !t->inference) {
-		*why = "--master-weights keeps an fp32 copy of 16-bit weights: fp32 weights are their own (use --dtype "
-		       "bf16, or leave --master-weights out)";
-		return -EINVAL;
-	}
-	if (!t->inference && ((t->offload_optimizer && !t->zero_stage) || (t->offload_params && t->zero_stage != 3) ||
-			      (t->offload_params && !t->offload_optimizer))) {
-		*why = "--offload optimizer is ZeRO's (--zero-stage 1, 2 or 3), --offload params ZeRO-3's or FSDP2's "
-		       "and with the optimizer's (--offload optimizer,params)";
-		return -EINVAL;
-	}
-	if (t->reduce_bucket && !t->zero_stage && !t->inference) {
-		*why = "--reduce-bucket-size is DeepSpeed ZeRO's: with --zero-stage 1, 2 or 3";
-		return -EINVAL;
-	}
 	if (t->keep_gathered && t->zero_stage != 3) {
 		*why = "reshard_after_forward=False (--no-reshard) is FSDP2's: with --zero 3";
 		return -EINVAL;

@@ -58,7 +58,7 @@ int precision_masters(const struct train_settings *t)
 
 int precision_compute_bytes(const struct train_settings *t)
 {
-	return t->zero_stage == 3 && t->mp_param_bytes ? t->mp_param_bytes : precision_weight_bytes(t);
+	return t->zero_stage == 3 && t->mp_param_bytes && !t->inference ? t->mp_param_bytes : precision_weight_bytes(t);
 }
 
 void precision_dtypes(const struct train_settings *t, struct precision_dtypes *d)

@@ -210,7 +210,7 @@ static int p_quant(const struct setting *s, struct train_settings *t, const char
 static int p_mp_param(const struct setting *s, struct train_settings *t, const char *text)
 {
 	(void)s;
-	if (!strcmp(text, "none") || !strcmp(text, "fp32"))
+	if (!strcmp(text, "none"))
 		t->mp_param_bytes = t->mp_fp16 = 0;
 	else if (!strcmp(text, "bf16") || !strcmp(text, "fp16"))
 		t->mp_param_bytes = DT_BF16, t->mp_fp16 = !strcmp(text, "fp16");
@@ -225,7 +225,7 @@ static int p_mp_reduce(const struct setting *s, struct train_settings *t, const 
 	if (!strcmp(text, "none"))
 		t->mp_reduce_bytes = 0;
 	else if (!strcmp(text, "bf16") || !strcmp(text, "fp16"))
-		t->mp_reduce_bytes = DT_BF16;
+		t->mp_reduce_bytes = DT_BF16, t->mp_reduce_fp16 = !strcmp(text, "fp16");
 	else if (!strcmp(text, "fp32"))
 		t->mp_reduce_bytes = DT_FP32;
 	else
@@ -250,6 +250,7 @@ static int p_offload(const struct setting *s, struct train_settings *t, const ch
 	int rc = 0;
 
 	(void)s;
+	t->offload_optimizer = t->offload_params = 0; /* the list given, as a whole */
 	for (char *w = strtok_r(copy, ",", &save); w && !rc; w = strtok_r(NULL, ",", &save)) {
 		if (!strcmp(w, "none"))
 			t->offload_optimizer = t->offload_params = 0;
@@ -406,7 +407,9 @@ static json_t *a_mp(const struct setting *s, const struct train_settings *t)
 		return NULL;
 	if (!b)
 		return json_null();
-	return json_string(b == DT_FP32 ? "fp32" : t->mp_fp16 ? "fp16" : "bf16");
+	int fp16 = s->parse == p_mp_param ? t->mp_fp16 : t->mp_reduce_fp16;
+
+	return json_string(b == DT_FP32 ? "fp32" : fp16 ? "fp16" : "bf16");
 }
 
 static json_t *a_train_on(const struct setting *s, const struct train_settings *t)
@@ -711,7 +714,10 @@ static void s_mp(const struct setting *s, const struct train_settings *t, const 
 	strbuf_addf(sb, " (MixedPrecisionPolicy: each layer gathered and computed in %s, its gradients reduced in %s "
 			"into %s shards)",
 		    t->mp_fp16 ? "fp16" : "bf16",
-		    t->mp_reduce_bytes == DT_FP32 ? "fp32" : t->mp_reduce_bytes || !t->mp_fp16 ? "bf16" : "fp16",
+		    t->mp_reduce_bytes == DT_FP32		   ? "fp32"
+		    : t->mp_reduce_bytes ? (t->mp_reduce_fp16 ? "fp16" : "bf16")
+		    : t->mp_fp16	   ? "fp16"
+					   : "bf16",
 		    precision_weight_bytes(t) == DT_FP32 ? "fp32" : "16-bit");
 }
 
@@ -746,7 +752,9 @@ static void s_master(const struct setting *s, const struct train_settings *t, co
 {
 	(void)s;
 	(void)c;
-	if (precision_masters(t))
+	if (t->master_weights && !t->inference && !t->lora_rank && t->param_bytes == DT_FP32)
+		strbuf_add(sb, "master weights: the fp32 weights are their own (no copy)");
+	else if (precision_masters(t))
 		strbuf_add(sb, "fp32 master weights beside the 16-bit ones (DeepSpeed's bf16/fp16 engine: the "
 			       "optimizer steps the fp32 copy, each gradient cast to fp32 at the step)");
 }
@@ -918,7 +926,7 @@ static const struct setting settings[] = {
 	  "DeepSpeed ZeRO's reduce_bucket_size in elements (auto: hidden x hidden, as HF's integration fills it): "
 	  "its bucket through each backward, or at stage 3 kept with the gradients' flat partitions (default: "
 	  "none, a layer's gradients reduced at a time)",
-	  p_bucket, SJ_TEXT, FIELD(reduce_bucket), 1, PLAN_MAX_BUCKET, NULL, 0, a_bucket, SAID_RUN, s_bucket },
+	  p_bucket, SJ_INT_OR_WORD, FIELD(reduce_bucket), 1, PLAN_MAX_BUCKET, NULL, 0, a_bucket, SAID_RUN, s_bucket },
 	BOOL_ROW("overlap_comm", p_bool, overlap_comm, "DeepSpeed's overlap_comm: a second reduce bucket (stages 1 and 2)",
 		 a_train_on, SAID_NONE, NULL),
 	BOOL_ROW("master_weights", p_bool, master_weights,
@@ -928,7 +936,7 @@ static const struct setting settings[] = {
 	{ "offload", "LIST", "none, or a list of optimizer and params",
 	  "what lives in host memory: optimizer (its states, master weights and step; the gradients' partitions "
 	  "copied out as reduced), params (ZeRO-3/FSDP2: the weights' shards); modelled, not measured",
-	  p_offload, SJ_LIST, 0, 0, 0, WORDS("none", "optimizer", "params"), 1, a_offload, SAID_PARTS, s_offload },
+	  p_offload, SJ_LIST, 0, 0, 0, WORDS("none", "optimizer", "params"), 0, a_offload, SAID_PARTS, s_offload },
 	{ "freeze", "LIST", "a list of embed, lm_head and layers:A-B (one range of layers, from 0), such as embed,lm_head",
 	  "frozen parts, no gradient or optimizer state: embed, lm_head, layers:A-B (e.g. embed,lm_head)", p_freeze,
 	  SJ_LIST, 0, 0, 0, NULL, 1, a_freeze, SAID_PARTS, s_freeze },
@@ -1084,6 +1092,15 @@ static int json_text(const struct setting *s, json_t *v, char *buf, size_t n)
 	case SJ_BYTES: /* a number is bytes by the key's name; a string is a size as the flag's */
 		if (json_is_integer(v)) {
 			snprintf(buf, n, "%lldB", (long long)json_integer_value(v));
+			return 0;
+		}
+		if (!json_is_string(v) || strlen(json_string_value(v)) >= n)
+			return -EINVAL;
+		snprintf(buf, n, "%s", json_string_value(v));
+		return 0;
+	case SJ_INT_OR_WORD:
+		if (json_is_integer(v)) {
+			snprintf(buf, n, "%lld", (long long)json_integer_value(v));
 			return 0;
 		}
 		if (!json_is_string(v) || strlen(json_string_value(v)) >= n)

@@ -52,6 +52,7 @@ enum setting_json {
 	SJ_INT,    /* a whole number */
 	SJ_BYTES,  /* a whole number of bytes (the key says _bytes), or a size's string with its unit */
 	SJ_NUM,    /* a number */
+	SJ_INT_OR_WORD, /* a whole number, or a word the flag takes (such as auto) */
 	SJ_TEXT,   /* a string as the flag takes it */
 	SJ_LIST,   /* a string, or a list of them (each applied in turn) */
 	SJ_MAP,    /* as SJ_LIST, or an object {NAME: VALUE}, each as "NAME=VALUE" */

@@ -150,6 +150,7 @@ struct train_settings {
 				   * weights' own) */
 	int mp_fp16;              /* that param_dtype is fp16, not bf16 (named only) */
 	int mp_reduce_bytes;      /* its reduce_dtype (0: the param dtype's) */
+	int mp_reduce_fp16;       /* that reduce_dtype is fp16 (named only) */
 	int master_weights;       /* an fp32 copy of the trained weights the optimizer updates,
 				   * beside 16-bit ones (DeepSpeed's bf16/fp16 engine) */
 	int offload_optimizer;    /* the optimizer's states (and master weights) in host memory,

@@ -7,6 +7,7 @@
 #include <strings.h>
 #include <sys/stat.h>
 
+#include "plan/dtype.h"
 #include "plan/limits.h"
 #include "plan/optimizer.h"
 #include "plan/sim.h"
@@ -27,6 +28,7 @@ struct reader {
 	int fsdp;                    /* FSDP's full_shard read */
 	const char *init_dtype;      /* TRL's model_init_kwargs' dtype: from_pretrained's */
 	int liger_said;              /* Liger's other kernels said */
+	int ds_fused;                /* a DeepSpeed config's own Adam */
 };
 
 /* A key of a tool's file: the setting it is (its value as the setting's), or a
@@ -169,8 +171,12 @@ static int hf_precision(struct reader *r)
 	json_t *bf16 = json_object_get(r->file, "bf16"), *fp16 = json_object_get(r->file, "fp16");
 	const char *cfg = r->f->dtype && *r->f->dtype ? r->f->dtype : NULL, *w = NULL;
 
-	if (r->init_dtype && strcmp(r->init_dtype, "auto"))
-		cfg = r->init_dtype;
+	const char *whose = "the config's dtype";
+
+	if (r->init_dtype && strcmp(r->init_dtype, "auto")) {
+		cfg = strncmp(r->init_dtype, "torch.", 6) ? r->init_dtype : r->init_dtype + 6;
+		whose = "model_init_kwargs' dtype";
+	}
 	const char *amp = json_is_true(fp16) ? "fp16" : json_is_true(bf16) ? "bf16" : NULL;
 
 	if ((!bf16 && !fp16) || dtype_flag_wins(r) || r->precision_done)
@@ -185,9 +191,9 @@ static int hf_precision(struct reader *r)
 	if (!cfg)
 		strbuf_add(&r->said, "the config naming no dtype: fp32 weights");
 	else if (!w)
-		strbuf_addf(&r->said, "the config's dtype %s, which the planner holds no weights in: fp32 weights", cfg);
+		strbuf_addf(&r->said, "%s %s, which the planner holds no weights in: fp32 weights", whose, cfg);
 	else
-		strbuf_addf(&r->said, "the config's dtype %s: %s weights", cfg, w);
+		strbuf_addf(&r->said, "%s %s: %s weights", whose, cfg, w);
 	strbuf_addf(&r->said, "%s (transformers 5 loads the checkpoint's dtype%s)", amp ? " under autocast" : ", no autocast",
 		    cfg ? "" : ", torch's default without one");
 	return 0;
@@ -203,10 +209,6 @@ static int fsdp_words(struct reader *r, const char *key, json_t *v)
 	size_t i;
 	int rc = 0;
 
-	if (flag_wins(r, "zero_stage")) {
-		free(text);
-		return 0;
-	}
 	if (!text) {
 		if (!json_is_array(v))
 			return unmappable(r, key, "wants FSDP's options, such as \"full_shard auto_wrap\"");
@@ -276,13 +278,17 @@ static json_t *deepspeed_load(struct reader *r, const char *key, const char *pat
 }
 
 /* Whether a DeepSpeed section (bf16, fp16) is on: true, or "auto" where the training
- * file's own key of that name is true (HF's integration fills "auto" from it). */
+ * file's own key of that name is true or auto (HF's integration fills "auto" from it). */
 static int ds_enabled(struct reader *r, json_t *ds, const char *section)
 {
 	json_t *e = json_object_get(json_object_get(ds, section), "enabled");
 	const char *s = json_string_value(e);
 
-	return json_is_true(e) || (s && !strcmp(s, "auto") && json_is_true(json_object_get(r->file, section)));
+	json_t *own = json_object_get(r->file, section);
+	const char *o = json_string_value(own);
+
+	/* (axolotl's own bf16 may be "auto" too: bf16 where the GPU has it, as the planner's do) */
+	return json_is_true(e) || (s && !strcmp(s, "auto") && (json_is_true(own) || (o && !strcmp(o, "auto"))));
 }
 
 /* DeepSpeed's bf16/fp16 engine: the model cast to 16 bits, an fp32 master copy that the
@@ -304,14 +310,15 @@ static int ds_precision(struct reader *r, const char *key, json_t *ds)
 }
 
 /* DeepSpeed's reduce bucket (its default where the file gives none; "auto" as HF's
- * integration fills it) and overlap_comm (its default: on at stage 3 only). */
+ * integration fills it) and overlap_comm where the file gives it. */
 static int ds_buckets(struct reader *r, const char *key, json_t *zero, int stage)
 {
 	json_t *b = json_object_get(zero, "reduce_bucket_size"), *o = json_object_get(zero, "overlap_comm");
 	const char *word = json_string_value(b);
 	char text[32];
 
-	if (!stage)
+	/* (a stage given on the command line: the file's buckets are its) */
+	if (!stage && !flag_wins(r, "zero_stage"))
 		return 0;
 	if (word && strcmp(word, "auto"))
 		return unmappable(r, key, "has a reduce_bucket_size that is neither a number nor auto");
@@ -327,7 +334,8 @@ static int ds_buckets(struct reader *r, const char *key, json_t *zero, int stage
 		return -EINVAL;
 	if (o && !json_is_boolean(o))
 		return unmappable(r, key, "has an overlap_comm that is neither true nor false");
-	return set(r, key, "overlap_comm", (o ? json_is_true(o) : stage == 3) ? "true" : "false");
+	/* (absent: DeepSpeed's default, on only at stage 3, whose one bucket it does not double) */
+	return o ? set_json(r, key, "overlap_comm", o) : 0;
 }
 
 /* A DeepSpeed config (inline, or a file's path): its ZeRO stage, offload, precision and
@@ -356,16 +364,15 @@ static int map_deepspeed(struct reader *r, const char *key, json_t *v)
 	}
 	if (stage && set_json(r, key, "zero_stage", stage))
 		goto out;
-	for (int i = 0; i < 2; i++) {
-		const char *sec = i ? "offload_param" : "offload_optimizer";
-		const char *dev = json_string_value(json_object_get(json_object_get(zero, sec), "device"));
-		if (dev && strcmp(dev, "none") && set(r, key, "offload", i ? "params" : "optimizer"))
-			goto out;
-	}
-	/* its own optimizer: DeepSpeed's fused Adam (no step temporaries) */
-	const char *opt = json_string_value(json_object_get(json_object_get(ds, "optimizer"), "type"));
-	if (opt && (!strcasecmp(opt, "adam") || !strcasecmp(opt, "adamw")) && set(r, key, "optimizer", "adamw-fused"))
+	const char *od = json_string_value(json_object_get(json_object_get(zero, "offload_optimizer"), "device"));
+	const char *pd = json_string_value(json_object_get(json_object_get(zero, "offload_param"), "device"));
+	int oo = od && strcmp(od, "none"), op = pd && strcmp(pd, "none");
+	if ((oo || op) && set(r, key, "offload", oo && op ? "optimizer,params" : oo ? "optimizer" : "params"))
 		goto out;
+	/* its own optimizer, which DeepSpeed runs whatever the file's optim says: its fused
+	 * Adam (no step temporaries), set once every key is read (read_file) */
+	const char *opt = json_string_value(json_object_get(json_object_get(ds, "optimizer"), "type"));
+	r->ds_fused = opt && (!strcasecmp(opt, "adam") || !strcasecmp(opt, "adamw"));
 	mb = json_object_get(ds, "train_micro_batch_size_per_gpu");
 	if (json_is_integer(mb) && set_json(r, key, "batch", mb))
 		goto out;
@@ -630,28 +637,41 @@ static int map_fsdp_version(struct reader *r, const char *key, json_t *v)
 	return set(r, key, "zero_stage", "3");
 }
 
-/* FSDP (full_shard) under bf16 or fp16 through accelerate: the trained weights upcast to
- * fp32 shards (those that train: LoRA's frozen base stays as loaded), a MixedPrecisionPolicy (or FSDP1's MixedPrecision) gathering and
- * reducing in the 16-bit dtype. */
-static int fsdp_policy(struct reader *r)
+/* FSDP (full_shard) under bf16 or fp16 through accelerate: recorded for
+ * trainargs_settle, which decides once the command line's settings are in. */
+static void fsdp_policy(struct reader *r)
 {
 	json_t *bf16 = json_object_get(r->file, "bf16"), *fp16 = json_object_get(r->file, "fp16");
-	const char *amp = !off(fp16) ? "fp16" : !off(bf16) ? "bf16" : NULL;
 
+	r->f->fsdp_amp = !r->fsdp || r->precision_done ? 0 : !off(fp16) ? DT_FP16_AMP : !off(bf16) ? DT_BF16_AMP : 0;
+	r->f->tool_file = 1;
+}
+
+void trainargs_settle(struct train_settings *t, setting_mask cli, const struct file_read *f, struct strbuf *said)
+{
+	static const char *const dtype_keys[] = { "dtype", "precision", "fsdp_param_dtype" };
+	int flagged = 0;
+
+	for (size_t i = 0; i < sizeof(dtype_keys) / sizeof(dtype_keys[0]); i++)
+		flagged |= (cli & SETTING_BIT(setting_find(dtype_keys[i]))) != 0;
 	/* QLoRA sharded (FSDP, ZeRO-3): axolotl and TRL skip prepare_model_for_kbit_training,
 	 * keeping one dtype for the shards */
-	if (r->t->quant && r->t->zero_stage == 3 && !flag_wins(r, "kbit_prepare") &&
-	    set(r, "load_in_4bit", "kbit_prepare", "false"))
-		return -EINVAL;
-	if (!r->fsdp || !amp || r->precision_done || dtype_flag_wins(r) || flag_wins(r, "fsdp_param_dtype") ||
-	    r->t->zero_stage != 3 || r->t->quant)
-		return 0;
-	/* (LoRA: the frozen base stays as loaded, the adapters are fp32 already) */
-	if ((!r->t->lora_rank && set(r, amp, "dtype", "fp32")) || set(r, amp, "fsdp_param_dtype", amp))
-		return -EINVAL;
-	strbuf_addf(&r->said, "%sFSDP under %s: accelerate upcasts the trained weights to fp32 shards, gathered and "
-			      "reduced in %s", r->said.len ? "; " : "", amp, amp);
-	return 0;
+	if (f->tool_file && t->quant && t->zero_stage == 3 && !t->inference && t->kbit_prepare &&
+	    !(cli & SETTING_BIT(setting_find("kbit_prepare")))) {
+		t->kbit_prepare = 0;
+		strbuf_addf(said, "%ssharded QLoRA: no prepare_model_for_kbit_training (one dtype for the shards)",
+			    said->len ? "; " : "");
+	}
+	if (!f->fsdp_amp || flagged || t->zero_stage != 3 || t->quant || t->inference)
+		return;
+	/* accelerate upcasts the weights that train to fp32 (LoRA's frozen base stays as
+	 * loaded, its adapters are fp32 already) and sets the policy in the 16-bit dtype */
+	if (!t->lora_rank)
+		t->param_bytes = DT_FP32;
+	t->mp_param_bytes = DT_BF16;
+	t->mp_fp16 = f->fsdp_amp == DT_FP16_AMP;
+	strbuf_addf(said, "%sFSDP under %s: accelerate upcasts the trained weights to fp32 shards, gathered and "
+			  "reduced in %s", said->len ? "; " : "", t->mp_fp16 ? "fp16" : "bf16", t->mp_fp16 ? "fp16" : "bf16");
 }
 
 /* The keys and their meaning, and the documented list of keys that change no memory. */
@@ -738,8 +758,11 @@ static int read_file(const char *tool, json_t *obj, const struct file_key *table
 	rc = apply_file(&r, obj, table, n);
 	if (!rc && table == hf_keys)
 		rc = hf_precision(&r);
-	if (!rc)
-		rc = fsdp_policy(&r);
+	if (!rc) {
+		fsdp_policy(&r);
+		if (r.ds_fused && set(&r, "deepspeed", "optimizer", "adamw-fused"))
+			rc = -EINVAL;
+	}
 	if (!rc && f && r.said.len)
 		f->said = strbuf_detach(&r.said);
 	if (rc || !f) {

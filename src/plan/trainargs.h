@@ -12,6 +12,7 @@
 #include <jansson.h>
 
 #include "plan/settings.h"
+#include "util/strbuf.h"
 
 /* What a reader is told beside a file, and what it made of the file beyond the settings. */
 struct file_read {
@@ -26,6 +27,9 @@ struct file_read {
 				* none); the caller decrefs */
 	char *said;            /* out: what it assumed of the run, for the "assumed:" lines
 				* (NULL: nothing); the caller frees */
+	int fsdp_amp;          /* out: FSDP's full_shard under bf16 (DT_BF16_AMP) or fp16
+				* (DT_FP16_AMP), for trainargs_settle; 0: neither */
+	int tool_file;         /* out: a file of HF Trainer's, TRL's or axolotl's was read */
 };
 
 /* A TrainingArguments JSON object over t (f: NULL, strict and no more said). 0, or
@@ -38,5 +42,13 @@ int axolotl_from_json(json_t *obj, struct train_settings *t, setting_mask *given
 int trainargs_read(const char *path, struct train_settings *t, setting_mask *given, struct file_read *f,
 		   char **err);
 int axolotl_read(const char *path, struct train_settings *t, setting_mask *given, struct file_read *f, char **err);
+
+enum { DT_BF16_AMP = 1, DT_FP16_AMP = 2 };
+/* What the tools do once the command line's settings are in over the files' (cli: the
+ * settings it gave): a sharded QLoRA skips prepare_model_for_kbit_training, and FSDP
+ * under bf16/fp16 upcasts the trained weights to fp32 shards with a MixedPrecisionPolicy
+ * in the 16-bit dtype (unless the command line gives the dtype or the policy); what it
+ * did said into said. */
+void trainargs_settle(struct train_settings *t, setting_mask cli, const struct file_read *f, struct strbuf *said);
 
 #endif

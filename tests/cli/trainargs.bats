@@ -255,8 +255,8 @@ J
 	[ "$status" -eq 2 ]
 	[[ "$output" == *"--fsdp-param-dtype wants none, bf16 or fp16"* ]]
 	run "$HR" plan --gpu h100 --dtype fp32 --master-weights "$M"
-	[ "$status" -eq 2 ]
-	[[ "$output" == *"fp32 weights are their own"* ]]
+	[ "$status" -ne 2 ]
+	[[ "$output" == *"master weights: the fp32 weights are their own (no copy)"* ]]
 	run "$HR" plan --gpu h100 --offload optimizer "$M"
 	[ "$status" -eq 2 ]
 	[[ "$output" == *"--offload optimizer is ZeRO's"* ]]
@@ -296,4 +296,49 @@ J
 	run "$HR" plan --gpu h100 --axolotl "$T/ao.yml" "$M"
 	[ "$status" -eq 2 ]
 	[[ "$output" == *"'activation_offloading' is not modelled"* ]]
+}
+
+# What a flag beside a file changes is decided once the flags are in: the tools' own
+# rules (FSDP's upcast, DeepSpeed's buckets) read the settings as they end up.
+@test "FSDP's upcast and DeepSpeed's buckets follow the flags beside the file" {
+	python3 -c 'import json,sys; a=json.load(open(sys.argv[1])); a["fsdp"] = "full_shard auto_wrap"; a["fsdp_config"] = {"fsdp_version": 2}; json.dump(a, open(sys.argv[2], "w"))' "$F/trainargs-5.x.json" "$T/tf.json"
+	# LoRA from the command line: the frozen base is not upcast
+	"$HR" plan --gpu h100 --json --trainer-args "$T/tf.json" --dp 8 --lora-rank 16 "$M" > "$T/p.json"
+	python3 -c 'import json,sys; a=json.load(open(sys.argv[1]))["assumed"]; assert (a["weights_dtype"], a["fsdp_param_dtype"]) == ("bf16", "bf16"), a' "$T/p.json"
+	# the file's own stage given again changes nothing
+	same "$M" "--trainer-args $T/tf.json --dp 8" "--trainer-args $T/tf.json --dp 8 --zero-stage 3"
+	# offload read beside a --zero-stage flag
+	python3 -c 'import json,sys; a=json.load(open(sys.argv[1])); a["fsdp"] = "full_shard offload auto_wrap"; json.dump(a, open(sys.argv[2], "w"))' "$F/trainargs-5.x.json" "$T/to.json"
+	"$HR" plan --gpu h100 --json --trainer-args "$T/to.json" --dp 8 --zero-stage 3 "$M" > "$T/p.json"
+	python3 -c 'import json,sys; a=json.load(open(sys.argv[1]))["assumed"]; assert a["offload"] == ["optimizer", "params"], a' "$T/p.json"
+	# a dtype flag beside DeepSpeed's bf16 engine plans: fp32 weights are their own masters
+	python3 -c 'import json,sys; a=json.load(open(sys.argv[1])); a["deepspeed"] = sys.argv[3]; json.dump(a, open(sys.argv[2], "w"))' "$F/trainargs-5.x.json" "$T/ta3.json" "$F/ds-zero3-bf16.json"
+	run "$HR" plan --gpu h100 --trainer-args "$T/ta3.json" --dp 8 --precision amp-bf16 "$M"
+	[ "$status" -ne 2 ]
+	[[ "$output" == *"master weights: the fp32 weights are their own"* ]]
+	# a stage-3 file without overlap_comm at --zero-stage 2: one bucket, DeepSpeed's stage-2
+	# default; its overlap_comm where it gives it
+	printf '{"bf16": {"enabled": true}, "zero_optimization": {"stage": 3, "reduce_bucket_size": "auto"}}\n' > "$T/d3.json"
+	python3 -c 'import json,sys; a=json.load(open(sys.argv[1])); a["deepspeed"] = sys.argv[3]; json.dump(a, open(sys.argv[2], "w"))' "$F/trainargs-5.x.json" "$T/td3.json" "$T/d3.json"
+	run "$HR" plan --gpu h100 --trainer-args "$T/td3.json" --dp 8 --zero-stage 2 "$M"
+	[[ "$output" == *"DeepSpeed's reduce bucket of hidden x hidden elements through each backward"* ]]
+	run "$HR" plan --gpu h100 --trainer-args "$T/ta3.json" --dp 8 --zero-stage 2 "$M"
+	[[ "$output" == *"DeepSpeed's reduce bucket of hidden x hidden elements, two of them through each backward"* ]]
+	# DeepSpeed's optimizer wins over optim whichever key comes first
+	python3 -c 'import json,sys; a={"optim": "adamw_torch", "deepspeed": {"optimizer": {"type": "AdamW"}, "zero_optimization": {"stage": 2}}}; json.dump(a, open(sys.argv[1], "w")); b={"deepspeed": a["deepspeed"], "optim": "adamw_torch"}; json.dump(b, open(sys.argv[2], "w"))' "$T/o1.json" "$T/o2.json"
+	for f in o1 o2; do
+		"$HR" plan --gpu h100 --json --trainer-args "$T/$f.json" --dp 8 "$M" > "$T/p.json"
+		python3 -c 'import json,sys; a=json.load(open(sys.argv[1]))["assumed"]; assert a["optimizer"] == "adamw-fused", a' "$T/p.json"
+	done
+	# --offload replaces a --train file's list; reduce_bucket_size is a number in JSON
+	printf '{"zero_stage": 3, "dp": 8, "offload": ["optimizer", "params"], "reduce_bucket_size": 500000000}\n' > "$T/tr.json"
+	"$HR" plan --gpu h100 --json --train "$T/tr.json" --offload optimizer "$M" > "$T/p.json"
+	python3 -c 'import json,sys; a=json.load(open(sys.argv[1]))["assumed"]; assert a["offload"] == ["optimizer"] and a["reduce_bucket_size"] == 500000000, a' "$T/p.json"
+	# axolotl's bf16: auto is on for DeepSpeed's "auto"
+	printf '{"bf16": {"enabled": "auto"}, "zero_optimization": {"stage": 2}}\n' > "$T/ds.json"
+	printf 'sequence_len: 2048\nbf16: auto\ndeepspeed: ds.json\n' > "$T/ax.yml"
+	"$HR" plan --gpu h100 --json --axolotl "$T/ax.yml" --dp 8 "$M" > "$T/p.json"
+	python3 -c 'import json,sys; a=json.load(open(sys.argv[1]))["assumed"]; assert a["master_weights"] is True, a' "$T/p.json"
+	# a policy beside inference changes nothing
+	same "$M" "--zero-stage 3 --dp 8 --dtype fp32 --inference" "--zero-stage 3 --dp 8 --dtype fp32 --inference --fsdp-param-dtype bf16"
 }

@@ -211,8 +211,16 @@ static int read_args(int axolotl, const char *yaml_or_json, struct train_setting
 	char *err = NULL;
 	int rc;
 
+	struct file_read f = { .strict = 1 };
+	struct strbuf said = STRBUF_INIT;
+
 	train_settings_init(t);
-	rc = axolotl ? axolotl_from_json(j, t, NULL, NULL, &err) : trainargs_from_json(j, t, NULL, NULL, &err);
+	rc = axolotl ? axolotl_from_json(j, t, NULL, &f, &err) : trainargs_from_json(j, t, NULL, &f, &err);
+	if (!rc) /* as plan does once the command line's settings are in (none here) */
+		trainargs_settle(t, 0, &f, &said);
+	free(f.said);
+	json_decref(f.unknown);
+	strbuf_release(&said);
 	json_decref(j);
 	if (needle) {
 		assert_int_equal(rc, -EINVAL);
@@ -268,7 +276,7 @@ static void test_trainer_args(void **state)
 	assert_int_equal(t.zero_stage, 3);
 	assert_true(!t.master_weights && !t.offload_optimizer && t.offload_params);
 	assert_int_equal(t.reduce_bucket, 500000000); /* DeepSpeed's default */
-	assert_true(t.overlap_comm);
+	assert_false(t.overlap_comm); /* (its default, on at stage 3, doubles no bucket there) */
 	read_args(0, "{\"deepspeed\": {\"zero_optimization\": {\"stage\": 3, \"reduce_bucket_size\": \"auto\", "
 		     "\"overlap_comm\": false}}}", &t, NULL);
 	assert_int_equal(t.reduce_bucket, -1);
