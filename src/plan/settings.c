@@ -180,7 +180,7 @@ static const struct {
 	[ATTN_NAME_FA2] = { "flash_attention_2", FLASH_SAID("flash_attention_2") },
 	[ATTN_NAME_FA3] = { "flash_attention_3", FLASH_SAID("flash_attention_3") },
 	[ATTN_NAME_FLEX] = { "flex_attention", "flex_attention planned as sdpa's flash kernel, the mask taken to be causal (its block "
-			    "mask's few bytes not counted); modelled, not measured" },
+			    "mask's few bytes not counted); measured on an H100" },
 };
 
 static int p_attn(const struct setting *s, struct train_settings *t, const char *text)
@@ -712,7 +712,7 @@ static void s_mp(const struct setting *s, const struct train_settings *t, const 
 	if (t->zero_stage != 3 || !t->mp_param_bytes || t->inference)
 		return;
 	strbuf_addf(sb, " (MixedPrecisionPolicy: each layer gathered and computed in %s, its gradients reduced in %s "
-			"into %s shards)",
+			"into %s shards; measured on one rank)",
 		    t->mp_fp16 ? "fp16" : "bf16",
 		    t->mp_reduce_bytes == DT_FP32		   ? "fp32"
 		    : t->mp_reduce_bytes ? (t->mp_reduce_fp16 ? "fp16" : "bf16")
@@ -766,11 +766,14 @@ static void s_offload(const struct setting *s, const struct train_settings *t, c
 	(void)c;
 	if (t->inference || (!t->offload_optimizer && !t->offload_params))
 		return;
-	strbuf_addf(sb, "offloaded to host memory, not counted: %s%s%s; modelled, not measured",
+	strbuf_addf(sb, "offloaded to host memory, not counted: %s%s%s; %s",
 		    t->offload_optimizer ? "the optimizer's states and master weights, its step on the CPU, the "
 					   "gradients' partitions copied out as reduced" : "",
 		    t->offload_optimizer && t->offload_params ? "; " : "",
-		    t->offload_params ? "the weights' shards (each layer's copied in to be gathered)" : "");
+		    t->offload_params ? "the weights' shards (each layer's copied in to be gathered)" : "",
+		    t->offload_params && t->zero_stage == 3 && !t->master_weights
+			    ? "as FSDP2's CPUOffloadPolicy measured on one rank"
+			    : "modelled, not measured");
 }
 
 static void s_ddp(const struct setting *s, const struct train_settings *t, const struct said_ctx *c,
@@ -842,8 +845,8 @@ static const struct setting settings[] = {
 		 SAID_TENSORS, s_autocast),
 	{ "optimizer", "O",
 	  "adamw, adamw-fused, sgd, none, adamw-8bit, paged-adamw-8bit, paged-adamw, adafactor or lion",
-	  "adamw (the default: foreach), adamw-fused, sgd, none; modelled, not measured: adamw-8bit, "
-	  "paged-adamw-8bit, paged-adamw (bitsandbytes), adafactor, lion",
+	  "adamw (the default: foreach), adamw-fused, sgd, adafactor (transformers'), none; modelled, not "
+	  "measured: adamw-8bit, paged-adamw-8bit, paged-adamw (bitsandbytes), lion",
 	  p_optimizer, SJ_TEXT, 0, 0, 0,
 	  WORDS("adamw", "adamw-fused", "sgd", "none", "adamw-8bit", "paged-adamw-8bit", "paged-adamw", "adafactor",
 		"lion"),
@@ -935,7 +938,8 @@ static const struct setting settings[] = {
 		 a_train_on, SAID_RUN, s_master),
 	{ "offload", "LIST", "none, or a list of optimizer and params",
 	  "what lives in host memory: optimizer (its states, master weights and step; the gradients' partitions "
-	  "copied out as reduced), params (ZeRO-3/FSDP2: the weights' shards); modelled, not measured",
+	  "copied out as reduced), params (ZeRO-3/FSDP2: the weights' shards); FSDP2's measured on one rank, "
+	  "DeepSpeed's modelled, not measured",
 	  p_offload, SJ_LIST, 0, 0, 0, WORDS("none", "optimizer", "params"), 0, a_offload, SAID_PARTS, s_offload },
 	{ "freeze", "LIST", "a list of embed, lm_head and layers:A-B (one range of layers, from 0), such as embed,lm_head",
 	  "frozen parts, no gradient or optimizer state: embed, lm_head, layers:A-B (e.g. embed,lm_head)", p_freeze,

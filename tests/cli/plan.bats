@@ -1096,7 +1096,12 @@ PY
 		run "$HR" plan --gpu h100 --precision amp-bf16 --seq 1024 --optimizer "$o" "$M"
 		echo "$output"
 		[ "$status" -ne 2 ]
-		[[ "$output" == *"optimizer $o ("*"modelled, not measured"* ]]
+		# (Adafactor, in transformers, was measured on the GPU machine; the others' libraries are not there)
+		if [ "$o" = adafactor ]; then
+			[[ "$output" == *"optimizer $o ("*"measured on an H100"* ]]
+		else
+			[[ "$output" == *"optimizer $o ("*"modelled, not measured"* ]]
+		fi
 		[[ "$help" == *"$o"* && "$man" == *"$o"* ]]
 		grep -q "| \`$o\` |" "$ROOT/docs/plan.md"
 	done

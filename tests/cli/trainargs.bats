@@ -143,7 +143,7 @@ J
 		run "$HR" plan --gpu h100 --trainer-args "$T/ta.json" "$M"
 		echo "$output"
 		[ "$status" -ne 2 ]
-		[[ "$output" == *"optimizer ${pair##*:} ("*"modelled, not measured"* ]]
+		[[ "$output" == *"optimizer ${pair##*:} ("*"modelled, not measured"* || "$output" == *"optimizer adafactor ("*"measured on an H100"* ]]
 		same "$M" "--trainer-args $T/ta.json" "--trainer-args $F/trainargs-5.x.json --optimizer ${pair##*:}"
 	done
 	# paged states are said, and left out of the card's figures

@@ -443,7 +443,7 @@ static void test_said(void **state)
 		    "modelled, not measured)");
 	expect_said("{\"attn\": \"flex_attention\", \"grad_ckpt\": true}", SAID_ATTENTION, NULL, PROMPT_GIVEN,
 		    "use_cache off (checkpointing turns it off), flex_attention planned as sdpa's flash kernel, the mask "
-		    "taken to be causal (its block mask's few bytes not counted); modelled, not measured");
+		    "taken to be causal (its block mask's few bytes not counted); measured on an H100");
 	expect_said("{\"attn\": \"sdpa\", \"grad_ckpt\": true}", SAID_ATTENTION, NULL, PROMPT_GIVEN,
 		    "use_cache off (checkpointing turns it off)");
 	/* SGD's momentum */
