@@ -1094,17 +1094,9 @@ static int json_text(const struct setting *s, json_t *v, char *buf, size_t n)
 		snprintf(buf, n, "%lld", (long long)json_integer_value(v));
 		return 0;
 	case SJ_BYTES: /* a number is bytes by the key's name; a string is a size as the flag's */
-		if (json_is_integer(v)) {
-			snprintf(buf, n, "%lldB", (long long)json_integer_value(v));
-			return 0;
-		}
-		if (!json_is_string(v) || strlen(json_string_value(v)) >= n)
-			return -EINVAL;
-		snprintf(buf, n, "%s", json_string_value(v));
-		return 0;
 	case SJ_INT_OR_WORD:
 		if (json_is_integer(v)) {
-			snprintf(buf, n, "%lld", (long long)json_integer_value(v));
+			snprintf(buf, n, "%lld%s", (long long)json_integer_value(v), s->json == SJ_BYTES ? "B" : "");
 			return 0;
 		}
 		if (!json_is_string(v) || strlen(json_string_value(v)) >= n)

@@ -36,6 +36,7 @@ static void ds_start(struct train *tr)
 
 	for (size_t i = 0; i < tr->trained.n; i++)
 		trained_bytes(tr, i, &n), all += n;
+	tr->trained_elems = all;
 	if (tr->masters && all)
 		push(&tr->states, tensor_as(s, all * DT_FP32, C_OPT_STATES));
 	tr->bucket_elems = t->zero_stage && !t->inference ? t->reduce_bucket < 0 ? s->hidden * s->hidden
@@ -699,7 +700,7 @@ static void optimizer_step(struct train *tr)
 	struct step *s = &tr->s;
 	const struct optimizer_row *o = optimizer_row(tr->t);
 	struct tlist one = { 0 };
-	int64_t n, each = 0, all = 0;
+	int64_t n, each = 0;
 	int g32 = 0;
 
 	s->part = C_OPT_TEMP, s->phase = "optimizer step";
@@ -711,10 +712,8 @@ static void optimizer_step(struct train *tr)
 		tr->states_made = 1;
 		make_states(tr, 1);
 	}
-	for (size_t i = 0; tr->masters && i < tr->trained.n; i++)
-		trained_bytes(tr, i, &n), all += n;
-	if (all) /* the gradients' partition cast to fp32 for the master copy's step */
-		g32 = tensor_as(s, all * DT_FP32, C_OPT_TEMP);
+	if (tr->masters && tr->trained_elems) /* the gradients' partition cast to fp32 for the master copy's step */
+		g32 = tensor_as(s, tr->trained_elems * DT_FP32, C_OPT_TEMP);
 	for (size_t i = 0; o->temps != OT_NONE && i < tr->trained.n; i++) {
 		int64_t b = trained_bytes(tr, i, &n);
 		int k = optimizer_temps(o, n, tr->masters ? n * DT_FP32 : b, &each);

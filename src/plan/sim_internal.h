@@ -283,6 +283,7 @@ struct train {
 	 * end; the gradients reduce-scattered to their shard */
 	int fsdp;
 	int masters;              /* an fp32 master copy of the trained weights on the GPU */
+	int64_t trained_elems;    /* this rank's elements of the trained weights (ds_start) */
 	int64_t bucket_elems;     /* DeepSpeed's reduce bucket (0: none) */
 	int ds3;                  /* DeepSpeed's stage 3: its bucket and the gradients'
 				   * partitions one flat buffer each, made as it starts */
