@@ -1170,7 +1170,7 @@ typedef int (*settings_reader)(const char *, struct train_settings *, setting_ma
 static void load_settings_file(const struct plan_cli *c, struct plan_args *a, setting_mask *given, setting_mask cli,
 			       const char *tool, const char *path, settings_reader reader)
 {
-	struct file_read f = { .cli = cli, .dtype = a->m.dtype, .strict = c->strict };
+	struct file_read f = { .cli = cli, .dtype = a->m.dtype, .strict = c->strict, .layers = (int)a->m.layers };
 	struct strbuf keys = STRBUF_INIT;
 	char *err = NULL;
 	size_t i;

@@ -8,6 +8,7 @@
 
 #include "plan/family.h"
 #include "plan/limits.h"
+#include "plan/lora_names.h"
 #include "plan/precision.h"
 #include "util/parse.h"
 #include "util/xalloc.h"
@@ -789,20 +790,17 @@ int lora_targets_parse(const char *s, unsigned *bits)
 	*bits = 0;
 	for (char *w = strtok_r(copy, ",", &save); w; w = strtok_r(NULL, ",", &save)) {
 		size_t i;
-		if (!strcmp(w, "all")) {
-			*bits = LORA_Q | LORA_K | LORA_V | LORA_O | LORA_GATE | LORA_UP | LORA_DOWN;
+		if (!strcmp(w, "all") || !strcmp(w, "all-linear")) {
+			*bits = LORA_ALL;
 			continue;
 		}
-		/* "q_proj" is "q" */
-		char *p = strstr(w, "_proj");
-		if (p && !p[5])
-			*p = '\0';
 		for (i = 0; i < NLORA_TARGETS && strcmp(w, lora_target_names[i].name); i++)
 			;
-		if (i == NLORA_TARGETS)
+		/* else a module name, as PEFT's list gives it: "q_proj", "self_attn.q_proj" */
+		unsigned b = i < NLORA_TARGETS ? lora_target_names[i].bit : lora_name_bits(w);
+		if (!b)
 			rc = -EINVAL;
-		else
-			*bits |= lora_target_names[i].bit;
+		*bits |= b;
 	}
 	free(copy);
 	return rc || !*bits ? -EINVAL : 0;

@@ -15,6 +15,13 @@
 #define BNB_QMAP_BYTES (2 * 256 * DT_FP32)
 #define BNB_PAGED_MIN 100000
 
+/* torchao's low-bit AdamW: its quantile maps are 256 and 16 fp32 values */
+#define AO_MIN_QUANT 4096
+#define AO_BLOCK_8BIT 256
+#define AO_BLOCK_4BIT 128
+#define AO_QMAP_8BIT (256 * DT_FP32)
+#define AO_QMAP_4BIT (16 * DT_FP32)
+
 #define BNB_8BIT .kind = OS_8BIT, .min_8bit = BNB_MIN_8BIT_SIZE, .block = BNB_BLOCK, .qmap_bytes = BNB_QMAP_BYTES
 
 static const struct optimizer_row rows[] = {
@@ -37,6 +44,20 @@ static const struct optimizer_row rows[] = {
 	{ .word = "paged-adamw", .opt = OPT_PAGED_ADAMW, .hf = { "paged_adamw_32bit" }, .states = 2, .kind = OS_FP32,
 	  .paged_min = BNB_PAGED_MIN, .states_dtype = "fp32",
 	  .said = "bitsandbytes' PagedAdamW32bit: fp32 states, paged, modelled, not measured" },
+	/* torchao's AdamW8bit and AdamW4bit (torchao/optim/adam.py, subclass_*bit.py): a
+	 * tensor of at least 4096 elements that its block divides keeps uint8 codes (two 4-bit
+	 * codes a byte), an fp32 scale a block and its own fp32 quantile map; the others
+	 * zeros_like states. The step is single_param_adam compiled a tensor at a time: its
+	 * fp32 exp_avg, exp_avg_sq and weight taken as materialized, a bound from above */
+	{ .word = "adamw-ao-8bit", .opt = OPT_ADAMW_AO_8BIT, .hf = { "adamw_torch_8bit" }, .states = 2,
+	  .kind = OS_8BIT, .min_8bit = AO_MIN_QUANT, .block = AO_BLOCK_8BIT, .block_divides = 1, .small_trained = 1,
+	  .qmap_each = AO_QMAP_8BIT, .temps = OT_PER_TENSOR, .ntemps = 3, .temps_fp32 = 1, .states_dtype = "8-bit",
+	  .said = "torchao's AdamW8bit: 8-bit blockwise states, its step compiled, modelled, not measured" },
+	{ .word = "adamw-ao-4bit", .opt = OPT_ADAMW_AO_4BIT, .hf = { "adamw_torch_4bit" }, .states = 2,
+	  .kind = OS_8BIT, .code_bits = 4, .min_8bit = AO_MIN_QUANT, .block = AO_BLOCK_4BIT, .block_divides = 1,
+	  .small_trained = 1, .qmap_each = AO_QMAP_4BIT, .temps = OT_PER_TENSOR, .ntemps = 3, .temps_fp32 = 1,
+	  .states_dtype = "4-bit",
+	  .said = "torchao's AdamW4bit: 4-bit blockwise states, its step compiled, modelled, not measured" },
 	/* transformers' Adafactor with its defaults (beta1 None: no first moment): the
 	 * factored second moment of a matrix, the whole one of others; a tensor's step
 	 * makes update = grad^2 + eps and the approximation beside it (fp32), and upcasts a
@@ -118,16 +139,21 @@ void optimizer_tensor_states(const struct optimizer_row *o, const struct train_s
 		}
 		return;
 	}
+	int quantized = o->kind == OS_8BIT && elems >= o->min_8bit && (!o->block_divides || elems % o->block == 0);
 	for (int i = 0; i < k; i++)
-		if (o->kind == OS_TRAINED)
+		if (o->kind == OS_TRAINED || (o->kind == OS_8BIT && !quantized && o->small_trained))
 			state_put(o, elems, bytes, st);
-		else if (o->kind == OS_FP32 || elems < o->min_8bit)
+		else if (!quantized)
 			state_put(o, elems, elems * DT_FP32, st);
 		else
-			state_put(o, elems, elems, st);
-	/* the absmax of each 8-bit state: on the GPU, paged or not */
-	for (int i = 0; o->kind == OS_8BIT && elems >= o->min_8bit && i < k; i++)
+			state_put(o, elems, (elems * (o->code_bits ? o->code_bits : 8) + 7) / 8, st);
+	/* the absmax (and the quantile map, where each has one) of each quantized state: on
+	 * the GPU, paged or not */
+	for (int i = 0; quantized && i < k; i++) {
 		st->bytes[st->n++] = (elems + o->block - 1) / o->block * DT_FP32;
+		if (o->qmap_each)
+			st->bytes[st->n++] = o->qmap_each;
+	}
 }
 
 int optimizer_temps(const struct optimizer_row *o, int64_t elems, int64_t bytes, int64_t *each)

@@ -13,7 +13,8 @@
 enum opt_state_kind {
 	OS_TRAINED,  /* the trained tensor's dtype (torch's zeros_like) */
 	OS_FP32,     /* fp32 whatever the tensor's (bitsandbytes' 32-bit states) */
-	OS_8BIT,     /* one byte an element and an fp32 absmax a block (bitsandbytes' blockwise) */
+	OS_8BIT,     /* blockwise quantized: a code an element (code_bits) and an fp32 absmax
+		      * a block (bitsandbytes', torchao's) */
 	OS_FACTORED, /* fp32, a matrix's as a row and a column vector (Adafactor) */
 };
 
@@ -33,9 +34,14 @@ struct optimizer_row {
 	const char *hf[OPT_MAX_NAMES]; /* TrainingArguments' optim, axolotl's optimizer (NULL: no more) */
 	int states;                /* a trained tensor's (SGD's: with momentum, else none) */
 	enum opt_state_kind kind;
-	int64_t min_8bit;          /* OS_8BIT: a tensor of fewer elements keeps fp32 states */
+	int64_t min_8bit;          /* OS_8BIT: a tensor of fewer elements keeps unquantized
+				    * states (fp32, or its own dtype with small_trained) */
 	int64_t block;             /* OS_8BIT: the elements a state's fp32 absmax covers */
+	int code_bits;             /* OS_8BIT: bits a code (0: 8) */
+	int block_divides;         /* OS_8BIT: quantized only where block divides the tensor */
+	int small_trained;         /* OS_8BIT: the unquantized states in the tensor's dtype */
 	int64_t qmap_bytes;        /* OS_8BIT: the quantile maps, made once on the GPU */
+	int64_t qmap_each;         /* OS_8BIT: a quantile map's bytes, one each quantized state */
 	int64_t paged_min;         /* states of tensors of at least this many elements live in
 				    * managed memory (0: none do) */
 	enum opt_temps temps;
@@ -46,8 +52,9 @@ struct optimizer_row {
 	const char *said;          /* what the plan says of it, after its word; NULL nothing */
 };
 
-/* The most tensors one trained tensor's states are (8-bit: two states, two absmax). */
-#define OPT_MAX_STATE_TENSORS 4
+/* The most tensors one trained tensor's states are (two quantized states, each its
+ * codes, absmax and quantile map). */
+#define OPT_MAX_STATE_TENSORS 6
 
 /* One trained tensor's states: the tensors on the GPU, and the bytes in managed memory. */
 struct opt_states {

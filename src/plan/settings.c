@@ -181,6 +181,8 @@ static const struct {
 	[ATTN_NAME_FA3] = { "flash_attention_3", FLASH_SAID("flash_attention_3") },
 	[ATTN_NAME_FLEX] = { "flex_attention", "flex_attention planned as sdpa's flash kernel, the mask taken to be causal (its block "
 			    "mask's few bytes not counted); measured on an H100" },
+	[ATTN_NAME_XFORMERS] = { "xformers", "xformers planned as sdpa's flash kernel: its memory-efficient attention "
+					     "keeps the output and a log-sum-exp a head and token; modelled, not measured" },
 };
 
 static int p_attn(const struct setting *s, struct train_settings *t, const char *text)
@@ -844,12 +846,14 @@ static const struct setting settings[] = {
 	BOOL_ROW("autocast", p_bool, autocast, "bf16 autocast around the forward pass (with --dtype fp32)", NULL,
 		 SAID_TENSORS, s_autocast),
 	{ "optimizer", "O",
-	  "adamw, adamw-fused, sgd, none, adamw-8bit, paged-adamw-8bit, paged-adamw, adafactor or lion",
+	  "adamw, adamw-fused, sgd, none, adamw-8bit, paged-adamw-8bit, paged-adamw, adamw-ao-8bit, adamw-ao-4bit, "
+	  "adafactor or lion",
 	  "adamw (the default: foreach), adamw-fused, sgd, adafactor (transformers'), none; modelled, not "
-	  "measured: adamw-8bit, paged-adamw-8bit, paged-adamw (bitsandbytes), lion",
+	  "measured: adamw-8bit, paged-adamw-8bit, paged-adamw (bitsandbytes), adamw-ao-8bit, "
+	  "adamw-ao-4bit (torchao), lion",
 	  p_optimizer, SJ_TEXT, 0, 0, 0,
-	  WORDS("adamw", "adamw-fused", "sgd", "none", "adamw-8bit", "paged-adamw-8bit", "paged-adamw", "adafactor",
-		"lion"),
+	  WORDS("adamw", "adamw-fused", "sgd", "none", "adamw-8bit", "paged-adamw-8bit", "paged-adamw",
+		"adamw-ao-8bit", "adamw-ao-4bit", "adafactor", "lion"),
 	  0, a_optimizer, SAID_RUN,
 	  s_optimizer },
 	{ "momentum", "F", "a number from 0 to below 1", "SGD momentum, 0 to below 1 (keeps a buffer per parameter)",
@@ -857,7 +861,8 @@ static const struct setting settings[] = {
 	INT_ROW("lora_rank", "R", lora_rank, 0, PLAN_MAX_LORA_RANK, "LoRA of rank R (default 0: full fine-tuning)",
 		a_train_count, SAID_RUN, s_lora_rank),
 	{ "lora_targets", "LIST", "a list of q k v o gate up down (or all), such as q,k,v,o",
-	  "LoRA's targets: q,k,v,o,gate,up,down or all (default q,k,v,o)", p_lora_targets, SJ_LIST, 0, 0, 0, NULL, 0,
+	  "LoRA's targets: q,k,v,o,gate,up,down or all (default q,k,v,o), or PEFT's module names (q_proj, "
+	  "query_key_value, c_attn, w1...)", p_lora_targets, SJ_LIST, 0, 0, 0, NULL, 0,
 	  NULL, SAID_RUN, s_lora_targets },
 	{ "quant", "nf4|fp4|int8", "none, nf4, fp4 or int8",
 	  "the base's linear projections quantized by bitsandbytes (QLoRA: with --lora-rank): 4-bit nf4 or fp4, "
@@ -958,11 +963,12 @@ static const struct setting settings[] = {
 	  SAID_NONE, NULL },
 	{ "attn", "NAME",
 	  "sdpa, default (what transformers picks: sdpa; gpt_oss's eager attention), flash_attention_2, "
-	  "flash_attention_3 or flex_attention (planned as sdpa's flash kernel)",
+	  "flash_attention_3, flex_attention or xformers (planned as sdpa's flash kernel)",
 	  "the attention implementation: sdpa, default (what transformers picks: sdpa, gpt_oss eager), "
-	  "flash_attention_2, flash_attention_3 or flex_attention (a causal mask), planned as sdpa's flash kernel",
+	  "flash_attention_2, flash_attention_3, flex_attention (a causal mask) or xformers, planned as sdpa's flash "
+	  "kernel",
 	  p_attn, SJ_TEXT, 0, 0, 0,
-	  WORDS("sdpa", "default", "flash_attention_2", "flash_attention_3", "flex_attention"), 0, a_attn,
+	  WORDS("sdpa", "default", "flash_attention_2", "flash_attention_3", "flex_attention", "xformers"), 0, a_attn,
 	  SAID_ATTENTION, s_attn },
 };
 

@@ -75,7 +75,8 @@ static inline const struct family *model_family(const struct model_shape *m)
 }
 
 /* plan/optimizer.h's rows */
-enum optimizer { OPT_ADAMW, OPT_SGD, OPT_NONE, OPT_ADAMW_8BIT, OPT_PAGED_ADAMW_8BIT, OPT_PAGED_ADAMW, OPT_ADAFACTOR, OPT_LION };
+enum optimizer { OPT_ADAMW, OPT_SGD, OPT_NONE, OPT_ADAMW_8BIT, OPT_PAGED_ADAMW_8BIT, OPT_PAGED_ADAMW, OPT_ADAFACTOR, OPT_LION,
+		OPT_ADAMW_AO_8BIT, OPT_ADAMW_AO_4BIT };
 
 struct buffer_spec {
 	char name[32];
@@ -91,7 +92,8 @@ enum loss_kind { LOSS_PLAIN, LOSS_LIGER, LOSS_CCE, LOSS_KINDS };
 
 /* The attention asked for by name (settings.c's words): from ATTN_NAME_FA2 on, a flash
  * kernel's, planned as sdpa's flash kernel. */
-enum attn_name { ATTN_NAME_DEFAULT, ATTN_NAME_SDPA, ATTN_NAME_FA2, ATTN_NAME_FA3, ATTN_NAME_FLEX, ATTN_NAMES };
+enum attn_name { ATTN_NAME_DEFAULT, ATTN_NAME_SDPA, ATTN_NAME_FA2, ATTN_NAME_FA3, ATTN_NAME_FLEX, ATTN_NAME_XFORMERS,
+		ATTN_NAMES };
 
 static inline int attn_name_flash(int name)
 {

@@ -125,7 +125,7 @@ static const struct file_key axolotl_keys[] = {
 	{ "liger_glu_activation", NULL, map_liger_ops },
 	{ "liger_layer_norm", NULL, map_liger_ops },
 	{ "eager_attention", NULL, must_be_off },
-	{ "xformers_attention", NULL, must_be_off },
+	{ "xformers_attention", NULL, map_xformers },
 	{ "lora_modules_to_save", NULL, must_be_off },
 	{ "peft_use_dora", NULL, must_be_off },
 	{ "torch_compile", NULL, must_be_off },

@@ -7,8 +7,10 @@
 #include <strings.h>
 #include <sys/stat.h>
 
+#include "plan/config.h"
 #include "plan/dtype.h"
 #include "plan/limits.h"
+#include "plan/lora_names.h"
 #include "plan/optimizer.h"
 #include "plan/sim.h"
 #include "sys/fsutil.h"
@@ -445,10 +447,28 @@ static int map_load_in(struct reader *r, const char *key, json_t *v)
 	return set(r, type && four ? "bnb_config_kwargs" : key, "quant", !four ? "int8" : type ? type : "nf4");
 }
 
-/* axolotl's attn_implementation: the attention's name, as the setting takes it */
+/* axolotl's attn_implementation: the attention's name, as the setting takes it; a
+ * flash-attn kernel from the Hub (kernels-community/vllm-flash-attn3) as the
+ * flash-attn it builds, said. */
 static int map_attn_name(struct reader *r, const char *key, json_t *v)
 {
-	return off(v) ? 0 : set_json(r, key, "attn", v);
+	const char *s = json_string_value(v);
+
+	if (off(v))
+		return 0;
+	if (s && !strncmp(s, "kernels-community/", strlen("kernels-community/")) &&
+	    (strstr(s, "flash-attn") || strstr(s, "flash_attn"))) {
+		const char *fa = s[strlen(s) - 1] == '3' ? "flash_attention_3" : "flash_attention_2";
+		strbuf_addf(&r->said, "%s%s planned as %s", r->said.len ? "; " : "", s, fa);
+		return set(r, key, "attn", fa);
+	}
+	return set_json(r, key, "attn", v);
+}
+
+/* axolotl's older xformers_attention switch: xformers' memory-efficient attention */
+static int map_xformers(struct reader *r, const char *key, json_t *v)
+{
+	return off(v) ? 0 : set(r, key, "attn", "xformers");
 }
 
 /* Liger's RoPE, RMSNorm and SwiGLU kernels keep less than PyTorch's ops; planned as
@@ -517,11 +537,85 @@ static int map_with_adapter(struct reader *r, const char *key, json_t *v)
 	return 0;
 }
 
+/* PEFT's target_modules as a list of module names: the projections they name; a name
+ * the planner models no projection by (a mixer's in_proj) said and left out. */
+static int lora_list(struct reader *r, const char *key, json_t *v, unsigned *bits)
+{
+	struct strbuf unknown = STRBUF_INIT;
+	size_t i;
+	json_t *e;
+	int n = 0;
+
+	json_array_foreach(v, i, e) {
+		unsigned b;
+		if (!json_is_string(e)) {
+			strbuf_release(&unknown);
+			return unmappable(r, key, "wants module names (such as q_proj, v_proj) or one regular expression");
+		}
+		if (lora_targets_parse(json_string_value(e), &b))
+			strbuf_addf(&unknown, "%s'%s'", n++ ? ", " : "", json_string_value(e));
+		else
+			*bits |= b;
+	}
+	if (!*bits) {
+		*r->err = xasprintf("%s: '%s' names no projection the planner models (%s): name q_proj, k_proj, v_proj, "
+				    "o_proj, gate_proj, up_proj or down_proj (or their families' names)",
+				    r->tool, key, strbuf_str(&unknown));
+		strbuf_release(&unknown);
+		return -EINVAL;
+	}
+	if (n)
+		strbuf_addf(&r->said, "%sLoRA on %s not counted: no projection the planner models", r->said.len ? "; " : "",
+			    strbuf_str(&unknown));
+	strbuf_release(&unknown);
+	return 0;
+}
+
+/* PEFT's target_modules as one regular expression (matched whole against the module
+ * names): the projections whose names it matches; on some layers only, planned on all. */
+static int lora_regex(struct reader *r, const char *key, const char *re, unsigned *bits)
+{
+	char *err = NULL, list[64];
+	unsigned partial;
+
+	if (lora_regex_bits(re, r->f->layers, bits, &partial, &err)) {
+		*r->err = xasprintf("%s: '%s' is a regular expression the planner cannot read (%s): give a list of "
+				    "module names", r->tool, key, err);
+		free(err);
+		return -EINVAL;
+	}
+	if (!*bits)
+		return unmappable(r, key, "matches none of the decoder layers' projections the planner models (such as "
+					  "model.layers.0.self_attn.q_proj): give a list of module names");
+	if (partial)
+		strbuf_addf(&r->said, "%sLoRA on %s of some layers only (lora_target_modules' expression): planned on "
+				      "every layer, a bound from above", r->said.len ? "; " : "",
+			    lora_targets_text(partial, list, sizeof(list)));
+	return 0;
+}
+
+/* axolotl's lora_target_modules, as PEFT takes target_modules: a list of names or a
+ * regular expression (a word of names and commas alone is a list). */
 static int map_lora_targets(struct reader *r, const char *key, json_t *v)
 {
-	if (off(v) || off(json_object_get(r->file, "adapter")))
+	const char *s = json_string_value(v);
+	unsigned bits = 0;
+	char list[64];
+	int rc;
+
+	/* lora_target_linear adds every linear layer to the list: all of them */
+	if (off(v) || off(json_object_get(r->file, "adapter")) || flag_wins(r, "lora_targets") ||
+	    !off(json_object_get(r->file, "lora_target_linear")))
 		return 0;
-	return set_json(r, key, "lora_targets", v);
+	if (s && strspn(s, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_-,") == strlen(s))
+		return set_json(r, key, "lora_targets", v);
+	if (s)
+		rc = lora_regex(r, key, s, &bits);
+	else if (json_is_array(v))
+		rc = lora_list(r, key, v, &bits);
+	else
+		return unmappable(r, key, "wants module names (such as q_proj, v_proj) or one regular expression");
+	return rc ? rc : set(r, key, "lora_targets", lora_targets_text(bits, list, sizeof(list)));
 }
 
 static int map_target_linear(struct reader *r, const char *key, json_t *v)

@@ -21,6 +21,8 @@ struct file_read {
 	const char *dtype;     /* the model config's dtype (struct model_shape's; NULL or "":
 				* none): what transformers 5 loads the weights in */
 	int strict;            /* a key the planner does not know is an error */
+	int layers;            /* the model's decoder layers (0: not known), which a LoRA
+				* target expression is matched over */
 	const char *base;      /* the file's path (NULL: none): a DeepSpeed config's relative
 				* path is tried beside it too */
 	json_t *unknown;       /* out: an array of the keys it did not know and ignored (NULL:

@@ -52,8 +52,28 @@ static int out_of_range(struct yaml_reader *r, const char *s, const char *past, 
 	return rc;
 }
 
+/* An integer of YAML 1.1's, as PyYAML reads axolotl's files: digits grouped by
+ * underscores ("500_000") after a non-zero first digit; else as parse_int64. */
+static int int_grouped(const char *s, int64_t *i)
+{
+	size_t sign = *s == '-', n = strlen(s);
+	char plain[32];
+	size_t k = 0;
+
+	if (!strchr(s, '_') || s[sign] < '1' || s[sign] > '9' || s[n - 1] == '_' ||
+	    strspn(s + sign, "0123456789_") != n - sign)
+		return parse_int64(s, INT64_MIN, INT64_MAX, i);
+	for (size_t j = 0; j < n && k < sizeof(plain) - 1; j++)
+		if (s[j] != '_')
+			plain[k++] = s[j];
+	if (k == sizeof(plain) - 1)
+		return -ERANGE;
+	plain[k] = '\0';
+	return parse_int64(plain, INT64_MIN, INT64_MAX, i);
+}
+
 /* A plain scalar as YAML 1.2's core schema types it (and YAML 1.1's yes/no, which
- * axolotl's older examples write, as booleans) into *out. */
+ * axolotl's older examples write, as booleans, and its grouped integers) into *out. */
 static int plain_scalar(struct yaml_reader *r, const char *s, size_t line, json_t **out)
 {
 	static const char *const yes[] = { "true", "True", "TRUE", "yes", "Yes", "YES", NULL };
@@ -69,7 +89,7 @@ static int plain_scalar(struct yaml_reader *r, const char *s, size_t line, json_
 		*out = word_in(s, yes) ? json_true() : word_in(s, no) ? json_false() : json_null();
 		return 0;
 	}
-	rc = parse_int64(digits, INT64_MIN, INT64_MAX, &i);
+	rc = int_grouped(digits, &i);
 	if (rc == -ERANGE)
 		return out_of_range(r, s, "a 64-bit integer", line);
 	if (!rc) {

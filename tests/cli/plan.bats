@@ -695,7 +695,7 @@ PY
 	[ "$(peak --no-grad-ckpt "$T/new.json")" = "$(peak --dtype fp32 --optimizer adamw-fused --buffer q=2x1G "$T/llama1b.json")" ]
 	run "$HR" plan --gpu h200 --optimizer adamw-fuse "$T/llama1b.json"
 	[ "$status" -eq 2 ]
-	[ "$output" = "headroom: plan: --optimizer wants adamw, adamw-fused, sgd, none, adamw-8bit, paged-adamw-8bit, paged-adamw, adafactor or lion, not 'adamw-fuse'; did you mean adamw-fused?" ]
+	[ "$output" = "headroom: plan: --optimizer wants adamw, adamw-fused, sgd, none, adamw-8bit, paged-adamw-8bit, paged-adamw, adamw-ao-8bit, adamw-ao-4bit, adafactor or lion, not 'adamw-fuse'; did you mean adamw-fused?" ]
 	run "$HR" plan --gpu h2000 "$T/llama1b.json"
 	[ "$status" -eq 2 ]
 	[[ "$output" == "headroom: plan: unknown --gpu 'h2000'; did you mean h200?"* ]]
@@ -1145,7 +1145,10 @@ PY
 	[[ "$output" == *"flex_attention planned as sdpa's flash kernel, the mask taken to be causal"* ]]
 	run "$HR" plan --gpu h200 --attn kernels-community/flash-attn3 "$T/llama8b.json"
 	[ "$status" -eq 2 ]
-	[[ "$output" == *"--attn wants sdpa, default"*"flash_attention_2, flash_attention_3 or flex_attention"* ]]
+	[[ "$output" == *"--attn wants sdpa, default"*"flash_attention_2, flash_attention_3, flex_attention or xformers"* ]]
+	run "$HR" plan --gpu h200 --attn xformers "$T/llama8b.json"
+	[ "$status" -eq 0 ]
+	[[ "$output" == *"xformers planned as sdpa's flash kernel"*"modelled, not measured"* ]]
 	run "$HR" plan --gpu h200 --attn flash_attention_2 --precision fp32 "$T/llama8b.json"
 	[ "$status" -eq 2 ]
 	[[ "$output" == *"flash kernels run in bf16 or fp16"* ]]

@@ -342,3 +342,51 @@ J
 	# a policy beside inference changes nothing
 	same "$M" "--zero-stage 3 --dp 8 --dtype fp32 --inference" "--zero-stage 3 --dp 8 --dtype fp32 --inference --fsdp-param-dtype bf16"
 }
+
+# axolotl's documented LoRA files name their targets as PEFT takes them: module names of
+# any family, or one regular expression; their attention, optimizer and lengths as
+# axolotl writes them.
+@test "axolotl's LoRA targets as names or an expression, xformers, torchao's optimizers, 500_000 plan as their flags" {
+	base='adapter: lora\nlora_r: 16\nsequence_len: 2048\nmicro_batch_size: 1\nbf16: true\n'
+	printf "$base"'lora_target_modules: '"'"'model.language_model.layers.[\\d]+.(mlp|self_attn).(up|down|gate|q|k|v|o)_proj'"'"'\n' > "$T/re.yml"
+	same "$M" "--strict --axolotl $T/re.yml" "--strict --axolotl $T/re.yml --lora-targets all"
+	run "$HR" plan --gpu h100 --strict --axolotl "$T/re.yml" "$M"
+	[ "$status" -ne 2 ]
+	[[ "$output" == *"LoRA r16 adapters (q,k,v,o,gate,up,down)"* ]]
+	# some layers only: planned on all, said
+	printf "$base"'lora_target_modules: '"'"'.*\\.layers\\.(3|7|11)\\.self_attn\\.(q|v)_proj'"'"'\n' > "$T/some.yml"
+	same "$M" "--axolotl $T/some.yml" "--axolotl $T/some.yml --lora-targets q,v"
+	run "$HR" plan --gpu h100 --axolotl "$T/some.yml" "$M"
+	[[ "$output" == *"LoRA on q,v of some layers only (lora_target_modules' expression): planned on every layer, a bound from above"* ]]
+	# names by their last part, another family's names, and a mixer's said and left out
+	printf "$base"'lora_target_modules:\n  - self_attn.q_proj\n  - query_key_value\n  - in_proj\n' > "$T/names.yml"
+	same "$M" "--axolotl $T/names.yml" "--axolotl $T/names.yml --lora-targets q,k,v"
+	run "$HR" plan --gpu h100 --axolotl "$T/names.yml" "$M"
+	[[ "$output" == *"LoRA on 'in_proj' not counted: no projection the planner models"* ]]
+	printf "$base"'lora_target_modules: [in_proj, x_proj]\n' > "$T/none.yml"
+	run "$HR" plan --gpu h100 --axolotl "$T/none.yml" "$M"
+	[ "$status" -eq 2 ]
+	[[ "$output" == *"'lora_target_modules' names no projection the planner models ('in_proj', 'x_proj')"* ]]
+	printf "$base"'lora_target_modules: '"'"'(?<=x)q_proj'"'"'\n' > "$T/bad.yml"
+	run "$HR" plan --gpu h100 --axolotl "$T/bad.yml" "$M"
+	[ "$status" -eq 2 ]
+	[[ "$output" == *"'lora_target_modules' is a regular expression the planner cannot read"* ]]
+	# the CLI takes PEFT's names too
+	same "$M" "--lora-rank 8 --lora-targets q_proj,self_attn.v_proj,dense_4h_to_h" "--lora-rank 8 --lora-targets q,v,down"
+	# xformers, a Hub flash-attn kernel, torchao's optimizers, YAML 1.1's 500_000
+	printf "$base"'lora_target_linear: true\nxformers_attention: true\noptimizer: adamw_torch_4bit\n' > "$T/x.yml"
+	same "$M" "--strict --axolotl $T/x.yml" "--strict --axolotl $T/x.yml --attn xformers --optimizer adamw-ao-4bit --lora-targets all"
+	run "$HR" plan --gpu h100 --axolotl "$T/x.yml" "$M"
+	[[ "$output" == *"torchao's AdamW4bit: 4-bit blockwise states, its step compiled, modelled, not measured"* ]]
+	printf "$base"'lora_target_linear: true\nattn_implementation: kernels-community/vllm-flash-attn3\noptimizer: adamw_torch_8bit\n' > "$T/k.yml"
+	same "$M" "--axolotl $T/k.yml" "--axolotl $T/k.yml --attn flash_attention_3 --optimizer adamw-ao-8bit"
+	run "$HR" plan --gpu h100 --axolotl "$T/k.yml" "$M"
+	[[ "$output" == *"kernels-community/vllm-flash-attn3 planned as flash_attention_3"* ]]
+	printf 'sequence_len: 500_000\nmicro_batch_size: 1\n' > "$T/long.yml"
+	same "$M" "--axolotl $T/long.yml" "--axolotl $T/long.yml --seq 500000"
+	# 8-bit states fall below AdamW's, 4-bit below 8-bit
+	for o in adamw adamw-ao-8bit adamw-ao-4bit; do
+		"$HR" plan --gpu h100 --json --optimizer $o "$M" | python3 -c 'import json,sys; print(json.load(sys.stdin)["components"]["optimizer_states_bytes"])'
+	done > "$T/states"
+	python3 -c 'import sys; a=[int(x) for x in open(sys.argv[1])]; assert a[0] > a[1] > a[2], a' "$T/states"
+}

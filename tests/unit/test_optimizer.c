@@ -59,6 +59,8 @@ static void test_names(void **state)
 	assert_string_equal(optimizer_by_hf("lion_32bit")->word, "lion");
 	assert_null(optimizer_by_hf("lion_8bit"));
 	assert_null(optimizer_by_word("adamw-4bit"));
+	assert_string_equal(optimizer_by_hf("adamw_torch_8bit")->word, "adamw-ao-8bit");
+	assert_string_equal(optimizer_by_hf("adamw_torch_4bit")->word, "adamw-ao-4bit");
 }
 
 static void test_state_bytes(void **state)
@@ -97,6 +99,19 @@ static void test_state_bytes(void **state)
 	optimizer_tensor_states(optimizer_row(&t), &t, NORM, NORM * 2, SIDE, &st);
 	assert_int_equal(st.paged_bytes, 0);
 	assert_int_equal(sum(&st), 2LL * NORM * 4);
+	/* torchao's: uint8 codes (two 4-bit ones a byte), an fp32 scale a block, a quantile
+	 * map each state; a small tensor's, or one its block does not divide, zeros_like */
+	use(&t, "adamw-ao-8bit");
+	optimizer_tensor_states(optimizer_row(&t), &t, MATRIX, MATRIX * 4, SIDE, &st);
+	assert_int_equal(st.n, 6);
+	assert_int_equal(sum(&st), 2LL * MATRIX + 2 * blocks * 4 + 2 * 256 * 4);
+	optimizer_tensor_states(optimizer_row(&t), &t, NORM, NORM * 2, SIDE, &st);
+	assert_int_equal(sum(&st), 2LL * NORM * 2);
+	optimizer_tensor_states(optimizer_row(&t), &t, MATRIX + 1, (MATRIX + 1) * 2LL, SIDE, &st);
+	assert_int_equal(sum(&st), 2LL * (MATRIX + 1) * 2);
+	use(&t, "adamw-ao-4bit");
+	optimizer_tensor_states(optimizer_row(&t), &t, MATRIX, MATRIX * 4, SIDE, &st);
+	assert_int_equal(sum(&st), MATRIX + 2LL * MATRIX / 128 * 4 + 2 * 16 * 4);
 	/* Adafactor: a matrix's row and column, a vector's whole second moment, fp32 */
 	use(&t, "adafactor");
 	optimizer_tensor_states(optimizer_row(&t), &t, MATRIX, MATRIX * 4, SIDE, &st);
@@ -131,6 +146,10 @@ static void test_temps(void **state)
 	assert_int_equal(optimizer_temps(optimizer_row(&t), MATRIX, MATRIX * 2, &each), 0);
 	use(&t, "adamw-8bit");
 	assert_int_equal(optimizer_temps(optimizer_row(&t), MATRIX, MATRIX * 2, &each), 0);
+	/* torchao's compiled step: its fp32 states and weight, a tensor at a time */
+	use(&t, "adamw-ao-4bit");
+	assert_int_equal(optimizer_temps(optimizer_row(&t), MATRIX, MATRIX * 2, &each), 3);
+	assert_int_equal(each, MATRIX * 4LL);
 	/* Adafactor: two fp32 of the tensor's size, two more upcasting a 16-bit one */
 	use(&t, "adafactor");
 	assert_int_equal(optimizer_temps(optimizer_row(&t), MATRIX, MATRIX * 4, &each), 2);

@@ -12,6 +12,7 @@
 #include <jansson.h>
 
 #include "plan/config.h"
+#include "plan/lora_names.h"
 #include "plan/model.h"
 #include "plan/quant.h"
 #include "plan/settings.h"
@@ -173,6 +174,15 @@ static void test_yaml_numbers(void **state)
 	assert_string_equal(json_string_value(json_object_get(j, "d")), "1e999");
 	assert_true(json_is_real(json_object_get(j, "e")));
 	json_decref(j);
+	/* YAML 1.1's grouped digits, as PyYAML reads axolotl's files */
+	j = yaml("a: 500_000\nb: -1_000\nc: 0_1\nd: 1_\ne: _1\n", NULL);
+	assert_true(json_integer_value(json_object_get(j, "a")) == 500000);
+	assert_true(json_integer_value(json_object_get(j, "b")) == -1000);
+	assert_string_equal(json_string_value(json_object_get(j, "c")), "0_1");
+	assert_string_equal(json_string_value(json_object_get(j, "d")), "1_");
+	assert_string_equal(json_string_value(json_object_get(j, "e")), "_1");
+	json_decref(j);
+	yaml("a: 9_223_372_036_854_775_808\n", "past a 64-bit integer");
 }
 
 /* Issue 43: "sequence_len: 2048 / --- / sequence_len: 999999999 plans the first document
@@ -389,6 +399,75 @@ static void expect_said(const char *train, enum said_line line, const char *solv
 
 /* Each row says its phrase on its line, in the table's order; a row dropped or moved
  * changes one of these. */
+/* axolotl's file read, what it said back into *said (caller frees). */
+static void read_said(const char *yaml_text, struct train_settings *t, char **said)
+{
+	json_t *j = yaml(yaml_text, NULL);
+	struct file_read f = { .layers = 32 };
+	char *err = NULL;
+
+	train_settings_init(t);
+	if (axolotl_from_json(j, t, NULL, &f, &err))
+		fail_msg("%s", err);
+	json_decref(f.unknown);
+	json_decref(j);
+	*said = f.said;
+}
+
+/* PEFT's target_modules, as a list of any family's names or one regular expression */
+static void test_lora_targets(void **state)
+{
+	unsigned bits, partial;
+	struct train_settings t;
+	char *said = NULL, *err = NULL;
+
+	(void)state;
+	assert_int_equal(lora_targets_parse("q,self_attn.v_proj,o_proj", &bits), 0);
+	assert_int_equal(bits, LORA_Q | LORA_V | LORA_O);
+	assert_int_equal(lora_targets_parse("query_key_value,dense_h_to_4h", &bits), 0);
+	assert_int_equal(bits, LORA_Q | LORA_K | LORA_V | LORA_UP);
+	assert_int_equal(lora_targets_parse("all-linear", &bits), 0);
+	assert_int_equal(bits, LORA_ALL);
+	assert_int_equal(lora_targets_parse("q_proj,in_proj", &bits), -EINVAL);
+	assert_int_equal(lora_name_bits("mlp.experts.gate_up_proj"), LORA_GATE | LORA_UP);
+	assert_int_equal(lora_name_bits("x_proj"), 0);
+	/* an expression over some layers: those projections planned on all, said */
+	assert_int_equal(lora_regex_bits(".*\\.layers\\.(3|7)\\.self_attn\\.(q|v)_proj|.*\\.mlp\\.down_proj", 32, &bits,
+					 &partial, &err), 0);
+	assert_int_equal(bits, LORA_Q | LORA_V | LORA_DOWN);
+	assert_int_equal(partial, LORA_Q | LORA_V);
+	/* layers past the ones a model has match nothing */
+	assert_int_equal(lora_regex_bits(".*\\.layers\\.(40|41)\\..*", 32, &bits, &partial, &err), 0);
+	assert_int_equal(bits, 0);
+
+	read_said("adapter: lora\nlora_r: 8\nlora_target_modules: 'model.language_model.layers.[\\d]+.(mlp|self_attn)."
+		  "(up|down|gate|q|k|v|o)_proj'\n", &t, &said);
+	assert_int_equal(t.lora_targets, LORA_ALL);
+	assert_null(strstr(said ? said : "", "some layers"));
+	free(said);
+	read_said("adapter: lora\nlora_r: 8\nlora_target_modules: '.*\\.layers\\.(3|7)\\.self_attn\\.(q|k|v|o)_proj'\n", &t, &said);
+	assert_int_equal(t.lora_targets, LORA_Q | LORA_K | LORA_V | LORA_O);
+	assert_non_null(strstr(said, "LoRA on q,k,v,o of some layers only"));
+	free(said);
+	read_said("adapter: lora\nlora_r: 8\nlora_target_modules: [self_attn.q_proj, in_proj, x_proj, shared_expert.up_proj]\n", &t,
+		  &said);
+	assert_int_equal(t.lora_targets, LORA_Q | LORA_UP);
+	assert_non_null(strstr(said, "LoRA on 'in_proj', 'x_proj' not counted"));
+	free(said);
+	/* lora_target_linear adds every linear layer, whichever key comes first */
+	read_args(1, "adapter: lora\nlora_r: 8\nlora_target_modules: [q_proj]\nlora_target_linear: true\n", &t, NULL);
+	assert_int_equal(t.lora_targets, LORA_ALL);
+	read_args(1, "adapter: lora\nlora_r: 8\nlora_target_linear: true\nlora_target_modules: [q_proj]\n", &t, NULL);
+	assert_int_equal(t.lora_targets, LORA_ALL);
+	read_args(1, "adapter: lora\nlora_r: 8\nlora_target_modules: [in_proj, layer]\n", &t,
+		  "'lora_target_modules' names no projection the planner models ('in_proj', 'layer')");
+	read_args(1, "adapter: lora\nlora_r: 8\nlora_target_modules: 'vision_tower\\..*'\n", &t, "matches none of the decoder");
+	read_args(1, "adapter: lora\nlora_r: 8\nlora_target_modules: '(?i)q_proj'\n", &t, "cannot read ('(?i'");
+	read_args(1, "adapter: lora\nlora_r: 8\nlora_target_modules: [[q_proj]]\n", &t, "wants module names");
+	read_args(1, "adapter: lora\nlora_r: 8\nlora_target_modules: q_proj,v_proj\n", &t, NULL);
+	assert_int_equal(t.lora_targets, LORA_Q | LORA_V);
+}
+
 static void test_said(void **state)
 {
 	(void)state;
@@ -488,7 +567,7 @@ int main(void)
 		cmocka_unit_test(test_aliases),      cmocka_unit_test(test_bad_values), cmocka_unit_test(test_flags),
 		cmocka_unit_test(test_yaml),       cmocka_unit_test(test_yaml_numbers),
 		cmocka_unit_test(test_yaml_documents),       cmocka_unit_test(test_trainer_args),
-		cmocka_unit_test(test_axolotl),      cmocka_unit_test(test_said),       cmocka_unit_test(test_said_rows),
+		cmocka_unit_test(test_axolotl),      cmocka_unit_test(test_lora_targets),      cmocka_unit_test(test_said),       cmocka_unit_test(test_said_rows),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

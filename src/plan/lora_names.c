@@ -1,0 +1,129 @@
+#include "plan/lora_names.h"
+
+#include <errno.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "plan/limits.h"
+#include "util/pyre.h"
+
+#define QKV (LORA_Q | LORA_K | LORA_V)
+enum { IN_ATTN = 1, IN_MLP = 2 };
+/* the layers a pattern is tried on when the decoder's are not known */
+#define LORA_REGEX_LAYERS 64
+
+/* A projection's module name in the families' code, its bits, and the block it sits in. */
+static const struct {
+	const char *name;
+	unsigned bits;
+	int in;
+} names[] = {
+	{ "q_proj", LORA_Q, IN_ATTN },
+	{ "k_proj", LORA_K, IN_ATTN },
+	{ "v_proj", LORA_V, IN_ATTN },
+	{ "o_proj", LORA_O, IN_ATTN },
+	{ "qkv_proj", QKV, IN_ATTN },           /* phi3 */
+	{ "query_key_value", QKV, IN_ATTN },    /* falcon, gpt-neox, bloom */
+	{ "c_attn", QKV, IN_ATTN },             /* gpt2, starcoder */
+	{ "Wqkv", QKV, IN_ATTN },               /* mpt, modernbert */
+	{ "W_pack", QKV, IN_ATTN },             /* baichuan */
+	{ "wqkv", QKV, IN_ATTN },               /* internlm2 */
+	{ "query", LORA_Q, IN_ATTN },
+	{ "key", LORA_K, IN_ATTN },
+	{ "value", LORA_V, IN_ATTN },
+	{ "wq", LORA_Q, IN_ATTN },
+	{ "wk", LORA_K, IN_ATTN },
+	{ "wv", LORA_V, IN_ATTN },
+	{ "wo", LORA_O, IN_ATTN },
+	{ "out_proj", LORA_O, IN_ATTN },
+	{ "dense", LORA_O, IN_ATTN },           /* phi, falcon, gpt-neox */
+	{ "c_proj", LORA_O | LORA_DOWN, IN_ATTN | IN_MLP }, /* gpt2: both blocks' output */
+	{ "gate_proj", LORA_GATE, IN_MLP },
+	{ "up_proj", LORA_UP, IN_MLP },
+	{ "down_proj", LORA_DOWN, IN_MLP },
+	{ "gate_up_proj", LORA_GATE | LORA_UP, IN_MLP },
+	{ "w1", LORA_GATE, IN_MLP },            /* mixtral's experts */
+	{ "w3", LORA_UP, IN_MLP },
+	{ "w2", LORA_DOWN, IN_MLP },
+	{ "c_fc", LORA_UP, IN_MLP },
+	{ "fc1", LORA_UP, IN_MLP },
+	{ "fc2", LORA_DOWN, IN_MLP },
+	{ "fc_in", LORA_UP, IN_MLP },           /* gpt-j */
+	{ "fc_out", LORA_DOWN, IN_MLP },
+	{ "dense_h_to_4h", LORA_UP, IN_MLP },
+	{ "dense_4h_to_h", LORA_DOWN, IN_MLP },
+	{ "mlp_up", LORA_UP, IN_MLP },
+	{ "mlp_down", LORA_DOWN, IN_MLP },
+};
+
+/* Where a decoder's layers are, and the blocks' names in a layer. */
+static const char *const layer_paths[] = {
+	"model.layers", "model.language_model.layers", "language_model.model.layers", "model.text_model.layers",
+	"model.model.layers", "transformer.h", "gpt_neox.layers", "model.decoder.layers", "transformer.blocks",
+	"backbone.layers",
+};
+static const struct {
+	const char *name;
+	int in;
+} blocks[] = {
+	{ "self_attn", IN_ATTN }, { "attn", IN_ATTN },      { "attention", IN_ATTN },
+	{ "self_attention", IN_ATTN }, { "mlp", IN_MLP },   { "feed_forward", IN_MLP },
+	{ "block_sparse_moe", IN_MLP }, { "mlp.shared_expert", IN_MLP }, { "mlp.experts", IN_MLP },
+};
+
+#define N(a) (sizeof(a) / sizeof((a)[0]))
+
+unsigned lora_name_bits(const char *name)
+{
+	const char *dot = strrchr(name, '.');
+	const char *last = dot ? dot + 1 : name;
+
+	for (size_t i = 0; i < N(names); i++)
+		if (!strcmp(names[i].name, last))
+			return names[i].bits;
+	return 0;
+}
+
+/* In how many of layers layers re matches the name path.I.block.proj. */
+static int layers_matched(const regex_t *re, const char *path, const char *block, const char *proj, int layers)
+{
+	char s[160];
+	int n = 0;
+
+	for (int i = 0; i < layers; i++) {
+		snprintf(s, sizeof(s), "%s.%d.%s.%s", path, i, block, proj);
+		n += pyre_match(re, s);
+	}
+	return n;
+}
+
+int lora_regex_bits(const char *pattern, int layers, unsigned *bits, unsigned *partial, char **err)
+{
+	regex_t re;
+	unsigned full = 0;
+	int rc = pyre_compile(&re, pattern, err);
+
+	*bits = *partial = 0;
+	if (rc)
+		return rc;
+	if (layers <= 0)
+		layers = LORA_REGEX_LAYERS;
+	if (layers > PLAN_MAX_LAYERS)
+		layers = PLAN_MAX_LAYERS;
+	for (size_t i = 0; i < N(names); i++) {
+		int most = 0;
+		for (size_t b = 0; b < N(blocks); b++)
+			for (size_t p = 0; (names[i].in & blocks[b].in) && p < N(layer_paths) && most < layers; p++) {
+				int n = layers_matched(&re, layer_paths[p], blocks[b].name, names[i].name, layers);
+				most = n > most ? n : most;
+			}
+		if (most)
+			*bits |= names[i].bits;
+		if (most == layers)
+			full |= names[i].bits;
+	}
+	/* a projection matched on every layer under one name is not partial under another */
+	*partial = *bits & ~full;
+	regfree(&re);
+	return 0;
+}
