@@ -9,7 +9,8 @@ or "zero_stage": 3 with "reshard_after_forward" (and "fsdp_param_dtype", "fsdp_r
 "offload": ["optimizer", "params"] as the planner's settings). Each rank appends its own line:
 torch's peaks, NVML's per-process device memory (the NCCL buffers included). With
 HEADROOM_TRACE_DIR set, each rank also writes its caching allocator's history there
-(NAME.rankR.trace, lines as bench/gpu/gpu-measure.py's with HEADROOM_TRACE_STACKS=1)."""
+(NAME.rankR.trace, lines as bench/gpu/gpu-measure.py's with HEADROOM_TRACE_STACKS=1; with
+HEADROOM_TRACE_STREAMS=1 each line ends with the stream whose pool its block is in)."""
 import json, os, subprocess, sys
 
 import torch
@@ -100,7 +101,9 @@ if trace_dir:
                   ("transformers", "distributed", "optim", "parallel", "gpu-dist"))]
             f = (fr or e.get("frames") or [None])[0]
             where = f" {f['filename'].split('/')[-1]}:{f['line']}:{f['name']}" if f else ""
-            fh.write(f"{e['action']} {e['size']} {e['addr']}{where}\n")
+            # HEADROOM_TRACE_STREAMS=1: the stream whose pool the block is in, last
+            pool = f" stream={e.get('stream', 0)}" if os.environ.get("HEADROOM_TRACE_STREAMS") else ""
+            fh.write(f"{e['action']} {e['size']} {e['addr']}{where}{pool}\n")
 dist.barrier()
 for r in range(world):
     if r == rank:
