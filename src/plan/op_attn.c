@@ -96,6 +96,11 @@ static int attn_out_copied(const struct step *s)
 	return s->rope_on && (s->fam->rope_pass_copy || s->rot_dim);
 }
 
+int sdpa_keeps_cache(const struct step *s)
+{
+	return !s->autocast && !kv_copies(s);
+}
+
 /* sdpa with autograd: what it keeps (q, k, v as it gets them: under autocast its bf16
  * casts; with a mask k and v repeated; the mask's bias; its output and log-sum-exp; in
  * fp32 the math kernel's probabilities). */

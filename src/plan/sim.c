@@ -386,6 +386,10 @@ static void loss_forward(struct train *tr)
 	if (!tr->t->keep_outputs) { /* HF Trainer: the output goes as the loss is taken */
 		drop(s, tr->logits);
 		tr->logits = 0;
+		/* and its cache with it, unless sdpa keeps the cache's tensors (then they go
+		 * with the backward, a bound from above for their layers') */
+		if ((s->fam->attn == ATTN_SDPA || s->fam->attn == ATTN_GATED_SDPA) && !sdpa_keeps_cache(s))
+			free_all(s, &tr->kv);
 	}
 	tr->final_out = yf;
 }
@@ -647,7 +651,7 @@ static void layers_backward(struct train *tr)
 	}
 	ds_buckets(tr, 0);
 	tr->prev_logits = tr->logits;
-	if (!tr->t->keep_outputs) { /* the cache, held by no output, goes with the backward */
+	if (!tr->t->keep_outputs) { /* the cache sdpa kept goes with the backward */
 		free_all(s, &tr->kv);
 		return;
 	}

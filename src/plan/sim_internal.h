@@ -379,6 +379,9 @@ int64_t qk_bytes(const struct step *s);
 int64_t kv_bytes(const struct step *s);
 int qkv_forward(struct step *s, struct tlist *sv, int *q, int *kk);
 int sdpa_attn_forward(struct step *s, struct layer_fwd *c, struct tlist *sv, int y);
+/* Whether sdpa keeps the DynamicCache's k and v themselves for its backward (no
+ * autocast cast of them, no repeat_kv copies): then they outlive the model's output. */
+int sdpa_keeps_cache(const struct step *s);
 int64_t flash_workspace(const struct step *s);
 int sdpa_attn_backward(struct step *s, int gp, struct tlist *sv, struct tlist *grads, int64_t gw_bytes, int *bytes);
 int plain_qkv(struct step *s, int *q, int *kk);
