@@ -32,7 +32,10 @@ cfg = AutoConfig.for_model(**m)
 cfg._attn_implementation = "sdpa"
 dtype = {"bf16": torch.bfloat16, "fp32": torch.float32}[t["param_dtype"]]
 torch.manual_seed(0)
-with torch.device("cuda"):
+# offloaded shards: the model built on the CPU, as HF Trainer and accelerate load it for
+# FSDP (fully_shard keeps the shards there); else on the GPU
+offloaded = "params" in (t.get("offload") or [])
+with torch.device("cpu" if offloaded else "cuda"):
     model = AutoModelForCausalLM.from_config(cfg, torch_dtype=dtype)
 if t.get("grad_ckpt"):
     model.gradient_checkpointing_enable(gradient_checkpointing_kwargs={"use_reentrant": False})
