@@ -772,7 +772,10 @@ static void s_offload(const struct setting *s, const struct train_settings *t, c
 		    t->offload_optimizer ? "the optimizer's states and master weights, its step on the CPU, the "
 					   "gradients' partitions copied out as reduced" : "",
 		    t->offload_optimizer && t->offload_params ? "; " : "",
-		    t->offload_params ? "the weights' shards (each layer's copied in to be gathered)" : "",
+		    t->offload_params ? "the weights' shards (loaded on the host, as accelerate does: a model built on "
+					"the GPU first leaves its weights' blocks cached; each layer's copied in to be "
+					"gathered)"
+				      : "",
 		    t->offload_params && t->zero_stage == 3 && !t->master_weights
 			    ? "as FSDP2's CPUOffloadPolicy measured on one rank"
 			    : "modelled, not measured");
