@@ -113,7 +113,7 @@ static int map_optim(struct reader *r, const char *key, json_t *v)
 	const struct optimizer_row *o;
 	struct strbuf names = STRBUF_INIT;
 
-	if (flag_wins(r, "optimizer"))
+	if (flag_wins(r, "optimizer") || json_is_null(v)) /* null: the tool's default */
 		return 0;
 	if (!s)
 		return unmappable(r, key, "wants an optimizer's name such as adamw_torch");
@@ -838,6 +838,16 @@ static int apply_file(struct reader *r, json_t *obj, const struct file_key *tabl
 	return unknown_keys(r, unknown);
 }
 
+/* axolotl's optimizer where its file names none (absent or null): its schema's
+ * default, adamw_torch_fused (no step temporaries), said. */
+static int axolotl_optimizer(struct reader *r)
+{
+	if (!off(json_object_get(r->file, "optimizer")) || flag_wins(r, "optimizer") || r->ds_fused)
+		return 0;
+	strbuf_addf(&r->said, "%saxolotl's default optimizer, adamw_torch_fused", r->said.len ? "; " : "");
+	return set(r, "optimizer", "optimizer", "adamw-fused");
+}
+
 /* Read obj with table over t, as tool; what was said back into f (NULL: strict). */
 static int read_file(const char *tool, json_t *obj, const struct file_key *table, size_t n, struct train_settings *t,
 		     setting_mask *given, struct file_read *f, char **err)
@@ -852,6 +862,8 @@ static int read_file(const char *tool, json_t *obj, const struct file_key *table
 	rc = apply_file(&r, obj, table, n);
 	if (!rc && table == hf_keys)
 		rc = hf_precision(&r);
+	if (!rc && table == axolotl_keys)
+		rc = axolotl_optimizer(&r);
 	if (!rc) {
 		fsdp_policy(&r);
 		if (r.ds_fused && set(&r, "deepspeed", "optimizer", "adamw-fused"))

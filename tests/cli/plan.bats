@@ -893,7 +893,7 @@ PY
 	# one document, its start and end marked, plans as the flag
 	printf -- '---\nsequence_len: 1024\n...\n' > "$T/one.yml"
 	"$HR" plan --gpu h100 --json --axolotl "$T/one.yml" "$M" > "$T/a.json"
-	"$HR" plan --gpu h100 --json --seq 1024 "$M" > "$T/b.json"
+	"$HR" plan --gpu h100 --json --seq 1024 --optimizer adamw-fused "$M" > "$T/b.json"
 	diff "$T/a.json" "$T/b.json"
 }
 

@@ -244,7 +244,7 @@ J
 	# axolotl's deepspeed key takes the path too
 	cp "$F/ds-zero3-bf16.json" "$T/ds.json"
 	printf 'base_model: x\nsequence_len: 2048\nmicro_batch_size: 1\nbf16: true\ndeepspeed: ds.json\n' > "$T/ax.yml"
-	same "$M" "--axolotl $T/ax.yml --dp 4" "--seq 2048 --batch 1 --precision bf16 --master-weights --zero-stage 3 --dp 4 --reduce-bucket-size auto --overlap-comm"
+	same "$M" "--axolotl $T/ax.yml --dp 4" "--seq 2048 --batch 1 --precision bf16 --master-weights --zero-stage 3 --dp 4 --reduce-bucket-size auto --overlap-comm --optimizer adamw-fused"
 }
 
 @test "bad DeepSpeed and FSDP settings are refused, naming what to do" {

@@ -466,6 +466,13 @@ static void test_lora_targets(void **state)
 	read_args(1, "adapter: lora\nlora_r: 8\nlora_target_modules: [[q_proj]]\n", &t, "wants module names");
 	read_args(1, "adapter: lora\nlora_r: 8\nlora_target_modules: q_proj,v_proj\n", &t, NULL);
 	assert_int_equal(t.lora_targets, LORA_Q | LORA_V);
+	/* an axolotl file naming no optimizer (or null) runs its schema's default */
+	read_args(1, "sequence_len: 2048\n", &t, NULL);
+	assert_true(t.opt == OPT_ADAMW && t.fused);
+	read_args(1, "sequence_len: 2048\noptimizer:\n", &t, NULL);
+	assert_true(t.opt == OPT_ADAMW && t.fused);
+	read_args(1, "sequence_len: 2048\noptimizer: adamw_torch\n", &t, NULL);
+	assert_true(t.opt == OPT_ADAMW && !t.fused);
 }
 
 static void test_said(void **state)
