@@ -863,7 +863,7 @@ static const struct setting settings[] = {
 	  p_momentum, SJ_NUM, 0, 0, 0, NULL, 0, a_momentum, SAID_RUN, s_momentum },
 	INT_ROW("lora_rank", "R", lora_rank, 0, PLAN_MAX_LORA_RANK, "LoRA of rank R (default 0: full fine-tuning)",
 		a_train_count, SAID_RUN, s_lora_rank),
-	{ "lora_targets", "LIST", "a list of q k v o gate up down (or all), such as q,k,v,o",
+	{ "lora_targets", "LIST", "a list of q k v o gate up down (or all), or of module names such as q_proj,v_proj",
 	  "LoRA's targets: q,k,v,o,gate,up,down or all (default q,k,v,o), or PEFT's module names (q_proj, "
 	  "query_key_value, c_attn, w1...)", p_lora_targets, SJ_LIST, 0, 0, 0, NULL, 0,
 	  NULL, SAID_RUN, s_lora_targets },
