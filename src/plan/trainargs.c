@@ -509,7 +509,7 @@ static int map_model_init(struct reader *r, const char *key, json_t *v)
 	if (d && !json_is_string(d))
 		return unmappable(r, key, "has a dtype that is not a name such as bfloat16");
 	r->init_dtype = json_string_value(d);
-	if (a && set_json(r, key, "attn", a))
+	if (a && map_attn_name(r, key, a))
 		return -EINVAL;
 	if (json_object_get(v, "use_cache") && set_json(r, key, "use_cache", json_object_get(v, "use_cache")))
 		return -EINVAL;

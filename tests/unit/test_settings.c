@@ -312,6 +312,11 @@ static void test_trainer_args(void **state)
 	read_args(0, "{\"model_init_kwargs\": {\"quantization_config\": {\"load_in_4bit\": true, "
 		     "\"bnb_4bit_quant_type\": \"nf3\"}}}", &t, "gives quant 'nf3'");
 	read_args(0, "{\"model_init_kwargs\": 3}", &t, "wants an object of from_pretrained's arguments");
+	/* a flash-attn kernel from the Hub: the flash-attn it builds */
+	read_args(0, "{\"model_init_kwargs\": {\"attn_implementation\": \"kernels-community/flash-attn3\"}}", &t, NULL);
+	assert_int_equal(t.attn_name, ATTN_NAME_FA3);
+	read_args(0, "{\"model_init_kwargs\": {\"attn_implementation\": \"kernels-community/other\"}}", &t,
+		  "'model_init_kwargs' wants sdpa, default");
 	/* the dtype it loads in is the weights' under bf16=true */
 	read_args(0, "{\"bf16\": true, \"model_init_kwargs\": {\"dtype\": \"float32\"}}", &t, NULL);
 	assert_int_equal(t.param_bytes, 4);
