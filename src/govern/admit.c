@@ -148,6 +148,8 @@ void admit_decide(const struct admit_snapshot *s, const struct curve *cand, int 
 	r->admit = 1;
 	r->worst_bytes = 0;
 	r->worst_at_ms = 0;
+	r->short_of_free = 0;
+	int over_budget = 0;
 	for (int64_t tau = 0; tau <= horizon; tau += step) {
 		uint64_t total = 0, c;
 
@@ -165,9 +167,11 @@ void admit_decide(const struct admit_snapshot *s, const struct curve *cand, int 
 		/* The budget caps the jobs together; free memory caps what they may still add
 		 * now, since others on the machine may have taken part of the budget. */
 		uint64_t growth = total > cur ? total - cur : 0;
+		over_budget |= total > s->budget_bytes;
 		if (total > s->budget_bytes || growth > s->free_bytes)
 			r->admit = 0;
 	}
+	r->short_of_free = !r->admit && !over_budget;
 	free(f);
 }
 

@@ -38,6 +38,8 @@ struct admit_result {
 	int admit;                  /* 1: start it now */
 	uint64_t worst_bytes;       /* largest predicted total of jobs + candidate */
 	int64_t worst_at_ms;        /* when, from now */
+	int short_of_free;          /* refused for what is free now (others on the machine hold
+	                             * part of the budget), the budget itself never passed */
 };
 
 /* How the candidate's prediction was made, for admit_decide(): its own signature's

@@ -44,6 +44,8 @@ struct job {
 	int frozen;
 	int64_t frozen_at_ms, frozen_total_ms;
 	int64_t wait_memory_ms, wait_slot_ms; /* this wait so far (job_note_tick), not yet reported */
+	enum report_held held_by;   /* what the last admission held it for (gov_hold) */
+	int64_t held_ms[REPORT_HELD_N]; /* wait_memory_ms by what held it */
 	const struct curve *pred;   /* points into the learned cache or at twins; NULL when unknown */
 	int pred_own;               /* pred is its own signature's profile */
 	struct curve twins;         /* the mean of its twins' profiles, when pred points here */
@@ -180,6 +182,8 @@ void job_sample_all(struct gov *g, int64_t now, int64_t dt_ms);
 /* Whether the waiting jobs wait for memory rather than a CPU slot: fewer than the cap
  * run (unfrozen), so admission, a frozen job or the safety net holds them. */
 int job_waits_for_memory(const struct gov *g, int running);
+/* Every waiting job held, this tick, for why (the net or a frozen job holds them all). */
+void job_hold_all(struct gov *g, enum report_held why);
 /* The tick's accounting for the report (report_note_tick): each waiting job's wait for
  * memory or a slot, reported once it ends; the frozen; the jobs' memory together and
  * the running job furthest above its prediction. Before the net acts. */

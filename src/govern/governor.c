@@ -339,8 +339,10 @@ static int admit_waiting(struct gov *g, int64_t now, uint64_t avail, struct admi
 		admit_decide(s, j->pred, (j->pred_own ? ADMIT_OWN : 0) | (open ? ADMIT_OPEN : 0), &r);
 		/* With nothing running, the job runs whatever its prediction: waiting
 		 * cannot make room, and the safety net still watches it. */
-		if (!r.admit && s->njobs > 0)
+		if (!r.admit && s->njobs > 0) {
+			j->held_by = r.short_of_free ? REPORT_HELD_FREE : REPORT_HELD_BUDGET;
 			continue;
+		}
 		server_admit(g, j, now);
 		snap[s->njobs++] = (struct admit_job){ 0, j->pred, 0, 0, j->pred_own, open, 1 };
 		running++;
@@ -367,9 +369,10 @@ void gov_admit(struct gov *g, int64_t now, int on_request)
 	n = snapshot(g, now, snap, &jobs_bytes, &running);
 	uint64_t avail;
 	int err = mem_available_at(g, now, AVAIL_FRESH_MS, &avail);
-	if (err)
+	if (err) {
 		mem_unknown(g, err);
-	else if (running < g->o->jobs)
+		job_hold_all(g, REPORT_HELD_NET);
+	} else if (running < g->o->jobs)
 		admit_waiting(g, now, avail, snap, n, running, on_request, &s);
 	free(snap);
 }
@@ -570,7 +573,8 @@ static void govern_tick(struct gov *g, int64_t now)
 		note_point(g, now, running, n, jobs_bytes, used);
 	/* what jobs left running counts while jobs run; alone, however large, it must not
 	 * stop the one job that always runs (it may never end: a daemon) */
-	enum net_action act = net_apply_budget(net_decide(&ns), jobs_bytes + (running ? g->unowned_bytes : 0),
+	enum net_action machine = net_decide(&ns);
+	enum net_action act = net_apply_budget(machine, jobs_bytes + (running ? g->unowned_bytes : 0),
 					       g->budget_bytes);
 	if (!running && g->unowned_bytes > g->budget_bytes && !g->said_unowned)
 		say_unowned(g);
@@ -586,6 +590,12 @@ static void govern_tick(struct gov *g, int64_t now)
 
 	net_carry_out(g, act, now, avail, mem_err, snap, n, jobs_bytes, running);
 	g->net_act = act;
+	/* the machine's state, or the build's own jobs over the budget or frozen (they go
+	 * first: they hold what the budget has) */
+	if (mem_err || machine != NET_OK)
+		job_hold_all(g, REPORT_HELD_NET);
+	else if (act != NET_OK || oldest_frozen(g))
+		job_hold_all(g, REPORT_HELD_BUDGET);
 	if (act == NET_OK && !g->interrupted && !oldest_frozen(g)) {
 		struct admit_snapshot s;
 

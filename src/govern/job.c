@@ -2,6 +2,7 @@
  * kill, and sample their memory. */
 #include <errno.h>
 #include <signal.h>
+#include <string.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <unistd.h>
@@ -307,16 +308,26 @@ void job_sample_all(struct gov *g, int64_t now, int64_t dt_ms)
  * sorted before its long jobs start, a slot freed between ticks), not a wait for it. */
 static void report_wait(struct gov *g, struct job *j)
 {
-	if (j->wait_memory_ms > g->o->tick_ms)
-		report_add_wait(&g->rep.wait_memory, j->wait_memory_ms);
+	/* a wait no decision held (a tick late on a loaded machine) is the pace too */
+	if (j->wait_memory_ms > g->o->tick_ms && j->wait_memory_ms > j->held_ms[REPORT_HELD_PACE])
+		report_add_wait_held(&g->rep.wait_memory, j->wait_memory_ms, j->held_ms);
 	if (j->wait_slot_ms > g->o->tick_ms)
 		report_add_wait(&g->rep.wait_slot, j->wait_slot_ms);
 	j->wait_memory_ms = j->wait_slot_ms = 0;
+	j->held_by = REPORT_HELD_PACE;
+	memset(j->held_ms, 0, sizeof(j->held_ms));
 }
 
 int job_waits_for_memory(const struct gov *g, int running)
 {
 	return running < g->o->jobs;
+}
+
+void job_hold_all(struct gov *g, enum report_held why)
+{
+	for (size_t i = 0; i < g->njobs; i++)
+		if (g->jobs[i]->state == JOB_WAITING)
+			g->jobs[i]->held_by = why;
 }
 
 void job_note_tick(struct gov *g, int64_t now, int64_t dt_ms, int running, uint64_t jobs_bytes)
@@ -329,6 +340,8 @@ void job_note_tick(struct gov *g, int64_t now, int64_t dt_ms, int running, uint6
 		if (j->state == JOB_WAITING) {
 			int64_t from = j->t_request_ms > now - dt_ms ? j->t_request_ms : now - dt_ms;
 			*(for_memory ? &j->wait_memory_ms : &j->wait_slot_ms) += now - from;
+			if (for_memory)
+				j->held_ms[j->held_by] += now - from;
 			continue;
 		}
 		if (j->wait_memory_ms || j->wait_slot_ms)

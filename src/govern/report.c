@@ -26,6 +26,29 @@ void report_add_point(struct report *r, const struct report_point *p)
 	r->timeline[r->npoints++] = *p;
 }
 
+const char *const report_held_key[REPORT_HELD_N] = {
+	[REPORT_HELD_PACE] = NULL,
+	[REPORT_HELD_BUDGET] = "budget",
+	[REPORT_HELD_FREE] = "others",
+	[REPORT_HELD_NET] = "safety_net",
+};
+
+/* The text for each reason, as the summary names it. */
+static const char *const held_text[REPORT_HELD_N] = {
+	[REPORT_HELD_BUDGET] = "the budget",
+	[REPORT_HELD_FREE] = "memory others hold",
+	[REPORT_HELD_NET] = "the safety net",
+};
+
+void report_add_wait_held(struct report_waits *w, int64_t waited_ms, const int64_t *held_ms)
+{
+	if (waited_ms <= 0)
+		return;
+	report_add_wait(w, waited_ms);
+	for (int k = 0; k < REPORT_HELD_N; k++)
+		w->held_ms[k] += held_ms[k];
+}
+
 void report_add_wait(struct report_waits *w, int64_t waited_ms)
 {
 	if (waited_ms <= 0)
@@ -250,10 +273,19 @@ static size_t classes(const struct report *r, const char ***out)
 	return n;
 }
 
-static json_t *waits_json(const struct report_waits *w)
+static json_t *waits_json(const struct report_waits *w, int held)
 {
-	return json_pack("{s:i, s:I, s:I}", "jobs", w->jobs, "total_ms", (json_int_t)w->total_ms, "longest_ms",
-			 (json_int_t)w->longest_ms);
+	json_t *o = json_pack("{s:i, s:I, s:I}", "jobs", w->jobs, "total_ms", (json_int_t)w->total_ms, "longest_ms",
+			      (json_int_t)w->longest_ms);
+
+	if (held) {
+		json_t *h = json_object();
+		for (int k = 0; k < REPORT_HELD_N; k++)
+			if (report_held_key[k])
+				json_object_set_new(h, report_held_key[k], json_integer((json_int_t)w->held_ms[k]));
+		json_object_set_new(o, "held_ms", h);
+	}
+	return o;
 }
 
 static json_t *over_json(const struct report_over *o)
@@ -304,8 +336,8 @@ json_t *report_to_json(const struct report *r)
 	json_object_set_new(o, "retries", json_integer(r->retries));
 	json_object_set_new(o, "oom_kills", json_integer(r->oom_kills));
 	json_object_set_new(o, "frozen_ms", json_integer(r->frozen_ms));
-	json_object_set_new(o, "waited", json_pack("{s:o, s:o}", "memory", waits_json(&r->wait_memory),
-						   "cpu_slot", waits_json(&r->wait_slot)));
+	json_object_set_new(o, "waited", json_pack("{s:o, s:o}", "memory", waits_json(&r->wait_memory, 1),
+						   "cpu_slot", waits_json(&r->wait_slot, 0)));
 	json_object_set_new(o, "over_budget", over_json(&r->over));
 	int safe = report_safe_max_jobs(r);
 	size_t ncompile = compile_jobs(r);
@@ -410,10 +442,24 @@ static void print_advice(const struct report *r, int safe, FILE *f)
 }
 
 /* "3 jobs, 4.2 s in all, longest 2.1 s" */
+/* A reason held the jobs for less than prints as a tenth of a second: not named. */
+#define HELD_SHOWN_MIN_MS 100
+
 static void print_waits(const struct report_waits *w, FILE *f)
 {
+	const char *sep = " (held by: ";
+
 	fprintf(f, "%d job%s, %.1f s in all, longest %.1f s", w->jobs, plural(w->jobs), w->total_ms / 1000.0,
 		w->longest_ms / 1000.0);
+	/* a reason under what prints as 0.1 s is no reason to name */
+	for (int k = 0; k < REPORT_HELD_N; k++) {
+		if (!held_text[k] || w->held_ms[k] < HELD_SHOWN_MIN_MS)
+			continue;
+		fprintf(f, "%s%s %.1f s", sep, held_text[k], w->held_ms[k] / 1000.0);
+		sep = ", ";
+	}
+	if (*sep == ',')
+		fputc(')', f);
 }
 
 /* The jobs' memory above the budget: how often, why, and what the net did. */

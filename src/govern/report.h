@@ -40,10 +40,22 @@ struct report_point {
 	uint64_t used_bytes;      /* in use against the limit */
 };
 
+/* What held a job waiting for memory with a CPU slot free: the build's own jobs filling
+ * the budget as predicted, the memory others on the machine hold (what is free now is
+ * less than the budget left), or the safety net (free memory near the reserve, memory
+ * rising faster than a tick can answer, the kernel stalling on reclaim, memory that
+ * cannot be read). A wait's first tick, before any decision, is admission's own pace. */
+enum report_held { REPORT_HELD_PACE, REPORT_HELD_BUDGET, REPORT_HELD_FREE, REPORT_HELD_NET, REPORT_HELD_N };
+
+/* Each reason's JSON key (report_to_json's waited.memory.held_ms) and text; the pace's
+ * key is NULL: it is no reason to name. */
+extern const char *const report_held_key[REPORT_HELD_N];
+
 /* What the jobs waited for, and a spell of the jobs' memory above the budget. */
 struct report_waits {
 	int jobs;                 /* jobs that waited for it at all */
 	int64_t total_ms, longest_ms;
+	int64_t held_ms[REPORT_HELD_N]; /* the waits for memory, by what held them */
 };
 
 struct report_over {
@@ -125,6 +137,8 @@ void report_add_point(struct report *r, const struct report_point *p);
 /* One job's wait, in w, when it ends (it was admitted, or its launcher left): waited_ms
  * 0 adds nothing. */
 void report_add_wait(struct report_waits *w, int64_t waited_ms);
+/* The same for a wait for memory, held_ms[REPORT_HELD_N] its time by what held it. */
+void report_add_wait_held(struct report_waits *w, int64_t waited_ms, const int64_t *held_ms);
 /* Each tick, before the net acts: the frozen time, and a spell above the budget with
  * why (the job grown furthest past its prediction since admission) and what the net did
  * (counted from the freezes and kills made while it lasts). */

@@ -706,6 +706,10 @@ tiny_build() {
 	w = r["waited"]["memory"]
 	assert w["jobs"] >= 1 and 0 < w["longest_ms"] <= w["total_ms"], r["waited"]
 	assert r["waited"]["cpu_slot"]["jobs"] == 0, r["waited"]
+	# held by the budget: the jobs' own memory, named as such
+	h = w["held_ms"]
+	assert h["budget"] > 0 and sum(h.values()) <= w["total_ms"], w
+	assert "(held by: the budget " in text, text
 	assert r["peak_single_job_bytes"] == max(c["peak_max_bytes"] for c in r["classes"]), r
 	o = r["over_budget"]
 	if r["freezes"]:

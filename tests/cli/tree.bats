@@ -173,7 +173,7 @@ plain_make_project() {
 	} > "$dir/Makefile"
 }
 
-@test "run -- make on a plain Makefile: its jobs are governed from the first, learned, and a second run waits for none" {
+@test "run -- make on a plain Makefile: its jobs are governed from the first, learned, and a second run waits on no job of its own" {
 	command -v make && command -v g++ || skip "make and g++ needed"
 	plain_make_project "$T/pm" 4
 	cd "$T/pm"
@@ -196,9 +196,21 @@ plain_make_project() {
 	echo "$output"
 	[ "$status" -eq 0 ]
 	[ -f libf.a ]
-	# learned from the first run: small jobs far from the budget all start at once
-	[[ "$output" != *"waited for memory"* ]]
-	python3 -c 'import json,sys; r=json.load(open(sys.argv[1])); assert r["waited"]["memory"]["jobs"] == 0 and r["not_learned"] == 0, r' "$T/r2.json"
+	cat "$T/r2.json"
+	# learned from the first run: small jobs far from the budget all start at once. What
+	# others do on this machine may still hold them (its free memory, the safety net):
+	# such a wait is said for what it is, never charged to the jobs' budget.
+	[[ "$output" != *"held by: the budget"* ]]
+	python3 - "$T/r2.json" "$output" <<-'PY'
+	import json, sys
+	r, text = json.load(open(sys.argv[1])), sys.argv[2]
+	w = r["waited"]["memory"]
+	assert w["held_ms"]["budget"] == 0 and r["not_learned"] == 0, r
+	assert sum(w["held_ms"].values()) <= w["total_ms"], w
+	assert (w["jobs"] == 0) == ("waited for memory" not in text), w
+	if w["jobs"]:
+	    assert "held by: memory others hold" in text or "held by: the safety net" in text, text
+	PY
 }
 
 @test "a build tool run directly: a job naming $HEADROOM_LAUNCHER is the launcher's, not the tree's too" {

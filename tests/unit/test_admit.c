@@ -38,10 +38,23 @@ static void test_admit_empty(void **state)
 	admit_decide(&s, &c, 0, &r);
 	assert_true(r.admit);
 	assert_int_equal(r.worst_bytes, GiB);
+	assert_false(r.short_of_free);
 	/* larger than the budget: refused (the governor still runs it when nothing else runs) */
 	shape(&c, 10000, 5 * GiB, 30);
 	admit_decide(&s, &c, 0, &r);
 	assert_false(r.admit);
+	assert_false(r.short_of_free);
+	/* inside the budget, but others on the machine hold part of it: refused for them */
+	s.free_bytes = 2 * GiB;
+	shape(&c, 10000, 3 * GiB, 30);
+	admit_decide(&s, &c, 0, &r);
+	assert_false(r.admit);
+	assert_true(r.short_of_free);
+	/* past both: the budget is named, not the others */
+	shape(&c, 10000, 5 * GiB, 30);
+	admit_decide(&s, &c, 0, &r);
+	assert_false(r.admit);
+	assert_false(r.short_of_free);
 }
 
 static void test_admit_aligned_peaks(void **state)

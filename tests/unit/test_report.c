@@ -174,6 +174,27 @@ static void test_report_ticks(void **state)
 	assert_int_equal(r.wait_memory.jobs, 2);
 	assert_int_equal(r.wait_memory.total_ms, 800);
 	assert_int_equal(r.wait_memory.longest_ms, 500);
+	/* a wait for memory keeps what held it, each reason summed over the jobs */
+	int64_t held[REPORT_HELD_N] = { [REPORT_HELD_PACE] = 50, [REPORT_HELD_BUDGET] = 400, [REPORT_HELD_NET] = 150 };
+	report_add_wait_held(&r.wait_memory, 600, held);
+	report_add_wait_held(&r.wait_memory, 0, held);
+	held[REPORT_HELD_BUDGET] = 0;
+	held[REPORT_HELD_FREE] = 200;
+	report_add_wait_held(&r.wait_memory, 400, held);
+	assert_int_equal(r.wait_memory.jobs, 4);
+	assert_int_equal(r.wait_memory.held_ms[REPORT_HELD_BUDGET], 400);
+	assert_int_equal(r.wait_memory.held_ms[REPORT_HELD_FREE], 200);
+	assert_int_equal(r.wait_memory.held_ms[REPORT_HELD_NET], 300);
+	FILE *f = tmpfile();
+	char text[4096];
+	assert_non_null(f);
+	report_print(&r, f);
+	rewind(f);
+	size_t n = fread(text, 1, sizeof(text) - 1, f);
+	text[n] = '\0';
+	fclose(f);
+	assert_non_null(strstr(text, "waited for memory (a CPU slot free): 4 jobs, 1.8 s in all, longest 0.6 s "
+				     "(held by: the budget 0.4 s, memory others hold 0.2 s, the safety net 0.3 s)"));
 	report_free(&r);
 	assert_null(r.over.grew_job);
 }
