@@ -4,7 +4,7 @@ CC      ?= cc
 # machines without it (the GPU machine has it in .devdeps: tools/make-devdeps). The
 # library itself is never linked: watch --prometheus loads it (src/watch/prom.c says why).
 MHD     ?= 1
-PKGS    := jansson sqlite3 inih yaml-0.1
+PKGS    := jansson sqlite3 inih yaml-0.1 libpcre2-8
 ifeq ($(MHD),1)
 MHD_CFLAGS := $(shell pkg-config --cflags libmicrohttpd)
 else

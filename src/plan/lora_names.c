@@ -6,6 +6,7 @@
 
 #include "plan/limits.h"
 #include "util/pyre.h"
+#include "util/xalloc.h"
 
 #define QKV (LORA_Q | LORA_K | LORA_V)
 enum { IN_ATTN = 1, IN_MLP = 2 };
@@ -84,22 +85,26 @@ unsigned lora_name_bits(const char *name)
 	return 0;
 }
 
-/* In how many of layers layers re matches the name path.I.block.proj. */
-static int layers_matched(const regex_t *re, const char *path, const char *block, const char *proj, int layers)
+/* In how many of layers layers re matches the name path.I.block.proj: n, or -E2BIG
+ * (pyre_match's). */
+static int layers_matched(struct pyre *re, const char *path, const char *block, const char *proj, int layers)
 {
 	char s[160];
 	int n = 0;
 
 	for (int i = 0; i < layers; i++) {
 		snprintf(s, sizeof(s), "%s.%d.%s.%s", path, i, block, proj);
-		n += pyre_match(re, s);
+		int m = pyre_match(re, s);
+		if (m < 0)
+			return m;
+		n += m;
 	}
 	return n;
 }
 
 int lora_regex_bits(const char *pattern, int layers, unsigned *bits, unsigned *partial, char **err)
 {
-	regex_t re;
+	struct pyre *re;
 	unsigned full = 0;
 	int rc = pyre_compile(&re, pattern, err);
 
@@ -110,11 +115,13 @@ int lora_regex_bits(const char *pattern, int layers, unsigned *bits, unsigned *p
 		layers = LORA_REGEX_LAYERS;
 	if (layers > PLAN_MAX_LAYERS)
 		layers = PLAN_MAX_LAYERS;
-	for (size_t i = 0; i < N(names); i++) {
+	for (size_t i = 0; i < N(names) && !rc; i++) {
 		int most = 0;
 		for (size_t b = 0; b < N(blocks); b++)
-			for (size_t p = 0; (names[i].in & blocks[b].in) && p < N(layer_paths) && most < layers; p++) {
-				int n = layers_matched(&re, layer_paths[p], blocks[b].name, names[i].name, layers);
+			for (size_t p = 0; (names[i].in & blocks[b].in) && p < N(layer_paths) && most < layers && !rc;
+			     p++) {
+				int n = layers_matched(re, layer_paths[p], blocks[b].name, names[i].name, layers);
+				rc = n < 0 ? n : 0;
 				most = n > most ? n : most;
 			}
 		if (most)
@@ -122,8 +129,14 @@ int lora_regex_bits(const char *pattern, int layers, unsigned *bits, unsigned *p
 		if (most == layers)
 			full |= names[i].bits;
 	}
+	pyre_free(re);
+	if (rc) {
+		*bits = 0;
+		*err = xasprintf("a regular expression that backtracks without end on a module name (nested "
+				 "quantifiers such as (a+)+)");
+		return -EINVAL;
+	}
 	/* a projection matched on every layer under one name is not partial under another */
 	*partial = *bits & ~full;
-	regfree(&re);
 	return 0;
 }

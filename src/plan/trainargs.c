@@ -579,8 +579,7 @@ static int lora_regex(struct reader *r, const char *key, const char *re, unsigne
 	unsigned partial;
 
 	if (lora_regex_bits(re, r->f->layers, bits, &partial, &err)) {
-		*r->err = xasprintf("%s: '%s' is a regular expression the planner cannot read (%s): give a list of "
-				    "module names", r->tool, key, err);
+		*r->err = xasprintf("%s: '%s' is %s: fix it, or give a list of module names", r->tool, key, err);
 		free(err);
 		return -EINVAL;
 	}

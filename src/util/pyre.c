@@ -1,145 +1,88 @@
 #include "util/pyre.h"
 
-#include <ctype.h>
+#define PCRE2_CODE_UNIT_WIDTH 8
 #include <errno.h>
+#include <pcre2.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "util/strbuf.h"
 #include "util/xalloc.h"
 
-/* Python's class escapes, outside a bracket expression and inside one. */
-static const struct {
-	char c;
-	const char *out, *in;
-} classes[] = {
-	{ 'd', "[0-9]", "0-9" },
-	{ 'D', "[^0-9]", NULL },
-	{ 'w', "[A-Za-z0-9_]", "A-Za-z0-9_" },
-	{ 'W', "[^A-Za-z0-9_]", NULL },
-	{ 's', "[[:space:]]", "[:space:]" },
-	{ 'S', "[^[:space:]]", NULL },
+struct pyre {
+	pcre2_code *code;
+	pcre2_match_data *md;
+	pcre2_match_context *mc;
 };
 
-static int class_of(char c)
-{
-	for (size_t i = 0; i < sizeof(classes) / sizeof(classes[0]); i++)
-		if (classes[i].c == c)
-			return (int)i;
-	return -1;
-}
+/* Steps one match may take: a module name is short, and a pattern that backtracks past
+ * this on one (nested quantifiers) would take minutes over every layer's names. */
+#define MATCH_LIMIT 100000
 
-static void addch(struct strbuf *sb, char c)
+/* Python's \Z is the very end, PCRE2's \z; everything else is read alike. A backslash
+ * escape is copied whole so that "\\Z" stays a backslash and a Z. */
+static void translate(const char *p, struct strbuf *out)
 {
-	strbuf_addf(sb, "%c", c);
-}
-
-/* A bracket expression from p (after its '['): written to out; returns where it ends
- * (after its ']'), or NULL. A backslash escape in Python is a literal or a class; ERE
- * has no escapes there, so a literal ']' goes first, '^' and '-' last. */
-static const char *bracket(const char *p, struct strbuf *out, char **err)
-{
-	struct strbuf body = STRBUF_INIT;
-	int neg = *p == '^', rb = 0, caret = 0, dash = 0;
-
-	p += neg;
-	if (*p == ']')
-		rb = 1, p++;
-	for (; *p && *p != ']'; p++) {
-		if (*p != '\\') {
-			addch(&body, *p);
+	for (; *p; p++) {
+		if (*p != '\\' || !p[1]) {
+			strbuf_addf(out, "%c", *p);
 			continue;
 		}
-		int k = class_of(*++p);
-		if (k >= 0 && classes[k].in)
-			strbuf_add(&body, classes[k].in);
-		else if (k >= 0 || !*p || isalnum((unsigned char)*p)) /* \D, \b, \n: not a set ERE says */
-			break;
-		else
-			rb |= *p == ']', caret |= *p == '^', dash |= *p == '-';
-		if (k < 0 && !strchr("]^-", *p))
-			addch(&body, *p);
+		strbuf_addf(out, "\\%c", p[1] == 'Z' ? 'z' : p[1]);
+		p++;
 	}
-	if (*p != ']') {
-		*err = *p ? xasprintf("'\\%c' inside [...] is not taken", *p) : xasprintf("a '[' is not closed");
-		strbuf_release(&body);
-		return NULL;
-	}
-	strbuf_addf(out, "[%s%s%s%s%s]", neg ? "^" : "", rb ? "]" : "", strbuf_str(&body), caret ? "^" : "",
-		    dash ? "-" : "");
-	strbuf_release(&body);
-	return p + 1;
 }
 
-/* A '(' at p: a group, non-capturing or named ones as plain groups; returns the rest. */
-static const char *group(const char *p, struct strbuf *out, char **err)
+int pyre_compile(struct pyre **re, const char *pattern, char **err)
 {
-	addch(out, '(');
-	if (p[1] != '?')
-		return p + 1;
-	if (p[2] == ':')
-		return p + 3;
-	if (p[2] == 'P' && p[3] == '<') {
-		const char *gt = strchr(p, '>');
-		if (gt)
-			return gt + 1;
-	}
-	*err = xasprintf("'(?%c' (lookaround, flags or a named reference) is not taken", p[2] ? p[2] : ' ');
-	return NULL;
-}
-
-/* Python's pattern as an ERE; 0 or -EINVAL with *err. */
-static int translate(const char *p, struct strbuf *out, char **err)
-{
-	strbuf_add(out, "^(");
-	const char *start = p;
-
-	while (p && *p) {
-		if (*p == '[') {
-			p = bracket(p + 1, out, err);
-		} else if (*p == '(') {
-			p = group(p, out, err);
-		} else if (*p == '\\') {
-			int k = class_of(p[1]);
-			if (k >= 0)
-				strbuf_add(out, classes[k].out);
-			else if (p[1] >= '0' && p[1] <= '9') {
-				*err = xasprintf("a backreference ('\\%c') is not taken", p[1]);
-				return -EINVAL;
-			} else if (!p[1] || strchr("AZbBntrfv", p[1])) {
-				*err = xasprintf("'\\%c' is not taken", p[1] ? p[1] : ' ');
-				return -EINVAL;
-			} else {
-				addch(out, '\\');
-				addch(out, p[1]);
-			}
-			p += 2;
-		} else if ((*p == '?' || *p == '+') && p - start >= 1 && strchr("*+?}", p[-1]) &&
-			   (p - start < 2 || p[-2] != '\\')) {
-			p++; /* lazy or possessive: the same strings match whole */
-		} else {
-			addch(out, *p++);
-		}
-	}
-	strbuf_add(out, ")$");
-	return p ? 0 : -EINVAL;
-}
-
-int pyre_compile(regex_t *re, const char *pattern, char **err)
-{
-	struct strbuf ere = STRBUF_INIT;
-	int rc;
+	struct strbuf pat = STRBUF_INIT;
+	int code;
+	PCRE2_SIZE at;
+	struct pyre *r = xcalloc(1, sizeof(*r));
 
 	*err = NULL;
-	rc = translate(pattern, &ere, err);
-	if (!rc && regcomp(re, strbuf_str(&ere), REG_EXTENDED | REG_NOSUB)) {
-		*err = xasprintf("not a regular expression the planner can read");
-		rc = -EINVAL;
+	*re = NULL;
+	translate(pattern, &pat);
+	r->code = pcre2_compile((PCRE2_SPTR)strbuf_str(&pat), PCRE2_ZERO_TERMINATED,
+				PCRE2_ANCHORED | PCRE2_ENDANCHORED, &code, &at, NULL);
+	strbuf_release(&pat);
+	if (!r->code) {
+		PCRE2_UCHAR msg[256];
+		if (pcre2_get_error_message(code, msg, sizeof(msg)) < 0)
+			strcpy((char *)msg, "not a regular expression");
+		*err = xasprintf("not a regular expression: %s at offset %zu", (const char *)msg, (size_t)at);
+		free(r);
+		return -EINVAL;
 	}
-	strbuf_release(&ere);
-	return rc;
+	/* JIT is a speed-up only: where it is not to be had the interpreter matches */
+	(void)pcre2_jit_compile(r->code, PCRE2_JIT_COMPLETE);
+	r->md = pcre2_match_data_create_from_pattern(r->code, NULL);
+	r->mc = pcre2_match_context_create(NULL);
+	if (!r->md || !r->mc) {
+		pyre_free(r);
+		return -ENOMEM;
+	}
+	*re = r;
+	return 0;
 }
 
-int pyre_match(const regex_t *re, const char *s)
+int pyre_match(struct pyre *re, const char *s)
 {
-	return regexec(re, s, 0, NULL, 0) == 0;
+	int rc;
+
+	pcre2_set_match_limit(re->mc, MATCH_LIMIT);
+	rc = pcre2_match(re->code, (PCRE2_SPTR)s, strlen(s), 0, 0, re->md, re->mc);
+	if (rc >= 0)
+		return 1;
+	return rc == PCRE2_ERROR_NOMATCH ? 0 : -E2BIG;
+}
+
+void pyre_free(struct pyre *re)
+{
+	if (!re)
+		return;
+	pcre2_match_context_free(re->mc);
+	pcre2_match_data_free(re->md);
+	pcre2_code_free(re->code);
+	free(re);
 }

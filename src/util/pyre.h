@@ -1,16 +1,18 @@
 /* A Python regular expression (re's syntax, as PEFT's target_modules and other tools'
- * files give one) as a POSIX extended one, matched whole as re.fullmatch does. The
- * classes \d \w \s, non-capturing and named groups and lazy quantifiers are translated;
- * what ERE cannot say (lookaround, backreferences, inline flags) is refused by name. */
+ * files give one), compiled by PCRE2 and matched whole as re.fullmatch does. PCRE2 reads
+ * Python's syntax (classes, named groups, lookaround, backreferences, inline flags); the
+ * one spelling that differs, \Z, is translated. */
 #ifndef HEADROOM_PYRE_H
 #define HEADROOM_PYRE_H
 
-#include <regex.h>
+struct pyre;
 
-/* pattern compiled into re (REG_EXTENDED | REG_NOSUB, anchored at both ends): 0, or
- * -EINVAL with *err saying what it could not take (caller frees). */
-int pyre_compile(regex_t *re, const char *pattern, char **err);
-/* Whether s matches re whole. */
-int pyre_match(const regex_t *re, const char *s);
+/* pattern compiled into *re: 0, or -EINVAL with *err saying what it could not take and
+ * where (caller frees), -ENOMEM. */
+int pyre_compile(struct pyre **re, const char *pattern, char **err);
+/* Whether s matches re whole: 1 or 0; -E2BIG when the match backtracked past its limit
+ * (nested quantifiers), which is no answer. */
+int pyre_match(struct pyre *re, const char *s);
+void pyre_free(struct pyre *re);
 
 #endif

@@ -367,10 +367,13 @@ J
 	run "$HR" plan --gpu h100 --axolotl "$T/none.yml" "$M"
 	[ "$status" -eq 2 ]
 	[[ "$output" == *"'lora_target_modules' names no projection the planner models ('in_proj', 'x_proj')"* ]]
-	printf "$base"'lora_target_modules: '"'"'(?<=x)q_proj'"'"'\n' > "$T/bad.yml"
+	# what Python reads, lookarounds too; what it refuses exits 2 naming where
+	printf "$base"'lora_target_modules: '"'"'(?!.*mlp).*(?<=attn\\.)(q|v)_proj'"'"'\n' > "$T/look.yml"
+	same "$M" "--axolotl $T/look.yml" "--axolotl $T/look.yml --lora-targets q,v"
+	printf "$base"'lora_target_modules: '"'"'.*(q|v_proj'"'"'\n' > "$T/bad.yml"
 	run "$HR" plan --gpu h100 --axolotl "$T/bad.yml" "$M"
 	[ "$status" -eq 2 ]
-	[[ "$output" == *"'lora_target_modules' is a regular expression the planner cannot read"* ]]
+	[[ "$output" == *"'lora_target_modules' is not a regular expression: missing closing parenthesis at offset "*": fix it, or give a list"* ]]
 	# the CLI takes PEFT's names too
 	same "$M" "--lora-rank 8 --lora-targets q_proj,self_attn.v_proj,dense_4h_to_h" "--lora-rank 8 --lora-targets q,v,down"
 	# xformers, a Hub flash-attn kernel, torchao's optimizers, YAML 1.1's 500_000

@@ -467,7 +467,12 @@ static void test_lora_targets(void **state)
 	read_args(1, "adapter: lora\nlora_r: 8\nlora_target_modules: [in_proj, layer]\n", &t,
 		  "'lora_target_modules' names no projection the planner models ('in_proj', 'layer')");
 	read_args(1, "adapter: lora\nlora_r: 8\nlora_target_modules: 'vision_tower\\..*'\n", &t, "matches none of the decoder");
-	read_args(1, "adapter: lora\nlora_r: 8\nlora_target_modules: '(?i)q_proj'\n", &t, "cannot read ('(?i'");
+	read_args(1, "adapter: lora\nlora_r: 8\nlora_target_modules: '(q_proj'\n", &t,
+		  "is not a regular expression: missing closing parenthesis at offset");
+	read_args(1, "adapter: lora\nlora_r: 8\nlora_target_modules: '(.|..)*_proj_'\n", &t, "backtracks without end");
+	/* Python's inline flags, as re reads them */
+	read_args(1, "adapter: lora\nlora_r: 8\nlora_target_modules: '(?i).*Q_PROJ'\n", &t, NULL);
+	assert_int_equal(t.lora_targets, LORA_Q);
 	read_args(1, "adapter: lora\nlora_r: 8\nlora_target_modules: [[q_proj]]\n", &t, "wants module names");
 	read_args(1, "adapter: lora\nlora_r: 8\nlora_target_modules: q_proj,v_proj\n", &t, NULL);
 	assert_int_equal(t.lora_targets, LORA_Q | LORA_V);
