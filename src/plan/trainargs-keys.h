@@ -23,7 +23,7 @@ static const struct file_key hf_keys[] = {
 	/* TRL's SFTConfig, a TrainingArguments with the sequence's length */
 	{ "max_length", NULL, map_length },
 	{ "max_seq_length", NULL, map_length },
-	{ "activation_offloading", NULL, must_be_off },
+	{ "activation_offloading", NULL, map_act_offload },
 	{ "torch_compile", NULL, must_be_off },
 	{ "torch_compile_backend", NULL, must_be_off },
 	{ "torch_compile_mode", NULL, must_be_off },
@@ -119,7 +119,7 @@ static const struct file_key axolotl_keys[] = {
 	{ "bnb_config_kwargs", NULL, map_bnb_kwargs },
 	{ "fsdp_version", NULL, map_fsdp_version },
 	{ "attn_implementation", NULL, map_attn_name },
-	{ "activation_offloading", NULL, must_be_off },
+	{ "activation_offloading", NULL, map_act_offload },
 	{ "liger_rope", NULL, map_liger_ops },
 	{ "liger_rms_norm", NULL, map_liger_ops },
 	{ "liger_glu_activation", NULL, map_liger_ops },

@@ -31,6 +31,7 @@ struct reader {
 	const char *init_dtype;      /* TRL's model_init_kwargs' dtype: from_pretrained's */
 	int liger_said;              /* Liger's other kernels said */
 	int ds_fused;                /* a DeepSpeed config's own Adam */
+	const char *act_offload;     /* activation_offloading's mode (TRL's, axolotl's), or NULL */
 };
 
 /* A key of a tool's file: the setting it is (its value as the setting's), or a
@@ -243,8 +244,53 @@ static int map_fsdp(struct reader *r, const char *key, json_t *v)
 /* DeepSpeed's reduce_bucket_size where a config gives none (its ZeRO config's default) */
 #define DS_REDUCE_BUCKET 500000000LL
 
-/* A DeepSpeed config's path: as given (the launch directory), else beside the file read.
- * The object, or NULL with *r->err. */
+/* axolotl's bundled DeepSpeed configs (its repository's deepspeed_configs/, which
+ * `axolotl fetch deepspeed_configs` copies to the launch directory), by name: what of
+ * each the planner reads. Those that compile the model are not here: it is not modelled. */
+static const struct {
+	const char *name, *json;
+} axolotl_ds[] = {
+	{ "zero1.json", "{\"zero_optimization\": {\"stage\": 1, \"overlap_comm\": true}, "
+			"\"bf16\": {\"enabled\": \"auto\"}, \"fp16\": {\"enabled\": \"auto\"}}" },
+	{ "zero2.json", "{\"zero_optimization\": {\"stage\": 2, \"offload_optimizer\": {\"device\": \"cpu\"}, "
+			"\"overlap_comm\": true}, \"bf16\": {\"enabled\": \"auto\"}, \"fp16\": {\"enabled\": \"auto\"}}" },
+	{ "zero3.json", "{\"zero_optimization\": {\"stage\": 3, \"overlap_comm\": true, \"reduce_bucket_size\": "
+			"\"auto\"}, \"bf16\": {\"enabled\": \"auto\"}, \"fp16\": {\"enabled\": \"auto\"}}" },
+	{ "zero3_bf16.json", "{\"zero_optimization\": {\"stage\": 3, \"overlap_comm\": true, "
+			     "\"reduce_bucket_size\": \"auto\"}, \"bf16\": {\"enabled\": true}}" },
+	{ "zero3_bf16_cpuoffload_params.json",
+	  "{\"zero_optimization\": {\"stage\": 3, \"offload_param\": {\"device\": \"cpu\"}, \"overlap_comm\": true, "
+	  "\"reduce_bucket_size\": \"auto\"}, \"bf16\": {\"enabled\": true}}" },
+	{ "zero3_bf16_cpuoffload_all.json",
+	  "{\"zero_optimization\": {\"stage\": 3, \"offload_optimizer\": {\"device\": \"cpu\"}, \"offload_param\": "
+	  "{\"device\": \"cpu\"}, \"overlap_comm\": true, \"reduce_bucket_size\": \"auto\"}, "
+	  "\"bf16\": {\"enabled\": true}}" },
+};
+
+#define AXOLOTL_DS_DIR "deepspeed_configs/"
+
+/* An axolotl file's DeepSpeed path that is nowhere to be read but names one of axolotl's
+ * bundled configs (deepspeed_configs/NAME): that config, said; else NULL. */
+static json_t *axolotl_bundled_ds(struct reader *r, const char *path)
+{
+	size_t n = strlen(path), d = strlen(AXOLOTL_DS_DIR);
+
+	if (strcmp(r->tool, "axolotl"))
+		return NULL;
+	for (size_t i = 0; i < sizeof(axolotl_ds) / sizeof(axolotl_ds[0]); i++) {
+		size_t k = strlen(axolotl_ds[i].name);
+		if (n < k + d || strcmp(path + n - k, axolotl_ds[i].name) || strncmp(path + n - k - d, AXOLOTL_DS_DIR, d) ||
+		    (n > k + d && path[n - k - d - 1] != '/'))
+			continue;
+		strbuf_addf(&r->said, "%s%s not found here: axolotl's bundled %s", r->said.len ? "; " : "", path,
+			    axolotl_ds[i].name);
+		return json_loads(axolotl_ds[i].json, 0, NULL);
+	}
+	return NULL;
+}
+
+/* A DeepSpeed config's path: as given (the launch directory), else beside the file read,
+ * else one of axolotl's bundled ones. The object, or NULL with *r->err. */
 static json_t *deepspeed_load(struct reader *r, const char *key, const char *path)
 {
 	json_error_t je;
@@ -258,6 +304,10 @@ static json_t *deepspeed_load(struct reader *r, const char *key, const char *pat
 	if (rc == -ENOENT && path[0] != '/' && slash) {
 		beside = xasprintf("%.*s/%s", (int)(slash - r->f->base), r->f->base, path);
 		rc = fs_open_input(beside, &in, &st, &kind);
+	}
+	if (rc == -ENOENT && (j = axolotl_bundled_ds(r, path))) {
+		free(beside);
+		return j;
 	}
 	if (rc) {
 		*r->err = xasprintf("%s: '%s' names the DeepSpeed config %s, which cannot be read (%s): give its path "
@@ -636,8 +686,53 @@ static int map_axolotl_ckpt(struct reader *r, const char *key, json_t *v)
 		return set(r, key, "grad_ckpt", json_is_true(v) ? "true" : "false");
 	if (s && !strcmp(s, "unsloth"))
 		return set(r, key, "grad_ckpt", "true");
-	return unmappable(r, key, "offloads the checkpoints to the CPU, which the planner does not model: plan with "
-				  "--grad-ckpt for an upper bound");
+	/* axolotl's deprecated spellings of activation_offloading: true and disk */
+	if (s && (!strcmp(s, "offload") || !strcmp(s, "offload_disk"))) {
+		if (!r->act_offload)
+			r->act_offload = !strcmp(s, "offload") ? "true" : "disk";
+		return set(r, key, "grad_ckpt", "true");
+	}
+	return unmappable(r, key, "wants true, false, offload or offload_disk");
+}
+
+/* TRL's and axolotl's activation_offloading: the saved activations copied to the host
+ * as the forward makes them (TRL's OffloadActivations, a few in flight) and brought
+ * back for the backward. Not modelled: read in act_offload_settle. */
+static int map_act_offload(struct reader *r, const char *key, json_t *v)
+{
+	static const char *const modes[] = { "legacy", "disk", "offload_disk", "hidden_states" };
+	const char *s = json_string_value(v);
+
+	if (off(v))
+		return 0;
+	if (json_is_true(v)) {
+		r->act_offload = "true";
+		return 0;
+	}
+	for (size_t i = 0; s && i < sizeof(modes) / sizeof(modes[0]); i++)
+		if (!strcmp(s, modes[i])) {
+			r->act_offload = modes[i];
+			return 0;
+		}
+	return unmappable(r, key, "wants true, false, legacy, disk or hidden_states");
+}
+
+/* Activation offloading planned as the activations kept on the GPU, a bound from above:
+ * with axolotl's LoRA it replaces checkpointing (axolotl turns it off, and offloads
+ * every saved activation: planned without checkpointing); with its full fine-tune, or
+ * hidden_states, or TRL's, the checkpoints it keeps are offloaded (planned kept). */
+static int act_offload_settle(struct reader *r)
+{
+	int axolotl = !strcmp(r->tool, "axolotl");
+	int replaces = axolotl && strcmp(r->act_offload, "hidden_states") &&
+		       !off(json_object_get(r->file, "adapter")) && !flag_wins(r, "grad_ckpt");
+
+	if (axolotl && set(r, "activation_offloading", "grad_ckpt", replaces ? "false" : "true"))
+		return -EINVAL;
+	strbuf_addf(&r->said, "%sactivation offloading (%s) not modelled: the saved activations planned kept on the "
+			      "GPU%s, a bound from above", r->said.len ? "; " : "", r->act_offload,
+		    replaces ? " with no checkpointing, which it replaces for LoRA" : "");
+	return 0;
 }
 
 /* flash_attention and sdp_attention: sdpa's flash kernel keeps what flash-attn keeps
@@ -863,6 +958,8 @@ static int read_file(const char *tool, json_t *obj, const struct file_key *table
 		rc = hf_precision(&r);
 	if (!rc && table == axolotl_keys)
 		rc = axolotl_optimizer(&r);
+	if (!rc && r.act_offload)
+		rc = act_offload_settle(&r);
 	if (!rc) {
 		fsdp_policy(&r);
 		if (r.ds_fused && set(&r, "deepspeed", "optimizer", "adamw-fused"))

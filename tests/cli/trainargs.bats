@@ -291,11 +291,18 @@ J
 	# the flag wins: sharded without offload
 	same "$M" "--axolotl $F/axolotl-fsdp2.yml --dp 8 --offload none --grad-accum 1" \
 	     "--seq 2048 --batch 1 --optimizer adamw-fused --grad-ckpt --zero-stage 3 --dtype fp32 --fsdp-param-dtype bf16 --dp 8"
-	# activation offloading is not modelled: refused, naming it
-	printf 'sequence_len: 2048\nactivation_offloading: true\n' > "$T/ao.yml"
+	# activation offloading is not modelled: planned with the activations kept, said; for
+	# axolotl's LoRA without the checkpointing it replaces
+	printf 'sequence_len: 2048\nadapter: lora\nlora_r: 8\ngradient_checkpointing: true\nactivation_offloading: true\n' > "$T/ao.yml"
+	same "$M" "--axolotl $T/ao.yml" "--axolotl $T/ao.yml --no-grad-ckpt"
 	run "$HR" plan --gpu h100 --axolotl "$T/ao.yml" "$M"
-	[ "$status" -eq 2 ]
-	[[ "$output" == *"'activation_offloading' is not modelled"* ]]
+	[ "$status" -eq 0 ]
+	[[ "$output" == *"activation offloading (true) not modelled: the saved activations planned kept on the GPU with no checkpointing, which it replaces for LoRA, a bound from above"* ]]
+	# the flag wins
+	run "$HR" plan --gpu h100 --axolotl "$T/ao.yml" --grad-ckpt "$M"
+	[ "$status" -eq 0 ]
+	[[ "$output" == *", gradient checkpointing"* && "$output" != *"no gradient checkpointing"* ]]
+	[[ "$output" == *"activation offloading (true) not modelled: the saved activations planned kept on the GPU, a bound from above"* ]]
 }
 
 # What a flag beside a file changes is decided once the flags are in: the tools' own

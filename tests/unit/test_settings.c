@@ -266,11 +266,36 @@ static void test_trainer_args(void **state)
 	assert_int_equal(t.seq, 1024);
 	read_args(0, "{\"max_seq_length\": null, \"activation_offloading\": false}", &t, NULL);
 	assert_int_equal(t.seq, 2048);
-	read_args(0, "{\"activation_offloading\": true}", &t, "'activation_offloading' is not modelled");
+	/* TRL's activation offloading: planned with the activations kept, checkpointing as given */
+	read_args(0, "{\"activation_offloading\": true, \"gradient_checkpointing\": true}", &t, NULL);
+	assert_true(t.grad_ckpt);
+	read_args(0, "{\"activation_offloading\": \"everything\"}", &t, "wants true, false, legacy, disk");
 	read_args(0, "{\"train_batch_size\": 6, \"global_step\": 10, \"log_history\": [], \"max_steps\": 5}", &t, NULL);
 	assert_int_equal(t.batch, 6);
 	assert_int_equal(t.steps, 5);
 	read_args(0, "{\"deepspeed\": \"no/such/ds.json\"}", &t, "no/such/ds.json, which cannot be read");
+	/* axolotl's bundled configs, where no file of the name is here: each as axolotl has it */
+	static const struct {
+		const char *yaml;
+		int stage, param_bytes, oo, op;
+	} bundled[] = {
+		{ "deepspeed: deepspeed_configs/zero1.json\nbf16: true\n", 1, 2, 0, 0 },
+		{ "deepspeed: ./deepspeed_configs/zero2.json\nbf16: auto\n", 2, 2, 1, 0 },
+		{ "deepspeed: deepspeed_configs/zero3.json\nfp16: true\n", 3, 2, 0, 0 },
+		{ "deepspeed: deepspeed_configs/zero3_bf16.json\n", 3, 2, 0, 0 },
+		{ "deepspeed: /opt/axolotl/deepspeed_configs/zero3_bf16_cpuoffload_params.json\n", 3, 2, 0, 1 },
+		{ "deepspeed: deepspeed_configs/zero3_bf16_cpuoffload_all.json\n", 3, 2, 1, 1 },
+	};
+	for (size_t i = 0; i < sizeof(bundled) / sizeof(bundled[0]); i++) {
+		read_args(1, bundled[i].yaml, &t, NULL);
+		assert_int_equal(t.zero_stage, bundled[i].stage);
+		assert_int_equal(t.param_bytes, bundled[i].param_bytes);
+		assert_int_equal(t.offload_optimizer, bundled[i].oo);
+		assert_int_equal(t.offload_params, bundled[i].op);
+	}
+	read_args(1, "deepspeed: deepspeed_configs/zero2_torch_compile.json\n", &t, "which cannot be read");
+	read_args(1, "deepspeed: my_deepspeed_configs/zero2.json\n", &t, "which cannot be read");
+	read_args(0, "{\"deepspeed\": \"deepspeed_configs/zero2.json\"}", &t, "which cannot be read");
 	/* DeepSpeed's bf16 engine: 16-bit weights, fp32 masters; "auto" follows the file's bf16 */
 	read_args(0, "{\"bf16\": true, \"deepspeed\": {\"bf16\": {\"enabled\": \"auto\"}, \"zero_optimization\": "
 		     "{\"stage\": 2, \"offload_optimizer\": {\"device\": \"cpu\"}, \"reduce_bucket_size\": 5e8}}}",
@@ -384,7 +409,16 @@ static void test_axolotl(void **state)
 	read_args(1, "adapter: dora\nlora_r: 8\n", &t, "neither lora nor qlora");
 	read_args(1, "load_in_4bit: maybe\n", &t, "'load_in_4bit' wants true or false");
 	read_args(1, "sequence_parallel_degree: 2\n", &t, "splits the sequence");
-	read_args(1, "gradient_checkpointing: offload\n", &t, "offloads the checkpoints");
+	/* activation offloading planned with what it offloads kept: for LoRA in place of
+	 * checkpointing (axolotl turns it off), else beside it; a flag wins */
+	read_args(1, "adapter: lora\nlora_r: 8\ngradient_checkpointing: offload\n", &t, NULL);
+	assert_false(t.grad_ckpt);
+	read_args(1, "adapter: lora\nlora_r: 8\ngradient_checkpointing: true\nactivation_offloading: hidden_states\n",
+		  &t, NULL);
+	assert_true(t.grad_ckpt);
+	read_args(1, "activation_offloading: disk\ngradient_checkpointing: true\n", &t, NULL);
+	assert_true(t.grad_ckpt);
+	read_args(1, "gradient_checkpointing: sometimes\n", &t, "wants true, false, offload or offload_disk");
 }
 
 /* One line of the "assumed:" text the rows say for the settings of a JSON train object. */
