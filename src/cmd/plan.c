@@ -264,6 +264,7 @@ struct plan_args {
 	struct strbuf files_said; /* what the files' readers assumed: "TOOL: ...", a line each */
 	int file_fsdp_amp;        /* FSDP under bf16/fp16 in a tool's file (trainargs_settle) */
 	int tool_file;            /* a file of HF Trainer's, TRL's or axolotl's was read */
+	int file_ds_engine;       /* it runs DeepSpeed's 16-bit engine (trainargs_settle) */
 	int calibrated;           /* --calibrated: probe is the one whose context is planned */
 	struct gpu_probe probe;
 	int anchored;             /* --oom or --observed: the plan is said beside anchor */
@@ -1180,6 +1181,7 @@ static void load_settings_file(const struct plan_cli *c, struct plan_args *a, se
 		die(EXIT_USAGE, "plan: %s: %s", path, err ? err : "not read");
 	a->file_fsdp_amp = f.fsdp_amp ? f.fsdp_amp : a->file_fsdp_amp;
 	a->tool_file |= f.tool_file;
+	a->file_ds_engine |= f.ds_engine;
 	if (f.said)
 		strbuf_addf(&a->files_said, "%s: %s\n", tool, f.said);
 	free(f.said);
@@ -1261,7 +1263,7 @@ static void settings_load(struct plan_cli *c, struct plan_args *a, const char *c
 	for (size_t i = 0; i < c->npending; i++)
 		apply_option(c, &a->t, &given, c->pending[i].c, c->pending[i].arg);
 	if (a->tool_file) { /* what the tools do with the settings as they end up */
-		struct file_read f = { .fsdp_amp = a->file_fsdp_amp, .tool_file = 1 };
+		struct file_read f = { .fsdp_amp = a->file_fsdp_amp, .tool_file = 1, .ds_engine = a->file_ds_engine };
 		struct strbuf said = STRBUF_INIT;
 		trainargs_settle(&a->t, cli, &f, &said);
 		if (said.len)

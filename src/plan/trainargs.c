@@ -352,6 +352,7 @@ static int ds_precision(struct reader *r, const char *key, json_t *ds)
 	if (!bf16 && !fp16)
 		return 0;
 	r->precision_done = 1;
+	r->f->ds_engine = 1;
 	if (!dtype_flag_wins(r) && (set(r, key, "dtype", bf16 ? "bf16" : "fp16") || set(r, key, "autocast", "false")))
 		return -EINVAL;
 	if (set(r, key, "master_weights", "true"))
@@ -682,7 +683,8 @@ static int map_axolotl_ckpt(struct reader *r, const char *key, json_t *v)
 
 	if (flag_wins(r, "grad_ckpt"))
 		return 0;
-	if (json_is_boolean(v))
+	/* null (a key with no value): axolotl passes none on, the Trainer's default is off */
+	if (json_is_boolean(v) || json_is_null(v))
 		return set(r, key, "grad_ckpt", json_is_true(v) ? "true" : "false");
 	if (s && !strcmp(s, "unsloth"))
 		return set(r, key, "grad_ckpt", "true");
@@ -843,12 +845,14 @@ void trainargs_settle(struct train_settings *t, setting_mask cli, const struct f
 	for (size_t i = 0; i < sizeof(dtype_keys) / sizeof(dtype_keys[0]); i++)
 		flagged |= (cli & SETTING_BIT(setting_find(dtype_keys[i]))) != 0;
 	/* QLoRA sharded (FSDP, ZeRO-3): axolotl and TRL skip prepare_model_for_kbit_training,
-	 * keeping one dtype for the shards */
-	if (f->tool_file && t->quant && t->zero_stage == 3 && !t->inference && t->kbit_prepare &&
+	 * keeping one dtype for the shards; DeepSpeed's 16-bit engine at any stage casts the
+	 * weights it left in fp32 back (module.bfloat16(): the 4-bit codes are no floats) */
+	if (f->tool_file && t->quant && (t->zero_stage == 3 || f->ds_engine) && !t->inference && t->kbit_prepare &&
 	    !(cli & SETTING_BIT(setting_find("kbit_prepare")))) {
 		t->kbit_prepare = 0;
-		strbuf_addf(said, "%ssharded QLoRA: no prepare_model_for_kbit_training (one dtype for the shards)",
-			    said->len ? "; " : "");
+		strbuf_addf(said, "%s%s QLoRA: %s", said->len ? "; " : "", f->ds_engine ? "DeepSpeed's" : "sharded",
+			    f->ds_engine ? "its engine casts the other weights to its 16-bit dtype, not fp32"
+					 : "no prepare_model_for_kbit_training (one dtype for the shards)");
 	}
 	if (!f->fsdp_amp || flagged || t->zero_stage != 3 || t->quant || t->inference)
 		return;

@@ -32,6 +32,7 @@ struct file_read {
 	int fsdp_amp;          /* out: FSDP's full_shard under bf16 (DT_BF16_AMP) or fp16
 				* (DT_FP16_AMP), for trainargs_settle; 0: neither */
 	int tool_file;         /* out: a file of HF Trainer's, TRL's or axolotl's was read */
+	int ds_engine;         /* out: DeepSpeed's bf16 or fp16 engine, which casts the model */
 };
 
 /* A TrainingArguments JSON object over t (f: NULL, strict and no more said). 0, or

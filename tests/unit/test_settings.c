@@ -293,6 +293,13 @@ static void test_trainer_args(void **state)
 		assert_int_equal(t.offload_optimizer, bundled[i].oo);
 		assert_int_equal(t.offload_params, bundled[i].op);
 	}
+	/* QLoRA under DeepSpeed's bf16 engine at stage 2: the engine casts what
+	 * prepare_model_for_kbit_training left in fp32 back to bf16 */
+	read_args(1, "adapter: qlora\nload_in_4bit: true\nlora_r: 8\nbf16: auto\n"
+		     "deepspeed: deepspeed_configs/zero2.json\n", &t, NULL);
+	assert_true(t.quant == QUANT_NF4 && !t.kbit_prepare && t.zero_stage == 2);
+	read_args(1, "adapter: qlora\nload_in_4bit: true\nlora_r: 8\nbf16: auto\n", &t, NULL);
+	assert_true(t.quant == QUANT_NF4 && t.kbit_prepare);
 	read_args(1, "deepspeed: deepspeed_configs/zero2_torch_compile.json\n", &t, "which cannot be read");
 	read_args(1, "deepspeed: my_deepspeed_configs/zero2.json\n", &t, "which cannot be read");
 	read_args(0, "{\"deepspeed\": \"deepspeed_configs/zero2.json\"}", &t, "which cannot be read");
@@ -419,6 +426,8 @@ static void test_axolotl(void **state)
 	read_args(1, "activation_offloading: disk\ngradient_checkpointing: true\n", &t, NULL);
 	assert_true(t.grad_ckpt);
 	read_args(1, "gradient_checkpointing: sometimes\n", &t, "wants true, false, offload or offload_disk");
+	read_args(1, "gradient_checkpointing:\n", &t, NULL);
+	assert_false(t.grad_ckpt);
 }
 
 /* One line of the "assumed:" text the rows say for the settings of a JSON train object. */
