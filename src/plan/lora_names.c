@@ -140,3 +140,59 @@ int lora_regex_bits(const char *pattern, int layers, unsigned *bits, unsigned *p
 	*partial = *bits & ~full;
 	return 0;
 }
+
+/* The embedding's and lm_head's module names in the families' code. */
+static const struct {
+	const char *name;
+	unsigned bit;
+} save_names[] = {
+	{ "embed_tokens", LORA_SAVE_EMBED },   { "wte", LORA_SAVE_EMBED },        { "word_embeddings", LORA_SAVE_EMBED },
+	{ "tok_embeddings", LORA_SAVE_EMBED }, { "embed_in", LORA_SAVE_EMBED },
+	{ "lm_head", LORA_SAVE_HEAD },         { "embed_out", LORA_SAVE_HEAD },   { "output", LORA_SAVE_HEAD },
+};
+
+unsigned lora_save_bits(const char *name)
+{
+	const char *dot = strrchr(name, '.');
+	const char *last = dot ? dot + 1 : name;
+
+	for (size_t i = 0; i < N(save_names); i++)
+		if (!strcmp(save_names[i].name, last))
+			return save_names[i].bit;
+	return 0;
+}
+
+int lora_save_parse(const char *text, unsigned *bits, const char **bad)
+{
+	char name[128];
+
+	*bits = 0;
+	*bad = NULL;
+	if (!strcmp(text, "none"))
+		return 0;
+	for (const char *p = text; *p;) {
+		size_t n = strcspn(p, ",");
+		unsigned b;
+
+		if (n >= sizeof(name)) {
+			*bad = p;
+			return -EINVAL;
+		}
+		memcpy(name, p, n);
+		name[n] = '\0';
+		if (!(b = lora_save_bits(name))) {
+			*bad = p;
+			return -EINVAL;
+		}
+		*bits |= b;
+		p += n + (p[n] == ',');
+	}
+	return 0;
+}
+
+const char *lora_save_text(unsigned bits, char *buf, size_t n)
+{
+	snprintf(buf, n, "%s%s%s", bits & LORA_SAVE_EMBED ? "embed_tokens" : "",
+		 (bits & LORA_SAVE_EMBED) && (bits & LORA_SAVE_HEAD) ? "," : "", bits & LORA_SAVE_HEAD ? "lm_head" : "");
+	return buf;
+}

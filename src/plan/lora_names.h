@@ -6,6 +6,8 @@
 #ifndef HEADROOM_PLAN_LORA_NAMES_H
 #define HEADROOM_PLAN_LORA_NAMES_H
 
+#include <stddef.h>
+
 #include "plan/shape.h"
 
 #define LORA_ALL (LORA_Q | LORA_K | LORA_V | LORA_O | LORA_GATE | LORA_UP | LORA_DOWN)
@@ -18,5 +20,15 @@ unsigned lora_name_bits(const char *name);
  * first ones tried) into *bits, and those it matches in some of the layers only into
  * *partial. 0 (*bits may be 0: nothing the planner models), or -EINVAL with *err. */
 int lora_regex_bits(const char *pattern, int layers, unsigned *bits, unsigned *partial, char **err);
+
+/* The LORA_SAVE_* bit of a module name PEFT's modules_to_save may give (the embedding's
+ * or lm_head's in the families' namings, or PEFT's suffix of one); 0: none the planner
+ * models (a classifier's score, a norm). */
+unsigned lora_save_bits(const char *name);
+/* A list of them (commas; "none" or empty: none) as LORA_SAVE_* bits: 0 or -EINVAL,
+ * *bad pointing at the first name it does not take. */
+int lora_save_parse(const char *text, unsigned *bits, const char **bad);
+/* The bits as text ("embed_tokens,lm_head") into buf. */
+const char *lora_save_text(unsigned bits, char *buf, size_t n);
 
 #endif

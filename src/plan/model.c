@@ -378,6 +378,15 @@ int plan_settings_check(const struct model_shape *m, const struct train_settings
 		*why = "freeze with LoRA: LoRA already freezes every base weight";
 		return -EINVAL;
 	}
+	if (t->lora_save && (!t->lora_rank || t->inference)) {
+		*why = "lora_save: the copies modules_to_save trains are LoRA's (with --lora-rank R), in training";
+		return -EINVAL;
+	}
+	if (t->lora_save && t->zero_stage == 3) {
+		*why = "lora_save: modules_to_save's copies under FSDP or ZeRO-3 (sharded beside the adapters) are not "
+		       "modelled: plan without it for the adapters' part";
+		return -EINVAL;
+	}
 	if (t->quant && !t->lora_rank && !t->inference) {
 		*why = "quantized base weights do not train: QLoRA is --quant with --lora-rank R (\"lora_rank\"); "
 		       "or plan --inference";
@@ -411,6 +420,11 @@ int plan_compute(const struct model_shape *m, const struct train_settings *t, st
 		return rc;
 	r->params = model_params(m);
 	r->trainable_params = t->inference ? 0 : t->lora_rank ? lora_params(m, t) : trained_params(m, t);
+	/* modules_to_save's copies: each its own vocab x hidden weight, untied */
+	r->trainable_params += !t->inference && t->lora_rank ? m->vocab * m->hidden *
+								       (!!(t->lora_save & LORA_SAVE_EMBED) +
+									!!(t->lora_save & LORA_SAVE_HEAD))
+							     : 0;
 	r->bytes[C_CONTEXT] = plan_context_bytes(t);
 	/* inference: a prefill, then the cache grown to the context; three batches */
 	rc = t->inference ? sim_infer(m, t, INFER_STEPS, &sr) : simulate(m, t, &sr, &sp);

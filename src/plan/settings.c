@@ -11,6 +11,7 @@
 
 #include "plan/config.h"
 #include "plan/limits.h"
+#include "plan/lora_names.h"
 #include "plan/optimizer.h"
 #include "plan/precision.h"
 #include "util/parse.h"
@@ -148,6 +149,14 @@ static int p_lora_targets(const struct setting *s, struct train_settings *t, con
 {
 	(void)s;
 	return lora_targets_parse(text, &t->lora_targets);
+}
+
+static int p_lora_save(const struct setting *s, struct train_settings *t, const char *text)
+{
+	const char *bad;
+
+	(void)s;
+	return lora_save_parse(text, &t->lora_save, &bad);
 }
 
 static int p_logits(const struct setting *s, struct train_settings *t, const char *text)
@@ -563,6 +572,18 @@ static void s_lora_targets(const struct setting *s, const struct train_settings 
 		strbuf_addf(sb, " (%s)", lora_targets_text(t->lora_targets, buf, sizeof(buf)));
 }
 
+static void s_lora_save(const struct setting *s, const struct train_settings *t, const struct said_ctx *c,
+			struct strbuf *sb)
+{
+	char buf[64];
+
+	(void)s;
+	(void)c;
+	if (t->lora_rank && !t->inference && t->lora_save)
+		strbuf_addf(sb, " and trained copies of %s (modules_to_save)",
+			    lora_save_text(t->lora_save, buf, sizeof(buf)));
+}
+
 static void s_batch(const struct setting *s, const struct train_settings *t, const struct said_ctx *c,
 		    struct strbuf *sb)
 {
@@ -867,6 +888,10 @@ static const struct setting settings[] = {
 	  "LoRA's targets: q,k,v,o,gate,up,down or all (default q,k,v,o), or PEFT's module names (q_proj, "
 	  "query_key_value, c_attn, w1...)", p_lora_targets, SJ_LIST, 0, 0, 0, NULL, 0,
 	  NULL, SAID_RUN, s_lora_targets },
+	{ "lora_save", "LIST", "a list of embed_tokens and lm_head (or the family's names for them), or none",
+	  "with LoRA, PEFT's modules_to_save: the embedding and lm_head (embed_tokens, lm_head, wte...) "
+	  "trained as copies beside the frozen originals",
+	  p_lora_save, SJ_LIST, 0, 0, 0, NULL, 0, NULL, SAID_RUN, s_lora_save },
 	{ "quant", "nf4|fp4|int8", "none, nf4, fp4 or int8",
 	  "the base's linear projections quantized by bitsandbytes (QLoRA: with --lora-rank): 4-bit nf4 or fp4, "
 	  "or int8; modelled, not measured",

@@ -122,6 +122,7 @@ struct train_settings {
 	int64_t dp;               /* data-parallel degree the states are sharded over */
 	int64_t lora_rank;        /* 0: full fine-tuning */
 	unsigned lora_targets;    /* LORA_* bits */
+	unsigned lora_save;       /* LORA_SAVE_* bits: PEFT's modules_to_save, trained copies */
 	int64_t steps;            /* the run's training steps (0: a long run); the simulation runs
 				   * up to PLAN_SETTLE_STEPS of them */
 	int inference;            /* no gradients, no optimizer; a KV cache of batch x context */
@@ -172,5 +173,8 @@ struct train_settings {
 };
 
 enum { LORA_Q = 1, LORA_K = 2, LORA_V = 4, LORA_O = 8, LORA_GATE = 16, LORA_UP = 32, LORA_DOWN = 64 };
+/* The modules PEFT's modules_to_save may name that the planner models: the embedding and
+ * lm_head, each trained as a copy beside the frozen original. */
+enum { LORA_SAVE_EMBED = 1, LORA_SAVE_HEAD = 2 };
 
 #endif

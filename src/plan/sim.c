@@ -66,6 +66,27 @@ static void ds_buckets(struct train *tr, int make)
 		push(&tr->ipg, tensor_as(s, tr->bucket_elems * s->weight_bytes, C_COLLECTIVE));
 }
 
+/* PEFT's modules_to_save: each module named deep-copied as get_peft_model wraps it,
+ * after the adapters, in the original's dtype, and trained; the frozen original stays.
+ * The copies are modules of their own, so a tied pair is tied no more. */
+static void save_copies(struct train *tr)
+{
+	struct step *s = &tr->s;
+	const unsigned bits[2] = { LORA_SAVE_EMBED, LORA_SAVE_HEAD };
+
+	for (int i = 0; i < 2; i++) {
+		if (!(tr->t->lora_save & bits[i]))
+			continue;
+		int id = tensor(s, s->vocab * s->hidden * s->store_bytes);
+		push(&tr->params, id);
+		push(&tr->trained, id);
+		tr->save_ids[i] = id;
+		*(i ? &tr->head_gw : &tr->embed_gw) = s->store_bytes;
+		*(i ? &tr->head_trains : &tr->embed_trains) = 1;
+	}
+	tr->tied = 0;
+}
+
 /* Set up the run and load the model: the weights, then LoRA's adapters, fp32, tensor
  * by tensor after the model (their gradients and states are small-pool blocks, apart
  * from the activations' segments). */
@@ -95,6 +116,9 @@ static void train_start(struct train *tr, const struct model_shape *m, const str
 	load(s, m, t, &tr->params, tr->lora ? NULL : &tr->trained, tr->shard);
 	tr->embed_trains = !tr->lora && !t->freeze_embed && !(m->tied && t->freeze_head);
 	tr->head_trains = !tr->lora && !t->freeze_head && !(m->tied && t->freeze_embed);
+	tr->embed_gw = tr->embed_trains ? tr->grad_bytes : 0;
+	tr->head_gw = tr->head_trains ? tr->grad_bytes : 0;
+	tr->tied = m->tied;
 	if (!tr->embed_trains || t->inputs_embeds)
 		while (tr->no_grad_layers < s->layers && layer_frozen(t, tr->no_grad_layers))
 			tr->no_grad_layers++;
@@ -105,6 +129,8 @@ static void train_start(struct train *tr, const struct model_shape *m, const str
 				push(&tr->params, id);
 				push(&tr->trained, id);
 			}
+	if (tr->lora && t->lora_save)
+		save_copies(tr);
 	if (t->zero_stage == 3) {
 		int64_t h = s->hidden;
 		tr->fsdp = 1;
@@ -258,7 +284,7 @@ static int64_t liger_chunk(const struct step *s)
 static void liger_forward(struct train *tr, int ib)
 {
 	struct step *s = &tr->s;
-	int64_t n = liger_chunk(s), V = s->vocab, H = s->hidden, gw = tr->head_trains ? tr->grad_bytes : 0;
+	int64_t n = liger_chunk(s), V = s->vocab, H = s->hidden, gw = tr->head_gw;
 	int prev = 0, accumulating = s->accumulating;
 
 	tr->fused_gin = tensor(s, ib * s->tokens * H);
@@ -443,7 +469,7 @@ static void logits_backward(struct train *tr)
 static int head_backward(struct train *tr, int *gb)
 {
 	struct step *s = &tr->s;
-	int64_t gw = tr->head_trains ? tr->grad_bytes : 0;
+	int64_t gw = tr->head_gw;
 	int gwb = 0, gh, ob = norm_out_bytes(s, s->resid_bytes);
 
 	s->part = C_BWD_TEMP;
@@ -580,21 +606,21 @@ static void embed_backward(struct train *tr, int gres)
 		gres = remake(s, gres, s->resid_bytes * T * s->hidden);
 	/* the dense gradient, then the kernel's partial sums per segment of sorted
 	 * indices (as traced: a tenth more rows than tokens, fp32) */
-	int ge = tensor_as(s, s->vocab * s->hidden * tr->grad_bytes, C_GRADS);
+	int ge = tensor_as(s, s->vocab * s->hidden * tr->embed_gw, C_GRADS);
 	int ps = tensor(s, (T + T / pytorch_constants()->embed_partial_per) * s->hidden * DT_FP32);
 	drop(s, ps), drop(s, gres);
-	if (tr->m->tied && tr->head_grad && !s->autocast) {
+	if (tr->tied && tr->head_grad && !s->autocast) {
 		/* autograd adds the two out of place (lm_head's gradient, an mm's
 		 * transpose, is not one it may add into): the sum is a new tensor;
 		 * under autocast that gradient is the weight cast's backward, a new
 		 * tensor of its own, and the embedding's is added into it */
 		for (size_t i = 0; i < tr->grads.n; i++)
 			if (tr->grads.v[i] == tr->head_grad) {
-				tr->grads.v[i] = tensor_as(s, s->vocab * s->hidden * tr->grad_bytes, C_GRADS);
+				tr->grads.v[i] = tensor_as(s, s->vocab * s->hidden * tr->head_gw, C_GRADS);
 				drop(s, tr->head_grad);
 			}
 		drop(s, ge);
-	} else if (tr->m->tied) {
+	} else if (tr->tied) {
 		drop(s, ge);
 	} else {
 		push(&tr->grads, ge);
@@ -625,7 +651,7 @@ static void layers_backward(struct train *tr)
 	tr->mask[0] = tr->mask[1] = 0;
 	if (s->fam->positions == POS_LEARNED && tr->grad_bytes) /* wpe's */
 		push(&tr->grads, tensor_as(s, s->positions * s->hidden * tr->grad_bytes, C_GRADS));
-	if (tr->grad_bytes && tr->embed_trains) {
+	if (tr->embed_gw) {
 		embed_backward(tr, gres);
 		gres = 0;
 	}
@@ -665,9 +691,11 @@ static int64_t trained_bytes(struct train *tr, size_t i, int64_t *elems)
 {
 	const struct train_settings *t = tr->t;
 	int64_t zd = t->zero_stage >= 1 ? t->dp : 1, shard = tr->lora ? 1 : tr->shard;
-	int64_t b = tensor_bytes(&tr->s, tr->trained.v[i]) * shard / zd;
+	int id = tr->trained.v[i];
+	int64_t b = tensor_bytes(&tr->s, id) * shard / zd;
+	int copy = id == tr->save_ids[0] || id == tr->save_ids[1];
 
-	*elems = b / (tr->lora ? DT_FP32 : tr->s.store_bytes);
+	*elems = b / (tr->lora && !copy ? DT_FP32 : tr->s.store_bytes);
 	return b;
 }
 

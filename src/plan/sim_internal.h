@@ -261,6 +261,10 @@ struct train {
 	struct tlist params;      /* the weights, then LoRA's adapters */
 	struct tlist trained;     /* those of params that train: their states and temporaries */
 	int embed_trains, head_trains;
+	int64_t embed_gw, head_gw;  /* their gradients' bytes a unit (0: frozen); with LoRA,
+				     * modules_to_save's copies' (the weights' dtype) */
+	int tied;                 /* the embedding and lm_head one weight (no copy of either trains) */
+	int save_ids[2];          /* modules_to_save's copies, in trained (0 none) */
 	int backward_workspace;   /* the backward's cuBLAS workspace is made */
 	int64_t no_grad_layers;   /* the first layers, frozen with nothing before them to train:
 				   * they run as without autograd, and have no backward */

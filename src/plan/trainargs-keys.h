@@ -126,7 +126,7 @@ static const struct file_key axolotl_keys[] = {
 	{ "liger_layer_norm", NULL, map_liger_ops },
 	{ "eager_attention", NULL, must_be_off },
 	{ "xformers_attention", NULL, map_xformers },
-	{ "lora_modules_to_save", NULL, must_be_off },
+	{ "lora_modules_to_save", NULL, map_lora_save },
 	{ "peft_use_dora", NULL, must_be_off },
 	{ "torch_compile", NULL, must_be_off },
 	{ "liger_fused_linear_cross_entropy", NULL, map_liger },

@@ -675,6 +675,41 @@ static int map_target_linear(struct reader *r, const char *key, json_t *v)
 	return set(r, key, "lora_targets", "all");
 }
 
+/* axolotl's lora_modules_to_save, PEFT's modules_to_save: the embedding and lm_head by
+ * any family's name, trained as copies (lora_save); another module is refused by name. */
+static int map_lora_save(struct reader *r, const char *key, json_t *v)
+{
+	struct strbuf list = STRBUF_INIT;
+	size_t i;
+	json_t *e;
+	int rc;
+
+	if (off(v) || flag_wins(r, "lora_save"))
+		return 0;
+	if (json_is_string(v))
+		strbuf_add(&list, json_string_value(v));
+	json_array_foreach(v, i, e) {
+		const char *name = json_string_value(e);
+		if (!name || !lora_save_bits(name)) {
+			strbuf_release(&list);
+			if (!name)
+				return unmappable(r, key, "wants a list of module names");
+			*r->err = xasprintf("%s: '%s' names '%s', a module whose trained copy the planner does not model "
+					    "(it models the embedding's and lm_head's: embed_tokens, lm_head and their "
+					    "families' names): plan without it for the rest", r->tool, key, name);
+			return -EINVAL;
+		}
+		strbuf_addf(&list, "%s%s", i ? "," : "", name);
+	}
+	if (!list.len) {
+		strbuf_release(&list);
+		return unmappable(r, key, "wants a list of module names");
+	}
+	rc = set(r, key, "lora_save", strbuf_str(&list));
+	strbuf_release(&list);
+	return rc;
+}
+
 /* axolotl's gradient_checkpointing: true (or "unsloth", the same tensors kept), or
  * "offload" (to the CPU: not modelled). */
 static int map_axolotl_ckpt(struct reader *r, const char *key, json_t *v)

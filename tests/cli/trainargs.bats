@@ -381,6 +381,14 @@ J
 	run "$HR" plan --gpu h100 --axolotl "$T/bad.yml" "$M"
 	[ "$status" -eq 2 ]
 	[[ "$output" == *"'lora_target_modules' is not a regular expression: missing closing parenthesis at offset "*": fix it, or give a list"* ]]
+	# PEFT's modules_to_save as --lora-save; a module other than the embedding or lm_head refused
+	printf "$base"'lora_target_linear: true\nlora_modules_to_save:\n  - embed_tokens\n  - lm_head\n' > "$T/save.yml"
+	same "$M" "--axolotl $T/save.yml" "--axolotl $T/save.yml --lora-save embed_tokens,lm_head"
+	run "$HR" plan --gpu h100 --axolotl "$T/save.yml" "$M"
+	[[ "$output" == *"and trained copies of embed_tokens,lm_head (modules_to_save)"* ]]
+	run "$HR" plan --gpu h100 --lora-rank 8 --lora-save lm_head,norm "$M"
+	[ "$status" -eq 2 ]
+	[[ "$output" == *"--lora-save wants a list of embed_tokens and lm_head"*"not 'lm_head,norm'"* ]]
 	# the CLI takes PEFT's names too
 	same "$M" "--lora-rank 8 --lora-targets q_proj,self_attn.v_proj,dense_4h_to_h" "--lora-rank 8 --lora-targets q,v,down"
 	# xformers, a Hub flash-attn kernel, torchao's optimizers, YAML 1.1's 500_000

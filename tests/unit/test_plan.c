@@ -15,6 +15,7 @@
 
 #include "plan/config.h"
 #include "plan/limits.h"
+#include "plan/dtype.h"
 #include "plan/model.h"
 #include "plan/precision.h"
 #include "plan/settings.h"
@@ -892,6 +893,39 @@ static void test_settings_limits(void **state)
  * Cross-Entropy's logits at the peak are far below the plain loss's and at most a
  * chunked loss's, and so is the peak; in every precision. A chunk size beside them,
  * or a flash kernel's name where sdpa's flash kernel is not what runs, is refused. */
+/* PEFT's modules_to_save: each copy is a trained vocab x hidden weight in the weights'
+ * dtype, with its gradient and AdamW's two states; the originals stay. */
+static void test_lora_save(void **state)
+{
+	struct model_shape m;
+	struct train_settings t;
+	struct plan_result none, head, both;
+	const char *why;
+
+	(void)state;
+	llama1b(&m, &t);
+	t.param_bytes = DT_BF16, t.autocast = 0, t.lora_rank = 16, t.batch = 2;
+	uint64_t vh = (uint64_t)m.vocab * (uint64_t)m.hidden * DT_BF16;
+	assert_int_equal(plan_compute(&m, &t, &none, &why), 0);
+	t.lora_save = LORA_SAVE_HEAD;
+	assert_int_equal(plan_compute(&m, &t, &head, &why), 0);
+	t.lora_save = LORA_SAVE_EMBED | LORA_SAVE_HEAD;
+	assert_int_equal(plan_compute(&m, &t, &both, &why), 0);
+	assert_int_equal(head.trainable_params - none.trainable_params, m.vocab * m.hidden);
+	assert_int_equal(both.trainable_params - none.trainable_params, 2 * m.vocab * m.hidden);
+	/* the copy and its two states at least; each copy more */
+	assert_true(head.allocated_peak_bytes >= none.allocated_peak_bytes + 3 * vh);
+	assert_true(both.allocated_peak_bytes >= head.allocated_peak_bytes + 3 * vh);
+	assert_true(both.bytes[C_OPT_STATES] >= none.bytes[C_OPT_STATES] + 4 * vh);
+	/* LoRA's and in training only; not sharded */
+	t.zero_stage = 3, t.dp = 8;
+	assert_int_equal(plan_compute(&m, &t, &both, &why), -EINVAL);
+	assert_non_null(strstr(why, "under FSDP or ZeRO-3"));
+	t.zero_stage = 0, t.dp = 1, t.lora_rank = 0;
+	assert_int_equal(plan_compute(&m, &t, &both, &why), -EINVAL);
+	assert_non_null(strstr(why, "lora_save"));
+}
+
 static void test_fused_losses(void **state)
 {
 	static const char *const precisions[] = { "bf16", "amp-bf16" };
@@ -1079,7 +1113,7 @@ int main(void)
 		cmocka_unit_test(test_shapes), cmocka_unit_test(test_knobs),
 		cmocka_unit_test(test_gpt2_untied), cmocka_unit_test(test_config_limits), cmocka_unit_test(test_max_length),
 		cmocka_unit_test(test_settings_limits), cmocka_unit_test(test_precision_key), cmocka_unit_test(test_overflow),
-		cmocka_unit_test(test_grad_accum), cmocka_unit_test(test_fused_losses),
+		cmocka_unit_test(test_grad_accum), cmocka_unit_test(test_fused_losses), cmocka_unit_test(test_lora_save),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -428,6 +428,14 @@ static void test_axolotl(void **state)
 	read_args(1, "gradient_checkpointing: sometimes\n", &t, "wants true, false, offload or offload_disk");
 	read_args(1, "gradient_checkpointing:\n", &t, NULL);
 	assert_false(t.grad_ckpt);
+	/* PEFT's modules_to_save: the embedding and lm_head by any family's names */
+	read_args(1, "adapter: lora\nlora_r: 8\nlora_modules_to_save:\n  - embed_tokens\n  - lm_head\n", &t, NULL);
+	assert_int_equal(t.lora_save, LORA_SAVE_EMBED | LORA_SAVE_HEAD);
+	read_args(1, "adapter: lora\nlora_r: 8\nlora_modules_to_save: [transformer.wte]\n", &t, NULL);
+	assert_int_equal(t.lora_save, LORA_SAVE_EMBED);
+	read_args(1, "adapter: lora\nlora_r: 8\nlora_modules_to_save: [lm_head, score]\n", &t,
+		  "names 'score', a module whose trained copy the planner does not model");
+	read_args(1, "adapter: lora\nlora_r: 8\nlora_modules_to_save: [1]\n", &t, "wants a list of module names");
 }
 
 /* One line of the "assumed:" text the rows say for the settings of a JSON train object. */
