@@ -580,7 +580,7 @@ static void s_lora_save(const struct setting *s, const struct train_settings *t,
 	(void)s;
 	(void)c;
 	if (t->lora_rank && !t->inference && t->lora_save)
-		strbuf_addf(sb, " and trained copies of %s (modules_to_save)",
+		strbuf_addf(sb, " and trained copies of %s (modules_to_save; modelled, not measured)",
 			    lora_save_text(t->lora_save, buf, sizeof(buf)));
 }
 

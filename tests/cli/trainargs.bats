@@ -385,7 +385,7 @@ J
 	printf "$base"'lora_target_linear: true\nlora_modules_to_save:\n  - embed_tokens\n  - lm_head\n' > "$T/save.yml"
 	same "$M" "--axolotl $T/save.yml" "--axolotl $T/save.yml --lora-save embed_tokens,lm_head"
 	run "$HR" plan --gpu h100 --axolotl "$T/save.yml" "$M"
-	[[ "$output" == *"and trained copies of embed_tokens,lm_head (modules_to_save)"* ]]
+	[[ "$output" == *"and trained copies of embed_tokens,lm_head (modules_to_save; modelled, not measured)"* ]]
 	run "$HR" plan --gpu h100 --lora-rank 8 --lora-save lm_head,norm "$M"
 	[ "$status" -eq 2 ]
 	[[ "$output" == *"--lora-save wants a list of embed_tokens and lm_head"*"not 'lm_head,norm'"* ]]
