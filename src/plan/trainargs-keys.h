@@ -127,6 +127,7 @@ static const struct file_key axolotl_keys[] = {
 	{ "eager_attention", NULL, must_be_off },
 	{ "xformers_attention", NULL, map_xformers },
 	{ "lora_modules_to_save", NULL, map_lora_save },
+	{ "rl", NULL, map_rl },
 	{ "peft_use_dora", NULL, must_be_off },
 	{ "torch_compile", NULL, must_be_off },
 	{ "liger_fused_linear_cross_entropy", NULL, map_liger },

@@ -675,6 +675,22 @@ static int map_target_linear(struct reader *r, const char *key, json_t *v)
 	return set(r, key, "lora_targets", "all");
 }
 
+/* axolotl's rl: preference and reinforcement training (TRL's DPO, ORPO, KTO, GRPO...)
+ * runs more than one sequence an example, and DPO a reference forward while the policy's
+ * graph is alive: not modelled, and not to be planned as plain fine-tuning. */
+static int map_rl(struct reader *r, const char *key, json_t *v)
+{
+	const char *s = json_string_value(v);
+
+	if (off(v))
+		return 0;
+	*r->err = xasprintf("%s: '%s' is %s, preference or reinforcement training, which the planner does not "
+			    "model (DPO runs each example's chosen and rejected sequences as one batch, and a "
+			    "reference forward beside the policy's graph): plan without the key at twice the "
+			    "micro_batch_size for the policy's part, not a bound", r->tool, key, s ? s : "set");
+	return -EINVAL;
+}
+
 /* axolotl's lora_modules_to_save, PEFT's modules_to_save: the embedding and lm_head by
  * any family's name, trained as copies (lora_save); another module is refused by name. */
 static int map_lora_save(struct reader *r, const char *key, json_t *v)

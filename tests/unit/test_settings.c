@@ -436,6 +436,9 @@ static void test_axolotl(void **state)
 	read_args(1, "adapter: lora\nlora_r: 8\nlora_modules_to_save: [lm_head, score]\n", &t,
 		  "names 'score', a module whose trained copy the planner does not model");
 	read_args(1, "adapter: lora\nlora_r: 8\nlora_modules_to_save: [1]\n", &t, "wants a list of module names");
+	/* preference training is not plain fine-tuning: refused, not planned as one */
+	read_args(1, "rl: dpo\nadapter: lora\nlora_r: 8\n", &t, "'rl' is dpo, preference or reinforcement training");
+	read_args(1, "rl:\nadapter: lora\nlora_r: 8\n", &t, NULL);
 }
 
 /* One line of the "assumed:" text the rows say for the settings of a JSON train object. */
