@@ -105,6 +105,7 @@ struct gov {
 	int saves_off;              /* the store cannot be written: no more tries in the loop */
 	int64_t longest_done_ms;    /* the longest run of a job of this build that ended; -1: none yet */
 	int net_act;                /* the safety net's last decision (enum net_action) */
+	enum report_held frozen_by; /* what the last freeze answered: the machine or the budget */
 	uint64_t oom_start;
 	uint64_t oom_tick;          /* the OOM-kill count read at the last tick */
 	uint64_t avail_bytes;       /* memory that could be taken, read at avail_at_ms */

@@ -528,6 +528,21 @@ static void say_unowned(struct gov *g)
 	g->said_unowned = 1;
 }
 
+/* What holds the waiting jobs this tick, for the report: the machine's state (what the
+ * net decided of it, or memory unreadable), the build's own jobs over the budget, or a
+ * frozen job, which goes first, held for what froze it. */
+static void hold_waiting(struct gov *g, enum net_action act, enum net_action machine, int mem_err)
+{
+	if (act == NET_FREEZE || act == NET_KILL)
+		g->frozen_by = machine != NET_OK ? REPORT_HELD_NET : REPORT_HELD_BUDGET;
+	if (mem_err || machine != NET_OK)
+		job_hold_all(g, REPORT_HELD_NET);
+	else if (act != NET_OK)
+		job_hold_all(g, REPORT_HELD_BUDGET);
+	else if (oldest_frozen(g))
+		job_hold_all(g, g->frozen_by != REPORT_HELD_PACE ? g->frozen_by : REPORT_HELD_BUDGET);
+}
+
 static void govern_tick(struct gov *g, int64_t now)
 {
 	struct admit_job *snap;
@@ -590,12 +605,7 @@ static void govern_tick(struct gov *g, int64_t now)
 
 	net_carry_out(g, act, now, avail, mem_err, snap, n, jobs_bytes, running);
 	g->net_act = act;
-	/* the machine's state, or the build's own jobs over the budget or frozen (they go
-	 * first: they hold what the budget has) */
-	if (mem_err || machine != NET_OK)
-		job_hold_all(g, REPORT_HELD_NET);
-	else if (act != NET_OK || oldest_frozen(g))
-		job_hold_all(g, REPORT_HELD_BUDGET);
+	hold_waiting(g, act, machine, mem_err);
 	if (act == NET_OK && !g->interrupted && !oldest_frozen(g)) {
 		struct admit_snapshot s;
 
