@@ -22,6 +22,10 @@ static const struct file_key hf_keys[] = {
 	{ "deepspeed", NULL, map_deepspeed },
 	/* TRL's SFTConfig, a TrainingArguments with the sequence's length */
 	{ "max_length", NULL, map_length },
+	/* TRL's preference and RL trainers: refused, whatever the value */
+	{ "precompute_ref_log_probs", NULL, map_trl_rl },
+	{ "ref_model_init_kwargs", NULL, map_trl_rl },
+	{ "num_generations", NULL, map_trl_rl },
 	{ "max_seq_length", NULL, map_length },
 	{ "activation_offloading", NULL, map_act_offload },
 	{ "torch_compile", NULL, must_be_off },

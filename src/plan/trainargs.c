@@ -691,6 +691,19 @@ static int map_rl(struct reader *r, const char *key, json_t *v)
 	return -EINVAL;
 }
 
+/* A key only TRL's preference and RL trainers' configs write (DPOConfig's, KTOConfig's
+ * precompute_ref_log_probs, GRPOConfig's num_generations...): the file is one of them,
+ * whatever the value; not modelled, as axolotl's rl. */
+static int map_trl_rl(struct reader *r, const char *key, json_t *v)
+{
+	(void)v;
+	*r->err = xasprintf("%s: '%s' is a key of TRL's preference or reinforcement trainers' configs (DPO, KTO, "
+			    "GRPO...), which the planner does not model (more than one sequence an example, a "
+			    "reference or generation beside the policy): plan the policy's part as an SFT file, "
+			    "not a bound", r->tool, key);
+	return -EINVAL;
+}
+
 /* axolotl's lora_modules_to_save, PEFT's modules_to_save: the embedding and lm_head by
  * any family's name, trained as copies (lora_save); another module is refused by name. */
 static int map_lora_save(struct reader *r, const char *key, json_t *v)

@@ -270,6 +270,9 @@ static void test_trainer_args(void **state)
 	read_args(0, "{\"activation_offloading\": true, \"gradient_checkpointing\": true}", &t, NULL);
 	assert_true(t.grad_ckpt);
 	read_args(0, "{\"activation_offloading\": \"everything\"}", &t, "wants true, false, legacy, disk");
+	/* TRL's DPOConfig and GRPOConfig are no SFT run: refused by a key only they write */
+	read_args(0, "{\"beta\": 0.1, \"precompute_ref_log_probs\": false}", &t, "TRL's preference or reinforcement");
+	read_args(0, "{\"num_generations\": 8}", &t, "'num_generations' is a key of TRL's preference");
 	read_args(0, "{\"train_batch_size\": 6, \"global_step\": 10, \"log_history\": [], \"max_steps\": 5}", &t, NULL);
 	assert_int_equal(t.batch, 6);
 	assert_int_equal(t.steps, 5);
