@@ -719,7 +719,7 @@ PY
 	local help="$output" man
 	man=$(sed 's/\\-/-/g; s/\\f[BIR]//g' "$ROOT/docs/headroom.1")
 	for key in precision dtype autocast optimizer momentum grad_ckpt use_cache keep_outputs batch seq loss_chunk loss steps buffer \
-	           zero_stage dp ddp reshard_after_forward freeze inputs_embeds alloc_conf lora_rank lora_targets \
+	           zero_stage dp ddp reshard_after_forward freeze inputs_embeds alloc_conf lora_rank lora_targets lora_save \
 	           inference context logits context_bytes attn grad_accum quant double_quant kbit_prepare \
 	           fsdp_param_dtype fsdp_reduce_dtype reduce_bucket_size overlap_comm master_weights offload; do
 		flag=${key//_/-}
@@ -732,7 +732,7 @@ PY
 	done
 	# and no row the test does not know: the help's settings are these
 	local n=$(sed -n '/^Settings:/,/^Old spellings/p' <<< "$help" | grep -c '^      --')
-	[ "$n" -eq 38 ]
+	[ "$n" -eq 39 ]
 }
 
 # Issue 30: "--inference --solve context on Llama-3.1 answers 492,544, its maximum is
