@@ -44,7 +44,7 @@ struct job {
 	int frozen;
 	int64_t frozen_at_ms, frozen_total_ms;
 	int64_t wait_memory_ms, wait_slot_ms; /* this wait so far (job_note_tick), not yet reported */
-	enum report_held held_by;   /* what the last admission held it for (gov_hold) */
+	enum report_held held_by;   /* what last held it (admit_waiting, job_hold_all) */
 	int64_t held_ms[REPORT_HELD_N]; /* wait_memory_ms by what held it */
 	const struct curve *pred;   /* points into the learned cache or at twins; NULL when unknown */
 	int pred_own;               /* pred is its own signature's profile */

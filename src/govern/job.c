@@ -2,9 +2,9 @@
  * kill, and sample their memory. */
 #include <errno.h>
 #include <signal.h>
-#include <string.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 #include <unistd.h>
 
 #include "govern/gov.h"

@@ -441,17 +441,16 @@ static void print_advice(const struct report *r, int safe, FILE *f)
 		avoided ? "an OOM avoided" : plain > r->limit_bytes ? "OOM kills were seen" : "no OOM avoided");
 }
 
-/* "3 jobs, 4.2 s in all, longest 2.1 s" */
 /* A reason held the jobs for less than prints as a tenth of a second: not named. */
 #define HELD_SHOWN_MIN_MS 100
 
+/* "3 jobs, 4.2 s in all, longest 2.1 s (held by: the budget 3.0 s, the safety net 1.2 s)" */
 static void print_waits(const struct report_waits *w, FILE *f)
 {
 	const char *sep = " (held by: ";
 
 	fprintf(f, "%d job%s, %.1f s in all, longest %.1f s", w->jobs, plural(w->jobs), w->total_ms / 1000.0,
 		w->longest_ms / 1000.0);
-	/* a reason under what prints as 0.1 s is no reason to name */
 	for (int k = 0; k < REPORT_HELD_N; k++) {
 		if (!held_text[k] || w->held_ms[k] < HELD_SHOWN_MIN_MS)
 			continue;

@@ -13,12 +13,15 @@ enum { IN_ATTN = 1, IN_MLP = 2 };
 /* the layers a pattern is tried on when the decoder's are not known */
 #define LORA_REGEX_LAYERS 64
 
-/* A projection's module name in the families' code, its bits, and the block it sits in. */
-static const struct {
+/* A module's name in the families' code, its bits, and the block it sits in (0: none). */
+struct name_row {
 	const char *name;
 	unsigned bits;
 	int in;
-} names[] = {
+};
+
+/* The projections' names: LORA_* bits. */
+static const struct name_row names[] = {
 	{ "q_proj", LORA_Q, IN_ATTN },
 	{ "k_proj", LORA_K, IN_ATTN },
 	{ "v_proj", LORA_V, IN_ATTN },
@@ -74,15 +77,22 @@ static const struct {
 
 #define N(a) (sizeof(a) / sizeof((a)[0]))
 
-unsigned lora_name_bits(const char *name)
+/* The bits of the row of table (n rows) named as name's last dotted part (PEFT matches a
+ * suffix: "self_attn.q_proj"), or 0. */
+static unsigned row_bits(const struct name_row *table, size_t n, const char *name)
 {
 	const char *dot = strrchr(name, '.');
 	const char *last = dot ? dot + 1 : name;
 
-	for (size_t i = 0; i < N(names); i++)
-		if (!strcmp(names[i].name, last))
-			return names[i].bits;
+	for (size_t i = 0; i < n; i++)
+		if (!strcmp(table[i].name, last))
+			return table[i].bits;
 	return 0;
+}
+
+unsigned lora_name_bits(const char *name)
+{
+	return row_bits(names, N(names), name);
 }
 
 /* In how many of layers layers re matches the name path.I.block.proj: n, or -E2BIG
@@ -141,49 +151,36 @@ int lora_regex_bits(const char *pattern, int layers, unsigned *bits, unsigned *p
 	return 0;
 }
 
-/* The embedding's and lm_head's module names in the families' code. */
-static const struct {
-	const char *name;
-	unsigned bit;
-} save_names[] = {
-	{ "embed_tokens", LORA_SAVE_EMBED },   { "wte", LORA_SAVE_EMBED },        { "word_embeddings", LORA_SAVE_EMBED },
-	{ "tok_embeddings", LORA_SAVE_EMBED }, { "embed_in", LORA_SAVE_EMBED },
-	{ "lm_head", LORA_SAVE_HEAD },         { "embed_out", LORA_SAVE_HEAD },   { "output", LORA_SAVE_HEAD },
+/* The embedding's and lm_head's module names in the families' code: LORA_SAVE_* bits. */
+static const struct name_row save_names[] = {
+	{ "embed_tokens", LORA_SAVE_EMBED, 0 },    { "wte", LORA_SAVE_EMBED, 0 },
+	{ "word_embeddings", LORA_SAVE_EMBED, 0 }, { "tok_embeddings", LORA_SAVE_EMBED, 0 },
+	{ "embed_in", LORA_SAVE_EMBED, 0 },        { "lm_head", LORA_SAVE_HEAD, 0 },
+	{ "embed_out", LORA_SAVE_HEAD, 0 },        { "output", LORA_SAVE_HEAD, 0 },
 };
 
 unsigned lora_save_bits(const char *name)
 {
-	const char *dot = strrchr(name, '.');
-	const char *last = dot ? dot + 1 : name;
-
-	for (size_t i = 0; i < N(save_names); i++)
-		if (!strcmp(save_names[i].name, last))
-			return save_names[i].bit;
-	return 0;
+	return row_bits(save_names, N(save_names), name);
 }
 
-int lora_save_parse(const char *text, unsigned *bits, const char **bad)
+int lora_save_parse(const char *text, unsigned *bits)
 {
 	char name[128];
 
 	*bits = 0;
-	*bad = NULL;
 	if (!strcmp(text, "none"))
 		return 0;
 	for (const char *p = text; *p;) {
 		size_t n = strcspn(p, ",");
 		unsigned b;
 
-		if (n >= sizeof(name)) {
-			*bad = p;
+		if (n >= sizeof(name))
 			return -EINVAL;
-		}
 		memcpy(name, p, n);
 		name[n] = '\0';
-		if (!(b = lora_save_bits(name))) {
-			*bad = p;
+		if (!(b = lora_save_bits(name)))
 			return -EINVAL;
-		}
 		*bits |= b;
 		p += n + (p[n] == ',');
 	}

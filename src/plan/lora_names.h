@@ -25,9 +25,9 @@ int lora_regex_bits(const char *pattern, int layers, unsigned *bits, unsigned *p
  * or lm_head's in the families' namings, or PEFT's suffix of one); 0: none the planner
  * models (a classifier's score, a norm). */
 unsigned lora_save_bits(const char *name);
-/* A list of them (commas; "none" or empty: none) as LORA_SAVE_* bits: 0 or -EINVAL,
- * *bad pointing at the first name it does not take. */
-int lora_save_parse(const char *text, unsigned *bits, const char **bad);
+/* A list of them (commas; "none" or empty: none) as LORA_SAVE_* bits: 0, or -EINVAL at
+ * a name it does not take. */
+int lora_save_parse(const char *text, unsigned *bits);
 /* The bits as text ("embed_tokens,lm_head") into buf. */
 const char *lora_save_text(unsigned bits, char *buf, size_t n);
 

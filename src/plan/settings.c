@@ -153,10 +153,8 @@ static int p_lora_targets(const struct setting *s, struct train_settings *t, con
 
 static int p_lora_save(const struct setting *s, struct train_settings *t, const char *text)
 {
-	const char *bad;
-
 	(void)s;
-	return lora_save_parse(text, &t->lora_save, &bad);
+	return lora_save_parse(text, &t->lora_save);
 }
 
 static int p_logits(const struct setting *s, struct train_settings *t, const char *text)

@@ -62,16 +62,14 @@ int pyre_compile(struct pyre **re, const char *pattern, char **err)
 		pyre_free(r);
 		return -ENOMEM;
 	}
+	pcre2_set_match_limit(r->mc, MATCH_LIMIT);
 	*re = r;
 	return 0;
 }
 
 int pyre_match(struct pyre *re, const char *s)
 {
-	int rc;
-
-	pcre2_set_match_limit(re->mc, MATCH_LIMIT);
-	rc = pcre2_match(re->code, (PCRE2_SPTR)s, strlen(s), 0, 0, re->md, re->mc);
+	int rc = pcre2_match(re->code, (PCRE2_SPTR)s, strlen(s), 0, 0, re->md, re->mc);
 	if (rc >= 0)
 		return 1;
 	return rc == PCRE2_ERROR_NOMATCH ? 0 : -E2BIG;

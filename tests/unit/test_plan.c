@@ -888,11 +888,6 @@ static void test_settings_limits(void **state)
 	assert_int_equal(b.item_bytes, 1ULL << 30);
 }
 
-/* Issue 45: the fused losses make no full logits. Llama-3.1-8B's shape at a long
- * sequence, LoRA (so the loss's transients can make the peak): Liger's and Cut
- * Cross-Entropy's logits at the peak are far below the plain loss's and at most a
- * chunked loss's, and so is the peak; in every precision. A chunk size beside them,
- * or a flash kernel's name where sdpa's flash kernel is not what runs, is refused. */
 /* PEFT's modules_to_save: each copy is a trained vocab x hidden weight in the weights'
  * dtype, with its gradient and AdamW's two states; the originals stay. */
 static void test_lora_save(void **state)
@@ -926,6 +921,11 @@ static void test_lora_save(void **state)
 	assert_non_null(strstr(why, "lora_save"));
 }
 
+/* Issue 45: the fused losses make no full logits. Llama-3.1-8B's shape at a long
+ * sequence, LoRA (so the loss's transients can make the peak): Liger's and Cut
+ * Cross-Entropy's logits at the peak are far below the plain loss's and at most a
+ * chunked loss's, and so is the peak; in every precision. A chunk size beside them,
+ * or a flash kernel's name where sdpa's flash kernel is not what runs, is refused. */
 static void test_fused_losses(void **state)
 {
 	static const char *const precisions[] = { "bf16", "amp-bf16" };
